@@ -1,0 +1,52 @@
+# Fuxi-TS. Quick start: `make demo`, `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NPM ?= npm
+
+.PHONY: help install build lint check-gen unit integration test demo etcd clean
+
+help:
+	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
+	@echo "make test   - install what the tests need, build, lint, run unit and integration tests"
+	@echo "make build  - compile every package (tsc -b)"
+
+# npm packages, installed exactly as locked; re-run when the lock file changes.
+node_modules/.install-stamp: package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.install-stamp
+
+build: install
+	npx tsc -b
+
+# Debian's etcd-server, for the suites that run a real etcd.
+etcd:
+	@if ! command -v etcd >/dev/null 2>&1; then \
+	  echo "installing etcd-server (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server >/dev/null; \
+	fi
+	@etcd --version | head -1
+
+check-gen: install
+	node proto/scripts/gen-types.mjs --check
+
+lint: build
+	npx eslint .
+	npx madge --circular --extensions js proto/dist packages/common/dist packages/rpc/dist packages/store/dist master/dist agent/dist appmaster/dist client/dist deploy/dist
+
+unit: build
+	npx mocha --config .mocharc.unit.json
+
+integration: build
+	npx mocha --config .mocharc.integration.json
+
+test: install etcd check-gen lint unit integration
+
+demo: build
+	node deploy/dist/demo.js
+
+clean:
+	npx tsc -b --clean
+	rm -rf bench-results

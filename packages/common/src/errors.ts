@@ -1,0 +1,85 @@
+/**
+ * Typed errors. Every error that crosses a component boundary is a FuxiError with a code; the one
+ * mapping from codes to gRPC status codes lives in @fuxi/rpc (errors.ts).
+ */
+export type ErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'FAILED_PRECONDITION'
+  | 'RESOURCE_EXHAUSTED'
+  | 'UNAVAILABLE'
+  | 'ABORTED'
+  | 'DEADLINE_EXCEEDED'
+  | 'INTERNAL';
+
+export class FuxiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input. `field` is the path of the offending field, e.g. `tasks[1].resources.cpu`. */
+export class InvalidArgumentError extends FuxiError {
+  constructor(
+    readonly field: string,
+    readonly reason: string,
+  ) {
+    super('INVALID_ARGUMENT', field ? `${field}: ${reason}` : reason, { field });
+  }
+}
+
+export class NotFoundError extends FuxiError {
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
+    super('NOT_FOUND', `${kind} "${id}" not found`);
+  }
+}
+
+export class AlreadyExistsError extends FuxiError {
+  constructor(kind: string, id: string) {
+    super('ALREADY_EXISTS', `${kind} "${id}" already exists`);
+  }
+}
+
+/** The receiver's state forbids the call: a stale epoch or AM attempt, a job already finished. */
+export class FailedPreconditionError extends FuxiError {
+  constructor(message: string, details: Record<string, string> = {}) {
+    super('FAILED_PRECONDITION', message, details);
+  }
+}
+
+/** Fencing: a command carried an epoch (or AM attempt) older than the newest the receiver has seen. */
+export class StaleEpochError extends FailedPreconditionError {
+  constructor(what: 'epoch' | 'am attempt', got: string | number, newest: string | number) {
+    super(`stale ${what}: got ${got}, newest seen is ${newest}`, { stale: what });
+  }
+}
+
+/** Not the leader (or not ready yet). `leader` is the address to redirect to, when known. */
+export class UnavailableError extends FuxiError {
+  constructor(message: string, readonly leader = '') {
+    super('UNAVAILABLE', message, leader ? { leader } : {});
+  }
+}
+
+export class InternalError extends FuxiError {
+  constructor(message: string) {
+    super('INTERNAL', message);
+  }
+}
+
+export function isFuxiError(e: unknown): e is FuxiError {
+  return e instanceof FuxiError;
+}
+
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

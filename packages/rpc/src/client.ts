@@ -1,0 +1,87 @@
+/**
+ * Typed promise clients for the Fuxi services, built from the generated service definitions.
+ *
+ * ```ts
+ * const master = connect(loadFuxiProto().MasterService, '127.0.0.1:7070');
+ * const { jobId } = await master.SubmitJob({ spec }, { deadlineMs: 5000 });
+ * ```
+ */
+import * as grpc from '@grpc/grpc-js';
+import type { MethodDefinition } from '@grpc/proto-loader';
+import { fromGrpcError } from './errors.js';
+
+export interface CallOptions {
+  /** Per-call deadline; every call has one (default 10 s). */
+  deadlineMs?: number;
+}
+
+export const DEFAULT_DEADLINE_MS = 10_000;
+
+type UnaryFn<M> = // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  M extends MethodDefinition<infer Req, any, any, infer ResOut> ? (req: Req, opts?: CallOptions) => Promise<ResOut> : never;
+type StreamFn<M> = // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  M extends MethodDefinition<infer Req, any, any, infer ResOut> ? (req: Req, opts?: CallOptions) => ServerStream<ResOut> : never;
+
+/** Unary methods by their proto name; server-streaming ones are under `stream`. */
+export type TypedClient<D> = { [K in keyof D as string extends K ? never : K]: UnaryFn<D[K]> } & {
+  readonly stream: { [K in keyof D as string extends K ? never : K]: StreamFn<D[K]> };
+  readonly address: string;
+  readonly raw: grpc.Client;
+  close(): void;
+};
+
+export interface ServerStream<T> extends AsyncIterable<T> {
+  cancel(): void;
+}
+
+type ServiceCtor = grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition };
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 2000,
+  'grpc.enable_retries': 0,
+};
+
+export function connect<D>(ctor: ServiceCtor & { service: D }, address: string): TypedClient<D> {
+  const raw = new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  const out: Record<string, unknown> = {};
+  const streams: Record<string, unknown> = {};
+  for (const [name, d] of Object.entries(ctor.service)) {
+    const def = d as MethodDefinition<object, object, object, object>;
+    if (def.responseStream) {
+      streams[name] = (req: object, opts: CallOptions = {}) => openStream(raw, def, name, req, opts);
+      continue;
+    }
+    out[name] = (req: object, opts: CallOptions = {}) =>
+      new Promise((resolve, reject) => {
+        const deadline = new Date(Date.now() + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS));
+        raw.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, req, new grpc.Metadata(), { deadline }, (err, res) => {
+          if (err) reject(fromGrpcError(err, name));
+          else resolve(res);
+        });
+      });
+  }
+  out.stream = streams;
+  out.address = address;
+  out.raw = raw;
+  out.close = () => raw.close();
+  return out as TypedClient<D>;
+}
+
+function openStream(raw: grpc.Client, def: MethodDefinition<object, object, object, object>, name: string, req: object, opts: CallOptions): ServerStream<object> {
+  const callOpts: grpc.CallOptions = opts.deadlineMs ? { deadline: new Date(Date.now() + opts.deadlineMs) } : {};
+  const call = raw.makeServerStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, req, new grpc.Metadata(), callOpts);
+  return {
+    cancel: () => call.cancel(),
+    async *[Symbol.asyncIterator]() {
+      try {
+        for await (const msg of call as AsyncIterable<object>) yield msg;
+      } catch (e) {
+        const err = e as grpc.ServiceError;
+        if (err.code === grpc.status.CANCELLED) return;
+        throw typeof err.code === 'number' ? fromGrpcError(err, name) : e;
+      }
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * The one mapping between Fuxi error codes and gRPC status codes, in both directions.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { FuxiError, type ErrorCode } from '@fuxi/common';
+
+export const LEADER_METADATA_KEY = 'fuxi-leader';
+
+const TO_GRPC: Record<ErrorCode, grpc.status> = {
+  INVALID_ARGUMENT: grpc.status.INVALID_ARGUMENT,
+  NOT_FOUND: grpc.status.NOT_FOUND,
+  ALREADY_EXISTS: grpc.status.ALREADY_EXISTS,
+  FAILED_PRECONDITION: grpc.status.FAILED_PRECONDITION,
+  RESOURCE_EXHAUSTED: grpc.status.RESOURCE_EXHAUSTED,
+  UNAVAILABLE: grpc.status.UNAVAILABLE,
+  ABORTED: grpc.status.ABORTED,
+  DEADLINE_EXCEEDED: grpc.status.DEADLINE_EXCEEDED,
+  INTERNAL: grpc.status.INTERNAL,
+};
+
+const FROM_GRPC = new Map<grpc.status, ErrorCode>(Object.entries(TO_GRPC).map(([k, v]) => [v, k as ErrorCode]));
+
+/** A FuxiError (or anything else) as a gRPC error for a server callback. */
+export function toGrpcError(e: unknown): Partial<grpc.ServiceError> {
+  const metadata = new grpc.Metadata();
+  if (e instanceof FuxiError) {
+    for (const [k, v] of Object.entries(e.details)) metadata.set(`fuxi-${k}`, v);
+    return { code: TO_GRPC[e.code], details: e.message, metadata };
+  }
+  const msg = e instanceof Error ? e.message : String(e);
+  return { code: grpc.status.INTERNAL, details: `internal error: ${msg}`, metadata };
+}
+
+/** An error from a client call, as a typed FuxiError (with `grpcCode` kept for callers). */
+export class RpcError extends FuxiError {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    readonly grpcCode: grpc.status,
+    details: Record<string, string>,
+    readonly method: string,
+  ) {
+    super(code, message, details);
+  }
+  /** The leader's address when a standby redirected us. */
+  get leader(): string {
+    return this.details.leader ?? '';
+  }
+}
+
+export function fromGrpcError(err: grpc.ServiceError, method: string): RpcError {
+  const code: ErrorCode = FROM_GRPC.get(err.code) ?? (err.code === grpc.status.CANCELLED ? 'UNAVAILABLE' : 'INTERNAL');
+  const details: Record<string, string> = {};
+  const md = err.metadata?.getMap() ?? {};
+  for (const [k, v] of Object.entries(md)) {
+    if (k.startsWith('fuxi-') && typeof v === 'string') details[k.slice(5)] = v;
+  }
+  return new RpcError(code, err.details || err.message, err.code, details, method);
+}

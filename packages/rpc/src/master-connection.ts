@@ -1,0 +1,88 @@
+/**
+ * A connection to "the master": a list of master addresses, following a standby's redirect to the
+ * leader and retrying calls that are safe to retry, with capped exponential backoff.
+ */
+import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
+import type { MethodDefinition } from '@grpc/proto-loader';
+import { connect, type CallOptions, type TypedClient } from './client.js';
+import type { MethodName } from './server.js';
+import { RpcError } from './errors.js';
+
+export type MasterClient = TypedClient<MasterServiceDefinition>;
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type ReqOf<M> = M extends MethodDefinition<infer Req, any, any, any> ? Req : never;
+type ResOf<M> = M extends MethodDefinition<any, any, any, infer Res> ? Res : never;
+/* eslint-enable @typescript-eslint/no-explicit-any */
+type MasterMethod = MethodName<MasterServiceDefinition> & keyof MasterServiceDefinition;
+
+export interface MasterConnectionOptions {
+  /** Give up after this long of failed attempts (default 30 s). */
+  retryForMs?: number;
+  onRedirect?: (from: string, to: string) => void;
+}
+
+export class MasterConnection {
+  private clients = new Map<string, MasterClient>();
+  private current: string;
+
+  constructor(
+    readonly addresses: readonly string[],
+    private readonly opts: MasterConnectionOptions = {},
+  ) {
+    if (addresses.length === 0) throw new Error('at least one master address is needed');
+    this.current = addresses[0] as string;
+  }
+
+  get address(): string {
+    return this.current;
+  }
+
+  client(address = this.current): MasterClient {
+    let c = this.clients.get(address);
+    if (!c) {
+      c = connect(loadFuxiProto().MasterService, address);
+      this.clients.set(address, c);
+    }
+    return c;
+  }
+
+  /**
+   * Calls `method`, following leader redirects; when `retry` is set (idempotent calls), also
+   * retries UNAVAILABLE / DEADLINE_EXCEEDED across the known masters until `retryForMs`.
+   */
+  async call<K extends MasterMethod>(
+    method: K,
+    req: ReqOf<MasterServiceDefinition[K]>,
+    opts: CallOptions & { retry?: boolean } = {},
+  ): Promise<ResOf<MasterServiceDefinition[K]>> {
+    const until = Date.now() + (this.opts.retryForMs ?? 30_000);
+    let delay = 50;
+    let tried = 0;
+    for (;;) {
+      const fn = (this.client() as unknown as Record<string, (r: unknown, o: CallOptions) => Promise<ResOf<MasterServiceDefinition[K]>>>)[method]!;
+      try {
+        return await fn(req, opts);
+      } catch (e) {
+        if (!(e instanceof RpcError)) throw e;
+        const leader = e.leader;
+        if (leader && leader !== this.current) {
+          this.opts.onRedirect?.(this.current, leader);
+          this.current = leader;
+          continue;
+        }
+        const transient = e.code === 'UNAVAILABLE' || (e.code === 'DEADLINE_EXCEEDED' && opts.retry);
+        if (!transient || !opts.retry || Date.now() > until) throw e;
+        tried++;
+        if (this.addresses.length > 1) this.current = this.addresses[tried % this.addresses.length] as string;
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 1000);
+      }
+    }
+  }
+
+  close(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+}

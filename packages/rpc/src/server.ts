@@ -1,0 +1,120 @@
+/**
+ * gRPC server plumbing: typed async handlers, error mapping, health checking and reflection on
+ * every daemon.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
+import type { MethodDefinition } from '@grpc/proto-loader';
+import { fuxiPackageDefinition } from '@fuxi/proto';
+import type { Logger } from '@fuxi/common';
+import { toGrpcError } from './errors.js';
+
+type AnyMethod = MethodDefinition<object, object, object, object>;
+
+/** Async handler for a unary method: gets the decoded request, returns the response or throws. */
+export type UnaryImpl<M> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  M extends MethodDefinition<any, infer Res, infer ReqOut, any> ? (req: ReqOut, call: grpc.ServerUnaryCall<ReqOut, Res>) => Promise<Res> | Res : never;
+
+/** Handler for a server-streaming method: write to `call`, end it, or throw. */
+export type StreamImpl<M> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  M extends MethodDefinition<any, infer Res, infer ReqOut, any> ? (req: ReqOut, call: grpc.ServerWritableStream<ReqOut, Res>) => Promise<void> | void : never;
+
+/** Known method names of a service definition (without its index signature). */
+export type MethodName<D> = keyof { [K in keyof D as string extends K ? never : K]: true };
+
+export type ServiceImpl<D> = { [K in MethodName<D> & keyof D]: UnaryImpl<D[K]> | StreamImpl<D[K]> };
+
+/** Turns async handlers into grpc-js handlers with error mapping and a debug log per call. */
+export function implement<D extends grpc.ServiceDefinition>(definition: D, impl: ServiceImpl<D>, log: Logger): grpc.UntypedServiceImplementation {
+  const out: grpc.UntypedServiceImplementation = {};
+  for (const name of Object.keys(definition)) {
+    const def = definition[name] as unknown as AnyMethod;
+    const fn = (impl as Record<string, (req: unknown, call: unknown) => unknown>)[name];
+    if (!fn) throw new Error(`no handler for ${name}`);
+    if (def.responseStream) {
+      out[name] = (call: grpc.ServerWritableStream<object, object>) => {
+        Promise.resolve()
+          .then(() => fn(call.request, call))
+          .catch((e: unknown) => {
+            log.debug({ method: name, err: String(e) }, 'stream failed');
+            call.destroy(Object.assign(new Error(String(e)), toGrpcError(e)));
+          });
+      };
+    } else {
+      out[name] = (call: grpc.ServerUnaryCall<object, object>, cb: grpc.sendUnaryData<object>) => {
+        Promise.resolve()
+          .then(() => fn(call.request, call))
+          .then(
+            (res) => cb(null, res as object),
+            (e: unknown) => {
+              const ge = toGrpcError(e);
+              if (ge.code === grpc.status.INTERNAL) log.error({ method: name, err: e instanceof Error ? e.stack : String(e) }, 'rpc failed');
+              else log.debug({ method: name, code: ge.code, msg: ge.details }, 'rpc rejected');
+              cb(ge as grpc.ServiceError);
+            },
+          );
+      };
+    }
+  }
+  return out;
+}
+
+export interface RunningServer {
+  server: grpc.Server;
+  port: number;
+  /** host:port callers should use. */
+  address: string;
+  health: HealthImplementation;
+  setServing(status: ServingStatus): void;
+  /** Graceful shutdown, forced after `graceMs`. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+export interface ServerOptions {
+  /** Address to bind, e.g. `127.0.0.1:0` (port 0 = any free port). */
+  bind: string;
+  /** Address to advertise (host:port); defaults to the bound host and port. */
+  advertise?: string;
+  services: Array<{ definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation; name: string }>;
+  log: Logger;
+}
+
+/** Starts a gRPC server with the given services plus grpc.health.v1 and server reflection. */
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
+  for (const s of opts.services) server.addService(s.definition, s.handlers);
+  const names = opts.services.map((s) => s.name);
+  const health = new HealthImplementation(Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]) as Record<string, ServingStatus>);
+  health.addToServer(server);
+  new ReflectionService(fuxiPackageDefinition()).addToServer(server);
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(opts.bind, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  const host = opts.bind.slice(0, opts.bind.lastIndexOf(':')) || '127.0.0.1';
+  const address = opts.advertise ?? `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
+  return {
+    server,
+    port,
+    address,
+    health,
+    setServing(status) {
+      health.setStatus('', status);
+      for (const n of names) health.setStatus(n, status);
+    },
+    shutdown(graceMs = 2000) {
+      return new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    },
+  };
+}

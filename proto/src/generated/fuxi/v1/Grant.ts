@@ -1,0 +1,27 @@
+// Original file: proto/fuxi/v1/common.proto
+
+import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+
+/**
+ * "app A / schedule unit S may use `slots` slots of `resource` on this node".
+ * Always the absolute number for (app, su) on the node, never a delta, so a
+ * repeated or reordered delivery cannot double-count.
+ */
+export interface Grant {
+  'appId'?: (string);
+  'suId'?: (string);
+  'slots'?: (number);
+  'resource'?: (_fuxi_v1_Resource | null);
+}
+
+/**
+ * "app A / schedule unit S may use `slots` slots of `resource` on this node".
+ * Always the absolute number for (app, su) on the node, never a delta, so a
+ * repeated or reordered delivery cannot double-count.
+ */
+export interface Grant__Output {
+  'appId': (string);
+  'suId': (string);
+  'slots': (number);
+  'resource': (_fuxi_v1_Resource__Output | null);
+}

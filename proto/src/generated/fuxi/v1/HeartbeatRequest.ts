@@ -1,0 +1,36 @@
+// Original file: proto/fuxi/v1/master.proto
+
+import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+import type { WorkerSummary as _fuxi_v1_WorkerSummary, WorkerSummary__Output as _fuxi_v1_WorkerSummary__Output } from '../../fuxi/v1/WorkerSummary.js';
+import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from '../../fuxi/v1/WorkerStatus.js';
+import type { Long } from '@grpc/proto-loader';
+
+export interface HeartbeatRequest {
+  'nodeId'?: (string);
+  'epoch'?: (number | string | Long);
+  /**
+   * The last grant sequence number the agent applied.
+   */
+  'grantSeq'?: (number | string | Long);
+  'used'?: (_fuxi_v1_Resource | null);
+  'workers'?: (_fuxi_v1_WorkerSummary | null);
+  /**
+   * Every application-master process on this node, so the master learns when one exits.
+   */
+  'amWorkers'?: (_fuxi_v1_WorkerStatus)[];
+}
+
+export interface HeartbeatRequest__Output {
+  'nodeId': (string);
+  'epoch': (string);
+  /**
+   * The last grant sequence number the agent applied.
+   */
+  'grantSeq': (string);
+  'used': (_fuxi_v1_Resource__Output | null);
+  'workers': (_fuxi_v1_WorkerSummary__Output | null);
+  /**
+   * Every application-master process on this node, so the master learns when one exits.
+   */
+  'amWorkers': (_fuxi_v1_WorkerStatus__Output)[];
+}

@@ -1,0 +1,32 @@
+// Original file: proto/fuxi/v1/master.proto
+
+import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from '../../fuxi/v1/Grant.js';
+import type { Long } from '@grpc/proto-loader';
+
+export interface HeartbeatResponse {
+  'epoch'?: (number | string | Long);
+  /**
+   * The master does not know this agent (e.g. it restarted): register again.
+   */
+  'reregister'?: (boolean);
+  /**
+   * When the agent is behind: its complete grant table, replacing the old one.
+   */
+  'fullGrants'?: (boolean);
+  'grantSeq'?: (number | string | Long);
+  'grants'?: (_fuxi_v1_Grant)[];
+}
+
+export interface HeartbeatResponse__Output {
+  'epoch': (string);
+  /**
+   * The master does not know this agent (e.g. it restarted): register again.
+   */
+  'reregister': (boolean);
+  /**
+   * When the agent is behind: its complete grant table, replacing the old one.
+   */
+  'fullGrants': (boolean);
+  'grantSeq': (string);
+  'grants': (_fuxi_v1_Grant__Output)[];
+}

@@ -1,0 +1,42 @@
+// Original file: proto/fuxi/v1/common.proto
+
+import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from '../../fuxi/v1/TaskSpec.js';
+import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+
+export interface JobSpec {
+  /**
+   * Client-supplied id: makes submission idempotent. Generated when empty.
+   */
+  'jobId'?: (string);
+  'name'?: (string);
+  'quotaGroup'?: (string);
+  'priority'?: (number);
+  'tasks'?: (_fuxi_v1_TaskSpec)[];
+  /**
+   * Resources for the job's application master.
+   */
+  'amResource'?: (_fuxi_v1_Resource | null);
+  /**
+   * Extra environment for every worker of the job.
+   */
+  'env'?: ({[key: string]: string});
+}
+
+export interface JobSpec__Output {
+  /**
+   * Client-supplied id: makes submission idempotent. Generated when empty.
+   */
+  'jobId': (string);
+  'name': (string);
+  'quotaGroup': (string);
+  'priority': (number);
+  'tasks': (_fuxi_v1_TaskSpec__Output)[];
+  /**
+   * Resources for the job's application master.
+   */
+  'amResource': (_fuxi_v1_Resource__Output | null);
+  /**
+   * Extra environment for every worker of the job.
+   */
+  'env': ({[key: string]: string});
+}

@@ -1,0 +1,12 @@
+// Original file: proto/fuxi/v1/master.proto
+
+
+export interface KillJobRequest {
+  'jobId'?: (string);
+  'reason'?: (string);
+}
+
+export interface KillJobRequest__Output {
+  'jobId': (string);
+  'reason': (string);
+}

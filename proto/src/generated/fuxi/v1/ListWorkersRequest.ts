@@ -1,0 +1,10 @@
+// Original file: proto/fuxi/v1/agent.proto
+
+
+export interface ListWorkersRequest {
+  'appId'?: (string);
+}
+
+export interface ListWorkersRequest__Output {
+  'appId': (string);
+}

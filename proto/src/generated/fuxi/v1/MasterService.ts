@@ -1,0 +1,242 @@
+// Original file: proto/fuxi/v1/master.proto
+
+import type * as grpc from '@grpc/grpc-js'
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from '../../fuxi/v1/FinishAppRequest.js';
+import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from '../../fuxi/v1/FinishAppResponse.js';
+import type { GetJobRequest as _fuxi_v1_GetJobRequest, GetJobRequest__Output as _fuxi_v1_GetJobRequest__Output } from '../../fuxi/v1/GetJobRequest.js';
+import type { GetJobResponse as _fuxi_v1_GetJobResponse, GetJobResponse__Output as _fuxi_v1_GetJobResponse__Output } from '../../fuxi/v1/GetJobResponse.js';
+import type { HeartbeatRequest as _fuxi_v1_HeartbeatRequest, HeartbeatRequest__Output as _fuxi_v1_HeartbeatRequest__Output } from '../../fuxi/v1/HeartbeatRequest.js';
+import type { HeartbeatResponse as _fuxi_v1_HeartbeatResponse, HeartbeatResponse__Output as _fuxi_v1_HeartbeatResponse__Output } from '../../fuxi/v1/HeartbeatResponse.js';
+import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from '../../fuxi/v1/JobInfo.js';
+import type { KillJobRequest as _fuxi_v1_KillJobRequest, KillJobRequest__Output as _fuxi_v1_KillJobRequest__Output } from '../../fuxi/v1/KillJobRequest.js';
+import type { KillJobResponse as _fuxi_v1_KillJobResponse, KillJobResponse__Output as _fuxi_v1_KillJobResponse__Output } from '../../fuxi/v1/KillJobResponse.js';
+import type { ListJobsRequest as _fuxi_v1_ListJobsRequest, ListJobsRequest__Output as _fuxi_v1_ListJobsRequest__Output } from '../../fuxi/v1/ListJobsRequest.js';
+import type { ListJobsResponse as _fuxi_v1_ListJobsResponse, ListJobsResponse__Output as _fuxi_v1_ListJobsResponse__Output } from '../../fuxi/v1/ListJobsResponse.js';
+import type { ListNodesRequest as _fuxi_v1_ListNodesRequest, ListNodesRequest__Output as _fuxi_v1_ListNodesRequest__Output } from '../../fuxi/v1/ListNodesRequest.js';
+import type { ListNodesResponse as _fuxi_v1_ListNodesResponse, ListNodesResponse__Output as _fuxi_v1_ListNodesResponse__Output } from '../../fuxi/v1/ListNodesResponse.js';
+import type { RegisterAgentRequest as _fuxi_v1_RegisterAgentRequest, RegisterAgentRequest__Output as _fuxi_v1_RegisterAgentRequest__Output } from '../../fuxi/v1/RegisterAgentRequest.js';
+import type { RegisterAgentResponse as _fuxi_v1_RegisterAgentResponse, RegisterAgentResponse__Output as _fuxi_v1_RegisterAgentResponse__Output } from '../../fuxi/v1/RegisterAgentResponse.js';
+import type { RegisterAppRequest as _fuxi_v1_RegisterAppRequest, RegisterAppRequest__Output as _fuxi_v1_RegisterAppRequest__Output } from '../../fuxi/v1/RegisterAppRequest.js';
+import type { RegisterAppResponse as _fuxi_v1_RegisterAppResponse, RegisterAppResponse__Output as _fuxi_v1_RegisterAppResponse__Output } from '../../fuxi/v1/RegisterAppResponse.js';
+import type { ReportAgentStateRequest as _fuxi_v1_ReportAgentStateRequest, ReportAgentStateRequest__Output as _fuxi_v1_ReportAgentStateRequest__Output } from '../../fuxi/v1/ReportAgentStateRequest.js';
+import type { ReportAgentStateResponse as _fuxi_v1_ReportAgentStateResponse, ReportAgentStateResponse__Output as _fuxi_v1_ReportAgentStateResponse__Output } from '../../fuxi/v1/ReportAgentStateResponse.js';
+import type { ReportAppStateRequest as _fuxi_v1_ReportAppStateRequest, ReportAppStateRequest__Output as _fuxi_v1_ReportAppStateRequest__Output } from '../../fuxi/v1/ReportAppStateRequest.js';
+import type { ReportAppStateResponse as _fuxi_v1_ReportAppStateResponse, ReportAppStateResponse__Output as _fuxi_v1_ReportAppStateResponse__Output } from '../../fuxi/v1/ReportAppStateResponse.js';
+import type { ReturnSlotsRequest as _fuxi_v1_ReturnSlotsRequest, ReturnSlotsRequest__Output as _fuxi_v1_ReturnSlotsRequest__Output } from '../../fuxi/v1/ReturnSlotsRequest.js';
+import type { ReturnSlotsResponse as _fuxi_v1_ReturnSlotsResponse, ReturnSlotsResponse__Output as _fuxi_v1_ReturnSlotsResponse__Output } from '../../fuxi/v1/ReturnSlotsResponse.js';
+import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__Output as _fuxi_v1_SubmitJobRequest__Output } from '../../fuxi/v1/SubmitJobRequest.js';
+import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from '../../fuxi/v1/SubmitJobResponse.js';
+import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from '../../fuxi/v1/UpdateRequestsRequest.js';
+import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from '../../fuxi/v1/UpdateRequestsResponse.js';
+import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from '../../fuxi/v1/WatchJobRequest.js';
+
+/**
+ * The master: agents, application masters and clients all talk to it.
+ * A standby answers every call with FAILED_PRECONDITION / UNAVAILABLE and the
+ * leader's address in the `fuxi-leader` trailer metadata so callers redirect.
+ */
+export interface MasterServiceClient extends grpc.Client {
+  FinishApp(argument: _fuxi_v1_FinishAppRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  FinishApp(argument: _fuxi_v1_FinishAppRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  FinishApp(argument: _fuxi_v1_FinishAppRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  FinishApp(argument: _fuxi_v1_FinishAppRequest, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  finishApp(argument: _fuxi_v1_FinishAppRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  finishApp(argument: _fuxi_v1_FinishAppRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  finishApp(argument: _fuxi_v1_FinishAppRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  finishApp(argument: _fuxi_v1_FinishAppRequest, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  
+  GetJob(argument: _fuxi_v1_GetJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _fuxi_v1_GetJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _fuxi_v1_GetJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  GetJob(argument: _fuxi_v1_GetJobRequest, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _fuxi_v1_GetJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _fuxi_v1_GetJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _fuxi_v1_GetJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  getJob(argument: _fuxi_v1_GetJobRequest, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
+  
+  Heartbeat(argument: _fuxi_v1_HeartbeatRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  Heartbeat(argument: _fuxi_v1_HeartbeatRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  Heartbeat(argument: _fuxi_v1_HeartbeatRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  Heartbeat(argument: _fuxi_v1_HeartbeatRequest, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  heartbeat(argument: _fuxi_v1_HeartbeatRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  heartbeat(argument: _fuxi_v1_HeartbeatRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  heartbeat(argument: _fuxi_v1_HeartbeatRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  heartbeat(argument: _fuxi_v1_HeartbeatRequest, callback: grpc.requestCallback<_fuxi_v1_HeartbeatResponse__Output>): grpc.ClientUnaryCall;
+  
+  KillJob(argument: _fuxi_v1_KillJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  KillJob(argument: _fuxi_v1_KillJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  KillJob(argument: _fuxi_v1_KillJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  KillJob(argument: _fuxi_v1_KillJobRequest, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  killJob(argument: _fuxi_v1_KillJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  killJob(argument: _fuxi_v1_KillJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  killJob(argument: _fuxi_v1_KillJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  killJob(argument: _fuxi_v1_KillJobRequest, callback: grpc.requestCallback<_fuxi_v1_KillJobResponse__Output>): grpc.ClientUnaryCall;
+  
+  ListJobs(argument: _fuxi_v1_ListJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _fuxi_v1_ListJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _fuxi_v1_ListJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  ListJobs(argument: _fuxi_v1_ListJobsRequest, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _fuxi_v1_ListJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _fuxi_v1_ListJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _fuxi_v1_ListJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  listJobs(argument: _fuxi_v1_ListJobsRequest, callback: grpc.requestCallback<_fuxi_v1_ListJobsResponse__Output>): grpc.ClientUnaryCall;
+  
+  ListNodes(argument: _fuxi_v1_ListNodesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  ListNodes(argument: _fuxi_v1_ListNodesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  ListNodes(argument: _fuxi_v1_ListNodesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  ListNodes(argument: _fuxi_v1_ListNodesRequest, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  listNodes(argument: _fuxi_v1_ListNodesRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  listNodes(argument: _fuxi_v1_ListNodesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  listNodes(argument: _fuxi_v1_ListNodesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  listNodes(argument: _fuxi_v1_ListNodesRequest, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * --- agents ---
+   */
+  RegisterAgent(argument: _fuxi_v1_RegisterAgentRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  RegisterAgent(argument: _fuxi_v1_RegisterAgentRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  RegisterAgent(argument: _fuxi_v1_RegisterAgentRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  RegisterAgent(argument: _fuxi_v1_RegisterAgentRequest, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * --- agents ---
+   */
+  registerAgent(argument: _fuxi_v1_RegisterAgentRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  registerAgent(argument: _fuxi_v1_RegisterAgentRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  registerAgent(argument: _fuxi_v1_RegisterAgentRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  registerAgent(argument: _fuxi_v1_RegisterAgentRequest, callback: grpc.requestCallback<_fuxi_v1_RegisterAgentResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * --- application masters ---
+   */
+  RegisterApp(argument: _fuxi_v1_RegisterAppRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  RegisterApp(argument: _fuxi_v1_RegisterAppRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  RegisterApp(argument: _fuxi_v1_RegisterAppRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  RegisterApp(argument: _fuxi_v1_RegisterAppRequest, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * --- application masters ---
+   */
+  registerApp(argument: _fuxi_v1_RegisterAppRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  registerApp(argument: _fuxi_v1_RegisterAppRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  registerApp(argument: _fuxi_v1_RegisterAppRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  registerApp(argument: _fuxi_v1_RegisterAppRequest, callback: grpc.requestCallback<_fuxi_v1_RegisterAppResponse__Output>): grpc.ClientUnaryCall;
+  
+  ReportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  ReportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  ReportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  ReportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAgentState(argument: _fuxi_v1_ReportAgentStateRequest, callback: grpc.requestCallback<_fuxi_v1_ReportAgentStateResponse__Output>): grpc.ClientUnaryCall;
+  
+  ReportAppState(argument: _fuxi_v1_ReportAppStateRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  ReportAppState(argument: _fuxi_v1_ReportAppStateRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  ReportAppState(argument: _fuxi_v1_ReportAppStateRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  ReportAppState(argument: _fuxi_v1_ReportAppStateRequest, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAppState(argument: _fuxi_v1_ReportAppStateRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAppState(argument: _fuxi_v1_ReportAppStateRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAppState(argument: _fuxi_v1_ReportAppStateRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  reportAppState(argument: _fuxi_v1_ReportAppStateRequest, callback: grpc.requestCallback<_fuxi_v1_ReportAppStateResponse__Output>): grpc.ClientUnaryCall;
+  
+  ReturnSlots(argument: _fuxi_v1_ReturnSlotsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  ReturnSlots(argument: _fuxi_v1_ReturnSlotsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  ReturnSlots(argument: _fuxi_v1_ReturnSlotsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  ReturnSlots(argument: _fuxi_v1_ReturnSlotsRequest, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  returnSlots(argument: _fuxi_v1_ReturnSlotsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  returnSlots(argument: _fuxi_v1_ReturnSlotsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  returnSlots(argument: _fuxi_v1_ReturnSlotsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  returnSlots(argument: _fuxi_v1_ReturnSlotsRequest, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * --- clients ---
+   */
+  SubmitJob(argument: _fuxi_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _fuxi_v1_SubmitJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _fuxi_v1_SubmitJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJob(argument: _fuxi_v1_SubmitJobRequest, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * --- clients ---
+   */
+  submitJob(argument: _fuxi_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _fuxi_v1_SubmitJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _fuxi_v1_SubmitJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  submitJob(argument: _fuxi_v1_SubmitJobRequest, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
+  
+  UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  updateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  updateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  updateRequests(argument: _fuxi_v1_UpdateRequestsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  updateRequests(argument: _fuxi_v1_UpdateRequestsRequest, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
+  
+  WatchJob(argument: _fuxi_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  WatchJob(argument: _fuxi_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  watchJob(argument: _fuxi_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  watchJob(argument: _fuxi_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  
+}
+
+/**
+ * The master: agents, application masters and clients all talk to it.
+ * A standby answers every call with FAILED_PRECONDITION / UNAVAILABLE and the
+ * leader's address in the `fuxi-leader` trailer metadata so callers redirect.
+ */
+export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation {
+  FinishApp: grpc.handleUnaryCall<_fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse>;
+  
+  GetJob: grpc.handleUnaryCall<_fuxi_v1_GetJobRequest__Output, _fuxi_v1_GetJobResponse>;
+  
+  Heartbeat: grpc.handleUnaryCall<_fuxi_v1_HeartbeatRequest__Output, _fuxi_v1_HeartbeatResponse>;
+  
+  KillJob: grpc.handleUnaryCall<_fuxi_v1_KillJobRequest__Output, _fuxi_v1_KillJobResponse>;
+  
+  ListJobs: grpc.handleUnaryCall<_fuxi_v1_ListJobsRequest__Output, _fuxi_v1_ListJobsResponse>;
+  
+  ListNodes: grpc.handleUnaryCall<_fuxi_v1_ListNodesRequest__Output, _fuxi_v1_ListNodesResponse>;
+  
+  /**
+   * --- agents ---
+   */
+  RegisterAgent: grpc.handleUnaryCall<_fuxi_v1_RegisterAgentRequest__Output, _fuxi_v1_RegisterAgentResponse>;
+  
+  /**
+   * --- application masters ---
+   */
+  RegisterApp: grpc.handleUnaryCall<_fuxi_v1_RegisterAppRequest__Output, _fuxi_v1_RegisterAppResponse>;
+  
+  ReportAgentState: grpc.handleUnaryCall<_fuxi_v1_ReportAgentStateRequest__Output, _fuxi_v1_ReportAgentStateResponse>;
+  
+  ReportAppState: grpc.handleUnaryCall<_fuxi_v1_ReportAppStateRequest__Output, _fuxi_v1_ReportAppStateResponse>;
+  
+  ReturnSlots: grpc.handleUnaryCall<_fuxi_v1_ReturnSlotsRequest__Output, _fuxi_v1_ReturnSlotsResponse>;
+  
+  /**
+   * --- clients ---
+   */
+  SubmitJob: grpc.handleUnaryCall<_fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse>;
+  
+  UpdateRequests: grpc.handleUnaryCall<_fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse>;
+  
+  WatchJob: grpc.handleServerStreamingCall<_fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo>;
+  
+}
+
+export interface MasterServiceDefinition extends grpc.ServiceDefinition {
+  FinishApp: MethodDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse__Output>
+  GetJob: MethodDefinition<_fuxi_v1_GetJobRequest, _fuxi_v1_GetJobResponse, _fuxi_v1_GetJobRequest__Output, _fuxi_v1_GetJobResponse__Output>
+  Heartbeat: MethodDefinition<_fuxi_v1_HeartbeatRequest, _fuxi_v1_HeartbeatResponse, _fuxi_v1_HeartbeatRequest__Output, _fuxi_v1_HeartbeatResponse__Output>
+  KillJob: MethodDefinition<_fuxi_v1_KillJobRequest, _fuxi_v1_KillJobResponse, _fuxi_v1_KillJobRequest__Output, _fuxi_v1_KillJobResponse__Output>
+  ListJobs: MethodDefinition<_fuxi_v1_ListJobsRequest, _fuxi_v1_ListJobsResponse, _fuxi_v1_ListJobsRequest__Output, _fuxi_v1_ListJobsResponse__Output>
+  ListNodes: MethodDefinition<_fuxi_v1_ListNodesRequest, _fuxi_v1_ListNodesResponse, _fuxi_v1_ListNodesRequest__Output, _fuxi_v1_ListNodesResponse__Output>
+  RegisterAgent: MethodDefinition<_fuxi_v1_RegisterAgentRequest, _fuxi_v1_RegisterAgentResponse, _fuxi_v1_RegisterAgentRequest__Output, _fuxi_v1_RegisterAgentResponse__Output>
+  RegisterApp: MethodDefinition<_fuxi_v1_RegisterAppRequest, _fuxi_v1_RegisterAppResponse, _fuxi_v1_RegisterAppRequest__Output, _fuxi_v1_RegisterAppResponse__Output>
+  ReportAgentState: MethodDefinition<_fuxi_v1_ReportAgentStateRequest, _fuxi_v1_ReportAgentStateResponse, _fuxi_v1_ReportAgentStateRequest__Output, _fuxi_v1_ReportAgentStateResponse__Output>
+  ReportAppState: MethodDefinition<_fuxi_v1_ReportAppStateRequest, _fuxi_v1_ReportAppStateResponse, _fuxi_v1_ReportAppStateRequest__Output, _fuxi_v1_ReportAppStateResponse__Output>
+  ReturnSlots: MethodDefinition<_fuxi_v1_ReturnSlotsRequest, _fuxi_v1_ReturnSlotsResponse, _fuxi_v1_ReturnSlotsRequest__Output, _fuxi_v1_ReturnSlotsResponse__Output>
+  SubmitJob: MethodDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse__Output>
+  UpdateRequests: MethodDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse__Output>
+  WatchJob: MethodDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo__Output>
+}

@@ -1,0 +1,39 @@
+// Original file: proto/fuxi/v1/common.proto
+
+import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+
+/**
+ * A machine as it registers itself with the master.
+ */
+export interface NodeInfo {
+  'nodeId'?: (string);
+  /**
+   * host:port of the node agent's AgentService.
+   */
+  'address'?: (string);
+  'rack'?: (string);
+  'capacity'?: (_fuxi_v1_Resource | null);
+  'labels'?: ({[key: string]: string});
+  /**
+   * Linux boot id of the host; lets receivers tell a rebooted machine apart.
+   */
+  'bootId'?: (string);
+}
+
+/**
+ * A machine as it registers itself with the master.
+ */
+export interface NodeInfo__Output {
+  'nodeId': (string);
+  /**
+   * host:port of the node agent's AgentService.
+   */
+  'address': (string);
+  'rack': (string);
+  'capacity': (_fuxi_v1_Resource__Output | null);
+  'labels': ({[key: string]: string});
+  /**
+   * Linux boot id of the host; lets receivers tell a rebooted machine apart.
+   */
+  'bootId': (string);
+}

@@ -1,0 +1,23 @@
+// Original file: proto/fuxi/v1/master.proto
+
+import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from '../../fuxi/v1/NodeInfo.js';
+import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+import type { Long } from '@grpc/proto-loader';
+
+export interface NodeStatus {
+  'node'?: (_fuxi_v1_NodeInfo | null);
+  'healthy'?: (boolean);
+  'allocated'?: (_fuxi_v1_Resource | null);
+  'free'?: (_fuxi_v1_Resource | null);
+  'runningWorkers'?: (number);
+  'lastHeartbeatMs'?: (number | string | Long);
+}
+
+export interface NodeStatus__Output {
+  'node': (_fuxi_v1_NodeInfo__Output | null);
+  'healthy': (boolean);
+  'allocated': (_fuxi_v1_Resource__Output | null);
+  'free': (_fuxi_v1_Resource__Output | null);
+  'runningWorkers': (number);
+  'lastHeartbeatMs': (string);
+}

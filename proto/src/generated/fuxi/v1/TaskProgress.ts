@@ -1,0 +1,28 @@
+// Original file: proto/fuxi/v1/common.proto
+
+
+export interface TaskProgress {
+  'name'?: (string);
+  'total'?: (number);
+  'pending'?: (number);
+  'running'?: (number);
+  'succeeded'?: (number);
+  'failed'?: (number);
+  /**
+   * Attempts that failed and were retried.
+   */
+  'retries'?: (number);
+}
+
+export interface TaskProgress__Output {
+  'name': (string);
+  'total': (number);
+  'pending': (number);
+  'running': (number);
+  'succeeded': (number);
+  'failed': (number);
+  /**
+   * Attempts that failed and were retried.
+   */
+  'retries': (number);
+}

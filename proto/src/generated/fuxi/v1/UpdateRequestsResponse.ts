@@ -1,0 +1,18 @@
+// Original file: proto/fuxi/v1/master.proto
+
+import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from '../../fuxi/v1/Assignment.js';
+import type { Long } from '@grpc/proto-loader';
+
+export interface UpdateRequestsResponse {
+  'epoch'?: (number | string | Long);
+  'fullAssignments'?: (boolean);
+  'assignmentSeq'?: (number | string | Long);
+  'assignments'?: (_fuxi_v1_Assignment)[];
+}
+
+export interface UpdateRequestsResponse__Output {
+  'epoch': (string);
+  'fullAssignments': (boolean);
+  'assignmentSeq': (string);
+  'assignments': (_fuxi_v1_Assignment__Output)[];
+}

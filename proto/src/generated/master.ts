@@ -1,0 +1,112 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
+import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
+import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
+import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from './fuxi/v1/FinishAppResponse.js';
+import type { GetJobRequest as _fuxi_v1_GetJobRequest, GetJobRequest__Output as _fuxi_v1_GetJobRequest__Output } from './fuxi/v1/GetJobRequest.js';
+import type { GetJobResponse as _fuxi_v1_GetJobResponse, GetJobResponse__Output as _fuxi_v1_GetJobResponse__Output } from './fuxi/v1/GetJobResponse.js';
+import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from './fuxi/v1/Grant.js';
+import type { HeartbeatRequest as _fuxi_v1_HeartbeatRequest, HeartbeatRequest__Output as _fuxi_v1_HeartbeatRequest__Output } from './fuxi/v1/HeartbeatRequest.js';
+import type { HeartbeatResponse as _fuxi_v1_HeartbeatResponse, HeartbeatResponse__Output as _fuxi_v1_HeartbeatResponse__Output } from './fuxi/v1/HeartbeatResponse.js';
+import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
+import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
+import type { KillJobRequest as _fuxi_v1_KillJobRequest, KillJobRequest__Output as _fuxi_v1_KillJobRequest__Output } from './fuxi/v1/KillJobRequest.js';
+import type { KillJobResponse as _fuxi_v1_KillJobResponse, KillJobResponse__Output as _fuxi_v1_KillJobResponse__Output } from './fuxi/v1/KillJobResponse.js';
+import type { ListJobsRequest as _fuxi_v1_ListJobsRequest, ListJobsRequest__Output as _fuxi_v1_ListJobsRequest__Output } from './fuxi/v1/ListJobsRequest.js';
+import type { ListJobsResponse as _fuxi_v1_ListJobsResponse, ListJobsResponse__Output as _fuxi_v1_ListJobsResponse__Output } from './fuxi/v1/ListJobsResponse.js';
+import type { ListNodesRequest as _fuxi_v1_ListNodesRequest, ListNodesRequest__Output as _fuxi_v1_ListNodesRequest__Output } from './fuxi/v1/ListNodesRequest.js';
+import type { ListNodesResponse as _fuxi_v1_ListNodesResponse, ListNodesResponse__Output as _fuxi_v1_ListNodesResponse__Output } from './fuxi/v1/ListNodesResponse.js';
+import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fuxi_v1_LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
+import type { MasterServiceClient as _fuxi_v1_MasterServiceClient, MasterServiceDefinition as _fuxi_v1_MasterServiceDefinition } from './fuxi/v1/MasterService.js';
+import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
+import type { NodeStatus as _fuxi_v1_NodeStatus, NodeStatus__Output as _fuxi_v1_NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
+import type { OutstandingRequest as _fuxi_v1_OutstandingRequest, OutstandingRequest__Output as _fuxi_v1_OutstandingRequest__Output } from './fuxi/v1/OutstandingRequest.js';
+import type { RegisterAgentRequest as _fuxi_v1_RegisterAgentRequest, RegisterAgentRequest__Output as _fuxi_v1_RegisterAgentRequest__Output } from './fuxi/v1/RegisterAgentRequest.js';
+import type { RegisterAgentResponse as _fuxi_v1_RegisterAgentResponse, RegisterAgentResponse__Output as _fuxi_v1_RegisterAgentResponse__Output } from './fuxi/v1/RegisterAgentResponse.js';
+import type { RegisterAppRequest as _fuxi_v1_RegisterAppRequest, RegisterAppRequest__Output as _fuxi_v1_RegisterAppRequest__Output } from './fuxi/v1/RegisterAppRequest.js';
+import type { RegisterAppResponse as _fuxi_v1_RegisterAppResponse, RegisterAppResponse__Output as _fuxi_v1_RegisterAppResponse__Output } from './fuxi/v1/RegisterAppResponse.js';
+import type { ReportAgentStateRequest as _fuxi_v1_ReportAgentStateRequest, ReportAgentStateRequest__Output as _fuxi_v1_ReportAgentStateRequest__Output } from './fuxi/v1/ReportAgentStateRequest.js';
+import type { ReportAgentStateResponse as _fuxi_v1_ReportAgentStateResponse, ReportAgentStateResponse__Output as _fuxi_v1_ReportAgentStateResponse__Output } from './fuxi/v1/ReportAgentStateResponse.js';
+import type { ReportAppStateRequest as _fuxi_v1_ReportAppStateRequest, ReportAppStateRequest__Output as _fuxi_v1_ReportAppStateRequest__Output } from './fuxi/v1/ReportAppStateRequest.js';
+import type { ReportAppStateResponse as _fuxi_v1_ReportAppStateResponse, ReportAppStateResponse__Output as _fuxi_v1_ReportAppStateResponse__Output } from './fuxi/v1/ReportAppStateResponse.js';
+import type { RequestDelta as _fuxi_v1_RequestDelta, RequestDelta__Output as _fuxi_v1_RequestDelta__Output } from './fuxi/v1/RequestDelta.js';
+import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from './fuxi/v1/Resource.js';
+import type { ReturnSlotsRequest as _fuxi_v1_ReturnSlotsRequest, ReturnSlotsRequest__Output as _fuxi_v1_ReturnSlotsRequest__Output } from './fuxi/v1/ReturnSlotsRequest.js';
+import type { ReturnSlotsResponse as _fuxi_v1_ReturnSlotsResponse, ReturnSlotsResponse__Output as _fuxi_v1_ReturnSlotsResponse__Output } from './fuxi/v1/ReturnSlotsResponse.js';
+import type { ScheduleUnitConfig as _fuxi_v1_ScheduleUnitConfig, ScheduleUnitConfig__Output as _fuxi_v1_ScheduleUnitConfig__Output } from './fuxi/v1/ScheduleUnitConfig.js';
+import type { SlotReturn as _fuxi_v1_SlotReturn, SlotReturn__Output as _fuxi_v1_SlotReturn__Output } from './fuxi/v1/SlotReturn.js';
+import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__Output as _fuxi_v1_SubmitJobRequest__Output } from './fuxi/v1/SubmitJobRequest.js';
+import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from './fuxi/v1/SubmitJobResponse.js';
+import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fuxi_v1_TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
+import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
+import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
+import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from './fuxi/v1/UpdateRequestsResponse.js';
+import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
+import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from './fuxi/v1/WorkerStatus.js';
+import type { WorkerSummary as _fuxi_v1_WorkerSummary, WorkerSummary__Output as _fuxi_v1_WorkerSummary__Output } from './fuxi/v1/WorkerSummary.js';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  fuxi: {
+    v1: {
+      Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
+      Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
+      FinishAppRequest: MessageTypeDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppRequest__Output>
+      FinishAppResponse: MessageTypeDefinition<_fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppResponse__Output>
+      GetJobRequest: MessageTypeDefinition<_fuxi_v1_GetJobRequest, _fuxi_v1_GetJobRequest__Output>
+      GetJobResponse: MessageTypeDefinition<_fuxi_v1_GetJobResponse, _fuxi_v1_GetJobResponse__Output>
+      Grant: MessageTypeDefinition<_fuxi_v1_Grant, _fuxi_v1_Grant__Output>
+      HeartbeatRequest: MessageTypeDefinition<_fuxi_v1_HeartbeatRequest, _fuxi_v1_HeartbeatRequest__Output>
+      HeartbeatResponse: MessageTypeDefinition<_fuxi_v1_HeartbeatResponse, _fuxi_v1_HeartbeatResponse__Output>
+      JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
+      JobSpec: MessageTypeDefinition<_fuxi_v1_JobSpec, _fuxi_v1_JobSpec__Output>
+      JobState: EnumTypeDefinition
+      KillJobRequest: MessageTypeDefinition<_fuxi_v1_KillJobRequest, _fuxi_v1_KillJobRequest__Output>
+      KillJobResponse: MessageTypeDefinition<_fuxi_v1_KillJobResponse, _fuxi_v1_KillJobResponse__Output>
+      ListJobsRequest: MessageTypeDefinition<_fuxi_v1_ListJobsRequest, _fuxi_v1_ListJobsRequest__Output>
+      ListJobsResponse: MessageTypeDefinition<_fuxi_v1_ListJobsResponse, _fuxi_v1_ListJobsResponse__Output>
+      ListNodesRequest: MessageTypeDefinition<_fuxi_v1_ListNodesRequest, _fuxi_v1_ListNodesRequest__Output>
+      ListNodesResponse: MessageTypeDefinition<_fuxi_v1_ListNodesResponse, _fuxi_v1_ListNodesResponse__Output>
+      LocalityHint: MessageTypeDefinition<_fuxi_v1_LocalityHint, _fuxi_v1_LocalityHint__Output>
+      /**
+       * The master: agents, application masters and clients all talk to it.
+       * A standby answers every call with FAILED_PRECONDITION / UNAVAILABLE and the
+       * leader's address in the `fuxi-leader` trailer metadata so callers redirect.
+       */
+      MasterService: SubtypeConstructor<typeof grpc.Client, _fuxi_v1_MasterServiceClient> & { service: _fuxi_v1_MasterServiceDefinition }
+      NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
+      NodeStatus: MessageTypeDefinition<_fuxi_v1_NodeStatus, _fuxi_v1_NodeStatus__Output>
+      OutstandingRequest: MessageTypeDefinition<_fuxi_v1_OutstandingRequest, _fuxi_v1_OutstandingRequest__Output>
+      RegisterAgentRequest: MessageTypeDefinition<_fuxi_v1_RegisterAgentRequest, _fuxi_v1_RegisterAgentRequest__Output>
+      RegisterAgentResponse: MessageTypeDefinition<_fuxi_v1_RegisterAgentResponse, _fuxi_v1_RegisterAgentResponse__Output>
+      RegisterAppRequest: MessageTypeDefinition<_fuxi_v1_RegisterAppRequest, _fuxi_v1_RegisterAppRequest__Output>
+      RegisterAppResponse: MessageTypeDefinition<_fuxi_v1_RegisterAppResponse, _fuxi_v1_RegisterAppResponse__Output>
+      ReportAgentStateRequest: MessageTypeDefinition<_fuxi_v1_ReportAgentStateRequest, _fuxi_v1_ReportAgentStateRequest__Output>
+      ReportAgentStateResponse: MessageTypeDefinition<_fuxi_v1_ReportAgentStateResponse, _fuxi_v1_ReportAgentStateResponse__Output>
+      ReportAppStateRequest: MessageTypeDefinition<_fuxi_v1_ReportAppStateRequest, _fuxi_v1_ReportAppStateRequest__Output>
+      ReportAppStateResponse: MessageTypeDefinition<_fuxi_v1_ReportAppStateResponse, _fuxi_v1_ReportAppStateResponse__Output>
+      RequestDelta: MessageTypeDefinition<_fuxi_v1_RequestDelta, _fuxi_v1_RequestDelta__Output>
+      Resource: MessageTypeDefinition<_fuxi_v1_Resource, _fuxi_v1_Resource__Output>
+      ReturnSlotsRequest: MessageTypeDefinition<_fuxi_v1_ReturnSlotsRequest, _fuxi_v1_ReturnSlotsRequest__Output>
+      ReturnSlotsResponse: MessageTypeDefinition<_fuxi_v1_ReturnSlotsResponse, _fuxi_v1_ReturnSlotsResponse__Output>
+      ScheduleUnitConfig: MessageTypeDefinition<_fuxi_v1_ScheduleUnitConfig, _fuxi_v1_ScheduleUnitConfig__Output>
+      SlotReturn: MessageTypeDefinition<_fuxi_v1_SlotReturn, _fuxi_v1_SlotReturn__Output>
+      SubmitJobRequest: MessageTypeDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobRequest__Output>
+      SubmitJobResponse: MessageTypeDefinition<_fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobResponse__Output>
+      TaskProgress: MessageTypeDefinition<_fuxi_v1_TaskProgress, _fuxi_v1_TaskProgress__Output>
+      TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
+      UpdateRequestsRequest: MessageTypeDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsRequest__Output>
+      UpdateRequestsResponse: MessageTypeDefinition<_fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsResponse__Output>
+      WatchJobRequest: MessageTypeDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_WatchJobRequest__Output>
+      WorkerState: EnumTypeDefinition
+      WorkerStatus: MessageTypeDefinition<_fuxi_v1_WorkerStatus, _fuxi_v1_WorkerStatus__Output>
+      WorkerSummary: MessageTypeDefinition<_fuxi_v1_WorkerSummary, _fuxi_v1_WorkerSummary__Output>
+    }
+  }
+}
+
