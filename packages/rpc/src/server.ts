@@ -25,7 +25,16 @@ export type StreamImpl<M> =
 /** Known method names of a service definition (without its index signature). */
 export type MethodName<D> = keyof { [K in keyof D as string extends K ? never : K]: true };
 
-export type ServiceImpl<D> = { [K in MethodName<D> & keyof D]: UnaryImpl<D[K]> | StreamImpl<D[K]> };
+/**
+ * Handlers by method name. One function type serves both kinds (so parameters are contextually
+ * typed): unary handlers return the response; streaming handlers write to `call` and return void.
+ */
+export type ServiceImpl<D> = { [K in MethodName<D> & keyof D]: Handler<D[K]> };
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Handler<M> = M extends MethodDefinition<any, infer Res, infer ReqOut, any>
+  ? (req: ReqOut, call: grpc.ServerUnaryCall<ReqOut, Res> & grpc.ServerWritableStream<ReqOut, Res>) => Promise<Res | void> | Res | void
+  : never;
 
 /** Turns async handlers into grpc-js handlers with error mapping and a debug log per call. */
 export function implement<D extends grpc.ServiceDefinition>(definition: D, impl: ServiceImpl<D>, log: Logger): grpc.UntypedServiceImplementation {
@@ -40,7 +49,8 @@ export function implement<D extends grpc.ServiceDefinition>(definition: D, impl:
           .then(() => fn(call.request, call))
           .catch((e: unknown) => {
             log.debug({ method: name, err: String(e) }, 'stream failed');
-            call.destroy(Object.assign(new Error(String(e)), toGrpcError(e)));
+            // emit('error') ends the stream with the mapped status; destroy() would send none.
+            call.emit('error', Object.assign(new Error(String(e)), toGrpcError(e)));
           });
       };
     } else {

@@ -1,0 +1,416 @@
+import { expect } from 'chai';
+import { FailedPreconditionError, InvalidArgumentError, res, StaleEpochError, type Resource } from '@fuxi/common';
+import { AgentCore, AM_SU, type Effect, type GrantEntry, type PlanInput, type StartWorkersInput } from '../agent-core.js';
+
+// ---------------------------------------------------------------- factories
+
+const SLOT = res(1000, 1024);
+
+function mockCore(opts: { capacity?: Resource; pendingTimeoutMs?: number } = {}): AgentCore {
+  return new AgentCore({ nodeId: 'n1', capacity: opts.capacity ?? res(8000, 16384), pendingTimeoutMs: opts.pendingTimeoutMs ?? 60_000 });
+}
+
+function grant(appId: string, suId: string, slots: number, resource: Resource = SLOT): GrantEntry {
+  return { appId, suId, slots, resource };
+}
+
+function plan(workerId: string, over: Partial<PlanInput> = {}): PlanInput {
+  return {
+    workerId,
+    suId: 'map',
+    task: 'map',
+    instance: 0,
+    attempt: 1,
+    command: { argv: ['echo', '${task}-${instance}-${attempt}-${job}'], env: { X: '${instance}' }, cwd: '' },
+    resource: SLOT,
+    ...over,
+  };
+}
+
+function startReq(plans: PlanInput[], over: Partial<StartWorkersInput> = {}): StartWorkersInput {
+  return { appId: 'app1', amAttempt: 1, amAddress: '127.0.0.1:9000', epoch: '0', plans, ...over };
+}
+
+const spawns = (effects: Effect[]) => effects.filter((e): e is Extract<Effect, { kind: 'spawn' }> => e.kind === 'spawn');
+const kills = (effects: Effect[]) => effects.filter((e): e is Extract<Effect, { kind: 'kill' }> => e.kind === 'kill');
+const events = (effects: Effect[]) => effects.filter((e): e is Extract<Effect, { kind: 'event' }> => e.kind === 'event');
+
+/** Grants `slots` of app1/map at seq 1 (epoch 1). */
+function withGrant(core: AgentCore, slots: number, seq = '1'): Effect[] {
+  return core.updateGrants({ epoch: '1', seq, full: false, grants: [grant('app1', 'map', slots)] }, 0).effects;
+}
+
+/** Reports every spawn effect back as spawned with pid 1000+i. */
+function spawnAll(core: AgentCore, effects: Effect[], now = 1): Effect[] {
+  const out: Effect[] = [];
+  for (const s of spawns(effects)) out.push(...core.workerSpawned(s.worker.workerId, 1000 + Number(s.worker.workerId.replace(/\D/g, '') || 0), '12345', now));
+  return out;
+}
+
+describe('AgentCore', () => {
+  describe('grant x plan gating', () => {
+    it('starts a plan at once when the grant is already there', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      const r = core.startWorkers(startReq([plan('w1')]), 10);
+      expect(spawns(r.effects)).to.have.length(1);
+      expect(r.workers[0]?.state).to.equal('STARTING');
+      const ev = spawnAll(core, r.effects, 11);
+      expect(core.worker('w1')?.state).to.equal('RUNNING');
+      expect(core.worker('w1')?.pid).to.equal(1001);
+      expect(core.worker('w1')?.startTime).to.equal('12345');
+      expect(events(ev)).to.have.length(1);
+      expect(events(ev)[0]?.amAddress).to.equal('127.0.0.1:9000');
+      expect(events(ev)[0]?.status.state).to.equal('RUNNING');
+    });
+
+    it('keeps a plan that arrives before its grant PENDING and starts it when the grant arrives', () => {
+      const core = mockCore();
+      const r = core.startWorkers(startReq([plan('w1')]), 10);
+      expect(spawns(r.effects)).to.be.empty;
+      expect(r.workers[0]?.state).to.equal('PENDING');
+      expect(events(r.effects)).to.be.empty;
+      const g = withGrant(core, 1);
+      expect(spawns(g)).to.have.length(1);
+      expect(spawns(g)[0]?.worker.workerId).to.equal('w1');
+    });
+
+    it('never starts a plan for an SU of another app or another SU', () => {
+      const core = mockCore();
+      core.updateGrants({ epoch: '1', seq: '1', full: false, grants: [grant('app2', 'map', 5), grant('app1', 'reduce', 5)] }, 0);
+      const r = core.startWorkers(startReq([plan('w1')]), 10);
+      expect(spawns(r.effects)).to.be.empty;
+    });
+
+    it('starts no more workers than the grant has slots; a finished worker frees its slot', () => {
+      const core = mockCore();
+      withGrant(core, 2);
+      const r = core.startWorkers(startReq([plan('w1', { instance: 1 }), plan('w2', { instance: 2 }), plan('w3', { instance: 3 })]), 10);
+      expect(spawns(r.effects).map((s) => s.worker.workerId)).to.deep.equal(['w1', 'w2']);
+      expect(core.worker('w3')?.state).to.equal('PENDING');
+      spawnAll(core, r.effects);
+      // STARTING / RUNNING both hold their slot.
+      expect(spawns(core.tick(20))).to.be.empty;
+      const exit = core.workerExited('w1', 0, null, 30);
+      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
+      expect(spawns(exit).map((s) => s.worker.workerId)).to.deep.equal(['w3']);
+    });
+
+    it('counts a STARTING worker (spawn not yet reported) against the grant', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      core.startWorkers(startReq([plan('w1')]), 10);
+      const r = core.startWorkers(startReq([plan('w2')]), 11);
+      expect(spawns(r.effects)).to.be.empty;
+      expect(core.worker('w2')?.state).to.equal('PENDING');
+    });
+
+    it('substitutes ${...} in argv and env and adds the FUXI_* environment', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      const r = core.startWorkers(startReq([plan('w1', { instance: 4, attempt: 2 })], { amAttempt: 3 }), 10);
+      const w = spawns(r.effects)[0]?.worker;
+      expect(w?.argv).to.deep.equal(['echo', 'map-4-2-app1']);
+      expect(w?.env).to.include({
+        X: '4',
+        FUXI_APP_ID: 'app1',
+        FUXI_TASK: 'map',
+        FUXI_INSTANCE: '4',
+        FUXI_ATTEMPT: '2',
+        FUXI_WORKER_ID: 'w1',
+        FUXI_NODE_ID: 'n1',
+        FUXI_AM_ATTEMPT: '3',
+      });
+    });
+
+    it('rejects a plan with an empty command and a plan larger than its granted slot', () => {
+      const core = mockCore();
+      withGrant(core, 2);
+      const r = core.startWorkers(startReq([plan('w1', { command: { argv: [], env: {}, cwd: '' } }), plan('w2', { resource: res(2000, 1024) })]), 10);
+      expect(core.worker('w1')?.state).to.equal('REJECTED');
+      expect(core.worker('w2')?.state).to.equal('REJECTED');
+      expect(core.worker('w2')?.message).to.match(/exceeds the granted slot/);
+      expect(events(r.effects).map((e) => e.status.workerId)).to.deep.equal(['w1', 'w2']);
+      expect(spawns(r.effects)).to.be.empty;
+    });
+
+    it('accounts a worker with the grant resource', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      core.startWorkers(startReq([plan('w1', { resource: res(0, 0) })]), 10);
+      expect(core.used()).to.deep.equal(SLOT);
+    });
+  });
+
+  describe('over-commit safety net', () => {
+    it('refuses to start a worker that would exceed node capacity, and logs an error', () => {
+      const core = mockCore({ capacity: res(1500, 4096) });
+      withGrant(core, 2); // the master over-committed: 2 x 1000m on a 1500m node
+      const r = core.startWorkers(startReq([plan('w1'), plan('w2')]), 10);
+      expect(spawns(r.effects)).to.have.length(1);
+      expect(core.worker('w2')?.state).to.equal('PENDING');
+      const errs = r.effects.filter((e) => e.kind === 'log' && e.level === 'error');
+      expect(errs).to.have.length(1);
+      expect(core.used()).to.deep.equal(SLOT);
+    });
+  });
+
+  describe('grant shrink', () => {
+    it('kills the newest excess workers when a grant shrinks', () => {
+      const core = mockCore();
+      withGrant(core, 3);
+      const r = core.startWorkers(startReq([plan('w1'), plan('w2'), plan('w3')]), 10);
+      spawnAll(core, r.effects);
+      const g = core.updateGrants({ epoch: '1', seq: '2', full: false, grants: [grant('app1', 'map', 1)] }, 20).effects;
+      expect(kills(g).map((k) => k.workerId)).to.deep.equal(['w3', 'w2']);
+      expect(kills(g).map((k) => k.pid)).to.deep.equal([1003, 1002]);
+      // Still running until they exit; a second shrink message kills no one again.
+      const again = core.updateGrants({ epoch: '1', seq: '3', full: false, grants: [grant('app1', 'map', 1)] }, 21).effects;
+      expect(kills(again)).to.be.empty;
+      const ex = core.workerExited('w3', null, 'SIGTERM', 22);
+      expect(core.worker('w3')?.state).to.equal('KILLED');
+      expect(core.worker('w3')?.signal).to.equal('SIGTERM');
+      expect(events(ex)[0]?.status.state).to.equal('KILLED');
+    });
+
+    it('kills every worker of a revoked grant (full table without it)', () => {
+      const core = mockCore();
+      withGrant(core, 2);
+      spawnAll(core, core.startWorkers(startReq([plan('w1'), plan('w2')]), 10).effects);
+      const g = core.updateGrants({ epoch: '1', seq: '5', full: true, grants: [] }, 20).effects;
+      expect(kills(g)).to.have.length(2);
+      expect(core.grantTable()).to.be.empty;
+    });
+
+    it('kills a worker whose spawn is still being reported as soon as its pid is known', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      const r = core.startWorkers(startReq([plan('w1')]), 10);
+      const g = core.updateGrants({ epoch: '1', seq: '2', full: false, grants: [grant('app1', 'map', 0)] }, 11).effects;
+      expect(kills(g)).to.be.empty;
+      const s = spawnAll(core, r.effects, 12);
+      expect(kills(s).map((k) => k.workerId)).to.deep.equal(['w1']);
+    });
+  });
+
+  describe('fencing', () => {
+    it('rejects master commands with a stale epoch', () => {
+      const core = mockCore();
+      core.updateGrants({ epoch: '5', seq: '1', full: true, grants: [] }, 0);
+      expect(() => core.updateGrants({ epoch: '4', seq: '2', full: false, grants: [] }, 1)).to.throw(StaleEpochError);
+      expect(() => core.stopWorkers({ appId: 'app1', workerIds: [], amAttempt: 0, epoch: '4', reason: '' }, 1)).to.throw(StaleEpochError);
+      expect(() => core.startWorkers(startReq([plan('am', { suId: AM_SU })], { epoch: '4', amAddress: '' }), 1)).to.throw(StaleEpochError);
+      expect(() => core.registered('3')).to.throw(StaleEpochError);
+      // A newer epoch raises the bar.
+      core.registered('7');
+      expect(core.epochSeen).to.equal('7');
+      expect(() => core.updateGrants({ epoch: '5', seq: '2', full: false, grants: [] }, 1)).to.throw(FailedPreconditionError, /stale epoch/);
+    });
+
+    it('rejects plans and stops from an AM attempt older than the newest seen for the app', () => {
+      const core = mockCore();
+      withGrant(core, 5);
+      core.startWorkers(startReq([plan('w1')], { amAttempt: 2 }), 10);
+      expect(() => core.startWorkers(startReq([plan('w2')], { amAttempt: 1 }), 11)).to.throw(StaleEpochError, /am attempt/);
+      expect(() => core.stopWorkers({ appId: 'app1', workerIds: ['w1'], amAttempt: 1, epoch: '0', reason: '' }, 11)).to.throw(StaleEpochError);
+      expect(core.worker('w2')).to.equal(undefined);
+      // A newer attempt raises the bar and takes over the AM address.
+      const r = core.startWorkers(startReq([plan('w3')], { amAttempt: 3, amAddress: '127.0.0.1:9333' }), 12);
+      expect(spawns(r.effects)).to.have.length(1);
+      expect(() => core.startWorkers(startReq([plan('w4')], { amAttempt: 2 }), 13)).to.throw(StaleEpochError);
+      // Events of the old attempt's workers go to the new AM.
+      const ev = core.workerSpawned('w1', 77, '1', 14);
+      expect(events(ev)[0]?.amAddress).to.equal('127.0.0.1:9333');
+      // Other apps are unaffected.
+      expect(() => core.startWorkers(startReq([plan('x1')], { appId: 'app2', amAttempt: 1 }), 15)).to.not.throw();
+    });
+
+    it('the master starts only AM processes; an AM never does', () => {
+      const core = mockCore();
+      expect(() => core.startWorkers(startReq([plan('w1')], { epoch: '1' }), 1)).to.throw(InvalidArgumentError, /plans\[0\]\.suId/);
+      expect(() => core.startWorkers(startReq([plan('am1', { suId: AM_SU })]), 1)).to.throw(InvalidArgumentError, /reserved/);
+      core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', AM_SU, 1)] }, 0);
+      const r = core.startWorkers({ appId: 'app1', amAttempt: 1, amAddress: '', epoch: '1', plans: [plan('am1', { suId: AM_SU, task: AM_SU })] }, 2);
+      expect(spawns(r.effects)).to.have.length(1);
+      const ev = spawnAll(core, r.effects, 3);
+      expect(events(ev)).to.be.empty; // the master learns about AMs from heartbeats
+      expect(core.amWorkers().map((w) => [w.workerId, w.state])).to.deep.equal([['am1', 'RUNNING']]);
+      // An AM cannot stop its AM process; the master can.
+      const s1 = core.stopWorkers({ appId: 'app1', workerIds: [], amAttempt: 1, epoch: '0', reason: '' }, 4);
+      expect(kills(s1.effects)).to.be.empty;
+      const s2 = core.stopWorkers({ appId: 'app1', workerIds: [], amAttempt: 0, epoch: '1', reason: 'job killed' }, 4);
+      expect(kills(s2.effects).map((k) => k.workerId)).to.deep.equal(['am1']);
+      const ex = core.workerExited('am1', null, 'SIGTERM', 5);
+      expect(events(ex)).to.be.empty;
+      expect(core.amWorkers()[0]?.state).to.equal('KILLED');
+      expect(core.amWorkers()[0]?.message).to.equal('job killed');
+    });
+  });
+
+  describe('grant sequence numbers', () => {
+    it('ignores a delta with a seq gap, then a full table heals', () => {
+      const core = mockCore();
+      withGrant(core, 1, '1');
+      const gap = core.updateGrants({ epoch: '1', seq: '3', full: false, grants: [grant('app1', 'map', 4)] }, 1);
+      expect(gap.applied).to.equal(false);
+      expect(gap.appliedSeq).to.equal('1');
+      expect(core.grantTable()[0]?.slots).to.equal(1);
+      const dup = core.updateGrants({ epoch: '1', seq: '1', full: false, grants: [grant('app1', 'map', 4)] }, 1);
+      expect(dup.applied).to.equal(false);
+      const full = core.updateGrants({ epoch: '1', seq: '3', full: true, grants: [grant('app1', 'reduce', 2)] }, 2);
+      expect(full.applied).to.equal(true);
+      expect(full.appliedSeq).to.equal('3');
+      expect(core.grantTable()).to.deep.equal([grant('app1', 'reduce', 2)]);
+      const next = core.updateGrants({ epoch: '1', seq: '4', full: false, grants: [grant('app1', 'map', 1)] }, 3);
+      expect(next.applied).to.equal(true);
+      expect(core.appliedGrantSeq).to.equal('4');
+      expect(core.grantTable()).to.have.length(2);
+    });
+
+    it('a delta with 0 slots revokes that entry only', () => {
+      const core = mockCore();
+      core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', 'map', 1), grant('app1', 'reduce', 1)] }, 0);
+      core.updateGrants({ epoch: '1', seq: '2', full: false, grants: [grant('app1', 'map', 0)] }, 0);
+      expect(core.grantTable().map((g) => g.suId)).to.deep.equal(['reduce']);
+    });
+
+    it('rejects a malformed grant', () => {
+      const core = mockCore();
+      expect(() => core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', 'map', -1)] }, 0)).to.throw(InvalidArgumentError, /grants\[0\]\.slots/);
+    });
+  });
+
+  describe('pending timeout', () => {
+    it('rejects a plan that found no grant within pendingTimeoutMs', () => {
+      const core = mockCore({ pendingTimeoutMs: 1000 });
+      core.startWorkers(startReq([plan('w1')]), 100);
+      expect(events(core.tick(1099))).to.be.empty;
+      const t = core.tick(1100);
+      expect(core.worker('w1')?.state).to.equal('REJECTED');
+      expect(core.worker('w1')?.message).to.match(/no grant/);
+      expect(events(t)[0]?.status.state).to.equal('REJECTED');
+      // A late grant does not resurrect it.
+      expect(spawns(withGrant(core, 1))).to.be.empty;
+    });
+
+    it('says so when the grant exists but has no room', () => {
+      const core = mockCore({ pendingTimeoutMs: 1000 });
+      withGrant(core, 1);
+      core.startWorkers(startReq([plan('w1'), plan('w2')]), 0);
+      core.tick(1000);
+      expect(core.worker('w1')?.state).to.equal('STARTING');
+      expect(core.worker('w2')?.state).to.equal('REJECTED');
+      expect(core.worker('w2')?.message).to.match(/no room/);
+    });
+  });
+
+  describe('idempotency and stop', () => {
+    it('returns the current status for a duplicate plan and starts nothing twice', () => {
+      const core = mockCore();
+      withGrant(core, 2);
+      const a = core.startWorkers(startReq([plan('w1')]), 10);
+      spawnAll(core, a.effects);
+      const b = core.startWorkers(startReq([plan('w1')]), 11);
+      expect(spawns(b.effects)).to.be.empty;
+      expect(b.workers).to.have.length(1);
+      expect(b.workers[0]?.state).to.equal('RUNNING');
+      expect(b.workers[0]?.pid).to.equal(1001);
+      expect(core.summary().running).to.equal(1);
+    });
+
+    it('stops pending workers without a process and running ones with a kill', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      const a = core.startWorkers(startReq([plan('w1'), plan('w2')]), 10);
+      spawnAll(core, a.effects);
+      const s = core.stopWorkers({ appId: 'app1', workerIds: ['w1', 'w2', 'nope'], amAttempt: 1, epoch: '0', reason: 'speculation lost' }, 20);
+      expect(s.workers.map((w) => w.workerId)).to.deep.equal(['w1', 'w2']);
+      expect(kills(s.effects).map((k) => k.workerId)).to.deep.equal(['w1']);
+      expect(core.worker('w2')?.state).to.equal('KILLED');
+      const ex = core.workerExited('w1', 0, null, 21);
+      expect(core.worker('w1')?.state).to.equal('KILLED');
+      expect(core.worker('w1')?.message).to.equal('speculation lost');
+      expect(events(ex)).to.have.length(1);
+    });
+
+    it('maps exits to SUCCEEDED / FAILED with a message', () => {
+      const core = mockCore();
+      withGrant(core, 3);
+      spawnAll(core, core.startWorkers(startReq([plan('w1'), plan('w2'), plan('w3')]), 10).effects);
+      core.workerExited('w1', 0, null, 20);
+      core.workerExited('w2', 3, null, 20);
+      core.workerExited('w3', null, 'SIGSEGV', 20);
+      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
+      expect(core.worker('w2')?.state).to.equal('FAILED');
+      expect(core.worker('w2')?.exitCode).to.equal(3);
+      expect(core.worker('w2')?.message).to.equal('exit code 3');
+      expect(core.worker('w3')?.state).to.equal('FAILED');
+      expect(core.worker('w3')?.message).to.match(/SIGSEGV/);
+      expect(core.worker('w3')?.finishedAtMs).to.equal(20);
+    });
+
+    it('handles an exit reported before the spawn', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      core.startWorkers(startReq([plan('w1')]), 10);
+      core.workerExited('w1', 0, null, 11);
+      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
+      expect(core.workerSpawned('w1', 55, '9', 12)).to.be.empty;
+      expect(core.worker('w1')?.pid).to.equal(55);
+      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
+    });
+
+    it('rejects a worker whose spawn failed and frees its slot', () => {
+      const core = mockCore();
+      withGrant(core, 1);
+      core.startWorkers(startReq([plan('w1'), plan('w2')]), 10);
+      const f = core.spawnFailed('w1', 'ENOENT', 11);
+      expect(core.worker('w1')?.state).to.equal('REJECTED');
+      expect(core.worker('w1')?.message).to.match(/ENOENT/);
+      expect(spawns(f).map((s) => s.worker.workerId)).to.deep.equal(['w2']);
+    });
+  });
+
+  describe('queries', () => {
+    it('summary() and used() count running, pending and finished workers', () => {
+      const core = mockCore();
+      withGrant(core, 2);
+      const a = core.startWorkers(startReq([plan('w1', { instance: 1 }), plan('w2', { instance: 2 }), plan('w3', { instance: 3 })]), 10);
+      spawnAll(core, a.effects);
+      expect(core.summary()).to.deep.equal({ running: 2, pending: 1, finished: 0 });
+      expect(core.used()).to.deep.equal(res(2000, 2048));
+      core.workerExited('w1', 0, null, 20);
+      expect(core.summary()).to.deep.equal({ running: 2, pending: 0, finished: 1 });
+      core.workerExited('w2', 1, null, 21);
+      core.workerExited('w3', 1, null, 21);
+      expect(core.summary()).to.deep.equal({ running: 0, pending: 0, finished: 3 });
+      expect(core.used()).to.deep.equal(res(0, 0));
+    });
+
+    it('findWorker() picks the given attempt or the latest one', () => {
+      const core = mockCore();
+      withGrant(core, 3);
+      core.startWorkers(startReq([plan('a1', { instance: 7, attempt: 1 }), plan('a2', { instance: 7, attempt: 2 }), plan('b1', { instance: 8 })]), 10);
+      expect(core.findWorker('app1', 'map', 7)?.workerId).to.equal('a2');
+      expect(core.findWorker('app1', 'map', 7, 1)?.workerId).to.equal('a1');
+      expect(core.findWorker('app1', 'map', 9)).to.equal(undefined);
+    });
+
+    it('snapshot() holds grants, workers, epoch and seq; finished workers are forgotten after retention', () => {
+      const core = new AgentCore({ nodeId: 'n1', capacity: res(8000, 16384), finishedRetentionMs: 1000 });
+      withGrant(core, 1);
+      spawnAll(core, core.startWorkers(startReq([plan('w1')]), 10).effects);
+      const s = core.snapshot();
+      expect(s.epoch).to.equal('1');
+      expect(s.grantSeq).to.equal('1');
+      expect(s.grants).to.have.length(1);
+      expect(s.workers.map((w) => w.state)).to.deep.equal(['RUNNING']);
+      expect(s.used).to.deep.equal(SLOT);
+      core.workerExited('w1', 0, null, 100);
+      core.tick(1000);
+      expect(core.listWorkers()).to.have.length(1);
+      core.tick(1101);
+      expect(core.listWorkers()).to.be.empty;
+    });
+  });
+});

@@ -1,0 +1,689 @@
+/**
+ * The node agent's state machine (pure: no I/O, no timers, no clock; time comes in as `now`).
+ *
+ * The agent starts a worker only when it holds BOTH a grant with room (from the master) and a plan
+ * (from the application master, or from the master itself for AM processes). Every input is a
+ * method that updates the state and returns the effects the shell must carry out: spawn a process,
+ * kill a process group, push a worker event to an AM, log.
+ *
+ * ```ts
+ * const core = new AgentCore({ nodeId: 'n1', capacity: res(8000, 16384) });
+ * core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [{ appId: 'a', suId: 'map', slots: 1, resource: res(500, 256) }] }, now);
+ * const { effects } = core.startWorkers({ appId: 'a', amAttempt: 1, amAddress: '127.0.0.1:7100', epoch: '0', plans }, now);
+ * // effects: [{ kind: 'spawn', worker: {...} }] -> shell spawns, then core.workerSpawned(id, pid, startTime, now)
+ * ```
+ */
+import {
+  add,
+  cmpInt64,
+  fits,
+  format,
+  InvalidArgumentError,
+  StaleEpochError,
+  substitute,
+  ZERO,
+  nullLogger,
+  type Int64,
+  type Logger,
+  type Resource,
+} from '@fuxi/common';
+
+/** The schedule unit of application-master processes. Plans for it come only from the master. */
+export const AM_SU = '__am__';
+
+export type WorkerState = 'PENDING' | 'STARTING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'KILLED' | 'REJECTED';
+
+const TERMINAL: ReadonlySet<WorkerState> = new Set(['SUCCEEDED', 'FAILED', 'KILLED', 'REJECTED']);
+const ACTIVE: ReadonlySet<WorkerState> = new Set(['STARTING', 'RUNNING']);
+
+export function isTerminal(s: WorkerState): boolean {
+  return TERMINAL.has(s);
+}
+
+/** Occupies a slot of its grant (and node capacity): spawning or running. */
+export function isActive(s: WorkerState): boolean {
+  return ACTIVE.has(s);
+}
+
+export interface CommandSpec {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+}
+
+export interface GrantEntry {
+  appId: string;
+  suId: string;
+  slots: number;
+  /** Resource of one slot. */
+  resource: Resource;
+}
+
+export interface PlanInput {
+  workerId: string;
+  suId: string;
+  task: string;
+  instance: number;
+  attempt: number;
+  command: CommandSpec;
+  resource: Resource;
+}
+
+export interface UpdateGrantsInput {
+  epoch: Int64;
+  seq: Int64;
+  /** True: `grants` is the whole table (absent entries are revoked). */
+  full: boolean;
+  grants: GrantEntry[];
+}
+
+export interface StartWorkersInput {
+  appId: string;
+  amAttempt: number;
+  /** Where worker events go; empty for AM processes (sent by the master). */
+  amAddress: string;
+  /** > 0 when the master sends the plan (AM processes only); '0' from an AM. */
+  epoch: Int64;
+  plans: PlanInput[];
+}
+
+export interface StopWorkersInput {
+  appId: string;
+  /** Empty = every worker of the app. */
+  workerIds: string[];
+  amAttempt: number;
+  /** > 0 when the master sends it; '0' from an AM. */
+  epoch: Int64;
+  reason: string;
+}
+
+/** One worker as the agent knows it (a copy; mutating it changes nothing). */
+export interface WorkerInfo {
+  workerId: string;
+  appId: string;
+  suId: string;
+  task: string;
+  instance: number;
+  attempt: number;
+  amAttempt: number;
+  amAddress: string;
+  nodeId: string;
+  /** The plan's command, before substitution. */
+  command: CommandSpec;
+  /** Resource accounted for this worker: the grant's slot resource (the plan's while pending). */
+  resource: Resource;
+  state: WorkerState;
+  /** 0 until spawned. */
+  pid: number;
+  /** Process start time (clock ticks since boot, /proc/<pid>/stat field 22); '' until spawned. */
+  startTime: string;
+  exitCode: number | null;
+  signal: string | null;
+  message: string;
+  acceptedAtMs: number;
+  startedAtMs: number;
+  finishedAtMs: number;
+  /** Set when a stop was requested (the reason); the exit is then reported as KILLED. */
+  stopReason: string;
+}
+
+/** What the shell hands to the process driver: the command after substitution. */
+export interface SpawnSpec {
+  workerId: string;
+  appId: string;
+  suId: string;
+  task: string;
+  instance: number;
+  attempt: number;
+  argv: string[];
+  env: Record<string, string>;
+  /** '' = the worker's own directory. */
+  cwd: string;
+}
+
+export type Effect =
+  | { kind: 'spawn'; worker: SpawnSpec }
+  | { kind: 'kill'; workerId: string; pid: number; reason: string }
+  /** Push to the AM of `appId` at `amAddress` (never for AM processes). */
+  | { kind: 'event'; appId: string; amAddress: string; status: WorkerInfo }
+  | { kind: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields: Record<string, unknown> };
+
+export interface WorkerSummary {
+  running: number;
+  pending: number;
+  finished: number;
+}
+
+export interface AgentSnapshot {
+  nodeId: string;
+  capacity: Resource;
+  epoch: Int64;
+  grantSeq: Int64;
+  grants: GrantEntry[];
+  workers: WorkerInfo[];
+  used: Resource;
+}
+
+export interface AgentCoreConfig {
+  nodeId: string;
+  capacity: Resource;
+  /** A plan that found no grant with room for this long is REJECTED (default 60 s). */
+  pendingTimeoutMs?: number;
+  /** Finished workers are forgotten after this long (default 24 h). */
+  finishedRetentionMs?: number;
+  /** At most this many finished workers are kept (oldest forgotten first; default 10000). */
+  maxFinished?: number;
+}
+
+export const DEFAULT_PENDING_TIMEOUT_MS = 60_000;
+export const DEFAULT_FINISHED_RETENTION_MS = 24 * 3600_000;
+export const DEFAULT_MAX_FINISHED = 10_000;
+
+interface WorkerRecord extends WorkerInfo {
+  /** Acceptance order; ties in time are broken by it. */
+  order: number;
+  /** Order in which it was started (newest is killed first when a grant shrinks). */
+  startOrder: number;
+}
+
+interface AppRecord {
+  /** Highest AM attempt seen for the app. */
+  amAttempt: number;
+  /** Address of the newest AM attempt (events go here). */
+  amAddress: string;
+}
+
+const grantKey = (appId: string, suId: string): string => `${appId}\u0000${suId}`;
+
+export class AgentCore {
+  readonly nodeId: string;
+  readonly capacity: Resource;
+  private readonly pendingTimeoutMs: number;
+  private readonly retentionMs: number;
+  private readonly maxFinished: number;
+
+  private epoch: Int64 = '0';
+  private grantSeq: Int64 = '0';
+  private readonly grants = new Map<string, GrantEntry>();
+  /** Insertion order = acceptance order. */
+  private readonly workers = new Map<string, WorkerRecord>();
+  private readonly apps = new Map<string, AppRecord>();
+  private nextOrder = 1;
+
+  constructor(
+    cfg: AgentCoreConfig,
+    private readonly log: Logger = nullLogger,
+  ) {
+    this.nodeId = cfg.nodeId;
+    this.capacity = cfg.capacity;
+    this.pendingTimeoutMs = cfg.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
+    this.retentionMs = cfg.finishedRetentionMs ?? DEFAULT_FINISHED_RETENTION_MS;
+    this.maxFinished = cfg.maxFinished ?? DEFAULT_MAX_FINISHED;
+  }
+
+  // ------------------------------------------------------------------ master epoch
+
+  /** Highest master epoch seen. */
+  get epochSeen(): Int64 {
+    return this.epoch;
+  }
+
+  /** Last grant sequence applied. */
+  get appliedGrantSeq(): Int64 {
+    return this.grantSeq;
+  }
+
+  /**
+   * The master answered RegisterAgent (or a heartbeat) with `epoch`. A newer epoch raises the bar;
+   * an older one means a deposed master: StaleEpochError.
+   */
+  registered(epoch: Int64): Effect[] {
+    this.checkEpoch(epoch);
+    return [];
+  }
+
+  private checkEpoch(epoch: Int64): void {
+    const c = cmpInt64(epoch, this.epoch);
+    if (c < 0) throw new StaleEpochError('epoch', epoch, this.epoch);
+    if (c > 0) {
+      this.log.info({ from: this.epoch, to: epoch }, 'new master epoch');
+      this.epoch = String(BigInt(epoch));
+    }
+  }
+
+  // ------------------------------------------------------------------ grants
+
+  /**
+   * Master -> agent grant changes. A delta applies only when `seq` is exactly one past the applied
+   * seq; `full` replaces the table. Otherwise the message is ignored (the master heals it with the
+   * full table on the next heartbeat). Returns the applied seq.
+   */
+  updateGrants(req: UpdateGrantsInput, now: number): { appliedSeq: Int64; applied: boolean; effects: Effect[] } {
+    const sameMaster = BigInt(req.epoch || '0') === BigInt(this.epoch || '0');
+    this.checkEpoch(req.epoch);
+    const seq = BigInt(req.seq || '0');
+    req.grants.forEach((g, i) => {
+      if (!g.appId) throw new InvalidArgumentError(`grants[${i}].appId`, 'must not be empty');
+      if (!g.suId) throw new InvalidArgumentError(`grants[${i}].suId`, 'must not be empty');
+      if (!Number.isInteger(g.slots) || g.slots < 0) throw new InvalidArgumentError(`grants[${i}].slots`, `must be a non-negative integer, got ${g.slots}`);
+    });
+    if (!req.full && seq !== BigInt(this.grantSeq) + 1n) {
+      this.log.info({ seq: req.seq, applied: this.grantSeq }, 'grant delta out of order; ignored (the next heartbeat brings the full table)');
+      return { appliedSeq: this.grantSeq, applied: false, effects: [] };
+    }
+    if (req.full && sameMaster && seq < BigInt(this.grantSeq)) {
+      // An older full table overtaken by a newer one: applying it would shrink live grants.
+      this.log.info({ seq: req.seq, applied: this.grantSeq }, 'older full grant table ignored');
+      return { appliedSeq: this.grantSeq, applied: false, effects: [] };
+    }
+    const touched = new Set<string>();
+    if (req.full) {
+      for (const k of this.grants.keys()) touched.add(k);
+      this.grants.clear();
+    }
+    for (const g of req.grants) {
+      const k = grantKey(g.appId, g.suId);
+      touched.add(k);
+      if (g.slots === 0) this.grants.delete(k);
+      else this.grants.set(k, { appId: g.appId, suId: g.suId, slots: g.slots, resource: { ...g.resource } });
+    }
+    this.grantSeq = seq.toString();
+    const effects: Effect[] = [];
+    for (const k of touched) effects.push(...this.enforceGrant(k));
+    effects.push(...this.startPending(now));
+    return { appliedSeq: this.grantSeq, applied: true, effects };
+  }
+
+  /** Kills the newest workers of (app, su) that exceed its grant. */
+  private enforceGrant(key: string): Effect[] {
+    const slots = this.grants.get(key)?.slots ?? 0;
+    const active = [...this.workers.values()].filter((w) => isActive(w.state) && grantKey(w.appId, w.suId) === key);
+    const keeping = active.filter((w) => !w.stopReason);
+    let excess = keeping.length - slots;
+    if (excess <= 0) return [];
+    const effects: Effect[] = [];
+    const reason = slots === 0 ? 'grant revoked' : `grant shrunk to ${slots} slot(s)`;
+    keeping.sort((a, b) => b.startOrder - a.startOrder);
+    for (const w of keeping) {
+      if (excess-- <= 0) break;
+      effects.push({ kind: 'log', level: 'warn', msg: 'killing worker over its grant', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, slots } });
+      effects.push(...this.requestStop(w, reason));
+    }
+    return effects;
+  }
+
+  // ------------------------------------------------------------------ plans
+
+  /**
+   * Plans from an AM (epoch '0') or from the master (epoch > 0, AM processes only). Each plan starts
+   * at once when its grant has room, else waits as PENDING. Duplicate worker ids return the current
+   * status. Throws StaleEpochError for an old master epoch or AM attempt.
+   */
+  startWorkers(req: StartWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
+    if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
+    const fromMaster = cmpInt64(req.epoch, 0) > 0;
+    req.plans.forEach((p, i) => {
+      if (!p.workerId) throw new InvalidArgumentError(`plans[${i}].workerId`, 'must not be empty');
+      if (!p.suId) throw new InvalidArgumentError(`plans[${i}].suId`, 'must not be empty');
+      if (fromMaster && p.suId !== AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `the master may only start application masters (su "${AM_SU}"), got "${p.suId}"`);
+      if (!fromMaster && p.suId === AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `su "${AM_SU}" is reserved for application masters started by the master`);
+    });
+    if (fromMaster) this.checkEpoch(req.epoch);
+    this.checkAmAttempt(req.appId, req.amAttempt);
+    const app = this.apps.get(req.appId) ?? { amAttempt: req.amAttempt, amAddress: '' };
+    app.amAttempt = Math.max(app.amAttempt, req.amAttempt);
+    if (req.amAddress && req.amAttempt >= app.amAttempt) app.amAddress = req.amAddress;
+    this.apps.set(req.appId, app);
+
+    const effects: Effect[] = [];
+    const ids: string[] = [];
+    for (const p of req.plans) {
+      ids.push(p.workerId);
+      if (this.workers.has(p.workerId)) continue; // idempotent retry
+      const w: WorkerRecord = {
+        workerId: p.workerId,
+        appId: req.appId,
+        suId: p.suId,
+        task: p.task,
+        instance: p.instance,
+        attempt: p.attempt,
+        amAttempt: req.amAttempt,
+        amAddress: req.amAddress,
+        nodeId: this.nodeId,
+        command: { argv: [...p.command.argv], env: { ...p.command.env }, cwd: p.command.cwd },
+        resource: { ...p.resource },
+        state: 'PENDING',
+        pid: 0,
+        startTime: '',
+        exitCode: null,
+        signal: null,
+        message: '',
+        acceptedAtMs: now,
+        startedAtMs: 0,
+        finishedAtMs: 0,
+        stopReason: '',
+        order: this.nextOrder++,
+        startOrder: 0,
+      };
+      this.workers.set(w.workerId, w);
+      if (w.command.argv.length === 0 || !w.command.argv[0]) {
+        effects.push(...this.finish(w, 'REJECTED', now, 'plan has an empty command (argv)'));
+        continue;
+      }
+      effects.push({ kind: 'log', level: 'debug', msg: 'plan accepted', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt } });
+    }
+    effects.push(...this.startPending(now));
+    return { workers: this.workersById(ids), effects };
+  }
+
+  private checkAmAttempt(appId: string, amAttempt: number): void {
+    const newest = this.apps.get(appId)?.amAttempt ?? 0;
+    if (amAttempt < newest) throw new StaleEpochError('am attempt', amAttempt, newest);
+  }
+
+  /**
+   * Stops workers of an app (all of them when `workerIds` is empty). From the master (epoch > 0) any
+   * worker; from an AM, not AM processes. Unknown ids are skipped.
+   */
+  stopWorkers(req: StopWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
+    if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
+    const fromMaster = cmpInt64(req.epoch, 0) > 0;
+    if (fromMaster) this.checkEpoch(req.epoch);
+    else this.checkAmAttempt(req.appId, req.amAttempt);
+    const reason = req.reason || (fromMaster ? 'stopped by the master' : 'stopped by the application master');
+    let targets: WorkerRecord[];
+    if (req.workerIds.length === 0) targets = [...this.workers.values()].filter((w) => w.appId === req.appId);
+    else targets = req.workerIds.map((id) => this.workers.get(id)).filter((w): w is WorkerRecord => w !== undefined && w.appId === req.appId);
+    if (!fromMaster) targets = targets.filter((w) => w.suId !== AM_SU);
+    const effects: Effect[] = [];
+    for (const w of targets) {
+      if (w.state === 'PENDING') effects.push(...this.finish(w, 'KILLED', now, reason));
+      else if (isActive(w.state)) effects.push(...this.requestStop(w, reason));
+    }
+    effects.push(...this.startPending(now));
+    return { workers: targets.map(copy), effects };
+  }
+
+  private requestStop(w: WorkerRecord, reason: string): Effect[] {
+    if (w.stopReason) return [];
+    w.stopReason = reason;
+    w.message = reason;
+    // A STARTING worker is killed as soon as its pid is known (workerSpawned).
+    if (w.state === 'RUNNING' && w.pid > 0) return [{ kind: 'kill', workerId: w.workerId, pid: w.pid, reason }];
+    return [];
+  }
+
+  /** Starts every pending plan (oldest first) whose grant has room. */
+  private startPending(now: number): Effect[] {
+    const effects: Effect[] = [];
+    let counts: Map<string, number> | undefined;
+    let used: Resource = ZERO;
+    for (const w of this.workers.values()) {
+      if (w.state !== 'PENDING') continue;
+      const key = grantKey(w.appId, w.suId);
+      const grant = this.grants.get(key);
+      if (!grant) continue;
+      if (!counts) {
+        counts = new Map();
+        for (const a of this.workers.values()) {
+          if (!isActive(a.state)) continue;
+          const k = grantKey(a.appId, a.suId);
+          counts.set(k, (counts.get(k) ?? 0) + 1);
+          used = add(used, a.resource);
+        }
+      }
+      if ((counts.get(key) ?? 0) >= grant.slots) continue;
+      if (!fits(w.resource, grant.resource)) {
+        effects.push(...this.finish(w, 'REJECTED', now, `plan resource (${format(w.resource)}) exceeds the granted slot (${format(grant.resource)})`));
+        continue;
+      }
+      const after = add(used, grant.resource);
+      if (!fits(after, this.capacity)) {
+        // Grants should make this impossible: the master over-committed this node.
+        effects.push({
+          kind: 'log',
+          level: 'error',
+          msg: 'REFUSING to start worker: node capacity would be exceeded (master over-committed this node?)',
+          fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, used: format(used), slot: format(grant.resource), capacity: format(this.capacity) },
+        });
+        continue;
+      }
+      w.state = 'STARTING';
+      w.resource = { ...grant.resource };
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      used = after;
+      w.startOrder = this.nextOrder++;
+      effects.push({ kind: 'spawn', worker: this.spawnSpec(w) });
+    }
+    return effects;
+  }
+
+  private spawnSpec(w: WorkerRecord): SpawnSpec {
+    const vars = { instance: w.instance, task: w.task, job: w.appId, attempt: w.attempt };
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(w.command.env)) env[k] = substitute(v, vars);
+    Object.assign(env, {
+      FUXI_APP_ID: w.appId,
+      FUXI_TASK: w.task,
+      FUXI_INSTANCE: String(w.instance),
+      FUXI_ATTEMPT: String(w.attempt),
+      FUXI_WORKER_ID: w.workerId,
+      FUXI_NODE_ID: this.nodeId,
+      FUXI_AM_ATTEMPT: String(w.amAttempt),
+    });
+    return {
+      workerId: w.workerId,
+      appId: w.appId,
+      suId: w.suId,
+      task: w.task,
+      instance: w.instance,
+      attempt: w.attempt,
+      argv: w.command.argv.map((a) => substitute(a, vars)),
+      env,
+      cwd: substitute(w.command.cwd, vars),
+    };
+  }
+
+  // ------------------------------------------------------------------ process lifecycle
+
+  /** The driver started the worker's process. */
+  workerSpawned(workerId: string, pid: number, startTime: string, now: number): Effect[] {
+    const w = this.workers.get(workerId);
+    if (!w) return [{ kind: 'log', level: 'warn', msg: 'spawned an unknown worker', fields: { workerId, pid } }];
+    if (w.state !== 'STARTING') {
+      // Already exited (the exit raced the spawn report): just record the pid.
+      if (w.pid === 0) {
+        w.pid = pid;
+        w.startTime = startTime;
+      }
+      return [];
+    }
+    w.state = 'RUNNING';
+    w.pid = pid;
+    w.startTime = startTime;
+    w.startedAtMs = now;
+    const effects: Effect[] = [
+      { kind: 'log', level: 'info', msg: 'worker started', fields: { workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt, pid } },
+    ];
+    effects.push(...this.event(w));
+    if (w.stopReason) effects.push({ kind: 'kill', workerId, pid, reason: w.stopReason });
+    return effects;
+  }
+
+  /** The driver could not start the worker's process. */
+  spawnFailed(workerId: string, message: string, now: number): Effect[] {
+    const w = this.workers.get(workerId);
+    if (!w || w.state !== 'STARTING') return [];
+    const effects = this.finish(w, w.stopReason ? 'KILLED' : 'REJECTED', now, `could not start the worker: ${message}`);
+    effects.push(...this.startPending(now));
+    return effects;
+  }
+
+  /** The worker's process ended: `exitCode` when it exited, `signal` when a signal killed it. */
+  workerExited(workerId: string, exitCode: number | null, signal: string | null, now: number): Effect[] {
+    const w = this.workers.get(workerId);
+    if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
+    if (isTerminal(w.state) || w.state === 'PENDING') return [];
+    w.exitCode = exitCode;
+    w.signal = signal;
+    let state: WorkerState;
+    let message: string;
+    if (w.stopReason) {
+      state = 'KILLED';
+      message = w.stopReason;
+    } else if (exitCode === 0) {
+      state = 'SUCCEEDED';
+      message = '';
+    } else {
+      state = 'FAILED';
+      message = signal ? `killed by signal ${signal}` : `exit code ${exitCode ?? 'unknown'}`;
+    }
+    const effects = this.finish(w, state, now, message);
+    effects.push(...this.startPending(now));
+    return effects;
+  }
+
+  /** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
+  tick(now: number): Effect[] {
+    const effects: Effect[] = [];
+    for (const w of this.workers.values()) {
+      if (w.state === 'PENDING' && now - w.acceptedAtMs >= this.pendingTimeoutMs) {
+        const has = this.grants.get(grantKey(w.appId, w.suId));
+        const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
+        effects.push(...this.finish(w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
+      }
+    }
+    effects.push(...this.startPending(now));
+    this.collect(now);
+    return effects;
+  }
+
+  private collect(now: number): void {
+    const finished = [...this.workers.values()].filter((w) => isTerminal(w.state));
+    let over = finished.length - this.maxFinished;
+    finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
+    for (const w of finished) {
+      if (over > 0 || now - w.finishedAtMs > this.retentionMs) {
+        this.workers.delete(w.workerId);
+        over--;
+      }
+    }
+  }
+
+  private finish(w: WorkerRecord, state: WorkerState, now: number, message: string): Effect[] {
+    w.state = state;
+    w.finishedAtMs = now;
+    w.message = message;
+    const level = state === 'SUCCEEDED' ? 'info' : state === 'KILLED' ? 'info' : 'warn';
+    const effects: Effect[] = [
+      { kind: 'log', level, msg: `worker ${state.toLowerCase()}`, fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, exitCode: w.exitCode, signal: w.signal, message } },
+    ];
+    effects.push(...this.event(w));
+    return effects;
+  }
+
+  private event(w: WorkerRecord): Effect[] {
+    if (w.suId === AM_SU) return []; // the master learns about AM processes from heartbeats
+    const amAddress = this.apps.get(w.appId)?.amAddress || w.amAddress;
+    return [{ kind: 'event', appId: w.appId, amAddress, status: copy(w) }];
+  }
+
+  // ------------------------------------------------------------------ queries
+
+  /** Sum of the resources of spawning and running workers. */
+  used(): Resource {
+    let u: Resource = ZERO;
+    for (const w of this.workers.values()) if (isActive(w.state)) u = add(u, w.resource);
+    return u;
+  }
+
+  summary(): WorkerSummary {
+    const s = { running: 0, pending: 0, finished: 0 };
+    for (const w of this.workers.values()) {
+      if (isActive(w.state)) s.running++;
+      else if (w.state === 'PENDING') s.pending++;
+      else s.finished++;
+    }
+    return s;
+  }
+
+  /** Every application-master process (su `__am__`) known, finished ones included. */
+  amWorkers(): WorkerInfo[] {
+    return [...this.workers.values()].filter((w) => w.suId === AM_SU).map(copy);
+  }
+
+  worker(workerId: string): WorkerInfo | undefined {
+    const w = this.workers.get(workerId);
+    return w ? copy(w) : undefined;
+  }
+
+  workersById(ids: readonly string[]): WorkerInfo[] {
+    return ids.map((id) => this.workers.get(id)).filter((w): w is WorkerRecord => w !== undefined).map(copy);
+  }
+
+  /** Workers of an app (every worker when `appId` is empty), in acceptance order. */
+  listWorkers(appId = ''): WorkerInfo[] {
+    return [...this.workers.values()].filter((w) => !appId || w.appId === appId).map(copy);
+  }
+
+  /**
+   * The worker of instance `instance` of `task` in `appId`: the given attempt, or the latest one
+   * (highest attempt, then most recently accepted) when `attempt` is 0.
+   */
+  findWorker(appId: string, task: string, instance: number, attempt = 0): WorkerInfo | undefined {
+    let best: WorkerRecord | undefined;
+    for (const w of this.workers.values()) {
+      if (w.appId !== appId || w.task !== task || w.instance !== instance) continue;
+      if (attempt > 0 && w.attempt !== attempt) continue;
+      if (!best || w.attempt > best.attempt || (w.attempt === best.attempt && w.order > best.order)) best = w;
+    }
+    return best ? copy(best) : undefined;
+  }
+
+  grantTable(): GrantEntry[] {
+    return [...this.grants.values()].map((g) => ({ ...g, resource: { ...g.resource } }));
+  }
+
+  /** Highest AM attempt seen for the app (0 when unknown). */
+  amAttemptOf(appId: string): number {
+    return this.apps.get(appId)?.amAttempt ?? 0;
+  }
+
+  snapshot(): AgentSnapshot {
+    return {
+      nodeId: this.nodeId,
+      capacity: { ...this.capacity },
+      epoch: this.epoch,
+      grantSeq: this.grantSeq,
+      grants: this.grantTable(),
+      workers: this.listWorkers(),
+      used: this.used(),
+    };
+  }
+}
+
+function copy(w: WorkerRecord | WorkerInfo): WorkerInfo {
+  return {
+    workerId: w.workerId,
+    appId: w.appId,
+    suId: w.suId,
+    task: w.task,
+    instance: w.instance,
+    attempt: w.attempt,
+    amAttempt: w.amAttempt,
+    amAddress: w.amAddress,
+    nodeId: w.nodeId,
+    command: { argv: [...w.command.argv], env: { ...w.command.env }, cwd: w.command.cwd },
+    resource: { ...w.resource },
+    state: w.state,
+    pid: w.pid,
+    startTime: w.startTime,
+    exitCode: w.exitCode,
+    signal: w.signal,
+    message: w.message,
+    acceptedAtMs: w.acceptedAtMs,
+    startedAtMs: w.startedAtMs,
+    finishedAtMs: w.finishedAtMs,
+    stopReason: w.stopReason,
+  };
+}

@@ -1,0 +1,17 @@
+/**
+ * @fuxi/agent: the Fuxi-TS node agent. A pure core (`AgentCore`: grants x plans -> spawns, kills,
+ * events), a process driver (`RealProcessDriver`: workers in their own process groups, output and
+ * exit code in files) and the shell (`Agent`: gRPC server, master registration and heartbeats).
+ *
+ * ```ts
+ * import { Agent, resolveConfig } from '@fuxi/agent';
+ * const agent = new Agent(resolveConfig({ master: '127.0.0.1:7070', workDir: '/tmp/agent' }, {}), { log });
+ * await agent.start();
+ * ```
+ */
+export * from './core/agent-core.js';
+export * from './shell/process-driver.js';
+export * from './shell/event-sender.js';
+export * from './shell/config.js';
+export * from './shell/wire.js';
+export * from './shell/agent.js';

@@ -1,0 +1,261 @@
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { nullLogger, UnavailableError } from '@fuxi/common';
+import {
+  loadFuxiProto,
+  type HeartbeatRequest__Output,
+  type HeartbeatResponse,
+  type RegisterAgentRequest__Output,
+  type WorkerEventsRequest__Output,
+  type WorkerStatus__Output,
+} from '@fuxi/proto';
+import { connect, implement, RpcError, startServer, type RunningServer } from '@fuxi/rpc';
+import type * as grpc from '@grpc/grpc-js';
+import { Agent } from '../agent.js';
+import { resolveConfig } from '../config.js';
+
+async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Every method throws UNAVAILABLE unless overridden. */
+function stubs(definition: grpc.ServiceDefinition, over: Record<string, unknown>): never {
+  const impl: Record<string, unknown> = {};
+  for (const name of Object.keys(definition)) {
+    impl[name] = () => {
+      throw new UnavailableError(`${name} not implemented by the fake`);
+    };
+  }
+  return { ...impl, ...over } as never;
+}
+
+function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+describe('Agent shell (in-process, fake master and AM)', function () {
+  this.timeout(30_000);
+  const proto = loadFuxiProto();
+  let workDir: string;
+  let master: RunningServer;
+  let am: RunningServer;
+  let agent: Agent;
+  const registrations: RegisterAgentRequest__Output[] = [];
+  const heartbeats: HeartbeatRequest__Output[] = [];
+  const amEvents: WorkerStatus__Output[] = [];
+  let nextHeartbeatReply: HeartbeatResponse | undefined;
+  const pids: number[] = [];
+  const slot = { cpuMilli: 100, memoryMb: 64 };
+
+  const agentClient = () => connect(proto.AgentService, agent.address);
+  const lastEvent = (workerId: string) => [...amEvents].reverse().find((e) => e.workerId === workerId);
+
+  before(async () => {
+    workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-shell-'));
+    master = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [
+        {
+          name: 'fuxi.v1.MasterService',
+          definition: proto.MasterService.service,
+          handlers: implement(
+            proto.MasterService.service,
+            stubs(proto.MasterService.service, {
+              RegisterAgent: (req: RegisterAgentRequest__Output) => {
+                registrations.push(req);
+                return { epoch: '3', heartbeatIntervalMs: 100 };
+              },
+              Heartbeat: (req: HeartbeatRequest__Output): HeartbeatResponse => {
+                heartbeats.push(req);
+                const r = nextHeartbeatReply ?? { epoch: '3' };
+                nextHeartbeatReply = undefined;
+                return r;
+              },
+            }),
+            nullLogger,
+          ),
+        },
+      ],
+    });
+    am = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [
+        {
+          name: 'fuxi.v1.AppMasterService',
+          definition: proto.AppMasterService.service,
+          handlers: implement(
+            proto.AppMasterService.service,
+            stubs(proto.AppMasterService.service, {
+              WorkerEvents: (req: WorkerEventsRequest__Output) => {
+                amEvents.push(...req.events);
+                return {};
+              },
+            }),
+            nullLogger,
+          ),
+        },
+      ],
+    });
+    const cfg = resolveConfig({ master: master.address, nodeId: 'node-a', cpu: '2', memory: '1Gi', workDir, stopGraceMs: 500, pendingTimeoutMs: 20_000 }, {});
+    agent = new Agent(cfg, { log: nullLogger, tickMs: 100 });
+    await agent.start();
+  });
+
+  after(async () => {
+    await agent?.stop();
+    await master?.shutdown(100);
+    await am?.shutdown(100);
+    for (const pid of pids) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    fs.rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('registers with the master and heartbeats', async () => {
+    await waitFor(() => agent.registered && heartbeats.length >= 2);
+    const reg = registrations[0];
+    expect(reg?.node?.nodeId).to.equal('node-a');
+    expect(reg?.node?.address).to.equal(agent.address);
+    expect(reg?.node?.capacity).to.deep.equal({ cpuMilli: 2000, memoryMb: 1024 });
+    expect(reg?.node?.rack).to.equal('default');
+    expect(reg?.node?.bootId).to.match(/^[0-9a-f-]{36}$/);
+    const hb = heartbeats[heartbeats.length - 1];
+    expect(hb?.nodeId).to.equal('node-a');
+    expect(hb?.epoch).to.equal('3');
+    expect(hb?.workers).to.deep.equal({ running: 0, pending: 0, finished: 0 });
+  });
+
+  it('starts a worker once both the plan and the grant are there, and pushes its events to the AM', async () => {
+    const c = agentClient();
+    const start = await c.StartWorkers({
+      appId: 'app1',
+      amAttempt: 1,
+      amAddress: am.address,
+      plans: [{ workerId: 'app1-map-0-1', suId: 'map', task: 'map', instance: 0, attempt: 1, command: { argv: ['sh', '-c', 'echo hello-${instance}-$FUXI_NODE_ID'] }, resource: slot }],
+    });
+    expect(start.workers[0]?.state).to.equal('WORKER_STATE_PENDING');
+    const g = await c.UpdateGrants({ epoch: '3', seq: '1', full: false, grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: slot }] });
+    expect(g.appliedSeq).to.equal('1');
+    await waitFor(() => lastEvent('app1-map-0-1')?.state === 'WORKER_STATE_SUCCEEDED');
+    const ev = lastEvent('app1-map-0-1');
+    expect(ev?.nodeId).to.equal('node-a');
+    expect(ev?.exitCode).to.equal(0);
+    expect(Number(ev?.finishedAtMs)).to.be.greaterThan(0);
+    let text = '';
+    for await (const chunk of c.stream.ReadLog({ appId: 'app1', task: 'map', instance: 0 })) text += Buffer.from(chunk.data).toString();
+    expect(text).to.equal('hello-0-node-a\n');
+    const list = await c.ListWorkers({ appId: 'app1' });
+    expect(list.workers.map((w) => w.state)).to.deep.equal(['WORKER_STATE_SUCCEEDED']);
+    c.close();
+  });
+
+  it('answers ReadLog for an unknown instance with NOT_FOUND', async () => {
+    const c = agentClient();
+    let err: unknown;
+    try {
+      for await (const _ of c.stream.ReadLog({ appId: 'app1', task: 'map', instance: 99 })) void _;
+    } catch (e) {
+      err = e;
+    }
+    expect(err).to.be.instanceOf(RpcError);
+    expect((err as RpcError).code).to.equal('NOT_FOUND');
+    c.close();
+  });
+
+  it('rejects a stale master epoch with FAILED_PRECONDITION and a seq gap with the applied seq', async () => {
+    const c = agentClient();
+    let err: unknown;
+    try {
+      await c.UpdateGrants({ epoch: '2', seq: '2', full: true, grants: [] });
+    } catch (e) {
+      err = e;
+    }
+    expect((err as RpcError).code).to.equal('FAILED_PRECONDITION');
+    const gap = await c.UpdateGrants({ epoch: '3', seq: '9', full: false, grants: [] });
+    expect(gap.appliedSeq).to.equal('1');
+    c.close();
+  });
+
+  it('applies the full grant table from a heartbeat reply', async () => {
+    nextHeartbeatReply = { epoch: '3', fullGrants: true, grantSeq: '7', grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot }] };
+    await waitFor(() => agent.core.appliedGrantSeq === '7');
+    await waitFor(() => heartbeats[heartbeats.length - 1]?.grantSeq === '7');
+    const c = agentClient();
+    const s = await c.GetAgentState({});
+    expect(s.grantSeq).to.equal('7');
+    expect(s.epoch).to.equal('3');
+    expect(s.grants.map((g) => g.slots)).to.deep.equal([2]);
+    expect(s.node?.nodeId).to.equal('node-a');
+    c.close();
+  });
+
+  it('follows a log until the worker ends; StopWorkers kills it and the AM hears KILLED', async () => {
+    const c = agentClient();
+    const start = await c.StartWorkers({
+      appId: 'app1',
+      amAttempt: 1,
+      amAddress: am.address,
+      plans: [{ workerId: 'app1-map-1-1', suId: 'map', task: 'map', instance: 1, attempt: 1, command: { argv: ['sh', '-c', 'echo tick; exec sleep 60'] }, resource: slot }],
+    });
+    expect(start.workers[0]?.state).to.equal('WORKER_STATE_RUNNING');
+    const pid = start.workers[0]?.pid ?? 0;
+    expect(pid).to.be.greaterThan(0);
+    pids.push(pid);
+    let text = '';
+    const reading = (async () => {
+      for await (const chunk of c.stream.ReadLog({ appId: 'app1', task: 'map', instance: 1, follow: true })) text += Buffer.from(chunk.data).toString();
+    })();
+    await waitFor(() => text === 'tick\n');
+    const stop = await c.StopWorkers({ appId: 'app1', workerIds: ['app1-map-1-1'], amAttempt: 1, reason: 'not needed' });
+    expect(stop.workers).to.have.length(1);
+    await reading; // ends when the worker ends
+    await waitFor(() => lastEvent('app1-map-1-1')?.state === 'WORKER_STATE_KILLED');
+    expect(lastEvent('app1-map-1-1')?.message).to.equal('not needed');
+    expect(alive(pid)).to.equal(false);
+    c.close();
+  });
+
+  it('runs an AM process from the master and reports it in heartbeats, not as events', async () => {
+    const c = agentClient();
+    await c.UpdateGrants({ epoch: '3', seq: '8', full: false, grants: [{ appId: 'app2', suId: '__am__', slots: 1, resource: slot }] });
+    const r = await c.StartWorkers({ appId: 'app2', amAttempt: 1, epoch: '3', plans: [{ workerId: 'app2-am-1', suId: '__am__', task: '__am__', command: { argv: ['sh', '-c', 'exit 4'] }, resource: slot }] });
+    pids.push(r.workers[0]?.pid ?? 0);
+    await waitFor(() => heartbeats.some((h) => h.amWorkers.some((w) => w.workerId === 'app2-am-1' && w.state === 'WORKER_STATE_FAILED' && w.exitCode === 4)));
+    expect(amEvents.some((e) => e.appId === 'app2')).to.equal(false);
+    c.close();
+  });
+
+  it('leaves workers running when it stops', async () => {
+    const c = agentClient();
+    const r = await c.StartWorkers({
+      appId: 'app1',
+      amAttempt: 1,
+      amAddress: am.address,
+      plans: [{ workerId: 'app1-map-2-1', suId: 'map', task: 'map', instance: 2, attempt: 1, command: { argv: ['sleep', '60'] }, resource: slot }],
+    });
+    c.close();
+    const pid = r.workers[0]?.pid ?? 0;
+    expect(pid).to.be.greaterThan(0);
+    pids.push(pid);
+    await agent.stop();
+    await new Promise((res) => setTimeout(res, 200));
+    expect(alive(pid)).to.equal(true);
+  });
+});

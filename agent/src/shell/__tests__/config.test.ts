@@ -1,0 +1,76 @@
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { InvalidArgumentError } from '@fuxi/common';
+import { loadConfigFile, resolveConfig, type HostFacts } from '../config.js';
+
+const HOST: HostFacts = { hostname: 'box1', cpus: 4, totalMemoryMb: 8192 };
+
+describe('agent config', () => {
+  it('uses host defaults', () => {
+    const c = resolveConfig({ master: '127.0.0.1:7070' }, {}, HOST);
+    expect(c).to.deep.equal({
+      masters: ['127.0.0.1:7070'],
+      listen: '127.0.0.1:0',
+      advertise: undefined,
+      nodeId: 'box1',
+      rack: 'default',
+      labels: {},
+      capacity: { cpuMilli: 4000, memoryMb: 8192 },
+      workDir: '/var/lib/fuxi/agent',
+      stopGraceMs: 5000,
+      pendingTimeoutMs: 60000,
+      logLevel: c.logLevel,
+    });
+  });
+
+  it('lets flags override the file', () => {
+    const c = resolveConfig(
+      { cpu: '500m', stopGraceMs: '100' },
+      { master: ['a:1', 'b:2'], cpu: 2, memory: '8Gi', nodeId: 'n7', rack: 'r2', labels: { zone: 'z1' }, workDir: '/w', pendingTimeoutMs: 5000, logLevel: 'debug' },
+      HOST,
+    );
+    expect(c.masters).to.deep.equal(['a:1', 'b:2']);
+    expect(c.capacity).to.deep.equal({ cpuMilli: 500, memoryMb: 8192 });
+    expect(c.nodeId).to.equal('n7');
+    expect(c.rack).to.equal('r2');
+    expect(c.labels).to.deep.equal({ zone: 'z1' });
+    expect(c.stopGraceMs).to.equal(100);
+    expect(c.pendingTimeoutMs).to.equal(5000);
+    expect(c.logLevel).to.equal('debug');
+    expect(resolveConfig({ master: 'a:1,b:2', labels: 'x=1,y=2' }, {}, HOST).labels).to.deep.equal({ x: '1', y: '2' });
+  });
+
+  it('names the offending key', () => {
+    const bad: Array<[Record<string, unknown>, Record<string, unknown>, RegExp]> = [
+      [{}, {}, /^master: is required/],
+      [{ master: 'nohost' }, {}, /^master: must be host:port/],
+      [{ master: 'a:1' }, { bogus: 1 }, /^bogus: unknown setting/],
+      [{ master: 'a:1', memory: 'lots' }, {}, /^memory:/],
+      [{ master: 'a:1', stopGraceMs: '1.5' }, {}, /^stopGraceMs:/],
+      [{ master: 'a:1' }, { pendingTimeoutMs: -3 }, /^pendingTimeoutMs:/],
+      [{ master: 'a:1', logLevel: 'loud' }, {}, /^logLevel:/],
+      [{ master: 'a:1', listen: '127.0.0.1' }, {}, /^listen:/],
+      [{ master: 'a:1', nodeId: 'has space' }, {}, /^nodeId:/],
+    ];
+    for (const [flags, file, re] of bad) {
+      expect(() => resolveConfig(flags, file, HOST), JSON.stringify([flags, file])).to.throw(InvalidArgumentError, re);
+    }
+  });
+
+  it('reads YAML and JSON files', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-cfg-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'a.yaml'), 'master: 127.0.0.1:7070\ncpu: 2\nmemory: 4Gi\n');
+      fs.writeFileSync(path.join(dir, 'a.json'), '{"master": "127.0.0.1:7070", "rack": "r9"}');
+      fs.writeFileSync(path.join(dir, 'bad.yaml'), '- a\n- b\n');
+      expect(resolveConfig({}, loadConfigFile(path.join(dir, 'a.yaml')), HOST).capacity).to.deep.equal({ cpuMilli: 2000, memoryMb: 4096 });
+      expect(resolveConfig({}, loadConfigFile(path.join(dir, 'a.json')), HOST).rack).to.equal('r9');
+      expect(() => loadConfigFile(path.join(dir, 'bad.yaml'))).to.throw(InvalidArgumentError, /mapping/);
+      expect(() => loadConfigFile(path.join(dir, 'missing.yaml'))).to.throw(InvalidArgumentError, /cannot read/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

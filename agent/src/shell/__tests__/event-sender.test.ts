@@ -1,0 +1,77 @@
+import { expect } from 'chai';
+import type { WorkerEventsRequest, WorkerStatus } from '@fuxi/proto';
+import { EventSender } from '../event-sender.js';
+
+async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const status = (workerId: string, state: WorkerStatus['state']): WorkerStatus => ({ workerId, appId: 'app1', state });
+
+describe('EventSender', () => {
+  const senders: EventSender[] = [];
+  afterEach(() => senders.splice(0).forEach((s) => s.close()));
+
+  it('retries until delivered and keeps only the latest status per worker', async () => {
+    const calls: Array<{ address: string; req: WorkerEventsRequest }> = [];
+    let failures = 2;
+    const s = new EventSender({
+      nodeId: 'n1',
+      initialBackoffMs: 5,
+      send: async (address, req) => {
+        calls.push({ address, req });
+        if (failures-- > 0) throw new Error('unreachable');
+      },
+    });
+    senders.push(s);
+    s.push('app1', 'am:1', status('w1', 'WORKER_STATE_RUNNING'));
+    s.push('app1', 'am:1', status('w1', 'WORKER_STATE_SUCCEEDED'));
+    s.push('app1', 'am:1', status('w2', 'WORKER_STATE_RUNNING'));
+    await waitFor(() => s.pending() === 0);
+    const last = calls[calls.length - 1];
+    expect(last?.req.nodeId).to.equal('n1');
+    expect(last?.req.events?.map((e) => [e.workerId, e.state])).to.deep.equal([
+      ['w1', 'WORKER_STATE_SUCCEEDED'],
+      ['w2', 'WORKER_STATE_RUNNING'],
+    ]);
+    expect(calls.length).to.equal(3);
+  });
+
+  it('retargets to a new AM address', async () => {
+    const calls: string[] = [];
+    const s = new EventSender({
+      nodeId: 'n1',
+      initialBackoffMs: 10_000,
+      send: async (address) => {
+        calls.push(address);
+        if (address === 'old:1') throw new Error('dead AM');
+      },
+    });
+    senders.push(s);
+    s.push('app1', 'old:1', status('w1', 'WORKER_STATE_RUNNING'));
+    await waitFor(() => calls.length === 1);
+    s.push('app1', 'new:2', status('w2', 'WORKER_STATE_RUNNING'));
+    await waitFor(() => s.pending() === 0);
+    expect(calls).to.deep.equal(['old:1', 'new:2']);
+  });
+
+  it('drops events after failing for dropAfterMs', async () => {
+    const s = new EventSender({
+      nodeId: 'n1',
+      initialBackoffMs: 5,
+      maxBackoffMs: 10,
+      dropAfterMs: 60,
+      send: async () => {
+        throw new Error('unreachable');
+      },
+    });
+    senders.push(s);
+    s.push('app1', 'am:1', status('w1', 'WORKER_STATE_RUNNING'));
+    expect(s.pending('app1')).to.equal(1);
+    await waitFor(() => s.pending() === 0);
+  });
+});

@@ -1,0 +1,406 @@
+/**
+ * The agent shell: the AgentService gRPC server, registration and heartbeats with the master,
+ * worker processes (via a ProcessDriver) and worker events to AMs. Every decision is the core's;
+ * this file turns RPCs, process exits and ticks into core inputs and carries out the effects.
+ *
+ * ```ts
+ * const agent = new Agent(resolveConfig({ master: '127.0.0.1:7070' }, {}), { log });
+ * await agent.start();           // serving; registers in the background
+ * console.log(agent.address);
+ * await agent.stop();            // workers keep running
+ * ```
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type * as grpc from '@grpc/grpc-js';
+import { errorMessage, InvalidArgumentError, NotFoundError, nullLogger, type Logger } from '@fuxi/common';
+import {
+  loadFuxiProto,
+  type AgentServiceDefinition,
+  type GetAgentStateResponse,
+  type HeartbeatRequest,
+  type HeartbeatResponse__Output,
+  type LogChunk,
+  type NodeInfo,
+  type ListWorkersRequest__Output,
+  type ListWorkersResponse,
+  type ReadLogRequest__Output,
+  type StartWorkersRequest__Output,
+  type StartWorkersResponse,
+  type StopWorkersRequest__Output,
+  type StopWorkersResponse,
+  type UpdateGrantsRequest__Output,
+  type UpdateGrantsResponse,
+} from '@fuxi/proto';
+import { implement, MasterConnection, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
+import { AgentCore, isTerminal, type Effect, type WorkerInfo } from '../core/agent-core.js';
+import { EventSender, type SendFn } from './event-sender.js';
+import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './process-driver.js';
+import type { AgentConfig } from './config.js';
+import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
+
+export interface AgentDeps {
+  log?: Logger;
+  /** Default: RealProcessDriver in `workDir`. */
+  driver?: ProcessDriver;
+  /** Replaces the WorkerEvents gRPC call (tests). */
+  sendEvents?: SendFn;
+  /** Clock (default Date.now). */
+  now?: () => number;
+  /** Core tick period (default 1000 ms). */
+  tickMs?: number;
+}
+
+const LOG_CHUNK = 64 * 1024;
+const FOLLOW_POLL_MS = 200;
+
+export class Agent {
+  readonly core: AgentCore;
+  private readonly log: Logger;
+  private readonly driver: ProcessDriver;
+  private readonly events: EventSender;
+  private readonly master: MasterConnection;
+  private readonly now: () => number;
+  private server: RunningServer | undefined;
+  private stopped = false;
+  private registeredOnce = false;
+  private needRegister = true;
+  private heartbeatIntervalMs = 1000;
+  private tickTimer: NodeJS.Timeout | undefined;
+  private loop: Promise<void> | undefined;
+  private readonly sleepers = new Set<() => void>();
+  private hbFailures = 0;
+  private readonly tickMs: number;
+
+  constructor(
+    readonly config: AgentConfig,
+    deps: AgentDeps = {},
+  ) {
+    this.log = deps.log ?? nullLogger;
+    this.now = deps.now ?? Date.now;
+    this.core = new AgentCore({ nodeId: config.nodeId, capacity: config.capacity, pendingTimeoutMs: config.pendingTimeoutMs }, this.log.child({ c: 'core' }));
+    this.driver = deps.driver ?? new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
+    this.driver.onExit((e) => {
+      void this.run(this.core.workerExited(e.workerId, e.exitCode, e.signal, this.now()));
+    });
+    this.events = new EventSender({ nodeId: config.nodeId, log: this.log.child({ c: 'events' }), ...(deps.sendEvents ? { send: deps.sendEvents } : {}) });
+    this.master = new MasterConnection(config.masters, {
+      retryForMs: 1000,
+      onRedirect: (from, to) => this.log.info({ from, to }, 'following master redirect'),
+    });
+    this.tickMs = deps.tickMs ?? 1000;
+  }
+
+  /** host:port the AgentService is reachable at (after start). */
+  get address(): string {
+    if (!this.server) throw new Error('agent not started');
+    return this.server.address;
+  }
+
+  /** True once the first registration with the master succeeded. */
+  get registered(): boolean {
+    return this.registeredOnce;
+  }
+
+  /** Starts serving, logs "agent ready", then registers and heartbeats in the background. */
+  async start(): Promise<void> {
+    await fs.promises.mkdir(this.config.workDir, { recursive: true });
+    const proto = loadFuxiProto();
+    this.server = await startServer({
+      bind: this.config.listen,
+      services: [{ name: 'fuxi.v1.AgentService', definition: proto.AgentService.service, handlers: implement(proto.AgentService.service, this.handlers(), this.log) }],
+      log: this.log,
+    });
+    if (this.config.advertise) {
+      const adv = this.config.advertise;
+      const i = adv.lastIndexOf(':');
+      this.server = { ...this.server, address: adv.slice(i + 1) === '0' ? `${adv.slice(0, i)}:${this.server.port}` : adv };
+    }
+    this.tickTimer = setInterval(() => void this.run(this.core.tick(this.now())), this.tickMs);
+    this.log.info(
+      { address: this.address, nodeId: this.config.nodeId, rack: this.config.rack, capacity: this.config.capacity, workDir: this.config.workDir, masters: this.config.masters },
+      'agent ready',
+    );
+    this.loop = this.mainLoop();
+  }
+
+  /** Stops heartbeats and the server. Workers are NOT killed: they outlive the agent. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.tickTimer) clearInterval(this.tickTimer);
+    for (const wake of this.sleepers) wake();
+    await this.server?.shutdown(1000);
+    // The register / heartbeat loop notices `stopped` after its current call; not awaited, so a
+    // call in flight to an unreachable master does not delay the stop.
+    void this.loop?.catch(() => {});
+    this.events.close();
+    this.master.close();
+    this.driver.close();
+    this.log.info({ nodeId: this.config.nodeId }, 'agent stopped (workers left running)');
+  }
+
+  // ------------------------------------------------------------------ master
+
+  private nodeInfo(): NodeInfo {
+    return {
+      nodeId: this.config.nodeId,
+      address: this.address,
+      rack: this.config.rack,
+      capacity: toWireResource(this.config.capacity),
+      labels: this.config.labels,
+      bootId: readBootId(),
+    };
+  }
+
+  private async mainLoop(): Promise<void> {
+    while (!this.stopped) {
+      if (this.needRegister) {
+        await this.register();
+        continue;
+      }
+      await this.sleep(this.heartbeatIntervalMs);
+      if (this.stopped) return;
+      await this.heartbeat();
+    }
+  }
+
+  private async register(): Promise<void> {
+    let delay = 200;
+    let attempts = 0;
+    while (!this.stopped) {
+      try {
+        const r = await this.master.call('RegisterAgent', { node: this.nodeInfo(), epochSeen: this.core.epochSeen }, { retry: true, deadlineMs: 5000 });
+        this.core.registered(r.epoch || '0');
+        this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
+        this.needRegister = false;
+        this.registeredOnce = true;
+        this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs }, 'registered with the master');
+        return;
+      } catch (e) {
+        attempts++;
+        if (attempts === 1 || attempts % 10 === 0) this.log.warn({ masters: this.config.masters, attempts, err: errorMessage(e) }, 'waiting for the master to accept registration');
+        await this.sleep(delay);
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  }
+
+  heartbeatRequest(): HeartbeatRequest {
+    return {
+      nodeId: this.config.nodeId,
+      epoch: this.core.epochSeen,
+      grantSeq: this.core.appliedGrantSeq,
+      used: toWireResource(this.core.used()),
+      workers: this.core.summary(),
+      amWorkers: this.core.amWorkers().map(toWireStatus),
+    };
+  }
+
+  private async heartbeat(): Promise<void> {
+    let resp: HeartbeatResponse__Output;
+    try {
+      resp = await this.master.call('Heartbeat', this.heartbeatRequest(), { retry: false, deadlineMs: Math.max(2000, 2 * this.heartbeatIntervalMs) });
+    } catch (e) {
+      this.hbFailures++;
+      if (this.hbFailures === 1 || this.hbFailures % 20 === 0) this.log.warn({ master: this.master.address, failures: this.hbFailures, err: errorMessage(e) }, 'heartbeat failed');
+      return;
+    }
+    if (this.hbFailures > 0) this.log.info({ failures: this.hbFailures }, 'heartbeats resumed');
+    this.hbFailures = 0;
+    if (resp.reregister) {
+      this.log.info({}, 'master asked to register again');
+      this.needRegister = true;
+      return;
+    }
+    const epoch = resp.epoch && resp.epoch !== '0' ? resp.epoch : this.core.epochSeen;
+    try {
+      this.core.registered(epoch);
+    } catch (e) {
+      this.log.warn({ epoch: resp.epoch, newest: this.core.epochSeen, err: errorMessage(e) }, 'heartbeat answered by a stale master; ignored');
+      return;
+    }
+    if (resp.fullGrants) {
+      const r = this.core.updateGrants({ epoch, seq: resp.grantSeq || '0', full: true, grants: resp.grants.map(fromWireGrant) }, this.now());
+      this.log.info({ seq: r.appliedSeq, grants: resp.grants.length }, 'full grant table applied from heartbeat');
+      await this.run(r.effects);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.stopped) return resolve();
+      const wake = (): void => {
+        clearTimeout(t);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const t = setTimeout(wake, ms);
+      this.sleepers.add(wake);
+    });
+  }
+
+  // ------------------------------------------------------------------ effects
+
+  /** Carries out core effects; resolves when every spawn has been reported back to the core. */
+  private async run(effects: Effect[]): Promise<void> {
+    const spawns: Array<Promise<void>> = [];
+    for (const e of effects) {
+      switch (e.kind) {
+        case 'spawn':
+          spawns.push(this.spawn(e.worker));
+          break;
+        case 'kill':
+          this.log.info({ workerId: e.workerId, pid: e.pid, reason: e.reason }, 'stopping worker');
+          this.driver.kill(e.pid, this.config.stopGraceMs);
+          break;
+        case 'event':
+          this.events.push(e.appId, e.amAddress, toWireStatus(e.status));
+          break;
+        case 'log':
+          this.log[e.level](e.fields, e.msg);
+          break;
+      }
+    }
+    await Promise.all(spawns);
+  }
+
+  private async spawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
+    let next: Effect[];
+    try {
+      const r = await this.driver.spawn(spec);
+      next = this.core.workerSpawned(spec.workerId, r.pid, r.startTime, this.now());
+    } catch (e) {
+      this.log.warn({ workerId: spec.workerId, err: errorMessage(e) }, 'could not spawn worker');
+      next = this.core.spawnFailed(spec.workerId, errorMessage(e), this.now());
+    }
+    await this.run(next);
+  }
+
+  // ------------------------------------------------------------------ AgentService
+
+  private handlers(): ServiceImpl<AgentServiceDefinition> {
+    return {
+      UpdateGrants: async (req: UpdateGrantsRequest__Output): Promise<UpdateGrantsResponse> => {
+        const r = this.core.updateGrants(fromWireUpdateGrants(req), this.now());
+        await this.run(r.effects);
+        return { appliedSeq: r.appliedSeq };
+      },
+      StartWorkers: async (req: StartWorkersRequest__Output): Promise<StartWorkersResponse> => {
+        const input = fromWireStartWorkers(req);
+        const r = this.core.startWorkers(input, this.now());
+        await this.run(r.effects);
+        return { workers: this.core.workersById([...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
+      },
+      StopWorkers: async (req: StopWorkersRequest__Output): Promise<StopWorkersResponse> => {
+        const r = this.core.stopWorkers(fromWireStopWorkers(req), this.now());
+        await this.run(r.effects);
+        return { workers: this.core.workersById(r.workers.map((w) => w.workerId)).map(toWireStatus) };
+      },
+      ListWorkers: (req: ListWorkersRequest__Output): ListWorkersResponse => ({ workers: this.core.listWorkers(req.appId).map(toWireStatus) }),
+      GetAgentState: (): GetAgentStateResponse => {
+        const s = this.core.snapshot();
+        return {
+          node: this.nodeInfo(),
+          epoch: s.epoch,
+          grantSeq: s.grantSeq,
+          grants: s.grants.map(toWireGrant),
+          workers: s.workers.map(toWireStatus),
+          used: toWireResource(s.used),
+        };
+      },
+      // Errors are sent as the stream's status here: @fuxi/rpc's implement() destroys the stream
+      // on a thrown error, which (grpc-js 1.14) never sends a status and leaves the caller hanging.
+      ReadLog: (req: ReadLogRequest__Output, call: grpc.ServerWritableStream<ReadLogRequest__Output, LogChunk>) =>
+        this.readLog(req, call).catch((e: unknown) => {
+          const ge = toGrpcError(e);
+          call.emit('error', Object.assign(new Error(ge.details ?? errorMessage(e)), ge));
+        }),
+    };
+  }
+
+  private async readLog(req: ReadLogRequest__Output, call: grpc.ServerWritableStream<ReadLogRequest__Output, LogChunk>): Promise<void> {
+    const stream = req.stream || 'stdout';
+    if (stream !== 'stdout' && stream !== 'stderr') throw new InvalidArgumentError('stream', `must be "stdout" or "stderr", got ${JSON.stringify(req.stream)}`);
+    if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
+    const w = this.core.findWorker(req.appId, req.task, req.instance, req.attempt);
+    let file: string;
+    let done: () => boolean;
+    if (w) {
+      file = this.driver.logPath(w.appId, w.workerId, stream);
+      const id = w.workerId;
+      done = () => {
+        const cur = this.core.worker(id);
+        return !cur || isTerminal(cur.state);
+      };
+    } else {
+      const dir = await this.findOnDisk(req.appId, req.task, req.instance, req.attempt);
+      if (!dir) throw new NotFoundError('worker', `${req.appId}/${req.task}/${req.instance}${req.attempt > 0 ? ` attempt ${req.attempt}` : ''}`);
+      file = path.join(dir, stream);
+      done = () => true;
+    }
+    let cancelled = false;
+    call.on('cancelled', () => (cancelled = true));
+    let pos = 0;
+    const buf = Buffer.alloc(LOG_CHUNK);
+    for (;;) {
+      const finished = !req.follow || done() || this.stopped;
+      // Drain what is there now.
+      let fh: fs.promises.FileHandle | undefined;
+      try {
+        fh = await fs.promises.open(file, 'r');
+      } catch {
+        fh = undefined; // not written yet
+      }
+      if (fh) {
+        try {
+          for (;;) {
+            if (cancelled) break;
+            const { bytesRead } = await fh.read(buf, 0, LOG_CHUNK, pos);
+            if (bytesRead === 0) break;
+            pos += bytesRead;
+            const chunk: LogChunk = { data: Buffer.from(buf.subarray(0, bytesRead)) };
+            if (!call.write(chunk)) {
+              await new Promise<void>((resolve) => {
+                call.once('drain', resolve);
+                call.once('cancelled', resolve);
+              });
+            }
+          }
+        } finally {
+          await fh.close();
+        }
+      }
+      if (finished || cancelled) break;
+      await this.sleep(FOLLOW_POLL_MS);
+    }
+    if (!cancelled) call.end();
+  }
+
+  /** Finds a worker dir on disk from an earlier agent run (its cmd.json names task/instance/attempt). */
+  private async findOnDisk(appId: string, task: string, instance: number, attempt: number): Promise<string | undefined> {
+    const appDir = path.dirname(workerDir(this.config.workDir, appId, 'x'));
+    let names: string[];
+    try {
+      names = await fs.promises.readdir(appDir);
+    } catch {
+      return undefined;
+    }
+    let best: { dir: string; attempt: number; mtime: number } | undefined;
+    for (const n of names) {
+      const dir = path.join(appDir, n);
+      try {
+        const cmd = JSON.parse(await fs.promises.readFile(path.join(dir, 'cmd.json'), 'utf8')) as Partial<WorkerInfo>;
+        if (cmd.task !== task || cmd.instance !== instance) continue;
+        if (attempt > 0 && cmd.attempt !== attempt) continue;
+        const mtime = (await fs.promises.stat(path.join(dir, 'cmd.json'))).mtimeMs;
+        const a = cmd.attempt ?? 0;
+        if (!best || a > best.attempt || (a === best.attempt && mtime > best.mtime)) best = { dir, attempt: a, mtime };
+      } catch {
+        continue;
+      }
+    }
+    return best?.dir;
+  }
+}
+

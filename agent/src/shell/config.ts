@@ -1,0 +1,162 @@
+/**
+ * The agent's configuration: command-line flags over an optional YAML/JSON file (same names, in
+ * camelCase) over host defaults. Every bad value is an InvalidArgumentError naming its key.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import { parse as parseYaml } from 'yaml';
+import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
+import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
+import { DEFAULT_STOP_GRACE_MS } from './process-driver.js';
+
+export interface AgentConfig {
+  /** Master addresses (host:port), the leader first when known. */
+  masters: string[];
+  /** Address the AgentService binds (host:port; port 0 = any free port). */
+  listen: string;
+  /** Address the master and AMs use to reach this agent; default: the bound one. */
+  advertise: string | undefined;
+  nodeId: string;
+  rack: string;
+  labels: Record<string, string>;
+  capacity: Resource;
+  workDir: string;
+  stopGraceMs: number;
+  pendingTimeoutMs: number;
+  logLevel: string;
+}
+
+/** Keys accepted in a config file (and, in kebab-case, as flags). */
+export const CONFIG_KEYS = ['master', 'listen', 'advertise', 'nodeId', 'rack', 'labels', 'cpu', 'memory', 'workDir', 'stopGraceMs', 'pendingTimeoutMs', 'logLevel'] as const;
+export type ConfigKey = (typeof CONFIG_KEYS)[number];
+
+export interface HostFacts {
+  hostname: string;
+  cpus: number;
+  totalMemoryMb: number;
+}
+
+export function hostFacts(): HostFacts {
+  return { hostname: os.hostname(), cpus: os.availableParallelism(), totalMemoryMb: Math.floor(os.totalmem() / (1024 * 1024)) };
+}
+
+export const DEFAULT_LISTEN = '127.0.0.1:0';
+export const DEFAULT_WORK_DIR = '/var/lib/fuxi/agent';
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/** Reads a YAML or JSON config file into a plain object (keys are checked by `resolveConfig`). */
+export function loadConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new InvalidArgumentError('config', `cannot read ${file}: ${(e as Error).message}`);
+  }
+  let v: unknown;
+  try {
+    v = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (e) {
+    throw new InvalidArgumentError('config', `${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${(e as Error).message}`);
+  }
+  if (v === null || v === undefined) return {};
+  if (typeof v !== 'object' || Array.isArray(v)) throw new InvalidArgumentError('config', `${file} must hold a mapping of settings`);
+  return v as Record<string, unknown>;
+}
+
+/**
+ * Merges `flags` (set ones only) over `file` over host defaults, and validates.
+ * `flags` and `file` use the camelCase keys of CONFIG_KEYS.
+ */
+export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: Record<string, unknown>, host: HostFacts = hostFacts()): AgentConfig {
+  for (const k of Object.keys(file)) {
+    if (!(CONFIG_KEYS as readonly string[]).includes(k)) throw new InvalidArgumentError(k, `unknown setting (known: ${CONFIG_KEYS.join(', ')})`);
+  }
+  const pick = (k: ConfigKey): unknown => (flags[k] !== undefined ? flags[k] : file[k]);
+
+  const masterRaw = pick('master');
+  if (masterRaw === undefined || masterRaw === '') throw new InvalidArgumentError('master', 'is required: the master address(es), host:port[,host:port...]');
+  let masters: string[];
+  if (typeof masterRaw === 'string') masters = masterRaw.split(',');
+  else if (Array.isArray(masterRaw) && masterRaw.every((m) => typeof m === 'string')) masters = (masterRaw as string[]).flatMap((m) => m.split(','));
+  else throw new InvalidArgumentError('master', `must be host:port or a list of them, got ${JSON.stringify(masterRaw)}`);
+  masters = masters.map((m) => m.trim()).filter((m) => m !== '');
+  if (masters.length === 0) throw new InvalidArgumentError('master', 'is required');
+  masters.forEach((m) => checkHostPort('master', m, false));
+
+  const listen = str('listen', pick('listen') ?? DEFAULT_LISTEN);
+  checkHostPort('listen', listen, true);
+  const advRaw = pick('advertise');
+  const advertise = advRaw === undefined || advRaw === '' ? undefined : str('advertise', advRaw);
+  if (advertise !== undefined) checkHostPort('advertise', advertise, true);
+
+  const nodeId = str('nodeId', pick('nodeId') ?? host.hostname);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/.test(nodeId)) throw new InvalidArgumentError('nodeId', `must be letters, digits, '.', '_', ':' or '-', got ${JSON.stringify(nodeId)}`);
+  const rack = str('rack', pick('rack') ?? 'default');
+  if (!rack) throw new InvalidArgumentError('rack', 'must not be empty');
+
+  const labels = parseLabels(pick('labels'));
+
+  const cpuRaw = pick('cpu');
+  const cpuMilli = cpuRaw === undefined ? host.cpus * 1000 : parseCpu(numberish(cpuRaw), 'cpu');
+  if (cpuMilli <= 0) throw new InvalidArgumentError('cpu', 'must be positive');
+  const memRaw = pick('memory');
+  const memoryMb = memRaw === undefined ? host.totalMemoryMb : parseMemory(numberish(memRaw), 'memory');
+  if (memoryMb <= 0) throw new InvalidArgumentError('memory', 'must be positive');
+
+  const workDir = str('workDir', pick('workDir') ?? DEFAULT_WORK_DIR);
+  if (!workDir) throw new InvalidArgumentError('workDir', 'must not be empty');
+
+  const stopGraceMs = nonNegInt('stopGraceMs', pick('stopGraceMs') ?? DEFAULT_STOP_GRACE_MS);
+  const pendingTimeoutMs = nonNegInt('pendingTimeoutMs', pick('pendingTimeoutMs') ?? DEFAULT_PENDING_TIMEOUT_MS);
+  const logLevel = str('logLevel', pick('logLevel') ?? process.env.FUXI_LOG_LEVEL ?? 'info');
+  if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+
+  return { masters, listen, advertise, nodeId, rack, labels, capacity: { cpuMilli, memoryMb }, workDir, stopGraceMs, pendingTimeoutMs, logLevel };
+}
+
+function str(key: string, v: unknown): string {
+  if (typeof v === 'number') return String(v);
+  if (typeof v !== 'string') throw new InvalidArgumentError(key, `must be a string, got ${JSON.stringify(v)}`);
+  return v.trim();
+}
+
+/** A flag's string "2" is the number of cores 2, but "500m" stays a string. */
+function numberish(v: unknown): unknown {
+  return typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v;
+}
+
+function nonNegInt(key: string, v: unknown): number {
+  const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(key, `must be a non-negative integer (milliseconds), got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function checkHostPort(key: string, v: string, allowZero: boolean): void {
+  const m = /^(.+):(\d{1,5})$/.exec(v);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535 || (!allowZero && port === 0)) throw new InvalidArgumentError(key, `must be host:port, got ${JSON.stringify(v)}`);
+}
+
+function parseLabels(v: unknown): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  const out: Record<string, string> = {};
+  const entries: Array<[string, unknown]> = [];
+  if (typeof v === 'string') {
+    for (const part of v.split(',').filter((p) => p.trim() !== '')) {
+      const i = part.indexOf('=');
+      if (i <= 0) throw new InvalidArgumentError('labels', `must be key=value[,key=value...], got ${JSON.stringify(v)}`);
+      entries.push([part.slice(0, i).trim(), part.slice(i + 1).trim()]);
+    }
+  } else if (Array.isArray(v)) {
+    for (const part of v) entries.push(...Object.entries(parseLabels(part)));
+  } else if (typeof v === 'object') {
+    entries.push(...Object.entries(v as Record<string, unknown>));
+  } else {
+    throw new InvalidArgumentError('labels', `must be a mapping or key=value list, got ${JSON.stringify(v)}`);
+  }
+  for (const [k, val] of entries) {
+    if (typeof val !== 'string' && typeof val !== 'number' && typeof val !== 'boolean') throw new InvalidArgumentError(`labels.${k}`, 'must be a string');
+    out[k] = String(val);
+  }
+  return out;
+}

@@ -1,0 +1,167 @@
+/**
+ * Delivers worker events to application masters (`AppMasterService.WorkerEvents`).
+ *
+ * One queue per app: batched, retried with capped exponential backoff until delivered, retargeted
+ * when a newer AM attempt's address arrives, and dropped after `dropAfterMs` of failures (the AM
+ * then learns worker states with ListWorkers when it comes back). Only the latest status of each
+ * worker is kept while undelivered.
+ */
+import { loadFuxiProto, type AppMasterServiceDefinition, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
+import { connect, type TypedClient } from '@fuxi/rpc';
+import { errorMessage, nullLogger, type Logger } from '@fuxi/common';
+
+export type SendFn = (address: string, req: WorkerEventsRequest) => Promise<void>;
+
+export interface EventSenderOptions {
+  nodeId: string;
+  log?: Logger;
+  /** Replaces the gRPC call (tests). */
+  send?: SendFn;
+  /** Give up on an AM after this long of failed deliveries (default 2 min). */
+  dropAfterMs?: number;
+  maxBatch?: number;
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  deadlineMs?: number;
+}
+
+interface Queue {
+  appId: string;
+  address: string;
+  items: Map<string, WorkerStatus>;
+  sending: boolean;
+  timer: NodeJS.Timeout | undefined;
+  backoffMs: number;
+  failingSinceMs: number;
+}
+
+export class EventSender {
+  private readonly queues = new Map<string, Queue>();
+  private readonly clients = new Map<string, TypedClient<AppMasterServiceDefinition>>();
+  private readonly log: Logger;
+  private readonly send: SendFn;
+  private closed = false;
+
+  constructor(private readonly opts: EventSenderOptions) {
+    this.log = opts.log ?? nullLogger;
+    this.send = opts.send ?? ((address, req) => this.grpcSend(address, req));
+  }
+
+  /** Queues `status` for the AM of `appId` at `amAddress`. */
+  push(appId: string, amAddress: string, status: WorkerStatus): void {
+    if (this.closed) return;
+    if (!amAddress) {
+      this.log.debug({ appId, workerId: status.workerId }, 'no AM address for worker event; dropped');
+      return;
+    }
+    let q = this.queues.get(appId);
+    if (!q) {
+      q = { appId, address: amAddress, items: new Map(), sending: false, timer: undefined, backoffMs: this.initialBackoff, failingSinceMs: 0 };
+      this.queues.set(appId, q);
+    }
+    if (q.address !== amAddress) {
+      this.log.info({ appId, from: q.address, to: amAddress }, 'AM address replaced; worker events retargeted');
+      const old = q.address;
+      q.address = amAddress;
+      q.backoffMs = this.initialBackoff;
+      q.failingSinceMs = 0;
+      if (q.timer) {
+        clearTimeout(q.timer);
+        q.timer = undefined;
+      }
+      this.releaseClient(old);
+    }
+    const id = status.workerId ?? '';
+    q.items.delete(id); // keep arrival order of the newest status
+    q.items.set(id, status);
+    this.flush(q);
+  }
+
+  /** Undelivered events (of one app, or all). */
+  pending(appId?: string): number {
+    if (appId !== undefined) return this.queues.get(appId)?.items.size ?? 0;
+    let n = 0;
+    for (const q of this.queues.values()) n += q.items.size;
+    return n;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const q of this.queues.values()) if (q.timer) clearTimeout(q.timer);
+    this.queues.clear();
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+
+  private get initialBackoff(): number {
+    return this.opts.initialBackoffMs ?? 100;
+  }
+
+  private flush(q: Queue): void {
+    if (this.closed || q.sending || q.timer || q.items.size === 0) return;
+    q.sending = true;
+    const batch = [...q.items.values()].slice(0, this.opts.maxBatch ?? 100);
+    const address = q.address;
+    this.send(address, { nodeId: this.opts.nodeId, events: batch }).then(
+      () => {
+        q.sending = false;
+        for (const s of batch) {
+          const id = s.workerId ?? '';
+          if (q.items.get(id) === s) q.items.delete(id);
+        }
+        q.backoffMs = this.initialBackoff;
+        q.failingSinceMs = 0;
+        if (q.items.size > 0) this.flush(q);
+        else this.forget(q);
+      },
+      (e: unknown) => {
+        q.sending = false;
+        if (this.closed) return;
+        if (q.address !== address) {
+          this.flush(q); // retargeted while sending: try the new AM at once
+          return;
+        }
+        const now = Date.now();
+        if (!q.failingSinceMs) q.failingSinceMs = now;
+        const dropAfter = this.opts.dropAfterMs ?? 120_000;
+        if (now - q.failingSinceMs >= dropAfter) {
+          this.log.warn({ appId: q.appId, address, dropped: q.items.size, err: errorMessage(e) }, 'AM unreachable for too long; worker events dropped');
+          q.items.clear();
+          this.forget(q);
+          return;
+        }
+        this.log.debug({ appId: q.appId, address, retryInMs: q.backoffMs, err: errorMessage(e) }, 'worker event delivery failed; retrying');
+        q.timer = setTimeout(() => {
+          q.timer = undefined;
+          this.flush(q);
+        }, q.backoffMs);
+        q.timer.unref();
+        q.backoffMs = Math.min(q.backoffMs * 2, this.opts.maxBackoffMs ?? 5000);
+      },
+    );
+  }
+
+  private forget(q: Queue): void {
+    if (q.items.size > 0 || q.sending || q.timer) return;
+    if (this.queues.get(q.appId) === q) this.queues.delete(q.appId);
+    this.releaseClient(q.address);
+  }
+
+  private releaseClient(address: string): void {
+    for (const q of this.queues.values()) if (q.address === address) return;
+    const c = this.clients.get(address);
+    if (c) {
+      c.close();
+      this.clients.delete(address);
+    }
+  }
+
+  private async grpcSend(address: string, req: WorkerEventsRequest): Promise<void> {
+    let c = this.clients.get(address);
+    if (!c) {
+      c = connect(loadFuxiProto().AppMasterService, address);
+      this.clients.set(address, c);
+    }
+    await c.WorkerEvents(req, { deadlineMs: this.opts.deadlineMs ?? 5000 });
+  }
+}

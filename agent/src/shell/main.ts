@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+/**
+ * fuxi-agent: the Fuxi-TS node agent.
+ *
+ *   fuxi-agent --master 127.0.0.1:7070 --listen 0.0.0.0:7071 --advertise node1:7071 --work-dir /var/lib/fuxi/agent
+ *   fuxi-agent --config /etc/fuxi/agent.yaml
+ *
+ * When serving it logs one JSON line with msg "agent ready" and the `address` it serves at.
+ * SIGTERM / SIGINT stop it without touching its workers (they keep running).
+ */
+import { Command, CommanderError } from 'commander';
+import { createLogger, errorMessage, InvalidArgumentError } from '@fuxi/common';
+import { Agent } from './agent.js';
+import { loadConfigFile, resolveConfig, type ConfigKey } from './config.js';
+
+const program = new Command('fuxi-agent')
+  .description('Fuxi-TS node agent: starts workers when the master grants and the application master plans')
+  .option('-c, --config <file>', 'YAML or JSON config file (keys as the long flags, camelCase)')
+  .option('--master <addr[,addr...]>', 'master address(es), host:port (required)')
+  .option('--listen <host:port>', 'address to bind (default 127.0.0.1:0)')
+  .option('--advertise <host:port>', 'address the master and AMs use (default: the bound address)')
+  .option('--node-id <id>', 'node id (default: the hostname)')
+  .option('--rack <name>', "rack name (default 'default')")
+  .option('--labels <k=v,...>', 'node labels')
+  .option('--cpu <cores>', 'CPU capacity offered, cores or millicores (default: all cores)')
+  .option('--memory <quantity>', 'memory capacity offered, e.g. 8Gi (default: all memory)')
+  .option('--work-dir <dir>', 'worker directories and logs (default /var/lib/fuxi/agent)')
+  .option('--stop-grace-ms <ms>', 'SIGTERM to SIGKILL grace when stopping a worker (default 5000)')
+  .option('--pending-timeout-ms <ms>', 'a plan without a grant with room is rejected after this (default 60000)')
+  .option('--log-level <level>', 'trace, debug, info, warn, error')
+  .showHelpAfterError()
+  .exitOverride();
+
+async function main(): Promise<void> {
+  try {
+    program.parse();
+  } catch (e) {
+    if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2);
+    throw e;
+  }
+  const { config, ...flags } = program.opts<Partial<Record<ConfigKey | 'config', string>>>();
+  const file = config ? loadConfigFile(config) : {};
+  const cfg = resolveConfig(flags, file);
+  const log = createLogger('agent', { level: cfg.logLevel });
+  const agent = new Agent(cfg, { log });
+  await agent.start();
+  let stopping = false;
+  const stop = (sig: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: sig }, 'stopping (workers keep running)');
+    // Let the loop drain (flushes the async log); force the exit if something lingers.
+    setTimeout(() => process.exit(0), 3000).unref();
+    agent.stop().then(
+      () => {
+        process.exitCode = 0;
+      },
+      (e: unknown) => {
+        process.stderr.write(`fuxi-agent: error while stopping: ${errorMessage(e)}\n`);
+        process.exitCode = 0;
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((e: unknown) => {
+  if (e instanceof InvalidArgumentError) {
+    process.stderr.write(`fuxi-agent: invalid configuration: ${e.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`fuxi-agent: ${errorMessage(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,220 @@
+/**
+ * Real worker processes.
+ *
+ * Each worker gets a directory `<workDir>/apps/<appId>/<workerId>/` holding `cmd.json` (what was
+ * run), `stdout`, `stderr` and, once it ends, `exit` (its exit code; written by the wrapper via
+ * `exit.tmp` + rename, so it survives an agent restart). The worker runs under a `/bin/sh` wrapper
+ * in its own session and process group (`detached`), with no pipes to the agent, so it outlives the
+ * agent. Kill = SIGTERM to the whole group, then SIGKILL after a grace period.
+ *
+ * ```ts
+ * const driver = new RealProcessDriver({ workDir: '/var/lib/fuxi/agent' });
+ * driver.onExit((e) => core.workerExited(e.workerId, e.exitCode, e.signal, Date.now()));
+ * const { pid, startTime } = await driver.spawn(spec);
+ * ```
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { nullLogger, type Logger } from '@fuxi/common';
+import type { SpawnSpec } from '../core/agent-core.js';
+
+export interface SpawnResult {
+  pid: number;
+  /** /proc/<pid>/stat field 22 (clock ticks after boot); with `bootId`, identifies the process. */
+  startTime: string;
+  bootId: string;
+}
+
+export interface ExitInfo {
+  workerId: string;
+  pid: number;
+  /** The worker's exit code; null when a signal ended it. */
+  exitCode: number | null;
+  /** Name of the signal that ended it (e.g. 'SIGTERM'); null when it exited. */
+  signal: string | null;
+}
+
+export interface ProcessDriver {
+  /** Starts a worker; rejects when it cannot be started. */
+  spawn(spec: SpawnSpec): Promise<SpawnResult>;
+  /** Stops the worker's process group: SIGTERM, then SIGKILL after `graceMs` if still alive. */
+  kill(pid: number, graceMs?: number): void;
+  /** Registers the exit callback (one per driver). */
+  onExit(cb: (e: ExitInfo) => void): void;
+  /** Where the worker's stdout / stderr go ('' when the driver keeps no files). */
+  logPath(appId: string, workerId: string, stream: 'stdout' | 'stderr'): string;
+  /** Cancels pending SIGKILL timers (the workers themselves are left running). */
+  close(): void;
+}
+
+export interface RealProcessDriverOptions {
+  workDir: string;
+  /** Default grace between SIGTERM and SIGKILL (default 5 s). */
+  stopGraceMs?: number;
+  /** Extra environment for every worker on top of the agent's own (default: the agent's env). */
+  baseEnv?: Record<string, string | undefined>;
+  log?: Logger;
+}
+
+export const DEFAULT_STOP_GRACE_MS = 5000;
+
+/**
+ * The wrapper: `$1` is the worker dir, the rest is argv. Runs argv with its output in files, then
+ * records the exit code atomically.
+ */
+const WRAPPER = [
+  'd="$1"; shift',
+  '"$@" >"$d/stdout" 2>"$d/stderr" </dev/null',
+  'c=$?',
+  'echo "$c" >"$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"',
+  'exit "$c"',
+].join('\n');
+
+/** A file-system-safe name for an id (ids chosen by AMs may contain `/` or `..`). */
+export function safeName(id: string): string {
+  if (/^[A-Za-z0-9_.-]+$/.test(id) && id !== '.' && id !== '..') return id;
+  return encodeURIComponent(id).replace(/\./g, '%2E').replace(/\*/g, '%2A');
+}
+
+export function workerDir(workDir: string, appId: string, workerId: string): string {
+  return path.join(workDir, 'apps', safeName(appId), safeName(workerId));
+}
+
+/** Reads the start time of `pid` (field 22 of /proc/<pid>/stat), or '' when it is gone. */
+export function readStartTime(pid: number): string {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // comm (field 2) is in parentheses and may contain spaces: split after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // rest[0] is field 3 (state), so field 22 is rest[19].
+    return rest[19] ?? '';
+  } catch {
+    return '';
+  }
+}
+
+let cachedBootId: string | undefined;
+export function readBootId(): string {
+  if (cachedBootId === undefined) {
+    try {
+      cachedBootId = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    } catch {
+      cachedBootId = '';
+    }
+  }
+  return cachedBootId;
+}
+
+/** True while any process of group `pgid` is alive. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Reads `<dir>/exit`: the exit code, or null when the file is missing or unreadable. */
+export function readExitFile(dir: string): number | null {
+  try {
+    const text = fs.readFileSync(path.join(dir, 'exit'), 'utf8').trim();
+    const n = Number.parseInt(text, 10);
+    return Number.isFinite(n) ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+export class RealProcessDriver implements ProcessDriver {
+  private exitCb: (e: ExitInfo) => void = () => {};
+  private readonly children = new Map<number, ChildProcess>();
+  private readonly killTimers = new Set<NodeJS.Timeout>();
+  private readonly log: Logger;
+  private readonly graceMs: number;
+
+  constructor(private readonly opts: RealProcessDriverOptions) {
+    this.log = opts.log ?? nullLogger;
+    this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+  }
+
+  onExit(cb: (e: ExitInfo) => void): void {
+    this.exitCb = cb;
+  }
+
+  logPath(appId: string, workerId: string, stream: 'stdout' | 'stderr'): string {
+    return path.join(workerDir(this.opts.workDir, appId, workerId), stream);
+  }
+
+  async spawn(spec: SpawnSpec): Promise<SpawnResult> {
+    const dir = workerDir(this.opts.workDir, spec.appId, spec.workerId);
+    await fs.promises.mkdir(dir, { recursive: true });
+    // A leftover exit file (same worker id, earlier run) would be taken for this run's exit.
+    await fs.promises.rm(path.join(dir, 'exit'), { force: true });
+    await fs.promises.writeFile(path.join(dir, 'cmd.json'), JSON.stringify({ ...spec, startedAt: new Date().toISOString() }, null, 2) + '\n');
+    const cwd = spec.cwd || dir;
+    const st = await fs.promises.stat(cwd).catch(() => undefined);
+    if (!st?.isDirectory()) throw new Error(`working directory ${cwd} does not exist`);
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(this.opts.baseEnv ?? process.env)) if (v !== undefined) env[k] = v;
+    Object.assign(env, spec.env);
+    return new Promise<SpawnResult>((resolve, reject) => {
+      let child: ChildProcess;
+      try {
+        child = spawn('/bin/sh', ['-c', WRAPPER, 'fuxi-worker', dir, ...spec.argv], { cwd, env, detached: true, stdio: 'ignore' });
+      } catch (e) {
+        reject(e instanceof Error ? e : new Error(String(e)));
+        return;
+      }
+      const pid = child.pid;
+      if (pid === undefined) {
+        child.once('error', (e) => reject(e));
+        return;
+      }
+      this.children.set(pid, child);
+      child.once('error', (e) => this.log.warn({ workerId: spec.workerId, pid, err: e.message }, 'worker process error'));
+      child.once('exit', (code, signal) => {
+        this.children.delete(pid);
+        const fromFile = readExitFile(dir);
+        const info: ExitInfo =
+          fromFile !== null
+            ? { workerId: spec.workerId, pid, exitCode: fromFile, signal: null }
+            : signal
+              ? { workerId: spec.workerId, pid, exitCode: null, signal }
+              : { workerId: spec.workerId, pid, exitCode: code, signal: null };
+        this.exitCb(info);
+      });
+      child.unref();
+      resolve({ pid, startTime: readStartTime(pid), bootId: readBootId() });
+    });
+  }
+
+  kill(pid: number, graceMs = this.graceMs): void {
+    if (pid <= 0) return;
+    try {
+      process.kill(-pid, 'SIGTERM');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ESRCH') return; // already gone
+      this.log.warn({ pid, err: String(e) }, 'SIGTERM to worker group failed');
+    }
+    const t = setTimeout(() => {
+      this.killTimers.delete(t);
+      if (!groupAlive(pid)) return;
+      this.log.warn({ pid, graceMs }, 'worker group still alive after grace; sending SIGKILL');
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* gone meanwhile */
+      }
+    }, graceMs);
+    t.unref();
+    this.killTimers.add(t);
+  }
+
+  close(): void {
+    for (const t of this.killTimers) clearTimeout(t);
+    this.killTimers.clear();
+  }
+}
