@@ -1,0 +1,207 @@
+import { expect } from 'chai';
+import { FuxiClient } from '../sdk/fuxi-client.js';
+import { runCli, type CliClient, type CliDeps } from '../cli/program.js';
+import { FakeAgent, FakeMaster } from './fake-cluster.js';
+import { Capture, mockNode } from './helpers.js';
+
+const GOOD = ['name: wordcount', 'tasks:', '  - name: map', '    instances: 2', '    resources: { cpu: 0.5, memory: 512Mi }', '    command: ["node", "map.mjs"]'].join('\n');
+
+interface Run {
+  code: number;
+  out: string;
+  err: string;
+  masters: string[][];
+}
+
+async function run(args: string[], over: Partial<CliDeps> & { files?: Record<string, string> } = {}): Promise<Run> {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const masters: string[][] = [];
+  const files = over.files ?? { 'job.yaml': GOOD };
+  const code = await runCli(args, {
+    makeClient:
+      over.makeClient ??
+      ((m) => {
+        masters.push(m);
+        return new Proxy({} as CliClient, {
+          get: (_t, p) => (p === 'close' ? () => {} : () => Promise.reject(new Error(`unexpected call ${String(p)}`))),
+        });
+      }),
+    stdout,
+    stderr,
+    env: over.env ?? {},
+    readFile: (p) => {
+      const t = files[p];
+      if (t === undefined) throw Object.assign(new Error(`ENOENT: no such file or directory, open '${p}'`), { code: 'ENOENT' });
+      return t;
+    },
+  });
+  return { code, out: stdout.text, err: stderr.text, masters };
+}
+
+describe('fuxi CLI', function () {
+  this.timeout(20_000);
+
+  describe('without a master', () => {
+    it('prints help with the exit codes, exit 0', async () => {
+      const r = await run(['--help']);
+      expect(r.code).to.equal(0);
+      expect(r.out).to.include('Exit codes:');
+      expect(r.out).to.include('4  master unavailable');
+    });
+
+    it('exits 2 on usage errors', async () => {
+      for (const args of [[], ['bogus'], ['submit'], ['status'], ['-o', 'xml', 'list'], ['list', '--nope']]) {
+        const r = await run(args);
+        expect(r.code, args.join(' ')).to.equal(2);
+        expect(r.err).to.match(/error:|Usage:/);
+      }
+    });
+
+    it('rejects an invalid spec locally: exit 2, no master call', async () => {
+      const files = { 'bad.yaml': GOOD.replace('cpu: 0.5', 'cpu: -1') };
+      const r = await run(['submit', 'bad.yaml'], { files });
+      expect(r.code).to.equal(2);
+      expect(r.err).to.equal('error: bad.yaml: tasks[0].resources.cpu: must be greater than 0, got -1\n');
+      expect(r.out).to.equal('');
+      expect(r.masters).to.deep.equal([]);
+    });
+
+    it('reports malformed YAML, unknown fields and missing files with exit 2', async () => {
+      const files = { 'broken.yaml': 'name: [x\n', 'typo.yaml': GOOD.replace('instances', 'instnaces') };
+      const a = await run(['submit', 'broken.yaml'], { files });
+      expect(a.code).to.equal(2);
+      expect(a.err).to.match(/^error: broken\.yaml: invalid YAML at line \d+, column \d+: /);
+      const b = await run(['submit', 'typo.yaml'], { files });
+      expect(b.err).to.match(/^error: typo\.yaml: tasks\[0\]: unknown field "instnaces"/);
+      const c = await run(['submit', 'missing.yaml'], { files });
+      expect(c.code).to.equal(2);
+      expect(c.err).to.equal('error: cannot read job spec missing.yaml: no such file\n');
+    });
+
+    it('checks --id, --state, INSTANCE and --attempt', async () => {
+      expect((await run(['submit', 'job.yaml', '--id', 'Bad!'])).err).to.match(/^error: --id: must be 1-63 characters/);
+      expect((await run(['list', '--state', 'sleepy'])).err).to.equal('error: --state: unknown state "sleepy" (known: submitted, running, succeeded, failed, killed)\n');
+      expect((await run(['logs', 'j', 't', '-1'])).code).to.equal(2);
+      expect((await run(['logs', 'j', 't', '0', '--attempt', '0'])).err).to.match(/^error: --attempt: must be an integer >= 1/);
+    });
+
+    it('uses --master, then FUXI_MASTER, then the default', async () => {
+      expect((await run(['status', 'x', '--master', 'a:1,b:2'])).masters).to.deep.equal([['a:1', 'b:2']]);
+      expect((await run(['status', 'x'], { env: { FUXI_MASTER: 'c:3' } })).masters).to.deep.equal([['c:3']]);
+      expect((await run(['status', 'x'])).masters).to.deep.equal([['127.0.0.1:7070']]);
+    });
+
+    it('exits 4 when no master answers, without a stack trace', async () => {
+      const r = await run(['--master', '127.0.0.1:1', 'status', 'x'], { makeClient: (m) => new FuxiClient({ masters: m, retryForMs: 200 }) });
+      expect(r.code).to.equal(4);
+      expect(r.err).to.match(/^error: master unavailable \(127\.0\.0\.1:1\): /);
+      expect(r.err.trim().split('\n')).to.have.length(1);
+    });
+
+    it('exits 5 on unexpected errors, with one line', async () => {
+      const r = await run(['status', 'x']);
+      expect(r.code).to.equal(5);
+      expect(r.err).to.equal('error: unexpected call get\n');
+    });
+  });
+
+  describe('against a fake master', () => {
+    let master: FakeMaster;
+    let agent: FakeAgent;
+    const real = (m: string[]) => new FuxiClient({ masters: m, retryForMs: 2000 });
+    const fuxi = (args: string[], files?: Record<string, string>) => run(['--master', master.address, ...args], { makeClient: real, ...(files ? { files } : {}) });
+
+    beforeEach(async () => {
+      master = await new FakeMaster().start();
+      agent = await new FakeAgent().start();
+    });
+    afterEach(async () => {
+      await master.stop();
+      await agent.stop();
+    });
+
+    it('submits and prints the job id', async () => {
+      const r = await fuxi(['submit', 'job.yaml', '--id', 'wc-7']);
+      expect(r.code).to.equal(0);
+      expect(r.out).to.equal('wc-7\n');
+      const again = await fuxi(['submit', 'job.yaml', '--id', 'wc-7']);
+      expect(again.out).to.equal('wc-7\n');
+      expect(again.err).to.match(/already existed/);
+      const json = await fuxi(['-o', 'json', 'submit', 'job.yaml', '--id', 'wc-8']);
+      expect(JSON.parse(json.out)).to.deep.equal({ jobId: 'wc-8', created: true });
+    });
+
+    it('submit --wait: exit 0 on success, line per state change without a TTY', async () => {
+      const p = fuxi(['submit', 'job.yaml', '--id', 'w1', '--wait']);
+      await new Promise((r) => setTimeout(r, 300));
+      master.update('w1', { state: 'JOB_STATE_RUNNING' });
+      master.update('w1', { state: 'JOB_STATE_SUCCEEDED', tasks: [{ name: 'map', total: 2, pending: 0, running: 0, succeeded: 2, failed: 0, retries: 0 }] });
+      const r = await p;
+      expect(r.code).to.equal(0);
+      expect(r.out).to.equal('w1\n');
+      expect(r.err.split('\n')).to.deep.equal([
+        'job w1: SUBMITTED 0/2 succeeded [map 0/2]',
+        'job w1: RUNNING 0/2 succeeded [map 0/2]',
+        'job w1: SUCCEEDED 2/2 succeeded [map 2/2]',
+        'job w1 SUCCEEDED',
+        '',
+      ]);
+    });
+
+    it('submit --wait: exit 1 when the job fails, with its message', async () => {
+      const p = fuxi(['-o', 'json', 'submit', 'job.yaml', '--id', 'w2', '--wait']);
+      await new Promise((r) => setTimeout(r, 300));
+      master.update('w2', { state: 'JOB_STATE_FAILED', message: 'map/1 failed 3 times' });
+      const r = await p;
+      expect(r.code).to.equal(1);
+      expect(r.err).to.match(/job w2 FAILED: map\/1 failed 3 times\n$/);
+      const out = JSON.parse(r.out);
+      expect(out.jobId).to.equal('w2');
+      expect(out.job.state).to.equal('JOB_STATE_FAILED');
+    });
+
+    it('status, list, kill', async () => {
+      await fuxi(['submit', 'job.yaml', '--id', 's1']);
+      const st = await fuxi(['status', 's1']);
+      expect(st.code).to.equal(0);
+      expect(st.out).to.include('state:      SUBMITTED');
+      expect(st.out).to.match(/map\s+2\s+2\s+0\s+0\s+0\s+0/);
+      const stj = JSON.parse((await fuxi(['-o', 'json', 'status', 's1'])).out);
+      expect(stj.jobId).to.equal('s1');
+      expect(stj.state).to.equal('JOB_STATE_SUBMITTED');
+
+      expect((await fuxi(['list'])).out).to.match(/^JOB.*\ns1\s+wordcount\s+SUBMITTED/);
+      expect((await fuxi(['list', '--state', 'running'])).out).to.equal('(no jobs)\n');
+      expect(JSON.parse((await fuxi(['-o', 'json', 'list', '--state', 'submitted,running'])).out)).to.have.length(1);
+
+      const k = await fuxi(['kill', 's1', '--reason', 'test']);
+      expect(k.code).to.equal(0);
+      expect(k.out).to.equal('job s1 KILLED: killed: test\n');
+    });
+
+    it('status of an unknown job exits 3', async () => {
+      const r = await fuxi(['status', 'nope']);
+      expect(r.code).to.equal(3);
+      expect(r.err).to.equal('error: job "nope" not found\n');
+    });
+
+    it('nodes', async () => {
+      master.nodes = [mockNode('n1', agent.address)];
+      const r = await fuxi(['nodes']);
+      expect(r.out).to.match(/^NODE\s+ADDRESS.*\nn1\s+127\.0\.0\.1:\d+\s+r1\s+yes\s+cpu=8 mem=16Gi/);
+      expect(JSON.parse((await fuxi(['-o', 'json', 'nodes'])).out)[0].node.nodeId).to.equal('n1');
+    });
+
+    it('logs: raw bytes to stdout; exit 3 when no node has them', async () => {
+      master.nodes = [mockNode('n1', agent.address)];
+      agent.logs.set('j1/map/1/stderr/2', ['oops\n', 'bye\n']);
+      const r = await fuxi(['logs', 'j1', 'map', '1', '--stderr', '--attempt', '2']);
+      expect(r.code).to.equal(0);
+      expect(r.out).to.equal('oops\nbye\n');
+      const missing = await fuxi(['logs', 'j1', 'map', '2']);
+      expect(missing.code).to.equal(3);
+      expect(missing.err).to.equal('error: log of j1/map/2 (stdout) not found on any node\n');
+    });
+  });
+});

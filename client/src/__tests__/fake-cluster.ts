@@ -1,0 +1,193 @@
+/**
+ * A tiny fake MasterService (jobs in a map, scripted state changes) and fake agents (ReadLog only)
+ * on port 0, for SDK and CLI tests.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { nullLogger, NotFoundError, UnavailableError, validateJobSpec } from '@fuxi/common';
+import { loadFuxiProto, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
+import { implement, jobSpecFromProto, startServer, toGrpcError, type RunningServer } from '@fuxi/rpc';
+
+const TERMINAL = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
+
+function fillMissing(definition: object, impl: Record<string, unknown>): never {
+  for (const name of Object.keys(definition)) {
+    impl[name] ??= () => {
+      throw new UnavailableError(`${name} not implemented by the fake`);
+    };
+  }
+  return impl as never;
+}
+
+/**
+ * Ends a server stream with the handler's error as a gRPC status. (`implement()` in @fuxi/rpc
+ * currently ends failed streams with `call.destroy(err)`, which never sends the status, so the
+ * client waits forever; `emit('error')` is what grpc-js expects. Doing it here keeps these tests
+ * independent of that.)
+ */
+function streaming<Req>(fn: (req: Req, call: grpc.ServerWritableStream<unknown, unknown>) => Promise<void>) {
+  return async (req: Req, call: grpc.ServerWritableStream<unknown, unknown>): Promise<void> => {
+    try {
+      await fn(req, call);
+    } catch (e) {
+      call.emit('error', Object.assign(new Error(String(e)), toGrpcError(e)));
+    }
+  };
+}
+
+export class FakeMaster {
+  jobs = new Map<string, JobInfo__Output>();
+  nodes: NodeStatus__Output[] = [];
+  calls: string[] = [];
+  /** Make the next N WatchJob streams fail with UNAVAILABLE after sending the current state. */
+  failWatches = 0;
+  /** Make the next N SubmitJob calls fail with UNAVAILABLE after storing the job (a lost reply). */
+  loseSubmitReplies = 0;
+  private watchers = new Map<string, Set<(j: JobInfo__Output) => void>>();
+  private server?: RunningServer;
+
+  get address(): string {
+    if (!this.server) throw new Error('not started');
+    return this.server.address;
+  }
+
+  async start(): Promise<this> {
+    const def = loadFuxiProto().MasterService.service;
+    const impl: Record<string, unknown> = {
+      SubmitJob: async (req: { spec: Parameters<typeof jobSpecFromProto>[0] | null }) => {
+        this.calls.push('SubmitJob');
+        const spec = validateJobSpec(jobSpecFromProto(req.spec ?? {}));
+        const jobId = spec.jobId || 'generated-by-master';
+        let created = false;
+        if (!this.jobs.has(jobId)) {
+          created = true;
+          this.jobs.set(jobId, {
+            jobId,
+            name: spec.name,
+            state: 'JOB_STATE_SUBMITTED',
+            message: '',
+            quotaGroup: spec.quotaGroup,
+            priority: spec.priority,
+            submittedAtMs: '1767225600000',
+            finishedAtMs: '0',
+            amAttempt: 0,
+            amNodeId: '',
+            amAddress: '',
+            tasks: spec.tasks.map((t) => ({ name: t.name, total: t.instances, pending: t.instances, running: 0, succeeded: 0, failed: 0, retries: 0 })),
+            spec: null,
+          });
+        }
+        if (this.loseSubmitReplies > 0) {
+          this.loseSubmitReplies--;
+          throw new UnavailableError('reply lost');
+        }
+        return { jobId, created };
+      },
+      GetJob: async (req: { jobId: string }) => {
+        this.calls.push('GetJob');
+        return { job: this.job(req.jobId) };
+      },
+      ListJobs: async (req: { states: string[] }) => {
+        this.calls.push('ListJobs');
+        return { jobs: [...this.jobs.values()].filter((j) => req.states.length === 0 || req.states.includes(j.state)) };
+      },
+      KillJob: async (req: { jobId: string; reason: string }) => {
+        this.calls.push('KillJob');
+        const j = this.job(req.jobId);
+        if (!TERMINAL.has(j.state)) this.update(req.jobId, { state: 'JOB_STATE_KILLED', message: `killed: ${req.reason}` });
+        return { job: this.job(req.jobId) };
+      },
+      ListNodes: async () => {
+        this.calls.push('ListNodes');
+        return { nodes: this.nodes };
+      },
+      WatchJob: streaming(async (req: { jobId: string }, call) => {
+        this.calls.push('WatchJob');
+        const first = this.job(req.jobId);
+        if (this.failWatches > 0) {
+          this.failWatches--;
+          call.write(first);
+          await new Promise((r) => setTimeout(r, 20));
+          throw new UnavailableError('master going away');
+        }
+        await new Promise<void>((resolve) => {
+          const set = this.watchers.get(req.jobId) ?? new Set();
+          this.watchers.set(req.jobId, set);
+          const send = (j: JobInfo__Output) => {
+            call.write(j);
+            if (TERMINAL.has(j.state)) done();
+          };
+          const done = () => {
+            set.delete(send);
+            call.end();
+            resolve();
+          };
+          call.on('cancelled', done);
+          set.add(send);
+          send(first);
+        });
+      }),
+    };
+    this.server = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, fillMissing(def, impl), nullLogger) }],
+    });
+    return this;
+  }
+
+  job(jobId: string): JobInfo__Output {
+    const j = this.jobs.get(jobId);
+    if (!j) throw new NotFoundError('job', jobId);
+    return j;
+  }
+
+  /** Changes a job and pushes it to watchers. */
+  update(jobId: string, patch: Partial<JobInfo__Output>): void {
+    const j = { ...this.job(jobId), ...patch };
+    this.jobs.set(jobId, j);
+    for (const w of [...(this.watchers.get(jobId) ?? [])]) w(j);
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.shutdown(100);
+  }
+}
+
+/** An agent that serves ReadLog for the logs it holds and NOT_FOUND for the rest. */
+export class FakeAgent {
+  /** key `${app}/${task}/${instance}/${stream}/${attempt}` -> chunks */
+  logs = new Map<string, string[]>();
+  reads = 0;
+  /** Wait this long before the first chunk (a quiet, followed log). */
+  quietMs = 0;
+  private server?: RunningServer;
+
+  get address(): string {
+    if (!this.server) throw new Error('not started');
+    return this.server.address;
+  }
+
+  async start(): Promise<this> {
+    const def = loadFuxiProto().AgentService.service;
+    const impl: Record<string, unknown> = {
+      ReadLog: streaming(async (req: { appId: string; task: string; instance: number; stream: string; attempt: number }, call) => {
+        this.reads++;
+        const chunks = this.logs.get(`${req.appId}/${req.task}/${req.instance}/${req.stream || 'stdout'}/${req.attempt}`);
+        if (!chunks) throw new NotFoundError('log', `${req.appId}/${req.task}/${req.instance}`);
+        if (this.quietMs) await new Promise((r) => setTimeout(r, this.quietMs));
+        for (const c of chunks) call.write({ data: Buffer.from(c) });
+        call.end();
+      }),
+    };
+    this.server = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.AgentService', definition: def, handlers: implement(def, fillMissing(def, impl), nullLogger) }],
+    });
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.shutdown(100);
+  }
+}

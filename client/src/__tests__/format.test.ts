@@ -1,0 +1,73 @@
+import { expect } from 'chai';
+import { fmtResource, fmtTime, formatJobList, formatJobStatus, formatNodes, renderTable, toJson, totals } from '../cli/format.js';
+import { mockJob, mockNode, mockProgress } from './helpers.js';
+
+describe('cli format', () => {
+  it('renders aligned tables without trailing spaces', () => {
+    expect(renderTable(['A', 'LONG'], [['xxx', '1'], ['y', '22']])).to.equal('A    LONG\nxxx  1\ny    22');
+    expect(renderTable(['A', 'B'], [['', '']])).to.equal('A  B\n');
+  });
+
+  it('formats resources and times', () => {
+    expect(fmtResource({ cpuMilli: 500, memoryMb: 1024 })).to.equal('cpu=500m mem=1Gi');
+    expect(fmtResource(null)).to.equal('-');
+    expect(fmtTime('0')).to.equal('-');
+    expect(fmtTime('1767225600000')).to.equal('2026-01-01T00:00:00Z');
+  });
+
+  it('sums task progress', () => {
+    const t = totals([mockProgress('a', { total: 3, succeeded: 1, running: 2, retries: 1 }), mockProgress('b', { total: 2, pending: 2, failed: 1 })]);
+    expect(t).to.deep.equal({ total: 5, pending: 2, running: 2, succeeded: 1, failed: 1, retries: 1 });
+  });
+
+  it('formats a job status with a task table', () => {
+    const job = mockJob({
+      state: 'JOB_STATE_FAILED',
+      message: 'task map instance 3 failed 3 times',
+      tasks: [mockProgress('map', { total: 20, pending: 5, running: 10, succeeded: 5, retries: 1 }), mockProgress('reduce', { total: 4, pending: 4 })],
+    });
+    const text = formatJobStatus(job);
+    expect(text).to.include('job:        wc-1');
+    expect(text).to.include('state:      FAILED');
+    expect(text).to.include('message:    task map instance 3 failed 3 times');
+    expect(text).to.include('AM node:    n1 (127.0.0.1:7071), attempt 1');
+    expect(text).to.include('submitted:  2026-01-01T00:00:00Z');
+    const table = text.split('\n\n')[1];
+    expect(table).to.equal(
+      [
+        'TASK    TOTAL  PENDING  RUNNING  SUCCEEDED  FAILED  RETRIES',
+        'map     20     5        10       5          0       1',
+        'reduce  4      4        0        0          0       0',
+      ].join('\n'),
+    );
+  });
+
+  it('formats a job without an AM or progress yet', () => {
+    const text = formatJobStatus(mockJob({ state: 'JOB_STATE_SUBMITTED', amNodeId: '', amAddress: '' }));
+    expect(text).to.include('AM node:    -');
+    expect(text).to.include('(no task progress reported yet)');
+    expect(text).to.not.include('message:');
+  });
+
+  it('formats a job list', () => {
+    const jobs = [mockJob({ tasks: [mockProgress('m', { total: 4, succeeded: 1 })] }), mockJob({ jobId: 'other-2', name: 'x', state: 'JOB_STATE_SUCCEEDED', submittedAtMs: '0' })];
+    const lines = formatJobList(jobs).split('\n');
+    expect(lines[0]).to.match(/^JOB\s+NAME\s+STATE\s+QUOTA\s+PRIORITY\s+SUCCEEDED\s+SUBMITTED$/);
+    expect(lines[1]).to.match(/^wc-1\s+wordcount\s+RUNNING\s+default\s+0\s+1\/4\s+2026-01-01T00:00:00Z$/);
+    expect(lines[2]).to.match(/^other-2\s+x\s+SUCCEEDED\s+default\s+0\s+0\/0\s+-$/);
+    expect(formatJobList([])).to.equal('(no jobs)');
+  });
+
+  it('formats nodes', () => {
+    const lines = formatNodes([mockNode('n1', '10.0.0.1:7071'), mockNode('n2', '10.0.0.2:7071', { healthy: false, runningWorkers: 0 })]).split('\n');
+    expect(lines[0]).to.match(/^NODE\s+ADDRESS\s+RACK\s+HEALTHY\s+CAPACITY\s+ALLOCATED\s+FREE\s+WORKERS$/);
+    expect(lines[1]).to.match(/^n1\s+10\.0\.0\.1:7071\s+r1\s+yes\s+cpu=8 mem=16Gi\s+cpu=500m mem=512Mi\s+cpu=7500m mem=15872Mi\s+1$/);
+    expect(lines[2]).to.match(/\sno\s/);
+    expect(formatNodes([])).to.equal('(no nodes)');
+  });
+
+  it('prints JSON with Buffers as base64', () => {
+    expect(JSON.parse(toJson({ a: 1, b: Buffer.from('hi') }))).to.deep.equal({ a: 1, b: 'aGk=' });
+    expect(toJson({ a: 1 })).to.equal('{\n  "a": 1\n}');
+  });
+});

@@ -1,0 +1,179 @@
+import { expect } from 'chai';
+import { FuxiError, InvalidArgumentError, normalizeJobSpec, type JobSpec } from '@fuxi/common';
+import { RpcError } from '@fuxi/rpc';
+import { FuxiClient } from '../sdk/fuxi-client.js';
+import { FakeAgent, FakeMaster } from './fake-cluster.js';
+import { mockNode } from './helpers.js';
+
+function spec(over: Record<string, unknown> = {}): JobSpec {
+  return normalizeJobSpec({ name: 'wordcount', tasks: [{ name: 'map', instances: 2, resources: { cpu: 0.5, memory: 256 }, command: 'true' }], ...over });
+}
+
+async function rejects(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p;
+  } catch (e) {
+    return e as Error;
+  }
+  expect.fail('expected a rejection');
+}
+
+describe('FuxiClient (against a fake master)', function () {
+  this.timeout(20_000);
+  let master: FakeMaster;
+  let agents: FakeAgent[];
+  let client: FuxiClient;
+
+  beforeEach(async () => {
+    master = await new FakeMaster().start();
+    agents = [await new FakeAgent().start(), await new FakeAgent().start()];
+    client = new FuxiClient({ masters: [master.address], retryForMs: 3000 });
+  });
+
+  afterEach(async () => {
+    client.close();
+    await master.stop();
+    for (const a of agents) await a.stop();
+  });
+
+  it('submits with a client-made id and gets the job', async () => {
+    const res = await client.submit(spec());
+    expect(res.created).to.equal(true);
+    expect(res.jobId).to.match(/^wordcount-[0-9a-f]{12}$/);
+    const job = await client.get(res.jobId);
+    expect(job.name).to.equal('wordcount');
+    expect(job.state).to.equal('JOB_STATE_SUBMITTED');
+    expect(job.tasks).to.deep.equal([{ name: 'map', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0 }]);
+  });
+
+  it('makes a resubmit with the same id idempotent', async () => {
+    const a = await client.submit(spec({ id: 'wc-1' }));
+    const b = await client.submit(spec({ id: 'wc-1' }));
+    expect(a).to.deep.equal({ jobId: 'wc-1', created: true });
+    expect(b).to.deep.equal({ jobId: 'wc-1', created: false });
+  });
+
+  it('retries a submit whose reply was lost, under the same id', async () => {
+    master.loseSubmitReplies = 1;
+    const res = await client.submit(spec());
+    expect(res.created).to.equal(false); // the first attempt created it
+    expect(master.jobs.size).to.equal(1);
+    expect(master.calls.filter((c) => c === 'SubmitJob')).to.have.length(2);
+  });
+
+  it('validates locally before calling the master', async () => {
+    const bad = { ...spec(), tasks: [{ ...spec().tasks[0]!, resource: { cpuMilli: -1000, memoryMb: 1 } }] };
+    const e = await rejects(client.submit(bad));
+    expect(e).to.be.instanceOf(InvalidArgumentError);
+    expect(e.message).to.equal('tasks[0].resources.cpu: must be greater than 0, got -1');
+    expect(master.calls).to.deep.equal([]);
+  });
+
+  it('reports NOT_FOUND for an unknown job', async () => {
+    const e = await rejects(client.get('nope'));
+    expect(e).to.be.instanceOf(RpcError);
+    expect((e as RpcError).code).to.equal('NOT_FOUND');
+  });
+
+  it('lists by state and kills', async () => {
+    await client.submit(spec({ id: 'a' }));
+    await client.submit(spec({ id: 'b' }));
+    master.update('b', { state: 'JOB_STATE_RUNNING' });
+    expect((await client.list()).map((j) => j.jobId)).to.deep.equal(['a', 'b']);
+    expect((await client.list({ states: ['JOB_STATE_RUNNING'] })).map((j) => j.jobId)).to.deep.equal(['b']);
+    const killed = await client.kill('b', 'oops');
+    expect(killed.state).to.equal('JOB_STATE_KILLED');
+    expect(killed.message).to.equal('killed: oops');
+  });
+
+  it('watches until the job is terminal', async () => {
+    const { jobId } = await client.submit(spec());
+    const seen: string[] = [];
+    const done = client.waitFor(jobId, (j) => seen.push(j.state));
+    await new Promise((r) => setTimeout(r, 200));
+    master.update(jobId, { state: 'JOB_STATE_RUNNING' });
+    master.update(jobId, { state: 'JOB_STATE_RUNNING', tasks: [{ name: 'map', total: 2, pending: 0, running: 1, succeeded: 1, failed: 0, retries: 0 }] });
+    master.update(jobId, { state: 'JOB_STATE_SUCCEEDED' });
+    const final = await done;
+    expect(final.state).to.equal('JOB_STATE_SUCCEEDED');
+    expect(seen).to.deep.equal(['JOB_STATE_SUBMITTED', 'JOB_STATE_RUNNING', 'JOB_STATE_RUNNING', 'JOB_STATE_SUCCEEDED']);
+  });
+
+  it('returns at once for a finished job', async () => {
+    const { jobId } = await client.submit(spec());
+    master.update(jobId, { state: 'JOB_STATE_FAILED', message: 'map/1 failed 3 times' });
+    const final = await client.waitFor(jobId);
+    expect(final.message).to.equal('map/1 failed 3 times');
+  });
+
+  it('reconnects the watch on UNAVAILABLE', async () => {
+    const { jobId } = await client.submit(spec());
+    master.failWatches = 2;
+    const done = client.waitFor(jobId);
+    await new Promise((r) => setTimeout(r, 600));
+    master.update(jobId, { state: 'JOB_STATE_SUCCEEDED' });
+    expect((await done).state).to.equal('JOB_STATE_SUCCEEDED');
+    expect(master.calls.filter((c) => c === 'WatchJob').length).to.be.at.least(3);
+  });
+
+  it('reads logs from the node that has them', async () => {
+    master.nodes = [mockNode('dead', '127.0.0.1:1'), mockNode('n1', agents[0]!.address), mockNode('n2', agents[1]!.address)];
+    agents[1]!.logs.set('wc/map/3/stderr/0', ['hello ', 'world\n']);
+    const chunks: Buffer[] = [];
+    for await (const c of client.logs('wc', 'map', 3, { stream: 'stderr' })) chunks.push(c);
+    expect(Buffer.concat(chunks).toString()).to.equal('hello world\n');
+    expect(agents[0]!.reads).to.equal(1);
+  });
+
+  it('passes the attempt through', async () => {
+    master.nodes = [mockNode('n1', agents[0]!.address)];
+    agents[0]!.logs.set('wc/map/0/stdout/2', ['second try']);
+    const chunks: Buffer[] = [];
+    for await (const c of client.logs('wc', 'map', 0, { attempt: 2 })) chunks.push(c);
+    expect(Buffer.concat(chunks).toString()).to.equal('second try');
+  });
+
+  it('keeps a quiet stream from a connected node', async () => {
+    const c = new FuxiClient({ masters: [master.address], logProbeMs: 100 });
+    try {
+      master.nodes = [mockNode('n1', agents[0]!.address), mockNode('n2', agents[1]!.address)];
+      agents[0]!.logs.set('wc/map/0/stdout/0', ['late']);
+      agents[0]!.quietMs = 400;
+      const chunks: Buffer[] = [];
+      for await (const chunk of c.logs('wc', 'map', 0, { follow: true })) chunks.push(chunk);
+      expect(Buffer.concat(chunks).toString()).to.equal('late');
+      expect(agents[1]!.reads).to.equal(0);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('treats an empty log as found', async () => {
+    master.nodes = [mockNode('n1', agents[0]!.address), mockNode('n2', agents[1]!.address)];
+    agents[0]!.logs.set('wc/map/0/stdout/0', []);
+    const chunks: Buffer[] = [];
+    for await (const c of client.logs('wc', 'map', 0)) chunks.push(c);
+    expect(chunks).to.deep.equal([]);
+    expect(agents[1]!.reads).to.equal(0);
+  });
+
+  it('reports NOT_FOUND when no node has the log', async () => {
+    master.nodes = [mockNode('n1', agents[0]!.address), mockNode('dead', '127.0.0.1:1', { healthy: false })];
+    const e = await rejects((async () => {
+      for await (const _ of client.logs('wc', 'map', 9)) void _;
+    })());
+    expect(e).to.be.instanceOf(FuxiError);
+    expect((e as FuxiError).code).to.equal('NOT_FOUND');
+    expect(e.message).to.equal('log of wc/map/9 (stdout) not found on any node; unreachable nodes: dead');
+  });
+
+  it('reports UNAVAILABLE when no master answers', async () => {
+    const c = new FuxiClient({ masters: ['127.0.0.1:1'], retryForMs: 300 });
+    try {
+      const e = await rejects(c.get('x'));
+      expect((e as RpcError).code).to.equal('UNAVAILABLE');
+    } finally {
+      c.close();
+    }
+  });
+});

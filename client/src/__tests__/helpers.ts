@@ -1,0 +1,50 @@
+/** Test factories for client tests. */
+import type { JobInfo__Output, NodeStatus__Output, TaskProgress__Output } from '@fuxi/proto';
+
+export function mockProgress(name: string, over: Partial<TaskProgress__Output> = {}): TaskProgress__Output {
+  return { name, total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0, ...over };
+}
+
+export function mockJob(over: Partial<JobInfo__Output> = {}): JobInfo__Output {
+  return {
+    jobId: 'wc-1',
+    name: 'wordcount',
+    state: 'JOB_STATE_RUNNING',
+    message: '',
+    quotaGroup: 'default',
+    priority: 0,
+    submittedAtMs: '1767225600000',
+    finishedAtMs: '0',
+    amAttempt: 1,
+    amNodeId: 'n1',
+    amAddress: '127.0.0.1:7071',
+    tasks: [],
+    spec: null,
+    ...over,
+  };
+}
+
+export function mockNode(id: string, address: string, over: Partial<NodeStatus__Output> = {}): NodeStatus__Output {
+  return {
+    node: { nodeId: id, address, rack: 'r1', capacity: { cpuMilli: 8000, memoryMb: 16384 }, labels: {}, bootId: 'b' },
+    healthy: true,
+    allocated: { cpuMilli: 500, memoryMb: 512 },
+    free: { cpuMilli: 7500, memoryMb: 15872 },
+    runningWorkers: 1,
+    lastHeartbeatMs: '0',
+    ...over,
+  };
+}
+
+/** A writable that records what was written. */
+export class Capture {
+  chunks: Array<string | Uint8Array> = [];
+  constructor(readonly isTTY = false) {}
+  write(s: string | Uint8Array): boolean {
+    this.chunks.push(s);
+    return true;
+  }
+  get text(): string {
+    return this.chunks.map((c) => (typeof c === 'string' ? c : Buffer.from(c).toString())).join('');
+  }
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+/**
+ * `fuxi`: the Fuxi command line. See `fuxi --help`; the commands live in `program.ts`.
+ */
+import { readFileSync } from 'node:fs';
+import { FuxiClient } from '../sdk/fuxi-client.js';
+import { runCli } from './program.js';
+
+/** Writes to stdout honouring backpressure; a closed pipe (`fuxi logs ... | head`) ends quietly. */
+function writeRaw(chunk: Buffer): Promise<void> {
+  return new Promise((resolve) => {
+    if (process.stdout.write(chunk)) resolve();
+    else process.stdout.once('drain', resolve);
+  });
+}
+
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
+const code = await runCli(process.argv.slice(2), {
+  makeClient: (masters) => new FuxiClient({ masters, retryForMs: Number(process.env.FUXI_RETRY_MS ?? 15_000) }),
+  stdout: process.stdout,
+  stderr: process.stderr,
+  readFile: (path) => readFileSync(path, 'utf8'),
+  writeRaw,
+});
+process.exitCode = code;
+// gRPC channels can keep the loop alive for a moment after close(); do not wait for them.
+setTimeout(() => process.exit(code), 1000).unref();

@@ -1,0 +1,177 @@
+/**
+ * The `fuxi` command line: commander wiring and the commands. I/O, the client and the file reader
+ * come in as `CliDeps` so that tests can run every command in process; `main.ts` supplies the real
+ * ones. `runCli` never throws and never exits: it returns the exit code.
+ */
+import { Command, Option } from 'commander';
+import { loadSpec } from '../sdk/job-file.js';
+import { InvalidArgumentError } from '@fuxi/common';
+import type { JobInfo__Output, NodeStatus__Output } from '@fuxi/proto';
+import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js';
+import { defaultMasters, splitAddresses } from '../sdk/fuxi-client.js';
+import { JOB_STATE_NAMES, parseJobState, type JobStateName } from '../sdk/job-state.js';
+import { errorLine, EXIT, EXIT_CODES_HELP, exitCodeFor, isCommanderError } from './exit-codes.js';
+import { formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
+import { createProgress, finalLine, type ProgressStream } from './progress.js';
+
+/** The part of `FuxiClient` the CLI uses (tests pass a fake). */
+export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'close'>;
+
+export interface CliOutput extends ProgressStream {
+  write(chunk: string | Uint8Array): unknown;
+}
+
+export interface CliDeps {
+  makeClient(masters: string[]): CliClient;
+  stdout: CliOutput;
+  stderr: CliOutput;
+  readFile(path: string): string;
+  env?: NodeJS.ProcessEnv;
+  /** Writes a log chunk to stdout, resolving when it may write more (backpressure). */
+  writeRaw?(chunk: Buffer): Promise<void>;
+}
+
+interface GlobalOpts {
+  master?: string;
+  output: 'table' | 'json';
+}
+
+/** Runs `fuxi <args>` (args without `node` and the script) and returns the exit code. */
+export async function runCli(args: readonly string[], deps: CliDeps): Promise<number> {
+  let code: number = EXIT.OK;
+  let client: CliClient | undefined;
+  let masters: string[] = [];
+  const getClient = (opts: GlobalOpts): CliClient => {
+    masters = splitAddresses(opts.master ?? '') ?? defaultMasters(deps.env ?? process.env);
+    client ??= deps.makeClient(masters);
+    return client;
+  };
+  const out = (s: string) => deps.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+  const err = (s: string) => deps.stderr.write(s.endsWith('\n') ? s : `${s}\n`);
+  const emit = (opts: GlobalOpts, json: unknown, table: () => string) => out(opts.output === 'json' ? toJson(json) : table());
+
+  const program = new Command('fuxi')
+    .description('Submit, inspect and kill Fuxi jobs; list nodes; read worker logs.')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => deps.stdout.write(s), writeErr: (s) => deps.stderr.write(s) })
+    .option('--master <addresses>', 'master address(es), comma-separated (default: $FUXI_MASTER or 127.0.0.1:7070)')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
+    .showHelpAfterError('(run "fuxi --help" for usage)')
+    .addHelpText('after', `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]`);
+
+  program
+    .command('submit <file>')
+    .description('submit a job spec (YAML or JSON); prints the job id')
+    .option('--wait', 'wait until the job finishes; exit 0 if it succeeded, 1 if it failed or was killed')
+    .option('--id <id>', 'job id (makes resubmission idempotent); default: the spec\'s "id", or generated')
+    .action(async (file: string, o: { wait?: boolean; id?: string }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const spec = loadSpec(file, o.id, deps.readFile);
+      const c = getClient(opts);
+      const res: SubmitResult = await c.submit(spec);
+      if (!o.wait) {
+        emit(opts, res, () => res.jobId);
+        if (!res.created) err(`note: job ${res.jobId} already existed; it was not submitted again`);
+        return;
+      }
+      if (opts.output !== 'json') out(res.jobId);
+      if (!res.created) err(`note: job ${res.jobId} already existed; waiting for it`);
+      const progress = createProgress(deps.stderr);
+      let final: JobInfo__Output;
+      try {
+        final = await c.waitFor(res.jobId, (job) => progress.update(job));
+      } finally {
+        progress.stop();
+      }
+      if (opts.output === 'json') out(toJson({ ...res, job: final }));
+      err(finalLine(final));
+      code = final.state === 'JOB_STATE_SUCCEEDED' ? EXIT.OK : EXIT.JOB_FAILED;
+    });
+
+  program
+    .command('status <job>')
+    .description('show a job: state, message, per-task progress, AM node')
+    .action(async (jobId: string, _o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const job = await getClient(opts).get(jobId);
+      emit(opts, job, () => formatJobStatus(job));
+    });
+
+  program
+    .command('list')
+    .description('list jobs')
+    .option('--state <state>', `only jobs in this state (${JOB_STATE_NAMES.join(', ')}); repeatable or comma-separated`, collect, [])
+    .action(async (o: { state: string[] }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const states = parseStates(o.state);
+      const jobs = await getClient(opts).list(states.length ? { states } : {});
+      emit(opts, jobs, () => formatJobList(jobs));
+    });
+
+  program
+    .command('kill <job>')
+    .description('kill a job: stop all its workers')
+    .option('--reason <text>', 'why (recorded as the job message)')
+    .action(async (jobId: string, o: { reason?: string }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const job = await getClient(opts).kill(jobId, o.reason ?? '');
+      emit(opts, job, () => finalLine(job));
+    });
+
+  program
+    .command('nodes')
+    .description('list nodes: address, rack, health, capacity, allocated, free, running workers')
+    .action(async (_o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const nodes: NodeStatus__Output[] = await getClient(opts).nodes();
+      emit(opts, nodes, () => formatNodes(nodes));
+    });
+
+  program
+    .command('logs <job> <task> <instance>')
+    .description("write a worker's stdout (or stderr) to stdout, raw (-o is ignored)")
+    .option('--stderr', 'read stderr instead of stdout')
+    .option('--attempt <n>', 'attempt number (default: the latest)')
+    .option('-f, --follow', 'keep reading while the worker runs')
+    .action(async (jobId: string, task: string, instance: string, o: { stderr?: boolean; attempt?: string; follow?: boolean }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const logOpts: LogOptions = { stream: o.stderr ? 'stderr' : 'stdout', follow: !!o.follow };
+      if (o.attempt !== undefined) logOpts.attempt = parseNonNegativeInt(o.attempt, '--attempt', 1);
+      const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
+      const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
+      for await (const chunk of getClient(opts).logs(jobId, task, n, logOpts)) await write(chunk);
+    });
+
+  try {
+    await program.parseAsync([...args], { from: 'user' });
+  } catch (e) {
+    code = exitCodeFor(e);
+    // commander has already printed its own message (and usage hint).
+    if (!isCommanderError(e)) err(errorLine(e, masters));
+    if (code === EXIT.OTHER && (deps.env ?? process.env).FUXI_DEBUG && e instanceof Error && e.stack) err(e.stack);
+  } finally {
+    client?.close();
+  }
+  return code;
+}
+
+function parseStates(list: readonly string[]): JobStateName[] {
+  const out: JobStateName[] = [];
+  for (const s of list.flatMap((x) => x.split(',')).filter((x) => x.trim() !== '')) {
+    const st = parseJobState(s);
+    if (!st) throw new InvalidArgumentError('--state', `unknown state "${s}" (known: ${JOB_STATE_NAMES.join(', ')})`);
+    out.push(st);
+  }
+  return out;
+}
+
+function parseNonNegativeInt(s: string, what: string, min: number): number {
+  if (!/^\d+$/.test(s.trim()) || Number(s) < min || Number(s) > 2 ** 31 - 1) {
+    throw new InvalidArgumentError(what, `must be an integer >= ${min}, got ${JSON.stringify(s)}`);
+  }
+  return Number(s);
+}
+
+function collect(v: string, prev: string[]): string[] {
+  return [...prev, v];
+}

@@ -1,0 +1,224 @@
+/**
+ * `FuxiClient`: the typed client for the Fuxi master (submit, inspect, watch and kill jobs, list
+ * nodes) and for reading worker logs from node agents.
+ */
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { FuxiError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { loadFuxiProto, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
+import { connect, jobSpecToProto, MasterConnection, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
+import { makeJobId } from './job-id.js';
+import { isTerminal, type JobStateName } from './job-state.js';
+
+export const DEFAULT_MASTER = '127.0.0.1:7070';
+/** How long `logs` waits for a node's first answer before judging it by its connection. */
+const LOG_PROBE_MS = 5_000;
+
+/** Master addresses from `FUXI_MASTER` (comma-separated), or `127.0.0.1:7070`. */
+export function defaultMasters(env: NodeJS.ProcessEnv = process.env): string[] {
+  return splitAddresses(env.FUXI_MASTER ?? '') ?? [DEFAULT_MASTER];
+}
+
+/** `"a:1, b:2"` -> `['a:1', 'b:2']`; undefined when empty. */
+export function splitAddresses(s: string): string[] | undefined {
+  const list = s
+    .split(',')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
+  return list.length ? list : undefined;
+}
+
+export interface FuxiClientOptions extends MasterConnectionOptions {
+  /** Master addresses (host:port); default `defaultMasters()`. */
+  masters?: readonly string[];
+  /** Deadline of each unary call (default 10 s). */
+  deadlineMs?: number;
+  /** `logs`: how long to wait for a node's first answer before judging it by its connection (default 5 s). */
+  logProbeMs?: number;
+}
+
+export interface SubmitResult {
+  jobId: string;
+  /** False when a job with this id already existed (the submit was a retry). */
+  created: boolean;
+}
+
+export interface LogOptions {
+  stream?: 'stdout' | 'stderr';
+  /** Attempt number; 0 or absent = the latest attempt. */
+  attempt?: number;
+  /** Keep reading as the worker writes (like `tail -f`) until it finishes. */
+  follow?: boolean;
+}
+
+export class FuxiClient {
+  readonly connection: MasterConnection;
+  private readonly deadlineMs: number | undefined;
+  private readonly retryForMs: number;
+  private readonly logProbeMs: number;
+
+  constructor(opts: FuxiClientOptions = {}) {
+    const { masters, deadlineMs, logProbeMs, ...connOpts } = opts;
+    this.logProbeMs = logProbeMs ?? LOG_PROBE_MS;
+    this.connection = new MasterConnection(masters && masters.length ? masters : defaultMasters(), connOpts);
+    this.deadlineMs = deadlineMs;
+    this.retryForMs = opts.retryForMs ?? 30_000;
+  }
+
+  /**
+   * Validates `spec` locally (the same checks the master runs) and submits it. When `spec.jobId`
+   * is empty a job id is made here (`<name>-<random>`) so that retries after a lost reply are
+   * idempotent: the master answers a repeated id with `created: false`.
+   */
+  async submit(spec: JobSpec): Promise<SubmitResult> {
+    const checked = validateJobSpec(spec);
+    if (!checked.jobId) checked.jobId = makeJobId(checked.name, randomUUID());
+    const res = await this.connection.call('SubmitJob', { spec: jobSpecToProto(checked) }, this.callOpts(true));
+    return { jobId: res.jobId || checked.jobId, created: res.created };
+  }
+
+  async get(jobId: string): Promise<JobInfo__Output> {
+    const res = await this.connection.call('GetJob', { jobId }, this.callOpts(true));
+    if (!res.job) throw new NotFoundError('job', jobId);
+    return res.job;
+  }
+
+  /** Jobs, optionally only those in `states` (e.g. `['JOB_STATE_RUNNING']`). */
+  async list(opts: { states?: readonly JobStateName[] } = {}): Promise<JobInfo__Output[]> {
+    const res = await this.connection.call('ListJobs', { states: [...(opts.states ?? [])] }, this.callOpts(true));
+    return res.jobs;
+  }
+
+  /** Kills a job (idempotent); returns its state after the kill. */
+  async kill(jobId: string, reason = ''): Promise<JobInfo__Output> {
+    const res = await this.connection.call('KillJob', { jobId, reason }, this.callOpts(true));
+    if (!res.job) return this.get(jobId);
+    return res.job;
+  }
+
+  async nodes(): Promise<NodeStatus__Output[]> {
+    const res = await this.connection.call('ListNodes', {}, this.callOpts(true));
+    return res.nodes;
+  }
+
+  /**
+   * The job's state, every time it changes, until it is terminal (the last value yielded is the
+   * terminal one). Survives master failover: on UNAVAILABLE (or the stream ending early) it asks
+   * `GetJob` (which follows redirects to the new leader) and opens the stream again.
+   */
+  async *watch(jobId: string): AsyncGenerator<JobInfo__Output, void, undefined> {
+    let last = '';
+    const fresh = (j: JobInfo__Output): boolean => {
+      const text = JSON.stringify(j);
+      if (text === last) return false;
+      last = text;
+      return true;
+    };
+    let failingSince = 0;
+    let delay = 100;
+    for (;;) {
+      // A unary call first: it finds the leader, retries while no master answers, and throws
+      // NOT_FOUND for an unknown job.
+      const snapshot = await this.get(jobId);
+      if (fresh(snapshot)) yield snapshot;
+      if (isTerminal(snapshot.state)) return;
+      const stream = this.connection.client().stream.WatchJob({ jobId });
+      try {
+        for await (const info of stream) {
+          failingSince = 0;
+          delay = 100;
+          if (fresh(info)) yield info;
+          if (isTerminal(info.state)) return;
+        }
+      } catch (e) {
+        if (!(e instanceof RpcError) || (e.code !== 'UNAVAILABLE' && e.code !== 'DEADLINE_EXCEEDED' && !e.leader)) throw e;
+        failingSince ||= Date.now();
+        if (Date.now() - failingSince > this.retryForMs) throw e;
+      } finally {
+        stream.cancel();
+      }
+      // Ended without a terminal state, or the master went away: back off and reconnect.
+      await sleep(delay);
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+
+  /** Waits until the job is terminal; `onProgress` sees every change. Returns the final state. */
+  async waitFor(jobId: string, onProgress?: (job: JobInfo__Output) => void): Promise<JobInfo__Output> {
+    let final: JobInfo__Output | undefined;
+    for await (const job of this.watch(jobId)) {
+      onProgress?.(job);
+      final = job;
+    }
+    if (!final) throw new NotFoundError('job', jobId);
+    return final;
+  }
+
+  /**
+   * A worker's stdout or stderr, as raw chunks. Asks every node's agent in turn (healthy nodes
+   * first); the first that does not answer NOT_FOUND has the log. Throws NOT_FOUND when none has it.
+   */
+  async *logs(jobId: string, task: string, instance: number, opts: LogOptions = {}): AsyncGenerator<Buffer, void, undefined> {
+    const nodes = await this.nodes();
+    const ordered = [...nodes.filter((n) => n.healthy), ...nodes.filter((n) => !n.healthy)];
+    const agent = loadFuxiProto().AgentService;
+    const req = { appId: jobId, task, instance, stream: opts.stream ?? 'stdout', attempt: opts.attempt ?? 0, follow: opts.follow ?? false };
+    const unreachable: string[] = [];
+    for (const n of ordered) {
+      const address = n.node?.address;
+      if (!address) continue;
+      const client = connect(agent, address);
+      const stream = client.stream.ReadLog(req);
+      const it = stream[Symbol.asyncIterator]();
+      let first: IteratorResult<{ data: Buffer }>;
+      try {
+        const pending = it.next();
+        pending.catch(() => undefined); // if we give up on it below, its rejection is not unhandled
+        // A node that answers nothing within the probe time: if its channel is connected it has
+        // the log (a followed log may simply be quiet); otherwise it is unreachable.
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<undefined>((r) => (timer = setTimeout(r, this.logProbeMs, undefined)));
+        const probe = await Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+        if (probe === undefined && client.raw.getChannel().getConnectivityState(false) !== grpc.connectivityState.READY) {
+          throw new RpcError('UNAVAILABLE', `agent ${address} did not answer`, grpc.status.UNAVAILABLE, {}, 'ReadLog');
+        }
+        first = probe ?? (await pending);
+      } catch (e) {
+        stream.cancel();
+        client.close();
+        if (e instanceof RpcError && e.code === 'NOT_FOUND') continue;
+        if (e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED')) {
+          unreachable.push(n.node?.nodeId || address);
+          continue;
+        }
+        throw e;
+      }
+      try {
+        let r = first;
+        while (!r.done) {
+          yield r.value.data;
+          r = await it.next();
+        }
+        return;
+      } finally {
+        stream.cancel();
+        client.close();
+      }
+    }
+    const what = `log of ${jobId}/${task}/${instance} (${req.stream}${req.attempt ? `, attempt ${req.attempt}` : ''})`;
+    const where = unreachable.length ? `; unreachable nodes: ${unreachable.join(', ')}` : '';
+    throw new FuxiError('NOT_FOUND', `${what} not found on any node${where}`);
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+
+  private callOpts(retry: boolean): { retry: boolean; deadlineMs?: number } {
+    return this.deadlineMs ? { retry, deadlineMs: this.deadlineMs } : { retry };
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

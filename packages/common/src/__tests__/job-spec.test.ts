@@ -1,0 +1,407 @@
+import { expect } from 'chai';
+import { InvalidArgumentError } from '../errors.js';
+import {
+  DEFAULT_AM_RESOURCE,
+  normalizeJobSpec,
+  parseJobSpecText,
+  topoOrder,
+  validateJobSpec,
+  type JobSpec,
+  type TaskSpec,
+} from '../job-spec.js';
+
+/** Runs `fn`, expects an InvalidArgumentError, returns it. */
+function invalid(fn: () => unknown): InvalidArgumentError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).to.be.instanceOf(InvalidArgumentError);
+    return e as InvalidArgumentError;
+  }
+  expect.fail('expected an InvalidArgumentError');
+}
+
+function userJob(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name: 'wordcount',
+    tasks: [
+      { name: 'map', instances: 2, resources: { cpu: 0.5, memory: '512Mi' }, command: ['node', 'map.mjs', '${instance}'] },
+      { name: 'reduce', instances: 1, resources: { cpu: '250m', memory: 256 }, command: 'node reduce.mjs', dependsOn: ['map'] },
+    ],
+    ...over,
+  };
+}
+
+function userTask(i: number, over: Record<string, unknown>): Record<string, unknown> {
+  const job = userJob();
+  const tasks = job.tasks as Record<string, unknown>[];
+  tasks[i] = { ...tasks[i], ...over };
+  return job;
+}
+
+function domainTask(name: string, dependsOn: string[] = [], over: Partial<TaskSpec> = {}): TaskSpec {
+  return {
+    name,
+    instances: 1,
+    resource: { cpuMilli: 100, memoryMb: 64 },
+    command: { argv: ['true'], env: {}, cwd: '' },
+    maxAttempts: 3,
+    dependsOn,
+    locality: { nodes: [], racks: [] },
+    priority: 0,
+    ...over,
+  };
+}
+
+function domainJob(tasks: TaskSpec[], over: Partial<JobSpec> = {}): JobSpec {
+  return { jobId: '', name: 'j', quotaGroup: 'default', priority: 0, env: {}, amResource: { ...DEFAULT_AM_RESOURCE }, tasks, ...over };
+}
+
+describe('job spec', () => {
+  describe('parseJobSpecText', () => {
+    it('parses YAML', () => {
+      const v = parseJobSpecText('name: a\ntasks:\n  - name: t\n    resources: { cpu: 500m, memory: 1Gi }\n');
+      expect(v).to.deep.equal({ name: 'a', tasks: [{ name: 't', resources: { cpu: '500m', memory: '1Gi' } }] });
+    });
+
+    it('parses JSON', () => {
+      expect(parseJobSpecText('{"name": "a", "tasks": []}')).to.deep.equal({ name: 'a', tasks: [] });
+    });
+
+    it('reports malformed YAML with line, column and source', () => {
+      const e = invalid(() => parseJobSpecText('name: a\ntasks: [1, 2\nfoo: 3\n', 'job.yaml'));
+      expect(e.field).to.equal('');
+      expect(e.message).to.match(/^job\.yaml: invalid YAML at line 3, column 1: /);
+      expect(e.message).to.not.include('\n');
+    });
+
+    it('reports malformed JSON with line and column', () => {
+      const e = invalid(() => parseJobSpecText('{\n  "name": "a",,\n  "tasks": []\n}', 'job.json'));
+      expect(e.message).to.match(/^job\.json: invalid YAML at line 2, column 15: /);
+    });
+
+    it('rejects duplicate keys and multiple documents', () => {
+      expect(invalid(() => parseJobSpecText('name: a\nname: b\n')).message).to.match(/invalid YAML at line 2, column 1: duplicate key/);
+      expect(invalid(() => parseJobSpecText('name: a\n---\nname: b\n')).message).to.match(/single document/);
+    });
+
+    it('returns null for an empty document, which normalize rejects', () => {
+      expect(parseJobSpecText('')).to.equal(null);
+      expect(invalid(() => normalizeJobSpec(null)).message).to.match(/must be a mapping/);
+    });
+  });
+
+  describe('normalizeJobSpec', () => {
+    it('converts the user format and applies defaults', () => {
+      const spec = normalizeJobSpec(userJob());
+      expect(spec).to.deep.equal({
+        jobId: '',
+        name: 'wordcount',
+        quotaGroup: 'default',
+        priority: 0,
+        env: {},
+        amResource: { cpuMilli: 100, memoryMb: 256 },
+        tasks: [
+          {
+            name: 'map',
+            instances: 2,
+            resource: { cpuMilli: 500, memoryMb: 512 },
+            command: { argv: ['node', 'map.mjs', '${instance}'], env: {}, cwd: '' },
+            maxAttempts: 3,
+            dependsOn: [],
+            locality: { nodes: [], racks: [] },
+            priority: 0,
+          },
+          {
+            name: 'reduce',
+            instances: 1,
+            resource: { cpuMilli: 250, memoryMb: 256 },
+            command: { argv: ['/bin/sh', '-c', 'node reduce.mjs'], env: {}, cwd: '' },
+            maxAttempts: 3,
+            dependsOn: ['map'],
+            locality: { nodes: [], racks: [] },
+            priority: 0,
+          },
+        ],
+      });
+    });
+
+    it('keeps every given field', () => {
+      const spec = normalizeJobSpec({
+        id: 'wc-2026.01_a',
+        name: 'wc',
+        quotaGroup: 'batch',
+        priority: 5,
+        env: { A: 'x', PORT: 8080, ON: true },
+        am: { cpu: 0.2, memory: '1Gi' },
+        tasks: [
+          {
+            name: 't',
+            instances: 3,
+            resources: { cpu: 2, memory: '0.5Gi' },
+            command: ['sleep', 5],
+            env: { K: 'v' },
+            cwd: '/tmp',
+            maxAttempts: 1,
+            locality: { nodes: ['n1'], racks: ['r1', 'r2'] },
+            priority: -2,
+          },
+        ],
+      });
+      expect(spec.jobId).to.equal('wc-2026.01_a');
+      expect(spec.quotaGroup).to.equal('batch');
+      expect(spec.priority).to.equal(5);
+      expect(spec.env).to.deep.equal({ A: 'x', PORT: '8080', ON: 'true' });
+      expect(spec.amResource).to.deep.equal({ cpuMilli: 200, memoryMb: 1024 });
+      expect(spec.tasks[0]).to.deep.equal({
+        name: 't',
+        instances: 3,
+        resource: { cpuMilli: 2000, memoryMb: 512 },
+        command: { argv: ['sleep', '5'], env: { K: 'v' }, cwd: '/tmp' },
+        maxAttempts: 1,
+        dependsOn: [],
+        locality: { nodes: ['n1'], racks: ['r1', 'r2'] },
+        priority: -2,
+      });
+    });
+
+    it('defaults instances to 1 and accepts a single dependsOn string', () => {
+      const job = userTask(1, { instances: undefined, dependsOn: 'map' });
+      const spec = normalizeJobSpec(job);
+      expect(spec.tasks[1]?.instances).to.equal(1);
+      expect(spec.tasks[1]?.dependsOn).to.deep.equal(['map']);
+    });
+
+    it('turns a string command into sh -c', () => {
+      const spec = normalizeJobSpec(userTask(0, { command: 'echo $HOME && ls' }));
+      expect(spec.tasks[0]?.command.argv).to.deep.equal(['/bin/sh', '-c', 'echo $HOME && ls']);
+    });
+
+    it('works end to end from YAML text', () => {
+      const text = [
+        'id: wc-1',
+        'name: wordcount',
+        'tasks:',
+        '  - name: map',
+        '    instances: 20',
+        '    resources: { cpu: 0.5, memory: 512Mi }',
+        '    command: ["node", "map.mjs", "${instance}"]',
+        '  - name: reduce',
+        '    resources: { cpu: 1, memory: 1Gi }',
+        '    command: node reduce.mjs',
+        '    dependsOn: [map]',
+      ].join('\n');
+      const spec = normalizeJobSpec(parseJobSpecText(text, 'wc.yaml'));
+      expect(spec.jobId).to.equal('wc-1');
+      expect(spec.tasks.map((t) => t.name)).to.deep.equal(['map', 'reduce']);
+      expect(spec.tasks[1]?.resource).to.deep.equal({ cpuMilli: 1000, memoryMb: 1024 });
+    });
+
+    describe('rejects', () => {
+      const cases: Array<[string, unknown, string, RegExp | string]> = [
+        ['a non-mapping', [1, 2], '', /must be a mapping.*got a list/],
+        ['an unknown top-level field', userJob({ taks: [] }), '', /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks\); did you mean "tasks"\?$/],
+        ['an unknown task field', userTask(1, { instnaces: 3 }), 'tasks[1]', /^unknown field "instnaces" \(known: name, instances, resources, command, env, cwd, maxAttempts, dependsOn, locality, priority\); did you mean "instances"\?$/],
+        ['the domain name "resource"', userTask(0, { resource: { cpu: 1, memory: 1 } }), 'tasks[0]', /unknown field "resource".*did you mean "resources"/],
+        ['an unknown resource field', userTask(0, { resources: { cpu: 1, mem: 1 } }), 'tasks[0].resources', /^unknown field "mem" \(known: cpu, memory\)/],
+        ['an unknown am field', userJob({ am: { cpu: 1, memory: 1, gpu: 1 } }), 'am', /unknown field "gpu"/],
+        ['an unknown locality field', userTask(0, { locality: { hosts: ['a'] } }), 'tasks[0].locality', /unknown field "hosts" \(known: nodes, racks\)/],
+        ['a missing name', userJob({ name: undefined }), 'name', 'is required'],
+        ['an empty name', userJob({ name: ' ' }), 'name', 'is required'],
+        ['a non-string name', userJob({ name: 5 }), 'name', 'must be a string, got 5'],
+        ['missing tasks', userJob({ tasks: undefined }), 'tasks', /is required/],
+        ['no tasks', userJob({ tasks: [] }), 'tasks', 'must contain at least one task'],
+        ['tasks not a list', userJob({ tasks: { a: 1 } }), 'tasks', /must be a list of tasks, got a mapping/],
+        ['a task that is not a mapping', userJob({ tasks: ['map'] }), 'tasks[0]', /must be a mapping, got "map"/],
+        ['a bad id (uppercase)', userJob({ id: 'WC' }), 'id', /must be 1-63 characters .*got "WC"/],
+        ['a bad id (leading dash)', userJob({ id: '-wc' }), 'id', /got "-wc"/],
+        ['a bad id (too long)', userJob({ id: 'a'.repeat(64) }), 'id', /must be 1-63 characters/],
+        ['a numeric id', userJob({ id: 12 }), 'id', 'must be a string, got 12'],
+        ['a non-integer priority', userJob({ priority: 1.5 }), 'priority', 'must be an integer, got 1.5'],
+        ['an empty quota group', userJob({ quotaGroup: '' }), 'quotaGroup', /must not be empty/],
+        ['an env list', userJob({ env: ['A=b'] }), 'env', /must be a mapping.*got a list/],
+        ['a bad env name', userJob({ env: { '1X': 'a' } }), 'env.1X', /invalid environment variable name/],
+        ['a nested env value', userTask(0, { env: { K: { a: 1 } } }), 'tasks[0].env.K', 'must be a string, got a mapping'],
+        ['a missing task name', userTask(0, { name: undefined }), 'tasks[0].name', 'is required'],
+        ['a bad task name', userTask(0, { name: 'map phase' }), 'tasks[0].name', /must be 1-63 characters .*got "map phase"/],
+        ['the reserved task name', userTask(0, { name: '__am__' }), 'tasks[0].name', /reserved for the application master/],
+        ['a duplicate task name', userTask(1, { name: 'map', dependsOn: [] }), 'tasks[1].name', 'duplicate task name "map" (also tasks[0])'],
+        ['zero instances', userTask(0, { instances: 0 }), 'tasks[0].instances', 'must be an integer from 1 to 100000, got 0'],
+        ['too many instances', userTask(0, { instances: 100_001 }), 'tasks[0].instances', /got 100001/],
+        ['fractional instances', userTask(0, { instances: 1.5 }), 'tasks[0].instances', 'must be an integer, got 1.5'],
+        ['string instances', userTask(0, { instances: '3' }), 'tasks[0].instances', 'must be an integer, got "3"'],
+        ['missing resources', userTask(0, { resources: undefined }), 'tasks[0].resources', /is required/],
+        ['missing cpu', userTask(0, { resources: { memory: 1 } }), 'tasks[0].resources.cpu', /is required/],
+        ['missing memory', userTask(0, { resources: { cpu: 1 } }), 'tasks[0].resources.memory', /is required/],
+        ['negative cpu', userTask(1, { resources: { cpu: -1, memory: 1 } }), 'tasks[1].resources.cpu', 'must be greater than 0, got -1'],
+        ['negative millicores', userTask(1, { resources: { cpu: '-500m', memory: 1 } }), 'tasks[1].resources.cpu', 'must be greater than 0, got -0.5'],
+        ['zero cpu', userTask(0, { resources: { cpu: 0, memory: 1 } }), 'tasks[0].resources.cpu', 'must be greater than 0, got 0'],
+        ['"0m" cpu', userTask(0, { resources: { cpu: '0m', memory: 1 } }), 'tasks[0].resources.cpu', 'must be greater than 0, got 0'],
+        ['a tiny cpu', userTask(0, { resources: { cpu: 0.0001, memory: 1 } }), 'tasks[0].resources.cpu', /at least 0.001 cores/],
+        ['an unparsable cpu', userTask(0, { resources: { cpu: 'lots', memory: 1 } }), 'tasks[0].resources.cpu', /must be a number of cores.*got "lots"/],
+        ['zero memory', userTask(0, { resources: { cpu: 1, memory: 0 } }), 'tasks[0].resources.memory', 'must be greater than 0, got 0'],
+        ['negative memory', userTask(0, { resources: { cpu: 1, memory: '-1Gi' } }), 'tasks[0].resources.memory', 'must be greater than 0, got -1024'],
+        ['a bad memory unit', userTask(0, { resources: { cpu: 1, memory: '5 parsecs' } }), 'tasks[0].resources.memory', /"512Mi".*got "5 parsecs"/],
+        ['zero am resources', userJob({ am: { cpu: 0, memory: 0 } }), 'am.cpu', 'must be greater than 0, got 0'],
+        ['zero am memory', userJob({ am: { cpu: 1, memory: 0 } }), 'am.memory', 'must be greater than 0, got 0'],
+        ['a missing command', userTask(0, { command: undefined }), 'tasks[0].command', /^is required \(an argv list/],
+        ['an empty argv', userTask(0, { command: [] }), 'tasks[0].command', /^must not be empty \(an argv list/],
+        ['an empty command string', userTask(0, { command: '  ' }), 'tasks[0].command', /^must not be empty/],
+        ['an empty program', userTask(0, { command: [''] }), 'tasks[0].command[0]', /must not be empty/],
+        ['a non-string argument', userTask(0, { command: ['a', { b: 1 }] }), 'tasks[0].command[1]', 'must be a string, got a mapping'],
+        ['a command mapping', userTask(0, { command: { run: 'x' } }), 'tasks[0].command', /must be an argv list.*got a mapping/],
+        ['zero maxAttempts', userTask(0, { maxAttempts: 0 }), 'tasks[0].maxAttempts', 'must be an integer >= 1, got 0'],
+        ['negative maxAttempts', userTask(0, { maxAttempts: -3 }), 'tasks[0].maxAttempts', 'must be an integer >= 1, got -3'],
+        ['a non-list dependsOn', userTask(1, { dependsOn: { map: true } }), 'tasks[1].dependsOn', /must be a list of strings/],
+        ['a non-string dependency', userTask(1, { dependsOn: ['map', 3] }), 'tasks[1].dependsOn[1]', 'must be a string, got 3'],
+        ['an unknown dependency', userTask(1, { dependsOn: ['map', 'x'] }), 'tasks[1].dependsOn[1]', 'unknown task "x" (tasks in this job: map, reduce)'],
+        ['a self dependency', userTask(0, { dependsOn: ['map'] }), 'tasks[0].dependsOn[0]', 'task "map" cannot depend on itself'],
+        ['a repeated dependency', userTask(1, { dependsOn: ['map', 'map'] }), 'tasks[1].dependsOn[1]', 'duplicate dependency "map"'],
+        ['a cycle', userTask(0, { dependsOn: ['reduce'] }), 'tasks[0].dependsOn', 'cycle: map -> reduce -> map'],
+        ['an empty locality node', userTask(0, { locality: { nodes: [''] } }), 'tasks[0].locality.nodes[0]', /non-empty node id/],
+      ];
+      for (const [what, raw, field, reason] of cases) {
+        it(what, () => {
+          const e = invalid(() => normalizeJobSpec(raw));
+          expect(e.field, e.message).to.equal(field);
+          if (typeof reason === 'string') expect(e.reason).to.equal(reason);
+          else expect(e.reason).to.match(reason);
+          expect(e.message).to.equal(field ? `${field}: ${e.reason}` : e.reason);
+          expect(e.code).to.equal('INVALID_ARGUMENT');
+        });
+      }
+    });
+
+    it('reports shape problems before range problems, first task first', () => {
+      const job = userJob();
+      const tasks = job.tasks as Record<string, unknown>[];
+      tasks[0] = { ...tasks[0], resources: { cpu: -1, memory: 1 } };
+      tasks[1] = { ...tasks[1], bogus: 1 };
+      expect(invalid(() => normalizeJobSpec(job)).field).to.equal('tasks[1]');
+      tasks[1] = { ...tasks[1], bogus: undefined, instances: 0 };
+      delete tasks[1].bogus;
+      expect(invalid(() => normalizeJobSpec(job)).field).to.equal('tasks[0].resources.cpu');
+    });
+
+    it('reports a longer cycle starting at its first task', () => {
+      const job = {
+        name: 'c',
+        tasks: ['a', 'b', 'c', 'd'].map((n, i, all) => ({
+          name: n,
+          resources: { cpu: 1, memory: 1 },
+          command: 'true',
+          dependsOn: n === 'a' ? [] : [all[i === 3 ? 1 : i + 1]],
+        })),
+      };
+      // b -> c -> d -> b
+      const e = invalid(() => normalizeJobSpec(job));
+      expect(e.message).to.equal('tasks[1].dependsOn: cycle: b -> c -> d -> b');
+    });
+  });
+
+  describe('validateJobSpec', () => {
+    it('accepts a valid spec and returns an equal copy', () => {
+      const spec = domainJob([domainTask('a'), domainTask('b', ['a'])]);
+      const out = validateJobSpec(spec);
+      expect(out).to.deep.equal(spec);
+      expect(out).to.not.equal(spec);
+    });
+
+    it('fills proto3 zero values with defaults', () => {
+      const spec = domainJob([domainTask('a', [], { maxAttempts: 0 })], { quotaGroup: '', amResource: { cpuMilli: 0, memoryMb: 0 } });
+      const out = validateJobSpec(spec);
+      expect(out.quotaGroup).to.equal('default');
+      expect(out.amResource).to.deep.equal(DEFAULT_AM_RESOURCE);
+      expect(out.tasks[0]?.maxAttempts).to.equal(3);
+    });
+
+    it('gives the same messages as normalize for the same problems', () => {
+      const pairs: Array<[Record<string, unknown>, JobSpec]> = [
+        [userTask(1, { resources: { cpu: -1, memory: 1 } }), domainJob([domainTask('map'), domainTask('reduce', [], { resource: { cpuMilli: -1000, memoryMb: 1 } })])],
+        [userTask(0, { resources: { cpu: 1, memory: 0 } }), domainJob([domainTask('map', [], { resource: { cpuMilli: 1000, memoryMb: 0 } })])],
+        [userTask(0, { command: [] }), domainJob([domainTask('map', [], { command: { argv: [], env: {}, cwd: '' } })])],
+        [userTask(1, { name: 'map', dependsOn: [] }), domainJob([domainTask('map'), domainTask('map')])],
+        [userTask(1, { dependsOn: ['x'] }), domainJob([domainTask('map'), domainTask('reduce', ['x'])])],
+        [userTask(0, { dependsOn: ['map'] }), domainJob([domainTask('map', ['map'])])],
+        [userTask(0, { dependsOn: ['reduce'] }), domainJob([domainTask('map', ['reduce']), domainTask('reduce', ['map'])])],
+        [userJob({ id: 'Bad' }), domainJob([domainTask('a')], { jobId: 'Bad' })],
+        [userJob({ name: '' }), domainJob([domainTask('a')], { name: '' })],
+        [userJob({ tasks: [] }), domainJob([])],
+        [userTask(0, { instances: 0 }), domainJob([domainTask('map', [], { instances: 0 })])],
+        [userTask(0, { maxAttempts: -1 }), domainJob([domainTask('map', [], { maxAttempts: -1 })])],
+        [userJob({ am: { cpu: 0.1, memory: 0 } }), domainJob([domainTask('a')], { amResource: { cpuMilli: 100, memoryMb: 0 } })],
+      ];
+      for (const [user, domain] of pairs) {
+        const a = invalid(() => normalizeJobSpec(user));
+        const b = invalid(() => validateJobSpec(domain));
+        // Unknown-task lists differ with the task names; compare up to the list.
+        expect(b.field).to.equal(a.field);
+        expect(b.reason.replace(/ \(tasks in this job: .*\)$/, '')).to.equal(a.reason.replace(/ \(tasks in this job: .*\)$/, ''));
+      }
+    });
+
+    it('handles a proto-style spec with missing submessages', () => {
+      const spec = domainJob([{ ...domainTask('a'), resource: undefined, command: undefined } as unknown as TaskSpec]);
+      expect(invalid(() => validateJobSpec(spec)).message).to.equal('tasks[0].resources.cpu: must be greater than 0, got 0');
+      const spec2 = domainJob([{ ...domainTask('a'), command: undefined, locality: undefined } as unknown as TaskSpec]);
+      expect(invalid(() => validateJobSpec(spec2)).field).to.equal('tasks[0].command');
+    });
+
+    describe('with node capacities', () => {
+      const caps = [
+        { cpuMilli: 4000, memoryMb: 8192 },
+        { cpuMilli: 8000, memoryMb: 4096 },
+      ];
+
+      it('accepts instances that fit on some node', () => {
+        validateJobSpec(domainJob([domainTask('a', [], { resource: { cpuMilli: 8000, memoryMb: 4096 } })]), { nodeCapacities: caps });
+        validateJobSpec(domainJob([domainTask('a', [], { resource: { cpuMilli: 4000, memoryMb: 8192 } })]), { nodeCapacities: caps });
+      });
+
+      it('rejects an instance that fits on no node', () => {
+        const e = invalid(() => validateJobSpec(domainJob([domainTask('a'), domainTask('b', [], { resource: { cpuMilli: 16000, memoryMb: 512 } })]), { nodeCapacities: caps }));
+        expect(e.message).to.equal('tasks[1].resources: cpu=16 mem=512Mi is larger than every node (largest: cpu=8 mem=8Gi)');
+      });
+
+      it('rejects an instance that exceeds every node in some dimension', () => {
+        const e = invalid(() => validateJobSpec(domainJob([domainTask('a', [], { resource: { cpuMilli: 5000, memoryMb: 5000 } })]), { nodeCapacities: caps }));
+        expect(e.field).to.equal('tasks[0].resources');
+        expect(e.reason).to.match(/^cpu=5 mem=5000Mi is larger than every node/);
+      });
+
+      it('rejects an AM that fits on no node', () => {
+        const e = invalid(() => validateJobSpec(domainJob([domainTask('a')], { amResource: { cpuMilli: 100, memoryMb: 10_000 } }), { nodeCapacities: caps }));
+        expect(e.message).to.equal('am: cpu=100m mem=10000Mi is larger than every node (largest: cpu=8 mem=8Gi)');
+      });
+
+      it('skips the check when no nodes are known', () => {
+        validateJobSpec(domainJob([domainTask('a', [], { resource: { cpuMilli: 1e6, memoryMb: 1e6 } })]), { nodeCapacities: [] });
+      });
+    });
+  });
+
+  describe('topoOrder', () => {
+    it('orders tasks after their dependencies, stable otherwise', () => {
+      const tasks = [domainTask('reduce', ['map', 'combine']), domainTask('map'), domainTask('combine', ['map']), domainTask('other')];
+      expect(topoOrder(tasks)).to.deep.equal(['map', 'combine', 'reduce', 'other']);
+    });
+
+    it('keeps spec order for independent tasks', () => {
+      expect(topoOrder([domainTask('c'), domainTask('b'), domainTask('a')])).to.deep.equal(['c', 'b', 'a']);
+    });
+
+    it('handles diamonds', () => {
+      const tasks = [domainTask('d', ['b', 'c']), domainTask('c', ['a']), domainTask('b', ['a']), domainTask('a')];
+      expect(topoOrder(tasks)).to.deep.equal(['a', 'c', 'b', 'd']);
+    });
+
+    it('throws on a cycle', () => {
+      const e = invalid(() => topoOrder([domainTask('a', ['b']), domainTask('b', ['a'])]));
+      expect(e.reason).to.equal('cycle: a -> b -> a');
+    });
+
+    it('returns [] for no tasks', () => {
+      expect(topoOrder([])).to.deep.equal([]);
+    });
+  });
+});

@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import * as grpc from '@grpc/grpc-js';
+import { InvalidArgumentError, nullLogger, NotFoundError, UnavailableError } from '@fuxi/common';
+import { loadFuxiProto } from '@fuxi/proto';
+import { connect, implement, MasterConnection, RpcError, startServer, type RunningServer } from '../index.js';
+
+/** A MasterService whose GetJob answers from a tiny table; other methods are not under test. */
+function fakeMaster(leader = '') {
+  const fuxi = loadFuxiProto();
+  const def = fuxi.MasterService.service;
+  const notImpl = async () => {
+    throw new Error('not implemented');
+  };
+  const impl = Object.fromEntries(Object.keys(def).map((k) => [k, notImpl])) as Record<string, unknown>;
+  impl.GetJob = async (req: { jobId: string }) => {
+    if (leader) throw new UnavailableError('not the leader', leader);
+    if (req.jobId === 'bad') throw new InvalidArgumentError('jobId', 'must not be "bad"');
+    if (req.jobId !== 'j1') throw new NotFoundError('job', req.jobId);
+    return { job: { jobId: 'j1', name: 'one', state: 'JOB_STATE_RUNNING', submittedAtMs: '1234567890123' } };
+  };
+  impl.WatchJob = async (_req: unknown, call: grpc.ServerWritableStream<object, object>) => {
+    for (let i = 0; i < 3; i++) call.write({ jobId: `w${i}` });
+    call.end();
+  };
+  return { name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, impl as never, nullLogger) };
+}
+
+describe('rpc plumbing', () => {
+  const servers: RunningServer[] = [];
+  after(async () => {
+    for (const s of servers) await s.shutdown(100);
+  });
+
+  it('round-trips a unary call with int64 as string and enums as names', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const c = connect(loadFuxiProto().MasterService, s.address);
+    const res = await c.GetJob({ jobId: 'j1' });
+    expect(res.job?.name).to.equal('one');
+    expect(res.job?.state).to.equal('JOB_STATE_RUNNING');
+    expect(res.job?.submittedAtMs).to.equal('1234567890123');
+    c.close();
+  });
+
+  it('maps typed errors to gRPC codes and back', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const c = connect(loadFuxiProto().MasterService, s.address);
+    const nf = await c.GetJob({ jobId: 'nope' }).catch((e: unknown) => e as RpcError);
+    expect(nf).to.be.instanceOf(RpcError);
+    expect((nf as RpcError).code).to.equal('NOT_FOUND');
+    expect((nf as RpcError).grpcCode).to.equal(grpc.status.NOT_FOUND);
+    const bad = (await c.GetJob({ jobId: 'bad' }).catch((e: unknown) => e)) as RpcError;
+    expect(bad.code).to.equal('INVALID_ARGUMENT');
+    expect(bad.message).to.equal('jobId: must not be "bad"');
+    expect(bad.details.field).to.equal('jobId');
+    const internal = (await c.ListNodes({}).catch((e: unknown) => e)) as RpcError;
+    expect(internal.code).to.equal('INTERNAL');
+    c.close();
+  });
+
+  it('streams server messages as an async iterable', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const c = connect(loadFuxiProto().MasterService, s.address);
+    const got: string[] = [];
+    for await (const j of c.stream.WatchJob({ jobId: 'x' })) got.push(j.jobId);
+    expect(got).to.deep.equal(['w0', 'w1', 'w2']);
+    c.close();
+  });
+
+  it('serves grpc.health.v1 and server reflection', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const { service: healthService } = await import('grpc-health-check');
+    const Health = grpc.makeGenericClientConstructor(healthService as never, 'Health');
+    const h = new Health(s.address, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+      check(req: object, cb: (e: Error | null, r: { status: string }) => void): void;
+    };
+    const status = await new Promise<string>((resolve, reject) => h.check({ service: 'fuxi.v1.MasterService' }, (e, r) => (e ? reject(e) : resolve(r.status))));
+    expect(status).to.equal('SERVING');
+    h.close();
+  });
+
+  it('MasterConnection follows a standby redirect to the leader', async () => {
+    const leader = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(leader);
+    const standby = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster(leader.address)], log: nullLogger });
+    servers.push(standby);
+    const redirects: string[] = [];
+    const conn = new MasterConnection([standby.address], { onRedirect: (_f, to) => redirects.push(to) });
+    const res = await conn.call('GetJob', { jobId: 'j1' });
+    expect(res.job?.jobId).to.equal('j1');
+    expect(redirects).to.deep.equal([leader.address]);
+    expect(conn.address).to.equal(leader.address);
+    conn.close();
+  });
+
+  it('MasterConnection retries idempotent calls while the master is unreachable', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = new grpc.Server();
+      probe.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, p) => probe.tryShutdown(() => resolve(p)));
+    });
+    const conn = new MasterConnection([`127.0.0.1:${port}`], { retryForMs: 10_000 });
+    const pending = conn.call('GetJob', { jobId: 'j1' }, { retry: true, deadlineMs: 500 });
+    await new Promise((r) => setTimeout(r, 300));
+    const s = await startServer({ bind: `127.0.0.1:${port}`, services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const res = await pending;
+    expect(res.job?.jobId).to.equal('j1');
+    conn.close();
+  });
+});
