@@ -1,0 +1,803 @@
+/**
+ * The DAG application master's core: a deterministic state machine over a job's task graph.
+ *
+ * Inputs: the job spec and the assignments the app already holds (`start`), assignment messages
+ * from the master (`assignments`), worker status changes from agents (`workerEvents`) and clock
+ * ticks (`tick`). Outputs: effects (see `AmEffect`) the shell executes. No I/O, no clock, no
+ * randomness: the same inputs always give the same effects.
+ *
+ * Model, in one paragraph: every task is one schedule unit (SU, id = task name). A task becomes
+ * active when every task it depends on has succeeded; its instances then need slots, which the core
+ * asks for with one request delta per location (spread over the task's locality hints the first
+ * time, anywhere afterwards). Slots come as absolute counts per (SU, node) from the master; every
+ * free slot is bound to a pending instance (an instance that failed on a node prefers another node)
+ * and turned into a plan for that node's agent. A finished instance frees its slot, which goes to
+ * the next pending instance of the task or back to the master. A failed attempt is retried until
+ * `maxAttempts`; then the job fails. Slots the core returned stay counted as "returning" until the
+ * master's count drops, a full table known to include the return arrives (`returnsReflected`), or
+ * `returnSettleMs` passes, so a late assignment message never resurrects them.
+ *
+ * ```ts
+ * const am = new DagAppMaster({ log });
+ * run(am.start(spec, { seq: 0, full: true, assignments: [] }, now));
+ * run(am.assignments({ seq: 1, full: false, assignments: [{ suId: 'map', nodeId: 'n1', nodeAddress, slots: 2 }] }, now));
+ * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
+ * ```
+ */
+import { FailedPreconditionError, InvalidArgumentError, nullLogger, substitute } from '@fuxi/common';
+import type { Logger } from '@fuxi/common';
+import type {
+  AmEffect,
+  Assignment,
+  AssignmentUpdate,
+  JobSpec,
+  OutstandingRequest,
+  RequestDelta,
+  RunningWorker,
+  ScheduleUnitConfig,
+  SlotReturn,
+  TaskProgress,
+  TaskSpec,
+  WorkerEvent,
+  WorkerPlan,
+} from './types.js';
+
+export interface DagAmOptions {
+  log?: Logger;
+  /**
+   * A returned slot whose assigned count has not dropped after this long is taken as gone anyway
+   * (the master coalesced the return with a new placement on the same node). Default 15 s.
+   */
+  returnSettleMs?: number;
+}
+
+export const DEFAULT_RETURN_SETTLE_MS = 15_000;
+
+/** Worker ids are `${task}.${instance}.${attempt}` (instance from 0, attempt from 1). */
+export function workerIdOf(task: string, instance: number, attempt: number): string {
+  return `${task}.${instance}.${attempt}`;
+}
+
+type InstanceState = 'waiting' | 'pending' | 'running' | 'succeeded' | 'failed';
+type TaskState = 'waiting' | 'active' | 'succeeded' | 'failed';
+
+interface Instance {
+  readonly index: number;
+  state: InstanceState;
+  /** The running attempt, or the last one; 0 = never started. Also the number of attempts used. */
+  attempt: number;
+  /** Node of the running attempt ('' when not running). */
+  nodeId: string;
+  /** The agent reported the running attempt RUNNING. */
+  started: boolean;
+  readonly failedNodes: Set<string>;
+  /** Since its last failure this instance turned down a slot on a node it failed on. */
+  declined: boolean;
+  /** The attempt lost with its node; a late SUCCEEDED of it still counts. 0 = none. */
+  lostAttempt: number;
+  lastError: string;
+}
+
+interface Task {
+  readonly spec: TaskSpec;
+  readonly index: number;
+  readonly suId: string;
+  readonly priority: number;
+  readonly maxAttempts: number;
+  state: TaskState;
+  readonly instances: Instance[];
+  retries: number;
+  unitSent: boolean;
+  /** The first request (spread over locality hints) was made. */
+  requested: boolean;
+  /** Location -> outstanding slot count. */
+  readonly outstanding: Map<string, number>;
+  /** Node id -> slots of this SU on it. */
+  readonly holds: Map<string, Hold>;
+}
+
+interface Hold {
+  readonly nodeId: string;
+  /** Absolute count from the master. */
+  held: number;
+  /** Slots bound to running instances. */
+  used: number;
+  /** Slots returned whose drop the master has not shown yet (oldest first). */
+  returning: Array<{ n: number; at: number; id: number }>;
+}
+
+interface Lost {
+  task: Task;
+  nodeId: string;
+  count: number;
+  reason: string;
+}
+
+/** Effects accumulated during one step, flushed in a fixed order. */
+class Outbox {
+  units: ScheduleUnitConfig[] = [];
+  deltas = new Map<string, RequestDelta>();
+  returns = new Map<string, SlotReturn>();
+  plans = new Map<string, WorkerPlan[]>();
+  stops = new Map<string, string[]>();
+  finish: { succeeded: boolean; message: string } | undefined;
+}
+
+function key(a: string, b: string): string {
+  return `${a}\u0000${b}`;
+}
+
+function returningOf(h: Hold): number {
+  let n = 0;
+  for (const r of h.returning) n += r.n;
+  return n;
+}
+
+/** Slots of the hold that are ours to use: assigned, minus returned ones not yet dropped. */
+function effective(h: Hold): number {
+  return Math.max(0, h.held - returningOf(h));
+}
+
+function byKey<T>(m: ReadonlyMap<string, T>): Array<[string, T]> {
+  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** Why an attempt failed, for logs and the job's failure message. */
+export function failureReason(ev: Pick<WorkerEvent, 'state' | 'exitCode' | 'signal' | 'message'>): string {
+  let base: string;
+  switch (ev.state) {
+    case 'failed':
+      base = ev.signal ? `killed by signal ${ev.signal}` : `exit code ${ev.exitCode}`;
+      break;
+    case 'killed':
+      base = ev.signal ? `killed by signal ${ev.signal}` : 'killed';
+      break;
+    case 'rejected':
+      base = 'rejected by the agent';
+      break;
+    default:
+      base = ev.state;
+  }
+  const msg = ev.message.trim();
+  return msg ? `${base} (${msg})` : base;
+}
+
+/** Checks what the core relies on: unique names, known dependencies, no cycles, sane counts. */
+export function validateDag(spec: JobSpec): void {
+  const index = new Map<string, number>();
+  spec.tasks.forEach((t, i) => {
+    if (!t.name) throw new InvalidArgumentError(`tasks[${i}].name`, 'must not be empty');
+    if (index.has(t.name)) throw new InvalidArgumentError(`tasks[${i}].name`, `duplicate task name "${t.name}"`);
+    if (!Number.isInteger(t.instances) || t.instances < 0) throw new InvalidArgumentError(`tasks[${i}].instances`, `must be a non-negative integer, got ${t.instances}`);
+    index.set(t.name, i);
+  });
+  spec.tasks.forEach((t, i) => {
+    t.dependsOn.forEach((d, j) => {
+      if (!index.has(d)) throw new InvalidArgumentError(`tasks[${i}].dependsOn[${j}]`, `unknown task "${d}"`);
+      if (d === t.name) throw new InvalidArgumentError(`tasks[${i}].dependsOn[${j}]`, 'a task cannot depend on itself');
+    });
+  });
+  // Cycle check: depth-first search with colours.
+  const colour = new Map<string, 1 | 2>();
+  const byName = new Map(spec.tasks.map((t) => [t.name, t]));
+  const visit = (name: string, path: string[]): void => {
+    const c = colour.get(name);
+    if (c === 2) return;
+    if (c === 1) {
+      const cycle = [...path.slice(path.indexOf(name)), name].join(' -> ');
+      throw new InvalidArgumentError('tasks', `dependency cycle: ${cycle}`);
+    }
+    colour.set(name, 1);
+    for (const d of byName.get(name)?.dependsOn ?? []) visit(d, [...path, name]);
+    colour.set(name, 2);
+  };
+  for (const t of spec.tasks) visit(t.name, []);
+}
+
+export class DagAppMaster {
+  private readonly log: Logger;
+  private readonly returnSettleMs: number;
+  private spec: JobSpec | undefined;
+  private readonly tasks = new Map<string, Task>();
+  private readonly nodeAddresses = new Map<string, string>();
+  private appliedSeq = 0;
+  /** Number of `return` effects emitted so far; a return's id is its effect's number (from 1). */
+  private returnEffects = 0;
+  private done: { succeeded: boolean; message: string } | undefined;
+  private out = new Outbox();
+
+  constructor(opts: DagAmOptions = {}) {
+    this.log = opts.log ?? nullLogger;
+    this.returnSettleMs = opts.returnSettleMs ?? DEFAULT_RETURN_SETTLE_MS;
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  get started(): boolean {
+    return this.spec !== undefined;
+  }
+
+  /** The last assignment seq applied (reported to the master in `UpdateRequests`). */
+  get assignmentSeq(): number {
+    return this.appliedSeq;
+  }
+
+  /**
+   * How many `return` effects the core has emitted. A shell that executes returns and UpdateRequests
+   * in one FIFO queue passes the value read when it queues an UpdateRequests as `returnsReflected`
+   * with a full table from its answer: those returns were applied by the master before it answered.
+   */
+  get returnsIssued(): number {
+    return this.returnEffects;
+  }
+
+  /** Set once the job is over (the `finish` effect was emitted). */
+  get result(): { succeeded: boolean; message: string } | undefined {
+    return this.done;
+  }
+
+  progress(): TaskProgress[] {
+    return [...this.tasks.values()].map((t) => {
+      const p: TaskProgress = { name: t.spec.name, total: t.instances.length, pending: 0, running: 0, succeeded: 0, failed: 0, retries: t.retries };
+      for (const i of t.instances) {
+        if (i.state === 'running') p.running++;
+        else if (i.state === 'succeeded') p.succeeded++;
+        else if (i.state === 'failed') p.failed++;
+        else p.pending++;
+      }
+      return p;
+    });
+  }
+
+  /** The assignment table as the core holds it (absolute counts from the master). */
+  assignmentTable(): Assignment[] {
+    const out: Assignment[] = [];
+    for (const t of this.tasks.values()) {
+      for (const [nodeId, h] of byKey(t.holds)) {
+        if (h.held > 0) out.push({ suId: t.suId, nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '', slots: h.held });
+      }
+    }
+    return out;
+  }
+
+  outstandingRequests(): OutstandingRequest[] {
+    const out: OutstandingRequest[] = [];
+    for (const t of this.tasks.values()) {
+      for (const [location, count] of byKey(t.outstanding)) if (count > 0) out.push({ suId: t.suId, location, count });
+    }
+    return out;
+  }
+
+  /** Configs of the SUs already declared to the master. */
+  units(): ScheduleUnitConfig[] {
+    return [...this.tasks.values()].filter((t) => t.unitSent).map((t) => this.unitOf(t));
+  }
+
+  workers(): RunningWorker[] {
+    const out: RunningWorker[] = [];
+    for (const t of this.tasks.values()) {
+      for (const i of t.instances) {
+        if (i.state !== 'running') continue;
+        out.push({
+          workerId: workerIdOf(t.spec.name, i.index, i.attempt),
+          suId: t.suId,
+          task: t.spec.name,
+          instance: i.index,
+          attempt: i.attempt,
+          nodeId: i.nodeId,
+          started: i.started,
+          resource: t.spec.resource,
+        });
+      }
+    }
+    return out;
+  }
+
+  /** True while `workerId` is the running attempt of its instance (the shell stops retrying plans that are not). */
+  isCurrentWorker(workerId: string): boolean {
+    if (this.done) return false;
+    const parsed = parseWorkerId(workerId);
+    if (!parsed) return false;
+    const inst = this.tasks.get(parsed.task)?.instances[parsed.instance];
+    return inst !== undefined && inst.state === 'running' && inst.attempt === parsed.attempt;
+  }
+
+  // ---------------------------------------------------------------- inputs
+
+  /**
+   * The job starts: `spec` from RegisterApp, `held` the assignments the app already holds (with
+   * the master's assignment seq). Throws InvalidArgumentError for a spec the core cannot run.
+   */
+  start(spec: JobSpec, held: { seq: number; assignments: readonly Assignment[] }, now: number): AmEffect[] {
+    if (this.spec) throw new FailedPreconditionError('the application master core was already started');
+    validateDag(spec);
+    this.spec = spec;
+    spec.tasks.forEach((ts, index) => {
+      this.tasks.set(ts.name, {
+        spec: ts,
+        index,
+        suId: ts.name,
+        priority: ts.priority !== 0 ? ts.priority : spec.priority,
+        maxAttempts: Math.max(1, Math.floor(ts.maxAttempts)),
+        state: 'waiting',
+        instances: Array.from({ length: ts.instances }, (_, i) => ({
+          index: i,
+          state: 'waiting' as InstanceState,
+          attempt: 0,
+          nodeId: '',
+          started: false,
+          failedNodes: new Set<string>(),
+          declined: false,
+          lostAttempt: 0,
+          lastError: '',
+        })),
+        retries: 0,
+        unitSent: false,
+        requested: false,
+        outstanding: new Map(),
+        holds: new Map(),
+      });
+    });
+    this.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length }, 'job started');
+    this.applyTable({ seq: held.seq, full: true, assignments: held.assignments });
+    this.activateReady();
+    this.reconcile(now);
+    return this.flush();
+  }
+
+  /** An assignment message (pushed, or the full table from an UpdateRequests response). */
+  assignments(update: AssignmentUpdate, now: number): AmEffect[] {
+    if (!this.spec || this.done) return [];
+    if (!update.full && update.seq !== this.appliedSeq + 1) {
+      this.log.debug({ seq: update.seq, applied: this.appliedSeq }, 'assignment message out of sequence, ignored');
+      return [];
+    }
+    this.applyTable(update);
+    this.reconcile(now);
+    return this.flush();
+  }
+
+  /** Status changes of workers on `nodeId`. Repeated and stale events are ignored. */
+  workerEvents(nodeId: string, events: readonly WorkerEvent[], now: number): AmEffect[] {
+    if (!this.spec || this.done) return [];
+    for (const ev of events) {
+      if (this.done) break;
+      this.onWorkerEvent(nodeId, ev);
+    }
+    this.reconcile(now);
+    return this.flush();
+  }
+
+  /** Time passes: returned slots whose drop never showed are settled. */
+  tick(now: number): AmEffect[] {
+    if (!this.spec || this.done) return [];
+    const lost: Lost[] = [];
+    for (const t of this.tasks.values()) {
+      for (const h of [...t.holds.values()]) {
+        if (!h.returning.some((r) => now - r.at >= this.returnSettleMs)) continue;
+        // The master re-placed the slot before we saw the drop: it is ours again.
+        this.log.debug({ su: t.suId, node: h.nodeId }, 'returned slots settled without a drop in the assignment');
+        this.reshape(t, h, lost, () => (h.returning = h.returning.filter((r) => now - r.at < this.returnSettleMs)));
+      }
+    }
+    for (const l of lost) this.evict(l);
+    this.reconcile(now);
+    return this.flush();
+  }
+
+  // ---------------------------------------------------------------- assignments
+
+  private applyTable(update: AssignmentUpdate): void {
+    const reflected = update.full ? update.returnsReflected : undefined;
+    const seen = new Set<string>();
+    const lost: Lost[] = [];
+    for (const a of update.assignments) {
+      const task = this.tasks.get(a.suId);
+      if (!task) continue; // not one of ours (e.g. the AM's own `__am__` slot)
+      seen.add(key(a.suId, a.nodeId));
+      if (a.nodeAddress) this.nodeAddresses.set(a.nodeId, a.nodeAddress);
+      this.setHeld(task, a.nodeId, Math.max(0, Math.floor(a.slots)), reflected, lost);
+    }
+    if (update.full) {
+      for (const t of this.tasks.values()) {
+        for (const nodeId of [...t.holds.keys()]) if (!seen.has(key(t.suId, nodeId))) this.setHeld(t, nodeId, 0, reflected, lost);
+      }
+    }
+    this.appliedSeq = update.seq;
+    for (const l of lost) this.evict(l);
+  }
+
+  /**
+   * Sets the master's count for (task, node). With `reflected` (a full table from an UpdateRequests
+   * answer) returns up to that id are known to be in the count and the rest known not to be; else a
+   * drop is taken to settle our own returns first, oldest first, and only the rest as taken away.
+   */
+  private setHeld(task: Task, nodeId: string, slots: number, reflected: number | undefined, lost: Lost[]): void {
+    let h = task.holds.get(nodeId);
+    if (!h) {
+      if (slots === 0) return;
+      h = { nodeId, held: 0, used: 0, returning: [] };
+      task.holds.set(nodeId, h);
+    }
+    const hold = h;
+    this.reshape(task, hold, lost, () => {
+      if (reflected !== undefined) {
+        hold.returning = hold.returning.filter((r) => r.id > reflected);
+      } else {
+        let drop = hold.held - slots;
+        while (drop > 0 && hold.returning.length > 0) {
+          const r = hold.returning[0]!;
+          const n = Math.min(r.n, drop);
+          r.n -= n;
+          drop -= n;
+          if (r.n === 0) hold.returning.shift();
+        }
+      }
+      hold.held = slots;
+    });
+  }
+
+  /**
+   * Applies `change` to a hold and accounts for the difference in usable slots: more are new
+   * placements (which consumed outstanding requests), fewer than in use means instances lost slots.
+   */
+  private reshape(task: Task, h: Hold, lost: Lost[], change: () => void): void {
+    const before = effective(h);
+    change();
+    const after = effective(h);
+    if (after > before) this.consumeOutstanding(task, h.nodeId, after - before);
+    const over = h.used - after;
+    if (over > 0) lost.push({ task, nodeId: h.nodeId, count: over, reason: h.held === 0 ? `node lost (${h.nodeId})` : `slot revoked on node ${h.nodeId}` });
+    if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(h.nodeId);
+  }
+
+  /** Instances running on slots the master took away: stop them and count a failed attempt. */
+  private evict(l: Lost): void {
+    const victims = l.task.instances
+      .filter((i) => i.state === 'running' && i.nodeId === l.nodeId)
+      .sort((a, b) => b.index - a.index)
+      .slice(0, l.count);
+    for (const inst of victims) {
+      if (this.done) return;
+      const workerId = workerIdOf(l.task.spec.name, inst.index, inst.attempt);
+      this.log.warn({ task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId }, 'slot lost; worker counted as failed');
+      this.stopWorker(l.nodeId, workerId);
+      this.releaseSlot(l.task, inst);
+      inst.lostAttempt = inst.attempt;
+      this.failAttempt(l.task, inst, l.nodeId, l.reason);
+    }
+  }
+
+  // ---------------------------------------------------------------- worker events
+
+  private onWorkerEvent(reportingNode: string, ev: WorkerEvent): void {
+    const id = ev.task ? { task: ev.task, instance: ev.instance, attempt: ev.attempt } : parseWorkerId(ev.workerId);
+    if (!id) return;
+    const task = this.tasks.get(id.task);
+    const inst = task?.instances[id.instance];
+    if (!task || !inst) {
+      this.log.debug({ workerId: ev.workerId }, 'event for an unknown worker, ignored');
+      return;
+    }
+    if (id.attempt !== inst.attempt) return; // an older attempt (or one we never planned)
+    const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: inst.nodeId || reportingNode };
+    switch (ev.state) {
+      case 'pending':
+        return;
+      case 'running':
+        if (inst.state === 'running' && !inst.started) {
+          inst.started = true;
+          this.log.debug(log, 'instance running');
+        }
+        return;
+      case 'succeeded':
+        if (inst.state === 'running') {
+          this.releaseSlot(task, inst);
+          this.succeed(task, inst);
+        } else if (inst.state === 'pending' && inst.lostAttempt === inst.attempt) {
+          // Its slot was counted lost, but the attempt got to finish: the work is done.
+          this.log.info(log, 'attempt counted lost has succeeded; instance done');
+          this.succeed(task, inst);
+        }
+        return;
+      case 'failed':
+      case 'killed':
+      case 'rejected':
+        if (inst.state !== 'running') return;
+        this.releaseSlot(task, inst);
+        this.failAttempt(task, inst, inst.nodeId || reportingNode, failureReason(ev));
+        return;
+    }
+  }
+
+  private releaseSlot(task: Task, inst: Instance): void {
+    const h = task.holds.get(inst.nodeId);
+    if (h) {
+      h.used = Math.max(0, h.used - 1);
+      if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(inst.nodeId);
+    }
+    inst.nodeId = '';
+    inst.started = false;
+  }
+
+  private succeed(task: Task, inst: Instance): void {
+    inst.state = 'succeeded';
+    this.log.debug({ task: task.spec.name, instance: inst.index, attempt: inst.attempt }, 'instance succeeded');
+    if (task.state === 'active' && task.instances.every((i) => i.state === 'succeeded')) {
+      this.setTaskState(task, 'succeeded');
+      this.activateReady();
+    }
+  }
+
+  private failAttempt(task: Task, inst: Instance, nodeId: string, reason: string): void {
+    if (nodeId) inst.failedNodes.add(nodeId);
+    inst.lastError = reason;
+    inst.declined = false;
+    const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, reason };
+    if (inst.attempt >= task.maxAttempts) {
+      inst.state = 'failed';
+      this.log.warn(log, 'instance failed for good');
+      this.setTaskState(task, 'failed');
+      this.finishJob(false, `task "${task.spec.name}" instance ${inst.index} failed after ${plural(inst.attempt, 'attempt')}: ${reason}`);
+      return;
+    }
+    inst.state = 'pending';
+    task.retries++;
+    this.log.info({ ...log, maxAttempts: task.maxAttempts }, 'instance failed; will retry');
+  }
+
+  // ---------------------------------------------------------------- task graph
+
+  private setTaskState(task: Task, state: TaskState): void {
+    const from = task.state;
+    task.state = state;
+    this.log.info({ task: task.spec.name, from, to: state, instances: task.instances.length, retries: task.retries }, `task ${state}`);
+  }
+
+  /** Activates every waiting task whose dependencies have all succeeded; finishes the job when all did. */
+  private activateReady(): void {
+    for (let changed = true; changed && !this.done; ) {
+      changed = false;
+      for (const t of this.tasks.values()) {
+        if (t.state !== 'waiting') continue;
+        if (!t.spec.dependsOn.every((d) => this.tasks.get(d)?.state === 'succeeded')) continue;
+        this.setTaskState(t, 'active');
+        for (const i of t.instances) i.state = 'pending';
+        if (t.instances.length === 0) this.setTaskState(t, 'succeeded');
+        changed = true;
+      }
+    }
+    if (!this.done && [...this.tasks.values()].every((t) => t.state === 'succeeded')) {
+      const n = this.tasks.size;
+      this.finishJob(true, `${plural(n, 'task')} succeeded`);
+    }
+  }
+
+  private finishJob(succeeded: boolean, message: string): void {
+    if (this.done) return;
+    this.done = { succeeded, message };
+    for (const t of this.tasks.values()) {
+      for (const inst of t.instances) {
+        if (inst.state !== 'running') continue;
+        this.stopWorker(inst.nodeId, workerIdOf(t.spec.name, inst.index, inst.attempt));
+        this.releaseSlot(t, inst);
+        inst.state = 'pending';
+      }
+      for (const h of [...t.holds.values()]) {
+        const n = effective(h);
+        if (n > 0) this.returnSlots(t, h, n, 0);
+      }
+      this.cancelOutstanding(t, Infinity);
+    }
+    this.out.finish = { succeeded, message };
+    if (succeeded) this.log.info({ message }, 'job succeeded');
+    else this.log.warn({ message }, 'job failed');
+  }
+
+  // ---------------------------------------------------------------- slots
+
+  /** Binds free slots, returns unusable ones and sizes the outstanding requests, task by task. */
+  private reconcile(now: number): void {
+    if (this.done) return;
+    // Waiting and finished tasks need no slots: whatever they hold goes back.
+    for (const t of this.tasks.values()) this.reconcileTask(t, now);
+  }
+
+  private reconcileTask(task: Task, now: number): void {
+    const free = new Map<string, number>();
+    for (const [nodeId, h] of byKey(task.holds)) {
+      const n = effective(h) - h.used;
+      if (n > 0) free.set(nodeId, n);
+    }
+    let pending = task.instances.filter((i) => i.state === 'pending');
+    const take = (inst: Instance, nodeId: string): void => {
+      const n = free.get(nodeId)!;
+      if (n <= 1) free.delete(nodeId);
+      else free.set(nodeId, n - 1);
+      this.launch(task, inst, nodeId);
+    };
+    // 1. Every pending instance takes a free slot on a node it has not failed on.
+    for (const inst of pending) {
+      const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n));
+      if (nodeId !== undefined) take(inst, nodeId);
+    }
+    // 2. Instances that already turned down a slot take whatever is left (a one-node cluster).
+    for (const inst of pending) {
+      if (inst.state !== 'pending' || !inst.declined) continue;
+      const nodeId = free.keys().next().value;
+      if (nodeId !== undefined) take(inst, nodeId);
+    }
+    pending = pending.filter((i) => i.state === 'pending');
+    // 3. Free slots left now are surplus, or only on nodes the remaining instances failed on:
+    //    return them (the latter ask for a fresh slot anywhere below).
+    if (free.size > 0) {
+      for (const inst of pending) inst.declined = true;
+      for (const [nodeId, n] of free) this.returnSlots(task, task.holds.get(nodeId)!, n, now);
+    }
+    // 4. Outstanding requests follow what is still needed.
+    const need = pending.length;
+    let outstanding = 0;
+    for (const n of task.outstanding.values()) outstanding += n;
+    if (need > outstanding) {
+      if (!task.unitSent) {
+        task.unitSent = true;
+        this.out.units.push(this.unitOf(task));
+      }
+      const locations = task.requested ? [''] : localitiesOf(task.spec);
+      task.requested = true;
+      spread(need - outstanding, locations).forEach(([loc, n]) => this.addRequest(task, loc, n));
+    } else if (need < outstanding) {
+      this.cancelOutstanding(task, outstanding - need);
+    }
+  }
+
+  private launch(task: Task, inst: Instance, nodeId: string): void {
+    const h = task.holds.get(nodeId)!;
+    h.used++;
+    inst.attempt++;
+    inst.state = 'running';
+    inst.nodeId = nodeId;
+    inst.started = false;
+    inst.lostAttempt = 0;
+    const plan = this.planOf(task, inst);
+    const list = this.out.plans.get(nodeId);
+    if (list) list.push(plan);
+    else this.out.plans.set(nodeId, [plan]);
+    this.log.debug({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'instance planned');
+  }
+
+  private planOf(task: Task, inst: Instance): WorkerPlan {
+    const spec = this.spec!;
+    const ts = task.spec;
+    const vars: Record<string, string | number> = {
+      instance: inst.index,
+      task: ts.name,
+      job: spec.jobId || spec.name,
+      jobName: spec.name,
+      attempt: inst.attempt,
+      instances: ts.instances,
+    };
+    const env: Record<string, string> = {
+      FUXI_JOB_ID: spec.jobId,
+      FUXI_TASK: ts.name,
+      FUXI_INSTANCE: String(inst.index),
+      FUXI_INSTANCES: String(ts.instances),
+      FUXI_ATTEMPT: String(inst.attempt),
+    };
+    for (const [k, v] of Object.entries({ ...spec.env, ...ts.command.env })) env[k] = substitute(v, vars);
+    return {
+      workerId: workerIdOf(ts.name, inst.index, inst.attempt),
+      suId: task.suId,
+      task: ts.name,
+      instance: inst.index,
+      attempt: inst.attempt,
+      command: { argv: ts.command.argv.map((a) => substitute(a, vars)), env, cwd: substitute(ts.command.cwd, vars) },
+      resource: ts.resource,
+    };
+  }
+
+  private unitOf(task: Task): ScheduleUnitConfig {
+    return { suId: task.suId, resource: task.spec.resource, priority: task.priority };
+  }
+
+  private returnSlots(task: Task, h: Hold, n: number, now: number): void {
+    if (n <= 0) return;
+    h.returning.push({ n, at: now, id: this.returnEffects + 1 });
+    const k = key(task.suId, h.nodeId);
+    const r = this.out.returns.get(k);
+    if (r) r.slots += n;
+    else this.out.returns.set(k, { suId: task.suId, nodeId: h.nodeId, slots: n });
+    this.log.debug({ su: task.suId, node: h.nodeId, slots: n }, 'returning slots');
+  }
+
+  private stopWorker(nodeId: string, workerId: string): void {
+    const list = this.out.stops.get(nodeId);
+    if (list) list.push(workerId);
+    else this.out.stops.set(nodeId, [workerId]);
+  }
+
+  // ---------------------------------------------------------------- requests
+
+  private addRequest(task: Task, location: string, n: number): void {
+    if (n === 0) return;
+    task.outstanding.set(location, (task.outstanding.get(location) ?? 0) + n);
+    if (task.outstanding.get(location) === 0) task.outstanding.delete(location);
+    const k = key(task.suId, location);
+    const d = this.out.deltas.get(k);
+    if (d) d.delta += n;
+    else this.out.deltas.set(k, { suId: task.suId, location, delta: n });
+  }
+
+  /** New slots on `nodeId` satisfied some of our requests: the node's own first, then any, then racks and other nodes. */
+  private consumeOutstanding(task: Task, nodeId: string, n: number): void {
+    const order = [`node:${nodeId}`, ...locationOrder(task.outstanding)];
+    for (const loc of order) {
+      if (n === 0) return;
+      const have = task.outstanding.get(loc) ?? 0;
+      const m = Math.min(have, n);
+      if (m === 0) continue;
+      n -= m;
+      if (have === m) task.outstanding.delete(loc);
+      else task.outstanding.set(loc, have - m);
+    }
+  }
+
+  /** Asks the master for `n` fewer slots (anywhere first, then racks, then nodes). */
+  private cancelOutstanding(task: Task, n: number): void {
+    for (const loc of locationOrder(task.outstanding)) {
+      if (n <= 0) return;
+      const m = Math.min(task.outstanding.get(loc) ?? 0, n);
+      if (m > 0) this.addRequest(task, loc, -m);
+      n -= m;
+    }
+  }
+
+  // ---------------------------------------------------------------- output
+
+  private flush(): AmEffect[] {
+    const o = this.out;
+    this.out = new Outbox();
+    const effects: AmEffect[] = [];
+    for (const [nodeId, workerIds] of o.stops) effects.push({ kind: 'stop', nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '', workerIds });
+    const returns = [...o.returns.values()].filter((r) => r.slots > 0);
+    if (returns.length > 0) {
+      this.returnEffects++;
+      effects.push({ kind: 'return', returns });
+    }
+    const deltas = [...o.deltas.values()].filter((d) => d.delta !== 0);
+    if (deltas.length > 0 || o.units.length > 0) effects.push({ kind: 'request', units: o.units, deltas });
+    for (const [nodeId, plans] of o.plans) effects.push({ kind: 'plan', nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '', plans });
+    if (o.finish) effects.push({ kind: 'finish', ...o.finish });
+    return effects;
+  }
+}
+
+/** `''` first, then `rack:*`, then `node:*`, each sorted. */
+function locationOrder(m: ReadonlyMap<string, number>): string[] {
+  const rank = (l: string): number => (l === '' ? 0 : l.startsWith('rack:') ? 1 : 2);
+  return [...m.keys()].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The request locations of a task's locality hint: listed nodes, then listed racks; else anywhere. */
+export function localitiesOf(spec: Pick<TaskSpec, 'locality'>): string[] {
+  const locs = [...spec.locality.nodes.map((n) => `node:${n}`), ...spec.locality.racks.map((r) => `rack:${r}`)];
+  return locs.length > 0 ? [...new Set(locs)] : [''];
+}
+
+/** Spreads `n` over `locations` as evenly as possible (earlier ones get the remainder), dropping zeros. */
+export function spread(n: number, locations: readonly string[]): Array<[string, number]> {
+  const base = Math.floor(n / locations.length);
+  const rest = n % locations.length;
+  return locations.map((l, i): [string, number] => [l, base + (i < rest ? 1 : 0)]).filter(([, c]) => c > 0);
+}
+
+/** Parses `${task}.${instance}.${attempt}` (the task name may itself contain dots). */
+export function parseWorkerId(workerId: string): { task: string; instance: number; attempt: number } | undefined {
+  const m = /^(.+)\.(\d+)\.(\d+)$/.exec(workerId);
+  if (!m) return undefined;
+  return { task: m[1]!, instance: Number(m[2]), attempt: Number(m[3]) };
+}

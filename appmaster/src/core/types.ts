@@ -1,0 +1,129 @@
+/**
+ * Domain types of the DAG application master's core. The shell maps the wire types of
+ * `@fuxi/proto` to and from these at the edge (`src/shell/mapping.ts`), so `__Output` optionality
+ * and int64 strings never reach the core.
+ *
+ * The job spec types are the shared domain types of `@fuxi/common` (job-spec.ts).
+ */
+import type { CommandSpec, Resource } from '@fuxi/common';
+
+export type { CommandSpec, JobSpec, TaskSpec } from '@fuxi/common';
+
+/** "You hold `slots` slots of SU `suId` on node `nodeId`" (absolute, never a delta). */
+export interface Assignment {
+  suId: string;
+  nodeId: string;
+  nodeAddress: string;
+  slots: number;
+}
+
+/**
+ * One assignment message from the master. A delta (`full` false) is applied only when `seq` is
+ * exactly one past the applied seq and changes only the entries it lists; `full` replaces the
+ * whole table (entries absent are 0).
+ */
+export interface AssignmentUpdate {
+  seq: number;
+  full: boolean;
+  assignments: readonly Assignment[];
+  /**
+   * Only for a full table that answers an UpdateRequests: `DagAppMaster.returnsIssued` as read when
+   * that request was queued behind the ReturnSlots calls. Those returns are in the table, later
+   * ones are not, so returned slots settle exactly. Absent: returns settle when counts drop.
+   */
+  returnsReflected?: number;
+}
+
+export type WorkerState = 'pending' | 'running' | 'succeeded' | 'failed' | 'killed' | 'rejected';
+
+/** A worker status change as pushed by an agent (or synthesized by the shell for a failed plan). */
+export interface WorkerEvent {
+  workerId: string;
+  task: string;
+  instance: number;
+  attempt: number;
+  state: WorkerState;
+  exitCode: number;
+  signal: string;
+  /** For failures: the reason, e.g. the last line of stderr. */
+  message: string;
+}
+
+export interface ScheduleUnitConfig {
+  suId: string;
+  resource: Resource;
+  priority: number;
+}
+
+/** `location` is '' (anywhere), `node:<id>` or `rack:<name>`. */
+export interface RequestDelta {
+  suId: string;
+  location: string;
+  delta: number;
+}
+
+export interface SlotReturn {
+  suId: string;
+  nodeId: string;
+  slots: number;
+}
+
+export interface WorkerPlan {
+  workerId: string;
+  suId: string;
+  task: string;
+  instance: number;
+  attempt: number;
+  command: CommandSpec;
+  resource: Resource;
+}
+
+export interface TaskProgress {
+  name: string;
+  total: number;
+  /** Not yet started: waiting for dependencies or for a slot. */
+  pending: number;
+  running: number;
+  succeeded: number;
+  /** Instances that failed for good. */
+  failed: number;
+  /** Attempts that failed and were retried. */
+  retries: number;
+}
+
+/** An outstanding request as the AM sees it (for ReportAppState). */
+export interface OutstandingRequest {
+  suId: string;
+  location: string;
+  count: number;
+}
+
+/** A worker the AM believes is running (planned and not finished). */
+export interface RunningWorker {
+  workerId: string;
+  suId: string;
+  task: string;
+  instance: number;
+  attempt: number;
+  nodeId: string;
+  /** The agent reported it RUNNING (else it was planned and may still wait for its grant). */
+  started: boolean;
+  resource: Resource;
+}
+
+/**
+ * What the core asks its shell to do. Within one step's list the order is: stop, return, request,
+ * plan, finish; at most one `request` and one `return` per step, at most one `plan` and one
+ * `stop` per node per step.
+ */
+export type AmEffect =
+  /** `UpdateRequests`: `units` holds the config of SUs asked for the first time. */
+  | { kind: 'request'; units: ScheduleUnitConfig[]; deltas: RequestDelta[] }
+  /** `AgentService.StartWorkers` on `nodeAddress`. */
+  | { kind: 'plan'; nodeId: string; nodeAddress: string; plans: WorkerPlan[] }
+  /** `ReturnSlots`. */
+  | { kind: 'return'; returns: SlotReturn[] }
+  /** `AgentService.StopWorkers` on `nodeAddress`. */
+  | { kind: 'stop'; nodeId: string; nodeAddress: string; workerIds: string[] }
+  /** `FinishApp`; the core accepts no further input after it. */
+  | { kind: 'finish'; succeeded: boolean; message: string };

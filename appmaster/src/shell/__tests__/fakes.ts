@@ -1,0 +1,254 @@
+/**
+ * In-process fakes of the master and of agents, on real gRPC servers on loopback, for the AM shell
+ * tests. The fake master places every requested slot at once (round robin over its agents) and
+ * pushes absolute assignments with a seq, like the real one; a fake agent "runs" each plan for a
+ * few milliseconds and reports the outcome its `behaviour` picks.
+ */
+import { FailedPreconditionError, nullLogger } from '@fuxi/common';
+import {
+  loadFuxiProto,
+  type Assignment,
+  type FinishAppRequest__Output,
+  type JobSpec,
+  type ReturnSlotsRequest__Output,
+  type StartWorkersRequest__Output,
+  type UpdateRequestsRequest__Output,
+  type WorkerPlan__Output,
+  type WorkerStatus,
+} from '@fuxi/proto';
+import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
+
+const proto = loadFuxiProto();
+
+function notImplemented(names: string[]): Record<string, () => never> {
+  return Object.fromEntries(
+    names.map((n) => [
+      n,
+      () => {
+        throw new FailedPreconditionError(`${n} is not implemented by the fake`);
+      },
+    ]),
+  );
+}
+
+export class FakeMaster {
+  server!: RunningServer;
+  amAddress = '';
+  seq = 0;
+  /** `${su}|${node}` -> absolute slot count. */
+  readonly asgn = new Map<string, number>();
+  readonly outstanding = new Map<string, number>();
+  readonly requests: UpdateRequestsRequest__Output[] = [];
+  readonly returns: ReturnSlotsRequest__Output[] = [];
+  finished: FinishAppRequest__Output | undefined;
+  readonly whenFinished: Promise<FinishAppRequest__Output>;
+  /** Pushes to drop (lost messages), counted down. */
+  dropPushes = 0;
+  /** UpdateRequests answers that carried the full table. */
+  fullTablesSent = 0;
+  private inflight = 0;
+  private rr = 0;
+  private lastRequestSeq = 0;
+  private onFinish!: (r: FinishAppRequest__Output) => void;
+
+  constructor(
+    readonly spec: JobSpec,
+    readonly agents: FakeAgent[],
+  ) {
+    this.whenFinished = new Promise((r) => (this.onFinish = r));
+  }
+
+  get address(): string {
+    return this.server.address;
+  }
+
+  slots(su: string, node: string): number {
+    return this.asgn.get(`${su}|${node}`) ?? 0;
+  }
+
+  async start(): Promise<this> {
+    const def = proto.MasterService.service;
+    const handlers = implement(
+      def,
+      {
+        ...notImplemented(Object.keys(def)),
+        RegisterApp: (req: { address: string }) => {
+          this.amAddress = req.address;
+          return { epoch: '1', spec: this.spec, heartbeatIntervalMs: 50, assignments: [], assignmentSeq: String(this.seq) };
+        },
+        UpdateRequests: (req: UpdateRequestsRequest__Output) => {
+          this.requests.push(req);
+          if (Number(req.seq) > this.lastRequestSeq) {
+            this.lastRequestSeq = Number(req.seq);
+            for (const d of req.deltas) this.outstanding.set(d.suId, Math.max(0, (this.outstanding.get(d.suId) ?? 0) + d.delta));
+            this.place();
+          }
+          const behind = this.inflight === 0 && Number(req.assignmentSeq) !== this.seq;
+          if (behind) this.fullTablesSent++;
+          return behind ? { epoch: '1', fullAssignments: true, assignmentSeq: String(this.seq), assignments: this.table() } : { epoch: '1', assignmentSeq: String(this.seq) };
+        },
+        ReturnSlots: (req: ReturnSlotsRequest__Output) => {
+          this.returns.push(req);
+          const changed: Assignment[] = [];
+          for (const r of req.returns) {
+            const k = `${r.suId}|${r.nodeId}`;
+            this.asgn.set(k, Math.max(0, (this.asgn.get(k) ?? 0) - r.slots));
+            changed.push(this.entry(r.suId, r.nodeId));
+          }
+          this.push(changed);
+          return {};
+        },
+        FinishApp: (req: FinishAppRequest__Output) => {
+          this.finished = req;
+          this.onFinish(req);
+          return {};
+        },
+      } as never,
+      nullLogger,
+    );
+    this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers }] });
+    return this;
+  }
+
+  private entry(su: string, node: string): Assignment {
+    const agent = this.agents.find((a) => a.nodeId === node);
+    return { suId: su, nodeId: node, nodeAddress: agent?.address ?? '', slots: this.slots(su, node) };
+  }
+
+  private table(): Assignment[] {
+    return [...this.asgn.entries()].filter(([, n]) => n > 0).map(([k]) => this.entry(...(k.split('|') as [string, string])));
+  }
+
+  private place(): void {
+    const changed: Assignment[] = [];
+    for (const [su, n] of this.outstanding) {
+      for (let i = 0; i < n; i++) {
+        const agent = this.agents[this.rr++ % this.agents.length]!;
+        const k = `${su}|${agent.nodeId}`;
+        this.asgn.set(k, (this.asgn.get(k) ?? 0) + 1);
+        changed.push(this.entry(su, agent.nodeId));
+      }
+      this.outstanding.set(su, 0);
+    }
+    if (changed.length > 0) this.push(changed);
+  }
+
+  private push(changed: Assignment[]): void {
+    const seq = ++this.seq;
+    // Absolute counts: the last entry per (su, node) wins.
+    const last = new Map(changed.map((a) => [`${a.suId}|${a.nodeId}`, a]));
+    const assignments = [...last.values()].map((a) => this.entry(a.suId ?? '', a.nodeId ?? ''));
+    if (this.dropPushes > 0) {
+      this.dropPushes--;
+      return;
+    }
+    this.inflight++;
+    setImmediate(() => {
+      const am = connect(proto.AppMasterService, this.amAddress);
+      am.UpdateAssignments({ epoch: '1', seq: String(seq), full: false, assignments }, { deadlineMs: 5000 })
+        .catch(() => undefined)
+        .finally(() => {
+          this.inflight--;
+          am.close();
+        });
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.shutdown(500);
+  }
+}
+
+export type Outcome = { state: 'succeeded' } | { state: 'failed'; exitCode: number; message?: string } | { state: 'rejected'; message: string };
+
+export class FakeAgent {
+  server!: RunningServer;
+  readonly started: StartWorkersRequest__Output[] = [];
+  readonly stopped: string[] = [];
+  /** Workers planned and not finished: (su) -> count, to check the AM never exceeds its slots. */
+  readonly running = new Map<string, number>();
+  readonly violations: string[] = [];
+  master: FakeMaster | undefined;
+  /** How long a worker "runs". */
+  runMs = 5;
+
+  constructor(
+    readonly nodeId: string,
+    public behaviour: (plan: WorkerPlan__Output) => Outcome = () => ({ state: 'succeeded' }),
+  ) {}
+
+  get address(): string {
+    return this.server.address;
+  }
+
+  get plans(): WorkerPlan__Output[] {
+    return this.started.flatMap((r) => r.plans);
+  }
+
+  async start(): Promise<this> {
+    const def = proto.AgentService.service;
+    const handlers = implement(
+      def,
+      {
+        ...notImplemented(Object.keys(def)),
+        StartWorkers: (req: StartWorkersRequest__Output) => {
+          this.started.push(req);
+          const workers: WorkerStatus[] = [];
+          for (const plan of req.plans) {
+            const outcome = this.behaviour(plan);
+            const base = { workerId: plan.workerId, appId: req.appId, suId: plan.suId, task: plan.task, instance: plan.instance, attempt: plan.attempt, amAttempt: req.amAttempt, nodeId: this.nodeId };
+            if (outcome.state === 'rejected') {
+              workers.push({ ...base, state: 'WORKER_STATE_REJECTED', message: outcome.message });
+              continue;
+            }
+            const n = (this.running.get(plan.suId) ?? 0) + 1;
+            this.running.set(plan.suId, n);
+            const held = this.master?.slots(plan.suId, this.nodeId) ?? Infinity;
+            if (n > held) this.violations.push(`${plan.workerId}: ${n} workers of ${plan.suId} on ${this.nodeId} with ${held} slots`);
+            workers.push({ ...base, state: 'WORKER_STATE_PENDING' });
+            setTimeout(() => {
+              this.running.set(plan.suId, (this.running.get(plan.suId) ?? 1) - 1);
+              const final: WorkerStatus =
+                outcome.state === 'succeeded'
+                  ? { ...base, state: 'WORKER_STATE_SUCCEEDED' }
+                  : { ...base, state: 'WORKER_STATE_FAILED', exitCode: outcome.exitCode, message: outcome.message ?? '' };
+              // Every event twice: the AM must be idempotent.
+              const events = [{ ...base, state: 'WORKER_STATE_RUNNING' as const }, final, final];
+              const am = connect(proto.AppMasterService, req.amAddress);
+              am.WorkerEvents({ nodeId: this.nodeId, events }, { deadlineMs: 5000 })
+                .catch(() => undefined)
+                .finally(() => am.close());
+            }, this.runMs);
+          }
+          return { workers };
+        },
+        StopWorkers: (req: { workerIds: string[] }) => {
+          this.stopped.push(...req.workerIds);
+          return { workers: [] };
+        },
+      } as never,
+      nullLogger,
+    );
+    this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.AgentService', definition: def, handlers }] });
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.shutdown(500);
+  }
+}
+
+/** A 2-stage job (map x4 -> reduce x2) in wire form. */
+export function wireJob(over: Partial<JobSpec> = {}, maxAttempts = 3): JobSpec {
+  const task = (name: string, instances: number, dependsOn: string[]) => ({
+    name,
+    instances,
+    resource: { cpuMilli: 100, memoryMb: 64 },
+    command: { argv: ['true', '${task}', '${instance}'], env: {}, cwd: '' },
+    maxAttempts,
+    dependsOn,
+    locality: { nodes: [], racks: [] },
+    priority: 0,
+  });
+  return { jobId: 'job-1', name: 'wordcount', quotaGroup: 'default', priority: 1, env: {}, amResource: { cpuMilli: 100, memoryMb: 256 }, tasks: [task('map', 4, []), task('reduce', 2, ['map'])], ...over };
+}

@@ -1,0 +1,432 @@
+/**
+ * The DAG application master's shell: the `AppMasterService` gRPC server, the connection to the
+ * master, clients to the agents and the heartbeat timer around the pure `DagAppMaster` core. Every
+ * RPC and tick becomes a core input; every effect the core returns is executed here.
+ *
+ * Master calls (UpdateRequests, ReturnSlots, FinishApp) go through one queue, so their sequence
+ * numbers reach the master in order; calls to agents run concurrently.
+ *
+ * ```ts
+ * const am = new AppMaster({ masters: ['127.0.0.1:7070'], appId, amAttempt: 1, log });
+ * const { succeeded, message } = await am.run(); // resolves after FinishApp
+ * ```
+ */
+import { cmpInt64, errorMessage, FailedPreconditionError, InvalidArgumentError, StaleEpochError, validateJobSpec, type JobSpec, type Logger } from '@fuxi/common';
+import { loadFuxiProto, type AgentServiceDefinition, type AgentsTimedOutRequest__Output, type UpdateAssignmentsRequest__Output, type WorkerEventsRequest__Output, type WorkerStatus__Output } from '@fuxi/proto';
+import { connect, implement, jobSpecFromProto, MasterConnection, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
+import { DagAppMaster } from '../core/dag-am.js';
+import type { AmEffect, RequestDelta, ScheduleUnitConfig, WorkerEvent } from '../core/types.js';
+import { assignmentFromProto, int64ToNumber, runningWorkerToProto, workerEventFromProto } from './mapping.js';
+
+export interface AppMasterConfig {
+  /** Master addresses (host:port); standbys redirect to the leader. */
+  masters: string[];
+  appId: string;
+  amAttempt: number;
+  /** The node this AM runs on (for logs). */
+  nodeId?: string;
+  /** Address the AppMasterService binds (default `127.0.0.1:0`). */
+  bind?: string;
+  /** Address agents and the master should use, when it differs from the bound one. */
+  advertise?: string;
+  log: Logger;
+  /** How long master calls are retried while the master is unreachable (default 5 min). */
+  masterRetryForMs?: number;
+  /** How long a StartWorkers is retried on UNAVAILABLE before the plans count as rejected (default 60 s). */
+  agentRetryForMs?: number;
+  /** Per-call deadline (default 10 s). */
+  deadlineMs?: number;
+  /** Heartbeat interval when RegisterApp does not say (default 1 s). */
+  defaultHeartbeatMs?: number;
+  /** See `DagAmOptions.returnSettleMs`; default max(15 s, 5 heartbeats). */
+  returnSettleMs?: number;
+}
+
+export interface AppResult {
+  succeeded: boolean;
+  message: string;
+}
+
+type AgentClient = TypedClient<AgentServiceDefinition>;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function isTransient(e: unknown): boolean {
+  return e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED');
+}
+
+/** Reads the AM's configuration from the environment the agent gives it. */
+export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterConfig {
+  const masters = (env.FUXI_MASTER ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (masters.length === 0) throw new InvalidArgumentError('FUXI_MASTER', 'must list at least one master address (host:port, comma-separated)');
+  const appId = env.FUXI_APP_ID ?? '';
+  if (!appId) throw new InvalidArgumentError('FUXI_APP_ID', 'must be set');
+  const amAttempt = Number(env.FUXI_AM_ATTEMPT ?? '1');
+  if (!Number.isInteger(amAttempt) || amAttempt < 1) throw new InvalidArgumentError('FUXI_AM_ATTEMPT', `must be a positive integer, got "${env.FUXI_AM_ATTEMPT}"`);
+  return {
+    masters,
+    appId,
+    amAttempt,
+    nodeId: env.FUXI_NODE_ID ?? '',
+    bind: env.FUXI_AM_BIND || '127.0.0.1:0',
+    ...(env.FUXI_AM_ADVERTISE ? { advertise: env.FUXI_AM_ADVERTISE } : {}),
+    log,
+  };
+}
+
+export class AppMaster {
+  private readonly log: Logger;
+  private readonly proto = loadFuxiProto();
+  private readonly conn: MasterConnection;
+  private readonly agents = new Map<string, AgentClient>();
+  private core: DagAppMaster;
+  private server: RunningServer | undefined;
+  private epoch = '0';
+  private requestSeq = 0;
+  private returnSeq = 0;
+  private masterQueue: Promise<void> = Promise.resolve();
+  private heartbeatQueued = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly agentOps = new Set<Promise<void>>();
+  private stopped = false;
+  private settle!: { resolve: (r: AppResult) => void; reject: (e: unknown) => void };
+  private readonly done: Promise<AppResult>;
+
+  constructor(private readonly cfg: AppMasterConfig) {
+    this.log = cfg.log.child({ appId: cfg.appId, amAttempt: cfg.amAttempt });
+    this.conn = new MasterConnection(cfg.masters, {
+      retryForMs: Math.min(30_000, this.masterRetryForMs),
+      onRedirect: (from, to) => this.log.info({ from, to }, 'following the master leader'),
+    });
+    this.core = new DagAppMaster({ log: this.log });
+    this.done = new Promise<AppResult>((resolve, reject) => (this.settle = { resolve, reject }));
+    this.done.catch(() => undefined);
+  }
+
+  private get masterRetryForMs(): number {
+    return this.cfg.masterRetryForMs ?? 300_000;
+  }
+
+  private get deadlineMs(): number {
+    return this.cfg.deadlineMs ?? 10_000;
+  }
+
+  /** Options of master calls that are safe to retry (every AM call carries a seq or is idempotent). */
+  private get retrying(): { retry: true; deadlineMs: number } {
+    return { retry: true, deadlineMs: this.deadlineMs };
+  }
+
+  /** host:port of the AppMasterService (after `run` started it). */
+  get address(): string {
+    return this.server?.address ?? '';
+  }
+
+  /**
+   * Serves, registers, runs the job to its end and calls FinishApp; resolves with the job's result
+   * after shutting the server down. Rejects on a fatal error (the caller exits non-zero).
+   */
+  async run(): Promise<AppResult> {
+    try {
+      await this.startServing();
+      await this.register();
+      return await this.done;
+    } finally {
+      await this.shutdown();
+    }
+  }
+
+  // ---------------------------------------------------------------- server
+
+  private async startServing(): Promise<void> {
+    const def = this.proto.AppMasterService.service;
+    const handlers = implement(
+      def,
+      {
+        UpdateAssignments: (req: UpdateAssignmentsRequest__Output) => {
+          this.checkEpoch(req.epoch);
+          if (this.core.started) {
+            this.execute(this.core.assignments({ seq: int64ToNumber(req.seq), full: req.full, assignments: req.assignments.map(assignmentFromProto) }, Date.now()));
+          }
+          return { appliedSeq: String(this.core.assignmentSeq) };
+        },
+        WorkerEvents: (req: WorkerEventsRequest__Output) => {
+          this.onWorkerStatuses(req.nodeId, req.events);
+          return {};
+        },
+        AgentsTimedOut: (req: AgentsTimedOutRequest__Output) => {
+          this.checkEpoch(req.epoch);
+          // Policy (wait, or re-run elsewhere after a threshold) comes with the fault-handling feature.
+          this.log.warn({ nodes: req.nodeIds }, 'master reports agents timing out; waiting');
+          return {};
+        },
+        GetAppState: () => ({
+          appId: this.cfg.appId,
+          amAttempt: this.cfg.amAttempt,
+          assignments: this.core.assignmentTable(),
+          progress: this.core.progress(),
+          workers: this.core.workers().map((w) => runningWorkerToProto(w, this.cfg.appId, this.cfg.amAttempt)),
+        }),
+      },
+      this.log,
+    );
+    this.server = await startServer({
+      bind: this.cfg.bind ?? '127.0.0.1:0',
+      ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
+      log: this.log,
+      services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers }],
+    });
+    this.log.info({ address: this.server.address, node: this.cfg.nodeId }, 'application master serving');
+  }
+
+  /** Fencing: commands from a deposed master (older epoch) are refused. */
+  private checkEpoch(epoch: string): void {
+    if (!epoch || epoch === '0') return;
+    if (cmpInt64(epoch, this.epoch) < 0) throw new StaleEpochError('epoch', epoch, this.epoch);
+    this.epoch = epoch;
+  }
+
+  private onWorkerStatuses(nodeId: string, statuses: readonly WorkerStatus__Output[]): void {
+    if (!this.core.started) return;
+    const events: WorkerEvent[] = [];
+    for (const s of statuses) {
+      if (s.appId && s.appId !== this.cfg.appId) continue;
+      if (s.amAttempt && s.amAttempt !== this.cfg.amAttempt) continue;
+      const ev = workerEventFromProto(s);
+      if (ev) events.push(ev);
+    }
+    if (events.length > 0) this.execute(this.core.workerEvents(nodeId, events, Date.now()));
+  }
+
+  // ---------------------------------------------------------------- registration and heartbeat
+
+  private async register(): Promise<void> {
+    const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, address: this.address };
+    const res = await this.persist('RegisterApp', () => this.conn.call('RegisterApp', req, this.retrying));
+    if (cmpInt64(res.epoch, this.epoch) > 0) this.epoch = res.epoch;
+    if (!res.spec) throw new FailedPreconditionError(`RegisterApp returned no job spec for app ${this.cfg.appId}`);
+    const raw = jobSpecFromProto(res.spec);
+    const heartbeatMs = res.heartbeatIntervalMs > 0 ? res.heartbeatIntervalMs : (this.cfg.defaultHeartbeatMs ?? 1000);
+    this.core = new DagAppMaster({ log: this.log, returnSettleMs: this.cfg.returnSettleMs ?? Math.max(15_000, 5 * heartbeatMs) });
+    this.log.info({ job: raw.jobId, name: raw.name, tasks: raw.tasks.map((t) => t.name), heartbeatMs }, 'registered with the master');
+    let effects: AmEffect[];
+    try {
+      // The master stored a validated spec; validating again fills proto3 zero values with defaults.
+      const spec: JobSpec = validateJobSpec(raw);
+      effects = this.core.start(spec, { seq: int64ToNumber(res.assignmentSeq), assignments: res.assignments.map(assignmentFromProto) }, Date.now());
+    } catch (e) {
+      if (!(e instanceof InvalidArgumentError)) throw e;
+      // A spec this AM cannot run fails the job instead of crash-looping the AM.
+      effects = [{ kind: 'finish', succeeded: false, message: `invalid job spec: ${e.message}` }];
+    }
+    this.execute(effects);
+    this.timer = setInterval(() => this.onTimer(), heartbeatMs);
+  }
+
+  private onTimer(): void {
+    if (this.stopped) return;
+    this.execute(this.core.tick(Date.now()));
+    if (this.heartbeatQueued || this.core.result) return;
+    this.heartbeatQueued = true;
+    const reflected = this.core.returnsIssued;
+    this.enqueueMaster(async () => {
+      this.heartbeatQueued = false;
+      try {
+        await this.updateRequests([], [], false, reflected);
+      } catch (e) {
+        this.log.warn({ err: errorMessage(e) }, 'heartbeat to the master failed');
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- effects
+
+  private execute(effects: readonly AmEffect[]): void {
+    for (const e of effects) {
+      if (this.stopped) return;
+      switch (e.kind) {
+        case 'request':
+          this.log.debug({ units: e.units.map((u) => u.suId), deltas: e.deltas }, 'requesting slots');
+          {
+            const reflected = this.core.returnsIssued;
+            this.enqueueMaster(() => this.updateRequests(e.units, e.deltas, true, reflected));
+          }
+          break;
+        case 'return':
+          this.log.debug({ returns: e.returns }, 'returning slots');
+          this.enqueueMaster(async () => {
+            const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, seq: String(++this.returnSeq), returns: e.returns };
+            await this.persist('ReturnSlots', () => this.conn.call('ReturnSlots', req, this.retrying));
+          });
+          break;
+        case 'plan':
+          this.track(this.startWorkers(e));
+          break;
+        case 'stop':
+          this.track(this.stopWorkers(e));
+          break;
+        case 'finish':
+          this.enqueueMaster(() => this.finish(e.succeeded, e.message));
+          break;
+      }
+    }
+  }
+
+  private enqueueMaster(fn: () => Promise<void>): void {
+    this.masterQueue = this.masterQueue.then(async () => {
+      if (this.stopped) return;
+      try {
+        await fn();
+      } catch (e) {
+        this.fatal(e);
+      }
+    });
+  }
+
+  private track(op: Promise<void>): void {
+    const p = op.catch((e) => this.fatal(e)).finally(() => this.agentOps.delete(p));
+    this.agentOps.add(p);
+  }
+
+  /**
+   * UpdateRequests with the next seq; `persistent` calls (carrying deltas) are retried until the
+   * master answers, heartbeats are not. A full assignment table in the answer goes to the core,
+   * with `reflected` = the returns queued (and so acknowledged) before this call.
+   */
+  private async updateRequests(units: ScheduleUnitConfig[], deltas: RequestDelta[], persistent: boolean, reflected: number): Promise<void> {
+    const req = {
+      appId: this.cfg.appId,
+      amAttempt: this.cfg.amAttempt,
+      seq: String(++this.requestSeq),
+      units,
+      deltas,
+      assignmentSeq: String(this.core.assignmentSeq),
+      progress: this.core.progress(),
+    };
+    const res = persistent
+      ? await this.persist('UpdateRequests', () => this.conn.call('UpdateRequests', req, this.retrying))
+      : await this.conn.call('UpdateRequests', req, { deadlineMs: this.deadlineMs });
+    if (cmpInt64(res.epoch, this.epoch) > 0) this.epoch = res.epoch;
+    if (res.fullAssignments) {
+      this.log.debug({ seq: res.assignmentSeq, applied: this.core.assignmentSeq }, 'full assignment table from the master');
+      const update = { seq: int64ToNumber(res.assignmentSeq), full: true, assignments: res.assignments.map(assignmentFromProto), returnsReflected: reflected };
+      this.execute(this.core.assignments(update, Date.now()));
+    }
+  }
+
+  private async finish(succeeded: boolean, message: string): Promise<void> {
+    // Stops go out before the master hears the job is over (best effort, bounded).
+    await Promise.allSettled([...this.agentOps]);
+    const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, succeeded, message, progress: this.core.progress() };
+    try {
+      await this.persist('FinishApp', () => this.conn.call('FinishApp', req, this.retrying));
+    } catch (e) {
+      if (!(e instanceof RpcError) || (e.code !== 'FAILED_PRECONDITION' && e.code !== 'NOT_FOUND')) throw e;
+      // The master already considers the app over (a retried FinishApp, or the job was killed).
+      this.log.warn({ err: e.message }, 'FinishApp refused; the app is already over');
+    }
+    this.log.info({ succeeded, message }, 'application finished');
+    this.settle.resolve({ succeeded, message });
+  }
+
+  private async startWorkers(e: Extract<AmEffect, { kind: 'plan' }>): Promise<void> {
+    const until = Date.now() + (this.cfg.agentRetryForMs ?? 60_000);
+    let delay = 100;
+    for (;;) {
+      if (this.stopped) return;
+      const plans = e.plans.filter((p) => this.core.isCurrentWorker(p.workerId));
+      if (plans.length === 0) return;
+      try {
+        if (!e.nodeAddress) throw new FailedPreconditionError(`no address known for node ${e.nodeId}`);
+        const res = await this.agent(e.nodeAddress).StartWorkers({ appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, amAddress: this.address, epoch: '0', plans }, { deadlineMs: this.deadlineMs });
+        this.log.debug({ node: e.nodeId, workers: plans.map((p) => p.workerId) }, 'plans sent');
+        this.onWorkerStatuses(e.nodeId, res.workers);
+        return;
+      } catch (err) {
+        if (isTransient(err) && Date.now() < until) {
+          this.log.debug({ node: e.nodeId, err: errorMessage(err) }, 'agent unavailable; retrying plans');
+          await sleep(delay);
+          delay = Math.min(delay * 2, 2000);
+          continue;
+        }
+        // The agent refused (or stayed unreachable): each plan counts as a rejected attempt.
+        this.log.warn({ node: e.nodeId, workers: plans.map((p) => p.workerId), err: errorMessage(err) }, 'StartWorkers failed');
+        const events: WorkerEvent[] = plans.map((p) => ({
+          workerId: p.workerId,
+          task: p.task,
+          instance: p.instance,
+          attempt: p.attempt,
+          state: 'rejected',
+          exitCode: 0,
+          signal: '',
+          message: `StartWorkers on ${e.nodeId} failed: ${errorMessage(err)}`,
+        }));
+        if (!this.stopped) this.execute(this.core.workerEvents(e.nodeId, events, Date.now()));
+        return;
+      }
+    }
+  }
+
+  private async stopWorkers(e: Extract<AmEffect, { kind: 'stop' }>): Promise<void> {
+    if (!e.nodeAddress) return;
+    const agent = this.agent(e.nodeAddress);
+    const until = Date.now() + 10_000;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      try {
+        await agent.StopWorkers({ appId: this.cfg.appId, workerIds: e.workerIds, amAttempt: this.cfg.amAttempt, epoch: '0', reason: 'stopped by the application master' }, { deadlineMs: this.deadlineMs });
+        this.log.debug({ node: e.nodeId, workers: e.workerIds }, 'workers stopped');
+        return;
+      } catch (err) {
+        if (!isTransient(err) || Date.now() > until || this.stopped) {
+          this.log.warn({ node: e.nodeId, workers: e.workerIds, err: errorMessage(err) }, 'StopWorkers failed; the master revokes the slots');
+          return;
+        }
+        await sleep(delay);
+      }
+    }
+  }
+
+  private agent(address: string): AgentClient {
+    let c = this.agents.get(address);
+    if (!c) {
+      c = connect(this.proto.AgentService, address);
+      this.agents.set(address, c);
+    }
+    return c;
+  }
+
+  /** Runs a master call (itself retried by MasterConnection), again across outages, for `masterRetryForMs`. */
+  private async persist<T>(method: string, call: () => Promise<T>): Promise<T> {
+    const until = Date.now() + this.masterRetryForMs;
+    for (;;) {
+      try {
+        return await call();
+      } catch (e) {
+        if (!isTransient(e) || Date.now() > until || this.stopped) throw e;
+        this.log.warn({ method, err: errorMessage(e) }, 'master unreachable; retrying');
+        await sleep(1000);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- the end
+
+  private fatal(e: unknown): void {
+    if (this.stopped) return;
+    this.log.error({ err: e instanceof Error ? (e.stack ?? e.message) : String(e) }, 'fatal error');
+    this.settle.reject(e);
+  }
+
+  private async shutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await Promise.allSettled([...this.agentOps]);
+    await this.server?.shutdown(1000);
+    this.conn.close();
+    for (const c of this.agents.values()) c.close();
+    this.agents.clear();
+  }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+/**
+ * `fuxi-appmaster`: the built-in DAG application master. The agent starts it as a worker with
+ * FUXI_MASTER (comma-separated master addresses), FUXI_APP_ID, FUXI_AM_ATTEMPT and FUXI_NODE_ID in
+ * its environment; FUXI_AM_BIND (default 127.0.0.1:0), FUXI_AM_ADVERTISE and FUXI_LOG_LEVEL are
+ * optional. Exits 0 once FinishApp went through (whether the job succeeded or failed), 1 on a fatal
+ * error (the master then restarts the AM or fails the job).
+ */
+import { createLogger, errorMessage } from '@fuxi/common';
+import { AppMaster, configFromEnv } from './app-master.js';
+
+async function main(): Promise<number> {
+  const log = createLogger('appmaster');
+  const fail = (what: string) => (e: unknown) => {
+    log.error({ err: e instanceof Error ? (e.stack ?? e.message) : String(e) }, what);
+    process.exit(1);
+  };
+  process.on('uncaughtException', fail('uncaught exception'));
+  process.on('unhandledRejection', fail('unhandled rejection'));
+  try {
+    const am = new AppMaster(configFromEnv(process.env, log));
+    const result = await am.run();
+    log.info({ succeeded: result.succeeded, message: result.message }, 'application master exiting');
+    return 0;
+  } catch (e) {
+    log.error({ err: errorMessage(e) }, 'application master failed');
+    return 1;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  () => process.exit(1),
+);

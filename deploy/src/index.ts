@@ -1,0 +1,8 @@
+/**
+ * @fuxi/deploy: the local-cluster launcher (also used by the integration tests and the demo).
+ *
+ * ```ts
+ * const cluster = await LocalCluster.start({ dir: '/tmp/c', agents: 3 });
+ * ```
+ */
+export * from './local-cluster.js';

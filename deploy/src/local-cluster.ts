@@ -1,0 +1,268 @@
+/**
+ * A local cluster: one master and N agents on loopback, each a real process with its own work dir
+ * and log file. Used by `make demo`, the integration tests and `fuxi-local-cluster`.
+ *
+ * ```ts
+ * const cluster = await LocalCluster.start({ dir: '/tmp/c1', agents: 3 });
+ * console.log(cluster.masterAddress);
+ * await cluster.stop();
+ * ```
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FuxiClient } from '@fuxi/client';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, '..', '..');
+export const BIN = {
+  master: join(repo, 'master', 'dist', 'shell', 'main.js'),
+  agent: join(repo, 'agent', 'dist', 'shell', 'main.js'),
+  appmaster: join(repo, 'appmaster', 'dist', 'shell', 'main.js'),
+  cli: join(repo, 'client', 'dist', 'cli', 'main.js'),
+};
+
+export interface LocalClusterOptions {
+  /** Root folder: master data, agent work dirs and logs go under it. */
+  dir: string;
+  agents: number;
+  /** Per agent, e.g. '2' cores and '4Gi'. */
+  agentCpu?: string;
+  agentMemory?: string;
+  /** Rack of agent i is racks[i % racks.length]. */
+  racks?: string[];
+  heartbeatIntervalMs?: number;
+  agentTimeoutMs?: number;
+  logLevel?: string;
+  /** Extra flags for the master. */
+  masterArgs?: string[];
+  /** Extra flags for every agent. */
+  agentArgs?: string[];
+}
+
+export interface ProcessInfo {
+  name: string;
+  pid: number;
+  address: string;
+  logFile: string;
+  child: ChildProcess;
+}
+
+export interface AgentProcess extends ProcessInfo {
+  nodeId: string;
+  workDir: string;
+}
+
+/** Waits until `file` has a pino line with msg === `msg` logged by `child`; returns that record. */
+export async function waitForLogLine(file: string, msg: string, child: ChildProcess, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      /* not yet created */
+    }
+    for (const line of text.split('\n')) {
+      if (!line.includes(msg)) continue;
+      try {
+        const rec = JSON.parse(line) as Record<string, unknown>;
+        if (rec.msg === msg && Number(rec.pid) === child.pid) return rec;
+      } catch {
+        /* partial line */
+      }
+    }
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${file}: process exited (${child.exitCode ?? child.signalCode}) before "${msg}":\n${text.slice(-2000)}`);
+    }
+    if (Date.now() > until) throw new Error(`${file}: no "${msg}" within ${timeoutMs} ms:\n${text.slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function startProcess(name: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = {}): ChildProcess {
+  mkdirSync(dirname(logFile), { recursive: true });
+  const fd = openSync(logFile, 'a');
+  const child = spawn(process.execPath, args, { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
+  closeSync(fd);
+  child.on('error', () => undefined);
+  return child;
+}
+
+async function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return true;
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class LocalCluster {
+  master!: ProcessInfo;
+  readonly agents: AgentProcess[] = [];
+  private constructor(readonly opts: LocalClusterOptions) {}
+
+  get masterAddress(): string {
+    return this.master.address;
+  }
+
+  client(): FuxiClient {
+    return new FuxiClient({ masters: [this.masterAddress] });
+  }
+
+  static async start(opts: LocalClusterOptions): Promise<LocalCluster> {
+    const c = new LocalCluster(opts);
+    mkdirSync(opts.dir, { recursive: true });
+    try {
+      await c.startMaster();
+      await Promise.all(Array.from({ length: opts.agents }, (_, i) => c.startAgent(i)));
+      await c.waitForNodes(opts.agents);
+    } catch (e) {
+      await c.stop({ killWorkers: true });
+      throw e;
+    }
+    return c;
+  }
+
+  async startMaster(): Promise<ProcessInfo> {
+    const o = this.opts;
+    const logFile = join(o.dir, 'master.log');
+    const args = [
+      BIN.master,
+      '--listen',
+      '127.0.0.1:0',
+      '--store',
+      'embedded',
+      '--data-dir',
+      join(o.dir, 'master-data'),
+      '--heartbeat-interval-ms',
+      String(o.heartbeatIntervalMs ?? 500),
+      '--agent-timeout-ms',
+      String(o.agentTimeoutMs ?? 10_000),
+      '--am-heartbeat-interval-ms',
+      String(o.heartbeatIntervalMs ?? 500),
+      '--log-level',
+      o.logLevel ?? 'info',
+      ...(o.masterArgs ?? []),
+    ];
+    const child = startProcess('master', args, logFile);
+    const rec = await waitForLogLine(logFile, 'master ready', child);
+    this.master = { name: 'master', pid: child.pid!, address: String(rec.address), logFile, child };
+    return this.master;
+  }
+
+  async startAgent(i: number): Promise<AgentProcess> {
+    const o = this.opts;
+    const nodeId = `node-${i + 1}`;
+    const workDir = join(o.dir, nodeId);
+    const logFile = join(o.dir, `${nodeId}.log`);
+    const racks = o.racks ?? ['rack-a', 'rack-b'];
+    const args = [
+      BIN.agent,
+      '--master',
+      this.masterAddress,
+      '--listen',
+      '127.0.0.1:0',
+      '--node-id',
+      nodeId,
+      '--rack',
+      racks[i % racks.length] ?? 'default',
+      '--cpu',
+      o.agentCpu ?? '2',
+      '--memory',
+      o.agentMemory ?? '4Gi',
+      '--work-dir',
+      workDir,
+      '--log-level',
+      o.logLevel ?? 'info',
+      ...(o.agentArgs ?? []),
+    ];
+    const child = startProcess(nodeId, args, logFile);
+    const rec = await waitForLogLine(logFile, 'agent ready', child);
+    const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir };
+    this.agents[i] = agent;
+    return agent;
+  }
+
+  async waitForNodes(n: number, timeoutMs = 30_000): Promise<void> {
+    const client = this.client();
+    const until = Date.now() + timeoutMs;
+    try {
+      for (;;) {
+        const nodes = await client.nodes().catch(() => []);
+        if (nodes.filter((x) => x.healthy).length >= n) return;
+        if (Date.now() > until) throw new Error(`only ${nodes.length} of ${n} agents registered`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      client.close();
+    }
+  }
+
+  /** Sends a signal to a process of the cluster (kill -9, SIGSTOP, SIGCONT ...). */
+  signal(p: ProcessInfo, sig: NodeJS.Signals): void {
+    if (isAlive(p.pid)) process.kill(p.pid, sig);
+  }
+
+  /** Pids of every worker process the agents know of (running ones). */
+  async workerPids(): Promise<number[]> {
+    const { loadFuxiProto } = await import('@fuxi/proto');
+    const { connect } = await import('@fuxi/rpc');
+    const pids: number[] = [];
+    for (const a of this.agents) {
+      if (!a || !isAlive(a.pid)) continue;
+      const c = connect(loadFuxiProto().AgentService, a.address);
+      try {
+        const st = await c.GetAgentState({}, { deadlineMs: 3000 });
+        for (const w of st.workers) if (w.pid > 0 && w.state === 'WORKER_STATE_RUNNING') pids.push(w.pid);
+      } catch {
+        /* agent gone */
+      } finally {
+        c.close();
+      }
+    }
+    return pids;
+  }
+
+  /**
+   * Stops agents, then the master (SIGTERM, then SIGKILL). Workers survive agent stops by
+   * design; with `killWorkers` their process groups are killed too, by pid.
+   */
+  async stop(opts: { killWorkers?: boolean } = {}): Promise<void> {
+    const workers = opts.killWorkers ? await this.workerPids().catch(() => []) : [];
+    const procs: ProcessInfo[] = [...this.agents.filter(Boolean), ...(this.master ? [this.master] : [])];
+    for (const p of procs) {
+      if (isAlive(p.pid)) {
+        try {
+          process.kill(p.pid, 'SIGCONT');
+          process.kill(p.pid, 'SIGTERM');
+        } catch {
+          /* gone */
+        }
+      }
+    }
+    for (const p of procs) {
+      if (!(await waitExit(p.child, 5000)) && isAlive(p.pid)) process.kill(p.pid, 'SIGKILL');
+    }
+    for (const pid of workers) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Domain types of the master core. Shells map wire (proto) types to these at the edge.
+ */
+import type { JobSpec, Resource } from '@fuxi/common';
+import type { StoreOp } from './store-ops.js';
+
+export type JobState = 'submitted' | 'running' | 'succeeded' | 'failed' | 'killed';
+
+export const TERMINAL_STATES: ReadonlySet<JobState> = new Set(['succeeded', 'failed', 'killed']);
+
+export interface TaskProgress {
+  name: string;
+  total: number;
+  pending: number;
+  running: number;
+  succeeded: number;
+  failed: number;
+  retries: number;
+}
+
+/** A job as the master keeps it; the persisted part is `JobRecord`. */
+export interface JobRecord {
+  jobId: string;
+  spec: JobSpec;
+  state: JobState;
+  message: string;
+  submittedAtMs: number;
+  finishedAtMs: number;
+  /** Order of submission; FIFO tie-break in the scheduler. */
+  submitSeq: number;
+  amAttempt: number;
+  amNodeId: string;
+  amAddress: string;
+  progress: TaskProgress[];
+}
+
+export interface NodeInfo {
+  nodeId: string;
+  address: string;
+  rack: string;
+  capacity: Resource;
+  labels: Record<string, string>;
+  bootId: string;
+}
+
+export interface AmWorkerReport {
+  appId: string;
+  amAttempt: number;
+  state: 'pending' | 'running' | 'succeeded' | 'failed' | 'killed' | 'rejected';
+  exitCode: number;
+  signal: string;
+  message: string;
+}
+
+export interface HeartbeatInput {
+  nodeId: string;
+  epoch: string;
+  grantSeq: number;
+  used: Resource;
+  running: number;
+  pending: number;
+  amWorkers: AmWorkerReport[];
+}
+
+export interface GrantEntry {
+  appId: string;
+  suId: string;
+  slots: number;
+  resource: Resource;
+}
+
+export interface AssignmentEntry {
+  suId: string;
+  nodeId: string;
+  nodeAddress: string;
+  slots: number;
+}
+
+export interface UnitConfig {
+  suId: string;
+  resource: Resource;
+  priority: number;
+}
+
+export interface RequestDelta {
+  suId: string;
+  location: string;
+  delta: number;
+}
+
+export interface SlotReturn {
+  suId: string;
+  nodeId: string;
+  slots: number;
+}
+
+/** What the core asks its shell to do. */
+export type Effect =
+  | { kind: 'store'; ops: StoreOp[] }
+  | { kind: 'grants'; nodeId: string; address: string; epoch: string; seq: number; full: boolean; grants: GrantEntry[] }
+  | { kind: 'assignments'; appId: string; address: string; epoch: string; seq: number; full: boolean; assignments: AssignmentEntry[] }
+  | { kind: 'launchAm'; appId: string; attempt: number; nodeId: string; address: string; resource: Resource; epoch: string }
+  | { kind: 'stopWorkers'; nodeId: string; address: string; appId: string; epoch: string; reason: string }
+  | { kind: 'jobChanged'; jobId: string };
+
+export interface NodeView {
+  info: NodeInfo;
+  healthy: boolean;
+  allocated: Resource;
+  free: Resource;
+  runningWorkers: number;
+  lastHeartbeatMs: number;
+}

@@ -1,0 +1,151 @@
+/**
+ * Master configuration: defaults, an optional YAML/JSON file, then command-line flags. Every bad
+ * value is an InvalidArgumentError naming the key.
+ */
+import { readFileSync } from 'node:fs';
+import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
+import { parse as parseYaml } from 'yaml';
+import type { QuotaGroup } from '../core/scheduler.js';
+
+export interface MasterConfig {
+  /** Address to bind the gRPC server to. */
+  listen: string;
+  /** Address agents, AMs and clients should use (default: the bound address). */
+  advertise: string;
+  store: 'embedded' | 'memory';
+  dataDir: string;
+  heartbeatIntervalMs: number;
+  agentTimeoutMs: number;
+  amHeartbeatIntervalMs: number;
+  /** argv of the application-master process; the app id etc. come in its environment. */
+  amCommand: string[];
+  quotaGroups: QuotaGroup[];
+  logLevel: string;
+}
+
+const KEYS = ['listen', 'advertise', 'store', 'dataDir', 'heartbeatIntervalMs', 'agentTimeoutMs', 'amHeartbeatIntervalMs', 'amCommand', 'quotaGroups', 'logLevel'] as const;
+
+export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
+  return {
+    listen: '127.0.0.1:7070',
+    advertise: '',
+    store: 'embedded',
+    dataDir: '/var/lib/fuxi/master',
+    heartbeatIntervalMs: 1000,
+    agentTimeoutMs: 10_000,
+    amHeartbeatIntervalMs: 1000,
+    amCommand: defaultAmCommand,
+    quotaGroups: [{ name: 'default', weight: 1 }],
+    logLevel: 'info',
+  };
+}
+
+function positiveInt(key: string, v: unknown): number {
+  const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n <= 0) throw new InvalidArgumentError(key, `must be a positive integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function str(key: string, v: unknown): string {
+  if (typeof v !== 'string' || v.trim() === '') throw new InvalidArgumentError(key, `must be a non-empty string, got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function hostPort(key: string, v: unknown): string {
+  const s = str(key, v);
+  if (!/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(s)) throw new InvalidArgumentError(key, `must be host:port, got "${s}"`);
+  return s;
+}
+
+function quotaGroups(key: string, v: unknown): QuotaGroup[] {
+  if (!Array.isArray(v)) throw new InvalidArgumentError(key, 'must be a list of {name, weight, limit}');
+  const seen = new Set<string>();
+  return v.map((g: unknown, i) => {
+    const f = `${key}[${i}]`;
+    if (typeof g !== 'object' || g === null) throw new InvalidArgumentError(f, 'must be an object');
+    const o = g as Record<string, unknown>;
+    for (const k of Object.keys(o)) if (!['name', 'weight', 'limit'].includes(k)) throw new InvalidArgumentError(`${f}.${k}`, 'unknown field (known: name, weight, limit)');
+    const name = str(`${f}.name`, o.name);
+    if (seen.has(name)) throw new InvalidArgumentError(`${f}.name`, `duplicate quota group "${name}"`);
+    seen.add(name);
+    const weight = o.weight === undefined ? 1 : Number(o.weight);
+    if (!(weight > 0) || !Number.isFinite(weight)) throw new InvalidArgumentError(`${f}.weight`, `must be a number greater than 0, got ${JSON.stringify(o.weight)}`);
+    let limit: Resource | undefined;
+    if (o.limit !== undefined) {
+      const l = o.limit as Record<string, unknown>;
+      if (typeof l !== 'object' || l === null) throw new InvalidArgumentError(`${f}.limit`, 'must be {cpu, memory}');
+      for (const k of Object.keys(l)) if (!['cpu', 'memory'].includes(k)) throw new InvalidArgumentError(`${f}.limit.${k}`, 'unknown field (known: cpu, memory)');
+      limit = { cpuMilli: parseCpu(l.cpu, `${f}.limit.cpu`), memoryMb: parseMemory(l.memory, `${f}.limit.memory`) };
+    }
+    return limit ? { name, weight, limit } : { name, weight };
+  });
+}
+
+/** Applies raw key/values (from a file or flags) onto a config, validating each. */
+export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, source: string): MasterConfig {
+  const cfg: MasterConfig = { ...base };
+  for (const [k, v] of Object.entries(raw)) {
+    if (v === undefined) continue;
+    const key = source === 'flags' ? k : `${source}: ${k}`;
+    switch (k as (typeof KEYS)[number]) {
+      case 'listen':
+        cfg.listen = hostPort(key, v);
+        break;
+      case 'advertise':
+        cfg.advertise = v === '' ? '' : hostPort(key, v);
+        break;
+      case 'store':
+        if (v !== 'embedded' && v !== 'memory') throw new InvalidArgumentError(key, `must be "embedded" or "memory", got ${JSON.stringify(v)}`);
+        cfg.store = v;
+        break;
+      case 'dataDir':
+        cfg.dataDir = str(key, v);
+        break;
+      case 'heartbeatIntervalMs':
+        cfg.heartbeatIntervalMs = positiveInt(key, v);
+        break;
+      case 'agentTimeoutMs':
+        cfg.agentTimeoutMs = positiveInt(key, v);
+        break;
+      case 'amHeartbeatIntervalMs':
+        cfg.amHeartbeatIntervalMs = positiveInt(key, v);
+        break;
+      case 'amCommand':
+        if (typeof v === 'string') cfg.amCommand = str(key, v).trim().split(/\s+/);
+        else if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x !== '')) cfg.amCommand = v as string[];
+        else throw new InvalidArgumentError(key, 'must be a command line or a non-empty list of strings');
+        break;
+      case 'quotaGroups':
+        cfg.quotaGroups = quotaGroups(key, v);
+        break;
+      case 'logLevel':
+        if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(String(v))) throw new InvalidArgumentError(key, `must be one of trace, debug, info, warn, error, fatal, silent; got ${JSON.stringify(v)}`);
+        cfg.logLevel = String(v);
+        break;
+      default:
+        throw new InvalidArgumentError(key, `unknown setting (known: ${KEYS.join(', ')})`);
+    }
+  }
+  if (cfg.agentTimeoutMs <= cfg.heartbeatIntervalMs) {
+    throw new InvalidArgumentError('agentTimeoutMs', `must be greater than heartbeatIntervalMs (${cfg.heartbeatIntervalMs})`);
+  }
+  return cfg;
+}
+
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new InvalidArgumentError('config', `cannot read ${path}: ${(e as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new InvalidArgumentError('config', `${path} is not valid YAML/JSON: ${(e as Error).message}`);
+  }
+  if (raw === null || raw === undefined) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new InvalidArgumentError('config', `${path} must hold a mapping of settings`);
+  return raw as Record<string, unknown>;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+/**
+ * fuxi-master: the Fuxi-TS master daemon.
+ *
+ *   fuxi-master --listen 127.0.0.1:7070 --data-dir /var/lib/fuxi/master
+ *   fuxi-master --config /etc/fuxi/master.yaml
+ */
+import { Command } from 'commander';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLogger, errorMessage, InvalidArgumentError } from '@fuxi/common';
+import { applyConfig, defaultConfig, readConfigFile } from './config.js';
+import { MasterServer } from './master-server.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The built-in DAG application master of this installation. */
+const defaultAm = [process.execPath, join(here, '..', '..', '..', 'appmaster', 'dist', 'shell', 'main.js')];
+
+const program = new Command('fuxi-master')
+  .description('Fuxi-TS master: matches resource requests to machines')
+  .option('-c, --config <file>', 'YAML or JSON config file (keys as the long flags, camelCase)')
+  .option('--listen <host:port>', 'address to bind (default 127.0.0.1:7070)')
+  .option('--advertise <host:port>', 'address agents, AMs and clients use (default: the bound address)')
+  .option('--store <kind>', 'hard-state store: embedded (LevelDB) or memory')
+  .option('--data-dir <dir>', 'directory of the embedded store (default /var/lib/fuxi/master)')
+  .option('--heartbeat-interval-ms <ms>', 'agent heartbeat interval')
+  .option('--agent-timeout-ms <ms>', 'an agent silent this long is lost')
+  .option('--am-heartbeat-interval-ms <ms>', 'application master heartbeat interval')
+  .option('--am-command <cmd>', 'command line of the application master process')
+  .option('--log-level <level>', 'trace, debug, info, warn, error')
+  .showHelpAfterError();
+
+async function main(): Promise<void> {
+  program.parse();
+  const o = program.opts<Record<string, string | undefined>>();
+  let cfg = defaultConfig(defaultAm);
+  const { config, ...flags } = o;
+  if (config) cfg = applyConfig(cfg, readConfigFile(config), config);
+  cfg = applyConfig(cfg, flags, 'flags');
+  const log = createLogger('master', { level: cfg.logLevel });
+  const master = new MasterServer(cfg, log);
+  await master.start();
+  let stopping = false;
+  const stop = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: sig }, 'stopping');
+    master.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((e: unknown) => {
+  if (e instanceof InvalidArgumentError) {
+    process.stderr.write(`fuxi-master: invalid configuration: ${e.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`fuxi-master: ${errorMessage(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,385 @@
+/**
+ * The master shell: owns the gRPC server, the store, timers and the clients to agents and AMs.
+ * Every RPC becomes a call on MasterCore; the effects it returns are carried out here.
+ */
+import { errorMessage, InvalidArgumentError, type JobSpec, type Logger } from '@fuxi/common';
+import {
+  loadFuxiProto,
+  type AgentServiceDefinition,
+  type AppMasterServiceDefinition,
+  type JobInfo,
+  type JobState as WireJobState,
+  type MasterServiceDefinition,
+  type NodeStatus,
+  type WorkerStatus__Output,
+} from '@fuxi/proto';
+import { connect, implement, jobSpecFromProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
+import { openStore, type Store } from '@fuxi/store';
+import { AM_SU, MasterCore } from '../core/master-core.js';
+import { KEYS } from '../core/store-ops.js';
+import { TERMINAL_STATES, type AmWorkerReport, type Effect, type JobRecord, type JobState } from '../core/types.js';
+import type { MasterConfig } from './config.js';
+
+const STATE_TO_WIRE: Record<JobState, WireJobState> = {
+  submitted: 'JOB_STATE_SUBMITTED',
+  running: 'JOB_STATE_RUNNING',
+  succeeded: 'JOB_STATE_SUCCEEDED',
+  failed: 'JOB_STATE_FAILED',
+  killed: 'JOB_STATE_KILLED',
+};
+const WIRE_TO_STATE = new Map(Object.entries(STATE_TO_WIRE).map(([k, v]) => [v, k as JobState]));
+
+function workerStateOf(s: WorkerStatus__Output['state']): AmWorkerReport['state'] {
+  return (String(s).replace('WORKER_STATE_', '').toLowerCase() || 'pending') as AmWorkerReport['state'];
+}
+
+export function jobInfo(j: JobRecord, withSpec = false): JobInfo {
+  return {
+    jobId: j.jobId,
+    name: j.spec.name,
+    state: STATE_TO_WIRE[j.state],
+    message: j.message,
+    quotaGroup: j.spec.quotaGroup,
+    priority: j.spec.priority,
+    submittedAtMs: String(j.submittedAtMs),
+    finishedAtMs: String(j.finishedAtMs),
+    amAttempt: j.amAttempt,
+    amNodeId: j.amNodeId,
+    amAddress: j.amAddress,
+    tasks: j.progress,
+    ...(withSpec ? { spec: specToWire(j.spec) } : {}),
+  };
+}
+
+function specToWire(s: JobSpec) {
+  return {
+    jobId: s.jobId,
+    name: s.name,
+    quotaGroup: s.quotaGroup,
+    priority: s.priority,
+    env: s.env,
+    amResource: s.amResource,
+    tasks: s.tasks.map((t) => ({
+      name: t.name,
+      instances: t.instances,
+      resource: t.resource,
+      command: t.command,
+      maxAttempts: t.maxAttempts,
+      dependsOn: t.dependsOn,
+      locality: t.locality,
+      priority: t.priority,
+    })),
+  };
+}
+
+type Watcher = (j: JobRecord) => void;
+
+export class MasterServer {
+  private core!: MasterCore;
+  private server!: RunningServer;
+  private store!: Store;
+  private tickTimer: NodeJS.Timeout | undefined;
+  private readonly agents = new Map<string, TypedClient<AgentServiceDefinition>>();
+  private readonly ams = new Map<string, TypedClient<AppMasterServiceDefinition>>();
+  private readonly watchers = new Map<string, Set<Watcher>>();
+  private storeQueue: Promise<void> = Promise.resolve();
+  private readonly proto = loadFuxiProto();
+  private stopping = false;
+
+  constructor(
+    private readonly cfg: MasterConfig,
+    private readonly log: Logger,
+  ) {}
+
+  get address(): string {
+    return this.server.address;
+  }
+
+  get epoch(): string {
+    return this.core.epoch;
+  }
+
+  async start(): Promise<void> {
+    this.store = await openStore(this.cfg.store === 'embedded' ? { kind: 'embedded', dir: this.cfg.dataDir } : { kind: 'memory' });
+    const epoch = String(BigInt((await this.store.get(KEYS.epoch)) ?? '0') + 1n);
+    await this.store.put(KEYS.epoch, epoch);
+    this.core = new MasterCore(
+      epoch,
+      {
+        heartbeatIntervalMs: this.cfg.heartbeatIntervalMs,
+        agentTimeoutMs: this.cfg.agentTimeoutMs,
+        amHeartbeatIntervalMs: this.cfg.amHeartbeatIntervalMs,
+        quotaGroups: this.cfg.quotaGroups,
+      },
+      this.log.child({ component: 'core' }),
+    );
+    const jobs = (await this.store.list(KEYS.jobsPrefix)).map((kv) => JSON.parse(kv.value) as JobRecord);
+    const roster = (await this.store.list(KEYS.agentsPrefix)).map((kv) => JSON.parse(kv.value) as { nodeId: string; address: string });
+    await this.run(this.core.loadHardState(jobs, roster, Date.now()));
+
+    const def = this.proto.MasterService.service;
+    this.server = await startServer({
+      bind: this.cfg.listen,
+      ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
+      log: this.log,
+      services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, this.handlers(), this.log) }],
+    });
+    const tickMs = Math.max(100, Math.min(1000, Math.floor(this.cfg.heartbeatIntervalMs / 2)));
+    this.tickTimer = setInterval(() => void this.run(this.core.tick(Date.now())), tickMs);
+    this.log.info({ address: this.server.address, epoch, store: this.store.kind }, 'master ready');
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.tickTimer) clearInterval(this.tickTimer);
+    for (const set of this.watchers.values()) set.clear();
+    await this.server?.shutdown(1000);
+    await this.storeQueue.catch(() => undefined);
+    for (const c of [...this.agents.values(), ...this.ams.values()]) c.close();
+    await this.store?.close();
+  }
+
+  // ---------------------------------------------------------------- effects
+
+  /** Carries out effects. Resolves once every store write among them is durable. */
+  private run(effects: Effect[]): Promise<void> {
+    let writes: Promise<void> = Promise.resolve();
+    for (const e of effects) {
+      switch (e.kind) {
+        case 'store': {
+          const ops = e.ops;
+          this.storeQueue = this.storeQueue.then(() => this.store.batch(ops));
+          writes = this.storeQueue;
+          break;
+        }
+        case 'grants':
+          this.agent(e.address)
+            .UpdateGrants({ epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants }, { deadlineMs: 5000 })
+            .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, err: errorMessage(err) }, 'grant push failed; the next heartbeat heals it'));
+          break;
+        case 'assignments':
+          if (!e.address) break;
+          this.am(e.address)
+            .UpdateAssignments({ epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments }, { deadlineMs: 5000 })
+            .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
+          break;
+        case 'launchAm':
+          void this.launchAm(e);
+          break;
+        case 'stopWorkers':
+          this.agent(e.address)
+            .StopWorkers({ appId: e.appId, workerIds: [], amAttempt: 0, epoch: e.epoch, reason: e.reason }, { deadlineMs: 10_000 })
+            .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'));
+          break;
+        case 'jobChanged':
+          this.notify(e.jobId);
+          break;
+      }
+    }
+    return writes;
+  }
+
+  private async launchAm(e: Extract<Effect, { kind: 'launchAm' }>): Promise<void> {
+    const env: Record<string, string> = {
+      FUXI_MASTER: this.server.address,
+      FUXI_APP_ID: e.appId,
+      FUXI_AM_ATTEMPT: String(e.attempt),
+      FUXI_NODE_ID: e.nodeId,
+      FUXI_LOG_LEVEL: this.cfg.logLevel,
+    };
+    const plan = {
+      workerId: `am.${e.attempt}`,
+      suId: AM_SU,
+      task: AM_SU,
+      instance: 0,
+      attempt: e.attempt,
+      command: { argv: this.cfg.amCommand, env, cwd: '' },
+      resource: e.resource,
+    };
+    let delay = 100;
+    for (let i = 0; ; i++) {
+      if (this.stopping) return;
+      try {
+        const res = await this.agent(e.address).StartWorkers({ appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] }, { deadlineMs: 10_000 });
+        const st = res.workers[0];
+        if (st && (st.state === 'WORKER_STATE_REJECTED' || st.state === 'WORKER_STATE_FAILED')) {
+          await this.run(this.core.amLaunchFailed(e.appId, e.attempt, st.message || st.state, Date.now()));
+        }
+        return;
+      } catch (err) {
+        const transient = (err as { code?: string }).code === 'UNAVAILABLE' || (err as { code?: string }).code === 'DEADLINE_EXCEEDED';
+        if (!transient || i >= 5) {
+          await this.run(this.core.amLaunchFailed(e.appId, e.attempt, errorMessage(err), Date.now()));
+          return;
+        }
+        await new Promise((r) => setTimeout(r, delay));
+        delay *= 2;
+      }
+    }
+  }
+
+  private agent(address: string): TypedClient<AgentServiceDefinition> {
+    let c = this.agents.get(address);
+    if (!c) {
+      c = connect(this.proto.AgentService, address);
+      this.agents.set(address, c);
+    }
+    return c;
+  }
+
+  private am(address: string): TypedClient<AppMasterServiceDefinition> {
+    let c = this.ams.get(address);
+    if (!c) {
+      c = connect(this.proto.AppMasterService, address);
+      this.ams.set(address, c);
+    }
+    return c;
+  }
+
+  private notify(jobId: string): void {
+    const set = this.watchers.get(jobId);
+    if (!set || set.size === 0) return;
+    const job = this.core.getJob(jobId);
+    for (const w of [...set]) w(job);
+  }
+
+  // ---------------------------------------------------------------- RPC handlers
+
+  private handlers(): ServiceImpl<MasterServiceDefinition> {
+    const now = () => Date.now();
+    return {
+      RegisterAgent: async (req) => {
+        const n = req.node;
+        const info = {
+          nodeId: n?.nodeId ?? '',
+          address: n?.address ?? '',
+          rack: n?.rack || 'default',
+          capacity: { cpuMilli: n?.capacity?.cpuMilli ?? 0, memoryMb: n?.capacity?.memoryMb ?? 0 },
+          labels: n?.labels ?? {},
+          bootId: n?.bootId ?? '',
+        };
+        if (!info.nodeId) throw new InvalidArgumentError('node.nodeId', 'is required');
+        if (!info.address) throw new InvalidArgumentError('node.address', 'is required');
+        const { effects, heartbeatIntervalMs } = this.core.registerAgent(info, req.epochSeen, now());
+        await this.run(effects);
+        return { epoch: this.core.epoch, heartbeatIntervalMs };
+      },
+      Heartbeat: async (req) => {
+        const amWorkers: AmWorkerReport[] = req.amWorkers.map((w) => ({
+          appId: w.appId,
+          amAttempt: w.amAttempt,
+          state: workerStateOf(w.state),
+          exitCode: w.exitCode,
+          signal: w.signal,
+          message: w.message,
+        }));
+        const r = this.core.heartbeat(
+          {
+            nodeId: req.nodeId,
+            epoch: req.epoch,
+            grantSeq: Number(req.grantSeq),
+            used: { cpuMilli: req.used?.cpuMilli ?? 0, memoryMb: req.used?.memoryMb ?? 0 },
+            running: req.workers?.running ?? 0,
+            pending: req.workers?.pending ?? 0,
+            amWorkers,
+          },
+          now(),
+        );
+        await this.run(r.effects);
+        return {
+          epoch: this.core.epoch,
+          reregister: r.reregister,
+          fullGrants: r.full !== undefined,
+          grantSeq: String(r.full?.seq ?? 0),
+          grants: r.full?.grants ?? [],
+        };
+      },
+      ReportAgentState: async () => ({}),
+      RegisterApp: async (req) => {
+        const r = this.core.registerApp(req.appId, req.amAttempt, req.address, now());
+        await this.run(r.effects);
+        return { epoch: this.core.epoch, spec: specToWire(r.spec), heartbeatIntervalMs: r.heartbeatIntervalMs, assignments: r.assignments, assignmentSeq: String(r.seq) };
+      },
+      UpdateRequests: async (req) => {
+        const r = this.core.updateRequests(
+          {
+            appId: req.appId,
+            attempt: req.amAttempt,
+            seq: Number(req.seq),
+            units: req.units.map((u) => ({ suId: u.suId, resource: { cpuMilli: u.resource?.cpuMilli ?? 0, memoryMb: u.resource?.memoryMb ?? 0 }, priority: u.priority })),
+            deltas: req.deltas.map((d) => ({ suId: d.suId, location: d.location, delta: d.delta })),
+            assignmentSeq: Number(req.assignmentSeq),
+            progress: req.progress,
+          },
+          now(),
+        );
+        await this.run(r.effects);
+        return { epoch: this.core.epoch, fullAssignments: r.full !== undefined, assignmentSeq: String(r.full?.seq ?? 0), assignments: r.full?.assignments ?? [] };
+      },
+      ReturnSlots: async (req) => {
+        await this.run(this.core.returnSlots({ appId: req.appId, attempt: req.amAttempt, seq: Number(req.seq), returns: req.returns }, now()));
+        return {};
+      },
+      ReportAppState: async () => ({}),
+      FinishApp: async (req) => {
+        await this.run(this.core.finishApp({ appId: req.appId, attempt: req.amAttempt, succeeded: req.succeeded, message: req.message, progress: req.progress }, now()));
+        return {};
+      },
+      SubmitJob: async (req) => {
+        if (!req.spec) throw new InvalidArgumentError('spec', 'is required');
+        const spec = jobSpecFromProto(req.spec);
+        const { result, effects } = this.core.submitJob(spec, now());
+        // Acknowledge only once the job is durable in the store.
+        await this.run(effects);
+        return result;
+      },
+      GetJob: async (req) => ({ job: jobInfo(this.core.getJob(req.jobId), true) }),
+      ListJobs: async (req) => {
+        const states = req.states.map((s) => WIRE_TO_STATE.get(s as WireJobState)).filter((s): s is JobState => s !== undefined);
+        return { jobs: this.core.listJobs(states).map((j) => jobInfo(j)) };
+      },
+      KillJob: async (req) => {
+        await this.run(this.core.killJob(req.jobId, req.reason, now()));
+        return { job: jobInfo(this.core.getJob(req.jobId)) };
+      },
+      ListNodes: async () => ({
+        nodes: this.core.listNodes().map(
+          (n): NodeStatus => ({
+            node: n.info,
+            healthy: n.healthy,
+            allocated: n.allocated,
+            free: n.free,
+            runningWorkers: n.runningWorkers,
+            lastHeartbeatMs: String(n.lastHeartbeatMs),
+          }),
+        ),
+      }),
+      WatchJob: async (req, call) => {
+        const first = this.core.getJob(req.jobId);
+        await new Promise<void>((resolve) => {
+          let last = '';
+          const send = (j: JobRecord) => {
+            const info = jobInfo(j);
+            const text = JSON.stringify(info);
+            if (text !== last) {
+              last = text;
+              call.write(info);
+            }
+            if (TERMINAL_STATES.has(j.state)) done();
+          };
+          const set = this.watchers.get(req.jobId) ?? new Set<Watcher>();
+          this.watchers.set(req.jobId, set);
+          const done = () => {
+            set.delete(send);
+            if (set.size === 0) this.watchers.delete(req.jobId);
+            call.end();
+            resolve();
+          };
+          call.on('cancelled', done);
+          set.add(send);
+          send(first);
+        });
+      },
+    };
+  }
+}
