@@ -29,6 +29,10 @@ import {
 } from '@fuxi/common';
 
 /** The schedule unit of application-master processes. Plans for it come only from the master. */
+
+/** Worker ids are unique within an app (e.g. `map.3.1`, `am.1`); the agent keys them by both. */
+const wkey = (appId: string, workerId: string) => `${appId}\u0000${workerId}`;
+
 export const AM_SU = '__am__';
 
 export type WorkerState = 'PENDING' | 'STARTING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'KILLED' | 'REJECTED';
@@ -339,7 +343,7 @@ export class AgentCore {
     const ids: string[] = [];
     for (const p of req.plans) {
       ids.push(p.workerId);
-      if (this.workers.has(p.workerId)) continue; // idempotent retry
+      if (this.workers.has(wkey(req.appId, p.workerId))) continue; // idempotent retry
       const w: WorkerRecord = {
         workerId: p.workerId,
         appId: req.appId,
@@ -365,7 +369,7 @@ export class AgentCore {
         order: this.nextOrder++,
         startOrder: 0,
       };
-      this.workers.set(w.workerId, w);
+      this.workers.set(wkey(w.appId, w.workerId), w);
       if (w.command.argv.length === 0 || !w.command.argv[0]) {
         effects.push(...this.finish(w, 'REJECTED', now, 'plan has an empty command (argv)'));
         continue;
@@ -373,7 +377,7 @@ export class AgentCore {
       effects.push({ kind: 'log', level: 'debug', msg: 'plan accepted', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt } });
     }
     effects.push(...this.startPending(now));
-    return { workers: this.workersById(ids), effects };
+    return { workers: this.workersById(req.appId, ids), effects };
   }
 
   private checkAmAttempt(appId: string, amAttempt: number): void {
@@ -393,7 +397,7 @@ export class AgentCore {
     const reason = req.reason || (fromMaster ? 'stopped by the master' : 'stopped by the application master');
     let targets: WorkerRecord[];
     if (req.workerIds.length === 0) targets = [...this.workers.values()].filter((w) => w.appId === req.appId);
-    else targets = req.workerIds.map((id) => this.workers.get(id)).filter((w): w is WorkerRecord => w !== undefined && w.appId === req.appId);
+    else targets = req.workerIds.map((id) => this.workers.get(wkey(req.appId, id))).filter((w): w is WorkerRecord => w !== undefined);
     if (!fromMaster) targets = targets.filter((w) => w.suId !== AM_SU);
     const effects: Effect[] = [];
     for (const w of targets) {
@@ -487,8 +491,8 @@ export class AgentCore {
   // ------------------------------------------------------------------ process lifecycle
 
   /** The driver started the worker's process. */
-  workerSpawned(workerId: string, pid: number, startTime: string, now: number): Effect[] {
-    const w = this.workers.get(workerId);
+  workerSpawned(appId: string, workerId: string, pid: number, startTime: string, now: number): Effect[] {
+    const w = this.workers.get(wkey(appId, workerId));
     if (!w) return [{ kind: 'log', level: 'warn', msg: 'spawned an unknown worker', fields: { workerId, pid } }];
     if (w.state !== 'STARTING') {
       // Already exited (the exit raced the spawn report): just record the pid.
@@ -511,8 +515,8 @@ export class AgentCore {
   }
 
   /** The driver could not start the worker's process. */
-  spawnFailed(workerId: string, message: string, now: number): Effect[] {
-    const w = this.workers.get(workerId);
+  spawnFailed(appId: string, workerId: string, message: string, now: number): Effect[] {
+    const w = this.workers.get(wkey(appId, workerId));
     if (!w || w.state !== 'STARTING') return [];
     const effects = this.finish(w, w.stopReason ? 'KILLED' : 'REJECTED', now, `could not start the worker: ${message}`);
     effects.push(...this.startPending(now));
@@ -520,8 +524,8 @@ export class AgentCore {
   }
 
   /** The worker's process ended: `exitCode` when it exited, `signal` when a signal killed it. */
-  workerExited(workerId: string, exitCode: number | null, signal: string | null, now: number): Effect[] {
-    const w = this.workers.get(workerId);
+  workerExited(appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number): Effect[] {
+    const w = this.workers.get(wkey(appId, workerId));
     if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
     if (isTerminal(w.state) || w.state === 'PENDING') return [];
     w.exitCode = exitCode;
@@ -564,7 +568,7 @@ export class AgentCore {
     finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
     for (const w of finished) {
       if (over > 0 || now - w.finishedAtMs > this.retentionMs) {
-        this.workers.delete(w.workerId);
+        this.workers.delete(wkey(w.appId, w.workerId));
         over--;
       }
     }
@@ -612,13 +616,13 @@ export class AgentCore {
     return [...this.workers.values()].filter((w) => w.suId === AM_SU).map(copy);
   }
 
-  worker(workerId: string): WorkerInfo | undefined {
-    const w = this.workers.get(workerId);
+  worker(appId: string, workerId: string): WorkerInfo | undefined {
+    const w = this.workers.get(wkey(appId, workerId));
     return w ? copy(w) : undefined;
   }
 
-  workersById(ids: readonly string[]): WorkerInfo[] {
-    return ids.map((id) => this.workers.get(id)).filter((w): w is WorkerRecord => w !== undefined).map(copy);
+  workersById(appId: string, ids: readonly string[]): WorkerInfo[] {
+    return ids.map((id) => this.workers.get(wkey(appId, id))).filter((w): w is WorkerRecord => w !== undefined).map(copy);
   }
 
   /** Workers of an app (every worker when `appId` is empty), in acceptance order. */

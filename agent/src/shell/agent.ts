@@ -81,7 +81,7 @@ export class Agent {
     this.core = new AgentCore({ nodeId: config.nodeId, capacity: config.capacity, pendingTimeoutMs: config.pendingTimeoutMs }, this.log.child({ c: 'core' }));
     this.driver = deps.driver ?? new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
     this.driver.onExit((e) => {
-      void this.run(this.core.workerExited(e.workerId, e.exitCode, e.signal, this.now()));
+      void this.run(this.core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, this.now()));
     });
     this.events = new EventSender({ nodeId: config.nodeId, log: this.log.child({ c: 'events' }), ...(deps.sendEvents ? { send: deps.sendEvents } : {}) });
     this.master = new MasterConnection(config.masters, {
@@ -269,10 +269,10 @@ export class Agent {
     let next: Effect[];
     try {
       const r = await this.driver.spawn(spec);
-      next = this.core.workerSpawned(spec.workerId, r.pid, r.startTime, this.now());
+      next = this.core.workerSpawned(spec.appId, spec.workerId, r.pid, r.startTime, this.now());
     } catch (e) {
       this.log.warn({ workerId: spec.workerId, err: errorMessage(e) }, 'could not spawn worker');
-      next = this.core.spawnFailed(spec.workerId, errorMessage(e), this.now());
+      next = this.core.spawnFailed(spec.appId, spec.workerId, errorMessage(e), this.now());
     }
     await this.run(next);
   }
@@ -290,12 +290,12 @@ export class Agent {
         const input = fromWireStartWorkers(req);
         const r = this.core.startWorkers(input, this.now());
         await this.run(r.effects);
-        return { workers: this.core.workersById([...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
+        return { workers: this.core.workersById(input.appId, [...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
       },
       StopWorkers: async (req: StopWorkersRequest__Output): Promise<StopWorkersResponse> => {
         const r = this.core.stopWorkers(fromWireStopWorkers(req), this.now());
         await this.run(r.effects);
-        return { workers: this.core.workersById(r.workers.map((w) => w.workerId)).map(toWireStatus) };
+        return { workers: this.core.workersById(req.appId, r.workers.map((w) => w.workerId)).map(toWireStatus) };
       },
       ListWorkers: (req: ListWorkersRequest__Output): ListWorkersResponse => ({ workers: this.core.listWorkers(req.appId).map(toWireStatus) }),
       GetAgentState: (): GetAgentStateResponse => {
@@ -330,7 +330,7 @@ export class Agent {
       file = this.driver.logPath(w.appId, w.workerId, stream);
       const id = w.workerId;
       done = () => {
-        const cur = this.core.worker(id);
+        const cur = this.core.worker(w.appId, id);
         return !cur || isTerminal(cur.state);
       };
     } else {

@@ -9,7 +9,7 @@
  *
  * ```ts
  * const driver = new RealProcessDriver({ workDir: '/var/lib/fuxi/agent' });
- * driver.onExit((e) => core.workerExited(e.workerId, e.exitCode, e.signal, Date.now()));
+ * driver.onExit((e) => core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, Date.now()));
  * const { pid, startTime } = await driver.spawn(spec);
  * ```
  */
@@ -27,6 +27,7 @@ export interface SpawnResult {
 }
 
 export interface ExitInfo {
+  appId: string;
   workerId: string;
   pid: number;
   /** The worker's exit code; null when a signal ended it. */
@@ -179,10 +180,10 @@ export class RealProcessDriver implements ProcessDriver {
         const fromFile = readExitFile(dir);
         const info: ExitInfo =
           fromFile !== null
-            ? { workerId: spec.workerId, pid, exitCode: fromFile, signal: null }
+            ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: fromFile, signal: null }
             : signal
-              ? { workerId: spec.workerId, pid, exitCode: null, signal }
-              : { workerId: spec.workerId, pid, exitCode: code, signal: null };
+              ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal }
+              : { appId: spec.appId, workerId: spec.workerId, pid, exitCode: code, signal: null };
         this.exitCb(info);
       });
       child.unref();

@@ -43,11 +43,24 @@ function withGrant(core: AgentCore, slots: number, seq = '1'): Effect[] {
 /** Reports every spawn effect back as spawned with pid 1000+i. */
 function spawnAll(core: AgentCore, effects: Effect[], now = 1): Effect[] {
   const out: Effect[] = [];
-  for (const s of spawns(effects)) out.push(...core.workerSpawned(s.worker.workerId, 1000 + Number(s.worker.workerId.replace(/\D/g, '') || 0), '12345', now));
+  for (const s of spawns(effects)) out.push(...core.workerSpawned(s.worker.appId, s.worker.workerId, 1000 + Number(s.worker.workerId.replace(/\D/g, '') || 0), '12345', now));
   return out;
 }
 
 describe('AgentCore', () => {
+  it('keeps workers of different apps apart even when their worker ids are equal', () => {
+    const core = mockCore();
+    core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', 'map', 1), grant('app2', 'map', 1)] }, 0);
+    const a = core.startWorkers(startReq([plan('map.0.1')]), 1);
+    const b = core.startWorkers(startReq([plan('map.0.1')], { appId: 'app2' }), 2);
+    expect(spawns(a.effects)).to.have.length(1);
+    expect(spawns(b.effects)).to.have.length(1);
+    spawnAll(core, [...a.effects, ...b.effects], 3);
+    core.workerExited('app1', 'map.0.1', 0, null, 4);
+    expect(core.worker('app1', 'map.0.1')?.state).to.equal('SUCCEEDED');
+    expect(core.worker('app2', 'map.0.1')?.state).to.equal('RUNNING');
+  });
+
   describe('grant x plan gating', () => {
     it('starts a plan at once when the grant is already there', () => {
       const core = mockCore();
@@ -56,9 +69,9 @@ describe('AgentCore', () => {
       expect(spawns(r.effects)).to.have.length(1);
       expect(r.workers[0]?.state).to.equal('STARTING');
       const ev = spawnAll(core, r.effects, 11);
-      expect(core.worker('w1')?.state).to.equal('RUNNING');
-      expect(core.worker('w1')?.pid).to.equal(1001);
-      expect(core.worker('w1')?.startTime).to.equal('12345');
+      expect(core.worker('app1', 'w1')?.state).to.equal('RUNNING');
+      expect(core.worker('app1', 'w1')?.pid).to.equal(1001);
+      expect(core.worker('app1', 'w1')?.startTime).to.equal('12345');
       expect(events(ev)).to.have.length(1);
       expect(events(ev)[0]?.amAddress).to.equal('127.0.0.1:9000');
       expect(events(ev)[0]?.status.state).to.equal('RUNNING');
@@ -87,12 +100,12 @@ describe('AgentCore', () => {
       withGrant(core, 2);
       const r = core.startWorkers(startReq([plan('w1', { instance: 1 }), plan('w2', { instance: 2 }), plan('w3', { instance: 3 })]), 10);
       expect(spawns(r.effects).map((s) => s.worker.workerId)).to.deep.equal(['w1', 'w2']);
-      expect(core.worker('w3')?.state).to.equal('PENDING');
+      expect(core.worker('app1', 'w3')?.state).to.equal('PENDING');
       spawnAll(core, r.effects);
       // STARTING / RUNNING both hold their slot.
       expect(spawns(core.tick(20))).to.be.empty;
-      const exit = core.workerExited('w1', 0, null, 30);
-      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
+      const exit = core.workerExited('app1', 'w1', 0, null, 30);
+      expect(core.worker('app1', 'w1')?.state).to.equal('SUCCEEDED');
       expect(spawns(exit).map((s) => s.worker.workerId)).to.deep.equal(['w3']);
     });
 
@@ -102,7 +115,7 @@ describe('AgentCore', () => {
       core.startWorkers(startReq([plan('w1')]), 10);
       const r = core.startWorkers(startReq([plan('w2')]), 11);
       expect(spawns(r.effects)).to.be.empty;
-      expect(core.worker('w2')?.state).to.equal('PENDING');
+      expect(core.worker('app1', 'w2')?.state).to.equal('PENDING');
     });
 
     it('substitutes ${...} in argv and env and adds the FUXI_* environment', () => {
@@ -127,9 +140,9 @@ describe('AgentCore', () => {
       const core = mockCore();
       withGrant(core, 2);
       const r = core.startWorkers(startReq([plan('w1', { command: { argv: [], env: {}, cwd: '' } }), plan('w2', { resource: res(2000, 1024) })]), 10);
-      expect(core.worker('w1')?.state).to.equal('REJECTED');
-      expect(core.worker('w2')?.state).to.equal('REJECTED');
-      expect(core.worker('w2')?.message).to.match(/exceeds the granted slot/);
+      expect(core.worker('app1', 'w1')?.state).to.equal('REJECTED');
+      expect(core.worker('app1', 'w2')?.state).to.equal('REJECTED');
+      expect(core.worker('app1', 'w2')?.message).to.match(/exceeds the granted slot/);
       expect(events(r.effects).map((e) => e.status.workerId)).to.deep.equal(['w1', 'w2']);
       expect(spawns(r.effects)).to.be.empty;
     });
@@ -148,7 +161,7 @@ describe('AgentCore', () => {
       withGrant(core, 2); // the master over-committed: 2 x 1000m on a 1500m node
       const r = core.startWorkers(startReq([plan('w1'), plan('w2')]), 10);
       expect(spawns(r.effects)).to.have.length(1);
-      expect(core.worker('w2')?.state).to.equal('PENDING');
+      expect(core.worker('app1', 'w2')?.state).to.equal('PENDING');
       const errs = r.effects.filter((e) => e.kind === 'log' && e.level === 'error');
       expect(errs).to.have.length(1);
       expect(core.used()).to.deep.equal(SLOT);
@@ -167,9 +180,9 @@ describe('AgentCore', () => {
       // Still running until they exit; a second shrink message kills no one again.
       const again = core.updateGrants({ epoch: '1', seq: '3', full: false, grants: [grant('app1', 'map', 1)] }, 21).effects;
       expect(kills(again)).to.be.empty;
-      const ex = core.workerExited('w3', null, 'SIGTERM', 22);
-      expect(core.worker('w3')?.state).to.equal('KILLED');
-      expect(core.worker('w3')?.signal).to.equal('SIGTERM');
+      const ex = core.workerExited('app1', 'w3', null, 'SIGTERM', 22);
+      expect(core.worker('app1', 'w3')?.state).to.equal('KILLED');
+      expect(core.worker('app1', 'w3')?.signal).to.equal('SIGTERM');
       expect(events(ex)[0]?.status.state).to.equal('KILLED');
     });
 
@@ -213,13 +226,13 @@ describe('AgentCore', () => {
       core.startWorkers(startReq([plan('w1')], { amAttempt: 2 }), 10);
       expect(() => core.startWorkers(startReq([plan('w2')], { amAttempt: 1 }), 11)).to.throw(StaleEpochError, /am attempt/);
       expect(() => core.stopWorkers({ appId: 'app1', workerIds: ['w1'], amAttempt: 1, epoch: '0', reason: '' }, 11)).to.throw(StaleEpochError);
-      expect(core.worker('w2')).to.equal(undefined);
+      expect(core.worker('app1', 'w2')).to.equal(undefined);
       // A newer attempt raises the bar and takes over the AM address.
       const r = core.startWorkers(startReq([plan('w3')], { amAttempt: 3, amAddress: '127.0.0.1:9333' }), 12);
       expect(spawns(r.effects)).to.have.length(1);
       expect(() => core.startWorkers(startReq([plan('w4')], { amAttempt: 2 }), 13)).to.throw(StaleEpochError);
       // Events of the old attempt's workers go to the new AM.
-      const ev = core.workerSpawned('w1', 77, '1', 14);
+      const ev = core.workerSpawned('app1', 'w1', 77, '1', 14);
       expect(events(ev)[0]?.amAddress).to.equal('127.0.0.1:9333');
       // Other apps are unaffected.
       expect(() => core.startWorkers(startReq([plan('x1')], { appId: 'app2', amAttempt: 1 }), 15)).to.not.throw();
@@ -240,7 +253,7 @@ describe('AgentCore', () => {
       expect(kills(s1.effects)).to.be.empty;
       const s2 = core.stopWorkers({ appId: 'app1', workerIds: [], amAttempt: 0, epoch: '1', reason: 'job killed' }, 4);
       expect(kills(s2.effects).map((k) => k.workerId)).to.deep.equal(['am1']);
-      const ex = core.workerExited('am1', null, 'SIGTERM', 5);
+      const ex = core.workerExited('app1', 'am1', null, 'SIGTERM', 5);
       expect(events(ex)).to.be.empty;
       expect(core.amWorkers()[0]?.state).to.equal('KILLED');
       expect(core.amWorkers()[0]?.message).to.equal('job killed');
@@ -286,8 +299,8 @@ describe('AgentCore', () => {
       core.startWorkers(startReq([plan('w1')]), 100);
       expect(events(core.tick(1099))).to.be.empty;
       const t = core.tick(1100);
-      expect(core.worker('w1')?.state).to.equal('REJECTED');
-      expect(core.worker('w1')?.message).to.match(/no grant/);
+      expect(core.worker('app1', 'w1')?.state).to.equal('REJECTED');
+      expect(core.worker('app1', 'w1')?.message).to.match(/no grant/);
       expect(events(t)[0]?.status.state).to.equal('REJECTED');
       // A late grant does not resurrect it.
       expect(spawns(withGrant(core, 1))).to.be.empty;
@@ -298,9 +311,9 @@ describe('AgentCore', () => {
       withGrant(core, 1);
       core.startWorkers(startReq([plan('w1'), plan('w2')]), 0);
       core.tick(1000);
-      expect(core.worker('w1')?.state).to.equal('STARTING');
-      expect(core.worker('w2')?.state).to.equal('REJECTED');
-      expect(core.worker('w2')?.message).to.match(/no room/);
+      expect(core.worker('app1', 'w1')?.state).to.equal('STARTING');
+      expect(core.worker('app1', 'w2')?.state).to.equal('REJECTED');
+      expect(core.worker('app1', 'w2')?.message).to.match(/no room/);
     });
   });
 
@@ -326,10 +339,10 @@ describe('AgentCore', () => {
       const s = core.stopWorkers({ appId: 'app1', workerIds: ['w1', 'w2', 'nope'], amAttempt: 1, epoch: '0', reason: 'speculation lost' }, 20);
       expect(s.workers.map((w) => w.workerId)).to.deep.equal(['w1', 'w2']);
       expect(kills(s.effects).map((k) => k.workerId)).to.deep.equal(['w1']);
-      expect(core.worker('w2')?.state).to.equal('KILLED');
-      const ex = core.workerExited('w1', 0, null, 21);
-      expect(core.worker('w1')?.state).to.equal('KILLED');
-      expect(core.worker('w1')?.message).to.equal('speculation lost');
+      expect(core.worker('app1', 'w2')?.state).to.equal('KILLED');
+      const ex = core.workerExited('app1', 'w1', 0, null, 21);
+      expect(core.worker('app1', 'w1')?.state).to.equal('KILLED');
+      expect(core.worker('app1', 'w1')?.message).to.equal('speculation lost');
       expect(events(ex)).to.have.length(1);
     });
 
@@ -337,36 +350,36 @@ describe('AgentCore', () => {
       const core = mockCore();
       withGrant(core, 3);
       spawnAll(core, core.startWorkers(startReq([plan('w1'), plan('w2'), plan('w3')]), 10).effects);
-      core.workerExited('w1', 0, null, 20);
-      core.workerExited('w2', 3, null, 20);
-      core.workerExited('w3', null, 'SIGSEGV', 20);
-      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
-      expect(core.worker('w2')?.state).to.equal('FAILED');
-      expect(core.worker('w2')?.exitCode).to.equal(3);
-      expect(core.worker('w2')?.message).to.equal('exit code 3');
-      expect(core.worker('w3')?.state).to.equal('FAILED');
-      expect(core.worker('w3')?.message).to.match(/SIGSEGV/);
-      expect(core.worker('w3')?.finishedAtMs).to.equal(20);
+      core.workerExited('app1', 'w1', 0, null, 20);
+      core.workerExited('app1', 'w2', 3, null, 20);
+      core.workerExited('app1', 'w3', null, 'SIGSEGV', 20);
+      expect(core.worker('app1', 'w1')?.state).to.equal('SUCCEEDED');
+      expect(core.worker('app1', 'w2')?.state).to.equal('FAILED');
+      expect(core.worker('app1', 'w2')?.exitCode).to.equal(3);
+      expect(core.worker('app1', 'w2')?.message).to.equal('exit code 3');
+      expect(core.worker('app1', 'w3')?.state).to.equal('FAILED');
+      expect(core.worker('app1', 'w3')?.message).to.match(/SIGSEGV/);
+      expect(core.worker('app1', 'w3')?.finishedAtMs).to.equal(20);
     });
 
     it('handles an exit reported before the spawn', () => {
       const core = mockCore();
       withGrant(core, 1);
       core.startWorkers(startReq([plan('w1')]), 10);
-      core.workerExited('w1', 0, null, 11);
-      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
-      expect(core.workerSpawned('w1', 55, '9', 12)).to.be.empty;
-      expect(core.worker('w1')?.pid).to.equal(55);
-      expect(core.worker('w1')?.state).to.equal('SUCCEEDED');
+      core.workerExited('app1', 'w1', 0, null, 11);
+      expect(core.worker('app1', 'w1')?.state).to.equal('SUCCEEDED');
+      expect(core.workerSpawned('app1', 'w1', 55, '9', 12)).to.be.empty;
+      expect(core.worker('app1', 'w1')?.pid).to.equal(55);
+      expect(core.worker('app1', 'w1')?.state).to.equal('SUCCEEDED');
     });
 
     it('rejects a worker whose spawn failed and frees its slot', () => {
       const core = mockCore();
       withGrant(core, 1);
       core.startWorkers(startReq([plan('w1'), plan('w2')]), 10);
-      const f = core.spawnFailed('w1', 'ENOENT', 11);
-      expect(core.worker('w1')?.state).to.equal('REJECTED');
-      expect(core.worker('w1')?.message).to.match(/ENOENT/);
+      const f = core.spawnFailed('app1', 'w1', 'ENOENT', 11);
+      expect(core.worker('app1', 'w1')?.state).to.equal('REJECTED');
+      expect(core.worker('app1', 'w1')?.message).to.match(/ENOENT/);
       expect(spawns(f).map((s) => s.worker.workerId)).to.deep.equal(['w2']);
     });
   });
@@ -379,10 +392,10 @@ describe('AgentCore', () => {
       spawnAll(core, a.effects);
       expect(core.summary()).to.deep.equal({ running: 2, pending: 1, finished: 0 });
       expect(core.used()).to.deep.equal(res(2000, 2048));
-      core.workerExited('w1', 0, null, 20);
+      core.workerExited('app1', 'w1', 0, null, 20);
       expect(core.summary()).to.deep.equal({ running: 2, pending: 0, finished: 1 });
-      core.workerExited('w2', 1, null, 21);
-      core.workerExited('w3', 1, null, 21);
+      core.workerExited('app1', 'w2', 1, null, 21);
+      core.workerExited('app1', 'w3', 1, null, 21);
       expect(core.summary()).to.deep.equal({ running: 0, pending: 0, finished: 3 });
       expect(core.used()).to.deep.equal(res(0, 0));
     });
@@ -406,7 +419,7 @@ describe('AgentCore', () => {
       expect(s.grants).to.have.length(1);
       expect(s.workers.map((w) => w.state)).to.deep.equal(['RUNNING']);
       expect(s.used).to.deep.equal(SLOT);
-      core.workerExited('w1', 0, null, 100);
+      core.workerExited('app1', 'w1', 0, null, 100);
       core.tick(1000);
       expect(core.listWorkers()).to.have.length(1);
       core.tick(1101);

@@ -78,7 +78,7 @@ describe('RealProcessDriver (real processes)', function () {
     started.push(r.pid);
     expect(r.pid).to.be.greaterThan(0);
     const e = await exitOf('ok');
-    expect(e).to.deep.equal({ workerId: 'ok', pid: r.pid, exitCode: 0, signal: null });
+    expect(e).to.deep.equal({ appId: 'app1', workerId: 'ok', pid: r.pid, exitCode: 0, signal: null });
     const dir = workerDir(workDir, 'app1', 'ok');
     expect(fs.readFileSync(path.join(dir, 'stdout'), 'utf8')).to.equal('out-hello-x\n');
     expect(fs.readFileSync(path.join(dir, 'stderr'), 'utf8')).to.equal('err\n');
