@@ -2,6 +2,7 @@
  * The master shell: owns the gRPC server, the store, timers and the clients to agents and AMs.
  * Every RPC becomes a call on MasterCore; the effects it returns are carried out here.
  */
+import { randomUUID } from 'node:crypto';
 import { errorMessage, InvalidArgumentError, type JobSpec, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
@@ -328,6 +329,8 @@ export class MasterServer {
       SubmitJob: async (req) => {
         if (!req.spec) throw new InvalidArgumentError('spec', 'is required');
         const spec = jobSpecFromProto(req.spec);
+        // Clients should choose the id (that is what makes retries idempotent); one that did not gets one here.
+        if (!spec.jobId) spec.jobId = `${(spec.name || 'job').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'job'}-${randomUUID().slice(0, 8)}`;
         const { result, effects } = this.core.submitJob(spec, now());
         // Acknowledge only once the job is durable in the store.
         await this.run(effects);

@@ -15,6 +15,10 @@ export interface HeartbeatResponse {
   'fullGrants'?: (boolean);
   'grantSeq'?: (number | string | Long);
   'grants'?: (_fuxi_v1_Grant)[];
+  /**
+   * This master has not heard this agent's full state yet: send ReportAgentState.
+   */
+  'reportState'?: (boolean);
 }
 
 export interface HeartbeatResponse__Output {
@@ -29,4 +33,8 @@ export interface HeartbeatResponse__Output {
   'fullGrants': (boolean);
   'grantSeq': (string);
   'grants': (_fuxi_v1_Grant__Output)[];
+  /**
+   * This master has not heard this agent's full state yet: send ReportAgentState.
+   */
+  'reportState': (boolean);
 }

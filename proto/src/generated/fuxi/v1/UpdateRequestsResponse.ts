@@ -8,6 +8,10 @@ export interface UpdateRequestsResponse {
   'fullAssignments'?: (boolean);
   'assignmentSeq'?: (number | string | Long);
   'assignments'?: (_fuxi_v1_Assignment)[];
+  /**
+   * A new master is rebuilding its state: send ReportAppState (units and all outstanding requests).
+   */
+  'reportState'?: (boolean);
 }
 
 export interface UpdateRequestsResponse__Output {
@@ -15,4 +19,8 @@ export interface UpdateRequestsResponse__Output {
   'fullAssignments': (boolean);
   'assignmentSeq': (string);
   'assignments': (_fuxi_v1_Assignment__Output)[];
+  /**
+   * A new master is rebuilding its state: send ReportAppState (units and all outstanding requests).
+   */
+  'reportState': (boolean);
 }
