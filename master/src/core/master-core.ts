@@ -8,6 +8,7 @@ import {
   add,
   FailedPreconditionError,
   fits,
+  UnavailableError,
   InvalidArgumentError,
   NotFoundError,
   scale,
@@ -49,6 +50,10 @@ export interface MasterCoreConfig {
   /** How often AMs call UpdateRequests (their heartbeat). */
   amHeartbeatIntervalMs: number;
   quotaGroups: QuotaGroup[];
+  /** Failover: the aggregation window closes at the latest this long after hard state is loaded. */
+  recoveryDeadlineMs: number;
+  /** Failover: an app whose AM has not reported this long after recovery is failed (Algorithm 2). */
+  amTimeoutMs: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -56,6 +61,8 @@ export const DEFAULT_CONFIG: MasterCoreConfig = {
   agentTimeoutMs: 10_000,
   amHeartbeatIntervalMs: 1000,
   quotaGroups: [{ name: 'default', weight: 1 }],
+  recoveryDeadlineMs: 5000,
+  amTimeoutMs: 30_000,
 };
 
 interface NodeState {
@@ -68,6 +75,14 @@ interface NodeState {
   /** Absolute grants per app/su key. */
   grants: Map<string, GrantEntry>;
   runningWorkers: number;
+  /**
+   * This master has heard the agent's full soft state (or made every grant on it itself). Until
+   * then the node is not schedulable, gets no grant pushes, and any slots on it are only what AMs
+   * claim: reserved, never sent to the agent as grants (Algorithm 1).
+   */
+  reported: boolean;
+  /** Declared lost after never reporting following a failover. */
+  lostAfterFailover?: boolean;
 }
 
 interface ScheduleUnitState {
@@ -89,6 +104,12 @@ interface AppState {
   lastRequestSeq: number;
   lastReturnSeq: number;
   amState: 'waiting' | 'launching' | 'running';
+  /** This master has the AM's full soft state (or created the app itself). */
+  reported: boolean;
+  /** Last time the AM called in. */
+  lastContactMs: number;
+  /** Since when the app runs on a synthesized MockSU, waiting for its AM (Algorithm 2); 0 if not. */
+  mockSinceMs: number;
 }
 
 const grantKey = (appId: string, suId: string) => `${appId}\u0000${suId}`;
@@ -104,6 +125,10 @@ export class MasterCore {
   private readonly apps = new Map<string, AppState>();
   private readonly groups: Map<string, QuotaGroup>;
   private submitSeq = 0;
+  /** Failover aggregation: from loading hard state until every roster agent and metaAM app reported. */
+  private recovering = false;
+  private recoveryStartMs = 0;
+  private recoveryEndMs = 0;
 
   constructor(
     readonly epoch: string,
@@ -117,24 +142,54 @@ export class MasterCore {
   // ---------------------------------------------------------------- hard state
 
   /**
-   * Loads hard state read from the store at start. Jobs that were still running when the previous
-   * master stopped cannot be recovered by this master (their soft state is gone): they are failed
-   * with a clear reason.
+   * Loads hard state read from the store (a new leader, or the embedded master restarting in
+   * place) and opens the aggregation window of soft-state inference: roster agents become
+   * placeholders until they report their grants, apps of unfinished jobs wait for their AMs.
+   * Submissions are accepted from now on; scheduling resumes when recovery completes.
    */
   loadHardState(jobs: JobRecord[], roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>, now: number): Effect[] {
-    const effects: Effect[] = [];
+    this.recovering = true;
+    this.recoveryStartMs = now;
+    for (const r of roster) {
+      this.nodes.set(r.nodeId, {
+        info: { nodeId: r.nodeId, address: r.address, rack: '', capacity: ZERO, labels: {}, bootId: '' },
+        healthy: false,
+        lastHeartbeatMs: now,
+        allocated: ZERO,
+        grantSeq: 0,
+        grants: new Map(),
+        runningWorkers: 0,
+        reported: false,
+      });
+    }
     for (const j of [...jobs].sort((a, b) => a.submitSeq - b.submitSeq)) {
       this.submitSeq = Math.max(this.submitSeq, j.submitSeq);
-      if (!TERMINAL_STATES.has(j.state)) {
-        j.state = 'failed';
-        j.message = 'the master restarted while the job was running';
-        j.finishedAtMs = now;
-        effects.push(this.persist(j));
-      }
       this.jobs.set(j.jobId, j);
+      if (TERMINAL_STATES.has(j.state)) continue;
+      const placed = j.amNodeId !== '';
+      const app: AppState = {
+        appId: j.jobId,
+        job: j,
+        sus: new Map(),
+        asgnSeq: 0,
+        lastRequestSeq: 0,
+        lastReturnSeq: 0,
+        amState: !placed ? 'waiting' : j.amAddress ? 'running' : 'launching',
+        // An app whose AM was never placed has nothing to report.
+        reported: !placed,
+        lastContactMs: now,
+        mockSinceMs: 0,
+      };
+      app.sus.set(AM_SU, { suId: AM_SU, resource: j.spec.amResource, priority: AM_PRIORITY, requests: placed ? new Map() : new Map([['', 1]]), asgn: new Map() });
+      this.apps.set(app.appId, app);
     }
-    this.log.info({ jobs: jobs.length, roster: roster.length }, 'hard state loaded');
-    return effects;
+    this.log.info({ jobs: jobs.length, unfinished: this.apps.size, roster: roster.length }, 'hard state loaded; aggregating soft state');
+    return this.maybeFinishRecovery(now);
+  }
+
+  /** True while the aggregation window of a failover is open. */
+  get isRecovering(): boolean {
+    return this.recovering;
   }
 
   // ---------------------------------------------------------------- clients
@@ -200,7 +255,7 @@ export class MasterCore {
 
   // ---------------------------------------------------------------- agents
 
-  registerAgent(info: NodeInfo, epochSeen: string, now: number): { effects: Effect[]; heartbeatIntervalMs: number } {
+  registerAgent(info: NodeInfo, epochSeen: string, now: number): { effects: Effect[]; heartbeatIntervalMs: number; reportState: boolean } {
     if (BigInt(epochSeen || '0') > BigInt(this.epoch)) {
       throw new StaleEpochError('epoch', this.epoch, epochSeen);
     }
@@ -221,17 +276,89 @@ export class MasterCore {
       if (moved) effects.push({ kind: 'store', ops: [{ type: 'put', key: KEYS.agent(info.nodeId), value: JSON.stringify({ nodeId: info.nodeId, address: info.address }) }] });
       this.log.info({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
     } else {
-      this.nodes.set(info.nodeId, { info, healthy: true, lastHeartbeatMs: now, allocated: ZERO, grantSeq: 0, grants: new Map(), runningWorkers: 0 });
+      // A node new to this master holds nothing it made; during a failover it may hold grants of
+      // the previous master (a roster write lost), so it is asked for its state like the others.
+      this.nodes.set(info.nodeId, { info, healthy: true, lastHeartbeatMs: now, allocated: ZERO, grantSeq: 0, grants: new Map(), runningWorkers: 0, reported: !this.recovering });
       effects.push({ kind: 'store', ops: [{ type: 'put', key: KEYS.agent(info.nodeId), value: JSON.stringify({ nodeId: info.nodeId, address: info.address }) }] });
       this.log.info({ nodeId: info.nodeId, address: info.address, rack: info.rack, capacity: info.capacity }, 'agent registered');
     }
     effects.push(...this.runScheduler(now));
-    return { effects, heartbeatIntervalMs: this.cfg.heartbeatIntervalMs };
+    return { effects, heartbeatIntervalMs: this.cfg.heartbeatIntervalMs, reportState: !this.nodes.get(info.nodeId)!.reported };
   }
 
-  heartbeat(hb: HeartbeatInput, now: number): { reregister: boolean; full?: { seq: number; grants: GrantEntry[] }; effects: Effect[] } {
+  /**
+   * An agent's full soft state (FAgentFullCapFromFM), asked for after a failover. Its grants are
+   * believed (agent > AM) when they belong to an unfinished app this master knows and fit the
+   * node; anything else is rejected, logged, and revoked by the full table pushed back.
+   */
+  reportAgentState(req: { nodeId: string; epoch: string; grants: GrantEntry[] }, now: number): Effect[] {
+    const node = this.nodes.get(req.nodeId);
+    if (!node || node.info.capacity.cpuMilli <= 0) throw new FailedPreconditionError(`agent "${req.nodeId}" must register before reporting its state`);
+    if (req.epoch !== this.epoch) throw new StaleEpochError('epoch', req.epoch, this.epoch);
+    node.lastHeartbeatMs = now;
+    node.healthy = true;
+    if (node.reported) return this.pushGrants([node.info.nodeId]);
+    const nodeId = node.info.nodeId;
+    const touched = new Set<AppState>();
+    // What AMs claimed on this node is replaced by what the agent holds (degree of confidence).
+    for (const app of this.apps.values()) {
+      for (const su of app.sus.values()) {
+        if (su.asgn.has(nodeId)) {
+          this.setAsgn(app, su, nodeId, 0);
+          touched.add(app);
+        }
+      }
+    }
+    const sorted = [...req.grants].sort((a, b) => (a.appId === b.appId ? (a.suId < b.suId ? -1 : 1) : a.appId < b.appId ? -1 : 1));
+    for (const g of sorted) {
+      const why = this.adoptGrant(node, g);
+      if (why) this.log.warn({ nodeId, appId: g.appId, suId: g.suId, slots: g.slots, reason: why }, 'agent reported a grant this master does not believe; revoking it');
+      else {
+        const app = this.apps.get(g.appId);
+        if (app) touched.add(app);
+      }
+    }
+    node.reported = true;
+    this.log.info({ nodeId, grants: req.grants.length, allocated: node.allocated }, 'agent state adopted');
+    const effects = this.pushGrants([nodeId]);
+    for (const app of touched) effects.push(...this.pushAssignments(app, [{ nodeId }]));
+    effects.push(...this.maybeFinishRecovery(now));
+    if (!this.recovering) effects.push(...this.runScheduler(now));
+    return effects;
+  }
+
+  /** Adopts one reported grant onto a node; returns why it was not believed, or ''. */
+  private adoptGrant(node: NodeState, g: GrantEntry): string {
+    const app = this.apps.get(g.appId);
+    if (!app) return this.jobs.has(g.appId) ? 'the app has finished' : 'unknown app';
+    if (!Number.isInteger(g.slots) || g.slots <= 0) return 'slot count must be positive';
+    let su = app.sus.get(g.suId);
+    if (su && (su.resource.cpuMilli !== g.resource.cpuMilli || su.resource.memoryMb !== g.resource.memoryMb)) return 'slot size differs from the schedule unit';
+    if (!fits(add(node.allocated, scale(g.resource, g.slots)), node.info.capacity)) return 'more than the node can hold';
+    if (!su) {
+      // A MockSU (Algorithm 2): the app's granted resources, until its AM reports the real units.
+      su = { suId: g.suId, resource: g.resource, priority: app.job.spec.priority, requests: new Map(), asgn: new Map() };
+      app.sus.set(g.suId, su);
+    }
+    this.setAsgn(app, su, node.info.nodeId, (su.asgn.get(node.info.nodeId) ?? 0) + g.slots);
+    if (g.suId === AM_SU) {
+      // The AM's slot exists: never launch a second AM of this attempt.
+      su.requests.clear();
+      app.job.amNodeId = node.info.nodeId;
+      if (app.amState === 'waiting') app.amState = 'launching';
+    }
+    return '';
+  }
+
+  heartbeat(hb: HeartbeatInput, now: number): { reregister: boolean; reportState?: boolean; full?: { seq: number; grants: GrantEntry[] }; effects: Effect[] } {
     const node = this.nodes.get(hb.nodeId);
-    if (!node) return { reregister: true, effects: [] };
+    // A roster placeholder has not registered with this master yet (no capacity known).
+    if (!node || node.info.capacity.cpuMilli <= 0) return { reregister: true, effects: [] };
+    if (!node.reported) {
+      node.lastHeartbeatMs = now;
+      node.healthy = true;
+      return { reregister: false, reportState: true, effects: [] };
+    }
     if (hb.epoch && hb.epoch !== '0' && BigInt(hb.epoch) > BigInt(this.epoch)) throw new StaleEpochError('epoch', this.epoch, hb.epoch);
     const effects: Effect[] = [];
     node.lastHeartbeatMs = now;
@@ -251,15 +378,36 @@ export class MasterCore {
   /** Periodic: agents silent past the timeout are lost; their allocations are released. */
   tick(now: number): Effect[] {
     const effects: Effect[] = [];
+    if (this.recovering) {
+      if (now - this.recoveryStartMs >= this.cfg.recoveryDeadlineMs) effects.push(...this.finishRecovery(now));
+      return effects;
+    }
+    // Algorithm 1, second half: an agent that never reported after a failover is lost once it has
+    // been silent for the agent timeout; the slots AMs claimed on it are released.
+    for (const node of this.nodes.values()) {
+      if (node.reported || node.lostAfterFailover) continue;
+      if (now - Math.max(node.lastHeartbeatMs, this.recoveryEndMs) > this.cfg.agentTimeoutMs) {
+        node.lostAfterFailover = true;
+        node.healthy = false;
+        this.log.warn({ nodeId: node.info.nodeId }, 'agent did not report after the failover: lost');
+        effects.push(...this.releaseNode(node, now));
+      }
+    }
+    // Algorithm 2, second half: a MockSU is released when its AM does not come back in time.
+    for (const app of [...this.apps.values()]) {
+      if (app.mockSinceMs > 0 && now - app.mockSinceMs > this.cfg.amTimeoutMs) {
+        effects.push(...this.endJob(app.job, 'failed', `the application master did not report within ${this.cfg.amTimeoutMs} ms after a master failover`, now));
+      }
+    }
     // Mark every silent agent lost before releasing any: work freed by one lost agent (a failed
     // AM's slots) must not be placed on another agent that is being lost in this same tick.
-    const lost = [...this.nodes.values()].filter((n) => n.healthy && now - n.lastHeartbeatMs > this.cfg.agentTimeoutMs);
+    const lost = [...this.nodes.values()].filter((n) => n.healthy && n.reported && now - n.lastHeartbeatMs > this.cfg.agentTimeoutMs);
     for (const node of lost) {
       node.healthy = false;
       this.log.warn({ nodeId: node.info.nodeId, silentMs: now - node.lastHeartbeatMs }, 'agent lost: no heartbeat');
     }
     for (const node of lost) effects.push(...this.releaseNode(node, now));
-    if (lost.length > 0) effects.push(...this.runScheduler(now));
+    if (effects.length > 0) effects.push(...this.runScheduler(now));
     return effects;
   }
 
@@ -268,23 +416,35 @@ export class MasterCore {
   registerApp(appId: string, attempt: number, address: string, now: number): { effects: Effect[]; spec: JobSpec; assignments: AssignmentEntry[]; seq: number; heartbeatIntervalMs: number } {
     const app = this.requireApp(appId, attempt);
     app.job.amAddress = address;
+    app.lastContactMs = now;
     const effects: Effect[] = [];
+    if (!app.reported) {
+      // A (re)starting AM holds no requests or assignments of its own to report.
+      app.reported = true;
+      app.mockSinceMs = 0;
+      effects.push(...this.maybeFinishRecovery(now));
+    }
     if (app.amState !== 'running') {
       app.amState = 'running';
       if (app.job.state === 'submitted') app.job.state = 'running';
       effects.push(this.persist(app.job), { kind: 'jobChanged', jobId: appId });
       this.log.info({ appId, attempt, address }, 'application master registered');
     }
-    void now;
     return { effects, spec: app.job.spec, assignments: this.assignmentsOf(app), seq: app.asgnSeq, heartbeatIntervalMs: this.cfg.amHeartbeatIntervalMs };
   }
 
   updateRequests(
     req: { appId: string; attempt: number; seq: number; units: UnitConfig[]; deltas: RequestDelta[]; assignmentSeq: number; progress: TaskProgress[] },
     now: number,
-  ): { effects: Effect[]; full?: { seq: number; assignments: AssignmentEntry[] } } {
+  ): { effects: Effect[]; reportState?: boolean; full?: { seq: number; assignments: AssignmentEntry[] } } {
     const app = this.requireApp(req.appId, req.attempt);
+    app.lastContactMs = now;
     const effects: Effect[] = [];
+    if (!app.reported) {
+      // After a failover: nothing is applied until the AM has reported its full state, which
+      // includes whatever this call asks for.
+      return { effects, reportState: true };
+    }
     if (req.seq > app.lastRequestSeq) this.checkRequest(app, req.units, req.deltas);
     if (req.progress.length > 0 && JSON.stringify(req.progress) !== JSON.stringify(app.job.progress)) {
       app.job.progress = req.progress;
@@ -330,6 +490,8 @@ export class MasterCore {
 
   returnSlots(req: { appId: string; attempt: number; seq: number; returns: SlotReturn[] }, now: number): Effect[] {
     const app = this.requireApp(req.appId, req.attempt);
+    app.lastContactMs = now;
+    if (!app.reported) throw new UnavailableError('the master is recovering this application: report its state, then retry');
     if (req.seq <= app.lastReturnSeq) return [];
     app.lastReturnSeq = req.seq;
     const changed = new Set<string>();
@@ -350,6 +512,53 @@ export class MasterCore {
     return effects;
   }
 
+  /**
+   * An AM's full soft state (AMFullReqResFromFM), asked for after a failover: its units and
+   * outstanding requests replace the master's; its assignments are believed only as reservations
+   * on agents that have not reported (never as grants; agents that reported win).
+   */
+  reportAppState(
+    req: { appId: string; attempt: number; address: string; units: UnitConfig[]; requests: Array<{ suId: string; location: string; count: number }>; assignments: Array<{ suId: string; nodeId: string; slots: number }> },
+    now: number,
+  ): Effect[] {
+    const app = this.requireApp(req.appId, req.attempt);
+    this.checkRequest(
+      app,
+      req.units,
+      req.requests.map((r) => ({ suId: r.suId, location: r.location, delta: r.count })),
+    );
+    app.lastContactMs = now;
+    if (req.address) app.job.amAddress = req.address;
+    for (const u of req.units) {
+      const su = app.sus.get(u.suId);
+      if (su && (su.resource.cpuMilli !== u.resource.cpuMilli || su.resource.memoryMb !== u.resource.memoryMb)) {
+        this.log.warn({ appId: app.appId, suId: u.suId }, 'AM reports a slot size that differs from its granted one; keeping the agents\' (higher confidence)');
+      }
+      this.declareUnit(app, u);
+    }
+    for (const su of app.sus.values()) if (su.suId !== AM_SU) su.requests.clear();
+    for (const r of req.requests) {
+      const su = app.sus.get(r.suId);
+      if (!su || r.count <= 0) continue;
+      su.requests.set(r.location, (su.requests.get(r.location) ?? 0) + r.count);
+    }
+    for (const a of req.assignments) {
+      const node = this.nodes.get(a.nodeId);
+      const su = app.sus.get(a.suId);
+      if (!node || node.reported || node.lostAfterFailover || !su || su.suId === AM_SU || a.slots <= 0) continue;
+      this.setAsgn(app, su, a.nodeId, Math.max(su.asgn.get(a.nodeId) ?? 0, a.slots));
+    }
+    const wasReported = app.reported;
+    app.reported = true;
+    app.mockSinceMs = 0;
+    app.amState = 'running';
+    if (!wasReported) this.log.info({ appId: app.appId, units: req.units.length, requests: req.requests.length, claims: req.assignments.length }, 'application state adopted');
+    const effects = this.pushAssignments(app, [{ nodeId: '' }]);
+    effects.push(...this.maybeFinishRecovery(now));
+    if (!this.recovering) effects.push(...this.runScheduler(now));
+    return effects;
+  }
+
   finishApp(req: { appId: string; attempt: number; succeeded: boolean; message: string; progress: TaskProgress[] }, now: number): Effect[] {
     const app = this.requireApp(req.appId, req.attempt);
     if (req.progress.length > 0) app.job.progress = req.progress;
@@ -364,11 +573,53 @@ export class MasterCore {
     return this.endJob(app.job, 'failed', `could not start the application master: ${message}`, now);
   }
 
+  // ---------------------------------------------------------------- failover
+
+  /** Closes the aggregation window early once every roster agent and metaAM app has reported. */
+  private maybeFinishRecovery(now: number): Effect[] {
+    if (!this.recovering) return [];
+    const agentsPending = [...this.nodes.values()].some((n) => !n.reported);
+    const appsPending = [...this.apps.values()].some((a) => !a.reported);
+    return agentsPending || appsPending ? [] : this.finishRecovery(now);
+  }
+
+  /** Recovery: Algorithm 1 for agents that did not report, Algorithm 2 for AMs; then schedule. */
+  private finishRecovery(now: number): Effect[] {
+    this.recovering = false;
+    this.recoveryEndMs = now;
+    const effects: Effect[] = [];
+    const missingAgents = [...this.nodes.values()].filter((n) => !n.reported).map((n) => n.info.nodeId);
+    const missingApps = [...this.apps.values()].filter((a) => !a.reported);
+    // Algorithm 1: agents timing out keep the slots AMs claim on them reserved; their AMs are told.
+    if (missingAgents.length > 0) {
+      const missing = new Set(missingAgents);
+      for (const app of this.apps.values()) {
+        if (!app.reported || !app.job.amAddress) continue;
+        const hit = new Set<string>();
+        for (const su of app.sus.values()) for (const nodeId of su.asgn.keys()) if (missing.has(nodeId)) hit.add(nodeId);
+        if (hit.size > 0) effects.push({ kind: 'agentsTimedOut', appId: app.appId, address: app.job.amAddress, epoch: this.epoch, nodeIds: [...hit].sort() });
+      }
+    }
+    // Algorithm 2: apps whose AM did not report keep their granted resources as a MockSU.
+    for (const app of missingApps) app.mockSinceMs = now;
+    const stats = {
+      aggregationMs: now - this.recoveryStartMs,
+      agentsReported: [...this.nodes.values()].filter((n) => n.reported).length,
+      agentsMissing: missingAgents.length,
+      appsReported: this.apps.size - missingApps.length,
+      appsMissing: missingApps.length,
+    };
+    this.log.info({ ...stats, missingAgents, missingApps: missingApps.map((a) => a.appId) }, 'soft state recovered; scheduling resumes');
+    effects.push({ kind: 'recovered', ...stats });
+    effects.push(...this.runScheduler(now));
+    return effects;
+  }
+
   // ---------------------------------------------------------------- internals
 
   private startAttempt(job: JobRecord, now: number): Effect[] {
     job.amAttempt += 1;
-    const app: AppState = { appId: job.jobId, job, sus: new Map(), asgnSeq: 0, lastRequestSeq: 0, lastReturnSeq: 0, amState: 'waiting' };
+    const app: AppState = { appId: job.jobId, job, sus: new Map(), asgnSeq: 0, lastRequestSeq: 0, lastReturnSeq: 0, amState: 'waiting', reported: true, lastContactMs: now, mockSinceMs: 0 };
     app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map() });
     this.apps.set(app.appId, app);
     return this.runScheduler(now);
@@ -479,7 +730,7 @@ export class MasterCore {
     const effects: Effect[] = [];
     for (const nodeId of nodeIds) {
       const node = this.nodes.get(nodeId);
-      if (!node || !node.healthy) continue;
+      if (!node || !node.healthy || !node.reported) continue;
       node.grantSeq += 1;
       // The full table is small (one entry per app/SU on the node) and idempotent to apply.
       effects.push({ kind: 'grants', nodeId, address: node.info.address, epoch: this.epoch, seq: node.grantSeq, full: true, grants: [...node.grants.values()] });
@@ -490,7 +741,8 @@ export class MasterCore {
   private pushAssignments(app: AppState, changed: Array<{ nodeId: string }>): Effect[] {
     if (changed.length === 0) return [];
     app.asgnSeq += 1;
-    if (app.amState !== 'running') return [];
+    // An app that has not reported since a failover would take a partial table for lost slots.
+    if (app.amState !== 'running' || !app.reported) return [];
     return [{ kind: 'assignments', appId: app.appId, address: app.job.amAddress, epoch: this.epoch, seq: app.asgnSeq, full: true, assignments: this.assignmentsOf(app) }];
   }
 
@@ -519,6 +771,7 @@ export class MasterCore {
 
   /** Runs the scheduler over the current state and applies its plan. */
   private runScheduler(now: number): Effect[] {
+    if (this.recovering) return [];
     const units: SchedUnit[] = [];
     for (const app of this.apps.values()) {
       for (const su of app.sus.values()) {
@@ -537,7 +790,7 @@ export class MasterCore {
     if (units.length === 0) return [];
     const nodes = new Map<string, SchedNode>();
     for (const n of this.nodes.values()) {
-      nodes.set(n.info.nodeId, { id: n.info.nodeId, rack: n.info.rack, capacity: n.info.capacity, allocated: n.allocated, schedulable: n.healthy });
+      nodes.set(n.info.nodeId, { id: n.info.nodeId, rack: n.info.rack, capacity: n.info.capacity, allocated: n.allocated, schedulable: n.healthy && n.reported });
     }
     const plan = schedule({ nodes, units, groups: this.groups, groupUsage: this.groupUsage() });
     if (plan.placements.length === 0) return [];
@@ -558,7 +811,8 @@ export class MasterCore {
         app.job.amNodeId = p.nodeId;
         if (app.amState === 'waiting') app.amState = 'launching'; // never demote a registered AM
         launches.push({ kind: 'launchAm', appId: app.appId, attempt: app.job.amAttempt, nodeId: p.nodeId, address: node?.info.address ?? '', resource: su.resource, epoch: this.epoch });
-        launches.push({ kind: 'jobChanged', jobId: app.appId });
+        // The AM's location is hard state (metaAM): a new master must not launch it twice.
+        launches.push(this.persist(app.job), { kind: 'jobChanged', jobId: app.appId });
         this.log.info({ appId: app.appId, nodeId: p.nodeId, attempt: app.job.amAttempt }, 'launching application master');
       } else {
         const list = appChanges.get(app.appId) ?? [];
@@ -586,7 +840,8 @@ export class MasterCore {
   /** Throws when any node is over-committed or a grant table disagrees with the assignments. */
   checkInvariants(): void {
     for (const n of this.nodes.values()) {
-      if (!fits(n.allocated, n.info.capacity)) throw new Error(`node ${n.info.nodeId} over-committed`);
+      // Slots on a node that has not reported are AM claims (reservations), not grants.
+      if (n.reported && !fits(n.allocated, n.info.capacity)) throw new Error(`node ${n.info.nodeId} over-committed`);
       let sum = ZERO;
       for (const g of n.grants.values()) sum = add(sum, scale(g.resource, g.slots));
       if (sum.cpuMilli !== n.allocated.cpuMilli || sum.memoryMb !== n.allocated.memoryMb) throw new Error(`node ${n.info.nodeId} grants disagree with allocation`);

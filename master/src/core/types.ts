@@ -101,7 +101,9 @@ export type Effect =
   | { kind: 'assignments'; appId: string; address: string; epoch: string; seq: number; full: boolean; assignments: AssignmentEntry[] }
   | { kind: 'launchAm'; appId: string; attempt: number; nodeId: string; address: string; resource: Resource; epoch: string }
   | { kind: 'stopWorkers'; nodeId: string; address: string; appId: string; epoch: string; reason: string }
-  | { kind: 'jobChanged'; jobId: string };
+  | { kind: 'jobChanged'; jobId: string }
+  | { kind: 'agentsTimedOut'; appId: string; address: string; epoch: string; nodeIds: string[] }
+  | { kind: 'recovered'; aggregationMs: number; agentsReported: number; agentsMissing: number; appsReported: number; appsMissing: number };
 
 export interface NodeView {
   info: NodeInfo;

@@ -12,8 +12,20 @@ export interface MasterConfig {
   listen: string;
   /** Address agents, AMs and clients should use (default: the bound address). */
   advertise: string;
-  store: 'embedded' | 'memory';
+  store: 'embedded' | 'memory' | 'etcd';
   dataDir: string;
+  /** etcd client URLs (store: etcd). */
+  etcdEndpoints: string[];
+  /** Key prefix of this cluster in etcd. */
+  etcdPrefix: string;
+  /** Election lease TTL: a crashed leader is replaced after about this long. */
+  leaseTtlSec: number;
+  /** Every master's address (this one included): what AMs get to find the leader after a failover. */
+  masters: string[];
+  /** Failover: the aggregation window closes at the latest after this long. */
+  recoveryDeadlineMs: number;
+  /** Failover: an app whose AM has not reported by then is failed (its MockSU released). */
+  amTimeoutMs: number;
   heartbeatIntervalMs: number;
   agentTimeoutMs: number;
   amHeartbeatIntervalMs: number;
@@ -23,7 +35,24 @@ export interface MasterConfig {
   logLevel: string;
 }
 
-const KEYS = ['listen', 'advertise', 'store', 'dataDir', 'heartbeatIntervalMs', 'agentTimeoutMs', 'amHeartbeatIntervalMs', 'amCommand', 'quotaGroups', 'logLevel'] as const;
+const KEYS = [
+  'listen',
+  'advertise',
+  'store',
+  'dataDir',
+  'etcdEndpoints',
+  'etcdPrefix',
+  'leaseTtlSec',
+  'masters',
+  'recoveryDeadlineMs',
+  'amTimeoutMs',
+  'heartbeatIntervalMs',
+  'agentTimeoutMs',
+  'amHeartbeatIntervalMs',
+  'amCommand',
+  'quotaGroups',
+  'logLevel',
+] as const;
 
 export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
   return {
@@ -31,6 +60,12 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     advertise: '',
     store: 'embedded',
     dataDir: '/var/lib/fuxi/master',
+    etcdEndpoints: ['http://127.0.0.1:2379'],
+    etcdPrefix: '/fuxi/',
+    leaseTtlSec: 5,
+    masters: [],
+    recoveryDeadlineMs: 5000,
+    amTimeoutMs: 30_000,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 10_000,
     amHeartbeatIntervalMs: 1000,
@@ -54,6 +89,18 @@ function str(key: string, v: unknown): string {
 function hostPort(key: string, v: unknown): string {
   const s = str(key, v);
   if (!/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(s)) throw new InvalidArgumentError(key, `must be host:port, got "${s}"`);
+  return s;
+}
+
+function list(key: string, v: unknown, each: (k: string, x: unknown) => string): string[] {
+  const items = typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter((x) => x !== '') : v;
+  if (!Array.isArray(items) || items.length === 0) throw new InvalidArgumentError(key, 'must be a non-empty list (or a comma-separated string)');
+  return items.map((x, i) => each(`${key}[${i}]`, x));
+}
+
+function url(key: string, v: unknown): string {
+  const s = str(key, v);
+  if (!/^https?:\/\/[^\s/]+$/.test(s)) throw new InvalidArgumentError(key, `must be an http(s)://host:port URL, got "${s}"`);
   return s;
 }
 
@@ -95,8 +142,28 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         cfg.advertise = v === '' ? '' : hostPort(key, v);
         break;
       case 'store':
-        if (v !== 'embedded' && v !== 'memory') throw new InvalidArgumentError(key, `must be "embedded" or "memory", got ${JSON.stringify(v)}`);
+        if (v !== 'embedded' && v !== 'memory' && v !== 'etcd') throw new InvalidArgumentError(key, `must be "embedded", "memory" or "etcd", got ${JSON.stringify(v)}`);
         cfg.store = v;
+        break;
+      case 'etcdEndpoints':
+        cfg.etcdEndpoints = list(key, v, url);
+        break;
+      case 'etcdPrefix':
+        cfg.etcdPrefix = str(key, v);
+        if (!cfg.etcdPrefix.endsWith('/')) throw new InvalidArgumentError(key, `must end with "/", got "${cfg.etcdPrefix}"`);
+        break;
+      case 'leaseTtlSec':
+        cfg.leaseTtlSec = positiveInt(key, v);
+        if (cfg.leaseTtlSec < 2) throw new InvalidArgumentError(key, 'must be at least 2 seconds');
+        break;
+      case 'masters':
+        cfg.masters = list(key, v, hostPort);
+        break;
+      case 'recoveryDeadlineMs':
+        cfg.recoveryDeadlineMs = positiveInt(key, v);
+        break;
+      case 'amTimeoutMs':
+        cfg.amTimeoutMs = positiveInt(key, v);
         break;
       case 'dataDir':
         cfg.dataDir = str(key, v);

@@ -3,7 +3,7 @@
  * Every RPC becomes a call on MasterCore; the effects it returns are carried out here.
  */
 import { randomUUID } from 'node:crypto';
-import { errorMessage, InvalidArgumentError, type JobSpec, type Logger } from '@fuxi/common';
+import { errorMessage, InvalidArgumentError, UnavailableError, type JobSpec, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
@@ -15,7 +15,7 @@ import {
   type WorkerStatus__Output,
 } from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
-import { openStore, type Store } from '@fuxi/store';
+import { EtcdStore, FencedError, LeaderElection, openStore, type Leadership, type Store } from '@fuxi/store';
 import { AM_SU, MasterCore } from '../core/master-core.js';
 import { KEYS } from '../core/store-ops.js';
 import { TERMINAL_STATES, type AmWorkerReport, type Effect, type JobRecord, type JobState } from '../core/types.js';
@@ -75,10 +75,22 @@ function specToWire(s: JobSpec) {
 
 type Watcher = (j: JobRecord) => void;
 
+/**
+ * One master process. With the embedded or memory store it leads at once (one master; failover is
+ * a restart in place). With etcd it campaigns: a standby answers every RPC with UNAVAILABLE and the
+ * leader's address; the leader's epoch is its election key's create revision, and every store
+ * write it makes is fenced by that key.
+ */
 export class MasterServer {
-  private core!: MasterCore;
+  /** Present while this process leads. */
+  private coreOrUndefined: MasterCore | undefined;
   private server!: RunningServer;
+  /** The store as opened; writes go through `leaderStore` (fenced with etcd). */
   private store!: Store;
+  private leaderStore: Store | undefined;
+  private election: LeaderElection | undefined;
+  private leaderAddress = '';
+  private becameLeaderAt = 0;
   private tickTimer: NodeJS.Timeout | undefined;
   private readonly agents = new Map<string, TypedClient<AgentServiceDefinition>>();
   private readonly ams = new Map<string, TypedClient<AppMasterServiceDefinition>>();
@@ -97,27 +109,21 @@ export class MasterServer {
   }
 
   get epoch(): string {
-    return this.core.epoch;
+    return this.coreOrUndefined?.epoch ?? '';
+  }
+
+  get role(): 'leader' | 'standby' {
+    return this.coreOrUndefined ? 'leader' : 'standby';
+  }
+
+  /** The core, when this process leads and still holds its term; otherwise a redirect. */
+  private get core(): MasterCore {
+    const core = this.coreOrUndefined;
+    if (core && (!this.election || this.election.isLeader())) return core;
+    throw new UnavailableError(this.leaderAddress ? `not the leader; the leader is ${this.leaderAddress}` : 'no leader elected yet', this.leaderAddress);
   }
 
   async start(): Promise<void> {
-    this.store = await openStore(this.cfg.store === 'embedded' ? { kind: 'embedded', dir: this.cfg.dataDir } : { kind: 'memory' });
-    const epoch = String(BigInt((await this.store.get(KEYS.epoch)) ?? '0') + 1n);
-    await this.store.put(KEYS.epoch, epoch);
-    this.core = new MasterCore(
-      epoch,
-      {
-        heartbeatIntervalMs: this.cfg.heartbeatIntervalMs,
-        agentTimeoutMs: this.cfg.agentTimeoutMs,
-        amHeartbeatIntervalMs: this.cfg.amHeartbeatIntervalMs,
-        quotaGroups: this.cfg.quotaGroups,
-      },
-      this.log.child({ component: 'core' }),
-    );
-    const jobs = (await this.store.list(KEYS.jobsPrefix)).map((kv) => JSON.parse(kv.value) as JobRecord);
-    const roster = (await this.store.list(KEYS.agentsPrefix)).map((kv) => JSON.parse(kv.value) as { nodeId: string; address: string });
-    await this.run(this.core.loadHardState(jobs, roster, Date.now()));
-
     const def = this.proto.MasterService.service;
     this.server = await startServer({
       bind: this.cfg.listen,
@@ -125,15 +131,87 @@ export class MasterServer {
       log: this.log,
       services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, this.handlers(), this.log) }],
     });
-    const tickMs = Math.max(100, Math.min(1000, Math.floor(this.cfg.heartbeatIntervalMs / 2)));
-    this.tickTimer = setInterval(() => void this.run(this.core.tick(Date.now())), tickMs);
-    this.log.info({ address: this.server.address, epoch, store: this.store.kind }, 'master ready');
+    if (this.cfg.store === 'etcd') {
+      const etcd = await EtcdStore.open({ endpoints: this.cfg.etcdEndpoints, prefix: this.cfg.etcdPrefix, log: this.log.child({ component: 'etcd' }) });
+      this.store = etcd;
+      this.log.info({ address: this.server.address, role: 'standby', store: 'etcd', endpoints: this.cfg.etcdEndpoints }, 'master ready');
+      this.election = new LeaderElection(etcd.coordination(), {
+        ttlSec: this.cfg.leaseTtlSec,
+        log: this.log.child({ component: 'election' }),
+        onLeader: (l) => void this.becomeLeader(l.epoch, etcd.withGuard(l.guard), l),
+        onStepDown: (d) => this.stepDown(`${d.reason}${d.detail ? `: ${d.detail}` : ''}`),
+        onLeaderChange: (o) => {
+          this.leaderAddress = o?.value ?? '';
+        },
+        onCampaignError: (f) => this.log.warn({ attempt: f.attempt, retryInMs: f.retryInMs, err: f.error.message }, 'cannot reach etcd to campaign; retrying'),
+      });
+      this.election.campaign(this.server.address);
+      return;
+    }
+    this.store = await openStore(this.cfg.store === 'embedded' ? { kind: 'embedded', dir: this.cfg.dataDir } : { kind: 'memory' });
+    const epoch = String(BigInt((await this.store.get(KEYS.epoch)) ?? '0') + 1n);
+    await this.store.put(KEYS.epoch, epoch);
+    this.log.info({ address: this.server.address, role: 'leader', store: this.store.kind }, 'master ready');
+    await this.becomeLeader(epoch, this.store);
+  }
+
+  /** Loads hard state and starts leading: aggregation, recovery, then scheduling. */
+  private async becomeLeader(epoch: string, store: Store, leadership?: Leadership): Promise<void> {
+    this.becameLeaderAt = Date.now();
+    this.leaderStore = store;
+    this.leaderAddress = this.server.address;
+    const core = new MasterCore(
+      epoch,
+      {
+        heartbeatIntervalMs: this.cfg.heartbeatIntervalMs,
+        agentTimeoutMs: this.cfg.agentTimeoutMs,
+        amHeartbeatIntervalMs: this.cfg.amHeartbeatIntervalMs,
+        quotaGroups: this.cfg.quotaGroups,
+        recoveryDeadlineMs: this.cfg.recoveryDeadlineMs,
+        amTimeoutMs: this.cfg.amTimeoutMs,
+      },
+      this.log.child({ component: 'core', epoch }),
+    );
+    let jobs: JobRecord[];
+    let roster: Array<{ nodeId: string; address: string }>;
+    try {
+      jobs = (await store.list(KEYS.jobsPrefix)).map((kv) => JSON.parse(kv.value) as JobRecord);
+      roster = (await store.list(KEYS.agentsPrefix)).map((kv) => JSON.parse(kv.value) as { nodeId: string; address: string });
+    } catch (e) {
+      this.log.error({ err: errorMessage(e) }, 'cannot load hard state; giving up leadership');
+      if (leadership) await this.election?.resign().then(() => this.election?.campaign(this.server.address));
+      return;
+    }
+    if (this.election && !this.election.isLeader()) return;
+    this.coreOrUndefined = core;
+    this.log.info({ epoch, jobs: jobs.length, agents: roster.length, loadMs: Date.now() - this.becameLeaderAt }, 'became leader');
+    await this.run(core.loadHardState(jobs, roster, Date.now()));
+    const tickMs = Math.max(50, Math.min(500, Math.floor(this.cfg.heartbeatIntervalMs / 2)));
+    clearInterval(this.tickTimer);
+    this.tickTimer = setInterval(() => {
+      const c = this.coreOrUndefined;
+      if (c) void this.run(c.tick(Date.now()));
+    }, tickMs);
+  }
+
+  /** Stops acting at once: no command, push or write leaves this process after this. */
+  private stepDown(reason: string): void {
+    if (!this.coreOrUndefined) return;
+    this.coreOrUndefined = undefined;
+    this.leaderStore = undefined;
+    clearInterval(this.tickTimer);
+    this.tickTimer = undefined;
+    for (const set of this.watchers.values()) set.clear();
+    this.watchers.clear();
+    this.log.warn({ reason }, 'stepped down');
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
     for (const set of this.watchers.values()) set.clear();
+    await this.election?.close().catch(() => undefined);
+    this.coreOrUndefined = undefined;
     await this.server?.shutdown(1000);
     await this.storeQueue.catch(() => undefined);
     for (const c of [...this.agents.values(), ...this.ams.values()]) c.close();
@@ -145,12 +223,25 @@ export class MasterServer {
   /** Carries out effects. Resolves once every store write among them is durable. */
   private run(effects: Effect[]): Promise<void> {
     let writes: Promise<void> = Promise.resolve();
+    // A deposed leader (its lease lapsed while it was paused, say) issues nothing.
+    if (!this.coreOrUndefined || (this.election && !this.election.isLeader())) {
+      if (effects.length > 0) this.log.warn({ effects: effects.length }, 'not the leader any more: effects dropped');
+      return Promise.reject(new UnavailableError('not the leader', this.leaderAddress));
+    }
     for (const e of effects) {
       switch (e.kind) {
         case 'store': {
           const ops = e.ops;
-          this.storeQueue = this.storeQueue.then(() => this.store.batch(ops));
-          writes = this.storeQueue;
+          const store = this.leaderStore!;
+          this.storeQueue = this.storeQueue.then(
+            () => store.batch(ops),
+            () => store.batch(ops),
+          );
+          for (const op of ops) this.log.debug({ key: op.key, bytes: op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : 0 }, 'hard state written');
+          writes = this.storeQueue.catch((err: unknown) => {
+            if (err instanceof FencedError) this.stepDown('fenced: a newer leader owns the store');
+            throw err;
+          });
           break;
         }
         case 'grants':
@@ -175,6 +266,25 @@ export class MasterServer {
         case 'jobChanged':
           this.notify(e.jobId);
           break;
+        case 'agentsTimedOut':
+          this.am(e.address)
+            .AgentsTimedOut({ epoch: e.epoch, nodeIds: e.nodeIds }, { deadlineMs: 5000 })
+            .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'could not tell the AM about timing-out agents'));
+          break;
+        case 'recovered':
+          this.log.info(
+            {
+              epoch: this.epoch,
+              aggregationMs: e.aggregationMs,
+              recoveredMs: Date.now() - this.becameLeaderAt,
+              agentsReported: e.agentsReported,
+              agentsMissing: e.agentsMissing,
+              appsReported: e.appsReported,
+              appsMissing: e.appsMissing,
+            },
+            'recovery complete',
+          );
+          break;
       }
     }
     return writes;
@@ -182,7 +292,7 @@ export class MasterServer {
 
   private async launchAm(e: Extract<Effect, { kind: 'launchAm' }>): Promise<void> {
     const env: Record<string, string> = {
-      FUXI_MASTER: this.server.address,
+      FUXI_MASTER: this.cfg.masters.length > 0 ? this.cfg.masters.join(',') : this.server.address,
       FUXI_APP_ID: e.appId,
       FUXI_AM_ATTEMPT: String(e.attempt),
       FUXI_NODE_ID: e.nodeId,
@@ -199,7 +309,7 @@ export class MasterServer {
     };
     let delay = 100;
     for (let i = 0; ; i++) {
-      if (this.stopping) return;
+      if (this.stopping || !this.coreOrUndefined) return;
       try {
         const res = await this.agent(e.address).StartWorkers({ appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] }, { deadlineMs: 10_000 });
         const st = res.workers[0];
@@ -261,9 +371,9 @@ export class MasterServer {
         };
         if (!info.nodeId) throw new InvalidArgumentError('node.nodeId', 'is required');
         if (!info.address) throw new InvalidArgumentError('node.address', 'is required');
-        const { effects, heartbeatIntervalMs } = this.core.registerAgent(info, req.epochSeen, now());
+        const { effects, heartbeatIntervalMs, reportState } = this.core.registerAgent(info, req.epochSeen, now());
         await this.run(effects);
-        return { epoch: this.core.epoch, heartbeatIntervalMs };
+        return { epoch: this.core.epoch, heartbeatIntervalMs, reportState };
       },
       Heartbeat: async (req) => {
         const amWorkers: AmWorkerReport[] = req.amWorkers.map((w) => ({
@@ -293,9 +403,14 @@ export class MasterServer {
           fullGrants: r.full !== undefined,
           grantSeq: String(r.full?.seq ?? 0),
           grants: r.full?.grants ?? [],
+          reportState: r.reportState ?? false,
         };
       },
-      ReportAgentState: async () => ({}),
+      ReportAgentState: async (req) => {
+        const grants = req.grants.map((g) => ({ appId: g.appId, suId: g.suId, slots: g.slots, resource: { cpuMilli: g.resource?.cpuMilli ?? 0, memoryMb: g.resource?.memoryMb ?? 0 } }));
+        await this.run(this.core.reportAgentState({ nodeId: req.nodeId, epoch: req.epoch, grants }, now()));
+        return {};
+      },
       RegisterApp: async (req) => {
         const r = this.core.registerApp(req.appId, req.amAttempt, req.address, now());
         await this.run(r.effects);
@@ -315,13 +430,34 @@ export class MasterServer {
           now(),
         );
         await this.run(r.effects);
-        return { epoch: this.core.epoch, fullAssignments: r.full !== undefined, assignmentSeq: String(r.full?.seq ?? 0), assignments: r.full?.assignments ?? [] };
+        return {
+          epoch: this.core.epoch,
+          fullAssignments: r.full !== undefined,
+          assignmentSeq: String(r.full?.seq ?? 0),
+          assignments: r.full?.assignments ?? [],
+          reportState: r.reportState ?? false,
+        };
       },
       ReturnSlots: async (req) => {
         await this.run(this.core.returnSlots({ appId: req.appId, attempt: req.amAttempt, seq: Number(req.seq), returns: req.returns }, now()));
         return {};
       },
-      ReportAppState: async () => ({}),
+      ReportAppState: async (req) => {
+        await this.run(
+          this.core.reportAppState(
+            {
+              appId: req.appId,
+              attempt: req.amAttempt,
+              address: req.address,
+              units: req.units.map((u) => ({ suId: u.suId, resource: { cpuMilli: u.resource?.cpuMilli ?? 0, memoryMb: u.resource?.memoryMb ?? 0 }, priority: u.priority })),
+              requests: req.requests.map((r) => ({ suId: r.suId, location: r.location, count: r.count })),
+              assignments: req.assignments.map((a) => ({ suId: a.suId, nodeId: a.nodeId, slots: a.slots })),
+            },
+            now(),
+          ),
+        );
+        return { epoch: this.core.epoch };
+      },
       FinishApp: async (req) => {
         await this.run(this.core.finishApp({ appId: req.appId, attempt: req.amAttempt, succeeded: req.succeeded, message: req.message, progress: req.progress }, now()));
         return {};

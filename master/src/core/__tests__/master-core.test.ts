@@ -66,8 +66,11 @@ describe('MasterCore', () => {
       const { created, effects } = h.submit();
       expect(created).to.equal(true);
 
+      // The job, then its AM's location (metaAM) once placed.
       const store = ofKind(effects, 'store');
-      expect(store).to.have.length(1);
+      expect(store).to.have.length(2);
+      const placed = store[1]?.ops[0];
+      expect(placed?.type === 'put' && (JSON.parse(placed.value) as JobRecord).amNodeId).to.equal('n1');
       const op = store[0]?.ops[0];
       expect(op?.type).to.equal('put');
       expect(op?.type === 'put' && op.key).to.equal('jobs/job-1');
@@ -849,7 +852,7 @@ describe('MasterCore', () => {
   });
 
   describe('loadHardState', () => {
-    it('fails jobs that were running under the previous master and keeps submission order', () => {
+    it('keeps finished jobs, recovers unfinished ones and keeps submission order', () => {
       const old = new Harness({ nodes: [{ nodeId: 'n1' }] });
       old.start(mockSpec({ id: 'done' }));
       old.finish('done', true);
@@ -859,14 +862,10 @@ describe('MasterCore', () => {
 
       const h = new Harness({ now: 50_000 });
       const effects = h.core.loadHardState(records.reverse(), [{ nodeId: 'n1', address: 'n1:7001' }], h.now);
-      expect(ofKind(effects, 'store').map((s) => s.ops[0]?.key)).to.deep.equal(['jobs/live', 'jobs/queued']);
+      expect(ofKind(effects, 'store')).to.be.empty;
+      expect(h.core.isRecovering).to.equal(true);
       expect(h.core.getJob('done').state).to.equal('succeeded');
-      for (const id of ['live', 'queued']) {
-        expect(h.core.getJob(id)).to.include({ state: 'failed', finishedAtMs: 50_000 });
-        expect(h.core.getJob(id).message).to.contain('restarted');
-      }
-      expectThrow(() => h.core.registerApp('live', 1, 'x:1', h.now), FailedPreconditionError);
-      h.addNode();
+      expect(h.core.getJob('live').state).to.equal('running');
       h.submit(mockSpec({ id: 'new' }));
       expect(h.core.listJobs().map((j) => j.jobId)).to.deep.equal(['done', 'live', 'queued', 'new']);
       expect(h.submit(mockSpec({ id: 'done' })).created).to.equal(false);
