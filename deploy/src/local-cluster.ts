@@ -10,6 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FuxiClient } from '@fuxi/client';
@@ -101,6 +102,19 @@ async function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean
   });
 }
 
+/** A free TCP port on loopback (bind port 0, read it, close). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -113,6 +127,8 @@ export function isAlive(pid: number): boolean {
 export class LocalCluster {
   master!: ProcessInfo;
   readonly agents: AgentProcess[] = [];
+  /** The master keeps its address across restarts (agents and AMs know only this one). */
+  private masterPort = 0;
   private constructor(readonly opts: LocalClusterOptions) {}
 
   get masterAddress(): string {
@@ -137,13 +153,15 @@ export class LocalCluster {
     return c;
   }
 
+  /** Starts the master (again: same port, same data dir, so a restart is a failover in place). */
   async startMaster(): Promise<ProcessInfo> {
     const o = this.opts;
     const logFile = join(o.dir, 'master.log');
+    this.masterPort ||= await freePort();
     const args = [
       BIN.master,
       '--listen',
-      '127.0.0.1:0',
+      `127.0.0.1:${this.masterPort}`,
       '--store',
       'embedded',
       '--data-dir',

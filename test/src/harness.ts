@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
-import { isAlive, LocalCluster, type LocalClusterOptions } from '@fuxi/deploy';
+import { isAlive, LocalCluster, waitForLogLine, type LocalClusterOptions, type ProcessInfo } from '@fuxi/deploy';
 
 export { isAlive };
 
@@ -43,3 +43,8 @@ export function job(raw: Record<string, unknown>): JobSpec {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits for a pino line `msg` logged by this process (a master or an agent); returns it. */
+export async function waitForLog(p: ProcessInfo, msg: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+  return waitForLogLine(p.logFile, msg, p.child, timeoutMs);
+}
