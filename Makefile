@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build lint check-gen unit integration test demo etcd clean
+.PHONY: help install build lint check-gen unit integration test demo etcd clean bench-failover
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -46,6 +46,11 @@ test: install etcd check-gen lint unit integration
 
 demo: build
 	node deploy/dist/demo.js
+
+# Benchmark (not a test): real etcd, 3 masters, 200 simulated nodes, 50 apps; kills the leader 5
+# times and writes bench-results/master-failover.json.
+bench-failover: build etcd
+	node test/dist/bench/master-failover.js
 
 clean:
 	npx tsc -b --clean

@@ -6,3 +6,4 @@
  * ```
  */
 export * from './local-cluster.js';
+export * from './ha-cluster.js';

@@ -8,7 +8,6 @@ import {
   add,
   FailedPreconditionError,
   fits,
-  UnavailableError,
   InvalidArgumentError,
   NotFoundError,
   scale,
@@ -110,6 +109,8 @@ interface AppState {
   lastContactMs: number;
   /** Since when the app runs on a synthesized MockSU, waiting for its AM (Algorithm 2); 0 if not. */
   mockSinceMs: number;
+  /** Slots returned (by `su@node`) on agents that had not reported yet after a failover. */
+  pendingReturns: Map<string, number>;
 }
 
 const grantKey = (appId: string, suId: string) => `${appId}\u0000${suId}`;
@@ -179,6 +180,7 @@ export class MasterCore {
         reported: !placed,
         lastContactMs: now,
         mockSinceMs: 0,
+        pendingReturns: new Map(),
       };
       app.sus.set(AM_SU, { suId: AM_SU, resource: j.spec.amResource, priority: AM_PRIORITY, requests: placed ? new Map() : new Map([['', 1]]), asgn: new Map() });
       this.apps.set(app.appId, app);
@@ -328,10 +330,18 @@ export class MasterCore {
   }
 
   /** Adopts one reported grant onto a node; returns why it was not believed, or ''. */
-  private adoptGrant(node: NodeState, g: GrantEntry): string {
+  private adoptGrant(node: NodeState, reported: GrantEntry): string {
+    let g = reported;
     const app = this.apps.get(g.appId);
     if (!app) return this.jobs.has(g.appId) ? 'the app has finished' : 'unknown app';
     if (!Number.isInteger(g.slots) || g.slots <= 0) return 'slot count must be positive';
+    const returnedKey = `${g.suId}@${node.info.nodeId}`;
+    const returned = Math.min(g.slots, app.pendingReturns.get(returnedKey) ?? 0);
+    if (returned > 0) {
+      app.pendingReturns.delete(returnedKey);
+      if (returned === g.slots) return 'the AM returned these slots during the failover';
+      g = { ...g, slots: g.slots - returned };
+    }
     let su = app.sus.get(g.suId);
     if (su && (su.resource.cpuMilli !== g.resource.cpuMilli || su.resource.memoryMb !== g.resource.memoryMb)) return 'slot size differs from the schedule unit';
     if (!fits(add(node.allocated, scale(g.resource, g.slots)), node.info.capacity)) return 'more than the node can hold';
@@ -491,14 +501,20 @@ export class MasterCore {
   returnSlots(req: { appId: string; attempt: number; seq: number; returns: SlotReturn[] }, now: number): Effect[] {
     const app = this.requireApp(req.appId, req.attempt);
     app.lastContactMs = now;
-    if (!app.reported) throw new UnavailableError('the master is recovering this application: report its state, then retry');
     if (req.seq <= app.lastReturnSeq) return [];
     app.lastReturnSeq = req.seq;
     const changed = new Set<string>();
     for (const r of req.returns) {
-      const su = app.sus.get(r.suId);
       // The AM's own slot is released by FinishApp / the end of the job, never by the AM returning it.
-      if (!su || r.suId === AM_SU) continue;
+      if (r.suId === AM_SU || r.slots <= 0) continue;
+      const node = this.nodes.get(r.nodeId);
+      if (node && !node.reported && !node.lostAfterFailover) {
+        // After a failover, before the agent reported: remember the return for when its grants come in.
+        const k = `${r.suId}@${r.nodeId}`;
+        app.pendingReturns.set(k, (app.pendingReturns.get(k) ?? 0) + r.slots);
+      }
+      const su = app.sus.get(r.suId);
+      if (!su) continue;
       const held = su.asgn.get(r.nodeId) ?? 0;
       const n = Math.min(held, Math.max(0, r.slots));
       if (n === 0) continue;
@@ -619,7 +635,7 @@ export class MasterCore {
 
   private startAttempt(job: JobRecord, now: number): Effect[] {
     job.amAttempt += 1;
-    const app: AppState = { appId: job.jobId, job, sus: new Map(), asgnSeq: 0, lastRequestSeq: 0, lastReturnSeq: 0, amState: 'waiting', reported: true, lastContactMs: now, mockSinceMs: 0 };
+    const app: AppState = { appId: job.jobId, job, sus: new Map(), asgnSeq: 0, lastRequestSeq: 0, lastReturnSeq: 0, amState: 'waiting', reported: true, lastContactMs: now, mockSinceMs: 0, pendingReturns: new Map() };
     app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map() });
     this.apps.set(app.appId, app);
     return this.runScheduler(now);

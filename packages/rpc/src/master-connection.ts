@@ -58,7 +58,6 @@ export class MasterConnection {
   ): Promise<ResOf<MasterServiceDefinition[K]>> {
     const until = Date.now() + (this.opts.retryForMs ?? 30_000);
     let delay = 50;
-    let tried = 0;
     for (;;) {
       const fn = (this.client() as unknown as Record<string, (r: unknown, o: CallOptions) => Promise<ResOf<MasterServiceDefinition[K]>>>)[method]!;
       try {
@@ -71,10 +70,13 @@ export class MasterConnection {
           this.current = leader;
           continue;
         }
-        const transient = e.code === 'UNAVAILABLE' || (e.code === 'DEADLINE_EXCEEDED' && opts.retry);
+        const transient = e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED';
+        // The next call (retried or not) goes to the next master: a dead or frozen leader must not
+        // keep callers that never retry (heartbeats) from finding the new one.
+        if (transient && this.addresses.length > 1) {
+            this.current = this.addresses[(this.addresses.indexOf(this.current) + 1) % this.addresses.length] as string;
+        }
         if (!transient || !opts.retry || Date.now() > until) throw e;
-        tried++;
-        if (this.addresses.length > 1) this.current = this.addresses[tried % this.addresses.length] as string;
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 1000);
       }

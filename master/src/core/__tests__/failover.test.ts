@@ -3,7 +3,7 @@
  * master loads hard state, aggregates the agents' grants and the AMs' requests, then recovers.
  */
 import { expect } from 'chai';
-import { nullLogger, StaleEpochError, UnavailableError, FailedPreconditionError } from '@fuxi/common';
+import { nullLogger, StaleEpochError, FailedPreconditionError } from '@fuxi/common';
 import { AM_SU, DEFAULT_CONFIG, MasterCore } from '../master-core.js';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
 import { asgnMap, delta, EPOCH, grantMap, Harness, mockNodeInfo, mockSpec, ofKind, SLOT, unit } from './core-factories.js';
@@ -241,7 +241,10 @@ describe('master failover (soft-state inference)', () => {
     const r = t.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 9, units: [unit()], deltas: [delta('map', 3)], assignmentSeq: 0, progress: [] }, 100_030);
     expect(r.reportState).to.equal(true);
     expect(r.effects).to.be.empty;
-    expect(() => t.core.returnSlots({ appId: 'job-1', attempt: 1, seq: 1, returns: [{ suId: 'map', nodeId: 'n1', slots: 1 }] }, 100_031)).to.throw(UnavailableError);
+    // Returns are applied at once (a finished AM must not wait on its report to give slots back).
+    const held = grantMap(t.held.get('n1')!)['job-1/map']!;
+    const ret = t.core.returnSlots({ appId: 'job-1', attempt: 1, seq: 1, returns: [{ suId: 'map', nodeId: 'n1', slots: 1 }] }, 100_031);
+    expect(grantMap(ofKind(ret, 'grants').at(-1)!.grants)['job-1/map'] ?? 0).to.equal(held - 1);
     expect(() => t.core.reportAppState({ appId: 'job-1', attempt: 2, address: '', units: [], requests: [], assignments: [] }, 100_032)).to.throw(StaleEpochError);
     // The report carries the outstanding requests (including what the ignored delta asked).
     amReports(t, 100_040, { requests: [{ suId: 'map', location: '', count: 3 }] });
@@ -262,6 +265,18 @@ describe('master failover (soft-state inference)', () => {
     const all = [...reg.effects, ...t.core.tick(104_000)];
     expect(ofKind(all, 'launchAm')).to.be.empty;
     expect(grantMap(ofKind(fx, 'grants').at(-1)!.grants)).to.deep.equal({ [`job-1/${AM_SU}`]: 1 });
+  });
+
+  it('slots an AM returns before their agent reported are not adopted when it does', () => {
+    const old = oldCluster();
+    const t = takeOver(old);
+    agentReports(t, 'n1', 100_010);
+    const onN2 = grantMap(t.held.get('n2')!)['job-1/map']!;
+    t.core.returnSlots({ appId: 'job-1', attempt: 1, seq: 1, returns: [{ suId: 'map', nodeId: 'n2', slots: 1 }] }, 100_020);
+    const fx = agentReports(t, 'n2', 100_030);
+    const push = ofKind(fx, 'grants').at(-1)!;
+    expect(grantMap(push.grants)['job-1/map'] ?? 0).to.equal(onN2 - 1);
+    t.core.checkInvariants();
   });
 
   it('an agent must register with the new master before reporting', () => {
