@@ -162,6 +162,8 @@ export interface AgentSnapshot {
   nodeId: string;
   capacity: Resource;
   epoch: Int64;
+  /** Epoch of the master that sent the applied grant table (its `grantSeq` is in its numbering). */
+  grantEpoch: Int64;
   grantSeq: Int64;
   grants: GrantEntry[];
   workers: WorkerInfo[];
@@ -207,6 +209,8 @@ export class AgentCore {
   private readonly maxFinished: number;
 
   private epoch: Int64 = '0';
+  /** Epoch of the master whose numbering `grantSeq` is in (the master that sent the table). */
+  private grantEpoch: Int64 = '0';
   private grantSeq: Int64 = '0';
   private readonly grants = new Map<string, GrantEntry>();
   /** Insertion order = acceptance order. */
@@ -232,9 +236,23 @@ export class AgentCore {
     return this.epoch;
   }
 
-  /** Last grant sequence applied. */
+  /** Last grant sequence applied, in the numbering of the master that sent it (`appliedGrantEpoch`). */
   get appliedGrantSeq(): Int64 {
     return this.grantSeq;
+  }
+
+  /** Epoch of the master whose grant message was applied last ('0' = none yet). */
+  get appliedGrantEpoch(): Int64 {
+    return this.grantEpoch;
+  }
+
+  /**
+   * The applied grant seq in the numbering of the newest master seen (`epochSeen`), as heartbeats
+   * report it: '0' while the table still comes from an older master (a new leader numbers its own
+   * grant messages from 1, so (epoch, seq) stays unambiguous).
+   */
+  get currentGrantSeq(): Int64 {
+    return cmpInt64(this.grantEpoch, this.epoch) === 0 ? this.grantSeq : '0';
   }
 
   /**
@@ -258,27 +276,36 @@ export class AgentCore {
   // ------------------------------------------------------------------ grants
 
   /**
-   * Master -> agent grant changes. A delta applies only when `seq` is exactly one past the applied
-   * seq; `full` replaces the table. Otherwise the message is ignored (the master heals it with the
-   * full table on the next heartbeat). Returns the applied seq.
+   * Master -> agent grant changes, ordered by (epoch, seq) lexicographically. Every master numbers
+   * its own messages: from a master newer than the one whose table is applied, the applied seq
+   * counts as 0. A delta applies only when `seq` is exactly one past the applied seq; `full`
+   * replaces the table unless it is older than the applied one from the same master (seq below);
+   * a full table from a newer master always applies, whatever its seq. Otherwise the message is
+   * ignored (the master heals it with the full table on the next heartbeat). A stale epoch throws
+   * StaleEpochError. Returns the applied seq (in the message's epoch).
    */
   updateGrants(req: UpdateGrantsInput, now: number): { appliedSeq: Int64; applied: boolean; effects: Effect[] } {
-    const sameMaster = BigInt(req.epoch || '0') === BigInt(this.epoch || '0');
     this.checkEpoch(req.epoch);
+    const newerMaster = cmpInt64(req.epoch, this.grantEpoch) > 0;
+    const base = newerMaster ? 0n : BigInt(this.grantSeq);
     const seq = BigInt(req.seq || '0');
     req.grants.forEach((g, i) => {
       if (!g.appId) throw new InvalidArgumentError(`grants[${i}].appId`, 'must not be empty');
       if (!g.suId) throw new InvalidArgumentError(`grants[${i}].suId`, 'must not be empty');
       if (!Number.isInteger(g.slots) || g.slots < 0) throw new InvalidArgumentError(`grants[${i}].slots`, `must be a non-negative integer, got ${g.slots}`);
     });
-    if (!req.full && seq !== BigInt(this.grantSeq) + 1n) {
-      this.log.info({ seq: req.seq, applied: this.grantSeq }, 'grant delta out of order; ignored (the next heartbeat brings the full table)');
-      return { appliedSeq: this.grantSeq, applied: false, effects: [] };
+    const ignored = { appliedSeq: base.toString(), applied: false, effects: [] as Effect[] };
+    if (!req.full && seq !== base + 1n) {
+      this.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: this.grantEpoch, applied: this.grantSeq }, 'grant delta out of order; ignored (the next heartbeat brings the full table)');
+      return ignored;
     }
-    if (req.full && sameMaster && seq < BigInt(this.grantSeq)) {
-      // An older full table overtaken by a newer one: applying it would shrink live grants.
-      this.log.info({ seq: req.seq, applied: this.grantSeq }, 'older full grant table ignored');
-      return { appliedSeq: this.grantSeq, applied: false, effects: [] };
+    if (req.full && !newerMaster && seq < base) {
+      // An older full table overtaken by a newer one from the same master: applying it would shrink live grants.
+      this.log.info({ epoch: req.epoch, seq: req.seq, applied: this.grantSeq }, 'older full grant table ignored');
+      return ignored;
+    }
+    if (newerMaster && this.grantEpoch !== '0') {
+      this.log.info({ from: this.grantEpoch, to: req.epoch, seq: req.seq, full: req.full, oldSeq: this.grantSeq }, 'grant table now follows a new master');
     }
     const touched = new Set<string>();
     if (req.full) {
@@ -292,6 +319,7 @@ export class AgentCore {
       else this.grants.set(k, { appId: g.appId, suId: g.suId, slots: g.slots, resource: { ...g.resource } });
     }
     this.grantSeq = seq.toString();
+    this.grantEpoch = String(BigInt(req.epoch || '0'));
     const effects: Effect[] = [];
     for (const k of touched) effects.push(...this.enforceGrant(k));
     effects.push(...this.startPending(now));
@@ -658,6 +686,7 @@ export class AgentCore {
       nodeId: this.nodeId,
       capacity: { ...this.capacity },
       epoch: this.epoch,
+      grantEpoch: this.grantEpoch,
       grantSeq: this.grantSeq,
       grants: this.grantTable(),
       workers: this.listWorkers(),

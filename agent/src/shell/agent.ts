@@ -3,6 +3,14 @@
  * worker processes (via a ProcessDriver) and worker events to AMs. Every decision is the core's;
  * this file turns RPCs, process exits and ticks into core inputs and carries out the effects.
  *
+ * Master failover: every `--master` address is used. RegisterAgent, Heartbeat and
+ * ReportAgentState are retried across them (UNAVAILABLE / DEADLINE_EXCEEDED move on to the next
+ * one) and follow a standby's redirect. An answer with an older epoch than the newest seen comes
+ * from a deposed master: ignored, and the connection moves on. When an answer asks for
+ * `reportState`, ReportAgentState (every grant, every worker) goes out before the next heartbeat,
+ * and again before each later one until it succeeds or a newer epoch takes over. Workers are never
+ * touched by any of this.
+ *
  * ```ts
  * const agent = new Agent(resolveConfig({ master: '127.0.0.1:7070' }, {}), { log });
  * await agent.start();           // serving; registers in the background
@@ -13,7 +21,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { errorMessage, InvalidArgumentError, NotFoundError, nullLogger, type Logger } from '@fuxi/common';
+import { cmpInt64, errorMessage, InvalidArgumentError, NotFoundError, nullLogger, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
@@ -22,6 +30,7 @@ import {
   type HeartbeatResponse__Output,
   type LogChunk,
   type NodeInfo,
+  type ReportAgentStateRequest,
   type ListWorkersRequest__Output,
   type ListWorkersResponse,
   type ReadLogRequest__Output,
@@ -59,7 +68,7 @@ export class Agent {
   private readonly log: Logger;
   private readonly driver: ProcessDriver;
   private readonly events: EventSender;
-  private readonly master: MasterConnection;
+  private master: MasterConnection;
   private readonly now: () => number;
   private server: RunningServer | undefined;
   private stopped = false;
@@ -70,6 +79,9 @@ export class Agent {
   private loop: Promise<void> | undefined;
   private readonly sleepers = new Set<() => void>();
   private hbFailures = 0;
+  /** Epoch of the master that asked for our full state and has not got it yet ('' = none). */
+  private reportEpoch = '';
+  private reportFailures = 0;
   private readonly tickMs: number;
 
   constructor(
@@ -84,10 +96,7 @@ export class Agent {
       void this.run(this.core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, this.now()));
     });
     this.events = new EventSender({ nodeId: config.nodeId, log: this.log.child({ c: 'events' }), ...(deps.sendEvents ? { send: deps.sendEvents } : {}) });
-    this.master = new MasterConnection(config.masters, {
-      retryForMs: 1000,
-      onRedirect: (from, to) => this.log.info({ from, to }, 'following master redirect'),
-    });
+    this.master = this.connectMaster(config.masters);
     this.tickMs = deps.tickMs ?? 1000;
   }
 
@@ -153,16 +162,72 @@ export class Agent {
     };
   }
 
+  /**
+   * Registration, state reports and heartbeats, one at a time (so never two calls in flight).
+   * Never dies: an unexpected error is logged and the loop goes on after a heartbeat interval.
+   */
   private async mainLoop(): Promise<void> {
     while (!this.stopped) {
-      if (this.needRegister) {
-        await this.register();
-        continue;
+      try {
+        if (this.needRegister) {
+          await this.register();
+          continue;
+        }
+        // A master rebuilding its soft state asked for ours: it goes out before the next heartbeat.
+        if (this.reportEpoch) await this.reportState();
+        await this.sleep(this.heartbeatIntervalMs);
+        if (this.stopped) return;
+        await this.heartbeat();
+      } catch (e) {
+        this.log.error({ err: e instanceof Error ? (e.stack ?? e.message) : String(e) }, 'master loop error; going on');
+        await this.sleep(this.heartbeatIntervalMs);
       }
-      await this.sleep(this.heartbeatIntervalMs);
-      if (this.stopped) return;
-      await this.heartbeat();
     }
+  }
+
+  private connectMaster(addresses: readonly string[]): MasterConnection {
+    return new MasterConnection(addresses, {
+      retryForMs: 1000,
+      onRedirect: (from, to) => this.log.info({ from, to }, 'following master redirect'),
+    });
+  }
+
+  /**
+   * Moves the master connection off its current address, to the next configured one: for a
+   * deposed master that still answers (with an older epoch) and so never fails over by itself.
+   */
+  private moveOn(): void {
+    const list = this.config.masters;
+    if (list.length < 2 || this.stopped) return;
+    const from = (list.indexOf(this.master.address) + 1) % list.length;
+    this.master.close();
+    this.master = this.connectMaster([...list.slice(from), ...list.slice(0, from)]);
+  }
+
+  /**
+   * Checks the epoch of a master's answer ('' / '0' = none given). A newer one raises the core's
+   * bar (and drops a state report still owed to an older master); an older one comes from a
+   * deposed master: logged, the connection moves on, and the answer must be ignored (false).
+   */
+  private acceptEpoch(epoch: string, method: string): boolean {
+    if (!epoch || epoch === '0') return true;
+    if (cmpInt64(epoch, this.core.epochSeen) < 0) {
+      this.log.warn({ master: this.master.address, method, epoch, newest: this.core.epochSeen }, 'answer from a deposed master (older epoch) ignored; trying another master');
+      this.moveOn();
+      return false;
+    }
+    this.core.registered(epoch);
+    if (this.reportEpoch && cmpInt64(this.reportEpoch, epoch) < 0) {
+      this.log.info({ owedTo: this.reportEpoch, epoch }, 'state report owed to an older master dropped: a newer one took over');
+      this.reportEpoch = '';
+    }
+    return true;
+  }
+
+  /** The master of `epoch` asked for ReportAgentState. */
+  private askReport(epoch: string): void {
+    if (this.reportEpoch !== epoch) this.log.info({ master: this.master.address, epoch }, 'master asked for our full state');
+    this.reportEpoch = epoch;
   }
 
   private async register(): Promise<void> {
@@ -171,11 +236,13 @@ export class Agent {
     while (!this.stopped) {
       try {
         const r = await this.master.call('RegisterAgent', { node: this.nodeInfo(), epochSeen: this.core.epochSeen }, { retry: true, deadlineMs: 5000 });
-        this.core.registered(r.epoch || '0');
+        const epoch = r.epoch || '0';
+        if (!this.acceptEpoch(epoch, 'RegisterAgent')) throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
         this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
         this.needRegister = false;
         this.registeredOnce = true;
-        this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs }, 'registered with the master');
+        this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, 'registered with the master');
+        if (r.reportState) this.askReport(this.core.epochSeen);
         return;
       } catch (e) {
         attempts++;
@@ -186,43 +253,75 @@ export class Agent {
     }
   }
 
+  /**
+   * `grantSeq` is the applied seq in the numbering of the newest master seen ('0' while the grant
+   * table still comes from an older master), so the master compares like with like.
+   */
   heartbeatRequest(): HeartbeatRequest {
     return {
       nodeId: this.config.nodeId,
       epoch: this.core.epochSeen,
-      grantSeq: this.core.appliedGrantSeq,
+      grantSeq: this.core.currentGrantSeq,
       used: toWireResource(this.core.used()),
       workers: this.core.summary(),
       amWorkers: this.core.amWorkers().map(toWireStatus),
     };
   }
 
+  /** The full soft state for a master rebuilding its own: every grant and every worker known. */
+  reportRequest(epoch: string): ReportAgentStateRequest {
+    return {
+      nodeId: this.config.nodeId,
+      epoch,
+      grants: this.core.grantTable().map(toWireGrant),
+      workers: this.core.listWorkers().map(toWireStatus),
+      grantSeq: this.core.appliedGrantSeq,
+    };
+  }
+
+  private async reportState(): Promise<void> {
+    const epoch = this.reportEpoch;
+    const req = this.reportRequest(epoch);
+    try {
+      await this.master.call('ReportAgentState', req, { retry: true, deadlineMs: 5000 });
+    } catch (e) {
+      this.reportFailures++;
+      if (this.reportFailures === 1 || this.reportFailures % 10 === 0) this.log.warn({ master: this.master.address, epoch, failures: this.reportFailures, err: errorMessage(e) }, 'ReportAgentState failed; retrying after the next heartbeat');
+      return;
+    }
+    this.reportFailures = 0;
+    if (this.reportEpoch === epoch) this.reportEpoch = '';
+    this.log.info({ master: this.master.address, epoch, grants: req.grants?.length ?? 0, workers: req.workers?.length ?? 0, grantSeq: req.grantSeq }, 'full state reported to the master');
+  }
+
   private async heartbeat(): Promise<void> {
     let resp: HeartbeatResponse__Output;
     try {
-      resp = await this.master.call('Heartbeat', this.heartbeatRequest(), { retry: false, deadlineMs: Math.max(2000, 2 * this.heartbeatIntervalMs) });
+      resp = await this.master.call('Heartbeat', this.heartbeatRequest(), { retry: true, deadlineMs: Math.max(2000, 2 * this.heartbeatIntervalMs) });
     } catch (e) {
       this.hbFailures++;
       if (this.hbFailures === 1 || this.hbFailures % 20 === 0) this.log.warn({ master: this.master.address, failures: this.hbFailures, err: errorMessage(e) }, 'heartbeat failed');
       return;
     }
-    if (this.hbFailures > 0) this.log.info({ failures: this.hbFailures }, 'heartbeats resumed');
+    const epoch = resp.epoch && resp.epoch !== '0' ? resp.epoch : this.core.epochSeen;
+    if (!this.acceptEpoch(epoch, 'Heartbeat')) return;
+    if (this.hbFailures > 0) this.log.info({ master: this.master.address, failures: this.hbFailures }, 'heartbeats resumed');
     this.hbFailures = 0;
     if (resp.reregister) {
-      this.log.info({}, 'master asked to register again');
+      this.log.info({ master: this.master.address }, 'master asked to register again');
       this.needRegister = true;
       return;
     }
-    const epoch = resp.epoch && resp.epoch !== '0' ? resp.epoch : this.core.epochSeen;
-    try {
-      this.core.registered(epoch);
-    } catch (e) {
-      this.log.warn({ epoch: resp.epoch, newest: this.core.epochSeen, err: errorMessage(e) }, 'heartbeat answered by a stale master; ignored');
-      return;
-    }
+    if (resp.reportState) this.askReport(epoch);
     if (resp.fullGrants) {
+      if (resp.reportState) {
+        // Built before the master heard our state, so it could revoke live grants: not applied.
+        // The master rebuilds its view of this node from the report; later tables apply.
+        this.log.info({ epoch, seq: resp.grantSeq }, 'full grant table in an answer asking for our state not applied; waiting for the one after the report');
+        return;
+      }
       const r = this.core.updateGrants({ epoch, seq: resp.grantSeq || '0', full: true, grants: resp.grants.map(fromWireGrant) }, this.now());
-      this.log.info({ seq: r.appliedSeq, grants: resp.grants.length }, 'full grant table applied from heartbeat');
+      this.log.info({ epoch, seq: r.appliedSeq, applied: r.applied, grants: resp.grants.length }, 'full grant table from heartbeat');
       await this.run(r.effects);
     }
   }

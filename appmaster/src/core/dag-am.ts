@@ -24,7 +24,7 @@
  * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
  * ```
  */
-import { FailedPreconditionError, InvalidArgumentError, nullLogger, substitute } from '@fuxi/common';
+import { cmpInt64, FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, substitute } from '@fuxi/common';
 import type { Logger } from '@fuxi/common';
 import type {
   AmEffect,
@@ -204,6 +204,8 @@ export class DagAppMaster {
   private spec: JobSpec | undefined;
   private readonly tasks = new Map<string, Task>();
   private readonly nodeAddresses = new Map<string, string>();
+  /** Master epoch of the applied assignment table; `appliedSeq` is in that master's numbering. */
+  private appliedEpoch = '0';
   private appliedSeq = 0;
   /** Number of `return` effects emitted so far; a return's id is its effect's number (from 1). */
   private returnEffects = 0;
@@ -221,9 +223,23 @@ export class DagAppMaster {
     return this.spec !== undefined;
   }
 
-  /** The last assignment seq applied (reported to the master in `UpdateRequests`). */
+  /** The last assignment seq applied, in the numbering of the master of `assignmentEpoch`. */
   get assignmentSeq(): number {
     return this.appliedSeq;
+  }
+
+  /** Master epoch of the assignment table applied last ('0' before any). */
+  get assignmentEpoch(): string {
+    return this.appliedEpoch;
+  }
+
+  /**
+   * The applied assignment seq as the master of `epoch` numbers it (reported in `UpdateRequests`
+   * and `UpdateAssignments` answers): 0 when that master is newer than the one whose table is
+   * applied (it has not told us anything yet).
+   */
+  assignmentSeqFor(epoch: string): number {
+    return cmpInt64(epoch || '0', this.appliedEpoch) > 0 ? 0 : this.appliedSeq;
   }
 
   /**
@@ -312,7 +328,7 @@ export class DagAppMaster {
    * The job starts: `spec` from RegisterApp, `held` the assignments the app already holds (with
    * the master's assignment seq). Throws InvalidArgumentError for a spec the core cannot run.
    */
-  start(spec: JobSpec, held: { seq: number; assignments: readonly Assignment[] }, now: number): AmEffect[] {
+  start(spec: JobSpec, held: { epoch?: string; seq: number; assignments: readonly Assignment[] }, now: number): AmEffect[] {
     if (this.spec) throw new FailedPreconditionError('the application master core was already started');
     validateDag(spec);
     this.spec = spec;
@@ -343,20 +359,36 @@ export class DagAppMaster {
       });
     });
     this.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length }, 'job started');
-    this.applyTable({ seq: held.seq, full: true, assignments: held.assignments });
+    this.applyTable({ ...(held.epoch ? { epoch: held.epoch } : {}), seq: held.seq, full: true, assignments: held.assignments });
     this.activateReady();
     this.reconcile(now);
     return this.flush();
   }
 
-  /** An assignment message (pushed, or the full table from an UpdateRequests response). */
+  /**
+   * An assignment message (pushed, or the full table from an UpdateRequests response), ordered by
+   * (epoch, seq) lexicographically (see `AssignmentUpdate`). Throws StaleEpochError for a message
+   * from an older master than the applied table's.
+   */
   assignments(update: AssignmentUpdate, now: number): AmEffect[] {
     if (!this.spec || this.done) return [];
-    if (!update.full && update.seq !== this.appliedSeq + 1) {
-      this.log.debug({ seq: update.seq, applied: this.appliedSeq }, 'assignment message out of sequence, ignored');
+    const epoch = update.epoch && update.epoch !== '0' ? update.epoch : this.appliedEpoch;
+    const order = cmpInt64(epoch, this.appliedEpoch);
+    if (order < 0) throw new StaleEpochError('epoch', epoch, this.appliedEpoch);
+    const base = order > 0 ? 0 : this.appliedSeq;
+    if (!update.full && update.seq !== base + 1) {
+      this.log.debug({ epoch, seq: update.seq, appliedEpoch: this.appliedEpoch, applied: this.appliedSeq }, 'assignment message out of sequence, ignored');
       return [];
     }
-    this.applyTable(update);
+    if (update.full && order === 0 && update.seq < base) {
+      // Overtaken by a newer message of the same master: applying it would take live slots away.
+      this.log.debug({ epoch, seq: update.seq, applied: this.appliedSeq }, 'older full assignment table ignored');
+      return [];
+    }
+    if (order > 0 && this.appliedEpoch !== '0') {
+      this.log.info({ from: this.appliedEpoch, to: epoch, seq: update.seq, full: update.full, oldSeq: this.appliedSeq }, 'assignments now follow a new master');
+    }
+    this.applyTable({ ...update, epoch });
     this.reconcile(now);
     return this.flush();
   }
@@ -408,6 +440,7 @@ export class DagAppMaster {
       }
     }
     this.appliedSeq = update.seq;
+    if (update.epoch && update.epoch !== '0') this.appliedEpoch = String(BigInt(update.epoch));
     for (const l of lost) this.evict(l);
   }
 

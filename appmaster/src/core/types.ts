@@ -19,10 +19,17 @@ export interface Assignment {
 
 /**
  * One assignment message from the master. A delta (`full` false) is applied only when `seq` is
- * exactly one past the applied seq and changes only the entries it lists; `full` replaces the
- * whole table (entries absent are 0).
+ * exactly one past the applied seq (of the same master epoch) and changes only the entries it
+ * lists; `full` replaces the whole table (entries absent are 0), unless it is older than the
+ * applied one from the same master. A newer master's full table always applies.
  */
 export interface AssignmentUpdate {
+  /**
+   * Epoch of the master that sent it (decimal int64). Messages are ordered by (epoch, seq): every
+   * master numbers its own, so from a newer master the applied seq counts as 0. Absent or '0':
+   * the epoch of the table applied last (tests, pre-HA masters).
+   */
+  epoch?: string;
   seq: number;
   full: boolean;
   assignments: readonly Assignment[];

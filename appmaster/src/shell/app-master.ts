@@ -3,15 +3,23 @@
  * master, clients to the agents and the heartbeat timer around the pure `DagAppMaster` core. Every
  * RPC and tick becomes a core input; every effect the core returns is executed here.
  *
- * Master calls (UpdateRequests, ReturnSlots, FinishApp) go through one queue, so their sequence
- * numbers reach the master in order; calls to agents run concurrently.
+ * Master calls (UpdateRequests, ReturnSlots, ReportAppState, FinishApp) go through one queue, so
+ * their sequence numbers reach the master in order; calls to agents run concurrently.
+ *
+ * Master failover: every master address (FUXI_MASTER, comma-separated) is used; idempotent calls
+ * are retried across them and follow a standby's redirect. The master epoch is tracked from every
+ * answer and push: an answer from an older epoch (a deposed master) is ignored and the call goes
+ * to another master; a push from one is refused (FAILED_PRECONDITION). When the epoch goes up after
+ * registration, or `UpdateRequests` answers `reportState`, the next master call is preceded by
+ * `ReportAppState` (units, every outstanding request, the assignment table), and request deltas
+ * already counted in that report are not sent again.
  *
  * ```ts
  * const am = new AppMaster({ masters: ['127.0.0.1:7070'], appId, amAttempt: 1, log });
  * const { succeeded, message } = await am.run(); // resolves after FinishApp
  * ```
  */
-import { cmpInt64, errorMessage, FailedPreconditionError, InvalidArgumentError, StaleEpochError, validateJobSpec, type JobSpec, type Logger } from '@fuxi/common';
+import { cmpInt64, errorMessage, FailedPreconditionError, InvalidArgumentError, StaleEpochError, UnavailableError, validateJobSpec, type JobSpec, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type AgentServiceDefinition, type AgentsTimedOutRequest__Output, type UpdateAssignmentsRequest__Output, type WorkerEventsRequest__Output, type WorkerStatus__Output } from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, MasterConnection, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
@@ -32,6 +40,8 @@ export interface AppMasterConfig {
   log: Logger;
   /** How long master calls are retried while the master is unreachable (default 5 min). */
   masterRetryForMs?: number;
+  /** How long one master call cycles through the masters before `masterRetryForMs` takes over (default 2 min). */
+  masterCallRetryForMs?: number;
   /** How long a StartWorkers is retried on UNAVAILABLE before the plans count as rejected (default 60 s). */
   agentRetryForMs?: number;
   /** Per-call deadline (default 10 s). */
@@ -51,8 +61,15 @@ type AgentClient = TypedClient<AgentServiceDefinition>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** An answer from a deposed master (older epoch than the newest seen): retried at another master. */
+export class DeposedMasterError extends UnavailableError {
+  constructor(method: string, epoch: string, newest: string) {
+    super(`${method} answered by a deposed master (epoch ${epoch}, newest seen ${newest})`);
+  }
+}
+
 function isTransient(e: unknown): boolean {
-  return e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED');
+  return (e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED')) || e instanceof DeposedMasterError;
 }
 
 /** Reads the AM's configuration from the environment the agent gives it. */
@@ -80,13 +97,18 @@ export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterCon
 export class AppMaster {
   private readonly log: Logger;
   private readonly proto = loadFuxiProto();
-  private readonly conn: MasterConnection;
+  private conn: MasterConnection;
   private readonly agents = new Map<string, AgentClient>();
   private core: DagAppMaster;
   private server: RunningServer | undefined;
   private epoch = '0';
   private requestSeq = 0;
   private returnSeq = 0;
+  /** A ReportAppState must precede the next master call. */
+  private reportWanted = false;
+  /** `request` effects queued so far (ids from 1), and the last one a state report already carried. */
+  private requestIds = 0;
+  private reportedUpTo = 0;
   private masterQueue: Promise<void> = Promise.resolve();
   private heartbeatQueued = false;
   private timer: NodeJS.Timeout | undefined;
@@ -97,10 +119,7 @@ export class AppMaster {
 
   constructor(private readonly cfg: AppMasterConfig) {
     this.log = cfg.log.child({ appId: cfg.appId, amAttempt: cfg.amAttempt });
-    this.conn = new MasterConnection(cfg.masters, {
-      retryForMs: Math.min(30_000, this.masterRetryForMs),
-      onRedirect: (from, to) => this.log.info({ from, to }, 'following the master leader'),
-    });
+    this.conn = this.connectMaster(cfg.masters);
     this.core = new DagAppMaster({ log: this.log });
     this.done = new Promise<AppResult>((resolve, reject) => (this.settle = { resolve, reject }));
     this.done.catch(() => undefined);
@@ -108,6 +127,31 @@ export class AppMaster {
 
   private get masterRetryForMs(): number {
     return this.cfg.masterRetryForMs ?? 300_000;
+  }
+
+  private connectMaster(addresses: readonly string[]): MasterConnection {
+    return new MasterConnection(addresses, {
+      retryForMs: Math.min(this.cfg.masterCallRetryForMs ?? 120_000, this.masterRetryForMs),
+      onRedirect: (from, to) => this.log.info({ from, to }, 'following the master leader'),
+    });
+  }
+
+  /**
+   * Moves the master connection off its current address to the next configured one: for a
+   * deposed master that still answers (with an older epoch) and so never fails over by itself.
+   * Master calls run one at a time (the queue), so none is in flight on the old connection.
+   */
+  private moveOn(): void {
+    const list = this.cfg.masters;
+    if (list.length < 2 || this.stopped) return;
+    const from = (list.indexOf(this.conn.address) + 1) % list.length;
+    this.conn.close();
+    this.conn = this.connectMaster([...list.slice(from), ...list.slice(0, from)]);
+  }
+
+  /** Current master epoch as this AM knows it (decimal int64; '0' before registration). */
+  get masterEpoch(): string {
+    return this.epoch;
   }
 
   private get deadlineMs(): number {
@@ -146,18 +190,19 @@ export class AppMaster {
       def,
       {
         UpdateAssignments: (req: UpdateAssignmentsRequest__Output) => {
-          this.checkEpoch(req.epoch);
+          this.checkEpoch(req.epoch, 'UpdateAssignments');
+          const epoch = req.epoch && req.epoch !== '0' ? req.epoch : this.epoch;
           if (this.core.started) {
-            this.execute(this.core.assignments({ seq: int64ToNumber(req.seq), full: req.full, assignments: req.assignments.map(assignmentFromProto) }, Date.now()));
+            this.execute(this.core.assignments({ epoch, seq: int64ToNumber(req.seq), full: req.full, assignments: req.assignments.map(assignmentFromProto) }, Date.now()));
           }
-          return { appliedSeq: String(this.core.assignmentSeq) };
+          return { appliedSeq: String(this.core.assignmentSeqFor(epoch)) };
         },
         WorkerEvents: (req: WorkerEventsRequest__Output) => {
           this.onWorkerStatuses(req.nodeId, req.events);
           return {};
         },
         AgentsTimedOut: (req: AgentsTimedOutRequest__Output) => {
-          this.checkEpoch(req.epoch);
+          this.checkEpoch(req.epoch, 'AgentsTimedOut');
           // Policy (wait, or re-run elsewhere after a threshold) comes with the fault-handling feature.
           this.log.warn({ nodes: req.nodeIds }, 'master reports agents timing out; waiting');
           return {};
@@ -181,11 +226,78 @@ export class AppMaster {
     this.log.info({ address: this.server.address, node: this.cfg.nodeId }, 'application master serving');
   }
 
-  /** Fencing: commands from a deposed master (older epoch) are refused. */
-  private checkEpoch(epoch: string): void {
-    if (!epoch || epoch === '0') return;
-    if (cmpInt64(epoch, this.epoch) < 0) throw new StaleEpochError('epoch', epoch, this.epoch);
-    this.epoch = epoch;
+  /** Fencing: commands from a deposed master (older epoch) are refused with FAILED_PRECONDITION. */
+  private checkEpoch(epoch: string, source: string): void {
+    if (this.noteEpoch(epoch, source)) return;
+    this.log.warn({ source, epoch, newest: this.epoch }, 'command from a deposed master refused');
+    throw new StaleEpochError('epoch', epoch, this.epoch);
+  }
+
+  /**
+   * Takes note of a master epoch seen in an answer or a push ('' / '0': none given). False for an
+   * older one (a deposed master). A newer one after registration means a new leader that rebuilds
+   * its soft state: our ReportAppState goes out before any further master call.
+   */
+  private noteEpoch(epoch: string, source: string): boolean {
+    if (!epoch || epoch === '0') return true;
+    const c = cmpInt64(epoch, this.epoch);
+    if (c < 0) return false;
+    if (c > 0) {
+      const from = this.epoch;
+      this.epoch = String(BigInt(epoch));
+      if (this.core.started) {
+        this.log.info({ from, to: this.epoch, source }, 'new master epoch; reporting our state');
+        this.wantReport();
+      }
+    }
+    return true;
+  }
+
+  /** An answer's epoch: from a deposed master, the connection moves on and the call is retried. */
+  private checkAnswer(epoch: string, method: string): void {
+    if (this.noteEpoch(epoch, method)) return;
+    this.log.warn({ method, master: this.conn.address, epoch, newest: this.epoch }, 'answer from a deposed master ignored; trying another master');
+    this.moveOn();
+    throw new DeposedMasterError(method, epoch, this.epoch);
+  }
+
+  /** Queues a ReportAppState ahead of whatever master call comes next. */
+  private wantReport(): void {
+    if (this.reportWanted) return;
+    this.reportWanted = true;
+    this.enqueueMaster(async () => {});
+  }
+
+  /**
+   * Sends ReportAppState while one is wanted (again if another is asked for meanwhile), retried
+   * like every master call. The new master replaces its view of our outstanding requests with it,
+   * so request deltas queued before it was taken are not sent afterwards.
+   */
+  private async reportIfWanted(): Promise<void> {
+    while (this.reportWanted && !this.stopped) {
+      this.reportWanted = false;
+      const upTo = this.requestIds;
+      const req = {
+        appId: this.cfg.appId,
+        amAttempt: this.cfg.amAttempt,
+        address: this.address,
+        units: this.core.units(),
+        requests: this.core.outstandingRequests(),
+        assignments: this.core.assignmentTable(),
+      };
+      try {
+        await this.persist('ReportAppState', async () => {
+          const res = await this.conn.call('ReportAppState', req, this.retrying);
+          this.checkAnswer(res.epoch, 'ReportAppState');
+          return res;
+        });
+      } catch (e) {
+        this.reportWanted = true;
+        throw e;
+      }
+      this.reportedUpTo = upTo;
+      this.log.info({ epoch: this.epoch, master: this.conn.address, units: req.units.length, requests: req.requests.length, assignments: req.assignments.length }, 'state reported to the master');
+    }
   }
 
   private onWorkerStatuses(nodeId: string, statuses: readonly WorkerStatus__Output[]): void {
@@ -204,8 +316,11 @@ export class AppMaster {
 
   private async register(): Promise<void> {
     const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, address: this.address };
-    const res = await this.persist('RegisterApp', () => this.conn.call('RegisterApp', req, this.retrying));
-    if (cmpInt64(res.epoch, this.epoch) > 0) this.epoch = res.epoch;
+    const res = await this.persist('RegisterApp', async () => {
+      const r = await this.conn.call('RegisterApp', req, this.retrying);
+      this.checkAnswer(r.epoch, 'RegisterApp');
+      return r;
+    });
     if (!res.spec) throw new FailedPreconditionError(`RegisterApp returned no job spec for app ${this.cfg.appId}`);
     const raw = jobSpecFromProto(res.spec);
     const heartbeatMs = res.heartbeatIntervalMs > 0 ? res.heartbeatIntervalMs : (this.cfg.defaultHeartbeatMs ?? 1000);
@@ -215,7 +330,7 @@ export class AppMaster {
     try {
       // The master stored a validated spec; validating again fills proto3 zero values with defaults.
       const spec: JobSpec = validateJobSpec(raw);
-      effects = this.core.start(spec, { seq: int64ToNumber(res.assignmentSeq), assignments: res.assignments.map(assignmentFromProto) }, Date.now());
+      effects = this.core.start(spec, { epoch: this.epoch, seq: int64ToNumber(res.assignmentSeq), assignments: res.assignments.map(assignmentFromProto) }, Date.now());
     } catch (e) {
       if (!(e instanceof InvalidArgumentError)) throw e;
       // A spec this AM cannot run fails the job instead of crash-looping the AM.
@@ -251,7 +366,8 @@ export class AppMaster {
           this.log.debug({ units: e.units.map((u) => u.suId), deltas: e.deltas }, 'requesting slots');
           {
             const reflected = this.core.returnsIssued;
-            this.enqueueMaster(() => this.updateRequests(e.units, e.deltas, true, reflected));
+            const id = ++this.requestIds;
+            this.enqueueMaster(() => this.updateRequests(e.units, e.deltas, true, reflected, id));
           }
           break;
         case 'return':
@@ -278,6 +394,7 @@ export class AppMaster {
     this.masterQueue = this.masterQueue.then(async () => {
       if (this.stopped) return;
       try {
+        await this.reportIfWanted();
         await fn();
       } catch (e) {
         this.fatal(e);
@@ -291,27 +408,46 @@ export class AppMaster {
   }
 
   /**
-   * UpdateRequests with the next seq; `persistent` calls (carrying deltas) are retried until the
-   * master answers, heartbeats are not. A full assignment table in the answer goes to the core,
-   * with `reflected` = the returns queued (and so acknowledged) before this call.
+   * UpdateRequests with the next seq (monotonic for the AM attempt, across master failovers; a
+   * retry repeats its seq). Every call is retried across the masters; `persistent` calls (carrying
+   * deltas) also across longer outages (`persist`), heartbeats are not. A full assignment table in
+   * the answer goes to the core, with `reflected` = the returns queued (and so acknowledged) before
+   * this call. `requestId` (of a `request` effect): skipped when a state report already carried it.
    */
-  private async updateRequests(units: ScheduleUnitConfig[], deltas: RequestDelta[], persistent: boolean, reflected: number): Promise<void> {
+  private async updateRequests(units: ScheduleUnitConfig[], deltas: RequestDelta[], persistent: boolean, reflected: number, requestId?: number): Promise<void> {
+    if (requestId !== undefined && requestId <= this.reportedUpTo) {
+      this.log.debug({ units: units.map((u) => u.suId), deltas }, 'request already counted in the state report; not sent');
+      return;
+    }
     const req = {
       appId: this.cfg.appId,
       amAttempt: this.cfg.amAttempt,
       seq: String(++this.requestSeq),
       units,
       deltas,
-      assignmentSeq: String(this.core.assignmentSeq),
+      assignmentSeq: String(this.core.assignmentSeqFor(this.epoch)),
       progress: this.core.progress(),
     };
-    const res = persistent
-      ? await this.persist('UpdateRequests', () => this.conn.call('UpdateRequests', req, this.retrying))
-      : await this.conn.call('UpdateRequests', req, { deadlineMs: this.deadlineMs });
-    if (cmpInt64(res.epoch, this.epoch) > 0) this.epoch = res.epoch;
+    const call = async () => {
+      const r = await this.conn.call('UpdateRequests', req, this.retrying);
+      this.checkAnswer(r.epoch, 'UpdateRequests');
+      return r;
+    };
+    const res = persistent ? await this.persist('UpdateRequests', call) : await call();
+    if (res.reportState) {
+      this.log.info({ epoch: this.epoch, master: this.conn.address }, 'master asked for our state');
+      this.wantReport();
+    }
     if (res.fullAssignments) {
-      this.log.debug({ seq: res.assignmentSeq, applied: this.core.assignmentSeq }, 'full assignment table from the master');
-      const update = { seq: int64ToNumber(res.assignmentSeq), full: true, assignments: res.assignments.map(assignmentFromProto), returnsReflected: reflected };
+      if (res.reportState) {
+        // Built before the master heard our state, so it could take live slots away: not applied.
+        // The master's view after the report includes it; its later tables apply.
+        this.log.info({ seq: res.assignmentSeq }, 'full assignment table in an answer asking for our state not applied');
+        return;
+      }
+      const epoch = res.epoch && res.epoch !== '0' ? res.epoch : this.epoch;
+      this.log.debug({ epoch, seq: res.assignmentSeq, appliedEpoch: this.core.assignmentEpoch, applied: this.core.assignmentSeq }, 'full assignment table from the master');
+      const update = { epoch, seq: int64ToNumber(res.assignmentSeq), full: true, assignments: res.assignments.map(assignmentFromProto), returnsReflected: reflected };
       this.execute(this.core.assignments(update, Date.now()));
     }
   }

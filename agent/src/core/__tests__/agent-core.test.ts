@@ -293,6 +293,89 @@ describe('AgentCore', () => {
     });
   });
 
+  describe('master failover: (epoch, seq) order of grant messages', () => {
+    /** A running worker of app1/map under a 2-slot grant from master epoch 1, grant seq 57. */
+    function runningUnderOldMaster(): AgentCore {
+      const core = mockCore();
+      core.registered('1');
+      core.updateGrants({ epoch: '1', seq: '57', full: true, grants: [grant('app1', 'map', 2)] }, 0);
+      spawnAll(core, core.startWorkers(startReq([plan('w1')]), 1).effects, 2);
+      expect(core.worker('app1', 'w1')?.state).to.equal('RUNNING');
+      return core;
+    }
+
+    it('a newer epoch raises the bar without touching grants or workers; an older one is refused', () => {
+      const core = runningUnderOldMaster();
+      expect(core.registered('4')).to.deep.equal([]);
+      expect(core.epochSeen).to.equal('4');
+      expect(core.grantTable()).to.deep.equal([grant('app1', 'map', 2)]);
+      expect(core.worker('app1', 'w1')?.state).to.equal('RUNNING');
+      // The table still comes from epoch 1: heartbeats report seq 0 of epoch 4.
+      expect(core.appliedGrantSeq).to.equal('57');
+      expect(core.appliedGrantEpoch).to.equal('1');
+      expect(core.currentGrantSeq).to.equal('0');
+      expect(() => core.registered('3')).to.throw(StaleEpochError);
+      expect(core.epochSeen).to.equal('4');
+      expect(() => core.updateGrants({ epoch: '1', seq: '58', full: true, grants: [] }, 3)).to.throw(StaleEpochError);
+      expect(core.grantTable()).to.deep.equal([grant('app1', 'map', 2)]);
+    });
+
+    it('applies a full table from a new epoch although its seq is below the applied one (bar already raised)', () => {
+      const core = runningUnderOldMaster();
+      core.registered('2'); // RegisterAgent with the new leader came first
+      const r = core.updateGrants({ epoch: '2', seq: '1', full: true, grants: [grant('app1', 'map', 2), grant('app2', 'reduce', 1)] }, 5);
+      expect(r.applied).to.equal(true);
+      expect(r.appliedSeq).to.equal('1');
+      expect(kills(r.effects)).to.be.empty;
+      expect(core.grantTable().map((g) => [g.appId, g.slots])).to.deep.equal([
+        ['app1', 2],
+        ['app2', 1],
+      ]);
+      expect([core.appliedGrantEpoch, core.appliedGrantSeq, core.currentGrantSeq]).to.deep.equal(['2', '1', '1']);
+      expect(core.worker('app1', 'w1')?.state).to.equal('RUNNING');
+    });
+
+    it('applies a full table from a new epoch that arrives before any registration with it', () => {
+      const core = runningUnderOldMaster();
+      const r = core.updateGrants({ epoch: '3', seq: '2', full: true, grants: [grant('app1', 'map', 2)] }, 5);
+      expect(r.applied).to.equal(true);
+      expect(core.epochSeen).to.equal('3');
+      expect([core.appliedGrantEpoch, core.appliedGrantSeq]).to.deep.equal(['3', '2']);
+    });
+
+    it('keeps ignoring an older full table from the same master, also after a failover', () => {
+      const core = runningUnderOldMaster();
+      const old = core.updateGrants({ epoch: '1', seq: '56', full: true, grants: [] }, 3);
+      expect(old.applied).to.equal(false);
+      expect(old.appliedSeq).to.equal('57');
+      expect(core.worker('app1', 'w1')?.stopReason).to.equal('');
+      core.updateGrants({ epoch: '2', seq: '5', full: true, grants: [grant('app1', 'map', 2)] }, 4);
+      const stale = core.updateGrants({ epoch: '2', seq: '4', full: true, grants: [] }, 5);
+      expect(stale.applied).to.equal(false);
+      expect(kills(stale.effects)).to.be.empty;
+      expect(core.grantTable()).to.have.length(1);
+      // Same seq again (a repeated delivery) is harmless and applies.
+      expect(core.updateGrants({ epoch: '2', seq: '5', full: true, grants: [grant('app1', 'map', 2)] }, 6).applied).to.equal(true);
+    });
+
+    it('counts deltas of a new master from its own seq 1', () => {
+      const core = runningUnderOldMaster();
+      core.registered('2');
+      const gap = core.updateGrants({ epoch: '2', seq: '2', full: false, grants: [grant('app1', 'map', 3)] }, 3);
+      expect(gap.applied).to.equal(false);
+      expect(gap.appliedSeq).to.equal('0');
+      const first = core.updateGrants({ epoch: '2', seq: '1', full: false, grants: [grant('app1', 'map', 3)] }, 4);
+      expect(first.applied).to.equal(true);
+      expect(core.grantTable()).to.deep.equal([grant('app1', 'map', 3)]);
+      expect(core.updateGrants({ epoch: '2', seq: '2', full: false, grants: [grant('app2', 'x', 1)] }, 5).applied).to.equal(true);
+      expect(core.currentGrantSeq).to.equal('2');
+      // A delta continuing the old master's numbering is not mistaken for the new one's.
+      const core2 = runningUnderOldMaster();
+      expect(core2.updateGrants({ epoch: '2', seq: '58', full: false, grants: [] }, 3).applied).to.equal(false);
+      expect(core2.grantTable()).to.have.length(1);
+    });
+  });
+
   describe('pending timeout', () => {
     it('rejects a plan that found no grant within pendingTimeoutMs', () => {
       const core = mockCore({ pendingTimeoutMs: 1000 });
@@ -415,6 +498,7 @@ describe('AgentCore', () => {
       spawnAll(core, core.startWorkers(startReq([plan('w1')]), 10).effects);
       const s = core.snapshot();
       expect(s.epoch).to.equal('1');
+      expect(s.grantEpoch).to.equal('1');
       expect(s.grantSeq).to.equal('1');
       expect(s.grants).to.have.length(1);
       expect(s.workers.map((w) => w.state)).to.deep.equal(['RUNNING']);

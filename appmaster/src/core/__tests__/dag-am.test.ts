@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { InvalidArgumentError } from '@fuxi/common';
+import { FailedPreconditionError, InvalidArgumentError, StaleEpochError } from '@fuxi/common';
 import { localitiesOf, spread, validateDag } from '../dag-am.js';
 import { asg, deltasOf, ev, finishOf, Harness, mockJob, mockTask, planIds, plansOf, returnsOf, stopsOf, unitsOf } from './factories.js';
 
@@ -415,6 +415,78 @@ describe('DagAppMaster', () => {
       // reduce is not ready yet: its slot goes back; slots of SUs that are not tasks are left alone.
       expect(returnsOf(fx)).to.deep.equal([{ suId: 'reduce', nodeId: 'n2', slots: 1 }]);
       expect(h.am.assignmentSeq).to.equal(7);
+    });
+  });
+
+  describe('assignments across a master failover: (epoch, seq) order', () => {
+    /** map x3, two running on n1 / n2 under master epoch 1 (assignment seq 5), one waiting for a slot. */
+    function runningUnderEpoch1(): Harness {
+      const h = new Harness();
+      h.start(mockJob([mockTask({ instances: 3 })]));
+      h.am.assignments({ epoch: '1', seq: 1, full: true, assignments: [] }, h.now);
+      const fx = h.am.assignments({ epoch: '1', seq: 5, full: true, assignments: [asg('map', 'n1', 1), asg('map', 'n2', 1)] }, h.now);
+      expect(planIds(fx)).to.deep.equal(['map.0.1', 'map.1.1']);
+      h.events('n1', ev('map.0.1', 'running'));
+      h.events('n2', ev('map.1.1', 'running'));
+      expect([h.am.assignmentEpoch, h.am.assignmentSeq]).to.deep.equal(['1', 5]);
+      return h;
+    }
+
+    it("applies a newer master's full table although its seq is below the applied one; running instances stay", () => {
+      const h = runningUnderEpoch1();
+      expect(h.am.assignmentSeqFor('2')).to.equal(0);
+      const fx = h.am.assignments({ epoch: '2', seq: 1, full: true, assignments: [asg('map', 'n1', 1), asg('map', 'n2', 1), asg('map', 'n3', 1)] }, h.now);
+      // The new slot on n3 goes to the waiting instance; nothing is stopped, returned or asked again.
+      expect(planIds(fx)).to.deep.equal(['map.2.1']);
+      expect(stopsOf(fx)).to.deep.equal([]);
+      expect(returnsOf(fx)).to.deep.equal([]);
+      expect(deltasOf(fx)).to.deep.equal([]);
+      expect([h.am.assignmentEpoch, h.am.assignmentSeq, h.am.assignmentSeqFor('2')]).to.deep.equal(['2', 1, 1]);
+      expect(h.progressOf('map')).to.deep.include({ running: 3, retries: 0 });
+    });
+
+    it("counts a newer master's deltas from its own seq 1", () => {
+      const h = runningUnderEpoch1();
+      // seq 6 would follow the old master's numbering; seq 2 leaves a gap in the new one's.
+      expect(h.am.assignments({ epoch: '2', seq: 6, full: false, assignments: [asg('map', 'n3', 1)] }, h.now)).to.deep.equal([]);
+      expect(h.am.assignments({ epoch: '2', seq: 2, full: false, assignments: [asg('map', 'n3', 1)] }, h.now)).to.deep.equal([]);
+      expect(h.am.assignmentEpoch).to.equal('1');
+      const fx = h.am.assignments({ epoch: '2', seq: 1, full: false, assignments: [asg('map', 'n3', 1)] }, h.now);
+      expect(planIds(fx)).to.deep.equal(['map.2.1']);
+      expect([h.am.assignmentEpoch, h.am.assignmentSeq]).to.deep.equal(['2', 1]);
+      // Then its own sequence goes on; a message without an epoch counts as the applied one's.
+      expect(h.am.assignments({ seq: 2, full: false, assignments: [asg('map', 'n3', 1)] }, h.now)).to.deep.equal([]);
+      expect(h.am.assignmentSeq).to.equal(2);
+    });
+
+    it('refuses a message from an older master (FAILED_PRECONDITION) and changes nothing', () => {
+      const h = runningUnderEpoch1();
+      h.am.assignments({ epoch: '3', seq: 1, full: true, assignments: [asg('map', 'n1', 1), asg('map', 'n2', 1)] }, h.now);
+      expect(() => h.am.assignments({ epoch: '2', seq: 9, full: true, assignments: [] }, h.now)).to.throw(StaleEpochError);
+      expect(() => h.am.assignments({ epoch: '1', seq: 6, full: false, assignments: [] }, h.now)).to.throw(FailedPreconditionError, /stale epoch/);
+      expect(h.am.assignmentTable().map((a) => a.nodeId)).to.deep.equal(['n1', 'n2']);
+      expect([h.am.assignmentEpoch, h.am.assignmentSeq]).to.deep.equal(['3', 1]);
+    });
+
+    it('ignores an older full table of the same master (it would take live slots away)', () => {
+      const h = runningUnderEpoch1();
+      expect(h.am.assignments({ epoch: '1', seq: 4, full: true, assignments: [] }, h.now)).to.deep.equal([]);
+      expect(h.am.assignmentTable()).to.have.length(2);
+      // The same seq again applies (a repeated answer).
+      expect(stopsOf(h.am.assignments({ epoch: '1', seq: 5, full: true, assignments: [asg('map', 'n1', 1), asg('map', 'n2', 1)] }, h.now))).to.deep.equal([]);
+    });
+
+    it("applies a newer master's full table as it is: a slot missing from it is lost", () => {
+      const h = runningUnderEpoch1();
+      const fx = h.am.assignments({ epoch: '2', seq: 1, full: true, assignments: [asg('map', 'n1', 1)] }, h.now);
+      expect(stopsOf(fx)).to.deep.equal(['map.1.1']);
+      expect(h.progressOf('map')).to.deep.include({ running: 1, retries: 1 });
+    });
+
+    it('starts from held assignments with their epoch', () => {
+      const h = new Harness();
+      h.am.start(mockJob([mockTask({ instances: 1 })]), { epoch: '4', seq: 2, assignments: [asg('map', 'n1', 1)] }, h.now);
+      expect([h.am.assignmentEpoch, h.am.assignmentSeq, h.am.assignmentSeqFor('4'), h.am.assignmentSeqFor('5')]).to.deep.equal(['4', 2, 2, 0]);
     });
   });
 

@@ -4,12 +4,13 @@
  * pushes absolute assignments with a seq, like the real one; a fake agent "runs" each plan for a
  * few milliseconds and reports the outcome its `behaviour` picks.
  */
-import { FailedPreconditionError, nullLogger } from '@fuxi/common';
+import { FailedPreconditionError, nullLogger, UnavailableError } from '@fuxi/common';
 import {
   loadFuxiProto,
   type Assignment,
   type FinishAppRequest__Output,
   type JobSpec,
+  type ReportAppStateRequest__Output,
   type ReturnSlotsRequest__Output,
   type StartWorkersRequest__Output,
   type UpdateRequestsRequest__Output,
@@ -34,7 +35,20 @@ function notImplemented(names: string[]): Record<string, () => never> {
 export class FakeMaster {
   server!: RunningServer;
   amAddress = '';
+  /** This master's epoch: in every answer and push. */
+  epoch = '1';
   seq = 0;
+  /** Answers ask for ReportAppState (`reportState`) until one arrives. */
+  reportPending = false;
+  readonly reports: ReportAppStateRequest__Output[] = [];
+  /** 'RegisterApp' / 'UpdateRequests' / 'ReturnSlots' / 'ReportAppState' / 'FinishApp', in arrival order. */
+  readonly calls: string[] = [];
+  /** Slots placed so far per SU (over the whole run). */
+  readonly placed = new Map<string, number>();
+  /** Delays the answer to the next UpdateRequests (a slow master). */
+  delayNextAnswerMs = 0;
+  /** Every call fails UNAVAILABLE (no leader known) while set. */
+  down = false;
   /** `${su}|${node}` -> absolute slot count. */
   readonly asgn = new Map<string, number>();
   readonly outstanding = new Map<string, number>();
@@ -73,11 +87,20 @@ export class FakeMaster {
       {
         ...notImplemented(Object.keys(def)),
         RegisterApp: (req: { address: string }) => {
+          this.gate();
+          this.calls.push('RegisterApp');
           this.amAddress = req.address;
-          return { epoch: '1', spec: this.spec, heartbeatIntervalMs: 50, assignments: [], assignmentSeq: String(this.seq) };
+          return { epoch: this.epoch, spec: this.spec, heartbeatIntervalMs: 50, assignments: [], assignmentSeq: String(this.seq) };
         },
-        UpdateRequests: (req: UpdateRequestsRequest__Output) => {
+        UpdateRequests: async (req: UpdateRequestsRequest__Output) => {
+          this.gate();
+          this.calls.push('UpdateRequests');
           this.requests.push(req);
+          if (this.delayNextAnswerMs > 0) {
+            const ms = this.delayNextAnswerMs;
+            this.delayNextAnswerMs = 0;
+            await new Promise((r) => setTimeout(r, ms));
+          }
           if (Number(req.seq) > this.lastRequestSeq) {
             this.lastRequestSeq = Number(req.seq);
             for (const d of req.deltas) this.outstanding.set(d.suId, Math.max(0, (this.outstanding.get(d.suId) ?? 0) + d.delta));
@@ -85,9 +108,24 @@ export class FakeMaster {
           }
           const behind = this.inflight === 0 && Number(req.assignmentSeq) !== this.seq;
           if (behind) this.fullTablesSent++;
-          return behind ? { epoch: '1', fullAssignments: true, assignmentSeq: String(this.seq), assignments: this.table() } : { epoch: '1', assignmentSeq: String(this.seq) };
+          const base = { epoch: this.epoch, assignmentSeq: String(this.seq), reportState: this.reportPending };
+          return behind ? { ...base, fullAssignments: true, assignments: this.table() } : base;
+        },
+        ReportAppState: (req: ReportAppStateRequest__Output) => {
+          this.gate();
+          this.calls.push('ReportAppState');
+          this.reports.push(req);
+          this.reportPending = false;
+          if (req.address) this.amAddress = req.address;
+          // The report replaces this master's view of the app's outstanding requests.
+          this.outstanding.clear();
+          for (const r of req.requests) this.outstanding.set(r.suId, (this.outstanding.get(r.suId) ?? 0) + r.count);
+          this.place();
+          return { epoch: this.epoch };
         },
         ReturnSlots: (req: ReturnSlotsRequest__Output) => {
+          this.gate();
+          this.calls.push('ReturnSlots');
           this.returns.push(req);
           const changed: Assignment[] = [];
           for (const r of req.returns) {
@@ -99,6 +137,8 @@ export class FakeMaster {
           return {};
         },
         FinishApp: (req: FinishAppRequest__Output) => {
+          this.gate();
+          this.calls.push('FinishApp');
           this.finished = req;
           this.onFinish(req);
           return {};
@@ -110,6 +150,10 @@ export class FakeMaster {
     return this;
   }
 
+  private gate(): void {
+    if (this.down) throw new UnavailableError('no leader known');
+  }
+
   private entry(su: string, node: string): Assignment {
     const agent = this.agents.find((a) => a.nodeId === node);
     return { suId: su, nodeId: node, nodeAddress: agent?.address ?? '', slots: this.slots(su, node) };
@@ -119,9 +163,24 @@ export class FakeMaster {
     return [...this.asgn.entries()].filter(([, n]) => n > 0).map(([k]) => this.entry(...(k.split('|') as [string, string])));
   }
 
+  /**
+   * This master now leads as a new one would after a failover (epoch `epoch`): it numbers its own
+   * assignment messages from 1, accepts any request seq, keeps the assignment table (rebuilt from
+   * the agents' grants), knows no outstanding requests and asks the AM for its state.
+   */
+  becomeNewLeader(epoch: string, asgn: ReadonlyMap<string, number> = this.asgn): void {
+    this.epoch = epoch;
+    this.seq = 0;
+    this.lastRequestSeq = 0;
+    if (asgn !== this.asgn) for (const [k, n] of asgn) this.asgn.set(k, n);
+    this.outstanding.clear();
+    this.reportPending = true;
+  }
+
   private place(): void {
     const changed: Assignment[] = [];
     for (const [su, n] of this.outstanding) {
+      this.placed.set(su, (this.placed.get(su) ?? 0) + n);
       for (let i = 0; i < n; i++) {
         const agent = this.agents[this.rr++ % this.agents.length]!;
         const k = `${su}|${agent.nodeId}`;
@@ -142,10 +201,12 @@ export class FakeMaster {
       this.dropPushes--;
       return;
     }
+    if (!this.amAddress) return; // no AM known here (e.g. a deposed master it never registered with)
     this.inflight++;
+    const epoch = this.epoch;
     setImmediate(() => {
       const am = connect(proto.AppMasterService, this.amAddress);
-      am.UpdateAssignments({ epoch: '1', seq: String(seq), full: false, assignments }, { deadlineMs: 5000 })
+      am.UpdateAssignments({ epoch, seq: String(seq), full: false, assignments }, { deadlineMs: 5000 })
         .catch(() => undefined)
         .finally(() => {
           this.inflight--;
