@@ -158,9 +158,13 @@ export class AppMaster {
     return this.cfg.deadlineMs ?? 10_000;
   }
 
-  /** Options of master calls that are safe to retry (every AM call carries a seq or is idempotent). */
+  /**
+   * Options of master calls that are safe to retry (every AM call carries a seq or is idempotent).
+   * The deadline is short: a frozen master must not hold the AM past a failover's aggregation
+   * window; the call is simply retried at the next master.
+   */
   private get retrying(): { retry: true; deadlineMs: number } {
-    return { retry: true, deadlineMs: this.deadlineMs };
+    return { retry: true, deadlineMs: Math.min(this.deadlineMs, 2000) };
   }
 
   /** host:port of the AppMasterService (after `run` started it). */

@@ -15,7 +15,7 @@ async function runningWorkers(client: FuxiClient, jobId: string): Promise<Map<st
     const agent = connect(loadFuxiProto().AgentService, n.node!.address);
     try {
       for (const w of (await agent.ListWorkers({ appId: jobId })).workers) {
-        if (w.state === 'WORKER_STATE_RUNNING') out.set(`${n.node!.nodeId}/${w.workerId}`, w.pid);
+        if (w.state === 'WORKER_STATE_RUNNING' && w.pid > 0) out.set(`${n.node!.nodeId}/${w.workerId}`, w.pid);
       }
     } finally {
       agent.close();
