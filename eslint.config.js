@@ -1,8 +1,8 @@
-// ESLint flat config: typescript-eslint recommended rules, no import cycles, and the core rule:
+// ESLint flat config: typescript-eslint recommended rules and the core rule (import cycles are
+// checked by madge in `make lint`):
 // files under a core folder never import I/O (grpc, etcd3, level, fs, child_process, timers, net).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-import importX from 'eslint-plugin-import-x';
 
 const IO_MODULES = ['@grpc/*', 'grpc', 'etcd3', 'level', 'classic-level', 'pino', '@fuxi/rpc', '@fuxi/store', '@fuxi/proto'];
 const IO_NODE = ['fs', 'fs/promises', 'child_process', 'timers', 'timers/promises', 'net', 'dgram', 'http', 'http2', 'os', 'worker_threads', 'crypto'];
@@ -13,9 +13,7 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
-    plugins: { 'import-x': importX },
     languageOptions: { parserOptions: { ecmaVersion: 2022, sourceType: 'module' } },
-    settings: { 'import-x/resolver': { node: { extensions: ['.ts', '.js'] } } },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/no-non-null-assertion': 'off',
