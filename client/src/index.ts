@@ -12,6 +12,8 @@
  * if (done.state !== 'JOB_STATE_SUCCEEDED') console.error(done.message);
  *
  * for await (const chunk of fuxi.logs(jobId, 'map', 0, { stream: 'stderr' })) process.stdout.write(chunk);
+ * const st = await fuxi.clusterStatus();               // fault FSM state, open fault events, recovery
+ * console.log(fsmStateLabel(st.fsmState), st.openEvents.length);
  * fuxi.close();
  * ```
  *
@@ -37,4 +39,12 @@ export {
   type TaskSpec,
 } from '@fuxi/common';
 export { RpcError } from '@fuxi/rpc';
-export type { JobInfo__Output as JobInfo, NodeStatus__Output as NodeStatus, TaskProgress__Output as TaskProgress } from '@fuxi/proto';
+export type {
+  ClusterStatus__Output as ClusterStatus,
+  FaultEvent__Output as FaultEvent,
+  JobInfo__Output as JobInfo,
+  NodeStatus__Output as NodeStatus,
+  RecoveryProgress__Output as RecoveryProgress,
+  TaskProgress__Output as TaskProgress,
+} from '@fuxi/proto';
+export { FSM_STATE_NAMES, fsmStateLabel } from './sdk/cluster-state.js';

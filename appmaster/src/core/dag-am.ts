@@ -17,6 +17,20 @@
  * master's count drops, a full table known to include the return arrives (`returnsReflected`), or
  * `returnSettleMs` passes, so a late assignment message never resurrects them.
  *
+ * Hard state: the topology and every instance that finished go out as `snapshot` effects (the
+ * master stores them). A restarted AM (attempt > 1) passes that snapshot and the workers the agents
+ * list to `start` (`Recovery`): logged or listed successes count as done, running workers of any
+ * earlier attempt are adopted (they keep their slots, nothing is started again), failures that
+ * happened meanwhile are retried as usual, and slots nobody needs go back. New attempts always get
+ * a number above every attempt seen.
+ *
+ * Agent timing failures (`agentsTimedOut`): nothing is planned on a timing-out node and its slots
+ * stay put (the master keeps them reserved). With the job's `onAgentTimeout: rerun`, once a node has
+ * been timing out for `rerunAfterMs`, its running instances are re-run elsewhere: the old attempt is
+ * stopped (best effort; again when the node is back) but keeps its slot as a *shadow* until it ends,
+ * and whichever attempt succeeds first wins (the other is stopped). With `wait` nothing happens. A
+ * node that recovers before the threshold loses nothing.
+ *
  * ```ts
  * const am = new DagAppMaster({ log });
  * run(am.start(spec, { seq: 0, full: true, assignments: [] }, now));
@@ -24,14 +38,17 @@
  * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
  * ```
  */
-import { cmpInt64, FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, substitute } from '@fuxi/common';
-import type { Logger } from '@fuxi/common';
+import { cmpInt64, DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, substitute } from '@fuxi/common';
+import type { AgentTimeoutPolicy, Logger } from '@fuxi/common';
+import { decodeEntry, encodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
 import type {
   AmEffect,
   Assignment,
   AssignmentUpdate,
   JobSpec,
+  ListedWorker,
   OutstandingRequest,
+  Recovery,
   RequestDelta,
   RunningWorker,
   ScheduleUnitConfig,
@@ -61,15 +78,32 @@ export function workerIdOf(task: string, instance: number, attempt: number): str
 type InstanceState = 'waiting' | 'pending' | 'running' | 'succeeded' | 'failed';
 type TaskState = 'waiting' | 'active' | 'succeeded' | 'failed';
 
+/** An attempt that is still alive but no longer the instance's current one (it holds a slot). */
+interface Shadow {
+  readonly attempt: number;
+  readonly nodeId: string;
+  started: boolean;
+  /** Planned by an earlier AM attempt: its agent may not send us its events (polled). */
+  readonly adopted: boolean;
+}
+
 interface Instance {
   readonly index: number;
   state: InstanceState;
-  /** The running attempt, or the last one; 0 = never started. Also the number of attempts used. */
+  /** The running attempt, or the last one; 0 = never started. */
   attempt: number;
+  /** Highest attempt number planned or seen (by any AM attempt): the next attempt is one above. */
+  highest: number;
+  /** Attempts started to replace one on a timing-out node: they do not count against maxAttempts. */
+  reruns: number;
   /** Node of the running attempt ('' when not running). */
   nodeId: string;
   /** The agent reported the running attempt RUNNING. */
   started: boolean;
+  /** The running attempt was planned by an earlier AM attempt (adopted after a restart). */
+  adopted: boolean;
+  /** Older attempts still alive (replaced on a timing-out node, or adopted duplicates): first success wins. */
+  readonly shadows: Shadow[];
   readonly failedNodes: Set<string>;
   /** Since its last failure this instance turned down a slot on a node it failed on. */
   declined: boolean;
@@ -120,6 +154,8 @@ class Outbox {
   returns = new Map<string, SlotReturn>();
   plans = new Map<string, WorkerPlan[]>();
   stops = new Map<string, string[]>();
+  topology = '';
+  entries: string[] = [];
   finish: { succeeded: boolean; message: string } | undefined;
 }
 
@@ -209,6 +245,14 @@ export class DagAppMaster {
   private appliedSeq = 0;
   /** Number of `return` effects emitted so far; a return's id is its effect's number (from 1). */
   private returnEffects = 0;
+  private policy: AgentTimeoutPolicy = DEFAULT_ON_AGENT_TIMEOUT;
+  private rerunAfterMs = DEFAULT_RERUN_AFTER_MS;
+  /** Nodes the master reports timing out -> since when (our clock). */
+  private readonly timingOut = new Map<string, number>();
+  /** Nodes holding our slots whose workers we do not know yet (their agent did not answer ListWorkers). */
+  private readonly unlisted = new Set<string>();
+  /** Stops sent to a node that could not hear them (timing out, unlisted): sent again when it is back. */
+  private readonly stopsWhenBack = new Map<string, Set<string>>();
   private done: { succeeded: boolean; message: string } | undefined;
   private out = new Outbox();
 
@@ -288,29 +332,59 @@ export class DagAppMaster {
     return out;
   }
 
-  /** Configs of the SUs already declared to the master. */
+  /** Configs of the SUs already declared to the master (by this AM attempt, or holding slots from an earlier one). */
   units(): ScheduleUnitConfig[] {
-    return [...this.tasks.values()].filter((t) => t.unitSent).map((t) => this.unitOf(t));
+    return [...this.tasks.values()].filter((t) => t.unitSent || t.holds.size > 0).map((t) => this.unitOf(t));
   }
 
+  /** Every live attempt: each instance's running one, then older ones still alive (shadows). */
   workers(): RunningWorker[] {
     const out: RunningWorker[] = [];
     for (const t of this.tasks.values()) {
+      const w = (i: Instance, attempt: number, nodeId: string, started: boolean): RunningWorker => ({
+        workerId: workerIdOf(t.spec.name, i.index, attempt),
+        suId: t.suId,
+        task: t.spec.name,
+        instance: i.index,
+        attempt,
+        nodeId,
+        started,
+        resource: t.spec.resource,
+      });
       for (const i of t.instances) {
-        if (i.state !== 'running') continue;
-        out.push({
-          workerId: workerIdOf(t.spec.name, i.index, i.attempt),
-          suId: t.suId,
-          task: t.spec.name,
-          instance: i.index,
-          attempt: i.attempt,
-          nodeId: i.nodeId,
-          started: i.started,
-          resource: t.spec.resource,
-        });
+        if (i.state === 'running') out.push(w(i, i.attempt, i.nodeId, i.started));
+        for (const s of i.shadows) out.push(w(i, s.attempt, s.nodeId, s.started));
       }
     }
     return out;
+  }
+
+  /**
+   * Nodes whose agents the shell should ask for our workers (`ListWorkers`, then `workersListed`)
+   * every few seconds: those running workers adopted from an earlier AM attempt (their agent may
+   * still send events to the old AM address) and those that have not answered yet.
+   */
+  nodesToPoll(): string[] {
+    const out = new Set(this.unlisted);
+    if (!this.done) {
+      for (const t of this.tasks.values()) {
+        for (const i of t.instances) {
+          if (i.state === 'running' && i.adopted) out.add(i.nodeId);
+          for (const s of i.shadows) if (s.adopted) out.add(s.nodeId);
+        }
+      }
+    }
+    return [...out].sort();
+  }
+
+  /** Nodes reported timing out and not back yet, with when the core heard it. */
+  timingOutNodes(): Array<{ nodeId: string; since: number }> {
+    return byKey(this.timingOut).map(([nodeId, since]) => ({ nodeId, since }));
+  }
+
+  /** The node id -> address the core knows (from assignments). */
+  addressOf(nodeId: string): string {
+    return this.nodeAddresses.get(nodeId) ?? '';
   }
 
   /** True while `workerId` is the running attempt of its instance (the shell stops retrying plans that are not). */
@@ -326,12 +400,16 @@ export class DagAppMaster {
 
   /**
    * The job starts: `spec` from RegisterApp, `held` the assignments the app already holds (with
-   * the master's assignment seq). Throws InvalidArgumentError for a spec the core cannot run.
+   * the master's assignment seq), and for a restarted AM (attempt > 1) what it recovered: its
+   * snapshot and the workers the agents list (see `Recovery`). Without `recovery` the topology is
+   * written to the snapshot. Throws InvalidArgumentError for a spec the core cannot run.
    */
-  start(spec: JobSpec, held: { epoch?: string; seq: number; assignments: readonly Assignment[] }, now: number): AmEffect[] {
+  start(spec: JobSpec, held: { epoch?: string; seq: number; assignments: readonly Assignment[] }, now: number, recovery?: Recovery): AmEffect[] {
     if (this.spec) throw new FailedPreconditionError('the application master core was already started');
     validateDag(spec);
     this.spec = spec;
+    this.policy = spec.onAgentTimeout === 'wait' ? 'wait' : 'rerun';
+    this.rerunAfterMs = Number.isFinite(spec.rerunAfterMs) && spec.rerunAfterMs >= 0 ? spec.rerunAfterMs : DEFAULT_RERUN_AFTER_MS;
     spec.tasks.forEach((ts, index) => {
       this.tasks.set(ts.name, {
         spec: ts,
@@ -344,8 +422,12 @@ export class DagAppMaster {
           index: i,
           state: 'waiting' as InstanceState,
           attempt: 0,
+          highest: 0,
+          reruns: 0,
           nodeId: '',
           started: false,
+          adopted: false,
+          shadows: [],
           failedNodes: new Set<string>(),
           declined: false,
           lostAttempt: 0,
@@ -358,8 +440,64 @@ export class DagAppMaster {
         holds: new Map(),
       });
     });
-    this.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length }, 'job started');
+    this.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length, onAgentTimeout: this.policy, rerunAfterMs: this.rerunAfterMs, restart: recovery !== undefined }, 'job started');
     this.applyTable({ ...(held.epoch ? { epoch: held.epoch } : {}), seq: held.seq, full: true, assignments: held.assignments });
+    if (recovery) this.restore(recovery);
+    else this.out.topology = encodeTopology(spec);
+    this.activateReady();
+    this.reconcile(now);
+    return this.flush();
+  }
+
+  /**
+   * The master's Algorithm 1 notice: `nodeIds` are timing out (their slots stay reserved), and
+   * `recoveredNodeIds` are back (nothing of theirs was lost). Nothing is planned on a timing-out
+   * node; with the `rerun` policy its running instances are re-run elsewhere once it has been timing
+   * out for `rerunAfterMs` (here or in a later `tick`).
+   */
+  agentsTimedOut(nodeIds: readonly string[], recoveredNodeIds: readonly string[], now: number): AmEffect[] {
+    if (!this.spec || this.done) return [];
+    for (const n of nodeIds) {
+      if (!n || this.timingOut.has(n)) continue;
+      this.timingOut.set(n, now);
+      const running = this.workers().filter((w) => w.nodeId === n).length;
+      this.log.warn({ node: n, running, policy: this.policy, rerunAfterMs: this.rerunAfterMs }, 'agent timing out; its slots stay reserved');
+    }
+    for (const n of recoveredNodeIds) {
+      if (!this.timingOut.delete(n)) continue;
+      this.log.info({ node: n }, 'agent back from timing out');
+      this.resendStops(n);
+    }
+    this.checkReruns(now);
+    this.reconcile(now);
+    return this.flush();
+  }
+
+  /**
+   * What the agent of `nodeId` lists for this app (`ListWorkers`, any AM attempt's workers). For a
+   * node that had not answered since the restart, its workers are adopted (or, if their instance
+   * already runs elsewhere, kept as a shadow; if it is done, stopped) and successes counted. For
+   * other nodes the statuses are worker events; an adopted worker missing from the list is lost.
+   */
+  workersListed(nodeId: string, workers: readonly ListedWorker[], now: number): AmEffect[] {
+    if (!this.spec || this.done) return [];
+    if (this.unlisted.delete(nodeId)) {
+      this.log.info({ node: nodeId, workers: workers.length }, 'agent listed its workers; adopting');
+      for (const w of workers) {
+        if (this.done) break;
+        this.learnLate(nodeId, w);
+      }
+      this.resendStops(nodeId);
+    } else {
+      const listed = new Set<string>();
+      for (const w of workers) {
+        if (this.done) break;
+        const id = idOf(w);
+        if (id) listed.add(workerIdOf(id.task, id.instance, id.attempt));
+        this.onWorkerEvent(nodeId, w);
+      }
+      this.dropVanished(nodeId, listed);
+    }
     this.activateReady();
     this.reconcile(now);
     return this.flush();
@@ -404,9 +542,10 @@ export class DagAppMaster {
     return this.flush();
   }
 
-  /** Time passes: returned slots whose drop never showed are settled. */
+  /** Time passes: returned slots whose drop never showed are settled; timing-out nodes may be given up. */
   tick(now: number): AmEffect[] {
     if (!this.spec || this.done) return [];
+    this.checkReruns(now);
     const lost: Lost[] = [];
     for (const t of this.tasks.values()) {
       for (const h of [...t.holds.values()]) {
@@ -488,12 +627,25 @@ export class DagAppMaster {
     if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(h.nodeId);
   }
 
-  /** Instances running on slots the master took away: stop them and count a failed attempt. */
+  /**
+   * Attempts on slots the master took away: shadows (already replaced) go first, quietly; running
+   * instances are stopped and count a failed attempt.
+   */
   private evict(l: Lost): void {
+    let count = l.count;
+    for (const inst of [...l.task.instances].reverse()) {
+      for (const sh of [...inst.shadows]) {
+        if (count === 0 || sh.nodeId !== l.nodeId) continue;
+        this.log.info({ task: l.task.spec.name, instance: inst.index, attempt: sh.attempt, node: l.nodeId }, 'slot of a replaced attempt lost');
+        this.stopWorker(l.nodeId, workerIdOf(l.task.spec.name, inst.index, sh.attempt));
+        this.dropShadow(l.task, inst, sh);
+        count--;
+      }
+    }
     const victims = l.task.instances
       .filter((i) => i.state === 'running' && i.nodeId === l.nodeId)
       .sort((a, b) => b.index - a.index)
-      .slice(0, l.count);
+      .slice(0, count);
     for (const inst of victims) {
       if (this.done) return;
       const workerId = workerIdOf(l.task.spec.name, inst.index, inst.attempt);
@@ -508,7 +660,7 @@ export class DagAppMaster {
   // ---------------------------------------------------------------- worker events
 
   private onWorkerEvent(reportingNode: string, ev: WorkerEvent): void {
-    const id = ev.task ? { task: ev.task, instance: ev.instance, attempt: ev.attempt } : parseWorkerId(ev.workerId);
+    const id = idOf(ev);
     if (!id) return;
     const task = this.tasks.get(id.task);
     const inst = task?.instances[id.instance];
@@ -516,35 +668,125 @@ export class DagAppMaster {
       this.log.debug({ workerId: ev.workerId }, 'event for an unknown worker, ignored');
       return;
     }
-    if (id.attempt !== inst.attempt) return; // an older attempt (or one we never planned)
+    // An attempt we never planned (an earlier AM attempt's): later attempts must get a higher number.
+    if (id.attempt > inst.highest) inst.highest = id.attempt;
+    if (inst.state === 'running' && id.attempt === inst.attempt && sameNode(inst.nodeId, reportingNode)) {
+      this.onCurrentEvent(task, inst, reportingNode, ev);
+      return;
+    }
+    const shadow = inst.shadows.find((sh) => sh.attempt === id.attempt && sameNode(sh.nodeId, reportingNode));
+    if (shadow) {
+      this.onShadowEvent(task, inst, shadow, ev);
+      return;
+    }
+    if (ev.state === 'succeeded' && inst.state === 'pending' && id.attempt === inst.attempt && inst.lostAttempt === inst.attempt) {
+      // Its slot was counted lost, but the attempt got to finish: the work is done.
+      this.log.info({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: reportingNode }, 'attempt counted lost has succeeded; instance done');
+      this.succeed(task, inst, inst.attempt, reportingNode);
+    }
+    // Otherwise an older attempt (or one we never planned): ignored.
+  }
+
+  private onCurrentEvent(task: Task, inst: Instance, reportingNode: string, ev: WorkerEvent): void {
     const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: inst.nodeId || reportingNode };
     switch (ev.state) {
       case 'pending':
         return;
       case 'running':
-        if (inst.state === 'running' && !inst.started) {
+        if (!inst.started) {
           inst.started = true;
           this.log.debug(log, 'instance running');
         }
         return;
-      case 'succeeded':
-        if (inst.state === 'running') {
-          this.releaseSlot(task, inst);
-          this.succeed(task, inst);
-        } else if (inst.state === 'pending' && inst.lostAttempt === inst.attempt) {
-          // Its slot was counted lost, but the attempt got to finish: the work is done.
-          this.log.info(log, 'attempt counted lost has succeeded; instance done');
-          this.succeed(task, inst);
-        }
+      case 'succeeded': {
+        const nodeId = inst.nodeId || reportingNode;
+        this.releaseSlot(task, inst);
+        this.succeed(task, inst, inst.attempt, nodeId);
         return;
+      }
       case 'failed':
       case 'killed':
       case 'rejected':
-        if (inst.state !== 'running') return;
         this.releaseSlot(task, inst);
         this.failAttempt(task, inst, inst.nodeId || reportingNode, failureReason(ev));
         return;
     }
+  }
+
+  /** An event of a replaced (or duplicate adopted) attempt: a success decides the instance, if still open. */
+  private onShadowEvent(task: Task, inst: Instance, sh: Shadow, ev: WorkerEvent): void {
+    const log = { task: task.spec.name, instance: inst.index, attempt: sh.attempt, node: sh.nodeId };
+    switch (ev.state) {
+      case 'pending':
+        return;
+      case 'running':
+        sh.started = true;
+        return;
+      case 'succeeded':
+        this.dropShadow(task, inst, sh);
+        if (inst.state === 'succeeded' || inst.state === 'failed') return;
+        this.log.info({ ...log, replacedBy: inst.state === 'running' ? inst.attempt : 0 }, 'replaced attempt succeeded first; instance done');
+        if (inst.state === 'running') {
+          this.stopWorker(inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
+          this.releaseSlot(task, inst);
+        }
+        this.succeed(task, inst, sh.attempt, sh.nodeId);
+        return;
+      case 'failed':
+      case 'killed':
+      case 'rejected':
+        this.log.debug({ ...log, reason: failureReason(ev) }, 'replaced attempt ended');
+        if (sh.nodeId) inst.failedNodes.add(sh.nodeId);
+        this.dropShadow(task, inst, sh);
+        return;
+    }
+  }
+
+  /** The hold of `task` on `nodeId`, created (0 slots) when absent. */
+  private holdFor(task: Task, nodeId: string): Hold {
+    let h = task.holds.get(nodeId);
+    if (!h) {
+      h = { nodeId, held: 0, used: 0, returning: [] };
+      task.holds.set(nodeId, h);
+    }
+    return h;
+  }
+
+  /** A shadow ended (or was given up): its slot is free. */
+  private dropShadow(task: Task, inst: Instance, sh: Shadow): void {
+    const k = inst.shadows.indexOf(sh);
+    if (k >= 0) inst.shadows.splice(k, 1);
+    const h = task.holds.get(sh.nodeId);
+    if (h) {
+      h.used = Math.max(0, h.used - 1);
+      if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(sh.nodeId);
+    }
+  }
+
+  /** Stops every shadow of a decided instance and frees their slots. */
+  private stopShadows(task: Task, inst: Instance): void {
+    for (const sh of [...inst.shadows]) {
+      this.stopWorker(sh.nodeId, workerIdOf(task.spec.name, inst.index, sh.attempt));
+      this.dropShadow(task, inst, sh);
+    }
+  }
+
+  /** An attempt (planned by an earlier AM attempt) found running: it becomes the instance's current one and keeps its slot. */
+  private adopt(task: Task, inst: Instance, w: ListedWorker): void {
+    this.holdFor(task, w.nodeId).used++;
+    inst.state = 'running';
+    inst.attempt = w.attempt;
+    inst.nodeId = w.nodeId;
+    inst.started = w.state === 'running';
+    inst.adopted = true;
+    inst.lostAttempt = 0;
+    this.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, state: w.state }, 'worker adopted');
+  }
+
+  private addShadow(task: Task, inst: Instance, w: ListedWorker): void {
+    this.holdFor(task, w.nodeId).used++;
+    inst.shadows.push({ attempt: w.attempt, nodeId: w.nodeId, started: w.state === 'running', adopted: true });
+    this.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, current: inst.attempt }, 'older attempt of a running instance adopted as a shadow');
   }
 
   private releaseSlot(task: Task, inst: Instance): void {
@@ -555,11 +797,16 @@ export class DagAppMaster {
     }
     inst.nodeId = '';
     inst.started = false;
+    inst.adopted = false;
   }
 
-  private succeed(task: Task, inst: Instance): void {
+  /** `attempt` on `nodeId` succeeded: the instance is done (logged in the snapshot); other live attempts are stopped. */
+  private succeed(task: Task, inst: Instance, attempt: number, nodeId: string): void {
     inst.state = 'succeeded';
-    this.log.debug({ task: task.spec.name, instance: inst.index, attempt: inst.attempt }, 'instance succeeded');
+    inst.attempt = attempt;
+    this.stopShadows(task, inst);
+    this.logEntry({ task: task.spec.name, instance: inst.index, attempt, nodeId, workerId: workerIdOf(task.spec.name, inst.index, attempt), state: 'succeeded' });
+    this.log.debug({ task: task.spec.name, instance: inst.index, attempt, node: nodeId }, 'instance succeeded');
     if (task.state === 'active' && task.instances.every((i) => i.state === 'succeeded')) {
       this.setTaskState(task, 'succeeded');
       this.activateReady();
@@ -571,11 +818,15 @@ export class DagAppMaster {
     inst.lastError = reason;
     inst.declined = false;
     const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, reason };
-    if (inst.attempt >= task.maxAttempts) {
+    // Attempts used: every number handed out (by any AM attempt), less the re-runs of timing-out nodes.
+    const used = Math.max(inst.attempt, inst.highest) - inst.reruns;
+    if (used >= task.maxAttempts) {
       inst.state = 'failed';
       this.log.warn(log, 'instance failed for good');
       this.setTaskState(task, 'failed');
-      this.finishJob(false, `task "${task.spec.name}" instance ${inst.index} failed after ${plural(inst.attempt, 'attempt')}: ${reason}`);
+      const message = `task "${task.spec.name}" instance ${inst.index} failed after ${plural(used, 'attempt')}: ${reason}`;
+      this.logEntry({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, nodeId, workerId: workerIdOf(task.spec.name, inst.index, inst.attempt), state: 'failed', message });
+      this.finishJob(false, message);
       return;
     }
     inst.state = 'pending';
@@ -599,8 +850,9 @@ export class DagAppMaster {
         if (t.state !== 'waiting') continue;
         if (!t.spec.dependsOn.every((d) => this.tasks.get(d)?.state === 'succeeded')) continue;
         this.setTaskState(t, 'active');
-        for (const i of t.instances) i.state = 'pending';
-        if (t.instances.length === 0) this.setTaskState(t, 'succeeded');
+        // After a restart some instances may already be done or running (adopted).
+        for (const i of t.instances) if (i.state === 'waiting') i.state = 'pending';
+        if (t.instances.every((i) => i.state === 'succeeded')) this.setTaskState(t, 'succeeded');
         changed = true;
       }
     }
@@ -615,6 +867,7 @@ export class DagAppMaster {
     this.done = { succeeded, message };
     for (const t of this.tasks.values()) {
       for (const inst of t.instances) {
+        this.stopShadows(t, inst);
         if (inst.state !== 'running') continue;
         this.stopWorker(inst.nodeId, workerIdOf(t.spec.name, inst.index, inst.attempt));
         this.releaseSlot(t, inst);
@@ -643,6 +896,8 @@ export class DagAppMaster {
   private reconcileTask(task: Task, now: number): void {
     const free = new Map<string, number>();
     for (const [nodeId, h] of byKey(task.holds)) {
+      // Slots on a timing-out node, or one whose workers we do not know yet, are left as they are.
+      if (this.blocked(nodeId)) continue;
       const n = effective(h) - h.used;
       if (n > 0) free.set(nodeId, n);
     }
@@ -691,10 +946,12 @@ export class DagAppMaster {
   private launch(task: Task, inst: Instance, nodeId: string): void {
     const h = task.holds.get(nodeId)!;
     h.used++;
-    inst.attempt++;
+    inst.attempt = Math.max(inst.attempt, inst.highest) + 1;
+    inst.highest = inst.attempt;
     inst.state = 'running';
     inst.nodeId = nodeId;
     inst.started = false;
+    inst.adopted = false;
     inst.lostAttempt = 0;
     const plan = this.planOf(task, inst);
     const list = this.out.plans.get(nodeId);
@@ -748,9 +1005,239 @@ export class DagAppMaster {
   }
 
   private stopWorker(nodeId: string, workerId: string): void {
+    if (!nodeId) return;
     const list = this.out.stops.get(nodeId);
-    if (list) list.push(workerId);
-    else this.out.stops.set(nodeId, [workerId]);
+    if (list) {
+      if (!list.includes(workerId)) list.push(workerId);
+    } else this.out.stops.set(nodeId, [workerId]);
+    if (this.blocked(nodeId)) {
+      const later = this.stopsWhenBack.get(nodeId) ?? new Set<string>();
+      later.add(workerId);
+      this.stopsWhenBack.set(nodeId, later);
+    }
+  }
+
+  /** Sends again the stops a node could not hear while it was timing out or unlisted. */
+  private resendStops(nodeId: string): void {
+    const later = this.stopsWhenBack.get(nodeId);
+    if (!later || this.blocked(nodeId)) return;
+    this.stopsWhenBack.delete(nodeId);
+    for (const w of later) this.stopWorker(nodeId, w);
+  }
+
+  private blocked(nodeId: string): boolean {
+    return this.timingOut.has(nodeId) || this.unlisted.has(nodeId);
+  }
+
+  private logEntry(e: SnapshotEntry): void {
+    this.out.entries.push(encodeEntry(e));
+  }
+
+  // ---------------------------------------------------------------- agent timing failures
+
+  /**
+   * `rerun` policy: running instances on nodes that have been timing out for `rerunAfterMs` are
+   * re-run elsewhere. The old attempt is stopped (best effort, again when the node is back) and
+   * stays a shadow, holding its slot, until it ends: if it reports success first, it wins.
+   */
+  private checkReruns(now: number): void {
+    if (this.policy !== 'rerun' || this.done) return;
+    for (const [nodeId, since] of byKey(this.timingOut)) {
+      if (now - since < this.rerunAfterMs) continue;
+      for (const t of this.tasks.values()) {
+        for (const inst of t.instances) {
+          if (inst.state !== 'running' || inst.nodeId !== nodeId) continue;
+          inst.shadows.push({ attempt: inst.attempt, nodeId, started: inst.started, adopted: inst.adopted });
+          const workerId = workerIdOf(t.spec.name, inst.index, inst.attempt);
+          this.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, timingOutMs: now - since }, 'agent timing out too long; re-running the instance elsewhere');
+          inst.state = 'pending';
+          inst.nodeId = '';
+          inst.started = false;
+          inst.adopted = false;
+          inst.reruns++;
+          inst.declined = false;
+          this.stopWorker(nodeId, workerId);
+        }
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- restart (AM failover)
+
+  private lookup(task: string, instance: number): { task: Task; inst: Instance } | undefined {
+    const t = this.tasks.get(task);
+    const inst = t?.instances[instance];
+    return t && inst ? { task: t, inst } : undefined;
+  }
+
+  /**
+   * A restarted AM rebuilds its instance table: hard state (the snapshot log) first, then the
+   * workers the agents list (soft state), then what follows from them. Runs before task activation.
+   */
+  private restore(r: Recovery): void {
+    const spec = this.spec!;
+    // 1. The snapshot: successes are done; a failure for good decided the job.
+    let entries: SnapshotEntry[] = [];
+    if (r.snapshot.topology !== '' && !sameTopology(r.snapshot.topology, spec)) {
+      this.log.error({ entries: r.snapshot.entries.length }, 'the snapshot describes another task graph; its log is ignored');
+    } else {
+      if (r.snapshot.topology === '') this.out.topology = encodeTopology(spec);
+      entries = r.snapshot.entries.map(decodeEntry).filter((e): e is SnapshotEntry => e !== undefined);
+    }
+    let failedForGood: SnapshotEntry | undefined;
+    let logged = 0;
+    for (const e of entries) {
+      const x = this.lookup(e.task, e.instance);
+      if (!x) continue;
+      x.inst.highest = Math.max(x.inst.highest, e.attempt);
+      if (e.state === 'failed') {
+        failedForGood ??= e;
+      } else if (x.inst.state !== 'succeeded') {
+        x.inst.state = 'succeeded';
+        x.inst.attempt = e.attempt;
+        logged++;
+      }
+    }
+
+    // 2. The workers the agents list, by instance.
+    const byInstance = new Map<Instance, { task: Task; list: ListedWorker[] }>();
+    for (const w of r.workers) {
+      const id = idOf(w);
+      const x = id && this.lookup(id.task, id.instance);
+      if (!id || !x) continue;
+      const ws = { ...w, task: id.task, instance: id.instance, attempt: id.attempt };
+      x.inst.highest = Math.max(x.inst.highest, ws.attempt);
+      const g = byInstance.get(x.inst) ?? { task: x.task, list: [] };
+      g.list.push(ws);
+      byInstance.set(x.inst, g);
+    }
+    const failures: Array<{ task: Task; inst: Instance; w: ListedWorker }> = [];
+    let adopted = 0;
+    let doneMeanwhile = 0;
+    const desc = (a: ListedWorker, b: ListedWorker) => b.attempt - a.attempt || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0);
+    for (const [inst, { task, list }] of byInstance) {
+      const live = list.filter((w) => w.state === 'running' || w.state === 'pending').sort(desc);
+      const stopLive = () => live.forEach((w) => this.stopWorker(w.nodeId, workerIdOf(task.spec.name, inst.index, w.attempt)));
+      if (inst.state === 'succeeded') {
+        stopLive(); // duplicates of a finished instance
+        continue;
+      }
+      const ok = list.filter((w) => w.state === 'succeeded').sort(desc)[0];
+      if (ok) {
+        // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
+        inst.state = 'succeeded';
+        inst.attempt = ok.attempt;
+        this.logEntry({ task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: workerIdOf(task.spec.name, inst.index, ok.attempt), state: 'succeeded' });
+        doneMeanwhile++;
+        stopLive();
+        continue;
+      }
+      const [current, ...older] = live;
+      if (current) {
+        this.adopt(task, inst, current);
+        for (const w of older) this.addShadow(task, inst, w);
+        adopted++;
+        continue;
+      }
+      const bad = list.filter((w) => w.state === 'failed' || w.state === 'killed' || w.state === 'rejected').sort(desc);
+      for (const w of bad) if (w.nodeId) inst.failedNodes.add(w.nodeId);
+      // Neither done nor running: it failed while the AM was down (or its retry was never planned).
+      const last = bad[0];
+      if (last) failures.push({ task, inst, w: last });
+    }
+    for (const n of r.unlistedNodes) this.unlisted.add(n);
+
+    // 3. A task's workers exist only once every task it depends on succeeded: infer what the log lacks.
+    const evidence = [...this.tasks.values()].filter((t) => t.instances.some((i) => i.state !== 'waiting') || failures.some((f) => f.task === t));
+    const inferred = new Set<Task>();
+    const visit = (t: Task): void => {
+      for (const d of t.spec.dependsOn) {
+        const dt = this.tasks.get(d);
+        if (!dt || inferred.has(dt)) continue;
+        inferred.add(dt);
+        visit(dt);
+      }
+    };
+    evidence.forEach(visit);
+    for (const t of inferred) {
+      const missing = t.instances.filter((i) => i.state === 'waiting');
+      if (missing.length === 0) continue;
+      this.log.warn({ task: t.spec.name, instances: missing.length }, 'instances missing from the snapshot inferred done (a later task has workers)');
+      for (const i of missing) {
+        i.state = 'succeeded';
+        this.logEntry({ task: t.spec.name, instance: i.index, attempt: i.highest, nodeId: '', workerId: '', state: 'succeeded' });
+      }
+    }
+    this.log.info(
+      { logged, adopted, doneMeanwhile, failedMeanwhile: failures.length, unlistedNodes: [...this.unlisted], workers: r.workers.length },
+      'state recovered from the snapshot and the agents',
+    );
+
+    // 4. The job's fate, if the log already decided it.
+    if (failedForGood) {
+      this.finishJob(false, failedForGood.message ?? `task "${failedForGood.task}" instance ${failedForGood.instance} failed`);
+      return;
+    }
+    // 5. Tasks whose dependencies are done become active; failures seen meanwhile are retried as usual.
+    this.activateReady();
+    for (const f of failures) {
+      if (this.done) return;
+      if (f.task.state !== 'active' || f.inst.state !== 'pending') continue;
+      f.inst.attempt = f.w.attempt;
+      this.failAttempt(f.task, f.inst, f.w.nodeId, `${failureReason(f.w)} while the application master was down`);
+    }
+  }
+
+  /** A worker listed by a node that had not answered at the restart (see `workersListed`). */
+  private learnLate(nodeId: string, raw: ListedWorker): void {
+    const id = idOf(raw);
+    const x = id && this.lookup(id.task, id.instance);
+    if (!id || !x) return;
+    const { task, inst } = x;
+    const w: ListedWorker = { ...raw, task: id.task, instance: id.instance, attempt: id.attempt, nodeId };
+    inst.highest = Math.max(inst.highest, w.attempt);
+    const known = (inst.state === 'running' && inst.attempt === w.attempt && inst.nodeId === nodeId) || inst.shadows.some((sh) => sh.attempt === w.attempt && sh.nodeId === nodeId);
+    if (known) {
+      this.onWorkerEvent(nodeId, w);
+      return;
+    }
+    const workerId = workerIdOf(task.spec.name, inst.index, w.attempt);
+    switch (w.state) {
+      case 'succeeded':
+        if (inst.state === 'succeeded' || inst.state === 'failed') return;
+        this.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: nodeId }, 'instance found done on an agent that answered late');
+        if (inst.state === 'running') {
+          this.stopWorker(inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
+          this.releaseSlot(task, inst);
+        }
+        this.succeed(task, inst, w.attempt, nodeId);
+        return;
+      case 'running':
+      case 'pending':
+        if (inst.state === 'succeeded' || inst.state === 'failed') this.stopWorker(nodeId, workerId);
+        else if (inst.state === 'running') this.addShadow(task, inst, w);
+        else this.adopt(task, inst, w);
+        return;
+      default:
+        inst.failedNodes.add(nodeId);
+    }
+  }
+
+  /** Adopted attempts on `nodeId` that its agent no longer lists: lost (their events went elsewhere). */
+  private dropVanished(nodeId: string, listed: ReadonlySet<string>): void {
+    for (const t of this.tasks.values()) {
+      for (const inst of t.instances) {
+        if (this.done) return;
+        for (const sh of [...inst.shadows]) {
+          if (sh.adopted && sh.nodeId === nodeId && !listed.has(workerIdOf(t.spec.name, inst.index, sh.attempt))) this.dropShadow(t, inst, sh);
+        }
+        if (inst.state !== 'running' || !inst.adopted || inst.nodeId !== nodeId) continue;
+        if (listed.has(workerIdOf(t.spec.name, inst.index, inst.attempt))) continue;
+        this.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'adopted worker no longer listed by its agent; counted as failed');
+        this.releaseSlot(t, inst);
+        this.failAttempt(t, inst, nodeId, `worker vanished from the agent of ${nodeId}`);
+      }
+    }
   }
 
   // ---------------------------------------------------------------- requests
@@ -795,6 +1282,7 @@ export class DagAppMaster {
     const o = this.out;
     this.out = new Outbox();
     const effects: AmEffect[] = [];
+    if (o.topology || o.entries.length > 0) effects.push({ kind: 'snapshot', topology: o.topology, entries: o.entries });
     for (const [nodeId, workerIds] of o.stops) effects.push({ kind: 'stop', nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '', workerIds });
     const returns = [...o.returns.values()].filter((r) => r.slots > 0);
     if (returns.length > 0) {
@@ -826,6 +1314,16 @@ export function spread(n: number, locations: readonly string[]): Array<[string, 
   const base = Math.floor(n / locations.length);
   const rest = n % locations.length;
   return locations.map((l, i): [string, number] => [l, base + (i < rest ? 1 : 0)]).filter(([, c]) => c > 0);
+}
+
+/** Empty ids match any node (events synthesized without one, or from older agents). */
+function sameNode(a: string, b: string): boolean {
+  return !a || !b || a === b;
+}
+
+/** The (task, instance, attempt) of an event: its fields, else parsed from the worker id. */
+function idOf(ev: WorkerEvent): { task: string; instance: number; attempt: number } | undefined {
+  return ev.task ? { task: ev.task, instance: ev.instance, attempt: ev.attempt } : parseWorkerId(ev.workerId);
 }
 
 /** Parses `${task}.${instance}.${attempt}` (the task name may itself contain dots). */

@@ -118,12 +118,41 @@ export interface RunningWorker {
   resource: Resource;
 }
 
+/** A worker as an agent lists it (`AgentService.ListWorkers`): planned by this or an earlier AM attempt. */
+export interface ListedWorker extends WorkerEvent {
+  /** The node whose agent listed it. */
+  nodeId: string;
+}
+
 /**
- * What the core asks its shell to do. Within one step's list the order is: stop, return, request,
- * plan, finish; at most one `request` and one `return` per step, at most one `plan` and one
- * `stop` per node per step.
+ * What a restarted AM (attempt > 1) knows before it starts: its hard state from the master's store
+ * (`GetAppSnapshot`) and the soft state of the agents holding its slots (`ListWorkers`).
+ */
+export interface Recovery {
+  /** The snapshot as stored: the topology ('' = none written) and the log entries, in order. */
+  snapshot: { topology: string; entries: readonly string[] };
+  /** Every worker of the app listed by the agents that answered. */
+  workers: readonly ListedWorker[];
+  /**
+   * Nodes holding slots of the app whose agent did not answer `ListWorkers`: their slots stay
+   * reserved (nothing planned there, nothing returned) until `workersListed` brings their workers.
+   */
+  unlistedNodes: readonly string[];
+}
+
+/**
+ * What the core asks its shell to do. Within one step's list the order is: snapshot, stop, return,
+ * request, plan, finish; at most one `snapshot`, one `request` and one `return` per step, at most
+ * one `plan` and one `stop` per node per step.
  */
 export type AmEffect =
+  /**
+   * `SaveAppSnapshot`: `topology` ('' = unchanged) is written once per app, `entries` are appended
+   * to the log (one JSON object per finished instance, see `snapshot.ts`). Goes to the master before
+   * the requests and the finish of the same step (one FIFO queue), so a task's instances can only
+   * run once the instances it depends on are in the log.
+   */
+  | { kind: 'snapshot'; topology: string; entries: string[] }
   /** `UpdateRequests`: `units` holds the config of SUs asked for the first time. */
   | { kind: 'request'; units: ScheduleUnitConfig[]; deltas: RequestDelta[] }
   /** `AgentService.StartWorkers` on `nodeAddress`. */

@@ -14,6 +14,18 @@
  * `ReportAppState` (units, every outstanding request, the assignment table), and request deltas
  * already counted in that report are not sent again.
  *
+ * Hard state: `snapshot` effects become `SaveAppSnapshot` calls in the same master queue (batched:
+ * everything pending goes in one call; idempotent through a per-attempt `seq`; retried).
+ *
+ * AM failover: attempt > 1 (FUXI_AM_ATTEMPT, set by the master when it restarts the AM) loads the
+ * snapshot (`GetAppSnapshot`), registers (getting the assignments the app holds), asks every agent
+ * in them for the app's workers (`ListWorkers`, retried for `adoptWaitMs`) and hands all of it to
+ * the core, which adopts the running workers. Adopted workers (and agents that did not answer) are
+ * polled with `ListWorkers` every `pollMs` until they finish: their agents may still send events
+ * to the old AM's address. Plans and stops always carry this AM's attempt.
+ *
+ * Agent timing failures: `AgentsTimedOut` goes to the core (policy `onAgentTimeout` of the job).
+ *
  * ```ts
  * const am = new AppMaster({ masters: ['127.0.0.1:7070'], appId, amAttempt: 1, log });
  * const { succeeded, message } = await am.run(); // resolves after FinishApp
@@ -23,8 +35,8 @@ import { cmpInt64, errorMessage, FailedPreconditionError, InvalidArgumentError, 
 import { loadFuxiProto, type AgentServiceDefinition, type AgentsTimedOutRequest__Output, type UpdateAssignmentsRequest__Output, type WorkerEventsRequest__Output, type WorkerStatus__Output } from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, MasterConnection, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
-import type { AmEffect, RequestDelta, ScheduleUnitConfig, WorkerEvent } from '../core/types.js';
-import { assignmentFromProto, int64ToNumber, runningWorkerToProto, workerEventFromProto } from './mapping.js';
+import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, WorkerEvent } from '../core/types.js';
+import { assignmentFromProto, int64ToNumber, listedWorkerFromProto, runningWorkerToProto, workerEventFromProto } from './mapping.js';
 
 export interface AppMasterConfig {
   /** Master addresses (host:port); standbys redirect to the leader. */
@@ -50,6 +62,10 @@ export interface AppMasterConfig {
   defaultHeartbeatMs?: number;
   /** See `DagAmOptions.returnSettleMs`; default max(15 s, 5 heartbeats). */
   returnSettleMs?: number;
+  /** After a restart: how long ListWorkers is retried per agent before its slots count as unknown (default 15 s). */
+  adoptWaitMs?: number;
+  /** How often adopted workers (and agents that did not answer) are polled with ListWorkers (default 3 s). */
+  pollMs?: number;
 }
 
 export interface AppResult {
@@ -70,6 +86,15 @@ export class DeposedMasterError extends UnavailableError {
 
 function isTransient(e: unknown): boolean {
   return (e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED')) || e instanceof DeposedMasterError;
+}
+
+/**
+ * A newer AM attempt of this app exists (an agent or the master fenced us: `StaleEpochError('am
+ * attempt')`). This AM must stop: its plans would be refused and, counted as failures, could fail
+ * the job in its snapshot.
+ */
+export function isSuperseded(e: unknown): boolean {
+  return e instanceof RpcError && e.code === 'FAILED_PRECONDITION' && (e.details.stale === 'am attempt' || /stale am attempt/.test(e.message));
 }
 
 /** Reads the AM's configuration from the environment the agent gives it. */
@@ -112,6 +137,16 @@ export class AppMaster {
   private masterQueue: Promise<void> = Promise.resolve();
   private heartbeatQueued = false;
   private timer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private polling = false;
+  /** Snapshot data not sent yet, and whether a SaveAppSnapshot is queued to take it. */
+  private snapshotSeq = 0;
+  private pendingTopology = '';
+  private pendingEntries: string[] = [];
+  private snapshotQueued = false;
+  /** Worker events and timing-out notices that arrived before the core started (replayed after). */
+  private early: Array<{ nodeId: string; statuses: readonly WorkerStatus__Output[] }> = [];
+  private earlyTimedOut: { nodeIds: Set<string>; recovered: Set<string> } = { nodeIds: new Set(), recovered: new Set() };
   private readonly agentOps = new Set<Promise<void>>();
   private stopped = false;
   private settle!: { resolve: (r: AppResult) => void; reject: (e: unknown) => void };
@@ -207,8 +242,20 @@ export class AppMaster {
         },
         AgentsTimedOut: (req: AgentsTimedOutRequest__Output) => {
           this.checkEpoch(req.epoch, 'AgentsTimedOut');
-          // Policy (wait, or re-run elsewhere after a threshold) comes with the fault-handling feature.
-          this.log.warn({ nodes: req.nodeIds }, 'master reports agents timing out; waiting');
+          this.log.warn({ nodes: req.nodeIds, recovered: req.recoveredNodeIds }, 'master reports agents timing out');
+          if (this.core.started) {
+            this.execute(this.core.agentsTimedOut(req.nodeIds, req.recoveredNodeIds, Date.now()));
+          } else {
+            const t = this.earlyTimedOut;
+            for (const n of req.nodeIds) {
+              t.nodeIds.add(n);
+              t.recovered.delete(n);
+            }
+            for (const n of req.recoveredNodeIds) {
+              t.recovered.add(n);
+              t.nodeIds.delete(n);
+            }
+          }
           return {};
         },
         GetAppState: () => ({
@@ -305,11 +352,16 @@ export class AppMaster {
   }
 
   private onWorkerStatuses(nodeId: string, statuses: readonly WorkerStatus__Output[]): void {
-    if (!this.core.started) return;
+    if (!this.core.started) {
+      // Before the core starts (a restart collecting its state): kept, replayed once it has.
+      if (this.early.length < 10_000) this.early.push({ nodeId, statuses });
+      return;
+    }
     const events: WorkerEvent[] = [];
     for (const s of statuses) {
       if (s.appId && s.appId !== this.cfg.appId) continue;
-      if (s.amAttempt && s.amAttempt !== this.cfg.amAttempt) continue;
+      // Workers planned by earlier AM attempts are ours too (adopted); a newer attempt's are not.
+      if (s.amAttempt && s.amAttempt > this.cfg.amAttempt) continue;
       const ev = workerEventFromProto(s);
       if (ev) events.push(ev);
     }
@@ -319,6 +371,8 @@ export class AppMaster {
   // ---------------------------------------------------------------- registration and heartbeat
 
   private async register(): Promise<void> {
+    const restart = this.cfg.amAttempt > 1;
+    const snapshot = restart ? await this.loadSnapshot() : undefined;
     const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, address: this.address };
     const res = await this.persist('RegisterApp', async () => {
       const r = await this.conn.call('RegisterApp', req, this.retrying);
@@ -330,18 +384,117 @@ export class AppMaster {
     const heartbeatMs = res.heartbeatIntervalMs > 0 ? res.heartbeatIntervalMs : (this.cfg.defaultHeartbeatMs ?? 1000);
     this.core = new DagAppMaster({ log: this.log, returnSettleMs: this.cfg.returnSettleMs ?? Math.max(15_000, 5 * heartbeatMs) });
     this.log.info({ job: raw.jobId, name: raw.name, tasks: raw.tasks.map((t) => t.name), heartbeatMs }, 'registered with the master');
+    const held = res.assignments.map(assignmentFromProto);
     let effects: AmEffect[];
     try {
       // The master stored a validated spec; validating again fills proto3 zero values with defaults.
       const spec: JobSpec = validateJobSpec(raw);
-      effects = this.core.start(spec, { epoch: this.epoch, seq: int64ToNumber(res.assignmentSeq), assignments: res.assignments.map(assignmentFromProto) }, Date.now());
+      let recovery: Recovery | undefined;
+      if (restart) {
+        const listed = await this.listAtRestart(held);
+        recovery = { snapshot: snapshot ?? { topology: '', entries: [] }, workers: listed.workers, unlistedNodes: listed.unlisted };
+      }
+      effects = this.core.start(spec, { epoch: this.epoch, seq: int64ToNumber(res.assignmentSeq), assignments: held }, Date.now(), recovery);
     } catch (e) {
       if (!(e instanceof InvalidArgumentError)) throw e;
       // A spec this AM cannot run fails the job instead of crash-looping the AM.
       effects = [{ kind: 'finish', succeeded: false, message: `invalid job spec: ${e.message}` }];
     }
     this.execute(effects);
+    if (this.core.started) {
+      const t = this.earlyTimedOut;
+      if (t.nodeIds.size > 0 || t.recovered.size > 0) this.execute(this.core.agentsTimedOut([...t.nodeIds], [...t.recovered], Date.now()));
+      for (const e of this.early.splice(0)) this.onWorkerStatuses(e.nodeId, e.statuses);
+    }
+    this.early = [];
     this.timer = setInterval(() => this.onTimer(), heartbeatMs);
+    this.pollTimer = setInterval(() => this.poll(), this.cfg.pollMs ?? 3000);
+  }
+
+  /** The snapshot of earlier AM attempts; empty when the master has none (or cannot serve one). */
+  private async loadSnapshot(): Promise<{ topology: string; entries: string[] }> {
+    try {
+      const res = await this.persist('GetAppSnapshot', () => this.conn.call('GetAppSnapshot', { appId: this.cfg.appId }, this.retrying));
+      this.log.info({ topology: res.topology !== '', entries: res.entries.length }, 'snapshot loaded');
+      return { topology: res.topology, entries: res.entries };
+    } catch (e) {
+      if (isTransient(e)) throw e;
+      this.log.warn({ err: errorMessage(e) }, 'no snapshot from the master; recovering from the agents only');
+      return { topology: '', entries: [] };
+    }
+  }
+
+  /**
+   * Every agent holding our slots lists the app's workers (retried for `adoptWaitMs`). Agents that
+   * do not answer are returned as `unlisted`: the core keeps their slots reserved and polls them.
+   */
+  private async listAtRestart(held: readonly Assignment[]): Promise<{ workers: ListedWorker[]; unlisted: string[] }> {
+    const nodes = new Map<string, string>();
+    for (const a of held) if (a.nodeId && !nodes.has(a.nodeId)) nodes.set(a.nodeId, a.nodeAddress);
+    const until = Date.now() + (this.cfg.adoptWaitMs ?? 15_000);
+    const workers: ListedWorker[] = [];
+    const unlisted: string[] = [];
+    await Promise.all(
+      [...nodes].map(async ([nodeId, address]) => {
+        const listed = address ? await this.listWorkers(nodeId, address, until) : undefined;
+        if (listed) workers.push(...listed);
+        else unlisted.push(nodeId);
+      }),
+    );
+    this.log.info({ nodes: nodes.size, workers: workers.length, unlisted }, 'agents listed the workers of earlier attempts');
+    return { workers, unlisted: unlisted.sort() };
+  }
+
+  /** `ListWorkers` for this app on one agent, retried on UNAVAILABLE until `until`; undefined when it did not answer. */
+  private async listWorkers(nodeId: string, address: string, until: number): Promise<ListedWorker[] | undefined> {
+    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      if (this.stopped) return undefined;
+      try {
+        const res = await this.agent(address).ListWorkers({ appId: this.cfg.appId }, { deadlineMs: Math.max(100, Math.min(this.deadlineMs, until - Date.now())) });
+        return this.listedOf(nodeId, res.workers);
+      } catch (e) {
+        if (!isTransient(e) || Date.now() + delay > until) {
+          this.log.warn({ node: nodeId, err: errorMessage(e) }, 'agent did not list its workers');
+          return undefined;
+        }
+        await sleep(delay);
+      }
+    }
+  }
+
+  private listedOf(nodeId: string, statuses: readonly WorkerStatus__Output[]): ListedWorker[] {
+    const out: ListedWorker[] = [];
+    for (const s of statuses) {
+      if (s.appId && s.appId !== this.cfg.appId) continue;
+      if (s.amAttempt && s.amAttempt > this.cfg.amAttempt) continue;
+      const w = listedWorkerFromProto(s, nodeId);
+      if (w) out.push(w);
+    }
+    return out;
+  }
+
+  /** Polls the agents of adopted workers (and of agents that did not answer yet): one ListWorkers each. */
+  private poll(): void {
+    if (this.stopped || this.polling || !this.core.started || this.core.result) return;
+    const nodes = this.core.nodesToPoll();
+    if (nodes.length === 0) return;
+    this.polling = true;
+    const deadlineMs = Math.min(this.deadlineMs, Math.max(500, this.cfg.pollMs ?? 3000));
+    const op = Promise.all(
+      nodes.map(async (nodeId) => {
+        const address = this.core.addressOf(nodeId);
+        if (!address) return;
+        try {
+          const res = await this.agent(address).ListWorkers({ appId: this.cfg.appId }, { deadlineMs });
+          if (!this.stopped) this.execute(this.core.workersListed(nodeId, this.listedOf(nodeId, res.workers), Date.now()));
+        } catch (e) {
+          this.log.debug({ node: nodeId, err: errorMessage(e) }, 'polling an agent for adopted workers failed');
+        }
+      }),
+    ).then(() => {
+      this.polling = false;
+    });
+    this.track(op);
   }
 
   private onTimer(): void {
@@ -366,6 +519,14 @@ export class AppMaster {
     for (const e of effects) {
       if (this.stopped) return;
       switch (e.kind) {
+        case 'snapshot':
+          if (e.topology) this.pendingTopology = e.topology;
+          this.pendingEntries.push(...e.entries);
+          if (!this.snapshotQueued) {
+            this.snapshotQueued = true;
+            this.enqueueMaster(() => this.saveSnapshot());
+          }
+          break;
         case 'request':
           this.log.debug({ units: e.units.map((u) => u.suId), deltas: e.deltas }, 'requesting slots');
           {
@@ -456,6 +617,26 @@ export class AppMaster {
     }
   }
 
+  /**
+   * One SaveAppSnapshot with everything pending (the topology once, entries in order), under the
+   * next seq of this AM attempt; a retry repeats the seq, so the master appends it once. A refusal
+   * (not an outage) is logged and the batch dropped: the agents still know what ran.
+   */
+  private async saveSnapshot(): Promise<void> {
+    this.snapshotQueued = false;
+    if (!this.pendingTopology && this.pendingEntries.length === 0) return;
+    const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, topology: this.pendingTopology, seq: String(++this.snapshotSeq), entries: this.pendingEntries };
+    this.pendingTopology = '';
+    this.pendingEntries = [];
+    try {
+      await this.persist('SaveAppSnapshot', () => this.conn.call('SaveAppSnapshot', req, this.retrying));
+      this.log.debug({ seq: req.seq, topology: req.topology !== '', entries: req.entries.length }, 'snapshot saved');
+    } catch (e) {
+      if (isTransient(e) || isSuperseded(e)) throw e;
+      this.log.error({ seq: req.seq, entries: req.entries.length, err: errorMessage(e) }, 'snapshot not saved; a restarted AM relies on the agents for these');
+    }
+  }
+
   private async finish(succeeded: boolean, message: string): Promise<void> {
     // Stops go out before the master hears the job is over (best effort, bounded).
     await Promise.allSettled([...this.agentOps]);
@@ -491,6 +672,7 @@ export class AppMaster {
           delay = Math.min(delay * 2, 2000);
           continue;
         }
+        if (isSuperseded(err)) throw new FailedPreconditionError(`superseded by a newer application master attempt (${errorMessage(err)})`);
         // The agent refused (or stayed unreachable): each plan counts as a rejected attempt.
         this.log.warn({ node: e.nodeId, workers: plans.map((p) => p.workerId), err: errorMessage(err) }, 'StartWorkers failed');
         const events: WorkerEvent[] = plans.map((p) => ({
@@ -563,6 +745,8 @@ export class AppMaster {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
     await Promise.allSettled([...this.agentOps]);
     await this.server?.shutdown(1000);
     this.conn.close();

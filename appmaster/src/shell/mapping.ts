@@ -9,7 +9,7 @@ import type {
   WorkerStatus,
   WorkerStatus__Output,
 } from '@fuxi/proto';
-import type { Assignment, RunningWorker, WorkerEvent, WorkerState } from '../core/types.js';
+import type { Assignment, ListedWorker, RunningWorker, WorkerEvent, WorkerState } from '../core/types.js';
 
 export function assignmentFromProto(a: Assignment__Output): Assignment {
   return { suId: a.suId ?? '', nodeId: a.nodeId ?? '', nodeAddress: a.nodeAddress ?? '', slots: a.slots ?? 0 };
@@ -44,6 +44,12 @@ export function workerEventFromProto(s: WorkerStatus__Output): WorkerEvent | und
     signal: s.signal ?? '',
     message: s.message ?? '',
   };
+}
+
+/** A worker as `ListWorkers` on `nodeId` reports it; undefined for an unspecified state. */
+export function listedWorkerFromProto(s: WorkerStatus__Output, nodeId: string): ListedWorker | undefined {
+  const ev = workerEventFromProto(s);
+  return ev ? { ...ev, nodeId } : undefined;
 }
 
 /** What GetAppState reports for a worker the AM believes is running. */

@@ -4,7 +4,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { nullLogger, NotFoundError, UnavailableError, validateJobSpec } from '@fuxi/common';
-import { loadFuxiProto, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
+import { loadFuxiProto, type ClusterStatus, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
 import { implement, jobSpecFromProto, startServer, toGrpcError, type RunningServer } from '@fuxi/rpc';
 
 const TERMINAL = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
@@ -37,6 +37,8 @@ function streaming<Req>(fn: (req: Req, call: grpc.ServerWritableStream<unknown, 
 export class FakeMaster {
   jobs = new Map<string, JobInfo__Output>();
   nodes: NodeStatus__Output[] = [];
+  /** What GetClusterStatus answers (the wire's input shape: int64 may be numbers). */
+  clusterStatus: ClusterStatus = { leader: '', epoch: '1', fsmState: 'S0' };
   calls: string[] = [];
   /** Make the next N WatchJob streams fail with UNAVAILABLE after sending the current state. */
   failWatches = 0;
@@ -99,6 +101,10 @@ export class FakeMaster {
       ListNodes: async () => {
         this.calls.push('ListNodes');
         return { nodes: this.nodes };
+      },
+      GetClusterStatus: async () => {
+        this.calls.push('GetClusterStatus');
+        return { ...this.clusterStatus, leader: this.clusterStatus.leader || this.address };
       },
       WatchJob: streaming(async (req: { jobId: string }, call) => {
         this.calls.push('WatchJob');

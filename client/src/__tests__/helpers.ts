@@ -1,5 +1,5 @@
 /** Test factories for client tests. */
-import type { JobInfo__Output, NodeStatus__Output, TaskProgress__Output } from '@fuxi/proto';
+import type { ClusterStatus__Output, FaultEvent__Output, JobInfo__Output, NodeStatus__Output, TaskProgress__Output } from '@fuxi/proto';
 
 export function mockProgress(name: string, over: Partial<TaskProgress__Output> = {}): TaskProgress__Output {
   return { name, total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0, ...over };
@@ -32,6 +32,26 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
     free: { cpuMilli: 7500, memoryMb: 15872 },
     runningWorkers: 1,
     lastHeartbeatMs: '0',
+    ...over,
+  };
+}
+
+export function mockFault(over: Partial<FaultEvent__Output> = {}): FaultEvent__Output {
+  return { id: 'fault-1', kind: 'FM_CRASH', subject: '', sinceMs: '1767225600000', state: 'open', detail: '', ...over };
+}
+
+/** A healthy cluster after no failover: S0, nothing open. */
+export function mockClusterStatus(over: Partial<ClusterStatus__Output> = {}): ClusterStatus__Output {
+  return {
+    leader: '127.0.0.1:7070',
+    epoch: '7',
+    fsmState: 'S0',
+    openEvents: [],
+    recovery: { phase: 'normal', agentsReported: 0, agentsExpected: 0, appsReported: 0, appsExpected: 0, startedAtMs: '0', finishedAtMs: '0' },
+    nodesHealthy: 3,
+    nodesTimingOut: 0,
+    nodesLost: 0,
+    appsRunning: 2,
     ...over,
   };
 }

@@ -1,9 +1,19 @@
 /**
- * Human-readable output of the `fuxi` CLI: tables for jobs and nodes. Pure (strings in, strings
- * out); `-o json` output is `toJson` of the proto objects.
+ * Human-readable output of the `fuxi` CLI: tables for jobs, nodes and the cluster status. Pure
+ * (strings in, strings out; the current time comes in); `-o json` output is `toJson` of the proto
+ * objects.
  */
 import { format as formatResource } from '@fuxi/common';
-import type { JobInfo__Output, NodeStatus__Output, Resource__Output, TaskProgress__Output } from '@fuxi/proto';
+import type {
+  ClusterStatus__Output,
+  FaultEvent__Output,
+  JobInfo__Output,
+  NodeStatus__Output,
+  RecoveryProgress__Output,
+  Resource__Output,
+  TaskProgress__Output,
+} from '@fuxi/proto';
+import { fsmStateLabel } from '../sdk/cluster-state.js';
 import { shortState } from '../sdk/job-state.js';
 
 /** Left-aligned columns separated by two spaces; no trailing spaces. */
@@ -90,6 +100,63 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
       String(n.runningWorkers),
     ]),
   );
+}
+
+/**
+ * A duration for humans: `350ms`, `3.2s`, `59.9s`, `5m3s`, `2h5m`, `3d4h` (truncated, not rounded
+ * up); negative durations (clock skew between hosts) as `0ms`.
+ */
+export function fmtDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '0ms';
+  if (ms < 1000) return `${Math.floor(ms)}ms`;
+  if (ms < 60_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`;
+  const s = Math.floor(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86_400)}d${Math.floor((s % 86_400) / 3600)}h`;
+}
+
+/** The recovery line of `fuxi cluster status`. */
+export function formatRecovery(r: RecoveryProgress__Output | null | undefined, nowMs: number): string {
+  if (!r || !r.phase) return '-';
+  const started = Number(r.startedAtMs || 0);
+  const finished = Number(r.finishedAtMs || 0);
+  const counts = `agents ${r.agentsReported}/${r.agentsExpected} reported, apps ${r.appsReported}/${r.appsExpected} reported`;
+  switch (r.phase) {
+    case 'normal':
+      return started > 0 ? `normal (last failover started ${fmtTime(started)})` : 'normal (no failover since this master took over)';
+    case 'aggregating':
+      return started > 0 ? `aggregating for ${fmtDuration(nowMs - started)}: ${counts} (started ${fmtTime(started)})` : `aggregating: ${counts}`;
+    case 'recovered': {
+      const took = started > 0 && finished >= started ? ` in ${fmtDuration(finished - started)}` : '';
+      const when = finished > 0 ? ` (finished ${fmtTime(finished)}, ${fmtDuration(nowMs - finished)} ago)` : '';
+      return `recovered${took}: ${counts}${when}`;
+    }
+    default:
+      return `${r.phase}: ${counts}`;
+  }
+}
+
+/** The open fault events: id, kind, subject, state, age, detail. */
+export function formatFaultEvents(events: readonly FaultEvent__Output[], nowMs: number): string {
+  if (events.length === 0) return '(no open fault events)';
+  return renderTable(
+    ['ID', 'KIND', 'SUBJECT', 'STATE', 'AGE', 'DETAIL'],
+    events.map((e) => [e.id, e.kind, e.subject || '-', e.state, Number(e.sinceMs) > 0 ? fmtDuration(nowMs - Number(e.sinceMs)) : '-', e.detail]),
+  );
+}
+
+/** `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, open fault events. */
+export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): string {
+  const lines = [
+    `leader:    ${st.leader || '-'}`,
+    `epoch:     ${st.epoch || '-'}`,
+    `state:     ${fsmStateLabel(st.fsmState)}`,
+    `recovery:  ${formatRecovery(st.recovery, nowMs)}`,
+    `nodes:     ${st.nodesHealthy} healthy, ${st.nodesTimingOut} timing out, ${st.nodesLost} lost`,
+    `apps:      ${st.appsRunning} running`,
+  ];
+  return `${lines.join('\n')}\n\nopen fault events:\n${formatFaultEvents(st.openEvents, nowMs)}`;
 }
 
 /** JSON for `-o json`: 2-space indented; Buffers as base64 strings. */

@@ -11,11 +11,11 @@ import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js
 import { defaultMasters, splitAddresses } from '../sdk/fuxi-client.js';
 import { JOB_STATE_NAMES, parseJobState, type JobStateName } from '../sdk/job-state.js';
 import { errorLine, EXIT, EXIT_CODES_HELP, exitCodeFor, isCommanderError } from './exit-codes.js';
-import { formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
+import { formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
 import { createProgress, finalLine, type ProgressStream } from './progress.js';
 
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
-export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'close'>;
+export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'clusterStatus' | 'close'>;
 
 export interface CliOutput extends ProgressStream {
   write(chunk: string | Uint8Array): unknown;
@@ -29,6 +29,8 @@ export interface CliDeps {
   env?: NodeJS.ProcessEnv;
   /** Writes a log chunk to stdout, resolving when it may write more (backpressure). */
   writeRaw?(chunk: Buffer): Promise<void>;
+  /** The current time in ms (ages in `cluster status`); default `Date.now`. */
+  now?(): number;
 }
 
 interface GlobalOpts {
@@ -51,7 +53,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   const emit = (opts: GlobalOpts, json: unknown, table: () => string) => out(opts.output === 'json' ? toJson(json) : table());
 
   const program = new Command('fuxi')
-    .description('Submit, inspect and kill Fuxi jobs; list nodes; read worker logs.')
+    .description('Submit, inspect and kill Fuxi jobs; list nodes; read worker logs; show the cluster status.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => deps.stdout.write(s), writeErr: (s) => deps.stderr.write(s) })
     .option('--master <addresses>', 'master address(es), comma-separated (default: $FUXI_MASTER or 127.0.0.1:7070)')
@@ -140,6 +142,16 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
       const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
       for await (const chunk of getClient(opts).logs(jobId, task, n, logOpts)) await write(chunk);
+    });
+
+  const cluster = program.command('cluster').description('the cluster as a whole (see "fuxi cluster status")');
+  cluster
+    .command('status')
+    .description('show the leader, epoch, fault FSM state (S0 normal .. S6), open fault events and failover recovery progress')
+    .action(async (_o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const st = await getClient(opts).clusterStatus();
+      emit(opts, st, () => formatClusterStatus(st, deps.now ? deps.now() : Date.now()));
     });
 
   try {

@@ -1,11 +1,11 @@
 /**
  * `FuxiClient`: the typed client for the Fuxi master (submit, inspect, watch and kill jobs, list
- * nodes) and for reading worker logs from node agents.
+ * nodes, cluster status) and for reading worker logs from node agents.
  */
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { FuxiError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
-import { loadFuxiProto, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
+import { loadFuxiProto, type ClusterStatus__Output, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
 import { connect, jobSpecToProto, MasterConnection, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
 import { isTerminal, type JobStateName } from './job-state.js';
@@ -99,6 +99,16 @@ export class FuxiClient {
   async nodes(): Promise<NodeStatus__Output[]> {
     const res = await this.connection.call('ListNodes', {}, this.callOpts(true));
     return res.nodes;
+  }
+
+  /**
+   * The master's view of failures (`GetClusterStatus`): the leader's address and epoch, the fault
+   * FSM state (`S0`..`S6`, `S2S3`), the open fault events, the progress of the last failover
+   * recovery, and node and app counts. int64 fields (`epoch`, `sinceMs`, `startedAtMs`,
+   * `finishedAtMs`) are decimal strings.
+   */
+  async clusterStatus(): Promise<ClusterStatus__Output> {
+    return this.connection.call('GetClusterStatus', {}, this.callOpts(true));
   }
 
   /**

@@ -52,7 +52,17 @@ export interface JobSpec {
   env: Record<string, string>;
   amResource: Resource;
   tasks: TaskSpec[];
+  /**
+   * What the AM does when an agent running its workers is timing out (the master keeps their slots
+   * reserved and tells the AM): 'wait' keeps the workers, however long (services); 'rerun' re-runs
+   * the node's running instances elsewhere once it has been timing out for `rerunAfterMs` (batch).
+   */
+  onAgentTimeout: AgentTimeoutPolicy;
+  /** With 'rerun': how long a node may time out before its instances are re-run elsewhere (>= 0). */
+  rerunAfterMs: number;
 }
+
+export type AgentTimeoutPolicy = 'wait' | 'rerun';
 
 // ---------------------------------------------------------------------------------------------
 // Constants
@@ -61,6 +71,9 @@ export interface JobSpec {
 export const DEFAULT_AM_RESOURCE: Resource = Object.freeze({ cpuMilli: 100, memoryMb: 256 });
 export const DEFAULT_QUOTA_GROUP = 'default';
 export const DEFAULT_MAX_ATTEMPTS = 3;
+export const DEFAULT_ON_AGENT_TIMEOUT: AgentTimeoutPolicy = 'rerun';
+export const DEFAULT_RERUN_AFTER_MS = 30_000;
+export const AGENT_TIMEOUT_POLICIES: readonly AgentTimeoutPolicy[] = ['wait', 'rerun'];
 /** Name of the AM's schedule unit; no task may use it. */
 export const AM_TASK_NAME = '__am__';
 export const MAX_INSTANCES = 100_000;
@@ -71,7 +84,7 @@ const MAX_NAME_LENGTH = 255;
 const INT32_MAX = 2 ** 31 - 1;
 const INT32_MIN = -(2 ** 31);
 
-const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks'] as const;
+const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs'] as const;
 const TASK_FIELDS = ['name', 'instances', 'resources', 'command', 'env', 'cwd', 'maxAttempts', 'dependsOn', 'locality', 'priority'] as const;
 const RESOURCE_FIELDS = ['cpu', 'memory'] as const;
 const LOCALITY_FIELDS = ['nodes', 'racks'] as const;
@@ -108,7 +121,8 @@ export function parseJobSpecText(text: string, source?: string): unknown {
 
 /**
  * Converts the user format (see docs: `id`, `name`, `quotaGroup`, `priority`, `env`, `am`, `tasks`
- * with `resources`, `command`, ...) to a `JobSpec`, applies defaults and runs `validateJobSpec`.
+ * with `resources`, `command`, ..., `onAgentTimeout: wait | rerun` (default rerun) and
+ * `rerunAfterMs` (default 30000)) to a `JobSpec`, applies defaults and runs `validateJobSpec`.
  * Shape problems (unknown fields, wrong types) are checked first, over the whole document, then
  * the domain checks.
  */
@@ -131,8 +145,21 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   if (top.tasks === undefined || top.tasks === null) throw new InvalidArgumentError('tasks', 'is required (a list of tasks)');
   if (!Array.isArray(top.tasks)) throw new InvalidArgumentError('tasks', `must be a list of tasks, got ${describe(top.tasks)}`);
   const tasks = top.tasks.map((t, i) => userTask(t, `tasks[${i}]`));
+  const onAgentTimeout = optString(top.onAgentTimeout, 'onAgentTimeout') ?? DEFAULT_ON_AGENT_TIMEOUT;
+  if (onAgentTimeout === '') throw new InvalidArgumentError('onAgentTimeout', `must be "wait" or "rerun" (omit it for "${DEFAULT_ON_AGENT_TIMEOUT}"), got ""`);
+  const rerunAfterMs = optInteger(top.rerunAfterMs, 'rerunAfterMs') ?? DEFAULT_RERUN_AFTER_MS;
 
-  return validateJobSpec({ jobId, name, quotaGroup, priority, env, amResource: { ...amResource }, tasks });
+  return validateJobSpec({
+    jobId,
+    name,
+    quotaGroup,
+    priority,
+    env,
+    amResource: { ...amResource },
+    tasks,
+    onAgentTimeout: onAgentTimeout as AgentTimeoutPolicy,
+    rerunAfterMs,
+  });
 }
 
 function userTask(raw: unknown, path: string): TaskSpec {
@@ -210,7 +237,9 @@ export interface ValidateOptions {
  * Checks a domain spec; throws the first problem as `InvalidArgumentError` with a user-facing field
  * path. Returns a copy with proto3 zero values replaced by defaults (the only zero values that are
  * not errors): `quotaGroup` '' -> 'default', `amResource` {0,0} -> `DEFAULT_AM_RESOURCE`, a task's
- * `maxAttempts` 0 -> 3. Everything else is returned as given.
+ * `maxAttempts` 0 -> 3, `onAgentTimeout` '' (or absent) -> 'rerun' and, when `onAgentTimeout` was
+ * unset too, `rerunAfterMs` 0 (or absent) -> 30000 (an explicit policy keeps an explicit 0: re-run
+ * at once). Everything else is returned as given.
  */
 export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobSpec {
   const out: JobSpec = {
@@ -221,6 +250,8 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     env: { ...(spec.env ?? {}) },
     amResource: isZeroResource(spec.amResource) ? { ...DEFAULT_AM_RESOURCE } : { ...(spec.amResource as Resource) },
     tasks: [],
+    onAgentTimeout: DEFAULT_ON_AGENT_TIMEOUT,
+    rerunAfterMs: DEFAULT_RERUN_AFTER_MS,
   };
   if (out.jobId !== '' && !JOB_ID_PATTERN.test(out.jobId)) {
     throw new InvalidArgumentError(
@@ -235,6 +266,20 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
   checkResource(out.amResource, 'am');
   const capacities = opts.nodeCapacities ?? [];
   checkFitsSomeNode(out.amResource, 'am', capacities);
+  // proto3: '' is "unset"; a policy that is unset leaves a 0 rerun_after_ms unset as well.
+  const policy: unknown = spec.onAgentTimeout ?? '';
+  const policySet = policy !== '';
+  if (policySet && !AGENT_TIMEOUT_POLICIES.includes(policy as AgentTimeoutPolicy)) {
+    throw new InvalidArgumentError('onAgentTimeout', `must be "wait" or "rerun", got ${describe(policy)}`);
+  }
+  if (policySet) out.onAgentTimeout = policy as AgentTimeoutPolicy;
+  const rerunAfterMs: unknown = spec.rerunAfterMs;
+  if (rerunAfterMs !== undefined && rerunAfterMs !== null && (policySet || rerunAfterMs !== 0)) {
+    if (typeof rerunAfterMs !== 'number' || !Number.isInteger(rerunAfterMs) || rerunAfterMs < 0 || rerunAfterMs > INT32_MAX) {
+      throw new InvalidArgumentError('rerunAfterMs', `must be an integer from 0 to ${INT32_MAX} (milliseconds), got ${describe(rerunAfterMs)}`);
+    }
+    out.rerunAfterMs = rerunAfterMs;
+  }
 
   const tasks = spec.tasks ?? [];
   if (tasks.length === 0) throw new InvalidArgumentError('tasks', 'must contain at least one task');

@@ -74,10 +74,17 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
     tasks: spec.tasks.map(taskSpecToProto),
     amResource: resourceToProto(spec.amResource),
     env: { ...spec.env },
+    onAgentTimeout: spec.onAgentTimeout,
+    rerunAfterMs: spec.rerunAfterMs,
   };
 }
 
-/** Also accepts the input type (e.g. a spec built in memory, not decoded from the wire). */
+/**
+ * Also accepts the input type (e.g. a spec built in memory, not decoded from the wire).
+ * `onAgentTimeout` is passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
+ * sent (0 when unset): `validateJobSpec` checks both and fills the defaults ('rerun', and 30000 ms
+ * when the policy is unset too).
+ */
 export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
   return {
     jobId: p.jobId ?? '',
@@ -87,5 +94,7 @@ export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
     env: { ...(p.env ?? {}) },
     amResource: resourceFromProto(p.amResource),
     tasks: (p.tasks ?? []).map(taskSpecFromProto),
+    onAgentTimeout: (p.onAgentTimeout ?? '') as JobSpec['onAgentTimeout'],
+    rerunAfterMs: p.rerunAfterMs ?? 0,
   };
 }

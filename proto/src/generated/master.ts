@@ -2,9 +2,14 @@ import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
+import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
+import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from './fuxi/v1/FinishAppResponse.js';
+import type { GetAppSnapshotRequest as _fuxi_v1_GetAppSnapshotRequest, GetAppSnapshotRequest__Output as _fuxi_v1_GetAppSnapshotRequest__Output } from './fuxi/v1/GetAppSnapshotRequest.js';
+import type { GetAppSnapshotResponse as _fuxi_v1_GetAppSnapshotResponse, GetAppSnapshotResponse__Output as _fuxi_v1_GetAppSnapshotResponse__Output } from './fuxi/v1/GetAppSnapshotResponse.js';
+import type { GetClusterStatusRequest as _fuxi_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _fuxi_v1_GetClusterStatusRequest__Output } from './fuxi/v1/GetClusterStatusRequest.js';
 import type { GetJobRequest as _fuxi_v1_GetJobRequest, GetJobRequest__Output as _fuxi_v1_GetJobRequest__Output } from './fuxi/v1/GetJobRequest.js';
 import type { GetJobResponse as _fuxi_v1_GetJobResponse, GetJobResponse__Output as _fuxi_v1_GetJobResponse__Output } from './fuxi/v1/GetJobResponse.js';
 import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from './fuxi/v1/Grant.js';
@@ -23,6 +28,7 @@ import type { MasterServiceClient as _fuxi_v1_MasterServiceClient, MasterService
 import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 import type { NodeStatus as _fuxi_v1_NodeStatus, NodeStatus__Output as _fuxi_v1_NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
 import type { OutstandingRequest as _fuxi_v1_OutstandingRequest, OutstandingRequest__Output as _fuxi_v1_OutstandingRequest__Output } from './fuxi/v1/OutstandingRequest.js';
+import type { RecoveryProgress as _fuxi_v1_RecoveryProgress, RecoveryProgress__Output as _fuxi_v1_RecoveryProgress__Output } from './fuxi/v1/RecoveryProgress.js';
 import type { RegisterAgentRequest as _fuxi_v1_RegisterAgentRequest, RegisterAgentRequest__Output as _fuxi_v1_RegisterAgentRequest__Output } from './fuxi/v1/RegisterAgentRequest.js';
 import type { RegisterAgentResponse as _fuxi_v1_RegisterAgentResponse, RegisterAgentResponse__Output as _fuxi_v1_RegisterAgentResponse__Output } from './fuxi/v1/RegisterAgentResponse.js';
 import type { RegisterAppRequest as _fuxi_v1_RegisterAppRequest, RegisterAppRequest__Output as _fuxi_v1_RegisterAppRequest__Output } from './fuxi/v1/RegisterAppRequest.js';
@@ -35,6 +41,8 @@ import type { RequestDelta as _fuxi_v1_RequestDelta, RequestDelta__Output as _fu
 import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from './fuxi/v1/Resource.js';
 import type { ReturnSlotsRequest as _fuxi_v1_ReturnSlotsRequest, ReturnSlotsRequest__Output as _fuxi_v1_ReturnSlotsRequest__Output } from './fuxi/v1/ReturnSlotsRequest.js';
 import type { ReturnSlotsResponse as _fuxi_v1_ReturnSlotsResponse, ReturnSlotsResponse__Output as _fuxi_v1_ReturnSlotsResponse__Output } from './fuxi/v1/ReturnSlotsResponse.js';
+import type { SaveAppSnapshotRequest as _fuxi_v1_SaveAppSnapshotRequest, SaveAppSnapshotRequest__Output as _fuxi_v1_SaveAppSnapshotRequest__Output } from './fuxi/v1/SaveAppSnapshotRequest.js';
+import type { SaveAppSnapshotResponse as _fuxi_v1_SaveAppSnapshotResponse, SaveAppSnapshotResponse__Output as _fuxi_v1_SaveAppSnapshotResponse__Output } from './fuxi/v1/SaveAppSnapshotResponse.js';
 import type { ScheduleUnitConfig as _fuxi_v1_ScheduleUnitConfig, ScheduleUnitConfig__Output as _fuxi_v1_ScheduleUnitConfig__Output } from './fuxi/v1/ScheduleUnitConfig.js';
 import type { SlotReturn as _fuxi_v1_SlotReturn, SlotReturn__Output as _fuxi_v1_SlotReturn__Output } from './fuxi/v1/SlotReturn.js';
 import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__Output as _fuxi_v1_SubmitJobRequest__Output } from './fuxi/v1/SubmitJobRequest.js';
@@ -55,9 +63,14 @@ export interface ProtoGrpcType {
   fuxi: {
     v1: {
       Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
+      ClusterStatus: MessageTypeDefinition<_fuxi_v1_ClusterStatus, _fuxi_v1_ClusterStatus__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
+      FaultEvent: MessageTypeDefinition<_fuxi_v1_FaultEvent, _fuxi_v1_FaultEvent__Output>
       FinishAppRequest: MessageTypeDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppRequest__Output>
       FinishAppResponse: MessageTypeDefinition<_fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppResponse__Output>
+      GetAppSnapshotRequest: MessageTypeDefinition<_fuxi_v1_GetAppSnapshotRequest, _fuxi_v1_GetAppSnapshotRequest__Output>
+      GetAppSnapshotResponse: MessageTypeDefinition<_fuxi_v1_GetAppSnapshotResponse, _fuxi_v1_GetAppSnapshotResponse__Output>
+      GetClusterStatusRequest: MessageTypeDefinition<_fuxi_v1_GetClusterStatusRequest, _fuxi_v1_GetClusterStatusRequest__Output>
       GetJobRequest: MessageTypeDefinition<_fuxi_v1_GetJobRequest, _fuxi_v1_GetJobRequest__Output>
       GetJobResponse: MessageTypeDefinition<_fuxi_v1_GetJobResponse, _fuxi_v1_GetJobResponse__Output>
       Grant: MessageTypeDefinition<_fuxi_v1_Grant, _fuxi_v1_Grant__Output>
@@ -82,6 +95,7 @@ export interface ProtoGrpcType {
       NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
       NodeStatus: MessageTypeDefinition<_fuxi_v1_NodeStatus, _fuxi_v1_NodeStatus__Output>
       OutstandingRequest: MessageTypeDefinition<_fuxi_v1_OutstandingRequest, _fuxi_v1_OutstandingRequest__Output>
+      RecoveryProgress: MessageTypeDefinition<_fuxi_v1_RecoveryProgress, _fuxi_v1_RecoveryProgress__Output>
       RegisterAgentRequest: MessageTypeDefinition<_fuxi_v1_RegisterAgentRequest, _fuxi_v1_RegisterAgentRequest__Output>
       RegisterAgentResponse: MessageTypeDefinition<_fuxi_v1_RegisterAgentResponse, _fuxi_v1_RegisterAgentResponse__Output>
       RegisterAppRequest: MessageTypeDefinition<_fuxi_v1_RegisterAppRequest, _fuxi_v1_RegisterAppRequest__Output>
@@ -94,6 +108,8 @@ export interface ProtoGrpcType {
       Resource: MessageTypeDefinition<_fuxi_v1_Resource, _fuxi_v1_Resource__Output>
       ReturnSlotsRequest: MessageTypeDefinition<_fuxi_v1_ReturnSlotsRequest, _fuxi_v1_ReturnSlotsRequest__Output>
       ReturnSlotsResponse: MessageTypeDefinition<_fuxi_v1_ReturnSlotsResponse, _fuxi_v1_ReturnSlotsResponse__Output>
+      SaveAppSnapshotRequest: MessageTypeDefinition<_fuxi_v1_SaveAppSnapshotRequest, _fuxi_v1_SaveAppSnapshotRequest__Output>
+      SaveAppSnapshotResponse: MessageTypeDefinition<_fuxi_v1_SaveAppSnapshotResponse, _fuxi_v1_SaveAppSnapshotResponse__Output>
       ScheduleUnitConfig: MessageTypeDefinition<_fuxi_v1_ScheduleUnitConfig, _fuxi_v1_ScheduleUnitConfig__Output>
       SlotReturn: MessageTypeDefinition<_fuxi_v1_SlotReturn, _fuxi_v1_SlotReturn__Output>
       SubmitJobRequest: MessageTypeDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobRequest__Output>

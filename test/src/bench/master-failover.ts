@@ -18,7 +18,7 @@
  *   make bench-failover
  *   node test/dist/bench/master-failover.js [--kills 5] [--apps 50] [--instances 20] [--hosts 2] [--nodes-per-host 100] [--lease-ttl-sec 5] [--keep]
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -256,6 +256,51 @@ class Bench {
     }
   }
 
+  /**
+   * Hard-state write rate under load: submits short jobs at `rate` per second for `seconds`, waits
+   * for them, and reads the leader's "hard state stats" lines (bytes written per 5 s window).
+   */
+  async hardStateUnderLoad(rate: number, seconds: number): Promise<{ jobs: number; peakBytesPerSec: number; avgBytesPerSec: number; bytesPerJob: number }> {
+    const client = this.ha!.client({ retryForMs: 60_000 });
+    const leader = this.ha!.leader()!;
+    const before = readStats(leader.master.logFile, leader.master.pid);
+    const t0 = Date.now();
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < rate * seconds; i++) {
+        const due = t0 + (i * 1000) / rate;
+        if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
+        const spec = normalizeJobSpec({
+          id: `load-${String(i).padStart(5, '0')}`,
+          name: 'load',
+          env: { SIM_DURATION_MS: '300' },
+          tasks: [{ name: 't', instances: 4, resources: { cpu: 0.5, memory: '512Mi' }, command: ['sim-worker', '${instance}'] }],
+        });
+        ids.push((await client.submit(spec)).jobId);
+      }
+      const until = Date.now() + 120_000;
+      for (;;) {
+        const done = (await client.list()).filter((j) => ids.includes(j.jobId) && ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED'].includes(j.state)).length;
+        if (done === ids.length || Date.now() > until) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      // One more stats window so the last writes are counted.
+      await new Promise((r) => setTimeout(r, 5500));
+    } finally {
+      client.close();
+    }
+    const after = readStats(leader.master.logFile, leader.master.pid);
+    const windows = after.windows.slice(before.windows.length);
+    const elapsed = (Date.now() - t0) / 1000;
+    const bytes = after.total - before.total;
+    return {
+      jobs: ids.length,
+      peakBytesPerSec: Math.max(0, ...windows),
+      avgBytesPerSec: Math.round(bytes / elapsed),
+      bytesPerJob: ids.length ? Math.round(bytes / ids.length) : 0,
+    };
+  }
+
   async jobs(ids: readonly string[]): Promise<Map<string, JobInfo__Output>> {
     const client = this.ha!.client({ retryForMs: 60_000 });
     try {
@@ -392,6 +437,9 @@ async function main(): Promise<number> {
     const jobs = await bench.jobs(ids);
     const totalRestarted = bench.restarted(initial, final, jobs).length;
     const checkpoint = await bench.checkpointBytes(jobs.size);
+    say('measuring hard-state writes under load (20 jobs/s for 10 s)');
+    const load = await bench.hardStateUnderLoad(20, 10);
+    say(`under load: ${load.jobs} jobs, ${load.avgBytesPerSec} B/s on average, ${load.peakBytesPerSec} B/s peak (5 s windows), ${load.bytesPerJob} B written per job`);
     const workers = [...initial.values()].filter((w) => w.task !== AM_SU).length;
     const result = {
       nodes: o.hosts * o.nodesPerHost,
@@ -400,6 +448,7 @@ async function main(): Promise<number> {
       runs,
       p50RecoveredMs: median(runs.map((r) => r.recoveredMs)),
       checkpointBytesPerJob: checkpoint.perJob,
+      hardStateUnderLoad: load,
       // Context for the numbers above.
       p50TakeoverMs: median(runs.map((r) => r.takeoverMs)),
       p50LeaderRecoveredMs: median(runs.map((r) => r.leaderRecoveredMs)),
@@ -434,6 +483,7 @@ async function main(): Promise<number> {
         ...runs.map(line),
         `  p50 recovered ${result.p50RecoveredMs} ms (target < 3000), p50 takeover ${result.p50TakeoverMs} ms, p50 leader-side recovery ${result.p50LeaderRecoveredMs} ms`,
         `  workers restarted overall ${totalRestarted}, jobs failed ${failed.size}; hard state ${result.checkpointBytesPerJob} bytes per job`,
+        `  hard-state writes under load (${load.jobs} jobs at 20/s): ${load.avgBytesPerSec} B/s average, ${load.peakBytesPerSec} B/s peak, ${load.bytesPerJob} B per job`,
         `  written to ${out}`,
         '',
       ].join('\n'),
@@ -455,3 +505,22 @@ main().then(
     process.exit(1);
   },
 );
+
+/** The master's "hard state stats" lines: cumulative bytes and each window's bytes per second. */
+function readStats(logFile: string, pid: number): { total: number; windows: number[] } {
+  let total = 0;
+  const windows: number[] = [];
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('hard state stats')) continue;
+    try {
+      const rec = JSON.parse(line) as { pid: number; bytesTotal: number; bytesPerSec: number };
+      if (rec.pid !== pid) continue;
+      total = rec.bytesTotal;
+      windows.push(rec.bytesPerSec);
+    } catch {
+      /* partial line */
+    }
+  }
+  return { total, windows };
+}
+

@@ -43,7 +43,7 @@ describe('DagAppMaster', () => {
       fx = h.succeed('n2', 'reduce.1.1');
       expect(returnsOf(fx)).to.deep.equal([{ suId: 'reduce', nodeId: 'n2', slots: 1 }]);
       expect(finishOf(fx)).to.deep.equal({ kind: 'finish', succeeded: true, message: '2 tasks succeeded' });
-      expect(fx.map((e) => e.kind)).to.deep.equal(['return', 'finish']);
+      expect(fx.map((e) => e.kind)).to.deep.equal(['snapshot', 'return', 'finish']);
       expect(h.am.result).to.deep.equal({ succeeded: true, message: '2 tasks succeeded' });
       expect(h.am.progress()).to.deep.equal([
         { name: 'map', total: 4, pending: 0, running: 0, succeeded: 4, failed: 0, retries: 0 },
@@ -307,7 +307,7 @@ describe('DagAppMaster', () => {
       fx = h.events('n3', ev('map.0.2', 'failed', { exitCode: 3, message: 'Error: input missing' }));
       const finish = finishOf(fx);
       expect(finish).to.deep.equal({ kind: 'finish', succeeded: false, message: 'task "map" instance 0 failed after 2 attempts: exit code 3 (Error: input missing)' });
-      expect(fx.map((e) => e.kind)).to.deep.equal(['stop', 'stop', 'return', 'finish']);
+      expect(fx.map((e) => e.kind)).to.deep.equal(['snapshot', 'stop', 'stop', 'return', 'finish']);
       expect(stopsOf(fx).sort()).to.deep.equal(['map.1.1', 'map.2.1']);
       expect(fx.filter((e) => e.kind === 'stop').map((e) => e.kind === 'stop' && e.nodeAddress)).to.deep.equal(['n1.addr:7071', 'n2.addr:7071']);
       expect(returnsOf(fx)).to.deep.equal([

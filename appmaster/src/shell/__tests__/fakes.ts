@@ -4,7 +4,7 @@
  * pushes absolute assignments with a seq, like the real one; a fake agent "runs" each plan for a
  * few milliseconds and reports the outcome its `behaviour` picks.
  */
-import { FailedPreconditionError, nullLogger, UnavailableError } from '@fuxi/common';
+import { FailedPreconditionError, nullLogger, StaleEpochError, UnavailableError } from '@fuxi/common';
 import {
   loadFuxiProto,
   type Assignment,
@@ -12,6 +12,7 @@ import {
   type JobSpec,
   type ReportAppStateRequest__Output,
   type ReturnSlotsRequest__Output,
+  type SaveAppSnapshotRequest__Output,
   type StartWorkersRequest__Output,
   type UpdateRequestsRequest__Output,
   type WorkerPlan__Output,
@@ -56,6 +57,12 @@ export class FakeMaster {
   readonly returns: ReturnSlotsRequest__Output[] = [];
   finished: FinishAppRequest__Output | undefined;
   readonly whenFinished: Promise<FinishAppRequest__Output>;
+  /** The app's snapshot as the master stores it: the first topology wins, entries appended once per (attempt, seq). */
+  readonly snapshot = { topology: '', entries: [] as string[] };
+  readonly snapshotCalls: SaveAppSnapshotRequest__Output[] = [];
+  private readonly snapshotSeqs = new Map<number, number>();
+  /** AM attempts that registered, in order. */
+  readonly registered: number[] = [];
   /** Pushes to drop (lost messages), counted down. */
   dropPushes = 0;
   /** UpdateRequests answers that carried the full table. */
@@ -86,11 +93,29 @@ export class FakeMaster {
       def,
       {
         ...notImplemented(Object.keys(def)),
-        RegisterApp: (req: { address: string }) => {
+        RegisterApp: (req: { address: string; amAttempt: number }) => {
           this.gate();
           this.calls.push('RegisterApp');
+          this.registered.push(req.amAttempt);
           this.amAddress = req.address;
-          return { epoch: this.epoch, spec: this.spec, heartbeatIntervalMs: 50, assignments: [], assignmentSeq: String(this.seq) };
+          // The slots the app already holds (after an AM restart; none for a new app).
+          return { epoch: this.epoch, spec: this.spec, heartbeatIntervalMs: 50, assignments: this.table(), assignmentSeq: String(this.seq) };
+        },
+        SaveAppSnapshot: (req: SaveAppSnapshotRequest__Output) => {
+          this.gate();
+          this.calls.push('SaveAppSnapshot');
+          this.snapshotCalls.push(req);
+          if (req.topology && !this.snapshot.topology) this.snapshot.topology = req.topology;
+          if (Number(req.seq) > (this.snapshotSeqs.get(req.amAttempt) ?? 0)) {
+            this.snapshotSeqs.set(req.amAttempt, Number(req.seq));
+            this.snapshot.entries.push(...req.entries);
+          }
+          return {};
+        },
+        GetAppSnapshot: () => {
+          this.gate();
+          this.calls.push('GetAppSnapshot');
+          return { topology: this.snapshot.topology, entries: [...this.snapshot.entries] };
         },
         UpdateRequests: async (req: UpdateRequestsRequest__Output) => {
           this.gate();
@@ -232,6 +257,14 @@ export class FakeAgent {
   master: FakeMaster | undefined;
   /** How long a worker "runs". */
   runMs = 5;
+  /** Workers of earlier AM attempts this agent still knows (what ListWorkers returns); see `finishListed`. */
+  readonly listed: WorkerStatus[] = [];
+  /** ListWorkers calls received. */
+  listCalls = 0;
+  /** Address of the newest AM whose plans reached this agent (where it would send events). */
+  amAddress = '';
+  /** Plans and stops from AM attempts below this are refused (fencing), as a real agent does. */
+  minAmAttempt = 0;
 
   constructor(
     readonly nodeId: string,
@@ -252,8 +285,14 @@ export class FakeAgent {
       def,
       {
         ...notImplemented(Object.keys(def)),
+        ListWorkers: () => {
+          this.listCalls++;
+          return { workers: this.listed.map((w) => ({ ...w })) };
+        },
         StartWorkers: (req: StartWorkersRequest__Output) => {
+          if (req.amAttempt < this.minAmAttempt) throw new StaleEpochError('am attempt', req.amAttempt, this.minAmAttempt);
           this.started.push(req);
+          this.amAddress = req.amAddress;
           const workers: WorkerStatus[] = [];
           for (const plan of req.plans) {
             const outcome = this.behaviour(plan);
@@ -292,6 +331,22 @@ export class FakeAgent {
     );
     this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.AgentService', definition: def, handlers }] });
     return this;
+  }
+
+  /**
+   * A listed worker (of an earlier AM attempt) ends. Its event goes to the newest AM only when
+   * `push` is set (the agent learned the new address); else the AM must find out by polling.
+   */
+  finishListed(workerId: string, state: 'WORKER_STATE_SUCCEEDED' | 'WORKER_STATE_FAILED', push = false): void {
+    const w = this.listed.find((x) => x.workerId === workerId);
+    if (!w) throw new Error(`${workerId} is not listed on ${this.nodeId}`);
+    w.state = state;
+    if (state === 'WORKER_STATE_FAILED') w.exitCode = 1;
+    if (!push || !this.amAddress) return;
+    const am = connect(proto.AppMasterService, this.amAddress);
+    am.WorkerEvents({ nodeId: this.nodeId, events: [{ ...w }] }, { deadlineMs: 5000 })
+      .catch(() => undefined)
+      .finally(() => am.close());
   }
 
   async stop(): Promise<void> {

@@ -54,7 +54,7 @@ function domainTask(name: string, dependsOn: string[] = [], over: Partial<TaskSp
 }
 
 function domainJob(tasks: TaskSpec[], over: Partial<JobSpec> = {}): JobSpec {
-  return { jobId: '', name: 'j', quotaGroup: 'default', priority: 0, env: {}, amResource: { ...DEFAULT_AM_RESOURCE }, tasks, ...over };
+  return { jobId: '', name: 'j', quotaGroup: 'default', priority: 0, env: {}, amResource: { ...DEFAULT_AM_RESOURCE }, tasks, onAgentTimeout: 'rerun', rerunAfterMs: 30_000, ...over };
 }
 
 describe('job spec', () => {
@@ -123,6 +123,8 @@ describe('job spec', () => {
             priority: 0,
           },
         ],
+        onAgentTimeout: 'rerun',
+        rerunAfterMs: 30_000,
       });
     });
 
@@ -165,6 +167,17 @@ describe('job spec', () => {
       });
     });
 
+    it('reads the agent-timeout policy (onAgentTimeout, rerunAfterMs) and defaults it to rerun after 30 s', () => {
+      expect(normalizeJobSpec(userJob())).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 30_000 });
+      expect(normalizeJobSpec(userJob({ onAgentTimeout: 'wait' }))).to.deep.include({ onAgentTimeout: 'wait', rerunAfterMs: 30_000 });
+      expect(normalizeJobSpec(userJob({ onAgentTimeout: 'rerun', rerunAfterMs: 5000 }))).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 5000 });
+      // 0 is allowed: re-run as soon as the master reports the agent timing out.
+      expect(normalizeJobSpec(userJob({ rerunAfterMs: 0 }))).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 0 });
+      expect(normalizeJobSpec(userJob({ onAgentTimeout: null, rerunAfterMs: null }))).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 30_000 });
+      const text = 'name: svc\nonAgentTimeout: wait\nrerunAfterMs: 120000\ntasks:\n  - { name: web, resources: { cpu: 1, memory: 1Gi }, command: serve }\n';
+      expect(normalizeJobSpec(parseJobSpecText(text))).to.deep.include({ onAgentTimeout: 'wait', rerunAfterMs: 120_000 });
+    });
+
     it('defaults instances to 1 and accepts a single dependsOn string', () => {
       const job = userTask(1, { instances: undefined, dependsOn: 'map' });
       const spec = normalizeJobSpec(job);
@@ -200,7 +213,7 @@ describe('job spec', () => {
     describe('rejects', () => {
       const cases: Array<[string, unknown, string, RegExp | string]> = [
         ['a non-mapping', [1, 2], '', /must be a mapping.*got a list/],
-        ['an unknown top-level field', userJob({ taks: [] }), '', /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks\); did you mean "tasks"\?$/],
+        ['an unknown top-level field', userJob({ taks: [] }), '', /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs\); did you mean "tasks"\?$/],
         ['an unknown task field', userTask(1, { instnaces: 3 }), 'tasks[1]', /^unknown field "instnaces" \(known: name, instances, resources, command, env, cwd, maxAttempts, dependsOn, locality, priority\); did you mean "instances"\?$/],
         ['the domain name "resource"', userTask(0, { resource: { cpu: 1, memory: 1 } }), 'tasks[0]', /unknown field "resource".*did you mean "resources"/],
         ['an unknown resource field', userTask(0, { resources: { cpu: 1, mem: 1 } }), 'tasks[0].resources', /^unknown field "mem" \(known: cpu, memory\)/],
@@ -219,6 +232,14 @@ describe('job spec', () => {
         ['a numeric id', userJob({ id: 12 }), 'id', 'must be a string, got 12'],
         ['a non-integer priority', userJob({ priority: 1.5 }), 'priority', 'must be an integer, got 1.5'],
         ['an empty quota group', userJob({ quotaGroup: '' }), 'quotaGroup', /must not be empty/],
+        ['an unknown agent-timeout policy', userJob({ onAgentTimeout: 'retry' }), 'onAgentTimeout', 'must be "wait" or "rerun", got "retry"'],
+        ['a capitalized agent-timeout policy', userJob({ onAgentTimeout: 'Wait' }), 'onAgentTimeout', 'must be "wait" or "rerun", got "Wait"'],
+        ['an empty agent-timeout policy', userJob({ onAgentTimeout: '' }), 'onAgentTimeout', /must be "wait" or "rerun" \(omit it for "rerun"\)/],
+        ['a non-string agent-timeout policy', userJob({ onAgentTimeout: true }), 'onAgentTimeout', 'must be a string, got true'],
+        ['a negative rerunAfterMs', userJob({ rerunAfterMs: -1 }), 'rerunAfterMs', 'must be an integer from 0 to 2147483647 (milliseconds), got -1'],
+        ['a fractional rerunAfterMs', userJob({ rerunAfterMs: 1.5 }), 'rerunAfterMs', 'must be an integer, got 1.5'],
+        ['a string rerunAfterMs', userJob({ rerunAfterMs: '30s' }), 'rerunAfterMs', 'must be an integer, got "30s"'],
+        ['a huge rerunAfterMs', userJob({ rerunAfterMs: 2 ** 31 }), 'rerunAfterMs', /must be an integer from 0 to 2147483647/],
         ['an env list', userJob({ env: ['A=b'] }), 'env', /must be a mapping.*got a list/],
         ['a bad env name', userJob({ env: { '1X': 'a' } }), 'env.1X', /invalid environment variable name/],
         ['a nested env value', userTask(0, { env: { K: { a: 1 } } }), 'tasks[0].env.K', 'must be a string, got a mapping'],
@@ -315,6 +336,25 @@ describe('job spec', () => {
       expect(out.tasks[0]?.maxAttempts).to.equal(3);
     });
 
+    it('fills an unset agent-timeout policy (proto3 zero values) and checks a set one', () => {
+      const unset = { ...domainJob([domainTask('a')]), onAgentTimeout: '', rerunAfterMs: 0 } as unknown as JobSpec;
+      expect(validateJobSpec(unset)).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 30_000 });
+      const absent = { ...domainJob([domainTask('a')]), onAgentTimeout: undefined, rerunAfterMs: undefined } as unknown as JobSpec;
+      expect(validateJobSpec(absent)).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 30_000 });
+      // An unset policy with a time: the default policy with that time.
+      const timeOnly = { ...domainJob([domainTask('a')]), onAgentTimeout: '', rerunAfterMs: 700 } as unknown as JobSpec;
+      expect(validateJobSpec(timeOnly)).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 700 });
+      // A set policy keeps an explicit 0.
+      expect(validateJobSpec(domainJob([domainTask('a')], { onAgentTimeout: 'rerun', rerunAfterMs: 0 }))).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 0 });
+      expect(validateJobSpec(domainJob([domainTask('a')], { onAgentTimeout: 'wait', rerunAfterMs: 0 }))).to.deep.include({ onAgentTimeout: 'wait', rerunAfterMs: 0 });
+      const bad = { ...domainJob([domainTask('a')]), onAgentTimeout: 'never' } as unknown as JobSpec;
+      expect(invalid(() => validateJobSpec(bad)).message).to.equal('onAgentTimeout: must be "wait" or "rerun", got "never"');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a')], { rerunAfterMs: -5 }))).field).to.equal('rerunAfterMs');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a')], { rerunAfterMs: 0.5 }))).field).to.equal('rerunAfterMs');
+      const str = { ...domainJob([domainTask('a')]), rerunAfterMs: '5' } as unknown as JobSpec;
+      expect(invalid(() => validateJobSpec(str)).message).to.equal('rerunAfterMs: must be an integer from 0 to 2147483647 (milliseconds), got "5"');
+    });
+
     it('gives the same messages as normalize for the same problems', () => {
       const pairs: Array<[Record<string, unknown>, JobSpec]> = [
         [userTask(1, { resources: { cpu: -1, memory: 1 } }), domainJob([domainTask('map'), domainTask('reduce', [], { resource: { cpuMilli: -1000, memoryMb: 1 } })])],
@@ -330,6 +370,8 @@ describe('job spec', () => {
         [userTask(0, { instances: 0 }), domainJob([domainTask('map', [], { instances: 0 })])],
         [userTask(0, { maxAttempts: -1 }), domainJob([domainTask('map', [], { maxAttempts: -1 })])],
         [userJob({ am: { cpu: 0.1, memory: 0 } }), domainJob([domainTask('a')], { amResource: { cpuMilli: 100, memoryMb: 0 } })],
+        [userJob({ onAgentTimeout: 'later' }), domainJob([domainTask('a')], { onAgentTimeout: 'later' as 'wait' })],
+        [userJob({ rerunAfterMs: -1 }), domainJob([domainTask('a')], { rerunAfterMs: -1 })],
       ];
       for (const [user, domain] of pairs) {
         const a = invalid(() => normalizeJobSpec(user));

@@ -66,6 +66,8 @@ describe('job spec <-> proto mapping', () => {
           priority: 0,
         },
       ],
+      onAgentTimeout: '',
+      rerunAfterMs: 0,
     });
     // ...which validateJobSpec reports (resources) or fills in (quota group, AM, maxAttempts).
     try {
@@ -79,6 +81,18 @@ describe('job spec <-> proto mapping', () => {
     expect(fixed.quotaGroup).to.equal('default');
     expect(fixed.amResource).to.deep.equal(DEFAULT_AM_RESOURCE);
     expect(fixed.tasks[0]?.maxAttempts).to.equal(3);
+    expect([fixed.onAgentTimeout, fixed.rerunAfterMs]).to.deep.equal(['rerun', 30_000]);
+  });
+
+  it('maps the agent-timeout policy both ways; an explicit policy keeps an explicit 0', () => {
+    const wait = { ...spec, onAgentTimeout: 'wait' as const, rerunAfterMs: 5000 };
+    const decoded = overTheWire({ spec: jobSpecToProto(wait) });
+    expect([decoded.spec?.onAgentTimeout, decoded.spec?.rerunAfterMs]).to.deep.equal(['wait', 5000]);
+    expect(jobSpecFromProto(decoded.spec!)).to.deep.equal(wait);
+    const now = validateJobSpec(jobSpecFromProto(overTheWire({ spec: jobSpecToProto({ ...spec, rerunAfterMs: 0 }) }).spec!));
+    expect([now.onAgentTimeout, now.rerunAfterMs]).to.deep.equal(['rerun', 0]);
+    const bad = jobSpecFromProto(overTheWire({ spec: { ...jobSpecToProto(spec), onAgentTimeout: 'sometimes' } }).spec!);
+    expect(() => validateJobSpec(bad)).to.throw(InvalidArgumentError, 'onAgentTimeout: must be "wait" or "rerun", got "sometimes"');
   });
 
   it('maps an empty proto spec', () => {

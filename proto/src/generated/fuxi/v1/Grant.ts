@@ -12,6 +12,11 @@ export interface Grant {
   'suId'?: (string);
   'slots'?: (number);
   'resource'?: (_fuxi_v1_Resource | null);
+  /**
+   * The app's current AM attempt: agents reject plans and stops from older attempts (fencing a
+   * restarted or stalled AM's predecessor).
+   */
+  'amAttempt'?: (number);
 }
 
 /**
@@ -24,4 +29,9 @@ export interface Grant__Output {
   'suId': (string);
   'slots': (number);
   'resource': (_fuxi_v1_Resource__Output | null);
+  /**
+   * The app's current AM attempt: agents reject plans and stops from older attempts (fencing a
+   * restarted or stalled AM's predecessor).
+   */
+  'amAttempt': (number);
 }

@@ -20,6 +20,13 @@ export interface JobSpec {
    * Extra environment for every worker of the job.
    */
   'env'?: ({[key: string]: string});
+  /**
+   * What the AM does when an agent running its workers is timing out: "wait" (services: keep the
+   * workers, however long) or "rerun" (batch: re-run its instances elsewhere once the agent has
+   * been timing out for rerun_after_ms). Default "rerun".
+   */
+  'onAgentTimeout'?: (string);
+  'rerunAfterMs'?: (number);
 }
 
 export interface JobSpec__Output {
@@ -39,4 +46,11 @@ export interface JobSpec__Output {
    * Extra environment for every worker of the job.
    */
   'env': ({[key: string]: string});
+  /**
+   * What the AM does when an agent running its workers is timing out: "wait" (services: keep the
+   * workers, however long) or "rerun" (batch: re-run its instances elsewhere once the agent has
+   * been timing out for rerun_after_ms). Default "rerun".
+   */
+  'onAgentTimeout': (string);
+  'rerunAfterMs': (number);
 }

@@ -2,8 +2,12 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from '../../fuxi/v1/ClusterStatus.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from '../../fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from '../../fuxi/v1/FinishAppResponse.js';
+import type { GetAppSnapshotRequest as _fuxi_v1_GetAppSnapshotRequest, GetAppSnapshotRequest__Output as _fuxi_v1_GetAppSnapshotRequest__Output } from '../../fuxi/v1/GetAppSnapshotRequest.js';
+import type { GetAppSnapshotResponse as _fuxi_v1_GetAppSnapshotResponse, GetAppSnapshotResponse__Output as _fuxi_v1_GetAppSnapshotResponse__Output } from '../../fuxi/v1/GetAppSnapshotResponse.js';
+import type { GetClusterStatusRequest as _fuxi_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _fuxi_v1_GetClusterStatusRequest__Output } from '../../fuxi/v1/GetClusterStatusRequest.js';
 import type { GetJobRequest as _fuxi_v1_GetJobRequest, GetJobRequest__Output as _fuxi_v1_GetJobRequest__Output } from '../../fuxi/v1/GetJobRequest.js';
 import type { GetJobResponse as _fuxi_v1_GetJobResponse, GetJobResponse__Output as _fuxi_v1_GetJobResponse__Output } from '../../fuxi/v1/GetJobResponse.js';
 import type { HeartbeatRequest as _fuxi_v1_HeartbeatRequest, HeartbeatRequest__Output as _fuxi_v1_HeartbeatRequest__Output } from '../../fuxi/v1/HeartbeatRequest.js';
@@ -25,6 +29,8 @@ import type { ReportAppStateRequest as _fuxi_v1_ReportAppStateRequest, ReportApp
 import type { ReportAppStateResponse as _fuxi_v1_ReportAppStateResponse, ReportAppStateResponse__Output as _fuxi_v1_ReportAppStateResponse__Output } from '../../fuxi/v1/ReportAppStateResponse.js';
 import type { ReturnSlotsRequest as _fuxi_v1_ReturnSlotsRequest, ReturnSlotsRequest__Output as _fuxi_v1_ReturnSlotsRequest__Output } from '../../fuxi/v1/ReturnSlotsRequest.js';
 import type { ReturnSlotsResponse as _fuxi_v1_ReturnSlotsResponse, ReturnSlotsResponse__Output as _fuxi_v1_ReturnSlotsResponse__Output } from '../../fuxi/v1/ReturnSlotsResponse.js';
+import type { SaveAppSnapshotRequest as _fuxi_v1_SaveAppSnapshotRequest, SaveAppSnapshotRequest__Output as _fuxi_v1_SaveAppSnapshotRequest__Output } from '../../fuxi/v1/SaveAppSnapshotRequest.js';
+import type { SaveAppSnapshotResponse as _fuxi_v1_SaveAppSnapshotResponse, SaveAppSnapshotResponse__Output as _fuxi_v1_SaveAppSnapshotResponse__Output } from '../../fuxi/v1/SaveAppSnapshotResponse.js';
 import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__Output as _fuxi_v1_SubmitJobRequest__Output } from '../../fuxi/v1/SubmitJobRequest.js';
 import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from '../../fuxi/v1/SubmitJobResponse.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from '../../fuxi/v1/UpdateRequestsRequest.js';
@@ -45,6 +51,30 @@ export interface MasterServiceClient extends grpc.Client {
   finishApp(argument: _fuxi_v1_FinishAppRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
   finishApp(argument: _fuxi_v1_FinishAppRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
   finishApp(argument: _fuxi_v1_FinishAppRequest, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
+  
+  GetAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  GetAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  GetAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  GetAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  getAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  getAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  getAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  getAppSnapshot(argument: _fuxi_v1_GetAppSnapshotRequest, callback: grpc.requestCallback<_fuxi_v1_GetAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Operators: the fault FSM state, open fault events and recovery progress.
+   */
+  GetClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  /**
+   * Operators: the fault FSM state, open fault events and recovery progress.
+   */
+  getClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _fuxi_v1_GetClusterStatusRequest, callback: grpc.requestCallback<_fuxi_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
   
   GetJob(argument: _fuxi_v1_GetJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
   GetJob(argument: _fuxi_v1_GetJobRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_GetJobResponse__Output>): grpc.ClientUnaryCall;
@@ -149,6 +179,23 @@ export interface MasterServiceClient extends grpc.Client {
   returnSlots(argument: _fuxi_v1_ReturnSlotsRequest, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
   
   /**
+   * The AM's hard state (DESIGN.md section 4): its task topology once, then an append-only log of
+   * finished instances, kept in the master's store so that a restarted AM can resume.
+   */
+  SaveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  SaveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  SaveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  SaveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * The AM's hard state (DESIGN.md section 4): its task topology once, then an append-only log of
+   * finished instances, kept in the master's store so that a restarted AM can resume.
+   */
+  saveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  saveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  saveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  saveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
    * --- clients ---
    */
   SubmitJob(argument: _fuxi_v1_SubmitJobRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
@@ -187,6 +234,13 @@ export interface MasterServiceClient extends grpc.Client {
 export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation {
   FinishApp: grpc.handleUnaryCall<_fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse>;
   
+  GetAppSnapshot: grpc.handleUnaryCall<_fuxi_v1_GetAppSnapshotRequest__Output, _fuxi_v1_GetAppSnapshotResponse>;
+  
+  /**
+   * Operators: the fault FSM state, open fault events and recovery progress.
+   */
+  GetClusterStatus: grpc.handleUnaryCall<_fuxi_v1_GetClusterStatusRequest__Output, _fuxi_v1_ClusterStatus>;
+  
   GetJob: grpc.handleUnaryCall<_fuxi_v1_GetJobRequest__Output, _fuxi_v1_GetJobResponse>;
   
   Heartbeat: grpc.handleUnaryCall<_fuxi_v1_HeartbeatRequest__Output, _fuxi_v1_HeartbeatResponse>;
@@ -214,6 +268,12 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   ReturnSlots: grpc.handleUnaryCall<_fuxi_v1_ReturnSlotsRequest__Output, _fuxi_v1_ReturnSlotsResponse>;
   
   /**
+   * The AM's hard state (DESIGN.md section 4): its task topology once, then an append-only log of
+   * finished instances, kept in the master's store so that a restarted AM can resume.
+   */
+  SaveAppSnapshot: grpc.handleUnaryCall<_fuxi_v1_SaveAppSnapshotRequest__Output, _fuxi_v1_SaveAppSnapshotResponse>;
+  
+  /**
    * --- clients ---
    */
   SubmitJob: grpc.handleUnaryCall<_fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse>;
@@ -226,6 +286,8 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
 
 export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   FinishApp: MethodDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse__Output>
+  GetAppSnapshot: MethodDefinition<_fuxi_v1_GetAppSnapshotRequest, _fuxi_v1_GetAppSnapshotResponse, _fuxi_v1_GetAppSnapshotRequest__Output, _fuxi_v1_GetAppSnapshotResponse__Output>
+  GetClusterStatus: MethodDefinition<_fuxi_v1_GetClusterStatusRequest, _fuxi_v1_ClusterStatus, _fuxi_v1_GetClusterStatusRequest__Output, _fuxi_v1_ClusterStatus__Output>
   GetJob: MethodDefinition<_fuxi_v1_GetJobRequest, _fuxi_v1_GetJobResponse, _fuxi_v1_GetJobRequest__Output, _fuxi_v1_GetJobResponse__Output>
   Heartbeat: MethodDefinition<_fuxi_v1_HeartbeatRequest, _fuxi_v1_HeartbeatResponse, _fuxi_v1_HeartbeatRequest__Output, _fuxi_v1_HeartbeatResponse__Output>
   KillJob: MethodDefinition<_fuxi_v1_KillJobRequest, _fuxi_v1_KillJobResponse, _fuxi_v1_KillJobRequest__Output, _fuxi_v1_KillJobResponse__Output>
@@ -236,6 +298,7 @@ export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   ReportAgentState: MethodDefinition<_fuxi_v1_ReportAgentStateRequest, _fuxi_v1_ReportAgentStateResponse, _fuxi_v1_ReportAgentStateRequest__Output, _fuxi_v1_ReportAgentStateResponse__Output>
   ReportAppState: MethodDefinition<_fuxi_v1_ReportAppStateRequest, _fuxi_v1_ReportAppStateResponse, _fuxi_v1_ReportAppStateRequest__Output, _fuxi_v1_ReportAppStateResponse__Output>
   ReturnSlots: MethodDefinition<_fuxi_v1_ReturnSlotsRequest, _fuxi_v1_ReturnSlotsResponse, _fuxi_v1_ReturnSlotsRequest__Output, _fuxi_v1_ReturnSlotsResponse__Output>
+  SaveAppSnapshot: MethodDefinition<_fuxi_v1_SaveAppSnapshotRequest, _fuxi_v1_SaveAppSnapshotResponse, _fuxi_v1_SaveAppSnapshotRequest__Output, _fuxi_v1_SaveAppSnapshotResponse__Output>
   SubmitJob: MethodDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse__Output>
   UpdateRequests: MethodDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse__Output>
   WatchJob: MethodDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo__Output>
