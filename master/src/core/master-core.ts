@@ -20,7 +20,7 @@ import {
   type Resource,
 } from '@fuxi/common';
 import { schedule, type QuotaGroup, type SchedNode, type SchedUnit } from './scheduler.js';
-import { KEYS } from './store-ops.js';
+import { KEYS, type StoreOp } from './store-ops.js';
 import {
   TERMINAL_STATES,
   type AssignmentEntry,
@@ -35,7 +35,9 @@ import {
   type SlotReturn,
   type TaskProgress,
   type UnitConfig,
+  type ClusterStatusView,
 } from './types.js';
+import { FaultBoard } from './fault-fsm.js';
 
 /** The schedule unit of an application's own AM process. */
 export const AM_SU = '__am__';
@@ -53,6 +55,12 @@ export interface MasterCoreConfig {
   recoveryDeadlineMs: number;
   /** Failover: an app whose AM has not reported this long after recovery is failed (Algorithm 2). */
   amTimeoutMs: number;
+  /** An agent silent this long is timing out: not schedulable, its slots reserved, its AMs told. */
+  agentTimingOutMs: number;
+  /** An AM silent this long is stalled: a new attempt starts and the old one is fenced (0 = never). */
+  amStallTimeoutMs: number;
+  /** AM attempts per job before the job fails. */
+  maxAmAttempts: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -62,6 +70,9 @@ export const DEFAULT_CONFIG: MasterCoreConfig = {
   quotaGroups: [{ name: 'default', weight: 1 }],
   recoveryDeadlineMs: 5000,
   amTimeoutMs: 30_000,
+  agentTimingOutMs: 3000,
+  amStallTimeoutMs: 30_000,
+  maxAmAttempts: 4,
 };
 
 interface NodeState {
@@ -82,6 +93,8 @@ interface NodeState {
   reported: boolean;
   /** Declared lost after never reporting following a failover. */
   lostAfterFailover?: boolean;
+  /** Silent past agentTimingOutMs but not yet lost: reserved, not schedulable. */
+  timingOut?: boolean;
 }
 
 interface ScheduleUnitState {
@@ -111,6 +124,10 @@ interface AppState {
   mockSinceMs: number;
   /** Slots returned (by `su@node`) on agents that had not reported yet after a failover. */
   pendingReturns: Map<string, number>;
+  amRestarts?: number;
+  /** Last SaveAppSnapshot seq applied (per AM attempt). */
+  snapshotSeq?: number;
+  topologySaved?: boolean;
 }
 
 const grantKey = (appId: string, suId: string) => `${appId}\u0000${suId}`;
@@ -130,12 +147,17 @@ export class MasterCore {
   private recovering = false;
   private recoveryStartMs = 0;
   private recoveryEndMs = 0;
+  /** FM_CRASH is open: from loading hard state until every agent and app missing from the window is settled. */
+  private failoverOpen = false;
+  /** Event sensor output: the bulletin board, dispatcher and system FSM (paper section 4.2.4). */
+  readonly faults: FaultBoard;
 
   constructor(
     readonly epoch: string,
     private readonly cfg: MasterCoreConfig,
     private readonly log: Logger,
   ) {
+    this.faults = new FaultBoard({ log, idPrefix: `e${epoch}-` });
     this.groups = new Map(cfg.quotaGroups.map((g) => [g.name, g]));
     if (!this.groups.has('default')) this.groups.set('default', { name: 'default', weight: 1 });
   }
@@ -150,7 +172,10 @@ export class MasterCore {
    */
   loadHardState(jobs: JobRecord[], roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>, now: number): Effect[] {
     this.recovering = true;
+    this.failoverOpen = true;
     this.recoveryStartMs = now;
+    this.faults.post('FM_CRASH', '', now, `epoch ${this.epoch} rebuilding soft state`);
+    this.faults.recovering('FM_CRASH', '', now);
     for (const r of roster) {
       this.nodes.set(r.nodeId, {
         info: { nodeId: r.nodeId, address: r.address, rack: '', capacity: ZERO, labels: {}, bootId: '' },
@@ -271,6 +296,15 @@ export class MasterCore {
         this.log.warn({ nodeId: info.nodeId, capacity: info.capacity, allocated: known.allocated }, 'agent re-registered with less capacity than is allocated on it');
       }
       const moved = known.info.address !== info.address;
+      if (known.reported) {
+        // The agent restarted (crash and recovery): this master's grants for it are authoritative.
+        this.faults.post('AGENT_CRASH', info.nodeId, now, 're-registered');
+        this.faults.resolve('AGENT_CRASH', info.nodeId, now, 'grants re-sent by the master');
+        // Its AMs were told it was timing out: tell them it is back, as a heartbeat would.
+        if (known.timingOut) effects.push(...this.noticeAgents(info.nodeId, false));
+        known.timingOut = false;
+        this.faults.resolve('AGENT_TIMING', info.nodeId, now, 're-registered');
+      }
       known.info = info;
       known.lastHeartbeatMs = now;
       if (!known.healthy) this.log.info({ nodeId: info.nodeId }, 'agent is back');
@@ -284,6 +318,8 @@ export class MasterCore {
       effects.push({ kind: 'store', ops: [{ type: 'put', key: KEYS.agent(info.nodeId), value: JSON.stringify({ nodeId: info.nodeId, address: info.address }) }] });
       this.log.info({ nodeId: info.nodeId, address: info.address, rack: info.rack, capacity: info.capacity }, 'agent registered');
     }
+    // A restarted agent gets its full table from the master (highest confidence) at once.
+    if (known?.reported) effects.push(...this.pushGrants([info.nodeId]));
     effects.push(...this.runScheduler(now));
     return { effects, heartbeatIntervalMs: this.cfg.heartbeatIntervalMs, reportState: !this.nodes.get(info.nodeId)!.reported };
   }
@@ -321,10 +357,12 @@ export class MasterCore {
       }
     }
     node.reported = true;
+    this.faults.resolve('AGENT_TIMING', nodeId, now, 'reported its state');
     this.log.info({ nodeId, grants: req.grants.length, allocated: node.allocated }, 'agent state adopted');
     const effects = this.pushGrants([nodeId]);
     for (const app of touched) effects.push(...this.pushAssignments(app, [{ nodeId }]));
     effects.push(...this.maybeFinishRecovery(now));
+    this.maybeEndFailover(now);
     if (!this.recovering) effects.push(...this.runScheduler(now));
     return effects;
   }
@@ -373,6 +411,13 @@ export class MasterCore {
     const effects: Effect[] = [];
     node.lastHeartbeatMs = now;
     node.runningWorkers = hb.running;
+    if (node.timingOut) {
+      node.timingOut = false;
+      this.faults.resolve('AGENT_TIMING', hb.nodeId, now, 'back before it was lost');
+      this.log.info({ nodeId: hb.nodeId }, 'agent back from timing out: nothing lost');
+      effects.push(...this.noticeAgents(hb.nodeId, false));
+      effects.push(...this.runScheduler(now));
+    }
     if (!node.healthy) {
       node.healthy = true;
       this.log.info({ nodeId: hb.nodeId }, 'agent is back');
@@ -399,6 +444,7 @@ export class MasterCore {
       if (now - Math.max(node.lastHeartbeatMs, this.recoveryEndMs) > this.cfg.agentTimeoutMs) {
         node.lostAfterFailover = true;
         node.healthy = false;
+        this.faults.resolve('AGENT_TIMING', node.info.nodeId, now, 'lost: never reported after the failover');
         this.log.warn({ nodeId: node.info.nodeId }, 'agent did not report after the failover: lost');
         effects.push(...this.releaseNode(node, now));
       }
@@ -409,12 +455,37 @@ export class MasterCore {
         effects.push(...this.endJob(app.job, 'failed', `the application master did not report within ${this.cfg.amTimeoutMs} ms after a master failover`, now));
       }
     }
+    this.maybeEndFailover(now);
     // Mark every silent agent lost before releasing any: work freed by one lost agent (a failed
     // AM's slots) must not be placed on another agent that is being lost in this same tick.
     const lost = [...this.nodes.values()].filter((n) => n.healthy && n.reported && now - n.lastHeartbeatMs > this.cfg.agentTimeoutMs);
     for (const node of lost) {
       node.healthy = false;
+      node.timingOut = false;
+      this.faults.resolve('AGENT_TIMING', node.info.nodeId, now, 'lost: its slots were released');
       this.log.warn({ nodeId: node.info.nodeId, silentMs: now - node.lastHeartbeatMs }, 'agent lost: no heartbeat');
+    }
+    // Agent timing failure: silent past agentTimingOutMs but not lost yet. Its slots stay reserved
+    // (workers there may well be running) and its AMs are told; their policy decides.
+    for (const node of this.nodes.values()) {
+      if (!node.healthy || !node.reported || node.timingOut || lost.includes(node)) continue;
+      if (now - node.lastHeartbeatMs > this.cfg.agentTimingOutMs) {
+        node.timingOut = true;
+        this.faults.post('AGENT_TIMING', node.info.nodeId, now, `silent for ${now - node.lastHeartbeatMs} ms`);
+        this.log.warn({ nodeId: node.info.nodeId, silentMs: now - node.lastHeartbeatMs }, 'agent timing out: slots reserved');
+        effects.push(...this.noticeAgents(node.info.nodeId, true));
+      }
+    }
+    // AM timing failure: a stalled AM is replaced by a new attempt; the old one is fenced.
+    if (this.cfg.amStallTimeoutMs > 0) {
+      for (const app of [...this.apps.values()]) {
+        if (app.amState !== 'running' || !app.reported) continue;
+        if (now - app.lastContactMs > this.cfg.amStallTimeoutMs) {
+          this.faults.post('AM_TIMING', app.appId, now, `silent for ${now - app.lastContactMs} ms`);
+          this.faults.recovering('AM_TIMING', app.appId, now);
+          effects.push(...this.restartAm(app, `application master silent for ${now - app.lastContactMs} ms`, now));
+        }
+      }
     }
     for (const node of lost) effects.push(...this.releaseNode(node, now));
     if (effects.length > 0) effects.push(...this.runScheduler(now));
@@ -433,8 +504,11 @@ export class MasterCore {
       app.reported = true;
       app.mockSinceMs = 0;
       effects.push(...this.maybeFinishRecovery(now));
+      this.maybeEndFailover(now);
     }
     if (app.amState !== 'running') {
+      this.faults.resolve('AM_CRASH', appId, now, `attempt ${attempt} registered`);
+      this.faults.resolve('AM_TIMING', appId, now, `attempt ${attempt} registered`);
       app.amState = 'running';
       if (app.job.state === 'submitted') app.job.state = 'running';
       effects.push(this.persist(app.job), { kind: 'jobChanged', jobId: appId });
@@ -565,12 +639,14 @@ export class MasterCore {
       this.setAsgn(app, su, a.nodeId, Math.max(su.asgn.get(a.nodeId) ?? 0, a.slots));
     }
     const wasReported = app.reported;
+    this.faults.resolve('AM_TIMING', app.appId, now, 'reported its state');
     app.reported = true;
     app.mockSinceMs = 0;
     app.amState = 'running';
     if (!wasReported) this.log.info({ appId: app.appId, units: req.units.length, requests: req.requests.length, claims: req.assignments.length }, 'application state adopted');
     const effects = this.pushAssignments(app, [{ nodeId: '' }]);
     effects.push(...this.maybeFinishRecovery(now));
+    this.maybeEndFailover(now);
     if (!this.recovering) effects.push(...this.runScheduler(now));
     return effects;
   }
@@ -589,6 +665,65 @@ export class MasterCore {
     return this.endJob(app.job, 'failed', `could not start the application master: ${message}`, now);
   }
 
+  /** AgentsTimedOut to every AM holding slots on the node (timing out, or back). */
+  private noticeAgents(nodeId: string, timingOut: boolean): Effect[] {
+    const effects: Effect[] = [];
+    for (const app of this.apps.values()) {
+      if (!app.reported || app.amState !== 'running' || !app.job.amAddress) continue;
+      const holds = [...app.sus.values()].some((su) => su.suId !== AM_SU && (su.asgn.get(nodeId) ?? 0) > 0);
+      if (!holds) continue;
+      effects.push({
+        kind: 'agentsTimedOut',
+        appId: app.appId,
+        address: app.job.amAddress,
+        epoch: this.epoch,
+        nodeIds: timingOut ? [nodeId] : [],
+        recoveredNodeIds: timingOut ? [] : [nodeId],
+      });
+    }
+    return effects;
+  }
+
+  /** The AM's hard state: topology once, then its log of finished instances (idempotent by seq). */
+  saveAppSnapshot(req: { appId: string; attempt: number; topology: string; seq: number; entries: string[] }, now: number): Effect[] {
+    const app = this.requireApp(req.appId, req.attempt);
+    app.lastContactMs = now;
+    const ops: StoreOp[] = [];
+    if (req.topology && !app.topologySaved) {
+      app.topologySaved = true;
+      ops.push({ type: 'put', key: KEYS.appTopology(app.appId), value: req.topology });
+    }
+    if (req.entries.length > 0) {
+      if (req.seq <= (app.snapshotSeq ?? 0)) return ops.length > 0 ? [{ kind: 'store', ops }] : [];
+      app.snapshotSeq = req.seq;
+      req.entries.forEach((e, i) => ops.push({ type: 'put', key: KEYS.appLogEntry(app.appId, req.attempt, req.seq, i), value: e }));
+    }
+    return ops.length > 0 ? [{ kind: 'store', ops }] : [];
+  }
+
+  /** What `fuxi cluster status` shows. */
+  clusterStatus(now: number): ClusterStatusView {
+    void now;
+    const nodes = [...this.nodes.values()];
+    return {
+      fsmState: this.faults.state,
+      openEvents: this.faults.open(),
+      recovery: {
+        phase: this.recovering ? 'aggregating' : this.recoveryEndMs > 0 ? 'recovered' : 'normal',
+        agentsReported: nodes.filter((n) => n.reported).length,
+        agentsExpected: nodes.length,
+        appsReported: [...this.apps.values()].filter((a) => a.reported).length,
+        appsExpected: this.apps.size,
+        startedAtMs: this.recoveryStartMs,
+        finishedAtMs: this.recoveryEndMs,
+      },
+      nodesHealthy: nodes.filter((n) => n.healthy && n.reported && !n.timingOut).length,
+      nodesTimingOut: nodes.filter((n) => n.timingOut || (!n.reported && !n.lostAfterFailover)).length,
+      nodesLost: nodes.filter((n) => !n.healthy && n.reported).length + nodes.filter((n) => n.lostAfterFailover).length,
+      appsRunning: [...this.apps.values()].filter((a) => a.amState === 'running').length,
+    };
+  }
+
   // ---------------------------------------------------------------- failover
 
   /** Closes the aggregation window early once every roster agent and metaAM app has reported. */
@@ -597,6 +732,20 @@ export class MasterCore {
     const agentsPending = [...this.nodes.values()].some((n) => !n.reported);
     const appsPending = [...this.apps.values()].some((a) => !a.reported);
     return agentsPending || appsPending ? [] : this.finishRecovery(now);
+  }
+
+  /**
+   * The master's failover (FM_CRASH) is over once the aggregation window has closed and every agent
+   * and app missing from it has reported, been lost or ended (Algorithms 1 and 2). Until then the
+   * FSM is S5 / S4 / S6, not S3 / S2: the Table 3 row (which soft-state sources may be used) is that
+   * of a master failover, since this master holds no grants of its own for a missing agent.
+   */
+  private maybeEndFailover(now: number): void {
+    if (!this.failoverOpen || this.recovering) return;
+    if ([...this.nodes.values()].some((n) => !n.reported && !n.lostAfterFailover)) return;
+    if ([...this.apps.values()].some((a) => !a.reported)) return;
+    this.failoverOpen = false;
+    this.faults.resolve('FM_CRASH', '', now, `recovered ${now - this.recoveryStartMs} ms after hard state was loaded`);
   }
 
   /** Recovery: Algorithm 1 for agents that did not report, Algorithm 2 for AMs; then schedule. */
@@ -617,7 +766,13 @@ export class MasterCore {
       }
     }
     // Algorithm 2: apps whose AM did not report keep their granted resources as a MockSU.
-    for (const app of missingApps) app.mockSinceMs = now;
+    for (const app of missingApps) {
+      app.mockSinceMs = now;
+      this.faults.post('AM_TIMING', app.appId, now, 'did not report after the master failover');
+    }
+    for (const nodeId of missingAgents) this.faults.post('AGENT_TIMING', nodeId, now, 'did not report after the master failover');
+    // FM_CRASH stays open (S5 / S4 / S6) while Algorithms 1 and 2 still wait for what is missing.
+    this.maybeEndFailover(now);
     const stats = {
       aggregationMs: now - this.recoveryStartMs,
       agentsReported: [...this.nodes.values()].filter((n) => n.reported).length,
@@ -648,10 +803,68 @@ export class MasterCore {
     const how = am.signal ? `signal ${am.signal}` : `exit code ${am.exitCode}`;
     const detail = am.message ? `: ${am.message}` : '';
     this.log.warn({ appId: am.appId, nodeId, state: am.state, exitCode: am.exitCode, signal: am.signal }, 'application master process ended before finishing the app');
-    return this.endJob(app.job, 'failed', `application master exited (${how})${detail}`, now);
+    this.faults.post('AM_CRASH', app.appId, now, `${how}${detail}`);
+    this.faults.recovering('AM_CRASH', app.appId, now);
+    return this.restartAm(app, `application master exited (${how})${detail}`, now);
+  }
+
+  /**
+   * AM failover: a new attempt on the same node if it is healthy, else wherever the scheduler puts
+   * it. The app keeps every slot it holds (its workers keep running); the new attempt's number
+   * reaches agents with the grants, which fences the old one.
+   */
+  private restartAm(app: AppState, why: string, now: number): Effect[] {
+    if (app.job.amAttempt >= this.cfg.maxAmAttempts) {
+      return this.endJob(app.job, 'failed', `${why}; no AM attempts left (${this.cfg.maxAmAttempts})`, now);
+    }
+    const oldAttempt = app.job.amAttempt;
+    const oldNodeId = app.job.amNodeId;
+    app.job.amAttempt += 1;
+    app.job.amAddress = '';
+    app.amState = 'waiting';
+    app.lastRequestSeq = 0;
+    app.lastReturnSeq = 0;
+    app.lastContactMs = now;
+    app.amRestarts = (app.amRestarts ?? 0) + 1;
+    app.snapshotSeq = 0;
+    // The new attempt asks again from zero.
+    for (const su of app.sus.values()) if (su.suId !== AM_SU) su.requests.clear();
+    this.log.warn({ appId: app.appId, attempt: app.job.amAttempt, reason: why, sources: this.faults.sources() }, 'restarting the application master');
+    const effects: Effect[] = [{ kind: 'jobChanged', jobId: app.appId }];
+    const amSu = app.sus.get(AM_SU)!;
+    const node = this.nodes.get(oldNodeId);
+    // Every grant of the app now names the new attempt.
+    const nodesOfApp = new Set<string>();
+    for (const su of app.sus.values()) for (const n of su.asgn.keys()) nodesOfApp.add(n);
+    for (const n of nodesOfApp) {
+      const ns = this.nodes.get(n);
+      if (!ns) continue;
+      for (const [k, g] of ns.grants) if (g.appId === app.appId) ns.grants.set(k, { ...g, amAttempt: app.job.amAttempt });
+    }
+    if (node && node.healthy && node.reported && !node.timingOut && (amSu.asgn.get(oldNodeId) ?? 0) > 0) {
+      // Same node: the old AM's slot is the new one's (the agent starts it once the old one is gone).
+      effects.push(...this.pushGrants(nodesOfApp));
+      if (node) effects.push({ kind: 'stopWorkers', nodeId: oldNodeId, address: node.info.address, appId: app.appId, epoch: this.epoch, reason: why, workerIds: [`am.${oldAttempt}`] });
+      app.amState = 'launching';
+      effects.push(this.persist(app.job));
+      effects.push({ kind: 'launchAm', appId: app.appId, attempt: app.job.amAttempt, nodeId: oldNodeId, address: node.info.address, resource: amSu.resource, epoch: this.epoch });
+      return effects;
+    }
+    if (oldNodeId && (amSu.asgn.get(oldNodeId) ?? 0) > 0) {
+      if (node) effects.push({ kind: 'stopWorkers', nodeId: oldNodeId, address: node.info.address, appId: app.appId, epoch: this.epoch, reason: why, workerIds: [`am.${oldAttempt}`] });
+      this.setAsgn(app, amSu, oldNodeId, 0);
+    }
+    app.job.amNodeId = '';
+    amSu.requests.set('', 1);
+    effects.push(...this.pushGrants(nodesOfApp));
+    effects.push(this.persist(app.job));
+    effects.push(...this.runScheduler(now));
+    return effects;
   }
 
   private endJob(job: JobRecord, state: JobState, message: string, now: number): Effect[] {
+    this.faults.resolve('AM_CRASH', job.jobId, now, `job ${state}`);
+    this.faults.resolve('AM_TIMING', job.jobId, now, `job ${state}`);
     job.state = state;
     job.message = message;
     job.finishedAtMs = now;
@@ -676,8 +889,9 @@ export class MasterCore {
         }
       }
     }
-    effects.push(this.persist(job), { kind: 'jobChanged', jobId: job.jobId });
+    effects.push(this.persist(job), { kind: 'deletePrefix', prefix: KEYS.appPrefix(job.jobId) }, { kind: 'jobChanged', jobId: job.jobId });
     effects.push(...this.runScheduler(now));
+    this.maybeEndFailover(now);
     this.log.info({ jobId: job.jobId, state, message }, 'job ended');
     return effects;
   }
@@ -695,7 +909,11 @@ export class MasterCore {
         }
       }
       if (app.job.amNodeId === nodeId && app.amState !== 'waiting') {
-        effects.push(...this.endJob(app.job, 'failed', `application master's node ${nodeId} was lost`, now));
+        if (touched) effects.push(...this.pushAssignments(app, [{ nodeId }]));
+        // The AM went with its node: an AM failure like a crash (S2) until the new attempt registers.
+        this.faults.post('AM_CRASH', app.appId, now, `its node ${nodeId} was lost`);
+        this.faults.recovering('AM_CRASH', app.appId, now);
+        effects.push(...this.restartAm(app, `application master's node ${nodeId} was lost`, now));
         continue;
       }
       if (touched) effects.push(...this.pushAssignments(app, [{ nodeId }]));
@@ -739,7 +957,7 @@ export class MasterCore {
     node.allocated = add(node.allocated, scale(su.resource, slots - before));
     const key = grantKey(app.appId, su.suId);
     if (slots === 0) node.grants.delete(key);
-    else node.grants.set(key, { appId: app.appId, suId: su.suId, slots, resource: su.resource });
+    else node.grants.set(key, { appId: app.appId, suId: su.suId, slots, resource: su.resource, amAttempt: app.job.amAttempt });
   }
 
   private pushGrants(nodeIds: Iterable<string>): Effect[] {
@@ -806,7 +1024,7 @@ export class MasterCore {
     if (units.length === 0) return [];
     const nodes = new Map<string, SchedNode>();
     for (const n of this.nodes.values()) {
-      nodes.set(n.info.nodeId, { id: n.info.nodeId, rack: n.info.rack, capacity: n.info.capacity, allocated: n.allocated, schedulable: n.healthy && n.reported });
+      nodes.set(n.info.nodeId, { id: n.info.nodeId, rack: n.info.rack, capacity: n.info.capacity, allocated: n.allocated, schedulable: n.healthy && n.reported && !n.timingOut });
     }
     const plan = schedule({ nodes, units, groups: this.groups, groupUsage: this.groupUsage() });
     if (plan.placements.length === 0) return [];

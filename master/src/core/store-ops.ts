@@ -8,4 +8,10 @@ export const KEYS = {
   agent: (nodeId: string) => `agents/${nodeId}`,
   agentsPrefix: 'agents/',
   epoch: 'master/epoch',
+  /** An AM's hard state: its topology (once) and its log of finished instances. */
+  appPrefix: (appId: string) => `apps/${appId}/`,
+  appTopology: (appId: string) => `apps/${appId}/topology`,
+  appLogPrefix: (appId: string) => `apps/${appId}/log/`,
+  appLogEntry: (appId: string, attempt: number, seq: number, i: number) =>
+    `apps/${appId}/log/${String(attempt).padStart(4, '0')}-${String(seq).padStart(12, '0')}-${String(i).padStart(6, '0')}`,
 } as const;

@@ -67,6 +67,8 @@ export interface GrantEntry {
   suId: string;
   slots: number;
   resource: Resource;
+  /** The app's current AM attempt (agents fence older attempts with it). */
+  amAttempt?: number;
 }
 
 export interface AssignmentEntry {
@@ -100,9 +102,10 @@ export type Effect =
   | { kind: 'grants'; nodeId: string; address: string; epoch: string; seq: number; full: boolean; grants: GrantEntry[] }
   | { kind: 'assignments'; appId: string; address: string; epoch: string; seq: number; full: boolean; assignments: AssignmentEntry[] }
   | { kind: 'launchAm'; appId: string; attempt: number; nodeId: string; address: string; resource: Resource; epoch: string }
-  | { kind: 'stopWorkers'; nodeId: string; address: string; appId: string; epoch: string; reason: string }
+  | { kind: 'stopWorkers'; nodeId: string; address: string; appId: string; epoch: string; reason: string; workerIds?: string[] }
+  | { kind: 'deletePrefix'; prefix: string }
   | { kind: 'jobChanged'; jobId: string }
-  | { kind: 'agentsTimedOut'; appId: string; address: string; epoch: string; nodeIds: string[] }
+  | { kind: 'agentsTimedOut'; appId: string; address: string; epoch: string; nodeIds: string[]; recoveredNodeIds?: string[] }
   | { kind: 'recovered'; aggregationMs: number; agentsReported: number; agentsMissing: number; appsReported: number; appsMissing: number };
 
 export interface NodeView {
@@ -113,3 +116,31 @@ export interface NodeView {
   runningWorkers: number;
   lastHeartbeatMs: number;
 }
+
+export interface FaultEventView {
+  id: string;
+  kind: string;
+  subject: string;
+  sinceMs: number;
+  state: string;
+  detail: string;
+}
+
+export interface ClusterStatusView {
+  fsmState: string;
+  openEvents: FaultEventView[];
+  recovery: {
+    phase: 'aggregating' | 'recovered' | 'normal';
+    agentsReported: number;
+    agentsExpected: number;
+    appsReported: number;
+    appsExpected: number;
+    startedAtMs: number;
+    finishedAtMs: number;
+  };
+  nodesHealthy: number;
+  nodesTimingOut: number;
+  nodesLost: number;
+  appsRunning: number;
+}
+

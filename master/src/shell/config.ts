@@ -26,6 +26,12 @@ export interface MasterConfig {
   recoveryDeadlineMs: number;
   /** Failover: an app whose AM has not reported by then is failed (its MockSU released). */
   amTimeoutMs: number;
+  /** An agent silent this long is timing out: reserved, not schedulable, its AMs told. */
+  agentTimingOutMs: number;
+  /** An AM silent this long gets a new attempt; the old one is fenced (0 = never). */
+  amStallTimeoutMs: number;
+  /** AM attempts per job before it fails. */
+  maxAmAttempts: number;
   heartbeatIntervalMs: number;
   agentTimeoutMs: number;
   amHeartbeatIntervalMs: number;
@@ -46,6 +52,9 @@ const KEYS = [
   'masters',
   'recoveryDeadlineMs',
   'amTimeoutMs',
+  'agentTimingOutMs',
+  'amStallTimeoutMs',
+  'maxAmAttempts',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
   'amHeartbeatIntervalMs',
@@ -66,8 +75,11 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     masters: [],
     recoveryDeadlineMs: 5000,
     amTimeoutMs: 30_000,
+    agentTimingOutMs: 3000,
+    amStallTimeoutMs: 30_000,
+    maxAmAttempts: 4,
     heartbeatIntervalMs: 1000,
-    agentTimeoutMs: 10_000,
+    agentTimeoutMs: 60_000,
     amHeartbeatIntervalMs: 1000,
     amCommand: defaultAmCommand,
     quotaGroups: [{ name: 'default', weight: 1 }],
@@ -165,6 +177,18 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'amTimeoutMs':
         cfg.amTimeoutMs = positiveInt(key, v);
         break;
+      case 'agentTimingOutMs':
+        cfg.agentTimingOutMs = positiveInt(key, v);
+        break;
+      case 'amStallTimeoutMs': {
+        const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(key, `must be an integer >= 0 (0 = never), got ${JSON.stringify(v)}`);
+        cfg.amStallTimeoutMs = n;
+        break;
+      }
+      case 'maxAmAttempts':
+        cfg.maxAmAttempts = positiveInt(key, v);
+        break;
       case 'dataDir':
         cfg.dataDir = str(key, v);
         break;
@@ -193,8 +217,11 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         throw new InvalidArgumentError(key, `unknown setting (known: ${KEYS.join(', ')})`);
     }
   }
-  if (cfg.agentTimeoutMs <= cfg.heartbeatIntervalMs) {
-    throw new InvalidArgumentError('agentTimeoutMs', `must be greater than heartbeatIntervalMs (${cfg.heartbeatIntervalMs})`);
+  if (cfg.agentTimingOutMs <= cfg.heartbeatIntervalMs) {
+    throw new InvalidArgumentError('agentTimingOutMs', `must be greater than heartbeatIntervalMs (${cfg.heartbeatIntervalMs})`);
+  }
+  if (cfg.agentTimeoutMs <= cfg.agentTimingOutMs) {
+    throw new InvalidArgumentError('agentTimeoutMs', `must be greater than agentTimingOutMs (${cfg.agentTimingOutMs})`);
   }
   return cfg;
 }

@@ -4,18 +4,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { connect as tcpConnect } from 'node:net';
-import { errorMessage, InvalidArgumentError, UnavailableError, type JobSpec, type Logger } from '@fuxi/common';
+import { errorMessage, InvalidArgumentError, UnavailableError, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
   type AppMasterServiceDefinition,
+  type ClusterStatus,
   type JobInfo,
   type JobState as WireJobState,
   type MasterServiceDefinition,
   type NodeStatus,
   type WorkerStatus__Output,
 } from '@fuxi/proto';
-import { connect, implement, jobSpecFromProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
+import { connect, implement, jobSpecFromProto, jobSpecToProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
 import { EtcdStore, FencedError, LeaderElection, openStore, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { AM_SU, MasterCore } from '../core/master-core.js';
 import { KEYS } from '../core/store-ops.js';
@@ -49,28 +50,7 @@ export function jobInfo(j: JobRecord, withSpec = false): JobInfo {
     amNodeId: j.amNodeId,
     amAddress: j.amAddress,
     tasks: j.progress,
-    ...(withSpec ? { spec: specToWire(j.spec) } : {}),
-  };
-}
-
-function specToWire(s: JobSpec) {
-  return {
-    jobId: s.jobId,
-    name: s.name,
-    quotaGroup: s.quotaGroup,
-    priority: s.priority,
-    env: s.env,
-    amResource: s.amResource,
-    tasks: s.tasks.map((t) => ({
-      name: t.name,
-      instances: t.instances,
-      resource: t.resource,
-      command: t.command,
-      maxAttempts: t.maxAttempts,
-      dependsOn: t.dependsOn,
-      locality: t.locality,
-      priority: t.priority,
-    })),
+    ...(withSpec ? { spec: jobSpecToProto(j.spec) } : {}),
   };
 }
 
@@ -93,6 +73,9 @@ export class MasterServer {
   private leaderAddress = '';
   private observedLeader: ObservedLeader | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
+  private statsTimer: NodeJS.Timeout | undefined;
+  /** Hard-state writes since this process started leading (bytes of keys and values). */
+  private readonly hardState = { bytes: 0, writes: 0, lastBytes: 0, lastAt: 0 };
   private becameLeaderAt = 0;
   private tickTimer: NodeJS.Timeout | undefined;
   private readonly agents = new Map<string, TypedClient<AgentServiceDefinition>>();
@@ -174,6 +157,9 @@ export class MasterServer {
         quotaGroups: this.cfg.quotaGroups,
         recoveryDeadlineMs: this.cfg.recoveryDeadlineMs,
         amTimeoutMs: this.cfg.amTimeoutMs,
+        agentTimingOutMs: this.cfg.agentTimingOutMs,
+        amStallTimeoutMs: this.cfg.amStallTimeoutMs,
+        maxAmAttempts: this.cfg.maxAmAttempts,
       },
       this.log.child({ component: 'core', epoch }),
     );
@@ -191,6 +177,19 @@ export class MasterServer {
     this.coreOrUndefined = core;
     this.log.info({ epoch, jobs: jobs.length, agents: roster.length, loadMs: Date.now() - this.becameLeaderAt }, 'became leader');
     await this.run(core.loadHardState(jobs, roster, Date.now()));
+    clearInterval(this.statsTimer);
+    this.hardState.lastAt = Date.now();
+    this.hardState.lastBytes = this.hardState.bytes;
+    this.statsTimer = setInterval(() => {
+      const now = Date.now();
+      const h = this.hardState;
+      if (h.bytes !== h.lastBytes) {
+        this.log.info({ bytesTotal: h.bytes, writesTotal: h.writes, bytesPerSec: Math.round(((h.bytes - h.lastBytes) * 1000) / (now - h.lastAt)) }, 'hard state stats');
+      }
+      h.lastBytes = h.bytes;
+      h.lastAt = now;
+    }, 5000);
+    this.statsTimer.unref();
     const tickMs = Math.max(50, Math.min(500, Math.floor(this.cfg.heartbeatIntervalMs / 2)));
     clearInterval(this.tickTimer);
     this.tickTimer = setInterval(() => {
@@ -239,6 +238,7 @@ export class MasterServer {
     this.leaderStore = undefined;
     clearInterval(this.tickTimer);
     this.tickTimer = undefined;
+    clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
     this.watchers.clear();
     this.log.warn({ reason }, 'stepped down');
@@ -248,6 +248,7 @@ export class MasterServer {
     this.stopping = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.probeTimer) clearInterval(this.probeTimer);
+    if (this.statsTimer) clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
     await this.election?.close().catch(() => undefined);
     this.coreOrUndefined = undefined;
@@ -276,7 +277,12 @@ export class MasterServer {
             () => store.batch(ops),
             () => store.batch(ops),
           );
-          for (const op of ops) this.log.debug({ key: op.key, bytes: op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : 0 }, 'hard state written');
+          for (const op of ops) {
+            const bytes = op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
+            this.hardState.bytes += bytes;
+            this.hardState.writes += 1;
+            this.log.debug({ key: op.key, bytes }, 'hard state written');
+          }
           writes = this.storeQueue.catch((err: unknown) => {
             if (err instanceof FencedError) this.stepDown('fenced: a newer leader owns the store');
             throw err;
@@ -299,7 +305,7 @@ export class MasterServer {
           break;
         case 'stopWorkers':
           this.agent(e.address)
-            .StopWorkers({ appId: e.appId, workerIds: [], amAttempt: 0, epoch: e.epoch, reason: e.reason }, { deadlineMs: 10_000 })
+            .StopWorkers({ appId: e.appId, workerIds: e.workerIds ?? [], amAttempt: 0, epoch: e.epoch, reason: e.reason }, { deadlineMs: 10_000 })
             .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'));
           break;
         case 'jobChanged':
@@ -307,9 +313,19 @@ export class MasterServer {
           break;
         case 'agentsTimedOut':
           this.am(e.address)
-            .AgentsTimedOut({ epoch: e.epoch, nodeIds: e.nodeIds }, { deadlineMs: 5000 })
+            .AgentsTimedOut({ epoch: e.epoch, nodeIds: e.nodeIds, recoveredNodeIds: e.recoveredNodeIds ?? [] }, { deadlineMs: 5000 })
             .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'could not tell the AM about timing-out agents'));
           break;
+        case 'deletePrefix': {
+          const store = this.leaderStore!;
+          const prefix = e.prefix;
+          // Chunked: one etcd transaction holds at most 128 operations.
+          this.storeQueue = this.storeQueue.then(async () => {
+            const keys = (await store.list(prefix)).map((kv) => kv.key);
+            for (let i = 0; i < keys.length; i += 100) await store.batch(keys.slice(i, i + 100).map((key) => ({ type: 'del' as const, key })));
+          }).catch((err: unknown) => this.log.warn({ prefix, err: errorMessage(err) }, 'could not delete finished app state'));
+          break;
+        }
         case 'recovered':
           this.log.info(
             {
@@ -393,6 +409,21 @@ export class MasterServer {
     for (const w of [...set]) w(job);
   }
 
+  private clusterStatus(): ClusterStatus {
+    const st = this.core.clusterStatus(Date.now());
+    return {
+      leader: this.server.address,
+      epoch: this.core.epoch,
+      fsmState: st.fsmState,
+      openEvents: st.openEvents.map((e) => ({ ...e, sinceMs: String(e.sinceMs) })),
+      recovery: { ...st.recovery, startedAtMs: String(st.recovery.startedAtMs), finishedAtMs: String(st.recovery.finishedAtMs) },
+      nodesHealthy: st.nodesHealthy,
+      nodesTimingOut: st.nodesTimingOut,
+      nodesLost: st.nodesLost,
+      appsRunning: st.appsRunning,
+    };
+  }
+
   // ---------------------------------------------------------------- RPC handlers
 
   private handlers(): ServiceImpl<MasterServiceDefinition> {
@@ -453,7 +484,7 @@ export class MasterServer {
       RegisterApp: async (req) => {
         const r = this.core.registerApp(req.appId, req.amAttempt, req.address, now());
         await this.run(r.effects);
-        return { epoch: this.core.epoch, spec: specToWire(r.spec), heartbeatIntervalMs: r.heartbeatIntervalMs, assignments: r.assignments, assignmentSeq: String(r.seq) };
+        return { epoch: this.core.epoch, spec: jobSpecToProto(r.spec), heartbeatIntervalMs: r.heartbeatIntervalMs, assignments: r.assignments, assignmentSeq: String(r.seq) };
       },
       UpdateRequests: async (req) => {
         const r = this.core.updateRequests(
@@ -532,6 +563,18 @@ export class MasterServer {
           }),
         ),
       }),
+      SaveAppSnapshot: async (req) => {
+        await this.run(this.core.saveAppSnapshot({ appId: req.appId, attempt: req.amAttempt, topology: req.topology, seq: Number(req.seq), entries: req.entries }, now()));
+        return {};
+      },
+      GetAppSnapshot: async (req) => {
+        this.core.getJob(req.appId);
+        const store = this.leaderStore!;
+        const topology = (await store.get(KEYS.appTopology(req.appId))) ?? '';
+        const entries = (await store.list(KEYS.appLogPrefix(req.appId))).map((kv) => kv.value);
+        return { topology, entries };
+      },
+      GetClusterStatus: async () => this.clusterStatus(),
       WatchJob: async (req, call) => {
         const first = this.core.getJob(req.jobId);
         await new Promise<void>((resolve) => {

@@ -6,7 +6,7 @@
 import { add, normalizeJobSpec, nullLogger, res, scale, ZERO } from '@fuxi/common';
 import type { JobSpec, Resource } from '@fuxi/common';
 import { DEFAULT_CONFIG, MasterCore, type MasterCoreConfig } from '../master-core.js';
-import type { AmWorkerReport, AssignmentEntry, Effect, GrantEntry, HeartbeatInput, NodeInfo, RequestDelta, SlotReturn, TaskProgress, UnitConfig } from '../types.js';
+import { TERMINAL_STATES, type AmWorkerReport, type AssignmentEntry, type Effect, type GrantEntry, type HeartbeatInput, type JobRecord, type NodeInfo, type RequestDelta, type SlotReturn, type TaskProgress, type UnitConfig } from '../types.js';
 
 export const EPOCH = '7';
 
@@ -87,6 +87,8 @@ export interface HarnessOptions {
   config?: Partial<MasterCoreConfig>;
   nodes?: Array<Partial<NodeInfo>>;
   now?: number;
+  /** The master's epoch (default `EPOCH`); a new leader taking over has a higher one. */
+  epoch?: string;
 }
 
 /** What a well-behaved agent / AM would hold after applying every message the core sent it. */
@@ -111,12 +113,15 @@ export class Harness {
   readonly agents = new Map<string, AgentView>();
   readonly ams = new Map<string, AmView>();
   private readonly reqSeq = new Map<string, number>();
-  /** Highest UpdateRequests seq per app that the core accepted (did not throw on). */
-  readonly acceptedReqSeq = new Map<string, number>();
+  /**
+   * Highest UpdateRequests seq per app that the core accepted (did not throw on), with the AM
+   * attempt it was sent by: seqs are per attempt (a new attempt starts over).
+   */
+  readonly acceptedReqSeq = new Map<string, { attempt: number; seq: number }>();
   private readonly retSeq = new Map<string, number>();
 
   constructor(opts: HarnessOptions = {}) {
-    this.core = new MasterCore(EPOCH, { ...DEFAULT_CONFIG, ...opts.config }, nullLogger);
+    this.core = new MasterCore(opts.epoch ?? EPOCH, { ...DEFAULT_CONFIG, ...opts.config }, nullLogger);
     this.now = opts.now ?? 1_000;
     for (const n of opts.nodes ?? []) this.addNode(n);
   }
@@ -182,7 +187,8 @@ export class Harness {
     const attempt = opts.attempt ?? this.core.getJob(appId).amAttempt;
     const assignmentSeq = opts.assignmentSeq ?? this.ams.get(appId)?.seq ?? 0;
     const r = this.core.updateRequests({ appId, attempt, seq, units: opts.units ?? [], deltas, assignmentSeq, progress: opts.progress ?? [] }, this.now);
-    this.acceptedReqSeq.set(appId, Math.max(seq, this.acceptedReqSeq.get(appId) ?? 0));
+    const prev = this.acceptedReqSeq.get(appId);
+    this.acceptedReqSeq.set(appId, { attempt, seq: prev?.attempt === attempt ? Math.max(seq, prev.seq) : seq });
     this.observe(r.effects);
     if (r.full) this.setAm(appId, r.full.seq, r.full.assignments);
     return r;
@@ -226,7 +232,7 @@ export class Harness {
 
   /** A heartbeat claiming the grant seq the agent view holds, unless `over.grantSeq` says otherwise. */
   heartbeat(nodeId: string, over: Partial<HeartbeatInput> = {}) {
-    const hb: HeartbeatInput = { nodeId, epoch: EPOCH, grantSeq: this.agents.get(nodeId)?.seq ?? 0, used: ZERO, running: 0, pending: 0, amWorkers: [], ...over };
+    const hb: HeartbeatInput = { nodeId, epoch: this.core.epoch, grantSeq: this.agents.get(nodeId)?.seq ?? 0, used: ZERO, running: 0, pending: 0, amWorkers: [], ...over };
     const r = this.core.heartbeat(hb, this.now);
     this.observe(r.effects);
     if (r.full) this.agents.set(nodeId, { seq: r.full.seq, grants: r.full.grants });
@@ -240,6 +246,71 @@ export class Harness {
 
   tick(): Effect[] {
     const effects = this.core.tick(this.now);
+    this.observe(effects);
+    return effects;
+  }
+
+  /**
+   * Lets `ms` pass in steps of `step` (default one heartbeat interval): at each step every healthy
+   * node not in `silentNodes` heartbeats, every registered AM not in `silentAms` calls in (an empty
+   * UpdateRequests), and the core ticks. Returns every effect of the period, in order.
+   */
+  run(ms: number, opts: { silentNodes?: string[]; silentAms?: string[]; step?: number } = {}): Effect[] {
+    const step = opts.step ?? 1000;
+    const out: Effect[] = [];
+    for (let left = ms; left > 0; left -= step) {
+      this.advance(Math.min(step, left));
+      for (const n of this.core.listNodes()) {
+        if (n.healthy && !opts.silentNodes?.includes(n.info.nodeId)) out.push(...this.heartbeat(n.info.nodeId).effects);
+      }
+      for (const j of this.core.listJobs()) {
+        if (TERMINAL_STATES.has(j.state) || j.amAddress === '' || opts.silentAms?.includes(j.jobId)) continue;
+        out.push(...this.request(j.jobId, []).effects);
+      }
+      out.push(...this.tick());
+    }
+    return out;
+  }
+
+  // ---- failover: this harness is a new leader taking over from `old` ----
+
+  /** Loads `old`'s hard state (jobs, roster); agents and AMs keep what they held under `old`. */
+  takeOver(old: Harness): Effect[] {
+    const jobs = old.core.listJobs().map((j) => JSON.parse(JSON.stringify(j)) as JobRecord);
+    const roster = old.core.listNodes().map((n) => ({ nodeId: n.info.nodeId, address: n.info.address }));
+    for (const [id, v] of old.agents) this.agents.set(id, { seq: v.seq, grants: v.grants });
+    for (const [id, v] of old.ams) this.ams.set(id, { seq: v.seq, slots: new Map(v.slots) });
+    const effects = this.core.loadHardState(jobs, roster, this.now);
+    this.observe(effects);
+    return effects;
+  }
+
+  /** A roster agent registers with this master and reports the grants it holds (its view by default). */
+  agentReports(over: Partial<NodeInfo> & { nodeId: string }, grants: GrantEntry[] = this.agents.get(over.nodeId)?.grants ?? []): Effect[] {
+    const reg = this.core.registerAgent(mockNodeInfo(over), EPOCH, this.now);
+    this.observe(reg.effects);
+    const effects = this.core.reportAgentState({ nodeId: over.nodeId, epoch: this.core.epoch, grants }, this.now);
+    this.observe(effects);
+    return [...reg.effects, ...effects];
+  }
+
+  /** The AM of `appId` reports its units, outstanding requests and the slots it holds (its view by default). */
+  appReports(appId: string, opts: { units?: UnitConfig[]; requests?: Array<{ suId: string; location: string; count: number }>; claims?: Record<string, number> } = {}): Effect[] {
+    const claims = opts.claims ?? this.amSlots(appId);
+    const effects = this.core.reportAppState(
+      {
+        appId,
+        attempt: this.core.getJob(appId).amAttempt,
+        address: `am-${appId}:9000`,
+        units: opts.units ?? [unit()],
+        requests: opts.requests ?? [],
+        assignments: Object.entries(claims).map(([k, slots]) => {
+          const [suId = '', nodeId = ''] = k.split('@');
+          return { suId, nodeId, slots };
+        }),
+      },
+      this.now,
+    );
     this.observe(effects);
     return effects;
   }

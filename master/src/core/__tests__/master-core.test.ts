@@ -83,7 +83,8 @@ describe('MasterCore', () => {
       const grants = ofKind(effects, 'grants');
       expect(grants).to.have.length(1);
       expect(grants[0]).to.deep.include({ nodeId: 'n1', address: 'n1:7001', epoch: EPOCH, seq: 1, full: true });
-      expect(grants[0]?.grants).to.deep.equal([{ appId: 'job-1', suId: AM_SU, slots: 1, resource: AM_RES }]);
+      // Every grant names the app's current AM attempt: agents fence older AMs with it.
+      expect(grants[0]?.grants).to.deep.equal([{ appId: 'job-1', suId: AM_SU, slots: 1, resource: AM_RES, amAttempt: 1 }]);
       const launches = ofKind(effects, 'launchAm');
       expect(launches).to.deep.equal([{ kind: 'launchAm', appId: 'job-1', attempt: 1, nodeId: 'n1', address: 'n1:7001', resource: AM_RES, epoch: EPOCH }]);
       expect(indexOfKind(effects, 'grants')).to.be.lessThan(indexOfKind(effects, 'launchAm'));
@@ -600,13 +601,35 @@ describe('MasterCore', () => {
       const h = new Harness();
       const first = h.core.registerAgent(mockNodeInfo(), EPOCH, h.now);
       expect(first.heartbeatIntervalMs).to.equal(DEFAULT_CONFIG.heartbeatIntervalMs);
-      expect(ofKind(first.effects, 'store')).to.deep.equal([
+      expect(first.effects).to.deep.equal([
         { kind: 'store', ops: [{ type: 'put', key: 'agents/n1', value: JSON.stringify({ nodeId: 'n1', address: 'n1:7001' }) }] },
       ]);
-      expect(h.core.registerAgent(mockNodeInfo(), EPOCH, h.now).effects).to.deep.equal([]);
+      // A known agent registering again has restarted: no roster write, its full table at once.
+      expect(h.core.registerAgent(mockNodeInfo(), EPOCH, h.now).effects).to.deep.equal([
+        { kind: 'grants', nodeId: 'n1', address: 'n1:7001', epoch: EPOCH, seq: 1, full: true, grants: [] },
+      ]);
       const moved = h.core.registerAgent(mockNodeInfo({ address: 'n1:7777' }), EPOCH, h.now);
       expect(ofKind(moved.effects, 'store')).to.have.length(1);
+      expect(ofKind(moved.effects, 'grants').map((g) => [g.address, g.seq])).to.deep.equal([['n1:7777', 2]]);
       expect(h.core.listNodes().map((n) => n.info.address)).to.deep.equal(['n1:7777']);
+    });
+
+    it('pushes a restarted agent its full grant table (with the AM attempt) at once', () => {
+      const h = twoNodes();
+      h.start();
+      h.ask('job-1', 3);
+      const before = h.agents.get('n2');
+      const { effects, reportState } = h.core.registerAgent(mockNodeInfo({ nodeId: 'n2', rack: 'r2' }), EPOCH, h.now);
+      expect(reportState).to.equal(false);
+      const grants = ofKind(effects, 'grants');
+      expect(grants.map((g) => [g.nodeId, g.seq, g.full])).to.deep.equal([['n2', (before?.seq ?? 0) + 1, true]]);
+      expect(grants[0]?.grants).to.deep.equal(before?.grants);
+      expect(grants[0]?.grants.every((g) => g.amAttempt === 1)).to.equal(true);
+      expect(ofKind(effects, 'store')).to.deep.equal([]);
+      // Posted and resolved at once: the master's table is authoritative (Table 3 row 2).
+      expect(h.core.faults.history().map((e) => [e.kind, e.subject, e.state])).to.deep.equal([['AGENT_CRASH', 'n2', 'resolved']]);
+      expect(h.core.faults.state).to.equal('S0');
+      expect(h.allocated('n2')).to.deep.equal(res(2000, 2048));
     });
 
     it('rejects a capacity that is not positive and an epoch newer than the master', () => {
@@ -614,8 +637,11 @@ describe('MasterCore', () => {
       expectInvalid(() => h.addNode({ capacity: res(0, 1024) }), 'node.capacity');
       expectInvalid(() => h.addNode({ capacity: res(1000, -1) }), 'node.capacity');
       expectThrow(() => h.core.registerAgent(mockNodeInfo(), '8', h.now), StaleEpochError);
-      expect(h.core.registerAgent(mockNodeInfo(), '', h.now).effects).to.have.length(1);
-      expect(h.core.registerAgent(mockNodeInfo(), '6', h.now).effects).to.deep.equal([]);
+      expect(ofKind(h.core.registerAgent(mockNodeInfo(), '', h.now).effects, 'store')).to.have.length(1);
+      // An older epoch is fine (the agent saw the previous master); it is a known agent now.
+      const older = h.core.registerAgent(mockNodeInfo(), '6', h.now).effects;
+      expect(ofKind(older, 'store')).to.deep.equal([]);
+      expect(ofKind(older, 'grants').map((g) => g.epoch)).to.deep.equal([EPOCH]);
     });
 
     it('lists nodes by id with capacity, allocation and free resources', () => {
@@ -663,28 +689,51 @@ describe('MasterCore', () => {
       expect(h.heartbeat('n1', { epoch: '' }).reregister).to.equal(false);
     });
 
-    it('fails the job when its AM process is reported dead, naming the exit code', () => {
+    it('restarts an AM reported dead (attempt + 1, same node, every slot kept); after maxAmAttempts deaths the job fails naming the exit code', () => {
       const h = twoNodes();
       h.start();
       h.ask('job-1', 3);
       expect(h.heartbeat('n1', { amWorkers: [amReport('job-1', { state: 'running' })] }).effects).to.deep.equal([]);
+      const allocated = h.totalAllocated();
       h.advance(50);
       const r = h.heartbeat('n1', { amWorkers: [amReport('job-1', { state: 'failed', exitCode: 3, message: 'out of memory' })] });
+      expect(h.core.getJob('job-1')).to.include({ state: 'running', amAttempt: 2, amNodeId: 'n1', amAddress: '', finishedAtMs: 0 });
+      expect(ofKind(r.effects, 'launchAm').map((e) => [e.attempt, e.nodeId])).to.deep.equal([[2, 'n1']]);
+      expect(ofKind(r.effects, 'stopWorkers').map((s) => [s.nodeId, s.workerIds])).to.deep.equal([['n1', ['am.1']]]);
+      expect(h.totalAllocated()).to.deep.equal(allocated);
+      // Every grant of the app names attempt 2; n1's table changed in this very call: the reply carries it in full.
+      expect(ofKind(r.effects, 'grants').map((g) => g.nodeId).sort()).to.deep.equal(['n1', 'n2']);
+      expect(r.full?.grants.map((g) => g.amAttempt)).to.deep.equal([2, 2]);
+
+      const maxAttempts = DEFAULT_CONFIG.maxAmAttempts;
+      for (let attempt = 2; attempt < maxAttempts; attempt++) {
+        h.heartbeat('n1', { amWorkers: [amReport('job-1', { amAttempt: attempt, state: 'failed', exitCode: 3 })] });
+        expect(h.core.getJob('job-1')).to.include({ state: 'running', amAttempt: attempt + 1 });
+      }
+      h.advance(50);
+      const last = h.heartbeat('n1', { amWorkers: [amReport('job-1', { amAttempt: maxAttempts, state: 'failed', exitCode: 9, message: 'out of memory' })] });
       const job = h.core.getJob('job-1');
       expect(job.state).to.equal('failed');
-      expect(job.message).to.contain('exit code 3').and.to.contain('out of memory');
+      expect(job.message).to.contain('exit code 9').and.to.contain('out of memory').and.to.contain(`no AM attempts left (${maxAttempts})`);
       expect(job.finishedAtMs).to.equal(h.now);
-      expect(ofKind(r.effects, 'stopWorkers').map((s) => s.nodeId).sort()).to.deep.equal(['n1', 'n2']);
+      expect(ofKind(last.effects, 'launchAm')).to.deep.equal([]);
+      expect(ofKind(last.effects, 'stopWorkers').map((s) => s.nodeId).sort()).to.deep.equal(['n1', 'n2']);
       expect(h.totalAllocated()).to.deep.equal(ZERO);
-      // n1's grant table changed in this very call: the reply carries it in full.
-      expect(r.full?.grants).to.deep.equal([]);
+      expect(last.full?.grants).to.deep.equal([]);
     });
 
     it('names the signal of an AM that was killed by one', () => {
       const h = twoNodes();
       h.start();
       h.heartbeat('n1', { amWorkers: [amReport('job-1', { state: 'killed', exitCode: -1, signal: 'SIGKILL' })] });
-      expect(h.core.getJob('job-1').message).to.contain('signal SIGKILL');
+      expect(h.core.faults.open().map((e) => [e.kind, e.subject])).to.deep.equal([['AM_CRASH', 'job-1']]);
+      expect(h.core.faults.open()[0]?.detail).to.contain('signal SIGKILL');
+
+      const once = new Harness({ config: { maxAmAttempts: 1 }, nodes: [{ nodeId: 'n1' }] });
+      once.start();
+      once.heartbeat('n1', { amWorkers: [amReport('job-1', { state: 'killed', exitCode: -1, signal: 'SIGKILL' })] });
+      expect(once.core.getJob('job-1')).to.include({ state: 'failed' });
+      expect(once.core.getJob('job-1').message).to.contain('signal SIGKILL');
     });
 
     it('ignores AM reports of another attempt, of unknown apps and of ended apps', () => {
@@ -728,30 +777,57 @@ describe('MasterCore', () => {
       return h.tick();
     }
 
-    it('does nothing while agents heartbeat within the timeout', () => {
+    it('does nothing while agents heartbeat within the timing-out threshold', () => {
       const h = cluster();
-      h.advance(TIMEOUT);
-      expect(h.tick()).to.deep.equal([]);
+      const TIMING_OUT = DEFAULT_CONFIG.agentTimingOutMs;
+      for (let t = 0; t < 2 * TIMEOUT; t += TIMING_OUT) {
+        h.advance(TIMING_OUT);
+        h.heartbeatAll();
+        expect(h.tick()).to.deep.equal([]);
+      }
       expect(h.core.listNodes().every((n) => n.healthy)).to.equal(true);
     });
 
-    it('releases a lost agent allocations, sends assignments without it and fails jobs whose AM was there', () => {
+    it('silent for the whole agent timeout but not past it: timing out (AMs told), nothing released', () => {
+      const h = cluster();
+      const before = h.core.listNodes().map((n) => n.allocated);
+      h.advance(TIMEOUT);
+      const effects = h.tick();
+      expect(effects.every((e) => e.kind === 'agentsTimedOut')).to.equal(true);
+      expect(ofKind(effects, 'agentsTimedOut').map((e) => [e.appId, e.nodeIds])).to.deep.equal([
+        ['a', ['n1']],
+        ['a', ['n2']],
+      ]);
+      expect(h.core.listNodes().every((n) => n.healthy)).to.equal(true);
+      expect(h.core.listNodes().map((n) => n.allocated)).to.deep.equal(before);
+    });
+
+    it('releases a lost agent allocations, sends assignments without it and restarts AMs that were there elsewhere', () => {
       const h = cluster();
       const seqBefore = h.ams.get('a')?.seq ?? -1;
       const effects = lose(h, ['n2']);
 
       const n2 = h.core.listNodes().find((n) => n.info.nodeId === 'n2');
       expect(n2).to.deep.include({ healthy: false, allocated: ZERO });
-      expect(h.allocated('n1')).to.deep.equal(res(2500, 512 + 2048));
+      // a's AM and 2 map slots, and b's new AM.
+      expect(h.allocated('n1')).to.deep.equal(res(3000, 512 + 2048 + 512));
 
+      // a learns it lost map@n2. b's old AM (on n2) is sent its table before it is replaced; the
+      // new attempt gets its own from RegisterApp.
       const asg = ofKind(effects, 'assignments');
-      expect(asg.map((e) => [e.appId, e.seq, e.full])).to.deep.equal([['a', seqBefore + 1, true]]);
+      expect(asg.map((e) => [e.appId, e.address, e.seq, e.full])).to.deep.equal([
+        ['a', 'am-a:9000', seqBefore + 1, true],
+        ['b', 'am-b:9000', 1, true],
+      ]);
       expect(asgnMap(asg[0]?.assignments ?? [])).to.deep.equal({ 'map@n1': 2 });
+      expect(asg[1]?.assignments).to.deep.equal([]);
 
-      const b = h.core.getJob('b');
-      expect(b.state).to.equal('failed');
-      expect(b.message).to.contain('n2').and.to.contain('lost');
-      expect(h.core.getJob('a').state).to.equal('running');
+      // b is not failed: attempt 2 of its AM goes to n1, the only node left.
+      expect(h.core.getJob('b')).to.include({ state: 'running', amAttempt: 2, amNodeId: 'n1', amAddress: '' });
+      expect(ofKind(effects, 'launchAm').map((e) => [e.appId, e.attempt, e.nodeId])).to.deep.equal([['b', 2, 'n1']]);
+      expect(grantMap(h.agents.get('n1')?.grants ?? [])).to.deep.equal({ 'a/__am__': 1, 'a/map': 2, 'b/__am__': 1 });
+      expect(h.agents.get('n1')?.grants.find((g) => g.appId === 'b')?.amAttempt).to.equal(2);
+      expect(h.core.getJob('a')).to.include({ state: 'running', amAttempt: 1 });
       expect(ofKind(effects, 'grants').map((g) => g.nodeId)).to.not.include('n2');
       expect(ofKind(effects, 'stopWorkers').map((s) => s.appId)).to.not.include('a');
     });
@@ -780,18 +856,19 @@ describe('MasterCore', () => {
       expect(h.amSlots('a')).to.deep.equal({ 'map@n1': 7, 'map@n2': 5 });
     });
 
-    it('takes a lost agent back through registerAgent too', () => {
+    it('takes a lost agent back through registerAgent too, pushing its (empty) table at once', () => {
       const h = cluster();
       lose(h, ['n2']);
-      h.addNode({ nodeId: 'n2', rack: 'r2' });
+      const reg = h.addNode({ nodeId: 'n2', rack: 'r2' });
       expect(h.core.listNodes().every((n) => n.healthy)).to.equal(true);
-      expect(h.heartbeat('n2').full?.grants).to.deep.equal([]);
+      expect(ofKind(reg, 'grants').map((g) => [g.nodeId, g.grants])).to.deep.equal([['n2', []]]);
+      expect(h.heartbeat('n2').full).to.equal(undefined);
     });
 
     it('does not place work on an agent that is timing out in the same tick', () => {
       // Each node has room for exactly one AM-sized slot. a: AM on n1, a task slot on n2; x: AM on
-      // n3; c waits. n1 and n2 go silent together: when a fails (its AM node is lost) its slot on
-      // n2 frees up, but n2 is lost too, so c must keep waiting rather than be launched there.
+      // n3; c waits. n1 and n2 go silent together: a's AM must restart (its node is lost) and its
+      // slot on n2 frees up, but n2 is lost too, so neither a's new AM nor c may be launched there.
       const h = new Harness({ nodes: [{ nodeId: 'n1', capacity: AM_RES }, { nodeId: 'n2', capacity: AM_RES }, { nodeId: 'n3', capacity: AM_RES }] });
       const tiny = (id: string) => mockSpec({ id, tasks: [{ name: 'map', instances: 1, resources: { cpu: '100m', memory: 64 }, command: ['true'] }] });
       h.start(tiny('a'));
@@ -802,14 +879,15 @@ describe('MasterCore', () => {
       expect(h.amSlots('a')).to.deep.equal({ 'map@n2': 1 });
 
       const effects = lose(h, ['n1', 'n2']);
-      expect(h.core.getJob('a').state).to.equal('failed');
+      expect(h.core.getJob('a')).to.include({ state: 'running', amAttempt: 2, amNodeId: '' });
       expect(ofKind(effects, 'launchAm')).to.deep.equal([]);
       expect(h.core.getJob('c')).to.include({ state: 'submitted', amNodeId: '' });
       expect(h.core.getJob('x').state).to.equal('running');
 
-      // Once an agent is back, c's AM goes there.
+      // Once an agent is back, the earlier submission's AM (a, attempt 2) goes there; c waits on.
       const back = h.heartbeat('n2');
-      expect(ofKind(back.effects, 'launchAm').map((e) => [e.appId, e.nodeId])).to.deep.equal([['c', 'n2']]);
+      expect(ofKind(back.effects, 'launchAm').map((e) => [e.appId, e.attempt, e.nodeId])).to.deep.equal([['a', 2, 'n2']]);
+      expect(h.core.getJob('c')).to.include({ state: 'submitted', amNodeId: '' });
     });
   });
 
@@ -897,6 +975,13 @@ const SUS: Array<{ suId: string; resource: ReturnType<typeof res> }> = [
 ];
 const LOCS = ['', '', 'node:n0', 'node:n2', 'rack:r0', 'rack:r1', 'node:ghost'];
 const PROP_TIMEOUT = 1000;
+/** Agents silent this long are timing out (reserved, not schedulable) before they are lost. */
+const PROP_TIMING_OUT = PROP_TIMEOUT / 2;
+/** AMs silent this long are replaced by a new attempt. */
+const PROP_AM_STALL = 3 * PROP_TIMEOUT;
+const PROP_MAX_AM_ATTEMPTS = 3;
+/** `FUXI_PROP_RUNS=1000` for a longer run. */
+const PROP_RUNS = Number(process.env.FUXI_PROP_RUNS ?? '') || 300;
 
 type Op =
   | { op: 'submit'; job: number; am: number; group: number; register: boolean }
@@ -906,8 +991,9 @@ type Op =
   | { op: 'return'; job: number; pick: number; n: number }
   | { op: 'finish'; job: number; ok: boolean }
   | { op: 'kill'; job: number }
-  | { op: 'amDies'; job: number }
+  | { op: 'amDies'; job: number; old: boolean }
   | { op: 'lose'; nodes: number }
+  | { op: 'lag'; nodes: number }
   | { op: 'revive'; node: number; register: boolean }
   | { op: 'staleHeartbeat'; node: number }
   | { op: 'time'; ms: number };
@@ -928,9 +1014,12 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant('return' as const), job: idx(JOB_PICKS), pick: fc.nat(), n: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('finish' as const), job: idx(JOB_PICKS), ok: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('kill' as const), job: idx(JOB_PICKS) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('amDies' as const), job: idx(JOB_PICKS) }) },
+  // The current AM attempt dies (restart), or an old one is reported dead (ignored).
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('amDies' as const), job: idx(JOB_PICKS), old: fc.boolean() }) },
   // A bit mask: sometimes several agents go silent in the same tick.
   { weight: 2, arbitrary: fc.record({ op: fc.constant('lose' as const), nodes: fc.integer({ min: 1, max: 15 }) }) },
+  // Agents late past the timing-out threshold but not lost (yet): their slots stay reserved.
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('lag' as const), nodes: fc.integer({ min: 1, max: 15 }) }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('revive' as const), node: idx(4), register: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('staleHeartbeat' as const), node: idx(4) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('time' as const), ms: fc.integer({ min: 1, max: Math.floor(PROP_TIMEOUT / 3) }) }) },
@@ -950,9 +1039,11 @@ function propSpec(job: string, am: number, group: number) {
 
 /**
  * What every agent and AM holds (the tables the core pushed to them) agrees with the core's own
- * state: a healthy node's last grant table adds up to its allocation, within capacity; a lost node
- * holds nothing; no ended job holds a grant; a running AM sees exactly the grants of its app; a
- * job with a placed AM has the AM grant on a healthy node.
+ * state: a healthy (or timing-out) node's last grant table adds up to its allocation, within
+ * capacity, and names each app's current AM attempt; a lost node holds nothing; no ended job holds
+ * a grant; a registered AM of the current attempt sees exactly the grants of its app (between an
+ * AM restart and the new attempt's registration there is no AM to see anything: the new attempt
+ * gets its table from RegisterApp); a job with a placed AM has the AM grant on a healthy node.
  */
 function checkViews(h: Harness): void {
   h.core.checkInvariants();
@@ -968,7 +1059,11 @@ function checkViews(h: Harness): void {
     }
     const view = h.agents.get(id)?.grants ?? [];
     expect(grantTotal(view), `agent ${id} holds other grants than allocated`).to.deep.equal(n.allocated);
-    for (const g of view) expect(TERMINAL_STATES.has(h.core.getJob(g.appId).state), `ended ${g.appId} still granted on ${id}`).to.equal(false);
+    for (const g of view) {
+      const job = h.core.getJob(g.appId);
+      expect(TERMINAL_STATES.has(job.state), `ended ${g.appId} still granted on ${id}`).to.equal(false);
+      expect(g.amAttempt, `grant of ${g.appId} on ${id} names an old AM attempt`).to.equal(job.amAttempt);
+    }
   }
   for (const job of h.core.listJobs()) {
     if (TERMINAL_STATES.has(job.state)) continue;
@@ -976,7 +1071,8 @@ function checkViews(h: Harness): void {
       expect(healthy.has(job.amNodeId), `${job.jobId} AM on lost ${job.amNodeId}`).to.equal(true);
       expect(grantMap(h.agents.get(job.amNodeId)?.grants ?? [])[`${job.jobId}/${AM_SU}`], `${job.jobId} AM grant`).to.equal(1);
     }
-    if (job.state !== 'running') continue;
+    expect(job.amAttempt, `${job.jobId} AM attempts`).to.be.at.most(PROP_MAX_AM_ATTEMPTS);
+    if (job.state !== 'running' || job.amAddress === '') continue;
     const granted: Record<string, number> = {};
     for (const id of healthy) {
       for (const g of h.agents.get(id)?.grants ?? []) {
@@ -990,15 +1086,29 @@ function checkViews(h: Harness): void {
 function checkEffects(h: Harness, effects: readonly Effect[]): void {
   const healthy = new Set(h.core.listNodes().filter((n) => n.healthy).map((n) => n.info.nodeId));
   for (const e of effects) {
-    if (e.kind === 'grants' || e.kind === 'assignments' || e.kind === 'launchAm' || e.kind === 'stopWorkers') expect(e.epoch).to.equal(EPOCH);
+    if (e.kind === 'grants' || e.kind === 'assignments' || e.kind === 'launchAm' || e.kind === 'stopWorkers' || e.kind === 'agentsTimedOut') expect(e.epoch).to.equal(EPOCH);
     if (e.kind === 'grants') expect(e.full).to.equal(true);
-    if (e.kind === 'launchAm') expect(h.core.getJob(e.appId).amNodeId).to.equal(e.nodeId);
+    // Only old AM attempts are ever stopped one by one; the current one is fenced by its grants.
+    if (e.kind === 'stopWorkers' && e.workerIds) {
+      const attempt = h.core.getJob(e.appId).amAttempt;
+      for (const w of e.workerIds) expect(w, `stops the current AM of ${e.appId}`).to.match(/^am\.\d+$/).and.to.not.equal(`am.${attempt}`);
+    }
+  }
+  // The last launch of an app still going is where its current attempt runs.
+  const lastLaunch = new Map(ofKind(effects, 'launchAm').map((e) => [e.appId, e]));
+  for (const e of lastLaunch.values()) {
+    const job = h.core.getJob(e.appId);
+    if (TERMINAL_STATES.has(job.state)) continue;
+    expect([job.amNodeId, job.amAttempt], `launch of ${e.appId}`).to.deep.equal([e.nodeId, e.attempt]);
+    expect(healthy.has(e.nodeId), `AM launched on lost ${e.nodeId}`).to.equal(true);
   }
   // Several agents lost in one tick give an AM one push per agent (and an app may end later in the
-  // same tick): the last push to an app still going has none of them.
+  // same tick): the last push to the current AM of an app still going has none of them. (A push in
+  // the same step before an AM restart goes to the old attempt, which is being replaced.)
   const lastPush = new Map(ofKind(effects, 'assignments').map((e) => [e.appId, e]));
   for (const e of lastPush.values()) {
-    if (TERMINAL_STATES.has(h.core.getJob(e.appId).state)) continue;
+    const job = h.core.getJob(e.appId);
+    if (TERMINAL_STATES.has(job.state) || job.amAddress === '' || e.address !== job.amAddress) continue;
     for (const a of e.assignments) expect(healthy.has(a.nodeId), `assignment on lost ${a.nodeId}`).to.equal(true);
   }
 }
@@ -1041,10 +1151,11 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
       if (!isRunning(id)) return [];
       const su = SUS[op.su] ?? SUS[0];
       if (!su) return [];
+      // Seqs are per AM attempt: only one the current attempt sent is a retry.
       const last = h.acceptedReqSeq.get(id);
-      if (last === undefined) return [];
+      if (last === undefined || last.attempt !== h.core.getJob(id).amAttempt) return [];
       const before = h.totalAllocated();
-      const r = h.request(id, [delta(su.suId, op.n)], { units: [unit(su.suId, su.resource)], seq: last });
+      const r = h.request(id, [delta(su.suId, op.n)], { units: [unit(su.suId, su.resource)], seq: last.seq });
       expect(r.effects, 'a repeated request seq was applied').to.deep.equal([]);
       expect(h.totalAllocated()).to.deep.equal(before);
       return r.effects;
@@ -1064,7 +1175,13 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
       if (!isRunning(id)) return [];
       const job = h.core.getJob(id);
       if (job.amNodeId === '') return [];
-      return h.heartbeat(job.amNodeId, { amWorkers: [amReport(id, { amAttempt: job.amAttempt, state: 'failed', exitCode: 137 })] }).effects;
+      const attempt = job.amAttempt;
+      const r = h.heartbeat(job.amNodeId, { amWorkers: [amReport(id, { amAttempt: op.old ? attempt - 1 : attempt, state: 'failed', exitCode: 137 })] });
+      const after = h.core.getJob(id);
+      if (op.old) expect(after.amAttempt, 'an old attempt dying changes nothing').to.equal(attempt);
+      else if (attempt < PROP_MAX_AM_ATTEMPTS) expect([after.state, after.amAttempt]).to.deep.equal([job.state, attempt + 1]);
+      else expect(after.state).to.equal('failed');
+      return r.effects;
     }
     case 'lose': {
       const lost = new Set(nodeIds.filter((_, i) => (op.nodes >> i) & 1));
@@ -1072,6 +1189,21 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
       h.advance(PROP_TIMEOUT + 1);
       h.heartbeatAll(alive);
       return h.tick();
+    }
+    case 'lag': {
+      // Late, not lost: whatever is allocated on them stays (nothing new is placed there).
+      const late = new Set(nodeIds.filter((_, i) => (op.nodes >> i) & 1));
+      const alive = h.core.listNodes().filter((n) => n.healthy && !late.has(n.info.nodeId)).map((n) => n.info.nodeId);
+      const before = new Map(h.core.listNodes().map((n) => [n.info.nodeId, n.allocated]));
+      h.advance(PROP_TIMING_OUT + 1);
+      h.heartbeatAll(alive);
+      const effects = h.tick();
+      for (const n of h.core.listNodes()) {
+        if (!late.has(n.info.nodeId)) continue;
+        expect(fits(n.allocated, before.get(n.info.nodeId) ?? ZERO), `work placed on timing-out ${n.info.nodeId}`).to.equal(true);
+      }
+      for (const e of ofKind(effects, 'launchAm')) expect(late.has(e.nodeId), `AM launched on timing-out ${e.nodeId}`).to.equal(false);
+      return effects;
     }
     case 'revive': {
       const id = nodeId(op.node);
@@ -1094,7 +1226,7 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
 }
 
 describe('MasterCore properties', function () {
-  this.timeout(30_000); // ~1-2 s: hundreds of random runs of up to 80 operations
+  this.timeout(120_000); // ~1-2 s: hundreds of random runs of up to 80 operations (FUXI_PROP_RUNS for more)
 
   it('never over-commits a node, and agents and AMs always see what the core allocated', () => {
     fc.assert(
@@ -1102,6 +1234,9 @@ describe('MasterCore properties', function () {
         const h = new Harness({
           config: {
             agentTimeoutMs: PROP_TIMEOUT,
+            agentTimingOutMs: PROP_TIMING_OUT,
+            amStallTimeoutMs: PROP_AM_STALL,
+            maxAmAttempts: PROP_MAX_AM_ATTEMPTS,
             quotaGroups: [
               { name: 'gold', weight: 2, limit: res(12000, 24576) },
               { name: 'silver', weight: 1 },
@@ -1126,7 +1261,7 @@ describe('MasterCore properties', function () {
         checkViews(h);
         expect(h.totalAllocated()).to.deep.equal(ZERO);
       }),
-      { numRuns: 300 },
+      { numRuns: PROP_RUNS },
     );
   });
 });
