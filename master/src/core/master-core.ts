@@ -479,7 +479,8 @@ export class MasterCore {
     // AM timing failure: a stalled AM is replaced by a new attempt; the old one is fenced.
     if (this.cfg.amStallTimeoutMs > 0) {
       for (const app of [...this.apps.values()]) {
-        if (app.amState !== 'running' || !app.reported) continue;
+        // A launched AM that never registers counts as stalled too (lastContactMs is its launch).
+        if ((app.amState !== 'running' && app.amState !== 'launching') || !app.reported) continue;
         if (now - app.lastContactMs > this.cfg.amStallTimeoutMs) {
           this.faults.post('AM_TIMING', app.appId, now, `silent for ${now - app.lastContactMs} ms`);
           this.faults.recovering('AM_TIMING', app.appId, now);
@@ -1044,6 +1045,7 @@ export class MasterCore {
         const node = this.nodes.get(p.nodeId);
         app.job.amNodeId = p.nodeId;
         if (app.amState === 'waiting') app.amState = 'launching'; // never demote a registered AM
+        app.lastContactMs = now;
         launches.push({ kind: 'launchAm', appId: app.appId, attempt: app.job.amAttempt, nodeId: p.nodeId, address: node?.info.address ?? '', resource: su.resource, epoch: this.epoch });
         // The AM's location is hard state (metaAM): a new master must not launch it twice.
         launches.push(this.persist(app.job), { kind: 'jobChanged', jobId: app.appId });
@@ -1061,7 +1063,6 @@ export class MasterCore {
       const app = this.apps.get(appId);
       if (app) effects.push(...this.pushAssignments(app, changed));
     }
-    void now;
     return effects;
   }
 
