@@ -1,7 +1,9 @@
 /**
  * @fuxi/agent: the Fuxi-TS node agent. A pure core (`AgentCore`: grants x plans -> spawns, kills,
  * events), a process driver (`RealProcessDriver`: workers in their own process groups, output and
- * exit code in files) and the shell (`Agent`: gRPC server, master registration and heartbeats).
+ * exit code in files), the local checkpoint (`LevelCheckpoint` / `MemoryCheckpoint`: grants and the
+ * worker registry, restored on restart) and the shell (`Agent`: gRPC server, master registration and
+ * heartbeats, re-adoption of live workers after a restart).
  *
  * ```ts
  * import { Agent, resolveConfig } from '@fuxi/agent';
@@ -10,7 +12,9 @@
  * ```
  */
 export * from './core/agent-core.js';
+export * from './core/state-delta.js';
 export * from './shell/process-driver.js';
+export * from './shell/checkpoint.js';
 export * from './shell/event-sender.js';
 export * from './shell/config.js';
 export * from './shell/wire.js';

@@ -11,11 +11,20 @@
  * core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [{ appId: 'a', suId: 'map', slots: 1, resource: res(500, 256) }] }, now);
  * const { effects } = core.startWorkers({ appId: 'a', amAttempt: 1, amAddress: '127.0.0.1:7100', epoch: '0', plans }, now);
  * // effects: [{ kind: 'spawn', worker: {...} }] -> shell spawns, then core.workerSpawned(id, pid, startTime, now)
+ * const delta = core.takeDelta(); // what changed since the last call: the shell writes it to the local checkpoint
  * ```
+ *
+ * Agent restart (DESIGN.md section 5, "Agent crash"): a fresh core is given the checkpointed state
+ * with `restore(state, liveness, now)`, where `liveness` says for each worker that was active
+ * whether its process is still the same one (pid + start time + boot id), or how it ended. Live
+ * workers are re-adopted (they keep their slots), ended ones finish with their real exit code, and
+ * pending plans stay pending, held until `grantsConfirmed()` (the master confirmed the grant table,
+ * or the shell gave up waiting for it and runs from the checkpoint's grants).
  */
 import {
   add,
   cmpInt64,
+  FailedPreconditionError,
   fits,
   format,
   InvalidArgumentError,
@@ -61,6 +70,11 @@ export interface GrantEntry {
   slots: number;
   /** Resource of one slot. */
   resource: Resource;
+  /**
+   * The app's current AM attempt as the master knows it (0 / absent = not given). A higher one than
+   * the agent has seen raises the app's bar: plans and stops from older attempts are then refused.
+   */
+  amAttempt?: number;
 }
 
 export interface PlanInput {
@@ -121,6 +135,8 @@ export interface WorkerInfo {
   pid: number;
   /** Process start time (clock ticks since boot, /proc/<pid>/stat field 22); '' until spawned. */
   startTime: string;
+  /** Host boot id when the process was started ('' until spawned, or when unknown). */
+  bootId: string;
   exitCode: number | null;
   signal: string | null;
   message: string;
@@ -170,6 +186,71 @@ export interface AgentSnapshot {
   used: Resource;
 }
 
+/** Where the agent stands with the master, and whose node this is (one checkpoint record). */
+export interface CheckpointMeta {
+  nodeId: string;
+  /** Highest master epoch accepted. */
+  epoch: Int64;
+  /** Epoch of the master whose numbering `grantSeq` is in. */
+  grantEpoch: Int64;
+  grantSeq: Int64;
+}
+
+/** What the agent knows of an app: the newest AM attempt (the fencing bar) and where it listens. */
+export interface AppEntry {
+  appId: string;
+  amAttempt: number;
+  amAddress: string;
+}
+
+/** A worker as checkpointed: its info plus its place in acceptance and start order. */
+export interface WorkerEntry extends WorkerInfo {
+  order: number;
+  startOrder: number;
+}
+
+/** The whole durable state of the agent: what its local checkpoint holds. */
+export interface AgentState {
+  meta: CheckpointMeta;
+  grants: GrantEntry[];
+  apps: AppEntry[];
+  /** In acceptance order. */
+  workers: WorkerEntry[];
+}
+
+export interface GrantRef {
+  appId: string;
+  suId: string;
+}
+export interface WorkerRef {
+  appId: string;
+  workerId: string;
+}
+
+/**
+ * The changes since the previous delta (the paper's delta checkpoint): whole records to put and
+ * keys to delete. One delta is written as one atomic batch.
+ */
+export interface StateDelta {
+  meta?: CheckpointMeta;
+  putGrants: GrantEntry[];
+  delGrants: GrantRef[];
+  putApps: AppEntry[];
+  delApps: string[];
+  putWorkers: WorkerEntry[];
+  delWorkers: WorkerRef[];
+}
+
+/**
+ * What became of a checkpointed worker's process while the agent was down (found by the shell):
+ * still the same process (`alive`: pid, start time and boot id match), ended with an exit code the
+ * wrapper recorded (`exited`; `atMs` = when, if known), or gone without a trace (`gone`).
+ */
+export type Liveness =
+  | { kind: 'alive'; pid: number; startTime: string; bootId: string }
+  | { kind: 'exited'; exitCode: number; atMs?: number }
+  | { kind: 'gone' };
+
 export interface AgentCoreConfig {
   nodeId: string;
   capacity: Resource;
@@ -179,11 +260,20 @@ export interface AgentCoreConfig {
   finishedRetentionMs?: number;
   /** At most this many finished workers are kept (oldest forgotten first; default 10000). */
   maxFinished?: number;
+  /**
+   * On restore, the final status of workers that finished this recently is pushed to their AM again
+   * (the agent may have crashed before delivering it; default 10 min).
+   */
+  resendFinishedWithinMs?: number;
 }
 
 export const DEFAULT_PENDING_TIMEOUT_MS = 60_000;
 export const DEFAULT_FINISHED_RETENTION_MS = 24 * 3600_000;
 export const DEFAULT_MAX_FINISHED = 10_000;
+export const DEFAULT_RESEND_FINISHED_WITHIN_MS = 10 * 60_000;
+
+/** Message of a worker whose process ended while the agent was down, without a recorded exit code. */
+export const ENDED_WHILE_DOWN = 'ended while the agent was down';
 
 interface WorkerRecord extends WorkerInfo {
   /** Acceptance order; ties in time are broken by it. */
@@ -207,6 +297,7 @@ export class AgentCore {
   private readonly pendingTimeoutMs: number;
   private readonly retentionMs: number;
   private readonly maxFinished: number;
+  private readonly resendWithinMs: number;
 
   private epoch: Int64 = '0';
   /** Epoch of the master whose numbering `grantSeq` is in (the master that sent the table). */
@@ -217,6 +308,15 @@ export class AgentCore {
   private readonly workers = new Map<string, WorkerRecord>();
   private readonly apps = new Map<string, AppRecord>();
   private nextOrder = 1;
+  /** After a restore: no pending plan starts until the grant table is confirmed (grantsConfirmed). */
+  private held = false;
+
+  // What changed since the last takeDelta() (the checkpoint's delta). The meta record is written once
+  // at the start so that the checkpoint names its node.
+  private dirtyMeta = true;
+  private readonly dirtyGrants = new Map<string, GrantRef>();
+  private readonly dirtyApps = new Set<string>();
+  private readonly dirtyWorkers = new Map<string, WorkerRef>();
 
   constructor(
     cfg: AgentCoreConfig,
@@ -227,6 +327,7 @@ export class AgentCore {
     this.pendingTimeoutMs = cfg.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
     this.retentionMs = cfg.finishedRetentionMs ?? DEFAULT_FINISHED_RETENTION_MS;
     this.maxFinished = cfg.maxFinished ?? DEFAULT_MAX_FINISHED;
+    this.resendWithinMs = cfg.resendFinishedWithinMs ?? DEFAULT_RESEND_FINISHED_WITHIN_MS;
   }
 
   // ------------------------------------------------------------------ master epoch
@@ -270,6 +371,7 @@ export class AgentCore {
     if (c > 0) {
       this.log.info({ from: this.epoch, to: epoch }, 'new master epoch');
       this.epoch = String(BigInt(epoch));
+      this.dirtyMeta = true;
     }
   }
 
@@ -309,18 +411,26 @@ export class AgentCore {
     }
     const touched = new Set<string>();
     if (req.full) {
-      for (const k of this.grants.keys()) touched.add(k);
+      for (const [k, g] of this.grants) {
+        touched.add(k);
+        this.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
+      }
       this.grants.clear();
     }
     for (const g of req.grants) {
       const k = grantKey(g.appId, g.suId);
       touched.add(k);
+      this.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
       if (g.slots === 0) this.grants.delete(k);
-      else this.grants.set(k, { appId: g.appId, suId: g.suId, slots: g.slots, resource: { ...g.resource } });
+      else this.grants.set(k, copyGrant(g));
     }
     this.grantSeq = seq.toString();
     this.grantEpoch = String(BigInt(req.epoch || '0'));
+    this.dirtyMeta = true;
+    // A table applied from the master is the master's word: pending plans may start on it.
+    this.held = false;
     const effects: Effect[] = [];
+    for (const g of req.grants) if ((g.amAttempt ?? 0) > 0) effects.push(...this.raiseAmAttempt(g.appId, g.amAttempt ?? 0, now, 'grant'));
     for (const k of touched) effects.push(...this.enforceGrant(k));
     effects.push(...this.startPending(now));
     return { appliedSeq: this.grantSeq, applied: true, effects };
@@ -362,12 +472,13 @@ export class AgentCore {
     });
     if (fromMaster) this.checkEpoch(req.epoch);
     this.checkAmAttempt(req.appId, req.amAttempt);
-    const app = this.apps.get(req.appId) ?? { amAttempt: req.amAttempt, amAddress: '' };
-    app.amAttempt = Math.max(app.amAttempt, req.amAttempt);
-    if (req.amAddress && req.amAttempt >= app.amAttempt) app.amAddress = req.amAddress;
-    this.apps.set(req.appId, app);
+    const effects: Effect[] = this.raiseAmAttempt(req.appId, req.amAttempt, now, 'plan');
+    const app = this.apps.get(req.appId)!;
+    if (req.amAddress && req.amAttempt >= app.amAttempt && app.amAddress !== req.amAddress) {
+      app.amAddress = req.amAddress;
+      this.dirtyApps.add(req.appId);
+    }
 
-    const effects: Effect[] = [];
     const ids: string[] = [];
     for (const p of req.plans) {
       ids.push(p.workerId);
@@ -387,6 +498,7 @@ export class AgentCore {
         state: 'PENDING',
         pid: 0,
         startTime: '',
+        bootId: '',
         exitCode: null,
         signal: null,
         message: '',
@@ -398,6 +510,7 @@ export class AgentCore {
         startOrder: 0,
       };
       this.workers.set(wkey(w.appId, w.workerId), w);
+      this.touch(w);
       if (w.command.argv.length === 0 || !w.command.argv[0]) {
         effects.push(...this.finish(w, 'REJECTED', now, 'plan has an empty command (argv)'));
         continue;
@@ -411,6 +524,32 @@ export class AgentCore {
   private checkAmAttempt(appId: string, amAttempt: number): void {
     const newest = this.apps.get(appId)?.amAttempt ?? 0;
     if (amAttempt < newest) throw new StaleEpochError('am attempt', amAttempt, newest);
+  }
+
+  /**
+   * Raises the app's AM attempt bar to `attempt` (never lowers it; creates the app record). Plans of
+   * older attempts that have not started are void then: REJECTED. Running workers are left alone
+   * (the new attempt adopts them).
+   */
+  private raiseAmAttempt(appId: string, attempt: number, now: number, source: 'plan' | 'grant'): Effect[] {
+    let app = this.apps.get(appId);
+    if (!app) {
+      app = { amAttempt: 0, amAddress: '' };
+      this.apps.set(appId, app);
+      this.dirtyApps.add(appId);
+    }
+    if (attempt <= app.amAttempt) return [];
+    const from = app.amAttempt;
+    app.amAttempt = attempt;
+    this.dirtyApps.add(appId);
+    const effects: Effect[] = [];
+    if (from > 0) effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
+    for (const w of this.workers.values()) {
+      if (w.appId === appId && w.state === 'PENDING' && w.amAttempt < attempt) {
+        effects.push(...this.finish(w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));
+      }
+    }
+    return effects;
   }
 
   /**
@@ -440,6 +579,7 @@ export class AgentCore {
     if (w.stopReason) return [];
     w.stopReason = reason;
     w.message = reason;
+    this.touch(w);
     // A STARTING worker is killed as soon as its pid is known (workerSpawned).
     if (w.state === 'RUNNING' && w.pid > 0) return [{ kind: 'kill', workerId: w.workerId, pid: w.pid, reason }];
     return [];
@@ -448,6 +588,7 @@ export class AgentCore {
   /** Starts every pending plan (oldest first) whose grant has room. */
   private startPending(now: number): Effect[] {
     const effects: Effect[] = [];
+    if (this.held) return effects;
     let counts: Map<string, number> | undefined;
     let used: Resource = ZERO;
     for (const w of this.workers.values()) {
@@ -482,6 +623,7 @@ export class AgentCore {
       }
       w.state = 'STARTING';
       w.resource = { ...grant.resource };
+      this.touch(w);
       counts.set(key, (counts.get(key) ?? 0) + 1);
       used = after;
       w.startOrder = this.nextOrder++;
@@ -518,8 +660,8 @@ export class AgentCore {
 
   // ------------------------------------------------------------------ process lifecycle
 
-  /** The driver started the worker's process. */
-  workerSpawned(appId: string, workerId: string, pid: number, startTime: string, now: number): Effect[] {
+  /** The driver started the worker's process (`bootId`: the host's, identifies the process with pid + start time). */
+  workerSpawned(appId: string, workerId: string, pid: number, startTime: string, now: number, bootId = ''): Effect[] {
     const w = this.workers.get(wkey(appId, workerId));
     if (!w) return [{ kind: 'log', level: 'warn', msg: 'spawned an unknown worker', fields: { workerId, pid } }];
     if (w.state !== 'STARTING') {
@@ -527,13 +669,17 @@ export class AgentCore {
       if (w.pid === 0) {
         w.pid = pid;
         w.startTime = startTime;
+        w.bootId = bootId;
+        this.touch(w);
       }
       return [];
     }
     w.state = 'RUNNING';
     w.pid = pid;
     w.startTime = startTime;
+    w.bootId = bootId;
     w.startedAtMs = now;
+    this.touch(w);
     const effects: Effect[] = [
       { kind: 'log', level: 'info', msg: 'worker started', fields: { workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt, pid } },
     ];
@@ -551,8 +697,12 @@ export class AgentCore {
     return effects;
   }
 
-  /** The worker's process ended: `exitCode` when it exited, `signal` when a signal killed it. */
-  workerExited(appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number): Effect[] {
+  /**
+   * The worker's process ended: `exitCode` when it exited, `signal` when a signal killed it (both
+   * null: unknown, e.g. a re-adopted worker, not the agent's child, that left no exit code; `detail`
+   * then says so).
+   */
+  workerExited(appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number, detail = ''): Effect[] {
     const w = this.workers.get(wkey(appId, workerId));
     if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
     if (isTerminal(w.state) || w.state === 'PENDING') return [];
@@ -568,7 +718,7 @@ export class AgentCore {
       message = '';
     } else {
       state = 'FAILED';
-      message = signal ? `killed by signal ${signal}` : `exit code ${exitCode ?? 'unknown'}`;
+      message = signal ? `killed by signal ${signal}` : exitCode === null && detail ? detail : `exit code ${exitCode ?? 'unknown'}`;
     }
     const effects = this.finish(w, state, now, message);
     effects.push(...this.startPending(now));
@@ -594,10 +744,24 @@ export class AgentCore {
     const finished = [...this.workers.values()].filter((w) => isTerminal(w.state));
     let over = finished.length - this.maxFinished;
     finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
+    let removed = false;
     for (const w of finished) {
       if (over > 0 || now - w.finishedAtMs > this.retentionMs) {
         this.workers.delete(wkey(w.appId, w.workerId));
+        this.touch(w);
+        removed = true;
         over--;
+      }
+    }
+    if (!removed) return;
+    // Apps with neither workers nor grants left are forgotten (a later grant names the AM attempt again).
+    const inUse = new Set<string>();
+    for (const w of this.workers.values()) inUse.add(w.appId);
+    for (const g of this.grants.values()) inUse.add(g.appId);
+    for (const appId of this.apps.keys()) {
+      if (!inUse.has(appId)) {
+        this.apps.delete(appId);
+        this.dirtyApps.add(appId);
       }
     }
   }
@@ -606,6 +770,7 @@ export class AgentCore {
     w.state = state;
     w.finishedAtMs = now;
     w.message = message;
+    this.touch(w);
     const level = state === 'SUCCEEDED' ? 'info' : state === 'KILLED' ? 'info' : 'warn';
     const effects: Effect[] = [
       { kind: 'log', level, msg: `worker ${state.toLowerCase()}`, fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, exitCode: w.exitCode, signal: w.signal, message } },
@@ -673,12 +838,175 @@ export class AgentCore {
   }
 
   grantTable(): GrantEntry[] {
-    return [...this.grants.values()].map((g) => ({ ...g, resource: { ...g.resource } }));
+    return [...this.grants.values()].map(copyGrant);
   }
 
   /** Highest AM attempt seen for the app (0 when unknown). */
   amAttemptOf(appId: string): number {
     return this.apps.get(appId)?.amAttempt ?? 0;
+  }
+
+  // ------------------------------------------------------------------ checkpoint and restart
+
+  private touch(w: WorkerRecord): void {
+    this.dirtyWorkers.set(wkey(w.appId, w.workerId), { appId: w.appId, workerId: w.workerId });
+  }
+
+  private meta(): CheckpointMeta {
+    return { nodeId: this.nodeId, epoch: this.epoch, grantEpoch: this.grantEpoch, grantSeq: this.grantSeq };
+  }
+
+  /** True after a restore until the grant table is confirmed: pending plans wait. */
+  get startsHeld(): boolean {
+    return this.held;
+  }
+
+  /**
+   * What changed since the previous call (undefined: nothing), as whole records to put and keys to
+   * delete; the shell writes it to the local checkpoint as one atomic batch before it acknowledges
+   * the input that caused it. Replaying every delta in order over an empty state gives `state()`.
+   */
+  takeDelta(): StateDelta | undefined {
+    if (!this.dirtyMeta && this.dirtyGrants.size === 0 && this.dirtyApps.size === 0 && this.dirtyWorkers.size === 0) return undefined;
+    const d: StateDelta = { putGrants: [], delGrants: [], putApps: [], delApps: [], putWorkers: [], delWorkers: [] };
+    if (this.dirtyMeta) d.meta = this.meta();
+    for (const [k, ref] of this.dirtyGrants) {
+      const g = this.grants.get(k);
+      if (g) d.putGrants.push(copyGrant(g));
+      else d.delGrants.push(ref);
+    }
+    for (const appId of this.dirtyApps) {
+      const a = this.apps.get(appId);
+      if (a) d.putApps.push({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress });
+      else d.delApps.push(appId);
+    }
+    for (const [k, ref] of this.dirtyWorkers) {
+      const w = this.workers.get(k);
+      if (w) d.putWorkers.push(entry(w));
+      else d.delWorkers.push(ref);
+    }
+    this.dirtyMeta = false;
+    this.dirtyGrants.clear();
+    this.dirtyApps.clear();
+    this.dirtyWorkers.clear();
+    return d;
+  }
+
+  /** The whole durable state (what the checkpoint holds once every delta is written). */
+  state(): AgentState {
+    return {
+      meta: this.meta(),
+      grants: this.grantTable(),
+      apps: [...this.apps].map(([appId, a]) => ({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress })),
+      workers: [...this.workers.values()].map(entry),
+    };
+  }
+
+  /**
+   * Agent restart: loads the checkpointed `saved` state into this fresh core. For every worker that
+   * was STARTING or RUNNING, `liveness` (the shell's look at /proc and the worker's exit file)
+   * decides: `alive` -> re-adopted as RUNNING, keeping its slot (and killed again if a stop had been
+   * requested); `exited` -> SUCCEEDED / FAILED with that exit code (KILLED when it was being
+   * stopped); `gone` -> FAILED (KILLED when being stopped) "ended while the agent was down". Every
+   * re-adopted or ended worker's status goes to its AM; so does that of workers that finished within
+   * `resendFinishedWithinMs` (the crash may have lost its delivery). Pending plans stay pending, and
+   * none starts until `grantsConfirmed()` or an applied grant message. The master epoch, the grant
+   * table with its (epoch, seq) and the AM attempt bars are those of the checkpoint.
+   *
+   * Throws FailedPreconditionError when the core is not fresh, or the checkpoint is another node's.
+   */
+  restore(saved: AgentState, liveness: (w: WorkerInfo) => Liveness, now: number): { adopted: WorkerInfo[]; ended: WorkerInfo[]; effects: Effect[] } {
+    if (this.workers.size > 0 || this.grants.size > 0 || this.apps.size > 0 || this.epoch !== '0') {
+      throw new FailedPreconditionError('restore needs a fresh agent core');
+    }
+    if (saved.meta.nodeId && saved.meta.nodeId !== this.nodeId) {
+      throw new FailedPreconditionError(
+        `the checkpoint belongs to node "${saved.meta.nodeId}", not "${this.nodeId}": start with --node-id ${saved.meta.nodeId}, or with another --work-dir`,
+        { checkpointNodeId: saved.meta.nodeId, nodeId: this.nodeId },
+      );
+    }
+    this.epoch = String(BigInt(saved.meta.epoch || '0'));
+    this.grantEpoch = String(BigInt(saved.meta.grantEpoch || '0'));
+    this.grantSeq = String(BigInt(saved.meta.grantSeq || '0'));
+    this.dirtyMeta = true;
+    for (const g of saved.grants) {
+      if (g.slots <= 0) continue;
+      this.grants.set(grantKey(g.appId, g.suId), copyGrant(g));
+    }
+    for (const a of saved.apps) this.apps.set(a.appId, { amAttempt: a.amAttempt, amAddress: a.amAddress });
+    const sorted = [...saved.workers].sort((a, b) => a.order - b.order);
+    for (const s of sorted) {
+      const w: WorkerRecord = { ...copy(s), order: s.order, startOrder: s.startOrder };
+      this.workers.set(wkey(w.appId, w.workerId), w);
+      this.nextOrder = Math.max(this.nextOrder, w.order + 1, w.startOrder + 1);
+      if (!this.apps.has(w.appId)) {
+        this.apps.set(w.appId, { amAttempt: w.amAttempt, amAddress: w.amAddress });
+        this.dirtyApps.add(w.appId);
+      }
+    }
+
+    const adopted: WorkerInfo[] = [];
+    const ended: WorkerInfo[] = [];
+    const effects: Effect[] = [];
+    for (const w of this.workers.values()) {
+      if (isActive(w.state)) {
+        const l = liveness(copy(w));
+        if (l.kind === 'alive') {
+          w.state = 'RUNNING';
+          w.pid = l.pid;
+          w.startTime = l.startTime;
+          w.bootId = l.bootId;
+          if (!w.startedAtMs) w.startedAtMs = now;
+          this.touch(w);
+          adopted.push(copy(w));
+          effects.push({ kind: 'log', level: 'debug', msg: 'worker re-adopted', fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid } });
+          effects.push(...this.event(w));
+          if (w.stopReason) effects.push({ kind: 'kill', workerId: w.workerId, pid: w.pid, reason: w.stopReason });
+          continue;
+        }
+        w.exitCode = l.kind === 'exited' ? l.exitCode : null;
+        w.signal = null;
+        let state: WorkerState;
+        let message: string;
+        if (w.stopReason) {
+          state = 'KILLED';
+          message = w.stopReason;
+        } else if (l.kind === 'exited' && l.exitCode === 0) {
+          state = 'SUCCEEDED';
+          message = '';
+        } else if (l.kind === 'exited') {
+          state = 'FAILED';
+          message = `exit code ${l.exitCode} (${ENDED_WHILE_DOWN})`;
+        } else {
+          state = 'FAILED';
+          message = `${ENDED_WHILE_DOWN} (no exit code recorded)`;
+        }
+        effects.push(...this.finish(w, state, now, message));
+        if (l.kind === 'exited' && l.atMs !== undefined && l.atMs > 0 && l.atMs <= now) w.finishedAtMs = l.atMs;
+        ended.push(copy(w));
+      } else if (isTerminal(w.state) && now - w.finishedAtMs <= this.resendWithinMs) {
+        effects.push(...this.event(w));
+      }
+    }
+    this.held = true;
+    effects.push({
+      kind: 'log',
+      level: 'info',
+      msg: 'state restored from the local checkpoint',
+      fields: { epoch: this.epoch, grantEpoch: this.grantEpoch, grantSeq: this.grantSeq, grants: this.grants.size, adopted: adopted.length, ended: ended.length, pending: this.summary().pending },
+    });
+    return { adopted, ended, effects };
+  }
+
+  /**
+   * The grant table is confirmed (the master answered and either accepted our (epoch, seq) or sent
+   * its table), or the shell runs from the checkpoint's grants because the master cannot be reached:
+   * pending plans may start.
+   */
+  grantsConfirmed(now: number): Effect[] {
+    if (!this.held) return [];
+    this.held = false;
+    return this.startPending(now);
   }
 
   snapshot(): AgentSnapshot {
@@ -693,6 +1021,14 @@ export class AgentCore {
       used: this.used(),
     };
   }
+}
+
+function copyGrant(g: GrantEntry): GrantEntry {
+  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: { ...g.resource }, amAttempt: g.amAttempt ?? 0 };
+}
+
+function entry(w: WorkerRecord): WorkerEntry {
+  return { ...copy(w), order: w.order, startOrder: w.startOrder };
 }
 
 function copy(w: WorkerRecord | WorkerInfo): WorkerInfo {
@@ -711,6 +1047,7 @@ function copy(w: WorkerRecord | WorkerInfo): WorkerInfo {
     state: w.state,
     pid: w.pid,
     startTime: w.startTime,
+    bootId: w.bootId,
     exitCode: w.exitCode,
     signal: w.signal,
     message: w.message,

@@ -11,6 +11,17 @@
  * and again before each later one until it succeeds or a newer epoch takes over. Workers are never
  * touched by any of this.
  *
+ * Local checkpoint and restart (DESIGN.md section 5, "Agent crash"): every change of the core (grants
+ * with their (epoch, seq), master epoch, AM attempt bars, the worker registry) is written to
+ * `<workDir>/checkpoint` as one atomic batch before the RPC that caused it is answered, and before
+ * a worker is spawned. On start the checkpoint is loaded: workers that still run as the same process
+ * are re-adopted (and watched by polling /proc), ended ones are reported with the exit code their
+ * wrapper recorded, and every such status is pushed to its AM. Then the agent registers with the
+ * epoch and heartbeats with the grant seq of the checkpoint, so the master answers with its full
+ * table when ours is behind (or asks for our report when it is failing over itself). Pending plans
+ * start once the master has answered a heartbeat, or after `restoreGrantWaitMs` from the
+ * checkpoint's grants when it cannot be reached.
+ *
  * ```ts
  * const agent = new Agent(resolveConfig({ master: '127.0.0.1:7070' }, {}), { log });
  * await agent.start();           // serving; registers in the background
@@ -21,7 +32,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { cmpInt64, errorMessage, InvalidArgumentError, NotFoundError, nullLogger, type Logger } from '@fuxi/common';
+import { cmpInt64, errorMessage, InvalidArgumentError, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
@@ -42,7 +53,9 @@ import {
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
 import { implement, MasterConnection, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
-import { AgentCore, isTerminal, type Effect, type WorkerInfo } from '../core/agent-core.js';
+import { AgentCore, isTerminal, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
+import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
+import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
 import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './process-driver.js';
 import type { AgentConfig } from './config.js';
@@ -58,6 +71,24 @@ export interface AgentDeps {
   now?: () => number;
   /** Core tick period (default 1000 ms). */
   tickMs?: number;
+  /**
+   * The local checkpoint (default: LevelDB in `<workDir>/checkpoint`, opened by start() and closed
+   * by stop()). One given here is the caller's to close.
+   */
+  checkpoint?: AgentCheckpoint;
+}
+
+/** What start() found in the local checkpoint. */
+export interface RestoreReport {
+  /** Workers still running as the same process, now watched again. */
+  adopted: number;
+  /** Workers that ended while the agent was down (reported with their exit codes). */
+  ended: number;
+  /** Plans kept pending. */
+  pending: number;
+  grants: number;
+  /** Time to load the checkpoint, probe every worker and write the outcome back. */
+  ms: number;
 }
 
 const LOG_CHUNK = 64 * 1024;
@@ -83,6 +114,20 @@ export class Agent {
   private reportEpoch = '';
   private reportFailures = 0;
   private readonly tickMs: number;
+  private checkpoint: AgentCheckpoint | undefined;
+  private readonly ownsCheckpoint: boolean;
+  private checkpointClosed = false;
+  /** The checkpoint writes in flight, in order. */
+  private persistChain: Promise<void> = Promise.resolve();
+  /** A delta whose write failed: written together with the next one. */
+  private unwritten: StateDelta | undefined;
+  private checkpointFailures = 0;
+  private grantWaitTimer: NodeJS.Timeout | undefined;
+  /** A registration just succeeded: heartbeat at once (no interval wait). */
+  private heartbeatNow = false;
+  private startedAtMs = 0;
+  private firstHeartbeatMs = 0;
+  private restoreReport: RestoreReport | undefined;
 
   constructor(
     readonly config: AgentConfig,
@@ -92,12 +137,12 @@ export class Agent {
     this.now = deps.now ?? Date.now;
     this.core = new AgentCore({ nodeId: config.nodeId, capacity: config.capacity, pendingTimeoutMs: config.pendingTimeoutMs }, this.log.child({ c: 'core' }));
     this.driver = deps.driver ?? new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
-    this.driver.onExit((e) => {
-      void this.run(this.core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, this.now()));
-    });
+    this.driver.onExit((e) => this.fire(this.core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, this.now(), e.detail)));
     this.events = new EventSender({ nodeId: config.nodeId, log: this.log.child({ c: 'events' }), ...(deps.sendEvents ? { send: deps.sendEvents } : {}) });
     this.master = this.connectMaster(config.masters);
     this.tickMs = deps.tickMs ?? 1000;
+    this.checkpoint = deps.checkpoint;
+    this.ownsCheckpoint = deps.checkpoint === undefined;
   }
 
   /** host:port the AgentService is reachable at (after start). */
@@ -111,9 +156,34 @@ export class Agent {
     return this.registeredOnce;
   }
 
-  /** Starts serving, logs "agent ready", then registers and heartbeats in the background. */
+  /** What start() restored from the local checkpoint (undefined: it was empty). */
+  get restored(): RestoreReport | undefined {
+    return this.restoreReport;
+  }
+
+  /** Milliseconds from start() to the first heartbeat the master answered (0: none yet). */
+  get msToFirstHeartbeat(): number {
+    return this.firstHeartbeatMs ? this.firstHeartbeatMs - this.startedAtMs : 0;
+  }
+
+  /**
+   * Loads the local checkpoint (restoring and re-adopting workers when it holds state), starts
+   * serving, logs "agent ready", then registers and heartbeats in the background.
+   */
   async start(): Promise<void> {
+    this.startedAtMs = Date.now();
     await fs.promises.mkdir(this.config.workDir, { recursive: true });
+    if (!this.checkpoint) this.checkpoint = await LevelCheckpoint.open(path.join(this.config.workDir, 'checkpoint'), { sync: this.config.checkpointSync });
+    try {
+      const t0 = Date.now();
+      const saved = await this.checkpoint.load();
+      if (isEmptyState(saved)) await this.persist(); // names the node in a new checkpoint
+      else await this.restore(saved, t0);
+    } catch (e) {
+      if (this.ownsCheckpoint) await this.checkpoint.close().catch(() => {});
+      this.checkpointClosed = true;
+      throw e;
+    }
     const proto = loadFuxiProto();
     this.server = await startServer({
       bind: this.config.listen,
@@ -125,12 +195,54 @@ export class Agent {
       const i = adv.lastIndexOf(':');
       this.server = { ...this.server, address: adv.slice(i + 1) === '0' ? `${adv.slice(0, i)}:${this.server.port}` : adv };
     }
-    this.tickTimer = setInterval(() => void this.run(this.core.tick(this.now())), this.tickMs);
+    this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
+    if (this.core.startsHeld) {
+      this.grantWaitTimer = setTimeout(() => {
+        this.grantWaitTimer = undefined;
+        if (!this.core.startsHeld || this.stopped) return;
+        this.log.warn({ waitedMs: this.config.restoreGrantWaitMs, grants: this.core.grantTable().length }, 'the master did not confirm the grant table in time: running from the checkpoint grants');
+        this.fire(this.core.grantsConfirmed(this.now()));
+      }, this.config.restoreGrantWaitMs);
+    }
     this.log.info(
-      { address: this.address, nodeId: this.config.nodeId, rack: this.config.rack, capacity: this.config.capacity, workDir: this.config.workDir, masters: this.config.masters },
+      {
+        address: this.address,
+        nodeId: this.config.nodeId,
+        rack: this.config.rack,
+        capacity: this.config.capacity,
+        workDir: this.config.workDir,
+        masters: this.config.masters,
+        ...(this.restoreReport ? { restored: this.restoreReport } : {}),
+      },
       'agent ready',
     );
     this.loop = this.mainLoop();
+  }
+
+  /** Restart: the checkpoint held state. Re-adopts live workers, finishes ended ones, tells their AMs. */
+  private async restore(saved: AgentState, t0: number): Promise<void> {
+    const driver = this.driver;
+    const r = this.core.restore(
+      saved,
+      (w) => (driver.probe ? driver.probe({ appId: w.appId, workerId: w.workerId, pid: w.pid, startTime: w.startTime, bootId: w.bootId }) : { kind: 'gone' }),
+      this.now(),
+    );
+    for (const w of r.adopted) driver.adopt?.({ appId: w.appId, workerId: w.workerId, pid: w.pid, startTime: w.startTime, bootId: w.bootId });
+    await this.run(r.effects); // checkpoint first, then the worker events to the AMs
+    const s = this.core.summary();
+    this.restoreReport = { adopted: r.adopted.length, ended: r.ended.length, pending: s.pending, grants: this.core.grantTable().length, ms: Date.now() - t0 };
+    this.log.info(
+      {
+        ...this.restoreReport,
+        epoch: this.core.epochSeen,
+        grantEpoch: this.core.appliedGrantEpoch,
+        grantSeq: this.core.appliedGrantSeq,
+        // The first 50 of each (the rest at debug level from the core).
+        adoptedWorkers: r.adopted.slice(0, 50).map((w) => `${w.appId}/${w.workerId}:${w.pid}`),
+        endedWorkers: r.ended.slice(0, 50).map((w) => `${w.appId}/${w.workerId}:${w.state}:${w.exitCode ?? '-'}`),
+      },
+      'restarted from the local checkpoint',
+    );
   }
 
   /** Stops heartbeats and the server. Workers are NOT killed: they outlive the agent. */
@@ -138,6 +250,7 @@ export class Agent {
     if (this.stopped) return;
     this.stopped = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
+    if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     for (const wake of this.sleepers) wake();
     await this.server?.shutdown(1000);
     // The register / heartbeat loop notices `stopped` after its current call; not awaited, so a
@@ -146,6 +259,10 @@ export class Agent {
     this.events.close();
     this.master.close();
     this.driver.close();
+    // Later changes (a worker exiting now) are not written: the next start finds them on disk.
+    await this.persistChain.catch(() => {});
+    this.checkpointClosed = true;
+    if (this.ownsCheckpoint) await this.checkpoint?.close().catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'closing the checkpoint failed'));
     this.log.info({ nodeId: this.config.nodeId }, 'agent stopped (workers left running)');
   }
 
@@ -171,11 +288,15 @@ export class Agent {
       try {
         if (this.needRegister) {
           await this.register();
+          this.heartbeatNow = true;
           continue;
         }
         // A master rebuilding its soft state asked for ours: it goes out before the next heartbeat.
         if (this.reportEpoch) await this.reportState();
-        await this.sleep(this.heartbeatIntervalMs);
+        // Right after a registration the first heartbeat goes out at once: it brings the grant table
+        // back in line (the master answers with its full table when our seq is behind).
+        if (!this.heartbeatNow) await this.sleep(this.heartbeatIntervalMs);
+        this.heartbeatNow = false;
         if (this.stopped) return;
         await this.heartbeat();
       } catch (e) {
@@ -216,7 +337,9 @@ export class Agent {
       this.moveOn();
       return false;
     }
+    const before = this.core.epochSeen;
     this.core.registered(epoch);
+    if (this.core.epochSeen !== before) void this.persist().catch(() => {}); // the fencing bar survives a restart
     if (this.reportEpoch && cmpInt64(this.reportEpoch, epoch) < 0) {
       this.log.info({ owedTo: this.reportEpoch, epoch }, 'state report owed to an older master dropped: a newer one took over');
       this.reportEpoch = '';
@@ -312,18 +435,33 @@ export class Agent {
       this.needRegister = true;
       return;
     }
+    const held = this.core.startsHeld;
+    if (!this.firstHeartbeatMs) {
+      this.firstHeartbeatMs = Date.now();
+      this.log.info({ master: this.master.address, epoch, msSinceStart: this.firstHeartbeatMs - this.startedAtMs, restored: this.restoreReport !== undefined }, 'first heartbeat answered');
+    }
     if (resp.reportState) this.askReport(epoch);
-    if (resp.fullGrants) {
-      if (resp.reportState) {
-        // Built before the master heard our state, so it could revoke live grants: not applied.
-        // The master rebuilds its view of this node from the report; later tables apply.
-        this.log.info({ epoch, seq: resp.grantSeq }, 'full grant table in an answer asking for our state not applied; waiting for the one after the report');
-        return;
-      }
+    if (resp.fullGrants && resp.reportState) {
+      // Built before the master heard our state, so it could revoke live grants: not applied.
+      // The master rebuilds its view of this node from the report; later tables apply.
+      this.log.info({ epoch, seq: resp.grantSeq }, 'full grant table in an answer asking for our state not applied; waiting for the one after the report');
+    } else if (resp.fullGrants) {
       const r = this.core.updateGrants({ epoch, seq: resp.grantSeq || '0', full: true, grants: resp.grants.map(fromWireGrant) }, this.now());
       this.log.info({ epoch, seq: r.appliedSeq, applied: r.applied, grants: resp.grants.length }, 'full grant table from heartbeat');
       await this.run(r.effects);
     }
+    if (held) this.confirmGrants(resp.fullGrants && !resp.reportState ? 'the master sent its full grant table' : resp.reportState ? 'the master takes our grant table (it asked for our state)' : 'the master accepted our grant seq');
+  }
+
+  /**
+   * After a restore: the master answered a heartbeat, so the grant table is the master's (it sends
+   * its full table when our (epoch, seq) is behind): pending plans may start.
+   */
+  private confirmGrants(why: string): void {
+    if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
+    this.grantWaitTimer = undefined;
+    this.log.info({ why, epoch: this.core.epochSeen, grantEpoch: this.core.appliedGrantEpoch, grantSeq: this.core.appliedGrantSeq }, 'grant table confirmed by the master');
+    this.fire(this.core.grantsConfirmed(this.now()));
   }
 
   private sleep(ms: number): Promise<void> {
@@ -341,13 +479,63 @@ export class Agent {
 
   // ------------------------------------------------------------------ effects
 
-  /** Carries out core effects; resolves when every spawn has been reported back to the core. */
+  /**
+   * Writes what the core changed since the last write to the local checkpoint (one atomic batch,
+   * in order after the writes before it). Rejects with UnavailableError when the write fails; the
+   * delta is then written again with the next one (or on the next tick).
+   */
+  private persist(): Promise<void> {
+    const cp = this.checkpoint;
+    if (!cp || this.checkpointClosed) return Promise.resolve();
+    const d = this.core.takeDelta();
+    if (!d && !this.unwritten) return this.persistChain.catch(() => {}); // wait for writes in flight
+    const p = this.persistChain
+      .catch(() => {})
+      .then(async () => {
+        const delta = this.unwritten ? mergeDeltas(this.unwritten, d) : d;
+        this.unwritten = undefined;
+        if (!delta || this.checkpointClosed) return;
+        try {
+          await cp.write(delta);
+        } catch (e) {
+          this.unwritten = delta;
+          this.checkpointFailures++;
+          if (this.checkpointFailures === 1 || this.checkpointFailures % 20 === 0) this.log.error({ failures: this.checkpointFailures, err: errorMessage(e) }, 'local checkpoint write failed; retrying with the next change');
+          throw new UnavailableError(`the agent could not write its local checkpoint: ${errorMessage(e)}`);
+        }
+        if (this.checkpointFailures > 0) this.log.info({ failures: this.checkpointFailures }, 'local checkpoint writes work again');
+        this.checkpointFailures = 0;
+      });
+    this.persistChain = p;
+    return p;
+  }
+
+  /** run() for callers that answer nobody: failures are logged where they happen. */
+  private fire(effects: Effect[]): void {
+    this.run(effects).catch(() => {});
+  }
+
+  /**
+   * Carries out core effects: first writes the core's changes to the checkpoint (so a worker is in
+   * the registry before it is spawned, and a change is durable before it is acknowledged), then
+   * spawns, kills, events and logs. When that write failed, no worker is spawned (the plans are
+   * REJECTED: never a process the registry does not know). Resolves when every spawn has been
+   * reported back to the core (and written); rejects with UnavailableError (after carrying out the
+   * other effects) when a checkpoint write failed.
+   */
   private async run(effects: Effect[]): Promise<void> {
+    let failure: unknown;
+    try {
+      await this.persist();
+    } catch (e) {
+      failure = e;
+    }
     const spawns: Array<Promise<void>> = [];
     for (const e of effects) {
       switch (e.kind) {
         case 'spawn':
-          spawns.push(this.spawn(e.worker));
+          // Never a worker that is not in the registry: without the write, no spawn.
+          spawns.push(failure === undefined ? this.spawn(e.worker) : this.refuseSpawn(e.worker));
           break;
         case 'kill':
           this.log.info({ workerId: e.workerId, pid: e.pid, reason: e.reason }, 'stopping worker');
@@ -362,13 +550,19 @@ export class Agent {
       }
     }
     await Promise.all(spawns);
+    if (failure) throw failure;
+  }
+
+  private async refuseSpawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
+    this.log.warn({ workerId: spec.workerId, appId: spec.appId }, 'worker not started: its registry entry could not be written');
+    await this.run(this.core.spawnFailed(spec.appId, spec.workerId, 'the local checkpoint could not be written', this.now()));
   }
 
   private async spawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
     let next: Effect[];
     try {
       const r = await this.driver.spawn(spec);
-      next = this.core.workerSpawned(spec.appId, spec.workerId, r.pid, r.startTime, this.now());
+      next = this.core.workerSpawned(spec.appId, spec.workerId, r.pid, r.startTime, this.now(), r.bootId);
     } catch (e) {
       this.log.warn({ workerId: spec.workerId, err: errorMessage(e) }, 'could not spawn worker');
       next = this.core.spawnFailed(spec.appId, spec.workerId, errorMessage(e), this.now());

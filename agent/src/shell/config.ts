@@ -23,11 +23,34 @@ export interface AgentConfig {
   workDir: string;
   stopGraceMs: number;
   pendingTimeoutMs: number;
+  /**
+   * After a restart from the local checkpoint, pending plans wait this long for the master to
+   * confirm the grant table; then they run from the checkpoint's grants (the master is failing over
+   * too: Table 3 row 12, "From Checkpoint"). Default 5000.
+   */
+  restoreGrantWaitMs: number;
+  /** fsync every checkpoint batch (default false: a write survives the agent's own crash, not the host's). */
+  checkpointSync: boolean;
   logLevel: string;
 }
 
 /** Keys accepted in a config file (and, in kebab-case, as flags). */
-export const CONFIG_KEYS = ['master', 'listen', 'advertise', 'nodeId', 'rack', 'labels', 'cpu', 'memory', 'workDir', 'stopGraceMs', 'pendingTimeoutMs', 'logLevel'] as const;
+export const CONFIG_KEYS = [
+  'master',
+  'listen',
+  'advertise',
+  'nodeId',
+  'rack',
+  'labels',
+  'cpu',
+  'memory',
+  'workDir',
+  'stopGraceMs',
+  'pendingTimeoutMs',
+  'restoreGrantWaitMs',
+  'checkpointSync',
+  'logLevel',
+] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 
 export interface HostFacts {
@@ -42,6 +65,7 @@ export function hostFacts(): HostFacts {
 
 export const DEFAULT_LISTEN = '127.0.0.1:0';
 export const DEFAULT_WORK_DIR = '/var/lib/fuxi/agent';
+export const DEFAULT_RESTORE_GRANT_WAIT_MS = 5000;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /** Reads a YAML or JSON config file into a plain object (keys are checked by `resolveConfig`). */
@@ -108,10 +132,18 @@ export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: 
 
   const stopGraceMs = nonNegInt('stopGraceMs', pick('stopGraceMs') ?? DEFAULT_STOP_GRACE_MS);
   const pendingTimeoutMs = nonNegInt('pendingTimeoutMs', pick('pendingTimeoutMs') ?? DEFAULT_PENDING_TIMEOUT_MS);
+  const restoreGrantWaitMs = nonNegInt('restoreGrantWaitMs', pick('restoreGrantWaitMs') ?? DEFAULT_RESTORE_GRANT_WAIT_MS);
+  const checkpointSync = bool('checkpointSync', pick('checkpointSync') ?? false);
   const logLevel = str('logLevel', pick('logLevel') ?? process.env.FUXI_LOG_LEVEL ?? 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
-  return { masters, listen, advertise, nodeId, rack, labels, capacity: { cpuMilli, memoryMb }, workDir, stopGraceMs, pendingTimeoutMs, logLevel };
+  return { masters, listen, advertise, nodeId, rack, labels, capacity: { cpuMilli, memoryMb }, workDir, stopGraceMs, pendingTimeoutMs, restoreGrantWaitMs, checkpointSync, logLevel };
+}
+
+function bool(key: string, v: unknown): boolean {
+  if (typeof v === 'boolean') return v;
+  if (typeof v === 'string' && /^(true|false)$/i.test(v.trim())) return v.trim().toLowerCase() === 'true';
+  throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
 }
 
 function str(key: string, v: unknown): string {

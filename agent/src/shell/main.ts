@@ -7,6 +7,11 @@
  *
  * When serving it logs one JSON line with msg "agent ready" and the `address` it serves at.
  * SIGTERM / SIGINT stop it without touching its workers (they keep running).
+ *
+ * Started again with the same --work-dir (after a crash, kill -9, or an upgrade), it restores its
+ * grants and worker registry from `<work-dir>/checkpoint`, re-adopts the workers that still run (same
+ * pid, /proc start time and boot id) and reports how the others ended; run it under systemd with
+ * `KillMode=process` so that stopping the agent never stops its workers.
  */
 import { Command, CommanderError } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError } from '@fuxi/common';
@@ -27,6 +32,8 @@ const program = new Command('fuxi-agent')
   .option('--work-dir <dir>', 'worker directories and logs (default /var/lib/fuxi/agent)')
   .option('--stop-grace-ms <ms>', 'SIGTERM to SIGKILL grace when stopping a worker (default 5000)')
   .option('--pending-timeout-ms <ms>', 'a plan without a grant with room is rejected after this (default 60000)')
+  .option('--restore-grant-wait-ms <ms>', 'after a restart, pending plans wait this long for the master to confirm grants, then use the checkpoint (default 5000)')
+  .option('--checkpoint-sync', 'fsync every local checkpoint write (default: off; writes survive an agent crash, not a host crash)')
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();
@@ -38,8 +45,8 @@ async function main(): Promise<void> {
     if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2);
     throw e;
   }
-  const { config, ...flags } = program.opts<Partial<Record<ConfigKey | 'config', string>>>();
-  const file = config ? loadConfigFile(config) : {};
+  const { config, ...flags } = program.opts<Partial<Record<ConfigKey | 'config', string | boolean>>>();
+  const file = typeof config === 'string' && config ? loadConfigFile(config) : {};
   const cfg = resolveConfig(flags, file);
   const log = createLogger('agent', { level: cfg.logLevel });
   const agent = new Agent(cfg, { log });

@@ -2,10 +2,16 @@
  * Real worker processes.
  *
  * Each worker gets a directory `<workDir>/apps/<appId>/<workerId>/` holding `cmd.json` (what was
- * run), `stdout`, `stderr` and, once it ends, `exit` (its exit code; written by the wrapper via
- * `exit.tmp` + rename, so it survives an agent restart). The worker runs under a `/bin/sh` wrapper
- * in its own session and process group (`detached`), with no pipes to the agent, so it outlives the
- * agent. Kill = SIGTERM to the whole group, then SIGKILL after a grace period.
+ * run), `pid` (the wrapper's pid, written by the wrapper itself first thing), `stdout`, `stderr`
+ * and, once it ends, `exit` (its exit code; written by the wrapper via `exit.tmp` + rename, so it
+ * survives an agent restart). The worker runs under a `/bin/sh` wrapper in its own session and
+ * process group (`detached`), with no pipes to the agent, so it outlives the agent. Kill = SIGTERM
+ * to the whole group, then SIGKILL after a grace period.
+ *
+ * After an agent restart, `probe()` tells whether a registered worker is still the same process
+ * (pid + /proc start time + host boot id; never a reused pid) and `adopt()` watches one that is:
+ * the agent is no longer its parent, so it polls /proc (every `adoptPollMs`) and, once the process
+ * is gone (or a zombie), reports the exit code from the `exit` file.
  *
  * ```ts
  * const driver = new RealProcessDriver({ workDir: '/var/lib/fuxi/agent' });
@@ -17,7 +23,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { nullLogger, type Logger } from '@fuxi/common';
-import type { SpawnSpec } from '../core/agent-core.js';
+import type { Liveness, SpawnSpec } from '../core/agent-core.js';
 
 export interface SpawnResult {
   pid: number;
@@ -34,6 +40,18 @@ export interface ExitInfo {
   exitCode: number | null;
   /** Name of the signal that ended it (e.g. 'SIGTERM'); null when it exited. */
   signal: string | null;
+  /** Both null: why nothing is known (a re-adopted worker that left no exit code). */
+  detail?: string;
+}
+
+/** A worker of an earlier agent run, as the registry knows it. */
+export interface RegisteredWorker {
+  appId: string;
+  workerId: string;
+  /** 0 when the agent died before the spawn was recorded. */
+  pid: number;
+  startTime: string;
+  bootId: string;
 }
 
 export interface ProcessDriver {
@@ -45,8 +63,15 @@ export interface ProcessDriver {
   onExit(cb: (e: ExitInfo) => void): void;
   /** Where the worker's stdout / stderr go ('' when the driver keeps no files). */
   logPath(appId: string, workerId: string, stream: 'stdout' | 'stderr'): string;
-  /** Cancels pending SIGKILL timers (the workers themselves are left running). */
+  /** Cancels pending SIGKILL timers and stops watching (the workers themselves are left running). */
   close(): void;
+  /**
+   * After an agent restart: is the registered worker's process still the same one, or how did it
+   * end? Without it (simulated drivers) every worker of an earlier run counts as gone.
+   */
+  probe?(w: RegisteredWorker): Liveness;
+  /** Watches a re-adopted worker (not the agent's child) and reports its exit through onExit. */
+  adopt?(w: RegisteredWorker): void;
 }
 
 export interface RealProcessDriverOptions {
@@ -55,8 +80,12 @@ export interface RealProcessDriverOptions {
   stopGraceMs?: number;
   /** Extra environment for every worker on top of the agent's own (default: the agent's env). */
   baseEnv?: Record<string, string | undefined>;
+  /** How often re-adopted workers are checked for liveness (default 500 ms). */
+  adoptPollMs?: number;
   log?: Logger;
 }
+
+export const DEFAULT_ADOPT_POLL_MS = 500;
 
 export const DEFAULT_STOP_GRACE_MS = 5000;
 
@@ -66,6 +95,7 @@ export const DEFAULT_STOP_GRACE_MS = 5000;
  */
 const WRAPPER = [
   'd="$1"; shift',
+  'echo "$$" >"$d/pid"',
   '"$@" >"$d/stdout" 2>"$d/stderr" </dev/null',
   'c=$?',
   'echo "$c" >"$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"',
@@ -82,17 +112,34 @@ export function workerDir(workDir: string, appId: string, workerId: string): str
   return path.join(workDir, 'apps', safeName(appId), safeName(workerId));
 }
 
-/** Reads the start time of `pid` (field 22 of /proc/<pid>/stat), or '' when it is gone. */
-export function readStartTime(pid: number): string {
+/** State (field 3, e.g. 'S', 'Z') and start time (field 22) of `pid` from /proc, or undefined when it is gone. */
+export function readProcStat(pid: number): { state: string; startTime: string } | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // comm (field 2) is in parentheses and may contain spaces: split after the last ')'.
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // rest[0] is field 3 (state), so field 22 is rest[19].
-    return rest[19] ?? '';
+    return { state: rest[0] ?? '', startTime: rest[19] ?? '' };
   } catch {
-    return '';
+    return undefined;
   }
+}
+
+/** Reads the start time of `pid` (field 22 of /proc/<pid>/stat), or '' when it is gone. */
+export function readStartTime(pid: number): string {
+  return readProcStat(pid)?.startTime ?? '';
+}
+
+/**
+ * True while `pid` is the process that started at `startTime` (clock ticks after boot) and has not
+ * ended: a zombie (exited, not reaped: its parent, e.g. init after the agent died, may never reap
+ * it) counts as ended; another process with the same pid (reuse) does not match its start time.
+ */
+export function sameProcessAlive(pid: number, startTime: string): boolean {
+  if (!startTime) return false;
+  const st = readProcStat(pid);
+  return st !== undefined && st.startTime === startTime && st.state !== 'Z' && st.state !== 'X';
 }
 
 let cachedBootId: string | undefined;
@@ -128,16 +175,98 @@ export function readExitFile(dir: string): number | null {
   }
 }
 
+/** Reads `<dir>/pid` (written by the wrapper), or 0. */
+export function readPidFile(dir: string): number {
+  try {
+    const n = Number.parseInt(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim(), 10);
+    return Number.isInteger(n) && n > 0 ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The arguments of `pid` (/proc/<pid>/cmdline), or undefined when it is gone. */
+function readCmdline(pid: number): string[] | undefined {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return undefined;
+  }
+}
+
 export class RealProcessDriver implements ProcessDriver {
   private exitCb: (e: ExitInfo) => void = () => {};
   private readonly children = new Map<number, ChildProcess>();
   private readonly killTimers = new Set<NodeJS.Timeout>();
   private readonly log: Logger;
   private readonly graceMs: number;
+  /** Re-adopted workers by pid. */
+  private readonly adopted = new Map<number, RegisteredWorker>();
+  private pollTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: RealProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
     this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+  }
+
+  /**
+   * `alive` when the registered pid still runs with the registered start time on the same boot. A
+   * worker whose spawn was never recorded (pid 0: the agent died in between) is found through the
+   * wrapper's `pid` file, and accepted only when that process's command line names the worker's
+   * own directory. Otherwise the `exit` file says how it ended (`exited`, with the file's time), or
+   * nothing does (`gone`).
+   */
+  probe(w: RegisteredWorker): Liveness {
+    const dir = workerDir(this.opts.workDir, w.appId, w.workerId);
+    const bootId = readBootId();
+    const sameBoot = !w.bootId || !bootId || w.bootId === bootId;
+    if (sameBoot && w.pid > 0 && sameProcessAlive(w.pid, w.startTime)) return { kind: 'alive', pid: w.pid, startTime: w.startTime, bootId: w.bootId || bootId };
+    if (sameBoot && w.pid === 0) {
+      const pid = readPidFile(dir);
+      const st = pid > 0 ? readProcStat(pid) : undefined;
+      if (st && st.state !== 'Z' && st.state !== 'X' && (readCmdline(pid) ?? []).includes(dir)) return { kind: 'alive', pid, startTime: st.startTime, bootId };
+    }
+    const code = readExitFile(dir);
+    if (code === null) return { kind: 'gone' };
+    let atMs: number | undefined;
+    try {
+      atMs = Math.floor(fs.statSync(path.join(dir, 'exit')).mtimeMs);
+    } catch {
+      atMs = undefined;
+    }
+    return atMs === undefined ? { kind: 'exited', exitCode: code } : { kind: 'exited', exitCode: code, atMs };
+  }
+
+  adopt(w: RegisteredWorker): void {
+    if (w.pid <= 0) return;
+    this.adopted.set(w.pid, { ...w });
+    if (!this.pollTimer) {
+      this.pollTimer = setInterval(() => this.pollAdopted(), this.opts.adoptPollMs ?? DEFAULT_ADOPT_POLL_MS);
+      this.pollTimer.unref();
+    }
+  }
+
+  /** Number of re-adopted workers still watched. */
+  get adoptedCount(): number {
+    return this.adopted.size;
+  }
+
+  private pollAdopted(): void {
+    for (const [pid, w] of this.adopted) {
+      if (sameProcessAlive(pid, w.startTime)) continue;
+      this.adopted.delete(pid);
+      const code = readExitFile(workerDir(this.opts.workDir, w.appId, w.workerId));
+      const info: ExitInfo =
+        code !== null
+          ? { appId: w.appId, workerId: w.workerId, pid, exitCode: code, signal: null }
+          : { appId: w.appId, workerId: w.workerId, pid, exitCode: null, signal: null, detail: 'ended without an exit code (killed by a signal; the restarted agent is not its parent, so which one is unknown)' };
+      this.log.info({ workerId: w.workerId, appId: w.appId, pid, exitCode: code }, 're-adopted worker ended');
+      this.exitCb(info);
+    }
+    if (this.adopted.size === 0 && this.pollTimer) {
+      clearInterval(this.pollTimer);
+      this.pollTimer = undefined;
+    }
   }
 
   onExit(cb: (e: ExitInfo) => void): void {
@@ -153,6 +282,7 @@ export class RealProcessDriver implements ProcessDriver {
     await fs.promises.mkdir(dir, { recursive: true });
     // A leftover exit file (same worker id, earlier run) would be taken for this run's exit.
     await fs.promises.rm(path.join(dir, 'exit'), { force: true });
+    await fs.promises.rm(path.join(dir, 'pid'), { force: true });
     await fs.promises.writeFile(path.join(dir, 'cmd.json'), JSON.stringify({ ...spec, startedAt: new Date().toISOString() }, null, 2) + '\n');
     const cwd = spec.cwd || dir;
     const st = await fs.promises.stat(cwd).catch(() => undefined);
@@ -217,5 +347,8 @@ export class RealProcessDriver implements ProcessDriver {
   close(): void {
     for (const t of this.killTimers) clearTimeout(t);
     this.killTimers.clear();
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    this.adopted.clear();
   }
 }

@@ -53,6 +53,12 @@ export interface MasterCoreConfig {
   quotaGroups: QuotaGroup[];
   /** Failover: the aggregation window closes at the latest this long after hard state is loaded. */
   recoveryDeadlineMs: number;
+  /**
+   * Soft-state inference on failover (default true). Off, a new master fails every unfinished job
+   * and revokes every grant, as a master without failover would (the NoFO / AMFO baselines of the
+   * paper's evaluation).
+   */
+  masterFailover?: boolean;
   /** Failover: an app whose AM has not reported this long after recovery is failed (Algorithm 2). */
   amTimeoutMs: number;
   /** An agent silent this long is timing out: not schedulable, its slots reserved, its AMs told. */
@@ -171,6 +177,7 @@ export class MasterCore {
    * Submissions are accepted from now on; scheduling resumes when recovery completes.
    */
   loadHardState(jobs: JobRecord[], roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>, now: number): Effect[] {
+    if (this.cfg.masterFailover === false) return this.loadWithoutFailover(jobs, now);
     this.recovering = true;
     this.failoverOpen = true;
     this.recoveryStartMs = now;
@@ -212,6 +219,22 @@ export class MasterCore {
     }
     this.log.info({ jobs: jobs.length, unfinished: this.apps.size, roster: roster.length }, 'hard state loaded; aggregating soft state');
     return this.maybeFinishRecovery(now);
+  }
+
+  /** Baseline without master failover: unfinished jobs fail; agents (re)registering get empty tables. */
+  private loadWithoutFailover(jobs: JobRecord[], now: number): Effect[] {
+    const effects: Effect[] = [];
+    for (const j of [...jobs].sort((a, b) => a.submitSeq - b.submitSeq)) {
+      this.submitSeq = Math.max(this.submitSeq, j.submitSeq);
+      this.jobs.set(j.jobId, j);
+      if (TERMINAL_STATES.has(j.state)) continue;
+      j.state = 'failed';
+      j.message = 'the master failed over while the job was running (master failover disabled)';
+      j.finishedAtMs = now;
+      effects.push(this.persist(j), { kind: 'deletePrefix', prefix: KEYS.appPrefix(j.jobId) });
+    }
+    this.log.info({ jobs: jobs.length }, 'hard state loaded without failover: unfinished jobs failed');
+    return effects;
   }
 
   /** True while the aggregation window of a failover is open. */
@@ -296,6 +319,14 @@ export class MasterCore {
         this.log.warn({ nodeId: info.nodeId, capacity: info.capacity, allocated: known.allocated }, 'agent re-registered with less capacity than is allocated on it');
       }
       const moved = known.info.address !== info.address;
+      if (known.reported && known.info.bootId && info.bootId && known.info.bootId !== info.bootId) {
+        // The host rebooted: every worker it ran is gone. Release its slots so the AMs re-run them.
+        this.log.warn({ nodeId: info.nodeId }, 'agent host rebooted: its workers are gone');
+        this.faults.post('AGENT_CRASH', info.nodeId, now, 'host rebooted');
+        known.info = info;
+        effects.push(...this.releaseNode(known, now));
+        this.faults.resolve('AGENT_CRASH', info.nodeId, now, 'slots released');
+      }
       if (known.reported) {
         // The agent restarted (crash and recovery): this master's grants for it are authoritative.
         this.faults.post('AGENT_CRASH', info.nodeId, now, 're-registered');
@@ -309,7 +340,13 @@ export class MasterCore {
       known.lastHeartbeatMs = now;
       if (!known.healthy) this.log.info({ nodeId: info.nodeId }, 'agent is back');
       known.healthy = true;
-      if (moved) effects.push({ kind: 'store', ops: [{ type: 'put', key: KEYS.agent(info.nodeId), value: JSON.stringify({ nodeId: info.nodeId, address: info.address }) }] });
+      if (moved) {
+        effects.push({ kind: 'store', ops: [{ type: 'put', key: KEYS.agent(info.nodeId), value: JSON.stringify({ nodeId: info.nodeId, address: info.address }) }] });
+        // AMs address the agent by what their assignments say: tell them where it is now.
+        for (const app of this.apps.values()) {
+          if ([...app.sus.values()].some((su) => su.suId !== AM_SU && (su.asgn.get(info.nodeId) ?? 0) > 0)) effects.push(...this.pushAssignments(app, [{ nodeId: info.nodeId }]));
+        }
+      }
       this.log.info({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
     } else {
       // A node new to this master holds nothing it made; during a failover it may hold grants of

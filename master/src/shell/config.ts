@@ -32,6 +32,8 @@ export interface MasterConfig {
   amStallTimeoutMs: number;
   /** AM attempts per job before it fails. */
   maxAmAttempts: number;
+  /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
+  masterFailover: boolean;
   heartbeatIntervalMs: number;
   agentTimeoutMs: number;
   amHeartbeatIntervalMs: number;
@@ -55,6 +57,7 @@ const KEYS = [
   'agentTimingOutMs',
   'amStallTimeoutMs',
   'maxAmAttempts',
+  'masterFailover',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
   'amHeartbeatIntervalMs',
@@ -78,6 +81,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     agentTimingOutMs: 3000,
     amStallTimeoutMs: 30_000,
     maxAmAttempts: 4,
+    masterFailover: true,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 60_000,
     amHeartbeatIntervalMs: 1000,
@@ -188,6 +192,10 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       }
       case 'maxAmAttempts':
         cfg.maxAmAttempts = positiveInt(key, v);
+        break;
+      case 'masterFailover':
+        if (v !== true && v !== false && v !== 'true' && v !== 'false') throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
+        cfg.masterFailover = v === true || v === 'true';
         break;
       case 'dataDir':
         cfg.dataDir = str(key, v);

@@ -160,6 +160,7 @@ export class MasterServer {
         agentTimingOutMs: this.cfg.agentTimingOutMs,
         amStallTimeoutMs: this.cfg.amStallTimeoutMs,
         maxAmAttempts: this.cfg.maxAmAttempts,
+        masterFailover: this.cfg.masterFailover,
       },
       this.log.child({ component: 'core', epoch }),
     );

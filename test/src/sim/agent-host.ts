@@ -23,7 +23,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Agent, resolveConfig } from '@fuxi/agent';
+import { Agent, MemoryCheckpoint, resolveConfig } from '@fuxi/agent';
 import { createLogger, errorMessage } from '@fuxi/common';
 import { levelFilter, startInProcessAm } from './in-process-am.js';
 import { PidCounter, SimProcessDriver, SIM_PID_BASE } from './sim-driver.js';
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
     );
     const driver = new SimProcessDriver({ pids, log: nlog, runAppMaster: (spec) => startInProcessAm(spec, nlog) });
     drivers.push(driver);
-    agents.push(new Agent(cfg, { driver, log: nlog, tickMs: o.tickMs }));
+    agents.push(new Agent(cfg, { driver, log: nlog, tickMs: o.tickMs, checkpoint: new MemoryCheckpoint() }));
   }
   await Promise.all(agents.map((a) => a.start()));
   log.info({ nodes: agents.length, workDir, agents: agents.map((a) => ({ nodeId: a.config.nodeId, address: a.address })) }, 'host ready');

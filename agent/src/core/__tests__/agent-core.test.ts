@@ -10,8 +10,8 @@ function mockCore(opts: { capacity?: Resource; pendingTimeoutMs?: number } = {})
   return new AgentCore({ nodeId: 'n1', capacity: opts.capacity ?? res(8000, 16384), pendingTimeoutMs: opts.pendingTimeoutMs ?? 60_000 });
 }
 
-function grant(appId: string, suId: string, slots: number, resource: Resource = SLOT): GrantEntry {
-  return { appId, suId, slots, resource };
+function grant(appId: string, suId: string, slots: number, resource: Resource = SLOT, amAttempt = 0): GrantEntry {
+  return { appId, suId, slots, resource, amAttempt };
 }
 
 function plan(workerId: string, over: Partial<PlanInput> = {}): PlanInput {

@@ -21,6 +21,8 @@ describe('agent config', () => {
       workDir: '/var/lib/fuxi/agent',
       stopGraceMs: 5000,
       pendingTimeoutMs: 60000,
+      restoreGrantWaitMs: 5000,
+      checkpointSync: false,
       logLevel: c.logLevel,
     });
   });
@@ -40,6 +42,9 @@ describe('agent config', () => {
     expect(c.pendingTimeoutMs).to.equal(5000);
     expect(c.logLevel).to.equal('debug');
     expect(resolveConfig({ master: 'a:1,b:2', labels: 'x=1,y=2' }, {}, HOST).labels).to.deep.equal({ x: '1', y: '2' });
+    // --checkpoint-sync is a bare flag (true); files may say true / false.
+    expect(resolveConfig({ master: 'a:1', checkpointSync: true }, { checkpointSync: false }, HOST).checkpointSync).to.equal(true);
+    expect(resolveConfig({ master: 'a:1' }, { checkpointSync: 'true', restoreGrantWaitMs: 250 }, HOST)).to.include({ checkpointSync: true, restoreGrantWaitMs: 250 });
   });
 
   it('names the offending key', () => {
@@ -53,6 +58,8 @@ describe('agent config', () => {
       [{ master: 'a:1', logLevel: 'loud' }, {}, /^logLevel:/],
       [{ master: 'a:1', listen: '127.0.0.1' }, {}, /^listen:/],
       [{ master: 'a:1', nodeId: 'has space' }, {}, /^nodeId:/],
+      [{ master: 'a:1' }, { checkpointSync: 'yes' }, /^checkpointSync:/],
+      [{ master: 'a:1', restoreGrantWaitMs: 'soon' }, {}, /^restoreGrantWaitMs:/],
     ];
     for (const [flags, file, re] of bad) {
       expect(() => resolveConfig(flags, file, HOST), JSON.stringify([flags, file])).to.throw(InvalidArgumentError, re);

@@ -3,7 +3,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../core/agent-core.js';
-import { RealProcessDriver, groupAlive, readBootId, readStartTime, safeName, workerDir, type ExitInfo } from '../process-driver.js';
+import { spawn } from 'node:child_process';
+import { RealProcessDriver, groupAlive, readBootId, readPidFile, readProcStat, readStartTime, safeName, sameProcessAlive, workerDir, type ExitInfo } from '../process-driver.js';
 
 /** Pids of every live process in process group `pgid` (from /proc). */
 function groupMembers(pgid: number): number[] {
@@ -168,6 +169,105 @@ describe('RealProcessDriver (real processes)', function () {
     await waitFor(() => members.every((p) => !alive(p)));
     expect(Date.now() - t0).to.be.greaterThanOrEqual(250);
     await exitOf('stubborn');
+  });
+
+  it('the wrapper writes its own pid to the worker dir first thing', async () => {
+    const r = await driver.spawn(spec('pidfile', ['sleep', '30']));
+    started.push(r.pid);
+    const dir = workerDir(workDir, 'app1', 'pidfile');
+    await waitFor(() => readPidFile(dir) > 0);
+    expect(readPidFile(dir)).to.equal(r.pid);
+    driver.kill(r.pid, 100);
+    await exitOf('pidfile');
+  });
+
+  describe('after an agent restart: probe() and adopt()', () => {
+    /** A second driver on the same work dir: the restarted agent's. */
+    let again: RealProcessDriver;
+    const adoptedExits: ExitInfo[] = [];
+    beforeEach(() => {
+      again = new RealProcessDriver({ workDir, stopGraceMs: 300, adoptPollMs: 50 });
+      again.onExit((e) => adoptedExits.push(e));
+    });
+    afterEach(() => again.close());
+
+    it('finds a running worker alive by pid + start time + boot id', async () => {
+      const r = await driver.spawn(spec('p-alive', ['sleep', '30']));
+      started.push(r.pid);
+      expect(again.probe({ appId: 'app1', workerId: 'p-alive', pid: r.pid, startTime: r.startTime, bootId: r.bootId })).to.deep.equal({ kind: 'alive', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+      driver.kill(r.pid, 100);
+      await exitOf('p-alive');
+    });
+
+    it('never takes a reused pid for the worker: another start time or another boot is not it', async () => {
+      const r = await driver.spawn(spec('p-reuse', ['sleep', '30']));
+      started.push(r.pid);
+      const other = String(Number(r.startTime) - 1);
+      expect(again.probe({ appId: 'app1', workerId: 'p-reuse', pid: r.pid, startTime: other, bootId: r.bootId })).to.deep.equal({ kind: 'gone' });
+      expect(again.probe({ appId: 'app1', workerId: 'p-reuse', pid: r.pid, startTime: r.startTime, bootId: 'another-boot' })).to.deep.equal({ kind: 'gone' });
+      expect(again.probe({ appId: 'app1', workerId: 'p-reuse', pid: r.pid, startTime: '', bootId: r.bootId })).to.deep.equal({ kind: 'gone' });
+      expect(alive(r.pid)).to.equal(true); // probing never touches the process
+      driver.kill(r.pid, 100);
+      await exitOf('p-reuse');
+    });
+
+    it('reports the exit code the wrapper recorded, with the time it was written', async () => {
+      const r = await driver.spawn(spec('p-exit', ['sh', '-c', 'exit 7']));
+      started.push(r.pid);
+      await exitOf('p-exit');
+      const l = again.probe({ appId: 'app1', workerId: 'p-exit', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+      expect(l.kind).to.equal('exited');
+      expect(l).to.include({ exitCode: 7 });
+      expect((l as { atMs: number }).atMs).to.be.within(Date.now() - 10_000, Date.now());
+    });
+
+    it('finds a worker whose spawn was never recorded (pid 0) through its pid file, only if its command line names its dir', async () => {
+      const r = await driver.spawn(spec('p-nopid', ['sleep', '30']));
+      started.push(r.pid);
+      const dir = workerDir(workDir, 'app1', 'p-nopid');
+      await waitFor(() => readPidFile(dir) > 0);
+      expect(again.probe({ appId: 'app1', workerId: 'p-nopid', pid: 0, startTime: '', bootId: '' })).to.deep.equal({ kind: 'alive', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+      // A pid file naming some other live process (ours) is not believed.
+      fs.writeFileSync(path.join(dir, 'pid'), `${process.pid}\n`);
+      expect(again.probe({ appId: 'app1', workerId: 'p-nopid', pid: 0, startTime: '', bootId: '' })).to.deep.equal({ kind: 'gone' });
+      driver.kill(r.pid, 100);
+      await exitOf('p-nopid');
+    });
+
+    it('counts a zombie (ended, never reaped by its parent) as ended', async () => {
+      // The inner sleep's parent execs into `sleep 30`, which never reaps it: a zombie after 0.2 s.
+      const f = path.join(workDir, 'zpid');
+      const holder = spawn('sh', ['-c', `sleep 0.2 & echo $! > ${f}; exec sleep 30`], { detached: true, stdio: 'ignore' });
+      started.push(holder.pid!);
+      await waitFor(() => fs.existsSync(f) && fs.readFileSync(f, 'utf8').trim() !== '');
+      const zpid = Number(fs.readFileSync(f, 'utf8').trim());
+      const st = readProcStat(zpid)!;
+      await waitFor(() => readProcStat(zpid)?.state === 'Z');
+      expect(readProcStat(zpid)?.startTime).to.equal(st.startTime);
+      expect(sameProcessAlive(zpid, st.startTime)).to.equal(false);
+      process.kill(-holder.pid!, 'SIGKILL');
+    });
+
+    it('adopt() watches a worker it did not start and reports its real exit code when it ends', async () => {
+      const r = await driver.spawn(spec('a-exit', ['sh', '-c', 'sleep 0.5; exit 5']));
+      started.push(r.pid);
+      again.adopt({ appId: 'app1', workerId: 'a-exit', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+      expect(again.adoptedCount).to.equal(1);
+      await waitFor(() => adoptedExits.some((e) => e.workerId === 'a-exit'), 5000);
+      expect(adoptedExits.find((e) => e.workerId === 'a-exit')).to.deep.equal({ appId: 'app1', workerId: 'a-exit', pid: r.pid, exitCode: 5, signal: null });
+      expect(again.adoptedCount).to.equal(0);
+    });
+
+    it('adopt(): a worker killed by a signal (no exit file) ends with exit code and signal unknown', async () => {
+      const r = await driver.spawn(spec('a-kill', ['sleep', '30']));
+      started.push(r.pid);
+      again.adopt({ appId: 'app1', workerId: 'a-kill', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+      again.kill(r.pid, 100); // the restarted agent can stop its group
+      await waitFor(() => adoptedExits.some((e) => e.workerId === 'a-kill'), 5000);
+      const e = adoptedExits.find((x) => x.workerId === 'a-kill')!;
+      expect([e.exitCode, e.signal]).to.deep.equal([null, null]);
+      expect(e.detail).to.match(/without an exit code/);
+    });
   });
 
   it('makes ids with slashes or dots safe as directory names', () => {
