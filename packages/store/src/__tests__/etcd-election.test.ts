@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { EtcdStore, FakeClock, FencedError, LeaderElection, type CampaignFailure, type Leadership, type LeaderElectionOptions, type StepDown } from '../index.js';
-import { prepareEtcd, startEtcd, type EtcdProcess } from './etcd-fixture.js';
+import { prepareEtcd, startEtcd, type EtcdProcess } from '../etcd-fixture.js';
 
 const TTL = 2; // seconds; watchdog limit = 2000 - 600 = 1400 ms
 

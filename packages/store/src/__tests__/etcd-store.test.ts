@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { FailedPreconditionError, InvalidArgumentError, UnavailableError } from '@fuxi/common';
 import { EtcdStore, FencedError, isGuardable, openStore, type Store } from '../index.js';
 import { storeContract } from './contract.js';
-import { etcdBinary, freePort, startEtcd, type EtcdProcess } from './etcd-fixture.js';
+import { etcdBinary, freePort, startEtcd, type EtcdProcess } from '../etcd-fixture.js';
 
 let seq = 0;
 const uniquePrefix = () => `/fuxi-test-${process.pid}-${++seq}/`;

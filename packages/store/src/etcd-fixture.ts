@@ -2,7 +2,7 @@
  * A real etcd for tests: `/usr/bin/etcd` (Debian's etcd-server) on two free loopback ports with a
  * fresh temp data dir, stopped by pid (SIGTERM, then SIGKILL) and its dir removed.
  *
- * Only node builtins here, so test/src/etcd-harness.ts can be a verbatim copy.
+ * Only node builtins here. Also used by the multi-process suites in test/ (test/src/etcd-harness.ts).
  *
  * ```ts
  * const etcd = await startEtcd();           // or: const e = await prepareEtcd(); ... await e.start();
