@@ -131,6 +131,8 @@ interface AppState {
   /** Slots returned (by `su@node`) on agents that had not reported yet after a failover. */
   pendingReturns: Map<string, number>;
   amRestarts?: number;
+  /** An AM restart waiting for agents that have not reported since a failover (why it restarts). */
+  pendingAmRestart?: string;
   /** Last SaveAppSnapshot seq applied (per AM attempt). */
   snapshotSeq?: number;
   topologySaved?: boolean;
@@ -400,6 +402,7 @@ export class MasterCore {
     for (const app of touched) effects.push(...this.pushAssignments(app, [{ nodeId }]));
     effects.push(...this.maybeFinishRecovery(now));
     this.maybeEndFailover(now);
+    effects.push(...this.runPendingAmRestarts(now));
     if (!this.recovering) effects.push(...this.runScheduler(now));
     return effects;
   }
@@ -484,6 +487,7 @@ export class MasterCore {
         this.faults.resolve('AGENT_TIMING', node.info.nodeId, now, 'lost: never reported after the failover');
         this.log.warn({ nodeId: node.info.nodeId }, 'agent did not report after the failover: lost');
         effects.push(...this.releaseNode(node, now));
+        effects.push(...this.runPendingAmRestarts(now));
       }
     }
     // Algorithm 2, second half: a MockSU is released when its AM does not come back in time.
@@ -517,8 +521,10 @@ export class MasterCore {
     if (this.cfg.amStallTimeoutMs > 0) {
       for (const app of [...this.apps.values()]) {
         // A launched AM that never registers counts as stalled too (lastContactMs is its launch).
-        if ((app.amState !== 'running' && app.amState !== 'launching') || !app.reported) continue;
-        if (now - app.lastContactMs > this.cfg.amStallTimeoutMs) {
+        if ((app.amState !== 'running' && app.amState !== 'launching') || !app.reported || app.pendingAmRestart) continue;
+        // Starting a process can be slow on a loaded host: a launching AM gets three times longer.
+        const limit = app.amState === 'launching' ? 3 * this.cfg.amStallTimeoutMs : this.cfg.amStallTimeoutMs;
+        if (now - app.lastContactMs > limit) {
           this.faults.post('AM_TIMING', app.appId, now, `silent for ${now - app.lastContactMs} ms`);
           this.faults.recovering('AM_TIMING', app.appId, now);
           effects.push(...this.restartAm(app, `application master silent for ${now - app.lastContactMs} ms`, now));
@@ -685,6 +691,7 @@ export class MasterCore {
     const effects = this.pushAssignments(app, [{ nodeId: '' }]);
     effects.push(...this.maybeFinishRecovery(now));
     this.maybeEndFailover(now);
+    effects.push(...this.runPendingAmRestarts(now));
     if (!this.recovering) effects.push(...this.runScheduler(now));
     return effects;
   }
@@ -701,6 +708,22 @@ export class MasterCore {
     const app = this.apps.get(appId);
     if (!app || app.job.amAttempt !== attempt) return [];
     return this.endJob(app.job, 'failed', `could not start the application master: ${message}`, now);
+  }
+
+  private unreportedAgents(): number {
+    let n = 0;
+    for (const node of this.nodes.values()) if (!node.reported && !node.lostAfterFailover) n++;
+    return n;
+  }
+
+  /** Runs AM restarts that were waiting for agents to report, once none is left unreported. */
+  private runPendingAmRestarts(now: number): Effect[] {
+    if (this.recovering || this.unreportedAgents() > 0) return [];
+    const effects: Effect[] = [];
+    for (const app of [...this.apps.values()]) {
+      if (app.pendingAmRestart && this.apps.has(app.appId)) effects.push(...this.restartAm(app, app.pendingAmRestart, now));
+    }
+    return effects;
   }
 
   /** AgentsTimedOut to every AM holding slots on the node (timing out, or back). */
@@ -820,6 +843,7 @@ export class MasterCore {
     };
     this.log.info({ ...stats, missingAgents, missingApps: missingApps.map((a) => a.appId) }, 'soft state recovered; scheduling resumes');
     effects.push({ kind: 'recovered', ...stats });
+    effects.push(...this.runPendingAmRestarts(now));
     effects.push(...this.runScheduler(now));
     return effects;
   }
@@ -855,6 +879,16 @@ export class MasterCore {
     if (app.job.amAttempt >= this.cfg.maxAmAttempts) {
       return this.endJob(app.job, 'failed', `${why}; no AM attempts left (${this.cfg.maxAmAttempts})`, now);
     }
+    // After a failover, agents that have not reported may run this app's workers and hold its
+    // grants; a new AM would see neither and run those instances again (Table 3, row 13). Its
+    // restart waits until every such agent has reported or been declared lost.
+    if (this.unreportedAgents() > 0) {
+      if (!app.pendingAmRestart) this.log.warn({ appId: app.appId, reason: why, waitingFor: this.unreportedAgents() }, 'AM restart waits for agents that have not reported');
+      app.pendingAmRestart = why;
+      app.amState = 'waiting';
+      return [{ kind: 'jobChanged', jobId: app.appId }];
+    }
+    app.pendingAmRestart = undefined;
     const oldAttempt = app.job.amAttempt;
     const oldNodeId = app.job.amNodeId;
     app.job.amAttempt += 1;

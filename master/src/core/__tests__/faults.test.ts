@@ -343,6 +343,24 @@ describe('fault FSM states of the master core', () => {
     ]);
   });
 
+  it('row 13: an AM that dies while an agent has not reported is restarted only once that agent reports', () => {
+    const { h } = failover();
+    h.agentReports({ nodeId: 'n1', rack: 'r1' });
+    // The AM dies during the failover (an agent reports it), n2 stays silent.
+    const fx = h.heartbeat('n1', { amWorkers: [amReport('job-1', { amAttempt: 1, state: 'failed', exitCode: 137 })] }).effects;
+    expect(ofKind(fx, 'launchAm')).to.be.empty;
+    h.advance(3000);
+    const closed = h.tick();
+    expect(ofKind(closed, 'launchAm'), 'no new attempt while n2 may run its workers').to.be.empty;
+    expect(h.core.getJob('job-1').amAttempt).to.equal(1);
+    // n2 reports: its grants are adopted, then the new attempt starts and will see them.
+    h.advance(500);
+    const back = h.agentReports({ nodeId: 'n2', rack: 'r2' });
+    const launches = ofKind(back, 'launchAm');
+    expect(launches.map((l) => l.attempt)).to.deep.equal([2]);
+    expect(h.core.getJob('job-1').state).to.equal('running');
+  });
+
   it('S5 when a roster agent did not report after a failover; S0 once it reports', () => {
     const { old, h } = failover();
     h.agentReports({ nodeId: 'n1', rack: 'r1' });
