@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build lint check-gen unit integration test-faults test demo etcd clean bench-failover
+.PHONY: help install build lint check-gen unit integration test-faults test demo etcd clean bench-failover bench-sched bench-paper
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -57,6 +57,19 @@ demo: build
 # times and writes bench-results/master-failover.json.
 bench-failover: build etcd
 	node test/dist/bench/master-failover.js
+
+# Benchmark (not a test): the real master's scheduler over real gRPC at 1,000 and 5,000 virtual
+# nodes: grants/s, request-to-grant latency, heartbeat CPU, memory per node and per running worker;
+# writes bench-results/sched.json. BENCH_SCHED_ARGS passes options (e.g. --scales 1000).
+bench-sched: build
+	node test/dist/bench/sched.js $(BENCH_SCHED_ARGS)
+
+# Benchmark (not a test): the paper's failover evaluation (Tables 4-8, Figure 10), scaled down:
+# real etcd + 3 masters, 300 simulated nodes, the 10/100/1,000-instance job mix, faults injected
+# per failover mode (FT, FMFO, AMFO, NoFO). About 20 minutes; writes bench-results/paper-eval.json,
+# paper-eval.md and paper-eval-jct-cdf.svg. BENCH_PAPER_ARGS passes options (see --help).
+bench-paper: build etcd
+	node test/dist/bench/paper-eval.js $(BENCH_PAPER_ARGS)
 
 clean:
 	npx tsc -b --clean

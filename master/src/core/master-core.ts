@@ -140,6 +140,27 @@ interface AppState {
 
 const grantKey = (appId: string, suId: string) => `${appId}\u0000${suId}`;
 
+/** A node as the scheduler sees it, read live from its state. */
+function schedView(n: NodeState): SchedNode {
+  return {
+    get id() {
+      return n.info.nodeId;
+    },
+    get rack() {
+      return n.info.rack;
+    },
+    get capacity() {
+      return n.info.capacity;
+    },
+    get allocated() {
+      return n.allocated;
+    },
+    get schedulable() {
+      return n.healthy && n.reported && !n.timingOut;
+    },
+  };
+}
+
 export interface SubmitResult {
   jobId: string;
   created: boolean;
@@ -150,6 +171,10 @@ export class MasterCore {
   private readonly jobs = new Map<string, JobRecord>();
   private readonly apps = new Map<string, AppState>();
   private readonly groups: Map<string, QuotaGroup>;
+  /** Allocation per quota group (every app), kept in step by `setAsgn`. */
+  private readonly usage = new Map<string, Resource>();
+  /** The scheduler's live view of every node (one object per node, reading its NodeState). */
+  private readonly schedNodes = new Map<string, SchedNode>();
   private submitSeq = 0;
   /** Failover aggregation: from loading hard state until every roster agent and metaAM app reported. */
   private recovering = false;
@@ -1024,6 +1049,8 @@ export class MasterCore {
     if (slots === before) return;
     if (slots === 0) su.asgn.delete(nodeId);
     else su.asgn.set(nodeId, slots);
+    const group = app.job.spec.quotaGroup;
+    this.usage.set(group, add(this.usage.get(group) ?? ZERO, scale(su.resource, slots - before)));
     const node = this.nodes.get(nodeId);
     if (!node) return;
     node.allocated = add(node.allocated, scale(su.resource, slots - before));
@@ -1063,6 +1090,7 @@ export class MasterCore {
     return out;
   }
 
+  /** Allocation per quota group, recomputed from every app's assignments (invariant checks). */
   private groupUsage(): Map<string, Resource> {
     const usage = new Map<string, Resource>();
     for (const app of this.apps.values()) {
@@ -1073,6 +1101,17 @@ export class MasterCore {
       usage.set(app.job.spec.quotaGroup, total);
     }
     return usage;
+  }
+
+  /**
+   * The nodes as the scheduler sees them. Views are made once per node (nodes are never removed)
+   * and read the node's current state, so a scheduling pass allocates nothing per node.
+   */
+  private schedulerNodes(): ReadonlyMap<string, SchedNode> {
+    if (this.schedNodes.size !== this.nodes.size) {
+      for (const [id, n] of this.nodes) if (!this.schedNodes.has(id)) this.schedNodes.set(id, schedView(n));
+    }
+    return this.schedNodes;
   }
 
   /** Runs the scheduler over the current state and applies its plan. */
@@ -1094,11 +1133,7 @@ export class MasterCore {
       }
     }
     if (units.length === 0) return [];
-    const nodes = new Map<string, SchedNode>();
-    for (const n of this.nodes.values()) {
-      nodes.set(n.info.nodeId, { id: n.info.nodeId, rack: n.info.rack, capacity: n.info.capacity, allocated: n.allocated, schedulable: n.healthy && n.reported && !n.timingOut });
-    }
-    const plan = schedule({ nodes, units, groups: this.groups, groupUsage: this.groupUsage() });
+    const plan = schedule({ nodes: this.schedulerNodes(), units, groups: this.groups, groupUsage: this.usage });
     if (plan.placements.length === 0) return [];
     const grantNodes = new Set<string>();
     const appChanges = new Map<string, Array<{ nodeId: string }>>();
@@ -1151,6 +1186,12 @@ export class MasterCore {
       let sum = ZERO;
       for (const g of n.grants.values()) sum = add(sum, scale(g.resource, g.slots));
       if (sum.cpuMilli !== n.allocated.cpuMilli || sum.memoryMb !== n.allocated.memoryMb) throw new Error(`node ${n.info.nodeId} grants disagree with allocation`);
+    }
+    const usage = this.groupUsage();
+    for (const g of new Set([...usage.keys(), ...this.usage.keys()])) {
+      const a = usage.get(g) ?? ZERO;
+      const b = this.usage.get(g) ?? ZERO;
+      if (a.cpuMilli !== b.cpuMilli || a.memoryMb !== b.memoryMb) throw new Error(`quota group ${g}: usage ${JSON.stringify(b)} disagrees with the assignments ${JSON.stringify(a)}`);
     }
   }
 }

@@ -307,42 +307,70 @@ interface Pick {
 
 /**
  * Mutable view of the nodes during one schedule() call. Candidates are the schedulable nodes with
- * non-zero capacity; each sits in a global heap and its rack's heap, ordered by (load, id).
+ * non-zero capacity; each sits in a global heap and its rack's heap, ordered by (load, id). The
+ * order is total (ids are unique), so the plan does not depend on the order nodes come in. Heaps are
+ * built on first use, in linear time: a plan that only needs the requested nodes, or no rack, does
+ * not pay for them (this runs on every request the master gets).
  */
 class ClusterState {
   readonly total: Resource;
   private readonly nodes: SchedNode[] = [];
+  private readonly ids: string[] = [];
   private readonly alloc: Resource[] = [];
   private readonly load: number[] = [];
-  private readonly byId = new Map<string, number>();
-  private readonly all: NodeHeap;
+  private byIdMap: Map<string, number> | undefined;
+  private allHeap: NodeHeap | undefined;
   private readonly racks = new Map<string, NodeHeap>();
+  private rackPos: Int32Array | undefined;
+  private readonly lessFn = (a: number, b: number): boolean => this.less(a, b);
   /** Slot shapes already known to fit nowhere; allocations only grow, so this stays true. */
   private readonly hopeless: Resource[] = [];
 
   constructor(nodes: ReadonlyMap<string, SchedNode>) {
-    const candidates = [...nodes.values()].filter((n) => n.schedulable && !isZero(n.capacity));
-    candidates.sort((a, b) => cmpStr(a.id, b.id));
-    let total = ZERO;
-    for (const n of candidates) {
-      const i = this.nodes.length;
+    let cpu = 0;
+    let mem = 0;
+    for (const n of nodes.values()) {
+      if (!n.schedulable || isZero(n.capacity)) continue;
       this.nodes.push(n);
+      this.ids.push(n.id);
       this.alloc.push(n.allocated);
       this.load.push(dominantShare(n.allocated, n.capacity));
-      this.byId.set(n.id, i);
-      total = add(total, n.capacity);
+      cpu += n.capacity.cpuMilli;
+      mem += n.capacity.memoryMb;
     }
-    this.total = total;
-    const less = (a: number, b: number): boolean => this.less(a, b);
-    this.all = new NodeHeap(less, new Int32Array(this.nodes.length));
-    const rackPos = new Int32Array(this.nodes.length);
-    for (let i = 0; i < this.nodes.length; i++) {
-      this.all.push(i);
-      const rack = this.nodes[i]?.rack ?? '';
-      let h = this.racks.get(rack);
-      if (h === undefined) this.racks.set(rack, (h = new NodeHeap(less, rackPos)));
-      h.push(i);
+    this.total = { cpuMilli: cpu, memoryMb: mem };
+  }
+
+  /** Candidate index by node id (for node requests). */
+  private get byId(): Map<string, number> {
+    if (this.byIdMap === undefined) {
+      this.byIdMap = new Map();
+      for (let i = 0; i < this.ids.length; i++) this.byIdMap.set(this.ids[i]!, i);
     }
+    return this.byIdMap;
+  }
+
+  /** Every candidate, ordered by (load, id). */
+  private get all(): NodeHeap {
+    if (this.allHeap === undefined) {
+      const items = Array.from({ length: this.nodes.length }, (_, i) => i);
+      this.allHeap = new NodeHeap(this.lessFn, new Int32Array(this.nodes.length), items);
+    }
+    return this.allHeap;
+  }
+
+  /** The candidates of one rack, ordered by (load, id); undefined when the rack has none. */
+  private rack(name: string): NodeHeap | undefined {
+    let h = this.racks.get(name);
+    if (h === undefined) {
+      const items: number[] = [];
+      for (let i = 0; i < this.nodes.length; i++) if (this.nodes[i]!.rack === name) items.push(i);
+      if (items.length === 0) return undefined;
+      this.rackPos ??= new Int32Array(this.nodes.length);
+      h = new NodeHeap(this.lessFn, this.rackPos, items);
+      this.racks.set(name, h);
+    }
+    return h;
   }
 
   nodeOf(i: number): SchedNode {
@@ -368,7 +396,7 @@ class ClusterState {
       if (i !== undefined && fitsOn(i)) return { node: i, heap: undefined, rival: undefined };
     }
     if (req.rack !== undefined) {
-      const h = this.racks.get(req.rack);
+      const h = this.rack(req.rack);
       const found = h?.findFirst(fitsOn);
       if (h !== undefined && found !== undefined) return { node: found.item, heap: h, rival: found.next };
     }
@@ -392,14 +420,14 @@ class ClusterState {
     const a = add(this.alloc[i] ?? ZERO, amount);
     this.alloc[i] = a;
     this.load[i] = dominantShare(a, n.capacity);
-    this.all.update(i);
+    this.allHeap?.update(i);
     this.racks.get(n.rack)?.update(i);
   }
 
   private less(a: number, b: number): boolean {
     const la = this.load[a] ?? 0;
     const lb = this.load[b] ?? 0;
-    return la < lb || (la === lb && this.nodeId(a) < this.nodeId(b));
+    return la < lb || (la === lb && (this.ids[a] ?? '') < (this.ids[b] ?? ''));
   }
 }
 
@@ -408,18 +436,18 @@ class ClusterState {
  * re-sifted in O(log n). Heaps that hold disjoint node sets (the racks) share one position array.
  */
 class NodeHeap {
-  private readonly items: number[] = [];
+  private readonly items: number[];
   private readonly scan: number[] = [];
 
+  /** A heap of `items` (taken over), built bottom-up in linear time. */
   constructor(
     private readonly less: (a: number, b: number) => boolean,
     private readonly pos: Int32Array,
-  ) {}
-
-  push(item: number): void {
-    this.items.push(item);
-    this.pos[item] = this.items.length - 1;
-    this.up(this.items.length - 1);
+    items: number[] = [],
+  ) {
+    this.items = items;
+    for (let p = 0; p < items.length; p++) pos[items[p]!] = p;
+    for (let p = (items.length >> 1) - 1; p >= 0; p--) this.down(p);
   }
 
   update(item: number): void {

@@ -82,6 +82,16 @@ export class MasterServer {
   private readonly ams = new Map<string, TypedClient<AppMasterServiceDefinition>>();
   private readonly watchers = new Map<string, Set<Watcher>>();
   private storeQueue: Promise<void> = Promise.resolve();
+  /**
+   * Grant and assignment pushes made during this event-loop turn; they go out at the end of the
+   * turn (`flushPushes`), grants first. Grant tables are full (absolute) and only the newest per
+   * node is sent: a slot returned and placed again on the same node in one turn (the common case
+   * under load) costs one UpdateGrants, not two. Assignment messages all go, in order: an AM must
+   * see a returned slot's drop before the same slot comes back, or it cannot tell the two apart.
+   */
+  private readonly pendingGrants = new Map<string, Extract<Effect, { kind: 'grants' }>>();
+  private readonly pendingAssignments: Array<Extract<Effect, { kind: 'assignments' }>> = [];
+  private flushQueued = false;
   private readonly proto = loadFuxiProto();
   private stopping = false;
 
@@ -237,6 +247,8 @@ export class MasterServer {
     if (!this.coreOrUndefined) return;
     this.coreOrUndefined = undefined;
     this.leaderStore = undefined;
+    this.pendingGrants.clear();
+    this.pendingAssignments.length = 0;
     clearInterval(this.tickTimer);
     this.tickTimer = undefined;
     clearInterval(this.statsTimer);
@@ -291,20 +303,26 @@ export class MasterServer {
           break;
         }
         case 'grants':
-          this.agent(e.address)
-            .UpdateGrants({ epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants }, { deadlineMs: 5000 })
-            .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, err: errorMessage(err) }, 'grant push failed; the next heartbeat heals it'));
+          if (e.full) {
+            this.pendingGrants.set(e.nodeId, e);
+            this.queueFlush();
+          } else {
+            this.flushPushes();
+            this.sendGrants(e);
+          }
           break;
         case 'assignments':
           if (!e.address) break;
-          this.am(e.address)
-            .UpdateAssignments({ epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments }, { deadlineMs: 5000 })
-            .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
+          this.pendingAssignments.push(e);
+          this.queueFlush();
           break;
         case 'launchAm':
+          // The agent gets the AM's grant before its plan.
+          this.flushPushes();
           void this.launchAm(e);
           break;
         case 'stopWorkers':
+          this.flushPushes();
           this.agent(e.address)
             .StopWorkers({ appId: e.appId, workerIds: e.workerIds ?? [], amAttempt: 0, epoch: e.epoch, reason: e.reason }, { deadlineMs: 10_000 })
             .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'));
@@ -313,6 +331,7 @@ export class MasterServer {
           this.notify(e.jobId);
           break;
         case 'agentsTimedOut':
+          this.flushPushes();
           this.am(e.address)
             .AgentsTimedOut({ epoch: e.epoch, nodeIds: e.nodeIds, recoveredNodeIds: e.recoveredNodeIds ?? [] }, { deadlineMs: 5000 })
             .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'could not tell the AM about timing-out agents'));
@@ -344,6 +363,39 @@ export class MasterServer {
       }
     }
     return writes;
+  }
+
+  private queueFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.flushPushes();
+    });
+  }
+
+  /** Sends the pushes held for the end of this turn: grants first, then assignments. */
+  private flushPushes(): void {
+    if (this.pendingGrants.size === 0 && this.pendingAssignments.length === 0) return;
+    const grants = [...this.pendingGrants.values()];
+    const assignments = this.pendingAssignments.splice(0);
+    this.pendingGrants.clear();
+    // A deposed leader issues nothing (run() checked when they were made; this is a turn later).
+    if (!this.coreOrUndefined || (this.election && !this.election.isLeader())) return;
+    for (const e of grants) this.sendGrants(e);
+    for (const e of assignments) this.sendAssignments(e);
+  }
+
+  private sendGrants(e: Extract<Effect, { kind: 'grants' }>): void {
+    this.agent(e.address)
+      .UpdateGrants({ epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants }, { deadlineMs: 5000 })
+      .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, err: errorMessage(err) }, 'grant push failed; the next heartbeat heals it'));
+  }
+
+  private sendAssignments(e: Extract<Effect, { kind: 'assignments' }>): void {
+    this.am(e.address)
+      .UpdateAssignments({ epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments }, { deadlineMs: 5000 })
+      .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
   }
 
   private async launchAm(e: Extract<Effect, { kind: 'launchAm' }>): Promise<void> {

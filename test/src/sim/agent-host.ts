@@ -9,6 +9,7 @@
  *
  *   node test/dist/sim/agent-host.js --master a:1,b:2,c:3 --nodes 100 --prefix sim1 --cpu 23 --memory 82Gi
  *     [--racks 5] [--work-dir DIR] [--pid-base 5000000] [--log-level info] [--agent-log-level warn] [--tick-ms 1000]
+ *     [--control]
  *
  * Node ids are `<prefix>-nNNN`, racks `<prefix>-rack-K`; each node gets `<work-dir>/<nodeId>` (the
  * work dir defaults to a temp dir, removed on exit). A worker's plan may set SIM_DURATION_MS
@@ -18,15 +19,35 @@
  * once every agent serves (they register with the master in the background). Agents and AMs log at
  * `--agent-log-level` (default warn). SIGTERM / SIGINT: stops every agent and simulated worker and
  * exits. Fake worker pids are unique in the host and never real pids (see sim-driver.ts).
+ *
+ * `--control` (the paper evaluation benchmark): commands on stdin, one per line, `<id> <command>
+ * [args]`, each answered by a log line `"control reply"` {id, ok, ...}:
+ *
+ *   crash-agent <nodeId> <downMs>   the node's agent crashes and restarts after downMs (same address,
+ *                                   same checkpoint, workers re-adopted); later "agent restarted"
+ *                                   {nodeId, recoveredMs, adopted, ended}
+ *   pause-agent <nodeId> <ms>       timing failure of the node's agent; later "agent resumed"
+ *                                   {nodeId, recoveredMs}
+ *   crash-am <appId>                the app's in-process AM dies (worker reported killed by SIGKILL)
+ *   pause-am <appId> <ms>           the app's AM goes silent towards the master for ms; later
+ *                                   "am resumed" {appId, recoveredMs} once the master answers it
+ *   list-ams                        {ams: [{appId, amAttempt, nodeId}]}
+ *   stats                           {apps: {appId: {spawns, amSpawns, killed, failed, spawned: [keys],
+ *                                   succeeded: [keys]}}, rpc: {method: HistogramJson}} (keys "task:instance")
+ *
+ * With `--control` every master call of the host's agents and AMs is timed (rpc-timing.ts).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Agent, MemoryCheckpoint, resolveConfig } from '@fuxi/agent';
-import { createLogger, errorMessage } from '@fuxi/common';
+import { createInterface } from 'node:readline';
+import { Agent, MemoryCheckpoint, resolveConfig, type AgentConfig, type SpawnSpec } from '@fuxi/agent';
+import { createLogger, errorMessage, type Logger } from '@fuxi/common';
+import { pauseAgent, restartAgent } from './agent-faults.js';
 import { levelFilter, startInProcessAm } from './in-process-am.js';
-import { PidCounter, SimProcessDriver, SIM_PID_BASE } from './sim-driver.js';
+import { instrumentMasterCalls } from './rpc-timing.js';
+import { AM_SU_ID, PidCounter, SimProcessDriver, SIM_PID_BASE, type SimDriverObserver } from './sim-driver.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
@@ -42,6 +63,7 @@ interface HostOptions {
   logLevel: string;
   agentLogLevel: string;
   tickMs: number;
+  control: boolean;
 }
 
 function parse(): HostOptions {
@@ -58,6 +80,7 @@ function parse(): HostOptions {
       'log-level': { type: 'string', default: 'info' },
       'agent-log-level': { type: 'string', default: 'warn' },
       'tick-ms': { type: 'string', default: '1000' },
+      control: { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -81,6 +104,7 @@ function parse(): HostOptions {
     logLevel: values['log-level'],
     agentLogLevel: values['agent-log-level'],
     tickMs: int('tick-ms', values['tick-ms'], 10),
+    control: values.control,
   };
 }
 
@@ -96,9 +120,14 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (e) => log.error({ err: errorMessage(e) }, 'unhandled rejection'));
   process.on('uncaughtException', (e) => log.error({ err: e.stack ?? e.message }, 'uncaught exception'));
 
+  const timings = o.control ? instrumentMasterCalls() : undefined;
+  const counts = new InstanceCounts();
   const pids = new PidCounter(o.pidBase);
   const drivers: SimProcessDriver[] = [];
   const agents: Agent[] = [];
+  const configs: AgentConfig[] = [];
+  const checkpoints: MemoryCheckpoint[] = [];
+  const logs: Logger[] = [];
   const width = String(o.nodes).length;
   for (let i = 0; i < o.nodes; i++) {
     const nodeId = `${o.prefix}-n${String(i + 1).padStart(width, '0')}`;
@@ -107,9 +136,13 @@ async function main(): Promise<void> {
       { master: o.masters, listen: '127.0.0.1:0', nodeId, rack: `${o.prefix}-rack-${i % o.racks}`, cpu: o.cpu, memory: o.memory, workDir: join(workDir, nodeId), logLevel: o.agentLogLevel },
       {},
     );
-    const driver = new SimProcessDriver({ pids, log: nlog, runAppMaster: (spec) => startInProcessAm(spec, nlog) });
+    const driver = new SimProcessDriver({ pids, log: nlog, runAppMaster: (spec) => startInProcessAm(spec, nlog), ...(o.control ? { observer: counts } : {}) });
+    const checkpoint = new MemoryCheckpoint();
     drivers.push(driver);
-    agents.push(new Agent(cfg, { driver, log: nlog, tickMs: o.tickMs, checkpoint: new MemoryCheckpoint() }));
+    configs.push(cfg);
+    checkpoints.push(checkpoint);
+    logs.push(nlog);
+    agents.push(new Agent(cfg, { driver, log: nlog, tickMs: o.tickMs, checkpoint }));
   }
   await Promise.all(agents.map((a) => a.start()));
   log.info({ nodes: agents.length, workDir, agents: agents.map((a) => ({ nodeId: a.config.nodeId, address: a.address })) }, 'host ready');
@@ -120,6 +153,66 @@ async function main(): Promise<void> {
     log.debug({ registered, workers }, 'host status');
   }, 10_000);
   status.unref();
+
+  if (o.control) {
+    const byNode = new Map(configs.map((c, i) => [c.nodeId, i]));
+    const busy = new Set<number>();
+    const reply = (id: string, ok: boolean, fields: Record<string, unknown> = {}) => log.info({ id, ok, ...fields }, 'control reply');
+    const handle = (line: string): void => {
+      const [id = '', cmd = '', ...args] = line.trim().split(/\s+/);
+      if (!id) return;
+      const node = (nodeId: string | undefined): number | undefined => (nodeId === undefined ? undefined : byNode.get(nodeId));
+      switch (cmd) {
+        case 'crash-agent':
+        case 'pause-agent': {
+          const i = node(args[0]);
+          const ms = Number(args[1] ?? '0');
+          if (i === undefined || busy.has(i) || !(ms >= 0)) return reply(id, false, { err: i === undefined ? 'unknown node' : busy.has(i) ? 'node is already failing' : 'bad ms' });
+          busy.add(i);
+          const nodeId = configs[i]!.nodeId;
+          reply(id, true, { nodeId });
+          if (cmd === 'pause-agent') {
+            void pauseAgent(agents[i]!, ms)
+              .then((r) => log.info({ nodeId, pausedMs: ms, recoveredMs: r.recoveredMs }, 'agent resumed'))
+              .finally(() => busy.delete(i));
+          } else {
+            void restartAgent(agents[i]!, { config: configs[i]!, driver: drivers[i]!, checkpoint: checkpoints[i]!, log: logs[i]!, tickMs: o.tickMs, downMs: ms })
+              .then((r) => {
+                agents[i] = r.agent;
+                log.info({ nodeId, downMs: ms, recoveredMs: r.recoveredMs, adopted: r.adopted, ended: r.ended, address: r.agent.address }, 'agent restarted');
+              })
+              .catch((e: unknown) => log.error({ nodeId, err: errorMessage(e) }, 'agent restart failed'))
+              .finally(() => busy.delete(i));
+          }
+          return;
+        }
+        case 'crash-am':
+        case 'pause-am': {
+          const appId = args[0] ?? '';
+          const ms = Number(args[1] ?? '0');
+          const i = drivers.findIndex((d) => d.appMasters().some((a) => a.appId === appId));
+          if (i < 0) return reply(id, false, { appId, err: 'no application master of this app here' });
+          if (cmd === 'crash-am') return reply(id, drivers[i]!.crashAppMaster(appId), { appId, nodeId: configs[i]!.nodeId });
+          const resumed = drivers[i]!.pauseAppMaster(appId, ms);
+          void resumed?.then((recoveredMs) => log.info({ appId, pausedMs: ms, recoveredMs }, 'am resumed'));
+          return reply(id, resumed !== undefined, { appId, nodeId: configs[i]!.nodeId });
+        }
+        case 'list-ams':
+          return reply(id, true, { ams: drivers.flatMap((d, i) => d.appMasters().map((a) => ({ appId: a.appId, amAttempt: a.amAttempt, nodeId: configs[i]!.nodeId }))) });
+        case 'stats':
+          return reply(id, true, { apps: counts.toJSON(), rpc: Object.fromEntries([...(timings ?? new Map())].map(([k, h]) => [k, h.toJSON()])) });
+        default:
+          return reply(id, false, { err: `unknown command ${JSON.stringify(cmd)}` });
+      }
+    };
+    createInterface({ input: process.stdin }).on('line', (line) => {
+      try {
+        handle(line);
+      } catch (e) {
+        log.error({ line, err: errorMessage(e) }, 'control command failed');
+      }
+    });
+  }
 
   let stopping = false;
   const stop = (sig: string): void => {
@@ -135,6 +228,41 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** Per app: worker starts and ends seen by this host's simulated drivers (AM workers apart). */
+class InstanceCounts implements SimDriverObserver {
+  private readonly apps = new Map<string, { spawns: number; amSpawns: number; killed: number; failed: number; spawned: Set<string>; succeeded: Set<string> }>();
+
+  private app(appId: string) {
+    let a = this.apps.get(appId);
+    if (!a) this.apps.set(appId, (a = { spawns: 0, amSpawns: 0, killed: 0, failed: 0, spawned: new Set(), succeeded: new Set() }));
+    return a;
+  }
+
+  spawned(spec: SpawnSpec): void {
+    const a = this.app(spec.appId);
+    if (spec.suId === AM_SU_ID) {
+      a.amSpawns++;
+      return;
+    }
+    a.spawns++;
+    a.spawned.add(`${spec.task}:${spec.instance}`);
+  }
+
+  finished(spec: SpawnSpec, exitCode: number | null, signal: string | null): void {
+    if (spec.suId === AM_SU_ID) return;
+    const a = this.app(spec.appId);
+    if (exitCode === 0) a.succeeded.add(`${spec.task}:${spec.instance}`);
+    else if (signal) a.killed++;
+    else a.failed++;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return Object.fromEntries(
+      [...this.apps].map(([appId, a]) => [appId, { spawns: a.spawns, amSpawns: a.amSpawns, killed: a.killed, failed: a.failed, spawned: [...a.spawned], succeeded: [...a.succeeded] }]),
+    );
+  }
 }
 
 main().catch((e: unknown) => {

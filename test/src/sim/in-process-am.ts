@@ -43,6 +43,37 @@ export function startInProcessAm(spec: SpawnSpec, log: Logger): SimAppMasterHand
       inner.fatal(new Error('killed'));
       void inner.shutdown().catch(() => undefined);
     },
+    pause: (ms: number) => pauseAppMaster(am, ms),
   };
 }
 
+/**
+ * AM timing failure, as far as the master can tell: for `ms` the AM's heartbeat timer does nothing
+ * and its master calls (queued behind a sleep) do not go out; agents' worker events are still
+ * taken. Resolves with the time from the pause to the first UpdateRequests the master answered
+ * after it (never, when a newer attempt superseded this AM meanwhile). Reaches into AppMaster's
+ * private `onTimer` / `masterQueue` / `updateRequests` (test-only fault injection).
+ */
+export function pauseAppMaster(am: AppMaster, ms: number): Promise<number> {
+  type Inner = { onTimer: () => void; masterQueue: Promise<void>; updateRequests?: (...a: unknown[]) => Promise<void> };
+  const inner = am as unknown as Inner;
+  const proto = Object.getPrototypeOf(am) as Inner;
+  const t0 = Date.now();
+  const until = t0 + ms;
+  const onTimer = proto.onTimer;
+  inner.onTimer = function (this: AppMaster) {
+    if (Date.now() < until) return;
+    onTimer.call(this);
+  };
+  inner.masterQueue = inner.masterQueue.then(() => new Promise<void>((r) => setTimeout(r, Math.max(0, until - Date.now()))));
+  const updateRequests = proto.updateRequests!;
+  return new Promise<number>((resolve) => {
+    inner.updateRequests = async function (this: AppMaster, ...a: unknown[]) {
+      await updateRequests.apply(this, a);
+      if (Date.now() >= until) {
+        delete inner.updateRequests;
+        resolve(Date.now() - t0);
+      }
+    };
+  });
+}

@@ -4,6 +4,13 @@
  * kill ends it at once with SIGTERM. Application-master workers (schedule unit `__am__`) are run by
  * `runAppMaster` instead, e.g. a real in-process `AppMaster`, so that apps make progress.
  *
+ * Agent restarts (fault injection): `close()` (called by `Agent.stop()`) detaches the driver: the
+ * workers keep running, but their exits are only recorded, as a real process's exit file would be.
+ * A new `Agent` on the same driver then `probe()`s its checkpoint's workers (alive, or exited with
+ * the recorded code) and re-adopts the live ones; `reattach()` afterwards delivers the exits the
+ * probe did not report. `crashAppMaster` / `pauseAppMaster` inject AM faults; `observer` sees every
+ * spawn and exit (the benchmark's instance counts).
+ *
  * Fake pids come from a counter shared by every driver of one host process, starting above Linux's
  * largest possible pid (2^22), so a fake pid can never name a real process: a stray
  * `process.kill(-pid)` on one fails with ESRCH instead of hitting something.
@@ -14,7 +21,7 @@
  * const agent = new Agent(config, { driver, log });
  * ```
  */
-import type { ExitInfo, ProcessDriver, SpawnResult, SpawnSpec } from '@fuxi/agent';
+import type { ExitInfo, Liveness, ProcessDriver, RegisteredWorker, SpawnResult, SpawnSpec } from '@fuxi/agent';
 import { nullLogger, type Logger } from '@fuxi/common';
 
 /** Above /proc/sys/kernel/pid_max's ceiling (4194304): never a real pid. */
@@ -39,6 +46,17 @@ export interface SimAppMasterHandle {
   readonly exited: Promise<number>;
   /** Stops the AM (the worker is being killed); `exited` then resolves. */
   kill(): void;
+  /**
+   * Timing failure: the AM stops heartbeating and calling the master for `ms`; resolves with the
+   * time until the master answered it again.
+   */
+  pause?(ms: number): Promise<number>;
+}
+
+/** Sees every simulated worker start and end (AM workers included; `spec.suId` tells them apart). */
+export interface SimDriverObserver {
+  spawned(spec: SpawnSpec): void;
+  finished(spec: SpawnSpec, exitCode: number | null, signal: string | null): void;
 }
 
 export interface SimProcessDriverOptions {
@@ -48,6 +66,7 @@ export interface SimProcessDriverOptions {
   /** Duration of a worker whose plan sets no SIM_DURATION_MS (default one hour). */
   defaultDurationMs?: number;
   log?: Logger;
+  observer?: SimDriverObserver;
 }
 
 interface SimWorker {
@@ -69,6 +88,9 @@ export class SimProcessDriver implements ProcessDriver {
   private exitCb: (e: ExitInfo) => void = () => {};
   private readonly byPid = new Map<number, SimWorker>();
   private readonly log: Logger;
+  /** Set by close() (the agent stopped): exits are recorded, not reported, until reattach(). */
+  private detached = false;
+  private readonly endedWhileDetached = new Map<number, { w: SimWorker; exitCode: number | null; signal: string | null; probed: boolean }>();
 
   constructor(private readonly opts: SimProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
@@ -91,6 +113,7 @@ export class SimProcessDriver implements ProcessDriver {
     const pid = this.opts.pids.take();
     const w: SimWorker = { spec, pid, done: false };
     this.byPid.set(pid, w);
+    this.opts.observer?.spawned(spec);
     if (spec.suId === AM_SU_ID && this.opts.runAppMaster) {
       try {
         w.am = this.opts.runAppMaster(spec, pid);
@@ -128,11 +151,84 @@ export class SimProcessDriver implements ProcessDriver {
     w.done = true;
     if (w.timer) clearTimeout(w.timer);
     this.byPid.delete(w.pid);
+    this.opts.observer?.finished(w.spec, exitCode, signal);
+    if (this.detached) {
+      this.endedWhileDetached.set(w.pid, { w, exitCode, signal, probed: false });
+      return;
+    }
     this.exitCb({ appId: w.spec.appId, workerId: w.spec.workerId, pid: w.pid, exitCode, signal });
   }
 
-  /** Like the real driver's, leaves the workers running (`shutdown` ends them). */
-  close(): void {}
+  /**
+   * Like the real driver's, leaves the workers running (`shutdown` ends them) and stops reporting
+   * their exits: they are recorded for `probe()` and `reattach()` (an agent restart).
+   */
+  close(): void {
+    this.detached = true;
+  }
+
+  /** After an agent restart: is the worker still running, or how did it end while the agent was down? */
+  probe(r: RegisteredWorker): Liveness {
+    const w = this.byPid.get(r.pid);
+    if (w && !w.done && w.spec.workerId === r.workerId) return { kind: 'alive', pid: w.pid, startTime: String(w.pid), bootId: 'sim' };
+    const ended = this.endedWhileDetached.get(r.pid);
+    if (ended && ended.w.spec.workerId === r.workerId) {
+      ended.probed = true;
+      // A signal death shows as 128 + signal number, as a shell wrapper would record it.
+      return { kind: 'exited', exitCode: ended.exitCode ?? (ended.signal === 'SIGKILL' ? 137 : 143) };
+    }
+    return { kind: 'gone' };
+  }
+
+  /** The worker's timer keeps running; its exit goes to whichever agent registered `onExit` last. */
+  adopt(): void {}
+
+  /**
+   * Ends the detached period (after the restarted agent's start()): exits recorded meanwhile that
+   * the restarted agent did not learn from `probe()` are reported now.
+   */
+  reattach(): void {
+    this.detached = false;
+    const pending = [...this.endedWhileDetached.values()].filter((e) => !e.probed);
+    this.endedWhileDetached.clear();
+    for (const e of pending) this.exitCb({ appId: e.w.spec.appId, workerId: e.w.spec.workerId, pid: e.w.pid, exitCode: e.exitCode, signal: e.signal });
+  }
+
+  /** App ids (and AM attempts) of the application masters running here. */
+  appMasters(): Array<{ appId: string; amAttempt: number; workerId: string }> {
+    const out: Array<{ appId: string; amAttempt: number; workerId: string }> = [];
+    for (const w of this.byPid.values()) {
+      if (w.done || !w.am) continue;
+      out.push({ appId: w.spec.appId, amAttempt: Number(w.spec.env.FUXI_AM_ATTEMPT ?? '1') || 1, workerId: w.spec.workerId });
+    }
+    return out;
+  }
+
+  /**
+   * AM crash: stops the app's in-process AM and reports its worker as killed by SIGKILL (as a
+   * `kill -9` of a real AM process would be). False when no AM of `appId` runs here.
+   */
+  crashAppMaster(appId: string): boolean {
+    for (const w of this.byPid.values()) {
+      if (w.done || !w.am || w.spec.appId !== appId) continue;
+      w.am.kill();
+      this.finish(w, null, 'SIGKILL');
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * AM timing failure: the app's AM goes silent towards the master for `ms`. Resolves with the time
+   * until the master answered it again; undefined when no AM of `appId` runs here.
+   */
+  pauseAppMaster(appId: string, ms: number): Promise<number> | undefined {
+    for (const w of this.byPid.values()) {
+      if (w.done || !w.am?.pause || w.spec.appId !== appId) continue;
+      return w.am.pause(ms);
+    }
+    return undefined;
+  }
 
   /** Ends every worker silently (host shutdown). */
   shutdown(): void {
