@@ -24,7 +24,7 @@ import { dirname, join } from 'node:path';
 import { FuxiClient } from '@fuxi/client';
 import { loadFuxiProto, type GetAgentStateResponse__Output } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
-import { BIN, isAlive, type AgentProcess, type ProcessInfo } from './local-cluster.js';
+import { agentArgs, BIN, isAlive, type AgentProcess, type ProcessInfo } from './local-cluster.js';
 
 // ------------------------------------------------------------------------------------ log tail
 
@@ -426,27 +426,7 @@ export class HaCluster {
     const nodeId = `node-${i + 1}`;
     const workDir = join(o.dir, nodeId);
     const logFile = join(o.dir, `${nodeId}.log`);
-    const racks = o.racks ?? ['rack-a', 'rack-b'];
-    const args = [
-      BIN.agent,
-      '--master',
-      this.masterAddresses.join(','),
-      '--listen',
-      '127.0.0.1:0',
-      '--node-id',
-      nodeId,
-      '--rack',
-      racks[i % racks.length] ?? 'default',
-      '--cpu',
-      o.agentCpu ?? '2',
-      '--memory',
-      o.agentMemory ?? '4Gi',
-      '--work-dir',
-      workDir,
-      '--log-level',
-      o.logLevel ?? 'info',
-      ...(o.agentArgs ?? []),
-    ];
+    const args = agentArgs(o, i, this.masterAddresses.join(','), workDir);
     const child = startNodeProcess(args, logFile);
     const tail = new LogTail(logFile, ['agent ready']);
     const rec = await tail.waitFor((r) => r.msg === 'agent ready' && r.pid === child.pid, { what: '"agent ready"', child });

@@ -115,6 +115,36 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Command line of agent `i` of a local cluster (`node-<i+1>`, racks alternating). */
+export function agentArgs(
+  o: Pick<LocalClusterOptions, 'racks' | 'agentCpu' | 'agentMemory' | 'logLevel' | 'agentArgs'>,
+  i: number,
+  masters: string,
+  workDir: string,
+): string[] {
+  const racks = o.racks ?? ['rack-a', 'rack-b'];
+  return [
+    BIN.agent,
+    '--master',
+    masters,
+    '--listen',
+    '127.0.0.1:0',
+    '--node-id',
+    `node-${i + 1}`,
+    '--rack',
+    racks[i % racks.length] ?? 'default',
+    '--cpu',
+    o.agentCpu ?? '2',
+    '--memory',
+    o.agentMemory ?? '4Gi',
+    '--work-dir',
+    workDir,
+    '--log-level',
+    o.logLevel ?? 'info',
+    ...(o.agentArgs ?? []),
+  ];
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -187,27 +217,7 @@ export class LocalCluster {
     const nodeId = `node-${i + 1}`;
     const workDir = join(o.dir, nodeId);
     const logFile = join(o.dir, `${nodeId}.log`);
-    const racks = o.racks ?? ['rack-a', 'rack-b'];
-    const args = [
-      BIN.agent,
-      '--master',
-      this.masterAddress,
-      '--listen',
-      '127.0.0.1:0',
-      '--node-id',
-      nodeId,
-      '--rack',
-      racks[i % racks.length] ?? 'default',
-      '--cpu',
-      o.agentCpu ?? '2',
-      '--memory',
-      o.agentMemory ?? '4Gi',
-      '--work-dir',
-      workDir,
-      '--log-level',
-      o.logLevel ?? 'info',
-      ...(o.agentArgs ?? []),
-    ];
+    const args = agentArgs(o, i, this.masterAddress, workDir);
     const child = startProcess(nodeId, args, logFile);
     const rec = await waitForLogLine(logFile, 'agent ready', child);
     const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir };
