@@ -128,6 +128,8 @@ export class Agent {
   private startedAtMs = 0;
   private firstHeartbeatMs = 0;
   private restoreReport: RestoreReport | undefined;
+  /** The open WatchGrants stream: to which master, in which epoch. */
+  private grantWatch: { address: string; epoch: string; cancel(): void } | undefined;
 
   constructor(
     readonly config: AgentConfig,
@@ -252,6 +254,8 @@ export class Agent {
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     for (const wake of this.sleepers) wake();
+    this.grantWatch?.cancel();
+    this.grantWatch = undefined;
     await this.server?.shutdown(1000);
     // The register / heartbeat loop notices `stopped` after its current call; not awaited, so a
     // call in flight to an unreachable master does not delay the stop.
@@ -364,6 +368,9 @@ export class Agent {
         this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
         this.needRegister = false;
         this.registeredOnce = true;
+        // The master ended our old stream when we registered; the next heartbeat opens a new one.
+        this.grantWatch?.cancel();
+        this.grantWatch = undefined;
         this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, 'registered with the master');
         if (r.reportState) this.askReport(this.core.epochSeen);
         return;
@@ -451,6 +458,38 @@ export class Agent {
       await this.run(r.effects);
     }
     if (held) this.confirmGrants(resp.fullGrants && !resp.reportState ? 'the master sent its full grant table' : resp.reportState ? 'the master takes our grant table (it asked for our state)' : 'the master accepted our grant seq');
+    this.watchGrants(epoch);
+  }
+
+  /**
+   * Holds a WatchGrants stream open to the master that just answered a heartbeat (opened after a
+   * heartbeat, so at most one attempt per interval while a master refuses it). Its messages are
+   * UpdateGrants calls by another road: the same core entry, the same (epoch, seq) ordering; while
+   * no stream is open the master makes the calls.
+   */
+  private watchGrants(epoch: string): void {
+    const w = this.grantWatch;
+    if (this.stopped || this.needRegister || (w && w.address === this.master.address && w.epoch === epoch)) return;
+    w?.cancel();
+    const address = this.master.address;
+    const stream = this.master.client(address).stream.WatchGrants({ nodeId: this.config.nodeId, epoch });
+    const handle = { address, epoch, cancel: () => stream.cancel() };
+    this.grantWatch = handle;
+    void (async () => {
+      let messages = 0;
+      try {
+        for await (const msg of stream) {
+          messages++;
+          if (messages === 1) this.log.debug({ master: address, epoch }, 'grant stream open');
+          const r = this.core.updateGrants(fromWireUpdateGrants(msg), this.now());
+          await this.run(r.effects);
+        }
+        if (this.grantWatch === handle) this.log.info({ master: address, epoch, messages }, 'grant stream ended by the master');
+      } catch (e) {
+        if (this.grantWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages, err: errorMessage(e) }, 'grant stream failed; grants come as calls until it is open again');
+      }
+      if (this.grantWatch === handle) this.grantWatch = undefined;
+    })();
   }
 
   /**

@@ -41,6 +41,8 @@ import { FaultBoard } from './fault-fsm.js';
 
 /** The schedule unit of an application's own AM process. */
 export const AM_SU = '__am__';
+/** Assignment pushes list every entry up to this many, only the changed ones above (see pushAssignments). */
+const FULL_TABLE_MAX = 64;
 /** AM slots go before the tasks of any job: an app cannot progress without its AM. */
 const AM_PRIORITY = 1_000_000;
 
@@ -332,6 +334,11 @@ export class MasterCore {
 
   // ---------------------------------------------------------------- agents
 
+  /** Whether this master knows the node (registered, or from the roster after a failover). */
+  knowsNode(nodeId: string): boolean {
+    return this.nodes.has(nodeId);
+  }
+
   registerAgent(info: NodeInfo, epochSeen: string, now: number): { effects: Effect[]; heartbeatIntervalMs: number; reportState: boolean } {
     if (BigInt(epochSeen || '0') > BigInt(this.epoch)) {
       throw new StaleEpochError('epoch', this.epoch, epochSeen);
@@ -592,6 +599,7 @@ export class MasterCore {
   ): { effects: Effect[]; reportState?: boolean; full?: { seq: number; assignments: AssignmentEntry[] } } {
     const app = this.requireApp(req.appId, req.attempt);
     app.lastContactMs = now;
+    const seqBefore = app.asgnSeq;
     const effects: Effect[] = [];
     if (!app.reported) {
       // After a failover: nothing is applied until the AM has reported its full state, which
@@ -616,8 +624,8 @@ export class MasterCore {
       if (req.deltas.length > 0) effects.push(...this.runScheduler(now));
     }
     // The reply carries the full table when the AM does not hold the current one, unless this very
-    // call pushes it (pushes are full tables too).
-    const pushed = effects.some((e) => e.kind === 'assignments' && e.appId === app.appId && e.seq === app.asgnSeq);
+    // call pushes it: a full table, or deltas that follow on what the AM holds.
+    const pushed = effects.some((e) => e.kind === 'assignments' && e.appId === app.appId && e.seq === app.asgnSeq && (e.full || req.assignmentSeq === seqBefore));
     if (req.assignmentSeq !== app.asgnSeq && !pushed) return { effects, full: { seq: app.asgnSeq, assignments: this.assignmentsOf(app) } };
     return { effects };
   }
@@ -1071,12 +1079,41 @@ export class MasterCore {
     return effects;
   }
 
+  /**
+   * Tells the AM its counts on `changed` nodes (nodeId '' = all). Up to FULL_TABLE_MAX entries it
+   * gets the whole table (small, and it heals any message lost before); above, only the changed
+   * entries, as a delta with the next seq: a push costs what changed, not the size of the app (a
+   * few slots placed for an app holding thousands would otherwise re-send thousands of entries).
+   * An AM that missed a message ignores deltas until its next UpdateRequests, whose answer then
+   * carries the full table.
+   */
   private pushAssignments(app: AppState, changed: Array<{ nodeId: string }>): Effect[] {
     if (changed.length === 0) return [];
     app.asgnSeq += 1;
     // An app that has not reported since a failover would take a partial table for lost slots.
     if (app.amState !== 'running' || !app.reported) return [];
-    return [{ kind: 'assignments', appId: app.appId, address: app.job.amAddress, epoch: this.epoch, seq: app.asgnSeq, full: true, assignments: this.assignmentsOf(app) }];
+    const full = changed.some((c) => c.nodeId === '') || this.assignmentCount(app) <= FULL_TABLE_MAX;
+    const assignments = full ? this.assignmentsOf(app) : this.assignmentsOn(app, changed);
+    return [{ kind: 'assignments', appId: app.appId, address: app.job.amAddress, epoch: this.epoch, seq: app.asgnSeq, full, assignments }];
+  }
+
+  private assignmentCount(app: AppState): number {
+    let n = 0;
+    for (const su of app.sus.values()) if (su.suId !== AM_SU) n += su.asgn.size;
+    return n;
+  }
+
+  /** The app's absolute counts on the given nodes (0 where it holds nothing). */
+  private assignmentsOn(app: AppState, changed: Array<{ nodeId: string }>): AssignmentEntry[] {
+    const nodeIds = new Set(changed.map((c) => c.nodeId));
+    const out: AssignmentEntry[] = [];
+    for (const su of app.sus.values()) {
+      if (su.suId === AM_SU) continue;
+      for (const nodeId of nodeIds) {
+        out.push({ suId: su.suId, nodeId, nodeAddress: this.nodes.get(nodeId)?.info.address ?? '', slots: su.asgn.get(nodeId) ?? 0 });
+      }
+    }
+    return out;
   }
 
   private assignmentsOf(app: AppState): AssignmentEntry[] {

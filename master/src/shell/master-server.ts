@@ -3,18 +3,21 @@
  * Every RPC becomes a call on MasterCore; the effects it returns are carried out here.
  */
 import { randomUUID } from 'node:crypto';
+import type { ServerWritableStream } from '@grpc/grpc-js';
 import { connect as tcpConnect } from 'node:net';
-import { errorMessage, InvalidArgumentError, UnavailableError, type Logger } from '@fuxi/common';
+import { errorMessage, FailedPreconditionError, InvalidArgumentError, NotFoundError, UnavailableError, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
   type AppMasterServiceDefinition,
   type ClusterStatus,
+  type GrantUpdate,
   type JobInfo,
   type JobState as WireJobState,
   type MasterServiceDefinition,
   type NodeStatus,
   type WorkerStatus__Output,
+  type WatchGrantsRequest__Output,
 } from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, jobSpecToProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
 import { EtcdStore, FencedError, LeaderElection, openStore, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
@@ -22,6 +25,10 @@ import { AM_SU, MasterCore } from '../core/master-core.js';
 import { KEYS } from '../core/store-ops.js';
 import { TERMINAL_STATES, type AmWorkerReport, type Effect, type JobRecord, type JobState } from '../core/types.js';
 import type { MasterConfig } from './config.js';
+
+type GrantStream = ServerWritableStream<WatchGrantsRequest__Output, GrantUpdate>;
+/** Bytes queued on a grant stream beyond which its agent is taken for not reading. */
+const GRANT_STREAM_MAX_BACKLOG = 1 << 20;
 
 const STATE_TO_WIRE: Record<JobState, WireJobState> = {
   submitted: 'JOB_STATE_SUBMITTED',
@@ -92,6 +99,11 @@ export class MasterServer {
   private readonly pendingGrants = new Map<string, Extract<Effect, { kind: 'grants' }>>();
   private readonly pendingAssignments: Array<Extract<Effect, { kind: 'assignments' }>> = [];
   private flushQueued = false;
+  /**
+   * Open WatchGrants streams by node id: a grant push is one message on the node's stream (a unary
+   * UpdateGrants costs several times the CPU on both ends); nodes without one get the call.
+   */
+  private readonly grantStreams = new Map<string, GrantStream>();
   private readonly proto = loadFuxiProto();
   private stopping = false;
 
@@ -254,6 +266,7 @@ export class MasterServer {
     clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
     this.watchers.clear();
+    this.endGrantStreams();
     this.log.warn({ reason }, 'stepped down');
   }
 
@@ -263,6 +276,7 @@ export class MasterServer {
     if (this.probeTimer) clearInterval(this.probeTimer);
     if (this.statsTimer) clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
+    this.endGrantStreams();
     await this.election?.close().catch(() => undefined);
     this.coreOrUndefined = undefined;
     await this.server?.shutdown(1000);
@@ -387,6 +401,18 @@ export class MasterServer {
   }
 
   private sendGrants(e: Extract<Effect, { kind: 'grants' }>): void {
+    const stream = this.grantStreams.get(e.nodeId);
+    if (stream) {
+      // An agent that stopped reading (paused, or its host gone) has its stream dropped rather than
+      // an unbounded backlog kept; it gets calls (which time out) until it watches again.
+      if (stream.writableLength <= GRANT_STREAM_MAX_BACKLOG) {
+        stream.write({ epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants });
+        return;
+      }
+      this.log.warn({ nodeId: e.nodeId, backlogBytes: stream.writableLength }, 'grant stream not read; dropped');
+      this.grantStreams.delete(e.nodeId);
+      stream.end();
+    }
     this.agent(e.address)
       .UpdateGrants({ epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants }, { deadlineMs: 5000 })
       .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, err: errorMessage(err) }, 'grant push failed; the next heartbeat heals it'));
@@ -396,6 +422,12 @@ export class MasterServer {
     this.am(e.address)
       .UpdateAssignments({ epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments }, { deadlineMs: 5000 })
       .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
+  }
+
+  private endGrantStreams(): void {
+    const streams = [...this.grantStreams.values()];
+    this.grantStreams.clear();
+    for (const s of streams) s.end();
   }
 
   private async launchAm(e: Extract<Effect, { kind: 'launchAm' }>): Promise<void> {
@@ -495,6 +527,13 @@ export class MasterServer {
         if (!info.nodeId) throw new InvalidArgumentError('node.nodeId', 'is required');
         if (!info.address) throw new InvalidArgumentError('node.address', 'is required');
         const { effects, heartbeatIntervalMs, reportState } = this.core.registerAgent(info, req.epochSeen, now());
+        // A registration starts a new session: the agent watches again (a restarted one from its
+        // new process), and pushes go by call until it does.
+        const old = this.grantStreams.get(info.nodeId);
+        if (old) {
+          this.grantStreams.delete(info.nodeId);
+          old.end();
+        }
         await this.run(effects);
         return { epoch: this.core.epoch, heartbeatIntervalMs, reportState };
       },
@@ -628,6 +667,26 @@ export class MasterServer {
         return { topology, entries };
       },
       GetClusterStatus: async () => this.clusterStatus(),
+      WatchGrants: async (req, call) => {
+        const core = this.core;
+        if (!req.nodeId) throw new InvalidArgumentError('nodeId', 'is required');
+        if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
+        if (!core.knowsNode(req.nodeId)) throw new NotFoundError('node', req.nodeId);
+        const nodeId = req.nodeId;
+        const old = this.grantStreams.get(nodeId);
+        if (old) old.end();
+        this.grantStreams.set(nodeId, call);
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            if (this.grantStreams.get(nodeId) === call) this.grantStreams.delete(nodeId);
+            resolve();
+          };
+          call.on('cancelled', done);
+          call.on('close', done);
+          call.on('finish', done);
+          call.on('error', done);
+        });
+      },
       WatchJob: async (req, call) => {
         const first = this.core.getJob(req.jobId);
         await new Promise<void>((resolve) => {

@@ -19,6 +19,7 @@ export type { GetClusterStatusRequest, GetClusterStatusRequest__Output } from '.
 export type { GetJobRequest, GetJobRequest__Output } from './fuxi/v1/GetJobRequest.js';
 export type { GetJobResponse, GetJobResponse__Output } from './fuxi/v1/GetJobResponse.js';
 export type { Grant, Grant__Output } from './fuxi/v1/Grant.js';
+export type { GrantUpdate, GrantUpdate__Output } from './fuxi/v1/GrantUpdate.js';
 export type { HeartbeatRequest, HeartbeatRequest__Output } from './fuxi/v1/HeartbeatRequest.js';
 export type { HeartbeatResponse, HeartbeatResponse__Output } from './fuxi/v1/HeartbeatResponse.js';
 export type { JobInfo, JobInfo__Output } from './fuxi/v1/JobInfo.js';
@@ -71,6 +72,7 @@ export type { UpdateGrantsRequest, UpdateGrantsRequest__Output } from './fuxi/v1
 export type { UpdateGrantsResponse, UpdateGrantsResponse__Output } from './fuxi/v1/UpdateGrantsResponse.js';
 export type { UpdateRequestsRequest, UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
 export type { UpdateRequestsResponse, UpdateRequestsResponse__Output } from './fuxi/v1/UpdateRequestsResponse.js';
+export type { WatchGrantsRequest, WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 export type { WatchJobRequest, WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
 export type { WorkerEventsRequest, WorkerEventsRequest__Output } from './fuxi/v1/WorkerEventsRequest.js';
 export type { WorkerEventsResponse, WorkerEventsResponse__Output } from './fuxi/v1/WorkerEventsResponse.js';

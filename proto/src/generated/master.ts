@@ -13,6 +13,7 @@ import type { GetClusterStatusRequest as _fuxi_v1_GetClusterStatusRequest, GetCl
 import type { GetJobRequest as _fuxi_v1_GetJobRequest, GetJobRequest__Output as _fuxi_v1_GetJobRequest__Output } from './fuxi/v1/GetJobRequest.js';
 import type { GetJobResponse as _fuxi_v1_GetJobResponse, GetJobResponse__Output as _fuxi_v1_GetJobResponse__Output } from './fuxi/v1/GetJobResponse.js';
 import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from './fuxi/v1/Grant.js';
+import type { GrantUpdate as _fuxi_v1_GrantUpdate, GrantUpdate__Output as _fuxi_v1_GrantUpdate__Output } from './fuxi/v1/GrantUpdate.js';
 import type { HeartbeatRequest as _fuxi_v1_HeartbeatRequest, HeartbeatRequest__Output as _fuxi_v1_HeartbeatRequest__Output } from './fuxi/v1/HeartbeatRequest.js';
 import type { HeartbeatResponse as _fuxi_v1_HeartbeatResponse, HeartbeatResponse__Output as _fuxi_v1_HeartbeatResponse__Output } from './fuxi/v1/HeartbeatResponse.js';
 import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
@@ -51,6 +52,7 @@ import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fu
 import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from './fuxi/v1/UpdateRequestsResponse.js';
+import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
 import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from './fuxi/v1/WorkerStatus.js';
 import type { WorkerSummary as _fuxi_v1_WorkerSummary, WorkerSummary__Output as _fuxi_v1_WorkerSummary__Output } from './fuxi/v1/WorkerSummary.js';
@@ -74,6 +76,7 @@ export interface ProtoGrpcType {
       GetJobRequest: MessageTypeDefinition<_fuxi_v1_GetJobRequest, _fuxi_v1_GetJobRequest__Output>
       GetJobResponse: MessageTypeDefinition<_fuxi_v1_GetJobResponse, _fuxi_v1_GetJobResponse__Output>
       Grant: MessageTypeDefinition<_fuxi_v1_Grant, _fuxi_v1_Grant__Output>
+      GrantUpdate: MessageTypeDefinition<_fuxi_v1_GrantUpdate, _fuxi_v1_GrantUpdate__Output>
       HeartbeatRequest: MessageTypeDefinition<_fuxi_v1_HeartbeatRequest, _fuxi_v1_HeartbeatRequest__Output>
       HeartbeatResponse: MessageTypeDefinition<_fuxi_v1_HeartbeatResponse, _fuxi_v1_HeartbeatResponse__Output>
       JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
@@ -118,6 +121,7 @@ export interface ProtoGrpcType {
       TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
       UpdateRequestsRequest: MessageTypeDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsRequest__Output>
       UpdateRequestsResponse: MessageTypeDefinition<_fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsResponse__Output>
+      WatchGrantsRequest: MessageTypeDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_WatchGrantsRequest__Output>
       WatchJobRequest: MessageTypeDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_WatchJobRequest__Output>
       WorkerState: EnumTypeDefinition
       WorkerStatus: MessageTypeDefinition<_fuxi_v1_WorkerStatus, _fuxi_v1_WorkerStatus__Output>

@@ -50,12 +50,14 @@ export function startInProcessAm(spec: SpawnSpec, log: Logger): SimAppMasterHand
 /**
  * AM timing failure, as far as the master can tell: for `ms` the AM's heartbeat timer does nothing
  * and its master calls (queued behind a sleep) do not go out; agents' worker events are still
- * taken. Resolves with the time from the pause to the first UpdateRequests the master answered
- * after it (never, when a newer attempt superseded this AM meanwhile). Reaches into AppMaster's
- * private `onTimer` / `masterQueue` / `updateRequests` (test-only fault injection).
+ * taken. Resolves with the time from the pause to the first master call answered after it (never,
+ * when a newer attempt superseded this AM meanwhile). Reaches into AppMaster's private `onTimer`,
+ * `masterQueue`, `updateRequests` (heartbeats) and `persist` (every other master call): test-only
+ * fault injection.
  */
 export function pauseAppMaster(am: AppMaster, ms: number): Promise<number> {
-  type Inner = { onTimer: () => void; masterQueue: Promise<void>; updateRequests?: (...a: unknown[]) => Promise<void> };
+  type Call = (...a: unknown[]) => Promise<unknown>;
+  type Inner = { onTimer: () => void; masterQueue: Promise<void>; updateRequests?: Call; persist?: Call };
   const inner = am as unknown as Inner;
   const proto = Object.getPrototypeOf(am) as Inner;
   const t0 = Date.now();
@@ -66,14 +68,20 @@ export function pauseAppMaster(am: AppMaster, ms: number): Promise<number> {
     onTimer.call(this);
   };
   inner.masterQueue = inner.masterQueue.then(() => new Promise<void>((r) => setTimeout(r, Math.max(0, until - Date.now()))));
-  const updateRequests = proto.updateRequests!;
   return new Promise<number>((resolve) => {
-    inner.updateRequests = async function (this: AppMaster, ...a: unknown[]) {
-      await updateRequests.apply(this, a);
-      if (Date.now() >= until) {
-        delete inner.updateRequests;
-        resolve(Date.now() - t0);
-      }
+    const answered = (): void => {
+      if (Date.now() < until) return;
+      delete inner.updateRequests;
+      delete inner.persist;
+      resolve(Date.now() - t0);
     };
+    for (const m of ['updateRequests', 'persist'] as const) {
+      const original = proto[m]!;
+      inner[m] = async function (this: AppMaster, ...a: unknown[]) {
+        const r = await original.apply(this, a);
+        answered();
+        return r;
+      };
+    }
   });
 }

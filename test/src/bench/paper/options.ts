@@ -68,7 +68,7 @@ export interface PaperEvalOptions {
   quiet: boolean;
 }
 
-export const DEFAULT_CASES = 'FT/none,FT/single-crash,FT/single-timing,FT/sim-crash,FMFO/sim-crash,AMFO/sim-crash,NoFO/sim-crash';
+export const DEFAULT_CASES = 'FT/none,FT/single-crash,FT/single-timing,FT/sim-crash,FT/sim-timing,FMFO/sim-crash,AMFO/sim-crash,NoFO/sim-crash';
 
 export function parseCases(s: string): CaseSpec[] {
   const out: CaseSpec[] = [];

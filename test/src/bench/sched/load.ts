@@ -30,6 +30,11 @@ export interface LoadOptions {
   slot: Resource;
   /** RegisterAgent calls in flight at once while nodes join. */
   registerConcurrency?: number;
+  /**
+   * How grant tables reach the nodes: 'stream' (each node holds a WatchGrants stream, as the real
+   * agent does) or 'call' (no stream: the master calls UpdateGrants for every push).
+   */
+  grantTransport?: 'stream' | 'call';
   log?: (line: string) => void;
 }
 
@@ -45,6 +50,7 @@ interface VirtualNode {
   grants: Map<string, { slots: number; cpuMilli: number; memoryMb: number }>;
   running: number;
   amWorkers: WorkerStatus[];
+  cancelWatch?: () => void;
 }
 
 /** Counters of the load generator; `snapshot()` copies them so phases can be diffed. */
@@ -56,6 +62,8 @@ export interface LoadCounters {
   heartbeatFullTables: number;
   grantMessages: number;
   grantMessagesIgnored: number;
+  /** WatchGrants streams the master ended while the load ran. */
+  grantStreamsEnded: number;
   overcommits: number;
   reregistrations: number;
   slotsGranted: number;
@@ -118,6 +126,7 @@ export class LoadGen {
     heartbeatFullTables: 0,
     grantMessages: 0,
     grantMessagesIgnored: 0,
+    grantStreamsEnded: 0,
     overcommits: 0,
     reregistrations: 0,
     slotsGranted: 0,
@@ -205,6 +214,7 @@ export class LoadGen {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.hbTimer);
+    for (const node of this.nodes) node.cancelWatch?.();
     await Promise.all([...this.apps.values()].map((a) => a.stop().catch(() => undefined)));
     await this.server?.close();
     this.hbClient.close();
@@ -228,12 +238,30 @@ export class LoadGen {
         this.epoch = res.epoch;
         this.heartbeatIntervalMs = res.heartbeatIntervalMs || this.heartbeatIntervalMs;
         node.registered = true;
+        if ((o.grantTransport ?? 'stream') === 'stream') this.watchGrants(node);
         return;
       } catch (e) {
         if (i >= 10 || this.stopped) throw e;
         await new Promise((r) => setTimeout(r, 200));
       }
     }
+  }
+
+  private watchGrants(node: VirtualNode): void {
+    node.cancelWatch?.();
+    node.cancelWatch = this.hbClient.stream(
+      this.master.WatchGrants,
+      { nodeId: node.nodeId, epoch: this.epoch },
+      (m) => {
+        this.c.grantMessages++;
+        this.applyGrants(node, Number(m.seq), m.full, m.grants);
+      },
+      (status, message) => {
+        node.cancelWatch = undefined;
+        if (!this.stopped && status !== 1) this.c.grantStreamsEnded++;
+        if (!this.stopped && status !== 0 && status !== 1) this.log(`grant stream of ${node.nodeId} ended: ${status} ${message}`);
+      },
+    );
   }
 
   /** Sends the heartbeats that fell due since the last tick, cycling over the nodes. */

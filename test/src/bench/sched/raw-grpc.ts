@@ -117,6 +117,51 @@ export class RawGrpcClient {
     });
   }
 
+  /**
+   * A server-streaming call: `onMessage` for each message as it arrives; resolves with the final
+   * status when the stream ends (0 = OK). No deadline. Returns a function that cancels the stream.
+   */
+  stream<M extends AnyMethod>(def: M, req: ReqOf<M>, onMessage: (res: ResOf<M>) => void, onEnd: (status: number, message: string) => void): () => void {
+    let st: http2.ClientHttp2Stream;
+    try {
+      st = this.open().request({ ':method': 'POST', ':path': def.path, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+    } catch (e) {
+      onEnd(14, String(e));
+      return () => undefined;
+    }
+    let status = -1;
+    let message = '';
+    let pending: Buffer = Buffer.alloc(0);
+    let ended = false;
+    const end = (code: number, msg: string): void => {
+      if (ended) return;
+      ended = true;
+      onEnd(code, msg);
+    };
+    const take = (h: http2.IncomingHttpHeaders): void => {
+      if (h['grpc-status'] !== undefined) {
+        status = Number(h['grpc-status']);
+        message = decodeURIComponent(String(h['grpc-message'] ?? ''));
+      }
+    };
+    st.on('response', take);
+    st.on('trailers', take);
+    st.on('data', (c: Buffer) => {
+      pending = pending.length === 0 ? c : Buffer.concat([pending, c]);
+      while (pending.length >= 5) {
+        const len = pending.readUInt32BE(1);
+        if (pending.length < 5 + len) break;
+        const body = pending.subarray(5, 5 + len);
+        pending = pending.subarray(5 + len);
+        onMessage(def.responseDeserialize(body) as ResOf<M>);
+      }
+    });
+    st.on('error', (e) => end(14, String(e)));
+    st.on('close', () => end(status < 0 ? 14 : status, message || 'stream closed'));
+    st.end(frame(def.requestSerialize(req) as Buffer));
+    return () => st.close(http2.constants.NGHTTP2_CANCEL);
+  }
+
   close(): void {
     this.closed = true;
     this.session?.close();

@@ -10,6 +10,7 @@ import type { GetAppSnapshotResponse as _fuxi_v1_GetAppSnapshotResponse, GetAppS
 import type { GetClusterStatusRequest as _fuxi_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _fuxi_v1_GetClusterStatusRequest__Output } from '../../fuxi/v1/GetClusterStatusRequest.js';
 import type { GetJobRequest as _fuxi_v1_GetJobRequest, GetJobRequest__Output as _fuxi_v1_GetJobRequest__Output } from '../../fuxi/v1/GetJobRequest.js';
 import type { GetJobResponse as _fuxi_v1_GetJobResponse, GetJobResponse__Output as _fuxi_v1_GetJobResponse__Output } from '../../fuxi/v1/GetJobResponse.js';
+import type { GrantUpdate as _fuxi_v1_GrantUpdate, GrantUpdate__Output as _fuxi_v1_GrantUpdate__Output } from '../../fuxi/v1/GrantUpdate.js';
 import type { HeartbeatRequest as _fuxi_v1_HeartbeatRequest, HeartbeatRequest__Output as _fuxi_v1_HeartbeatRequest__Output } from '../../fuxi/v1/HeartbeatRequest.js';
 import type { HeartbeatResponse as _fuxi_v1_HeartbeatResponse, HeartbeatResponse__Output as _fuxi_v1_HeartbeatResponse__Output } from '../../fuxi/v1/HeartbeatResponse.js';
 import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from '../../fuxi/v1/JobInfo.js';
@@ -35,6 +36,7 @@ import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__O
 import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from '../../fuxi/v1/SubmitJobResponse.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from '../../fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from '../../fuxi/v1/UpdateRequestsResponse.js';
+import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from '../../fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from '../../fuxi/v1/WatchJobRequest.js';
 
 /**
@@ -219,6 +221,23 @@ export interface MasterServiceClient extends grpc.Client {
   updateRequests(argument: _fuxi_v1_UpdateRequestsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
   updateRequests(argument: _fuxi_v1_UpdateRequestsRequest, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
   
+  /**
+   * The leader's grant-table pushes for one agent, on a stream the agent holds open after it
+   * registers: the same messages as AgentService.UpdateGrants, for a fraction of the cost of a call
+   * each. While no stream is open the master calls UpdateGrants instead. The stream ends when the
+   * master stops leading or the agent registers again.
+   */
+  WatchGrants(argument: _fuxi_v1_WatchGrantsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_GrantUpdate__Output>;
+  WatchGrants(argument: _fuxi_v1_WatchGrantsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_GrantUpdate__Output>;
+  /**
+   * The leader's grant-table pushes for one agent, on a stream the agent holds open after it
+   * registers: the same messages as AgentService.UpdateGrants, for a fraction of the cost of a call
+   * each. While no stream is open the master calls UpdateGrants instead. The stream ends when the
+   * master stops leading or the agent registers again.
+   */
+  watchGrants(argument: _fuxi_v1_WatchGrantsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_GrantUpdate__Output>;
+  watchGrants(argument: _fuxi_v1_WatchGrantsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_GrantUpdate__Output>;
+  
   WatchJob(argument: _fuxi_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
   WatchJob(argument: _fuxi_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
   watchJob(argument: _fuxi_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
@@ -280,6 +299,14 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   
   UpdateRequests: grpc.handleUnaryCall<_fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse>;
   
+  /**
+   * The leader's grant-table pushes for one agent, on a stream the agent holds open after it
+   * registers: the same messages as AgentService.UpdateGrants, for a fraction of the cost of a call
+   * each. While no stream is open the master calls UpdateGrants instead. The stream ends when the
+   * master stops leading or the agent registers again.
+   */
+  WatchGrants: grpc.handleServerStreamingCall<_fuxi_v1_WatchGrantsRequest__Output, _fuxi_v1_GrantUpdate>;
+  
   WatchJob: grpc.handleServerStreamingCall<_fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo>;
   
 }
@@ -301,5 +328,6 @@ export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   SaveAppSnapshot: MethodDefinition<_fuxi_v1_SaveAppSnapshotRequest, _fuxi_v1_SaveAppSnapshotResponse, _fuxi_v1_SaveAppSnapshotRequest__Output, _fuxi_v1_SaveAppSnapshotResponse__Output>
   SubmitJob: MethodDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse__Output>
   UpdateRequests: MethodDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse__Output>
+  WatchGrants: MethodDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_GrantUpdate, _fuxi_v1_WatchGrantsRequest__Output, _fuxi_v1_GrantUpdate__Output>
   WatchJob: MethodDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo__Output>
 }
