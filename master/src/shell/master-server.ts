@@ -26,9 +26,18 @@ import { KEYS } from '../core/store-ops.js';
 import { TERMINAL_STATES, type AmWorkerReport, type Effect, type JobRecord, type JobState } from '../core/types.js';
 import type { MasterConfig } from './config.js';
 
-type GrantStream = ServerWritableStream<WatchGrantsRequest__Output, GrantUpdate>;
-/** Bytes queued on a grant stream beyond which its agent is taken for not reading. */
-const GRANT_STREAM_MAX_BACKLOG = 1 << 20;
+/** Grant tables written to one stream and not yet taken by the transport, at most. */
+const GRANT_STREAM_IN_FLIGHT = 8;
+/** An agent's open WatchGrants stream, with a few messages in flight and at most one waiting. */
+interface GrantWatch {
+  nodeId: string;
+  call: ServerWritableStream<WatchGrantsRequest__Output, GrantUpdate>;
+  /** Messages written and not yet taken by the transport. */
+  inFlight: number;
+  /** Since when the stream has had messages in flight (0 = none). */
+  oldestSince: number;
+  waiting: GrantUpdate | undefined;
+}
 
 const STATE_TO_WIRE: Record<JobState, WireJobState> = {
   submitted: 'JOB_STATE_SUBMITTED',
@@ -103,7 +112,8 @@ export class MasterServer {
    * Open WatchGrants streams by node id: a grant push is one message on the node's stream (a unary
    * UpdateGrants costs several times the CPU on both ends); nodes without one get the call.
    */
-  private readonly grantStreams = new Map<string, GrantStream>();
+  private readonly grantStreams = new Map<string, GrantWatch>();
+  private readonly grantStreamStats = { written: 0, superseded: 0 };
   private readonly proto = loadFuxiProto();
   private stopping = false;
 
@@ -205,6 +215,19 @@ export class MasterServer {
     this.hardState.lastBytes = this.hardState.bytes;
     this.statsTimer = setInterval(() => {
       const now = Date.now();
+      let busy = 0;
+      let oldest = 0;
+      for (const w of this.grantStreams.values()) {
+        if (w.inFlight === 0) continue;
+        busy++;
+        oldest = Math.max(oldest, now - w.oldestSince);
+      }
+      const gs = this.grantStreamStats;
+      if (gs.written > 0 || busy > 0) {
+        this.log.info({ open: this.grantStreams.size, written: gs.written, superseded: gs.superseded, waitingOnAgent: busy, oldestWaitMs: oldest }, 'grant stream stats');
+        gs.written = 0;
+        gs.superseded = 0;
+      }
       const h = this.hardState;
       if (h.bytes !== h.lastBytes) {
         this.log.info({ bytesTotal: h.bytes, writesTotal: h.writes, bytesPerSec: Math.round(((h.bytes - h.lastBytes) * 1000) / (now - h.lastAt)) }, 'hard state stats');
@@ -401,17 +424,10 @@ export class MasterServer {
   }
 
   private sendGrants(e: Extract<Effect, { kind: 'grants' }>): void {
-    const stream = this.grantStreams.get(e.nodeId);
-    if (stream) {
-      // An agent that stopped reading (paused, or its host gone) has its stream dropped rather than
-      // an unbounded backlog kept; it gets calls (which time out) until it watches again.
-      if (stream.writableLength <= GRANT_STREAM_MAX_BACKLOG) {
-        stream.write({ epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants });
-        return;
-      }
-      this.log.warn({ nodeId: e.nodeId, backlogBytes: stream.writableLength }, 'grant stream not read; dropped');
-      this.grantStreams.delete(e.nodeId);
-      stream.end();
+    const watch = this.grantStreams.get(e.nodeId);
+    if (watch) {
+      this.writeGrants(watch, { epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants });
+      return;
     }
     this.agent(e.address)
       .UpdateGrants({ epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants }, { deadlineMs: 5000 })
@@ -424,10 +440,33 @@ export class MasterServer {
       .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
   }
 
+  /**
+   * At most GRANT_STREAM_IN_FLIGHT messages in flight per stream: beyond that a newer table
+   * replaces the one waiting (tables are full, so the newest says everything), so an agent that
+   * reads slowly or not at all (paused) costs the master a few tables, not a backlog.
+   */
+  private writeGrants(watch: GrantWatch, msg: GrantUpdate): void {
+    if (watch.inFlight >= GRANT_STREAM_IN_FLIGHT) {
+      if (watch.waiting) this.grantStreamStats.superseded++;
+      watch.waiting = msg;
+      return;
+    }
+    if (watch.inFlight === 0) watch.oldestSince = Date.now();
+    watch.inFlight++;
+    this.grantStreamStats.written++;
+    watch.call.write(msg, () => {
+      watch.inFlight--;
+      watch.oldestSince = watch.inFlight > 0 ? Date.now() : 0;
+      const next = watch.waiting;
+      watch.waiting = undefined;
+      if (next && this.grantStreams.get(watch.nodeId) === watch) this.writeGrants(watch, next);
+    });
+  }
+
   private endGrantStreams(): void {
-    const streams = [...this.grantStreams.values()];
+    const watches = [...this.grantStreams.values()];
     this.grantStreams.clear();
-    for (const s of streams) s.end();
+    for (const w of watches) w.call.end();
   }
 
   private async launchAm(e: Extract<Effect, { kind: 'launchAm' }>): Promise<void> {
@@ -532,7 +571,7 @@ export class MasterServer {
         const old = this.grantStreams.get(info.nodeId);
         if (old) {
           this.grantStreams.delete(info.nodeId);
-          old.end();
+          old.call.end();
         }
         await this.run(effects);
         return { epoch: this.core.epoch, heartbeatIntervalMs, reportState };
@@ -674,11 +713,12 @@ export class MasterServer {
         if (!core.knowsNode(req.nodeId)) throw new NotFoundError('node', req.nodeId);
         const nodeId = req.nodeId;
         const old = this.grantStreams.get(nodeId);
-        if (old) old.end();
-        this.grantStreams.set(nodeId, call);
+        if (old) old.call.end();
+        const watch: GrantWatch = { nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined };
+        this.grantStreams.set(nodeId, watch);
         await new Promise<void>((resolve) => {
           const done = () => {
-            if (this.grantStreams.get(nodeId) === call) this.grantStreams.delete(nodeId);
+            if (this.grantStreams.get(nodeId) === watch) this.grantStreams.delete(nodeId);
             resolve();
           };
           call.on('cancelled', done);
