@@ -42,12 +42,24 @@ async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-paper-'));
   let etcd: EtcdProcess | undefined;
   let ok = false;
+  let stopping = false;
   const onSignal = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
     say(`${sig}: stopping (logs kept in ${dir})`);
     void Promise.allSettled([...activeTeardowns].map((t) => t()))
       .then(() => etcd?.stop())
       .finally(() => process.exit(130));
   };
+  // Whatever goes wrong, the processes this run started are stopped, by pid.
+  process.on('unhandledRejection', (e) => {
+    if (!stopping) say(`unexpected error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    onSignal('unhandledRejection');
+  });
+  process.on('uncaughtException', (e) => {
+    if (!stopping) say(`unexpected error: ${e.stack ?? e.message}`);
+    onSignal('uncaughtException');
+  });
   process.once('SIGINT', () => onSignal('SIGINT'));
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   try {

@@ -1,6 +1,8 @@
 /**
  * A simulated ProcessDriver: no processes. A worker is a timer of `SIM_DURATION_MS` (from the
- * plan's environment; default one hour) that then "exits" with `SIM_EXIT_CODE` (default 0);
+ * plan's environment; default one hour) that then "exits" with `SIM_EXIT_CODE` (default 0), or,
+ * with probability `SIM_FAIL_PROBABILITY` (0-1, default 0), with `SIM_FAIL_EXIT_CODE` (default 1):
+ * the draw is a hash of (app, worker id), so it is the same on every run and differs per attempt;
  * kill ends it at once with SIGTERM. Application-master workers (schedule unit `__am__`) are run by
  * `runAppMaster` instead, e.g. a real in-process `AppMaster`, so that apps make progress.
  *
@@ -84,6 +86,27 @@ function envInt(env: Record<string, string>, key: string, dflt: number): number 
   return Number.isFinite(n) && n >= 0 ? Math.floor(n) : dflt;
 }
 
+function envProbability(env: Record<string, string>, key: string): number {
+  const n = Number(env[key] ?? '');
+  return Number.isFinite(n) ? Math.min(1, Math.max(0, n)) : 0;
+}
+
+/** A number in [0, 1) from `key` (FNV-1a): the same key always draws the same number. */
+export function draw(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    h ^= key.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  // One more mixing round (murmur3 finalizer) so that nearby keys spread over the range.
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b) >>> 0;
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35) >>> 0;
+  h ^= h >>> 16;
+  return (h >>> 0) / 2 ** 32;
+}
+
 export class SimProcessDriver implements ProcessDriver {
   private exitCb: (e: ExitInfo) => void = () => {};
   private readonly byPid = new Map<number, SimWorker>();
@@ -130,7 +153,8 @@ export class SimProcessDriver implements ProcessDriver {
       );
     } else {
       const ms = envInt(spec.env, 'SIM_DURATION_MS', this.opts.defaultDurationMs ?? DEFAULT_SIM_DURATION_MS);
-      const code = envInt(spec.env, 'SIM_EXIT_CODE', 0);
+      const failP = envProbability(spec.env, 'SIM_FAIL_PROBABILITY');
+      const code = failP > 0 && draw(`${spec.appId}/${spec.workerId}`) < failP ? envInt(spec.env, 'SIM_FAIL_EXIT_CODE', 1) : envInt(spec.env, 'SIM_EXIT_CODE', 0);
       w.timer = setTimeout(() => this.finish(w, code, null), ms);
     }
     return { pid, startTime: String(pid), bootId: 'sim' };

@@ -89,9 +89,9 @@ const FLAGS = {
   'node-cpu': '23',
   'node-memory': '82Gi',
   masters: '3',
-  jobs: '200',
-  active: '60',
-  'submit-rate': '10',
+  jobs: '400',
+  active: '200',
+  'submit-rate': '20',
   sizes: '10,100,1000',
   'size-scale': '0.1',
   mix: '20,45,35',
@@ -101,6 +101,7 @@ const FLAGS = {
   'am-memory': '100Mi',
   'instance-ms': '30000',
   'instance-jitter': '0.25',
+  'instance-failure': '0',
   'max-attempts': '3',
   seed: '1',
   'lease-ttl-sec': '5',
@@ -171,6 +172,11 @@ export function parseOptions(argv: string[], defaultOutDir: string): PaperEvalOp
       amMemory: str('am-memory'),
       instanceMs: num('instance-ms', 1),
       instanceJitter: Math.min(0.9, num('instance-jitter', 0, false)),
+      instanceFailure: ((): number => {
+        const p = num('instance-failure', 0, false);
+        if (p > 1) throw new Error(`--instance-failure must be a probability between 0 and 1, got ${p}`);
+        return p;
+      })(),
       maxAttempts: num('max-attempts', 1),
       seed: num('seed', 0),
     },

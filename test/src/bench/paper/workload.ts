@@ -28,6 +28,8 @@ export interface WorkloadOptions {
   /** Instance run time (ms) and the +- fraction each job's time is drawn from. */
   instanceMs: number;
   instanceJitter: number;
+  /** Probability that an instance attempt fails (exit code 1); the AM runs it again up to maxAttempts. */
+  instanceFailure: number;
   /** maxAttempts of every task. */
   maxAttempts: number;
   seed: number;
@@ -78,7 +80,7 @@ export function jobSpec(j: PlannedJob, o: WorkloadOptions): JobSpec {
   return normalizeJobSpec({
     id: j.id,
     name: `paper-${j.category}`,
-    env: { SIM_DURATION_MS: String(j.instanceMs) },
+    env: { SIM_DURATION_MS: String(j.instanceMs), ...(o.instanceFailure > 0 ? { SIM_FAIL_PROBABILITY: String(o.instanceFailure) } : {}) },
     am: { cpu: o.amCpu, memory: o.amMemory },
     tasks: [{ name: 'work', instances: j.instances, resources: { cpu: o.instanceCpu, memory: o.instanceMemory }, command: ['sim-worker', '${instance}'], maxAttempts: o.maxAttempts }],
   });

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import type { ExitInfo, SpawnSpec } from '@fuxi/agent';
-import { PidCounter, SIM_PID_BASE, SimProcessDriver } from '../sim-driver.js';
+import { draw, PidCounter, SIM_PID_BASE, SimProcessDriver } from '../sim-driver.js';
 
 function spec(over: Partial<SpawnSpec> = {}): SpawnSpec {
   return { workerId: 'map.0.1', appId: 'app-1', suId: 'map', task: 'map', instance: 0, attempt: 1, argv: ['sim'], env: {}, cwd: '', ...over };
@@ -73,5 +73,35 @@ describe('SimProcessDriver', () => {
     expect(killed).to.equal(1);
     await sleep(5);
     expect(exits[1]).to.include({ workerId: 'am.2', signal: 'SIGTERM' });
+  });
+
+  it('fails a SIM_FAIL_PROBABILITY share of workers with SIM_FAIL_EXIT_CODE, the same ones on every run', async () => {
+    const run = async () => {
+      const d = new SimProcessDriver({ pids: new PidCounter() });
+      const exits = new Map<string, number | null>();
+      d.onExit((e) => exits.set(e.workerId, e.exitCode));
+      for (let i = 0; i < 400; i++) await d.spawn(spec({ workerId: `map.${i}.1`, instance: i, env: { SIM_DURATION_MS: '5', SIM_FAIL_PROBABILITY: '0.25', SIM_FAIL_EXIT_CODE: '9' } }));
+      await sleep(60);
+      return exits;
+    };
+    const a = await run();
+    const b = await run();
+    expect(a.size).to.equal(400);
+    const failed = [...a.values()].filter((c) => c === 9).length;
+    expect([...a.values()].every((c) => c === 0 || c === 9)).to.equal(true);
+    expect(failed).to.be.within(70, 130); // 100 expected
+    expect([...b.entries()]).to.deep.equal([...a.entries()]);
+    // Another attempt of the same instance draws again.
+    expect(draw('app-1/map.0.1')).to.not.equal(draw('app-1/map.0.2'));
+  });
+
+  it('draw spreads evenly over [0, 1)', () => {
+    const buckets = new Array(10).fill(0) as number[];
+    for (let i = 0; i < 10_000; i++) {
+      const x = draw(`app-${i % 7}/w.${i}.1`);
+      expect(x).to.be.within(0, 0.9999999999);
+      buckets[Math.floor(x * 10)]!++;
+    }
+    for (const b of buckets) expect(b).to.be.within(850, 1150);
   });
 });
