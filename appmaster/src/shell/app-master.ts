@@ -149,6 +149,8 @@ export class AppMaster {
   private earlyTimedOut: { nodeIds: Set<string>; recovered: Set<string> } = { nodeIds: new Set(), recovered: new Set() };
   private readonly agentOps = new Set<Promise<void>>();
   private stopped = false;
+  /** The open WatchAssignments stream: to which master, in which epoch. */
+  private assignmentWatch: { address: string; epoch: string; cancel(): void } | undefined;
   private settle!: { resolve: (r: AppResult) => void; reject: (e: unknown) => void };
   private readonly done: Promise<AppResult>;
 
@@ -596,6 +598,7 @@ export class AppMaster {
     const call = async () => {
       const r = await this.conn.call('UpdateRequests', req, this.retrying);
       this.checkAnswer(r.epoch, 'UpdateRequests');
+      this.watchAssignments();
       return r;
     };
     const res = persistent ? await this.persist('UpdateRequests', call) : await call();
@@ -741,8 +744,42 @@ export class AppMaster {
     this.settle.reject(e);
   }
 
+  /**
+   * Holds a WatchAssignments stream open to the master that just answered (at most one attempt per
+   * master call while a master refuses it). Its messages are UpdateAssignments calls by another
+   * road: the same core entry and (epoch, seq) ordering; while none is open the master calls.
+   */
+  private watchAssignments(): void {
+    const w = this.assignmentWatch;
+    const address = this.conn.address;
+    const epoch = this.epoch;
+    if (this.stopped || !this.core.started || (w && w.address === address && w.epoch === epoch)) return;
+    w?.cancel();
+    const stream = this.conn.client(address).stream.WatchAssignments({ appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, epoch });
+    const handle = { address, epoch, cancel: () => stream.cancel() };
+    this.assignmentWatch = handle;
+    void (async () => {
+      let messages = 0;
+      try {
+        for await (const msg of stream) {
+          messages++;
+          if (this.stopped) break;
+          const e = msg.epoch && msg.epoch !== '0' ? msg.epoch : this.epoch;
+          if (!this.noteEpoch(e, 'WatchAssignments')) break;
+          this.execute(this.core.assignments({ epoch: e, seq: int64ToNumber(msg.seq), full: msg.full, assignments: msg.assignments.map(assignmentFromProto) }, Date.now()));
+        }
+        if (this.assignmentWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages }, 'assignment stream ended by the master');
+      } catch (err) {
+        if (this.assignmentWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages, err: errorMessage(err) }, 'assignment stream failed; assignments come as calls until it is open again');
+      }
+      if (this.assignmentWatch === handle) this.assignmentWatch = undefined;
+    })();
+  }
+
   private async shutdown(): Promise<void> {
     this.stopped = true;
+    this.assignmentWatch?.cancel();
+    this.assignmentWatch = undefined;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     if (this.pollTimer) clearInterval(this.pollTimer);

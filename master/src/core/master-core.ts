@@ -43,6 +43,10 @@ import { FaultBoard } from './fault-fsm.js';
 export const AM_SU = '__am__';
 /** Assignment pushes list every entry up to this many, only the changed ones above (see pushAssignments). */
 const FULL_TABLE_MAX = 64;
+/** How long an assignment push may take to reach the AM before a call lacking it gets the full table. */
+const IN_FLIGHT_GRACE_MS = 1000;
+/** Recent pushes remembered per app (their times, for IN_FLIGHT_GRACE_MS). */
+const PUSH_LOG = 64;
 /** AM slots go before the tasks of any job: an app cannot progress without its AM. */
 const AM_PRIORITY = 1_000_000;
 
@@ -69,6 +73,12 @@ export interface MasterCoreConfig {
   amStallTimeoutMs: number;
   /** AM attempts per job before the job fails. */
   maxAmAttempts: number;
+  /**
+   * Batch scheduling (like YARN's asynchronous scheduling interval): > 0, resource requests and
+   * returns only mark a scheduling pass as due (`scheduleDue`), and the shell runs one pass for all
+   * of them (`runDueSchedule`) at most this often. 0 (default): a pass inside every such call.
+   */
+  schedulingIntervalMs?: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -121,6 +131,8 @@ interface AppState {
   sus: Map<string, ScheduleUnitState>;
   /** Last assignment seq sent to the AM. */
   asgnSeq: number;
+  /** When each recent push went out, by seq (the last PUSH_LOG entries; see updateRequests). */
+  pushedAt?: Map<number, number>;
   lastRequestSeq: number;
   lastReturnSeq: number;
   amState: 'waiting' | 'launching' | 'running';
@@ -178,6 +190,10 @@ export class MasterCore {
   /** The scheduler's live view of every node (one object per node, reading its NodeState). */
   private readonly schedNodes = new Map<string, SchedNode>();
   private submitSeq = 0;
+  /** A scheduling pass is owed (batch scheduling, see MasterCoreConfig.schedulingIntervalMs). */
+  private due = false;
+  /** The `now` of the call being handled (for bookkeeping deep in helpers that take no time). */
+  private clock = 0;
   /** Failover aggregation: from loading hard state until every roster agent and metaAM app reported. */
   private recovering = false;
   private recoveryStartMs = 0;
@@ -206,6 +222,7 @@ export class MasterCore {
    * Submissions are accepted from now on; scheduling resumes when recovery completes.
    */
   loadHardState(jobs: JobRecord[], roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>, now: number): Effect[] {
+    this.clock = now;
     if (this.cfg.masterFailover === false) return this.loadWithoutFailover(jobs, now);
     this.recovering = true;
     this.failoverOpen = true;
@@ -274,6 +291,7 @@ export class MasterCore {
   // ---------------------------------------------------------------- clients
 
   submitJob(submitted: JobSpec, now: number): { result: SubmitResult; effects: Effect[] } {
+    this.clock = now;
     const existing = this.jobs.get(submitted.jobId);
     if (existing) return { result: { jobId: submitted.jobId, created: false }, effects: [] };
     const capacities = [...this.nodes.values()].filter((n) => n.healthy).map((n) => n.info.capacity);
@@ -314,6 +332,7 @@ export class MasterCore {
   }
 
   killJob(jobId: string, reason: string, now: number): Effect[] {
+    this.clock = now;
     const job = this.getJob(jobId);
     if (TERMINAL_STATES.has(job.state)) return [];
     return this.endJob(job, 'killed', reason || 'killed by user', now);
@@ -340,6 +359,7 @@ export class MasterCore {
   }
 
   registerAgent(info: NodeInfo, epochSeen: string, now: number): { effects: Effect[]; heartbeatIntervalMs: number; reportState: boolean } {
+    this.clock = now;
     if (BigInt(epochSeen || '0') > BigInt(this.epoch)) {
       throw new StaleEpochError('epoch', this.epoch, epochSeen);
     }
@@ -401,6 +421,7 @@ export class MasterCore {
    * node; anything else is rejected, logged, and revoked by the full table pushed back.
    */
   reportAgentState(req: { nodeId: string; epoch: string; grants: GrantEntry[] }, now: number): Effect[] {
+    this.clock = now;
     const node = this.nodes.get(req.nodeId);
     if (!node || node.info.capacity.cpuMilli <= 0) throw new FailedPreconditionError(`agent "${req.nodeId}" must register before reporting its state`);
     if (req.epoch !== this.epoch) throw new StaleEpochError('epoch', req.epoch, this.epoch);
@@ -471,6 +492,7 @@ export class MasterCore {
   }
 
   heartbeat(hb: HeartbeatInput, now: number): { reregister: boolean; reportState?: boolean; full?: { seq: number; grants: GrantEntry[] }; effects: Effect[] } {
+    this.clock = now;
     const node = this.nodes.get(hb.nodeId);
     // A roster placeholder has not registered with this master yet (no capacity known).
     if (!node || node.info.capacity.cpuMilli <= 0) return { reregister: true, effects: [] };
@@ -504,6 +526,7 @@ export class MasterCore {
 
   /** Periodic: agents silent past the timeout are lost; their allocations are released. */
   tick(now: number): Effect[] {
+    this.clock = now;
     const effects: Effect[] = [];
     if (this.recovering) {
       if (now - this.recoveryStartMs >= this.cfg.recoveryDeadlineMs) effects.push(...this.finishRecovery(now));
@@ -571,6 +594,7 @@ export class MasterCore {
   // ---------------------------------------------------------------- application masters
 
   registerApp(appId: string, attempt: number, address: string, now: number): { effects: Effect[]; spec: JobSpec; assignments: AssignmentEntry[]; seq: number; heartbeatIntervalMs: number } {
+    this.clock = now;
     const app = this.requireApp(appId, attempt);
     app.job.amAddress = address;
     app.lastContactMs = now;
@@ -597,6 +621,7 @@ export class MasterCore {
     req: { appId: string; attempt: number; seq: number; units: UnitConfig[]; deltas: RequestDelta[]; assignmentSeq: number; progress: TaskProgress[] },
     now: number,
   ): { effects: Effect[]; reportState?: boolean; full?: { seq: number; assignments: AssignmentEntry[] } } {
+    this.clock = now;
     const app = this.requireApp(req.appId, req.attempt);
     app.lastContactMs = now;
     const seqBefore = app.asgnSeq;
@@ -621,12 +646,15 @@ export class MasterCore {
         if (next === 0) su.requests.delete(d.location);
         else su.requests.set(d.location, next);
       }
-      if (req.deltas.length > 0) effects.push(...this.runScheduler(now));
+      if (req.deltas.length > 0) effects.push(...this.scheduleOrDefer(now));
     }
     // The reply carries the full table when the AM does not hold the current one, unless this very
-    // call pushes it: a full table, or deltas that follow on what the AM holds.
+    // call pushes it (a full table, or deltas that follow on what the AM holds), or the pushes it
+    // lacks went out less than IN_FLIGHT_GRACE_MS ago and are still on their way (under load the AM
+    // often asks again before the last push has arrived; a full table then would cost the size of
+    // the app for nothing). A push that was lost is made up for by the next call after the grace.
     const pushed = effects.some((e) => e.kind === 'assignments' && e.appId === app.appId && e.seq === app.asgnSeq && (e.full || req.assignmentSeq === seqBefore));
-    if (req.assignmentSeq !== app.asgnSeq && !pushed) return { effects, full: { seq: app.asgnSeq, assignments: this.assignmentsOf(app) } };
+    if (req.assignmentSeq !== app.asgnSeq && !pushed && !this.pushesInFlight(app, req.assignmentSeq, now)) return { effects, full: { seq: app.asgnSeq, assignments: this.assignmentsOf(app) } };
     return { effects };
   }
 
@@ -650,6 +678,7 @@ export class MasterCore {
   }
 
   returnSlots(req: { appId: string; attempt: number; seq: number; returns: SlotReturn[] }, now: number): Effect[] {
+    this.clock = now;
     const app = this.requireApp(req.appId, req.attempt);
     app.lastContactMs = now;
     if (req.seq <= app.lastReturnSeq) return [];
@@ -675,7 +704,7 @@ export class MasterCore {
     const effects = this.pushGrants(changed);
     // The AM learns the reduced absolute counts in their own message.
     effects.push(...this.pushAssignments(app, [...changed].map((nodeId) => ({ nodeId }))));
-    effects.push(...this.runScheduler(now));
+    effects.push(...this.scheduleOrDefer(now));
     return effects;
   }
 
@@ -688,6 +717,7 @@ export class MasterCore {
     req: { appId: string; attempt: number; address: string; units: UnitConfig[]; requests: Array<{ suId: string; location: string; count: number }>; assignments: Array<{ suId: string; nodeId: string; slots: number }> },
     now: number,
   ): Effect[] {
+    this.clock = now;
     const app = this.requireApp(req.appId, req.attempt);
     this.checkRequest(
       app,
@@ -730,6 +760,7 @@ export class MasterCore {
   }
 
   finishApp(req: { appId: string; attempt: number; succeeded: boolean; message: string; progress: TaskProgress[] }, now: number): Effect[] {
+    this.clock = now;
     const app = this.requireApp(req.appId, req.attempt);
     if (req.progress.length > 0) app.job.progress = req.progress;
     this.log.info({ appId: req.appId, succeeded: req.succeeded, message: req.message }, 'application finished');
@@ -738,6 +769,7 @@ export class MasterCore {
 
   /** The shell could not hand the AM plan to its agent. */
   amLaunchFailed(appId: string, attempt: number, message: string, now: number): Effect[] {
+    this.clock = now;
     const app = this.apps.get(appId);
     if (!app || app.job.amAttempt !== attempt) return [];
     return this.endJob(app.job, 'failed', `could not start the application master: ${message}`, now);
@@ -780,6 +812,7 @@ export class MasterCore {
 
   /** The AM's hard state: topology once, then its log of finished instances (idempotent by seq). */
   saveAppSnapshot(req: { appId: string; attempt: number; topology: string; seq: number; entries: string[] }, now: number): Effect[] {
+    this.clock = now;
     const app = this.requireApp(req.appId, req.attempt);
     app.lastContactMs = now;
     const ops: StoreOp[] = [];
@@ -797,6 +830,7 @@ export class MasterCore {
 
   /** What `fuxi cluster status` shows. */
   clusterStatus(now: number): ClusterStatusView {
+    this.clock = now;
     void now;
     const nodes = [...this.nodes.values()];
     return {
@@ -1087,11 +1121,27 @@ export class MasterCore {
    * An AM that missed a message ignores deltas until its next UpdateRequests, whose answer then
    * carries the full table.
    */
+  /** Whether every push after `held` (up to the current seq) went out within the grace period. */
+  private pushesInFlight(app: AppState, held: number, now: number): boolean {
+    if (held >= app.asgnSeq || held < 0 || !app.pushedAt) return false;
+    for (let seq = held + 1; seq <= app.asgnSeq; seq++) {
+      const at = app.pushedAt.get(seq);
+      if (at === undefined || now - at > IN_FLIGHT_GRACE_MS) return false;
+    }
+    return true;
+  }
+
   private pushAssignments(app: AppState, changed: Array<{ nodeId: string }>): Effect[] {
     if (changed.length === 0) return [];
     app.asgnSeq += 1;
     // An app that has not reported since a failover would take a partial table for lost slots.
     if (app.amState !== 'running' || !app.reported) return [];
+    const log = (app.pushedAt ??= new Map());
+    log.set(app.asgnSeq, this.clock);
+    for (const seq of log.keys()) {
+      if (log.size <= PUSH_LOG) break;
+      log.delete(seq);
+    }
     const full = changed.some((c) => c.nodeId === '') || this.assignmentCount(app) <= FULL_TABLE_MAX;
     const assignments = full ? this.assignmentsOf(app) : this.assignmentsOn(app, changed);
     return [{ kind: 'assignments', appId: app.appId, address: app.job.amAddress, epoch: this.epoch, seq: app.asgnSeq, full, assignments }];
@@ -1152,7 +1202,28 @@ export class MasterCore {
   }
 
   /** Runs the scheduler over the current state and applies its plan. */
+  /** A scheduling pass is owed: the shell should call runDueSchedule (batch scheduling only). */
+  get scheduleDue(): boolean {
+    return this.due;
+  }
+
+  /** Runs the owed scheduling pass, if any (batch scheduling). */
+  runDueSchedule(now: number): Effect[] {
+    this.clock = now;
+    if (!this.due) return [];
+    return this.runScheduler(now);
+  }
+
+  private scheduleOrDefer(now: number): Effect[] {
+    if ((this.cfg.schedulingIntervalMs ?? 0) > 0) {
+      this.due = true;
+      return [];
+    }
+    return this.runScheduler(now);
+  }
+
   private runScheduler(now: number): Effect[] {
+    this.due = false;
     if (this.recovering) return [];
     const units: SchedUnit[] = [];
     for (const app of this.apps.values()) {

@@ -30,6 +30,8 @@ export interface MasterConfig {
   agentTimingOutMs: number;
   /** An AM silent this long gets a new attempt; the old one is fenced (0 = never). */
   amStallTimeoutMs: number;
+  /** Batch scheduling: one pass for all requests and returns at most this often (0 = a pass per call). */
+  schedulingIntervalMs: number;
   /** AM attempts per job before it fails. */
   maxAmAttempts: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
@@ -56,6 +58,7 @@ const KEYS = [
   'amTimeoutMs',
   'agentTimingOutMs',
   'amStallTimeoutMs',
+  'schedulingIntervalMs',
   'maxAmAttempts',
   'masterFailover',
   'heartbeatIntervalMs',
@@ -80,6 +83,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     amTimeoutMs: 30_000,
     agentTimingOutMs: 3000,
     amStallTimeoutMs: 30_000,
+    schedulingIntervalMs: 2,
     maxAmAttempts: 4,
     masterFailover: true,
     heartbeatIntervalMs: 1000,
@@ -188,6 +192,12 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
         if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(key, `must be an integer >= 0 (0 = never), got ${JSON.stringify(v)}`);
         cfg.amStallTimeoutMs = n;
+        break;
+      }
+      case 'schedulingIntervalMs': {
+        const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1000) throw new InvalidArgumentError(key, `must be an integer from 0 to 1000 (0 = a scheduling pass per call), got ${JSON.stringify(v)}`);
+        cfg.schedulingIntervalMs = n;
         break;
       }
       case 'maxAmAttempts':

@@ -11,12 +11,14 @@ import {
   type AgentServiceDefinition,
   type AppMasterServiceDefinition,
   type ClusterStatus,
+  type AssignmentUpdate,
   type GrantUpdate,
   type JobInfo,
   type JobState as WireJobState,
   type MasterServiceDefinition,
   type NodeStatus,
   type WorkerStatus__Output,
+  type WatchAssignmentsRequest__Output,
   type WatchGrantsRequest__Output,
 } from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, jobSpecToProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
@@ -26,6 +28,14 @@ import { KEYS } from '../core/store-ops.js';
 import { TERMINAL_STATES, type AmWorkerReport, type Effect, type JobRecord, type JobState } from '../core/types.js';
 import type { MasterConfig } from './config.js';
 
+/** An AM attempt's open WatchAssignments stream (messages are ordered deltas: none is dropped). */
+interface AssignmentWatch {
+  appId: string;
+  attempt: number;
+  call: ServerWritableStream<WatchAssignmentsRequest__Output, AssignmentUpdate>;
+}
+/** Messages queued on an assignment stream beyond which its AM is taken for not reading. */
+const ASSIGNMENT_STREAM_MAX_QUEUED = 1000;
 /** Grant tables written to one stream and not yet taken by the transport, at most. */
 const GRANT_STREAM_IN_FLIGHT = 8;
 /** An agent's open WatchGrants stream, with a few messages in flight and at most one waiting. */
@@ -108,12 +118,17 @@ export class MasterServer {
   private readonly pendingGrants = new Map<string, Extract<Effect, { kind: 'grants' }>>();
   private readonly pendingAssignments: Array<Extract<Effect, { kind: 'assignments' }>> = [];
   private flushQueued = false;
+  /** Batch scheduling: the pending pass's timer, and when the last pass ran. */
+  private scheduleTimer: NodeJS.Timeout | undefined;
+  private lastScheduleAt = 0;
   /**
    * Open WatchGrants streams by node id: a grant push is one message on the node's stream (a unary
    * UpdateGrants costs several times the CPU on both ends); nodes without one get the call.
    */
   private readonly grantStreams = new Map<string, GrantWatch>();
   private readonly grantStreamStats = { written: 0, superseded: 0 };
+  /** Open WatchAssignments streams by app id (the current attempt's only). */
+  private readonly assignmentStreams = new Map<string, AssignmentWatch>();
   private readonly proto = loadFuxiProto();
   private stopping = false;
 
@@ -191,6 +206,7 @@ export class MasterServer {
         amTimeoutMs: this.cfg.amTimeoutMs,
         agentTimingOutMs: this.cfg.agentTimingOutMs,
         amStallTimeoutMs: this.cfg.amStallTimeoutMs,
+        schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,
         masterFailover: this.cfg.masterFailover,
       },
@@ -286,6 +302,8 @@ export class MasterServer {
     this.pendingAssignments.length = 0;
     clearInterval(this.tickTimer);
     this.tickTimer = undefined;
+    clearTimeout(this.scheduleTimer);
+    this.scheduleTimer = undefined;
     clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
     this.watchers.clear();
@@ -296,6 +314,7 @@ export class MasterServer {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.tickTimer) clearInterval(this.tickTimer);
+    if (this.scheduleTimer) clearTimeout(this.scheduleTimer);
     if (this.probeTimer) clearInterval(this.probeTimer);
     if (this.statsTimer) clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
@@ -399,7 +418,22 @@ export class MasterServer {
           break;
       }
     }
+    this.armSchedule();
     return writes;
+  }
+
+  /** Batch scheduling: runs the owed pass schedulingIntervalMs after the last one (or now). */
+  private armSchedule(): void {
+    const core = this.coreOrUndefined;
+    if (this.scheduleTimer || !core?.scheduleDue) return;
+    const wait = Math.max(0, this.lastScheduleAt + this.cfg.schedulingIntervalMs - Date.now());
+    this.scheduleTimer = setTimeout(() => {
+      this.scheduleTimer = undefined;
+      const c = this.coreOrUndefined;
+      if (!c || (this.election && !this.election.isLeader())) return;
+      this.lastScheduleAt = Date.now();
+      void this.run(c.runDueSchedule(this.lastScheduleAt)).catch((err: unknown) => this.log.error({ err: errorMessage(err) }, 'scheduling pass failed'));
+    }, wait);
   }
 
   private queueFlush(): void {
@@ -435,10 +469,22 @@ export class MasterServer {
   }
 
   private sendAssignments(e: Extract<Effect, { kind: 'assignments' }>): void {
+    const watch = this.assignmentStreams.get(e.appId);
+    if (watch) {
+      if (watch.call.writableLength < ASSIGNMENT_STREAM_MAX_QUEUED) {
+        watch.call.write({ epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments });
+        return;
+      }
+      // Its next UpdateRequests answer brings the full table; calls until it watches again.
+      this.log.warn({ appId: e.appId, queued: watch.call.writableLength }, 'assignment stream not read; ended');
+      this.assignmentStreams.delete(e.appId);
+      watch.call.end();
+    }
     this.am(e.address)
       .UpdateAssignments({ epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments }, { deadlineMs: 5000 })
       .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
   }
+
 
   /**
    * At most GRANT_STREAM_IN_FLIGHT messages in flight per stream: beyond that a newer table
@@ -467,6 +513,9 @@ export class MasterServer {
     const watches = [...this.grantStreams.values()];
     this.grantStreams.clear();
     for (const w of watches) w.call.end();
+    const ams = [...this.assignmentStreams.values()];
+    this.assignmentStreams.clear();
+    for (const w of ams) w.call.end();
   }
 
   private async launchAm(e: Extract<Effect, { kind: 'launchAm' }>): Promise<void> {
@@ -614,6 +663,12 @@ export class MasterServer {
       },
       RegisterApp: async (req) => {
         const r = this.core.registerApp(req.appId, req.amAttempt, req.address, now());
+        // A (re)registration starts a new session: an older stream of the app is ended.
+        const old = this.assignmentStreams.get(req.appId);
+        if (old) {
+          this.assignmentStreams.delete(req.appId);
+          old.call.end();
+        }
         await this.run(r.effects);
         return { epoch: this.core.epoch, spec: jobSpecToProto(r.spec), heartbeatIntervalMs: r.heartbeatIntervalMs, assignments: r.assignments, assignmentSeq: String(r.seq) };
       },
@@ -719,6 +774,28 @@ export class MasterServer {
         await new Promise<void>((resolve) => {
           const done = () => {
             if (this.grantStreams.get(nodeId) === watch) this.grantStreams.delete(nodeId);
+            resolve();
+          };
+          call.on('cancelled', done);
+          call.on('close', done);
+          call.on('finish', done);
+          call.on('error', done);
+        });
+      },
+      WatchAssignments: async (req, call) => {
+        const core = this.core;
+        if (!req.appId) throw new InvalidArgumentError('appId', 'is required');
+        if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
+        const job = core.getJob(req.appId);
+        if (job.amAttempt !== req.amAttempt) throw new FailedPreconditionError(`am attempt ${req.amAttempt} is not the current one (${job.amAttempt})`, { field: 'amAttempt' });
+        const appId = req.appId;
+        const old = this.assignmentStreams.get(appId);
+        if (old) old.call.end();
+        const watch: AssignmentWatch = { appId, attempt: req.amAttempt, call };
+        this.assignmentStreams.set(appId, watch);
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            if (this.assignmentStreams.get(appId) === watch) this.assignmentStreams.delete(appId);
             resolve();
           };
           call.on('cancelled', done);

@@ -4,6 +4,7 @@ export type { AgentsTimedOutRequest, AgentsTimedOutRequest__Output } from './fux
 export type { AgentsTimedOutResponse, AgentsTimedOutResponse__Output } from './fuxi/v1/AgentsTimedOutResponse.js';
 export type { AppMasterServiceClient, AppMasterServiceHandlers, AppMasterServiceDefinition } from './fuxi/v1/AppMasterService.js';
 export type { Assignment, Assignment__Output } from './fuxi/v1/Assignment.js';
+export type { AssignmentUpdate, AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
 export type { ClusterStatus, ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 export type { Command, Command__Output } from './fuxi/v1/Command.js';
 export type { FaultEvent, FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
@@ -72,6 +73,7 @@ export type { UpdateGrantsRequest, UpdateGrantsRequest__Output } from './fuxi/v1
 export type { UpdateGrantsResponse, UpdateGrantsResponse__Output } from './fuxi/v1/UpdateGrantsResponse.js';
 export type { UpdateRequestsRequest, UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
 export type { UpdateRequestsResponse, UpdateRequestsResponse__Output } from './fuxi/v1/UpdateRequestsResponse.js';
+export type { WatchAssignmentsRequest, WatchAssignmentsRequest__Output } from './fuxi/v1/WatchAssignmentsRequest.js';
 export type { WatchGrantsRequest, WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 export type { WatchJobRequest, WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
 export type { WorkerEventsRequest, WorkerEventsRequest__Output } from './fuxi/v1/WorkerEventsRequest.js';

@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
 
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
+import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
@@ -52,6 +53,7 @@ import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fu
 import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from './fuxi/v1/UpdateRequestsResponse.js';
+import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from './fuxi/v1/WatchAssignmentsRequest.js';
 import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
 import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from './fuxi/v1/WorkerStatus.js';
@@ -65,6 +67,7 @@ export interface ProtoGrpcType {
   fuxi: {
     v1: {
       Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
+      AssignmentUpdate: MessageTypeDefinition<_fuxi_v1_AssignmentUpdate, _fuxi_v1_AssignmentUpdate__Output>
       ClusterStatus: MessageTypeDefinition<_fuxi_v1_ClusterStatus, _fuxi_v1_ClusterStatus__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
       FaultEvent: MessageTypeDefinition<_fuxi_v1_FaultEvent, _fuxi_v1_FaultEvent__Output>
@@ -121,6 +124,7 @@ export interface ProtoGrpcType {
       TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
       UpdateRequestsRequest: MessageTypeDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsRequest__Output>
       UpdateRequestsResponse: MessageTypeDefinition<_fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsResponse__Output>
+      WatchAssignmentsRequest: MessageTypeDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_WatchAssignmentsRequest__Output>
       WatchGrantsRequest: MessageTypeDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_WatchGrantsRequest__Output>
       WatchJobRequest: MessageTypeDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_WatchJobRequest__Output>
       WorkerState: EnumTypeDefinition

@@ -24,7 +24,7 @@
  *   make bench-sched
  *   node test/dist/bench/sched.js [--scales 1000,5000] [--apps 20] [--windows 4,16,32,64] [--fill 0.5]
  *     [--duration-ms 10000] [--warmup-ms 2000] [--hb-phase-ms 5000] [--heartbeat-interval-ms 1000]
- *     [--grant-transport stream|call] [--master-cpu-prof DIR] [--master-node-flags '--max-semi-space-size=64'] [--keep]
+ *     [--push-transport stream|call] [--master-cpu-prof DIR] [--master-node-flags '--max-semi-space-size=64'] [--keep]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
@@ -68,7 +68,7 @@ interface Options {
   out: string;
   masterCpuProf: string;
   masterNodeFlags: string[];
-  grantTransport: 'stream' | 'call';
+  pushTransport: 'stream' | 'call';
   keep: boolean;
 }
 
@@ -92,7 +92,7 @@ function options(): Options {
       out: { type: 'string', default: join(REPO, 'bench-results', 'sched.json') },
       'master-cpu-prof': { type: 'string', default: '' },
       'master-node-flags': { type: 'string', default: '' },
-      'grant-transport': { type: 'string', default: 'stream' },
+      'push-transport': { type: 'string', default: 'stream' },
       keep: { type: 'boolean', default: false },
     },
     strict: true,
@@ -130,9 +130,9 @@ function options(): Options {
     out: resolve(String(values.out)),
     masterCpuProf: values['master-cpu-prof'] ? resolve(String(values['master-cpu-prof'])) : '',
     masterNodeFlags: String(values['master-node-flags']).split(' ').filter((f) => f !== ''),
-    grantTransport: ((): 'stream' | 'call' => {
-      const t = String(values['grant-transport']);
-      if (t !== 'stream' && t !== 'call') throw new Error(`--grant-transport must be stream or call, got ${JSON.stringify(t)}`);
+    pushTransport: ((): 'stream' | 'call' => {
+      const t = String(values['push-transport']);
+      if (t !== 'stream' && t !== 'call') throw new Error(`--push-transport must be stream or call, got ${JSON.stringify(t)}`);
       return t;
     })(),
     keep: Boolean(values.keep),
@@ -310,6 +310,7 @@ interface ScaleResult {
     assignmentMessagesIgnored: number;
     fullTablesInAnswers: number;
     grantStreamsEnded: number;
+    assignmentStreamsEnded: number;
   };
 }
 
@@ -354,7 +355,7 @@ async function runScale(o: Options, dir: string, n: number): Promise<ScaleResult
       racks: o.racks,
       capacity: { cpuMilli: o.nodeCpuMilli, memoryMb: o.nodeMemoryMb },
       slot: { cpuMilli: o.slotCpuMilli, memoryMb: o.slotMemoryMb },
-      grantTransport: o.grantTransport,
+      pushTransport: o.pushTransport,
       log: say,
     });
     const t0 = performance.now();
@@ -530,6 +531,7 @@ async function runScale(o: Options, dir: string, n: number): Promise<ScaleResult
         assignmentMessagesIgnored: all.assignmentMessagesIgnored,
         fullTablesInAnswers: all.fullTablesInAnswers,
         grantStreamsEnded: all.grantStreamsEnded,
+        assignmentStreamsEnded: all.assignmentStreamsEnded,
       },
     };
   } finally {
@@ -587,7 +589,7 @@ async function main(): Promise<void> {
       slotsPerNode,
       racks: o.racks,
       heartbeatIntervalMs: o.heartbeatIntervalMs,
-      grantTransport: o.grantTransport,
+      pushTransport: o.pushTransport,
       durationMs: o.durationMs,
       warmupMs: o.warmupMs,
       hbPhaseMs: o.hbPhaseMs,
@@ -599,7 +601,7 @@ async function main(): Promise<void> {
     notes: [
       'One master process and one load-generator process on the same machine; the load generator (every virtual node and every AM) speaks the real protocol over loopback gRPC. Each virtual node has its own loopback address (127.100.x.y) on one shared server, so the master keeps one channel per agent, as in a real cluster.',
       'grantsPerSec: slots assigned per second while every app keeps w slots requested and returns each new slot at once, on top of `fill` of the cluster held as running workers; the headline is the step of `sweep` (w = windowsPerApp) with the most grants per second. latencyMs: UpdateRequests sent -> UpdateAssignments with the slot received, one sample per slot, at that step. Each app calls the master one call at a time, as the real AM does. In a closed loop, latency ~ outstanding requests / throughput (Little), so p99 grows with apps x w once the master is saturated; lightLoad is the smallest w.',
-      'Both processes share the machine (config.cpus cores): masterCpuUtilization and loadGenCpuUtilization (1.0 = one core, all threads) show which one was the limit. Where the time goes in the master (profile with --master-cpu-prof DIR): gRPC, then GC; the scheduler itself is a few percent. Grant tables go to each node over its WatchGrants stream (config.grantTransport; `--grant-transport call` measures the UpdateGrants call per push instead, about a tenth of the throughput: a unary call costs ~260 us of CPU on the two ends, a stream message ~30 us). At 5,000 nodes the heartbeats (5,000 unary calls per second at a 1 s interval) take most of the one core the master runs on.',
+      'Both processes share the machine (config.cpus cores): masterCpuUtilization and loadGenCpuUtilization (1.0 = one core, all threads) show which one was the limit. Where the time goes in the master (profile with --master-cpu-prof DIR): gRPC, then GC; the scheduler itself is a few percent. Pushes go over streams: grant tables to each node on its WatchGrants stream, assignments to each AM on its WatchAssignments stream (config.pushTransport; `--push-transport call` measures a call per push instead, about a tenth of the throughput: a unary call costs ~260 us of CPU on the two ends, a stream message ~30 us). At 5,000 nodes the heartbeats (5,000 unary calls per second at a 1 s interval) take most of the one core the master runs on.',
       'heartbeatCpuUsPerNodePerBeat: master CPU (all threads, /proc schedstat) per heartbeat with nothing to schedule, minus the idle master; includes gRPC decoding/encoding and the master tick.',
       'masterBytesPerNode: live memory (heap used + external after a full GC in the master) with N idle nodes that have received grants (so the master holds a gRPC channel to each) minus the empty master, over N. masterBytesPerNodeRegisteredOnly: the same right after registration (no channels yet). masterBytesPerRunningWorker: live memory with W slots held minus the same cluster with none, over W; slots spread over the nodes, so W is close to one (app, node) entry per worker (the worst case).',
     ],

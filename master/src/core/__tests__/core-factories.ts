@@ -132,7 +132,7 @@ export class Harness {
   }
 
   /** Checks invariants and applies grant / assignment pushes to the agent and AM views. */
-  private observe(effects: readonly Effect[]): void {
+  observe(effects: readonly Effect[]): void {
     this.core.checkInvariants();
     for (const e of effects) {
       if (e.kind === 'grants') this.agents.set(e.nodeId, { seq: e.seq, grants: e.grants });

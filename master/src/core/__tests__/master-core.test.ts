@@ -311,6 +311,11 @@ describe('MasterCore', () => {
       const h = twoNodes();
       h.start();
       h.ask('job-1', 3);
+      // Asked again at once: the push it lacks is still on its way, so no full table yet.
+      expect(h.request('job-1', [], { assignmentSeq: 0 }).full).to.equal(undefined);
+      h.advance(999);
+      expect(h.request('job-1', [], { assignmentSeq: 0 }).full).to.equal(undefined);
+      h.advance(2); // the push went out over a second ago: taken as lost
       const behind = h.request('job-1', [], { assignmentSeq: 0 });
       expect(behind.full?.seq).to.equal(1);
       expect(asgnMap(behind.full?.assignments ?? [])).to.deep.equal({ 'map@n1': 1, 'map@n2': 2 });
@@ -402,6 +407,29 @@ describe('MasterCore', () => {
       h.kill('job-1');
       expectThrow(() => h.request('job-1', []), FailedPreconditionError);
       expectThrow(() => h.request('ghost', [], { attempt: 1 }), NotFoundError);
+    });
+  });
+
+  describe('batch scheduling (schedulingIntervalMs > 0)', () => {
+    it('requests and returns only mark a pass as due; one pass places everything owed', () => {
+      const h = new Harness({ nodes: [{ nodeId: 'n1' }, { nodeId: 'n2' }], config: { schedulingIntervalMs: 5 } });
+      h.start(mockSpec({ id: 'a' })); // the AM's own slot is placed at once: it is not a request
+      expect(h.core.scheduleDue).to.equal(false);
+      const r1 = h.ask('a', 2);
+      const r2 = h.ask('a', 1);
+      expect(ofKind(r1.effects, 'grants')).to.deep.equal([]);
+      expect(ofKind(r2.effects, 'assignments')).to.deep.equal([]);
+      expect(h.core.scheduleDue).to.equal(true);
+      const pass = h.core.runDueSchedule(h.now);
+      h.observe(pass);
+      expect(h.core.scheduleDue).to.equal(false);
+      expect(ofKind(pass, 'assignments')).to.have.length(1); // one push for both requests
+      expect([...h.ams.get('a')!.slots.values()].reduce((x, y) => x + y, 0)).to.equal(3);
+      expect(h.core.runDueSchedule(h.now)).to.deep.equal([]);
+      // A return frees capacity at once; the waiting request of another app waits for the pass.
+      const nodeId = [...h.ams.get('a')!.slots.keys()][0]!.split('@')[1]!;
+      h.giveBack('a', [{ suId: 'map', nodeId, slots: 1 }]);
+      expect(h.core.scheduleDue).to.equal(true);
     });
   });
 

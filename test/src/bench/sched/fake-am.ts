@@ -72,6 +72,7 @@ export class FakeAm {
   private readonly toReturn = new Map<string, number>();
   private heartbeat: NodeJS.Timeout | undefined;
   private stopped = false;
+  private cancelWatch: (() => void) | undefined;
 
   /** Totals (for the benchmark's counters and for waiting on a state). */
   heldTotal = 0;
@@ -84,6 +85,8 @@ export class FakeAm {
   requestCalls = 0;
   returnCalls = 0;
   errors = 0;
+  /** WatchAssignments streams the master ended while the app ran. */
+  streamsEnded = 0;
 
   constructor(
     readonly appId: string,
@@ -92,6 +95,8 @@ export class FakeAm {
     private readonly slot: Resource,
     private readonly sink: GrantSink,
     private readonly heartbeatMs: number,
+    /** Take assignment pushes on a WatchAssignments stream (as the real AM does) instead of calls. */
+    private readonly useStream = true,
   ) {}
 
   /** Slots asked for and not granted yet. */
@@ -131,6 +136,21 @@ export class FakeAm {
       }
     }
     this.registered = true;
+    if (this.useStream) {
+      this.cancelWatch = this.master.stream(
+        defs().master.WatchAssignments,
+        { appId: this.appId, amAttempt: this.attempt, epoch: this.epoch },
+        (m) => {
+          this.assignmentMessages++;
+          this.applyTable(m.epoch, Number(m.seq), m.full, m.assignments);
+          queueMicrotask(() => this.pump());
+        },
+        (status) => {
+          this.cancelWatch = undefined;
+          if (!this.stopped && status !== 1) this.streamsEnded++;
+        },
+      );
+    }
     this.lastRequestAt = performance.now();
     this.heartbeat = setInterval(() => {
       if (!this.busy && performance.now() - this.lastRequestAt >= this.heartbeatMs) this.sendRequest(0);
@@ -155,6 +175,7 @@ export class FakeAm {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.heartbeat);
+    this.cancelWatch?.();
     await this.server?.close();
   }
 

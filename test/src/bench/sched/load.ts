@@ -31,10 +31,11 @@ export interface LoadOptions {
   /** RegisterAgent calls in flight at once while nodes join. */
   registerConcurrency?: number;
   /**
-   * How grant tables reach the nodes: 'stream' (each node holds a WatchGrants stream, as the real
-   * agent does) or 'call' (no stream: the master calls UpdateGrants for every push).
+   * How the master's pushes arrive: 'stream' (each node holds a WatchGrants stream and each AM a
+   * WatchAssignments stream, as the real agent and AM do) or 'call' (no streams: the master calls
+   * UpdateGrants / UpdateAssignments for every push).
    */
-  grantTransport?: 'stream' | 'call';
+  pushTransport?: 'stream' | 'call';
   log?: (line: string) => void;
 }
 
@@ -64,6 +65,7 @@ export interface LoadCounters {
   grantMessagesIgnored: number;
   /** WatchGrants streams the master ended while the load ran. */
   grantStreamsEnded: number;
+  assignmentStreamsEnded: number;
   overcommits: number;
   reregistrations: number;
   slotsGranted: number;
@@ -127,6 +129,7 @@ export class LoadGen {
     grantMessages: 0,
     grantMessagesIgnored: 0,
     grantStreamsEnded: 0,
+    assignmentStreamsEnded: 0,
     overcommits: 0,
     reregistrations: 0,
     slotsGranted: 0,
@@ -196,6 +199,7 @@ export class LoadGen {
       out.assignmentMessagesIgnored += am.assignmentMessagesIgnored;
       out.fullTablesInAnswers += am.fullTablesInAnswers;
       out.amErrors += am.errors;
+      out.assignmentStreamsEnded += am.streamsEnded;
     }
     return out;
   }
@@ -238,7 +242,7 @@ export class LoadGen {
         this.epoch = res.epoch;
         this.heartbeatIntervalMs = res.heartbeatIntervalMs || this.heartbeatIntervalMs;
         node.registered = true;
-        if ((o.grantTransport ?? 'stream') === 'stream') this.watchGrants(node);
+        if ((o.pushTransport ?? 'stream') === 'stream') this.watchGrants(node);
         return;
       } catch (e) {
         if (i >= 10 || this.stopped) throw e;
@@ -406,7 +410,7 @@ export class LoadGen {
       this.log(`app ${appId}: AM attempt ${attempt} replaces ${old.attempt}`);
       void old.stop();
     }
-    const am = new FakeAm(appId, attempt, this.amClient, this.o.slot, this.recorder, this.amHeartbeatMs);
+    const am = new FakeAm(appId, attempt, this.amClient, this.o.slot, this.recorder, this.amHeartbeatMs, (this.o.pushTransport ?? 'stream') === 'stream');
     this.apps.set(appId, am);
     am.start().catch((e: unknown) => this.log(`app ${appId}: AM could not register: ${String(e)}`));
   }

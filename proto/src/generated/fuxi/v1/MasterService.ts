@@ -2,6 +2,7 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from '../../fuxi/v1/AssignmentUpdate.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from '../../fuxi/v1/ClusterStatus.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from '../../fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from '../../fuxi/v1/FinishAppResponse.js';
@@ -36,6 +37,7 @@ import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__O
 import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from '../../fuxi/v1/SubmitJobResponse.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from '../../fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from '../../fuxi/v1/UpdateRequestsResponse.js';
+import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from '../../fuxi/v1/WatchAssignmentsRequest.js';
 import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from '../../fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from '../../fuxi/v1/WatchJobRequest.js';
 
@@ -222,6 +224,23 @@ export interface MasterServiceClient extends grpc.Client {
   updateRequests(argument: _fuxi_v1_UpdateRequestsRequest, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
   
   /**
+   * The leader's assignment pushes for one AM attempt, in order, on a stream the AM holds open
+   * after it registers: the same messages as AppMasterService.UpdateAssignments. While none is open
+   * the master calls UpdateAssignments instead. Ends when the master stops leading or a newer
+   * attempt registers.
+   */
+  WatchAssignments(argument: _fuxi_v1_WatchAssignmentsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_AssignmentUpdate__Output>;
+  WatchAssignments(argument: _fuxi_v1_WatchAssignmentsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_AssignmentUpdate__Output>;
+  /**
+   * The leader's assignment pushes for one AM attempt, in order, on a stream the AM holds open
+   * after it registers: the same messages as AppMasterService.UpdateAssignments. While none is open
+   * the master calls UpdateAssignments instead. Ends when the master stops leading or a newer
+   * attempt registers.
+   */
+  watchAssignments(argument: _fuxi_v1_WatchAssignmentsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_AssignmentUpdate__Output>;
+  watchAssignments(argument: _fuxi_v1_WatchAssignmentsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_AssignmentUpdate__Output>;
+  
+  /**
    * The leader's grant-table pushes for one agent, on a stream the agent holds open after it
    * registers: the same messages as AgentService.UpdateGrants, for a fraction of the cost of a call
    * each. While no stream is open the master calls UpdateGrants instead. The stream ends when the
@@ -300,6 +319,14 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   UpdateRequests: grpc.handleUnaryCall<_fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse>;
   
   /**
+   * The leader's assignment pushes for one AM attempt, in order, on a stream the AM holds open
+   * after it registers: the same messages as AppMasterService.UpdateAssignments. While none is open
+   * the master calls UpdateAssignments instead. Ends when the master stops leading or a newer
+   * attempt registers.
+   */
+  WatchAssignments: grpc.handleServerStreamingCall<_fuxi_v1_WatchAssignmentsRequest__Output, _fuxi_v1_AssignmentUpdate>;
+  
+  /**
    * The leader's grant-table pushes for one agent, on a stream the agent holds open after it
    * registers: the same messages as AgentService.UpdateGrants, for a fraction of the cost of a call
    * each. While no stream is open the master calls UpdateGrants instead. The stream ends when the
@@ -328,6 +355,7 @@ export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   SaveAppSnapshot: MethodDefinition<_fuxi_v1_SaveAppSnapshotRequest, _fuxi_v1_SaveAppSnapshotResponse, _fuxi_v1_SaveAppSnapshotRequest__Output, _fuxi_v1_SaveAppSnapshotResponse__Output>
   SubmitJob: MethodDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse__Output>
   UpdateRequests: MethodDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse__Output>
+  WatchAssignments: MethodDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_AssignmentUpdate, _fuxi_v1_WatchAssignmentsRequest__Output, _fuxi_v1_AssignmentUpdate__Output>
   WatchGrants: MethodDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_GrantUpdate, _fuxi_v1_WatchGrantsRequest__Output, _fuxi_v1_GrantUpdate__Output>
   WatchJob: MethodDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo__Output>
 }
