@@ -13,7 +13,10 @@
  * free slot is bound to a pending instance (an instance that failed on a node prefers another node)
  * and turned into a plan for that node's agent. A finished instance frees its slot, which goes to
  * the next pending instance of the task or back to the master. A failed attempt is retried until
- * `maxAttempts`; then the job fails. Slots the core returned stay counted as "returning" until the
+ * `maxAttempts`; then the job fails. An attempt whose slot the master took away (its node lost, the
+ * slot revoked) is not the instance's failure and is not counted, like YARN's attempts killed by
+ * node loss, up to LOST_SLOTS_FREE times per instance (an instance that takes its node down with it
+ * must not loop forever). Slots the core returned stay counted as "returning" until the
  * master's count drops, a full table known to include the return arrives (`returnsReflected`), or
  * `returnSettleMs` passes, so a late assignment message never resurrects them.
  *
@@ -59,6 +62,9 @@ import type {
   WorkerPlan,
 } from './types.js';
 
+/** Slot losses per instance that do not count as failed attempts (see the header). */
+export const LOST_SLOTS_FREE = 3;
+
 export interface DagAmOptions {
   log?: Logger;
   /**
@@ -94,8 +100,13 @@ interface Instance {
   attempt: number;
   /** Highest attempt number planned or seen (by any AM attempt): the next attempt is one above. */
   highest: number;
-  /** Attempts started to replace one on a timing-out node: they do not count against maxAttempts. */
+  /**
+   * Attempts that do not count against maxAttempts: started to replace one on a timing-out node, or
+   * one whose slot was lost (the first LOST_SLOTS_FREE such losses).
+   */
   reruns: number;
+  /** Attempts that lost their slot (node lost, slot revoked). */
+  lostSlots: number;
   /** Node of the running attempt ('' when not running). */
   nodeId: string;
   /** The agent reported the running attempt RUNNING. */
@@ -424,6 +435,7 @@ export class DagAppMaster {
           attempt: 0,
           highest: 0,
           reruns: 0,
+          lostSlots: 0,
           nodeId: '',
           started: false,
           adopted: false,
@@ -649,10 +661,12 @@ export class DagAppMaster {
     for (const inst of victims) {
       if (this.done) return;
       const workerId = workerIdOf(l.task.spec.name, inst.index, inst.attempt);
-      this.log.warn({ task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId }, 'slot lost; worker counted as failed');
+      this.log.warn({ task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId, reason: l.reason, lostSlots: inst.lostSlots + 1 }, 'slot lost; the attempt runs again elsewhere');
       this.stopWorker(l.nodeId, workerId);
       this.releaseSlot(l.task, inst);
       inst.lostAttempt = inst.attempt;
+      inst.lostSlots++;
+      if (inst.lostSlots <= LOST_SLOTS_FREE) inst.reruns++;
       this.failAttempt(l.task, inst, l.nodeId, l.reason);
     }
   }
@@ -824,7 +838,8 @@ export class DagAppMaster {
       inst.state = 'failed';
       this.log.warn(log, 'instance failed for good');
       this.setTaskState(task, 'failed');
-      const message = `task "${task.spec.name}" instance ${inst.index} failed after ${plural(used, 'attempt')}: ${reason}`;
+      const uncounted = inst.reruns > 0 ? ` (plus ${inst.reruns} not counted: lost slots or re-runs off timing-out nodes)` : '';
+      const message = `task "${task.spec.name}" instance ${inst.index} failed after ${plural(used, 'attempt')}${uncounted}: ${reason}`;
       this.logEntry({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, nodeId, workerId: workerIdOf(task.spec.name, inst.index, inst.attempt), state: 'failed', message });
       this.finishJob(false, message);
       return;

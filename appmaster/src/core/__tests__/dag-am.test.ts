@@ -357,7 +357,7 @@ describe('DagAppMaster', () => {
       expect(returnsOf(fx)).to.deep.equal([]);
     });
 
-    it('counts a lost node as a failed attempt, stops its workers and retries elsewhere', () => {
+    it('retries an attempt whose node was lost elsewhere, without counting it, up to LOST_SLOTS_FREE times', () => {
       const h = new Harness();
       h.start(mockJob([mockTask({ instances: 2, maxAttempts: 2 })]));
       h.assign(asg('map', 'n1', 1), asg('map', 'n2', 1));
@@ -367,10 +367,36 @@ describe('DagAppMaster', () => {
       expect(h.progressOf('map')).to.deep.include({ pending: 1, running: 1, retries: 1 });
       // The killed event of the lost attempt changes nothing.
       expect(h.events('n1', ev('map.0.1', 'killed'))).to.deep.equal([]);
-      fx = h.assign(asg('map', 'n3', 1));
-      expect(planIds(fx)).to.deep.equal(['map.0.2']);
+      // Lost again and again: the first LOST_SLOTS_FREE (3) are free, the fourth uses 1 of 2.
+      let attempt = 2;
+      for (const node of ['n3', 'n4', 'n5']) {
+        fx = h.assign(asg('map', node, 1));
+        expect(planIds(fx)).to.deep.equal([`map.0.${attempt}`]);
+        fx = h.assign(asg('map', node, 0));
+        expect(finishOf(fx)).to.equal(undefined);
+        attempt++;
+      }
+      // The fifth loss uses the second: the job fails.
+      fx = h.assign(asg('map', 'n6', 1));
+      expect(planIds(fx)).to.deep.equal(['map.0.5']);
       fx = h.am.assignments({ seq: ++h.seq, full: true, assignments: [asg('map', 'n2', 1)] }, h.now);
-      expect(finishOf(fx)?.message).to.equal('task "map" instance 0 failed after 2 attempts: node lost (n3)');
+      expect(finishOf(fx)?.message).to.equal('task "map" instance 0 failed after 2 attempts (plus 3 not counted: lost slots or re-runs off timing-out nodes): node lost (n6)');
+    });
+
+    it('still counts real failures after lost slots: an attempt that fails uses one of maxAttempts', () => {
+      const h = new Harness();
+      h.start(mockJob([mockTask({ instances: 1, maxAttempts: 2 })]));
+      h.assign(asg('map', 'n1', 1));
+      h.assign(asg('map', 'n1', 0)); // lost: not counted
+      let fx = h.assign(asg('map', 'n2', 1));
+      expect(planIds(fx)).to.deep.equal(['map.0.2']);
+      fx = h.events('n2', ev('map.0.2', 'failed'));
+      expect(finishOf(fx)).to.equal(undefined); // 1 of 2 used
+      h.assign(asg('map', 'n2', 0));
+      fx = h.assign(asg('map', 'n3', 1));
+      expect(planIds(fx)).to.deep.equal(['map.0.3']);
+      fx = h.events('n3', ev('map.0.3', 'failed'));
+      expect(finishOf(fx)?.message).to.match(/^task "map" instance 0 failed after 2 attempts/);
     });
 
     it('accepts a late success of an attempt that was counted lost', () => {

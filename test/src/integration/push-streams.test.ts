@@ -1,0 +1,81 @@
+/**
+ * The master's push streams with real processes: agents take their grant tables on WatchGrants and
+ * AMs their assignments on WatchAssignments (not a call per push), and the master refuses streams
+ * it cannot serve with the usual status codes.
+ */
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { loadFuxiProto } from '@fuxi/proto';
+import { connect, RpcError } from '@fuxi/rpc';
+import type { LocalCluster } from '@fuxi/deploy';
+import type { FuxiClient } from '@fuxi/client';
+import { job, startCluster, stopCluster, until } from '../harness.js';
+
+async function firstError(stream: AsyncIterable<unknown>): Promise<RpcError> {
+  try {
+    for await (const _ of stream) {
+      // The refusals under test come before any message.
+    }
+  } catch (e) {
+    if (e instanceof RpcError) return e;
+    throw e;
+  }
+  throw new Error('the stream ended without an error');
+}
+
+function logRecords(file: string, msg: string): Array<Record<string, unknown>> {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(`"msg":"${msg}"`))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('push streams (real processes)', function () {
+  let cluster: LocalCluster;
+  let client: FuxiClient;
+  let failed = false;
+
+  before(async () => {
+    cluster = await startCluster('push-streams');
+    client = cluster.client();
+  });
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') failed = true;
+  });
+  after(async () => {
+    client?.close();
+    await stopCluster(cluster, failed);
+  });
+
+  it('runs a job with every grant pushed on the agents\' streams and no UpdateGrants call', async () => {
+    const { jobId } = await client.submit(job({ name: 'streams', tasks: [{ name: 't', instances: 6, resources: { cpu: 0.2, memory: 64 }, command: 'sleep 0.3; echo ok' }] }));
+    let end;
+    for await (const j of client.watch(jobId)) end = j;
+    expect(end!.state, end!.message).to.equal('JOB_STATE_SUCCEEDED');
+    // The master logs its stream counters every 5 s: all three agents hold a stream.
+    const stats = await until('grant stream stats', () => logRecords(cluster.master.logFile, 'grant stream stats').find((r) => Number(r.written) > 0), 20_000, 250);
+    expect(stats.open).to.equal(3);
+    // The agents were registered before the job: no push needed a call (calls that fail log this).
+    expect(logRecords(cluster.master.logFile, 'grant push failed; the next heartbeat heals it')).to.deep.equal([]);
+    const agentLog = readFileSync(cluster.agents[0]!.logFile, 'utf8');
+    expect(agentLog).to.not.include('grant stream failed');
+  });
+
+  it('refuses a grant stream for a missing node id, another epoch or an unknown node', async () => {
+    const master = connect(loadFuxiProto().MasterService, cluster.masterAddress);
+    try {
+      const { epoch } = await master.GetClusterStatus({});
+      const missing = await firstError(master.stream.WatchGrants({ nodeId: '', epoch }));
+      expect(missing.code).to.equal('INVALID_ARGUMENT');
+      expect(missing.message).to.include('nodeId');
+      const stale = await firstError(master.stream.WatchGrants({ nodeId: cluster.agents[0]!.nodeId, epoch: String(BigInt(epoch) + 1n) }));
+      expect(stale.code).to.equal('FAILED_PRECONDITION');
+      const unknown = await firstError(master.stream.WatchGrants({ nodeId: 'no-such-node', epoch }));
+      expect(unknown.code).to.equal('NOT_FOUND');
+      const app = await firstError(master.stream.WatchAssignments({ appId: 'no-such-app', amAttempt: 1, epoch }));
+      expect(app.code).to.equal('NOT_FOUND');
+    } finally {
+      master.close();
+    }
+  });
+});
