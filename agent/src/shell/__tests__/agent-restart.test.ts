@@ -20,18 +20,10 @@ import { readBootId, readStartTime, workerDir } from '../process-driver.js';
 import type { WorkerEntry } from '../../core/agent-core.js';
 import { emptyDelta } from '../../core/state-delta.js';
 import { AgentProcess, FakeAm, FakeMaster, waitFor } from './restart-fakes.js';
+import { alive } from './helpers.js';
 
 const proto = loadFuxiProto();
 const SLOT = { cpuMilli: 500, memoryMb: 256 };
-
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 function plan(workerId: string, argv: string[], instance = 0): WorkerPlan {
   return { workerId, suId: 'map', task: 'map', instance, attempt: 1, command: { argv }, resource: SLOT };

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { nullLogger, UnavailableError } from '@fuxi/common';
+import { nullLogger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type HeartbeatRequest__Output,
@@ -12,37 +12,9 @@ import {
   type WorkerStatus__Output,
 } from '@fuxi/proto';
 import { connect, implement, RpcError, startServer, type RunningServer } from '@fuxi/rpc';
-import type * as grpc from '@grpc/grpc-js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-
-async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Every method throws UNAVAILABLE unless overridden. */
-function stubs(definition: grpc.ServiceDefinition, over: Record<string, unknown>): never {
-  const impl: Record<string, unknown> = {};
-  for (const name of Object.keys(definition)) {
-    impl[name] = () => {
-      throw new UnavailableError(`${name} not implemented by the fake`);
-    };
-  }
-  return { ...impl, ...over } as never;
-}
-
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
+import { alive, stubs, waitFor } from './helpers.js';
 
 describe('Agent shell (in-process, fake master and AM)', function () {
   this.timeout(30_000);

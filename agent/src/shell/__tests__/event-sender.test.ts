@@ -1,14 +1,7 @@
 import { expect } from 'chai';
 import type { WorkerEventsRequest, WorkerStatus } from '@fuxi/proto';
 import { EventSender } from '../event-sender.js';
-
-async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+import { waitFor } from './helpers.js';
 
 const status = (workerId: string, state: WorkerStatus['state']): WorkerStatus => ({ workerId, appId: 'app1', state });
 

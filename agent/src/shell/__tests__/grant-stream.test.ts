@@ -2,20 +2,13 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { nullLogger, UnavailableError } from '@fuxi/common';
+import { nullLogger } from '@fuxi/common';
 import { loadFuxiProto, type GrantUpdate, type HeartbeatResponse, type WatchGrantsRequest__Output } from '@fuxi/proto';
 import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-
-async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { stubs, waitFor } from './helpers.js';
 
 type Watch = grpc.ServerWritableStream<WatchGrantsRequest__Output, GrantUpdate>;
 
@@ -32,12 +25,6 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
 
   before(async () => {
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-grant-stream-'));
-    const impl: Record<string, unknown> = {};
-    for (const name of Object.keys(proto.MasterService.service)) {
-      impl[name] = () => {
-        throw new UnavailableError(`${name} not implemented by the fake`);
-      };
-    }
     master = await startServer({
       bind: '127.0.0.1:0',
       log: nullLogger,
@@ -47,8 +34,7 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
           definition: proto.MasterService.service,
           handlers: implement(
             proto.MasterService.service,
-            {
-              ...impl,
+            stubs(proto.MasterService.service, {
               RegisterAgent: () => ({ epoch, heartbeatIntervalMs: 100 }),
               Heartbeat: (): HeartbeatResponse => {
                 const r = heartbeatReply ?? { epoch };
@@ -64,7 +50,7 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
                     resolve();
                   });
                 }),
-            } as never,
+            }),
             nullLogger,
           ),
         },

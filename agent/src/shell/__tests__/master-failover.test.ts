@@ -19,25 +19,9 @@ import {
 import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-
-async function waitFor(cond: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { alive, waitFor } from './helpers.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** Records every log line (message and fields) at warn level and above, plus info messages. */
 class RecordingLogger implements Logger {

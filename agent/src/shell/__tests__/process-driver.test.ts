@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import type { SpawnSpec } from '../../core/agent-core.js';
 import { spawn } from 'node:child_process';
 import { RealProcessDriver, groupAlive, readBootId, readPidFile, readProcStat, readStartTime, safeName, sameProcessAlive, workerDir, type ExitInfo } from '../process-driver.js';
+import { alive, waitFor } from './helpers.js';
 
 /** Pids of every live process in process group `pgid` (from /proc). */
 function groupMembers(pgid: number): number[] {
@@ -21,23 +22,6 @@ function groupMembers(pgid: number): number[] {
     }
   }
   return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 function spec(workerId: string, argv: string[], over: Partial<SpawnSpec> = {}): SpawnSpec {

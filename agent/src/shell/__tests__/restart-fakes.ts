@@ -19,26 +19,9 @@ import {
   type WorkerStatus__Output,
 } from '@fuxi/proto';
 import { implement, startServer, type RunningServer } from '@fuxi/rpc';
-import type * as grpc from '@grpc/grpc-js';
+import { stubs, waitFor } from './helpers.js';
 
-export async function waitFor(cond: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-/** Every method throws UNAVAILABLE unless given. */
-function stubs(definition: grpc.ServiceDefinition, over: Record<string, unknown>): never {
-  const impl: Record<string, unknown> = {};
-  for (const name of Object.keys(definition)) {
-    impl[name] = () => {
-      throw new UnavailableError(`${name} not implemented by the fake`);
-    };
-  }
-  return { ...impl, ...over } as never;
-}
+export { waitFor };
 
 export interface Stamped<T> {
   at: number;

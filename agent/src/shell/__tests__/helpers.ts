@@ -1,0 +1,34 @@
+/** Helpers shared by the agent shell suites. */
+import * as fs from 'node:fs';
+import { UnavailableError } from '@fuxi/common';
+import type * as grpc from '@grpc/grpc-js';
+
+/** Polls `cond` every 10 ms until it holds; throws after `ms`. */
+export async function waitFor(cond: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Handlers for `definition`: every method throws UNAVAILABLE unless given in `over`. */
+export function stubs(definition: grpc.ServiceDefinition, over: Record<string, unknown>): never {
+  const impl: Record<string, unknown> = {};
+  for (const name of Object.keys(definition)) {
+    impl[name] = () => {
+      throw new UnavailableError(`${name} not implemented by the fake`);
+    };
+  }
+  return { ...impl, ...over } as never;
+}
+
+/** Whether `pid` is a live process (not gone, not a zombie). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
