@@ -136,7 +136,20 @@ export class Harness {
     this.core.checkInvariants();
     for (const e of effects) {
       if (e.kind === 'grants') this.agents.set(e.nodeId, { seq: e.seq, grants: e.grants });
-      if (e.kind === 'assignments') this.setAm(e.appId, e.seq, e.assignments);
+      if (e.kind === 'assignments' && e.full) this.setAm(e.appId, e.seq, e.assignments);
+      if (e.kind === 'assignments' && !e.full) this.applyAmDelta(e.appId, e.seq, e.assignments);
+    }
+  }
+
+  /** A delta push, as the AM takes it: only right after the seq it holds; entries are absolute counts. */
+  private applyAmDelta(appId: string, seq: number, entries: readonly AssignmentEntry[]): void {
+    const view = this.ams.get(appId);
+    if (!view || seq !== view.seq + 1) return;
+    view.seq = seq;
+    for (const a of entries) {
+      const k = `${a.suId}@${a.nodeId}`;
+      if (a.slots > 0) view.slots.set(k, a.slots);
+      else view.slots.delete(k);
     }
   }
 

@@ -410,6 +410,27 @@ describe('MasterCore', () => {
     });
   });
 
+  describe('assignment pushes to large apps', () => {
+    it('carry only the changed nodes above 64 entries, and the AM that applies them holds the full table', () => {
+      const nodes = Array.from({ length: 80 }, (_, i) => ({ nodeId: `n${String(i).padStart(2, '0')}`, capacity: res(2000, 4096) }));
+      const h = new Harness({ nodes });
+      h.start(mockSpec({ id: 'big' }));
+      h.ask('big', 150); // one slot per node and then some: more than 64 (unit, node) entries
+      // The master's table, as an UpdateRequests answer gives it to an AM that holds none (an old
+      // request seq, so nothing is applied).
+      const full = () => asgnMap(h.core.updateRequests({ appId: 'big', attempt: 1, seq: 0, units: [], deltas: [], assignmentSeq: -1, progress: [] }, h.now).full?.assignments ?? []);
+      const entries = Object.keys(full()).length;
+      expect(entries).to.be.greaterThan(64);
+      const nodeId = [...h.ams.get('big')!.slots.keys()][0]!.split('@')[1]!;
+      const pushes = ofKind(h.giveBack('big', [{ suId: 'map', nodeId, slots: 1 }]), 'assignments');
+      expect(pushes).to.have.length(1);
+      expect(pushes[0]!.full).to.equal(false);
+      expect(pushes[0]!.assignments.map((a) => a.nodeId)).to.deep.equal([nodeId]);
+      const view = Object.fromEntries(h.ams.get('big')!.slots);
+      expect(view).to.deep.equal(Object.fromEntries(Object.entries(full()).filter(([, n]) => n > 0)));
+    });
+  });
+
   describe('batch scheduling (schedulingIntervalMs > 0)', () => {
     it('requests and returns only mark a pass as due; one pass places everything owed', () => {
       const h = new Harness({ nodes: [{ nodeId: 'n1' }, { nodeId: 'n2' }], config: { schedulingIntervalMs: 5 } });
