@@ -30,9 +30,31 @@ import type { MasterConfig } from './config.js';
 
 /** An AM attempt's open WatchAssignments stream (messages are ordered deltas: none is dropped). */
 interface AssignmentWatch {
-  appId: string;
-  attempt: number;
   call: ServerWritableStream<WatchAssignmentsRequest__Output, AssignmentUpdate>;
+}
+
+/**
+ * Holds `watch` as the open push stream of `key` (ending the one it replaces) until its call ends
+ * in any way; then forgets it, unless a newer one took its place.
+ */
+function holdStream<W extends { call: ServerWritableStream<object, object> }>(streams: Map<string, W>, key: string, watch: W): Promise<void> {
+  endStream(streams, key);
+  streams.set(key, watch);
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      if (streams.get(key) === watch) streams.delete(key);
+      resolve();
+    };
+    for (const ev of ['cancelled', 'close', 'finish', 'error']) watch.call.on(ev, done);
+  });
+}
+
+/** Ends and forgets the open push stream of `key`, if any. */
+function endStream<W extends { call: ServerWritableStream<object, object> }>(streams: Map<string, W>, key: string): void {
+  const w = streams.get(key);
+  if (!w) return;
+  streams.delete(key);
+  w.call.end();
 }
 /** Messages queued on an assignment stream beyond which its AM is taken for not reading. */
 const ASSIGNMENT_STREAM_MAX_QUEUED = 1000;
@@ -307,7 +329,7 @@ export class MasterServer {
     clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
     this.watchers.clear();
-    this.endGrantStreams();
+    this.endPushStreams();
     this.log.warn({ reason }, 'stepped down');
   }
 
@@ -318,7 +340,7 @@ export class MasterServer {
     if (this.probeTimer) clearInterval(this.probeTimer);
     if (this.statsTimer) clearInterval(this.statsTimer);
     for (const set of this.watchers.values()) set.clear();
-    this.endGrantStreams();
+    this.endPushStreams();
     await this.election?.close().catch(() => undefined);
     this.coreOrUndefined = undefined;
     await this.server?.shutdown(1000);
@@ -477,8 +499,7 @@ export class MasterServer {
       }
       // Its next UpdateRequests answer brings the full table; calls until it watches again.
       this.log.warn({ appId: e.appId, queued: watch.call.writableLength }, 'assignment stream not read; ended');
-      this.assignmentStreams.delete(e.appId);
-      watch.call.end();
+      endStream(this.assignmentStreams, e.appId);
     }
     this.am(e.address)
       .UpdateAssignments({ epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments }, { deadlineMs: 5000 })
@@ -509,13 +530,10 @@ export class MasterServer {
     });
   }
 
-  private endGrantStreams(): void {
-    const watches = [...this.grantStreams.values()];
-    this.grantStreams.clear();
-    for (const w of watches) w.call.end();
-    const ams = [...this.assignmentStreams.values()];
-    this.assignmentStreams.clear();
-    for (const w of ams) w.call.end();
+  /** Ends every push stream (agents and AMs open new ones to the next leader). */
+  private endPushStreams(): void {
+    for (const key of [...this.grantStreams.keys()]) endStream(this.grantStreams, key);
+    for (const key of [...this.assignmentStreams.keys()]) endStream(this.assignmentStreams, key);
   }
 
   private async launchAm(e: Extract<Effect, { kind: 'launchAm' }>): Promise<void> {
@@ -617,11 +635,7 @@ export class MasterServer {
         const { effects, heartbeatIntervalMs, reportState } = this.core.registerAgent(info, req.epochSeen, now());
         // A registration starts a new session: the agent watches again (a restarted one from its
         // new process), and pushes go by call until it does.
-        const old = this.grantStreams.get(info.nodeId);
-        if (old) {
-          this.grantStreams.delete(info.nodeId);
-          old.call.end();
-        }
+        endStream(this.grantStreams, info.nodeId);
         await this.run(effects);
         return { epoch: this.core.epoch, heartbeatIntervalMs, reportState };
       },
@@ -664,11 +678,7 @@ export class MasterServer {
       RegisterApp: async (req) => {
         const r = this.core.registerApp(req.appId, req.amAttempt, req.address, now());
         // A (re)registration starts a new session: an older stream of the app is ended.
-        const old = this.assignmentStreams.get(req.appId);
-        if (old) {
-          this.assignmentStreams.delete(req.appId);
-          old.call.end();
-        }
+        endStream(this.assignmentStreams, req.appId);
         await this.run(r.effects);
         return { epoch: this.core.epoch, spec: jobSpecToProto(r.spec), heartbeatIntervalMs: r.heartbeatIntervalMs, assignments: r.assignments, assignmentSeq: String(r.seq) };
       },
@@ -766,21 +776,7 @@ export class MasterServer {
         if (!req.nodeId) throw new InvalidArgumentError('nodeId', 'is required');
         if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
         if (!core.knowsNode(req.nodeId)) throw new NotFoundError('node', req.nodeId);
-        const nodeId = req.nodeId;
-        const old = this.grantStreams.get(nodeId);
-        if (old) old.call.end();
-        const watch: GrantWatch = { nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined };
-        this.grantStreams.set(nodeId, watch);
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            if (this.grantStreams.get(nodeId) === watch) this.grantStreams.delete(nodeId);
-            resolve();
-          };
-          call.on('cancelled', done);
-          call.on('close', done);
-          call.on('finish', done);
-          call.on('error', done);
-        });
+        await holdStream(this.grantStreams, req.nodeId, { nodeId: req.nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined });
       },
       WatchAssignments: async (req, call) => {
         const core = this.core;
@@ -788,21 +784,7 @@ export class MasterServer {
         if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
         const job = core.getJob(req.appId);
         if (job.amAttempt !== req.amAttempt) throw new FailedPreconditionError(`am attempt ${req.amAttempt} is not the current one (${job.amAttempt})`, { field: 'amAttempt' });
-        const appId = req.appId;
-        const old = this.assignmentStreams.get(appId);
-        if (old) old.call.end();
-        const watch: AssignmentWatch = { appId, attempt: req.amAttempt, call };
-        this.assignmentStreams.set(appId, watch);
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            if (this.assignmentStreams.get(appId) === watch) this.assignmentStreams.delete(appId);
-            resolve();
-          };
-          call.on('cancelled', done);
-          call.on('close', done);
-          call.on('finish', done);
-          call.on('error', done);
-        });
+        await holdStream(this.assignmentStreams, req.appId, { call });
       },
       WatchJob: async (req, call) => {
         const first = this.core.getJob(req.jobId);
