@@ -18,26 +18,12 @@
  * board.resolve('AGENT_TIMING', 'n3', later);                    // S5 -> S1
  * ```
  */
-import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
+import { FSM_STATE_NAMES, FSM_STATES, fsmStateLabel, InvalidArgumentError, nullLogger, type FsmState, type Logger } from '@fuxi/common';
 
 export type FaultKind = 'FM_CRASH' | 'AM_CRASH' | 'AM_TIMING' | 'AGENT_CRASH' | 'AGENT_TIMING';
 export const FAULT_KINDS: readonly FaultKind[] = ['FM_CRASH', 'AM_CRASH', 'AM_TIMING', 'AGENT_CRASH', 'AGENT_TIMING'];
 
-/** Paper Fig. 5: S0 normal, S1 FM, S2 AM, S3 agent, S4 FM+AM, S5 FM+agent, S6 all three; S2S3 AM+agent (Table 3 row 6). */
-export type FsmState = 'S0' | 'S1' | 'S2' | 'S3' | 'S4' | 'S5' | 'S6' | 'S2S3';
-export const FSM_STATES: readonly FsmState[] = ['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S2S3'];
-
-/** Human names of the FSM states (`fuxi cluster status` prints `S5 master + agent failure`). */
-export const FSM_STATE_NAMES: Readonly<Record<FsmState, string>> = {
-  S0: 'normal',
-  S1: 'master failure',
-  S2: 'AM failure',
-  S3: 'agent failure',
-  S4: 'master + AM failure',
-  S5: 'master + agent failure',
-  S6: 'master + AM + agent failure',
-  S2S3: 'AM + agent failure',
-};
+export { FSM_STATE_NAMES, FSM_STATES, fsmStateLabel, type FsmState };
 
 export type FaultState = 'open' | 'recovering' | 'resolved';
 
@@ -181,11 +167,6 @@ export function fsmStateOf(kinds: ReadonlySet<FaultKind>): FsmState {
   if (fm) return am && agent ? 'S6' : am ? 'S4' : agent ? 'S5' : 'S1';
   if (am && agent) return 'S2S3';
   return am ? 'S2' : agent ? 'S3' : 'S0';
-}
-
-/** `S5 master + agent failure`. */
-export function fsmStateLabel(state: FsmState): string {
-  return `${state} ${FSM_STATE_NAMES[state]}`;
 }
 
 /**

@@ -13,3 +13,4 @@ export * from './logger.js';
 export * from './epoch.js';
 export * from './substitute.js';
 export * from './job-spec.js';
+export * from './fsm-state.js';
