@@ -17,14 +17,13 @@
  * await ha.stop({ killWorkers: true });
  * ```
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { FuxiClient } from '@fuxi/client';
 import { loadFuxiProto, type GetAgentStateResponse__Output } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
-import { agentArgs, BIN, isAlive, type AgentProcess, type ProcessInfo } from './local-cluster.js';
+import { agentArgs, BIN, freePort, hasExited, isAlive, startNodeProcess, waitExit, type AgentProcess, type ProcessInfo } from './local-cluster.js';
 
 // ------------------------------------------------------------------------------------ log tail
 
@@ -138,51 +137,11 @@ export class LogTail {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** A free loopback TCP port (bind port 0, read it, close). */
-export async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error('could not allocate a port'))));
-    });
-  });
-}
-
 /** `n` distinct free loopback ports. */
 export async function freeLoopbackPorts(n: number): Promise<number[]> {
   const out = new Set<number>();
-  while (out.size < n) out.add(await freeLoopbackPort());
+  while (out.size < n) out.add(await freePort());
   return [...out];
-}
-
-/** Starts `node <args>` with stdout and stderr appended to `logFile`. */
-export function startNodeProcess(args: string[], logFile: string, env: NodeJS.ProcessEnv = {}): ChildProcess {
-  mkdirSync(dirname(logFile), { recursive: true });
-  const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
-  closeSync(fd);
-  child.on('error', () => undefined);
-  return child;
-}
-
-export function hasExited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-/** Waits up to `timeoutMs` for `child` to exit; true when it did. */
-export async function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (hasExited(child)) return true;
-  return new Promise((resolve) => {
-    const t = setTimeout(() => resolve(false), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(t);
-      resolve(true);
-    });
-  });
 }
 
 /** SIGCONT + SIGTERM, then SIGKILL after `graceMs`; by pid. */

@@ -82,7 +82,8 @@ export async function waitForLogLine(file: string, msg: string, child: ChildProc
   }
 }
 
-function startProcess(name: string, args: string[], logFile: string, env: NodeJS.ProcessEnv = {}): ChildProcess {
+/** Starts `node <args>` with stdout and stderr appended to `logFile`. */
+export function startNodeProcess(args: string[], logFile: string, env: NodeJS.ProcessEnv = {}): ChildProcess {
   mkdirSync(dirname(logFile), { recursive: true });
   const fd = openSync(logFile, 'a');
   const child = spawn(process.execPath, args, { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
@@ -91,8 +92,13 @@ function startProcess(name: string, args: string[], logFile: string, env: NodeJS
   return child;
 }
 
-async function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
-  if (child.exitCode !== null || child.signalCode !== null) return true;
+export function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/** Waits up to `timeoutMs` for `child` to exit; true when it did. */
+export async function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean> {
+  if (hasExited(child)) return true;
   return new Promise((resolve) => {
     const t = setTimeout(() => resolve(false), timeoutMs);
     child.once('exit', () => {
@@ -106,11 +112,12 @@ async function waitExit(child: ChildProcess, timeoutMs: number): Promise<boolean
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
+    srv.unref();
     srv.once('error', reject);
     srv.listen(0, '127.0.0.1', () => {
       const addr = srv.address();
       const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
+      srv.close(() => (port ? resolve(port) : reject(new Error('could not allocate a port'))));
     });
   });
 }
@@ -206,7 +213,7 @@ export class LocalCluster {
       o.logLevel ?? 'info',
       ...(o.masterArgs ?? []),
     ];
-    const child = startProcess('master', args, logFile);
+    const child = startNodeProcess(args, logFile);
     const rec = await waitForLogLine(logFile, 'master ready', child);
     this.master = { name: 'master', pid: child.pid!, address: String(rec.address), logFile, child };
     return this.master;
@@ -218,7 +225,7 @@ export class LocalCluster {
     const workDir = join(o.dir, nodeId);
     const logFile = join(o.dir, `${nodeId}.log`);
     const args = agentArgs(o, i, this.masterAddress, workDir);
-    const child = startProcess(nodeId, args, logFile);
+    const child = startNodeProcess(args, logFile);
     const rec = await waitForLogLine(logFile, 'agent ready', child);
     const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir };
     this.agents[i] = agent;

@@ -34,7 +34,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { normalizeJobSpec } from '@fuxi/common';
-import { freeLoopbackPort, terminate } from '@fuxi/deploy';
+import { freePort, terminate } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect, jobSpecToProto } from '@fuxi/rpc';
 import { LoadGen, type LoadCounters } from './sched/load.js';
@@ -172,7 +172,7 @@ class MasterProcess {
   }
 
   static async start(o: Options, dir: string, scale: number): Promise<MasterProcess> {
-    const port = await freeLoopbackPort();
+    const port = await freePort();
     const logFile = join(dir, `master-${scale}.log`);
     const fd = openSync(logFile, 'a');
     const nodeFlags = ['--expose-gc', '--import', pathToFileURL(MEM_PROBE).href, ...o.masterNodeFlags];
