@@ -4,6 +4,7 @@
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
@@ -32,6 +33,12 @@ export interface AgentConfig {
   /** fsync every checkpoint batch (default false: a write survives the agent's own crash, not the host's). */
   checkpointSync: boolean;
   logLevel: string;
+  /**
+   * The built-in application master of this node's installation: what runs when the master asks
+   * this agent to start an AM without naming a command (the default), so an AM is always the one
+   * installed on the host that runs it.
+   */
+  amCommand: string[];
 }
 
 /** Keys accepted in a config file (and, in kebab-case, as flags). */
@@ -50,6 +57,7 @@ export const CONFIG_KEYS = [
   'restoreGrantWaitMs',
   'checkpointSync',
   'logLevel',
+  'amCommand',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 
@@ -64,6 +72,8 @@ export function hostFacts(): HostFacts {
 }
 
 export const DEFAULT_LISTEN = '127.0.0.1:0';
+/** This installation's `fuxi-appmaster` (the appmaster package beside this one), run by this Node. */
+export const DEFAULT_AM_COMMAND = [process.execPath, fileURLToPath(new URL('../../../appmaster/dist/shell/main.js', import.meta.url))];
 export const DEFAULT_WORK_DIR = '/var/lib/fuxi/agent';
 export const DEFAULT_RESTORE_GRANT_WAIT_MS = 5000;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -91,7 +101,7 @@ export function loadConfigFile(file: string): Record<string, unknown> {
  * Merges `flags` (set ones only) over `file` over host defaults, and validates.
  * `flags` and `file` use the camelCase keys of CONFIG_KEYS.
  */
-export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: Record<string, unknown>, host: HostFacts = hostFacts()): AgentConfig {
+export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: Record<string, unknown>, host: HostFacts = hostFacts(), defaultAmCommand: string[] = DEFAULT_AM_COMMAND): AgentConfig {
   for (const k of Object.keys(file)) {
     if (!(CONFIG_KEYS as readonly string[]).includes(k)) throw new InvalidArgumentError(k, `unknown setting (known: ${CONFIG_KEYS.join(', ')})`);
   }
@@ -137,7 +147,13 @@ export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: 
   const logLevel = str('logLevel', pick('logLevel') ?? process.env.FUXI_LOG_LEVEL ?? 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
-  return { masters, listen, advertise, nodeId, rack, labels, capacity: { cpuMilli, memoryMb }, workDir, stopGraceMs, pendingTimeoutMs, restoreGrantWaitMs, checkpointSync, logLevel };
+  const amRaw = pick('amCommand');
+  let amCommand = defaultAmCommand;
+  if (typeof amRaw === 'string' && amRaw.trim() !== '') amCommand = amRaw.trim().split(/\s+/);
+  else if (Array.isArray(amRaw) && amRaw.length > 0 && amRaw.every((x) => typeof x === 'string' && x !== '')) amCommand = amRaw as string[];
+  else if (amRaw !== undefined) throw new InvalidArgumentError('amCommand', `must be a command line (string or list of strings), got ${JSON.stringify(amRaw)}`);
+
+  return { masters, listen, advertise, nodeId, rack, labels, capacity: { cpuMilli, memoryMb }, workDir, stopGraceMs, pendingTimeoutMs, restoreGrantWaitMs, checkpointSync, logLevel, amCommand };
 }
 
 function bool(key: string, v: unknown): boolean {

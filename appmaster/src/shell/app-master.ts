@@ -97,6 +97,11 @@ export function isSuperseded(e: unknown): boolean {
   return e instanceof RpcError && e.code === 'FAILED_PRECONDITION' && (e.details.stale === 'am attempt' || /stale am attempt/.test(e.message));
 }
 
+/** An IPv6 literal in brackets, for host:port. */
+function hostPort(host: string): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
 /** Reads the AM's configuration from the environment the agent gives it. */
 export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterConfig {
   const masters = (env.FUXI_MASTER ?? '')
@@ -113,8 +118,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterCon
     appId,
     amAttempt,
     nodeId: env.FUXI_NODE_ID ?? '',
-    bind: env.FUXI_AM_BIND || '127.0.0.1:0',
-    ...(env.FUXI_AM_ADVERTISE ? { advertise: env.FUXI_AM_ADVERTISE } : {}),
+    // The agent tells us where we run: bind where it listens, advertise the host as peers reach it.
+    bind: env.FUXI_AM_BIND || `${hostPort(env.FUXI_BIND_HOST || '127.0.0.1')}:0`,
+    ...(env.FUXI_AM_ADVERTISE ? { advertise: env.FUXI_AM_ADVERTISE } : env.FUXI_NODE_HOST ? { advertise: `${hostPort(env.FUXI_NODE_HOST)}:0` } : {}),
     log,
   };
 }

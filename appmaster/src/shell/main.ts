@@ -2,8 +2,10 @@
 /**
  * `fuxi-appmaster`: the built-in DAG application master. The agent starts it as a worker with
  * FUXI_MASTER (comma-separated master addresses), FUXI_APP_ID, FUXI_AM_ATTEMPT and FUXI_NODE_ID in
- * its environment; FUXI_AM_BIND (default 127.0.0.1:0), FUXI_AM_ADVERTISE and FUXI_LOG_LEVEL are
- * optional. Exits 0 once FinishApp went through (whether the job succeeded or failed), 1 on a fatal
+ * its environment, and where it runs: FUXI_BIND_HOST (the agent's listen host; the AM binds
+ * `FUXI_BIND_HOST:0`) and FUXI_NODE_HOST (the host as peers reach it; the AM advertises
+ * `FUXI_NODE_HOST:<bound port>`, never loopback on a rack). FUXI_AM_BIND and FUXI_AM_ADVERTISE
+ * override both; FUXI_LOG_LEVEL is optional. Exits 0 once FinishApp went through (whether the job succeeded or failed), 1 on a fatal
  * error (the master then restarts the AM or fails the job).
  */
 import { createLogger, errorMessage } from '@fuxi/common';

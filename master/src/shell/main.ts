@@ -6,15 +6,16 @@
  *   fuxi-master --config /etc/fuxi/master.yaml
  */
 import { Command } from 'commander';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createLogger, errorMessage, InvalidArgumentError } from '@fuxi/common';
+import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf } from '@fuxi/common';
+import { advertisedAddress } from '@fuxi/rpc';
 import { applyConfig, defaultConfig, readConfigFile } from './config.js';
 import { MasterServer } from './master-server.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-/** The built-in DAG application master of this installation. */
-const defaultAm = [process.execPath, join(here, '..', '..', '..', 'appmaster', 'dist', 'shell', 'main.js')];
+/**
+ * No AM command by default: the agent that starts an application master runs the fuxi-appmaster
+ * installed on its own host (its `amCommand`), so the master's install path never matters.
+ */
+const defaultAm: string[] = [];
 
 const program = new Command('fuxi-master')
   .description('Fuxi-TS master: matches resource requests to machines')
@@ -37,7 +38,7 @@ const program = new Command('fuxi-master')
   .option('--max-am-attempts <n>', 'AM attempts per job (default 4; 1 = no AM failover)')
   .option('--master-failover <bool>', 'soft-state inference when a master takes over (default true; false = unfinished jobs fail)')
   .option('--am-heartbeat-interval-ms <ms>', 'application master heartbeat interval')
-  .option('--am-command <cmd>', 'command line of the application master process')
+  .option('--am-command <cmd>', "command line of the application master process (default: each agent runs its own host's fuxi-appmaster)")
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError();
 
@@ -48,6 +49,10 @@ async function main(): Promise<void> {
   const { config, ...flags } = o;
   if (config) cfg = applyConfig(cfg, readConfigFile(config), config);
   cfg = applyConfig(cfg, flags, 'flags');
+  // A loopback address told to peers on other hosts (standbys, agents, AMs): they would dial themselves.
+  const key = cfg.advertise ? 'advertise' : 'listen';
+  const problem = loopbackAdvertiseProblem(key, advertisedAddress(cfg.listen, portOf(cfg.listen) ?? 0, cfg.advertise || undefined), [...cfg.masters, ...(cfg.store === 'etcd' ? cfg.etcdEndpoints : [])]);
+  if (problem) throw new InvalidArgumentError(key, problem.slice(problem.indexOf(': ') + 2));
   const log = createLogger('master', { level: cfg.logLevel });
   const master = new MasterServer(cfg, log);
   await master.start();

@@ -14,3 +14,4 @@ export * from './epoch.js';
 export * from './substitute.js';
 export * from './job-spec.js';
 export * from './fsm-state.js';
+export * from './address.js';

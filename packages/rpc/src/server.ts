@@ -7,7 +7,8 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { fuxiPackageDefinition } from '@fuxi/proto';
-import type { Logger } from '@fuxi/common';
+import { isWildcardHost, type Logger } from '@fuxi/common';
+import * as os from 'node:os';
 import { toGrpcError } from './errors.js';
 
 type AnyMethod = MethodDefinition<object, object, object, object>;
@@ -86,10 +87,36 @@ export interface RunningServer {
 export interface ServerOptions {
   /** Address to bind, e.g. `127.0.0.1:0` (port 0 = any free port). */
   bind: string;
-  /** Address to advertise (host:port); defaults to the bound host and port. */
+  /**
+   * Address to advertise (host:port; port 0 = the bound port). Default: the bound host and port,
+   * or for a wildcard bind (0.0.0.0, ::) this host's first non-loopback IPv4 address.
+   */
   advertise?: string;
   services: Array<{ definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation; name: string }>;
   log: Logger;
+}
+
+/**
+ * What a server bound at `bind` (on `port`) tells its peers: `advertise` (its port 0 replaced by the
+ * bound port), else the bound host, else for a wildcard bind this host's first non-loopback IPv4
+ * address (loopback only on a host that has no other).
+ */
+export function advertisedAddress(bind: string, port: number, advertise?: string): string {
+  if (advertise) {
+    const i = advertise.lastIndexOf(':');
+    return advertise.slice(i + 1) === '0' ? `${advertise.slice(0, i)}:${port}` : advertise;
+  }
+  const host = bind.slice(0, bind.lastIndexOf(':')) || '127.0.0.1';
+  if (!isWildcardHost(host.replace(/^\[(.*)\]$/, '$1'))) return `${host}:${port}`;
+  return `${primaryAddress()}:${port}`;
+}
+
+/** This host's first non-internal IPv4 address, or 127.0.0.1 when it has none. */
+export function primaryAddress(): string {
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
 }
 
 /** Starts a gRPC server with the given services plus grpc.health.v1 and server reflection. */
@@ -103,8 +130,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(opts.bind, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
-  const host = opts.bind.slice(0, opts.bind.lastIndexOf(':')) || '127.0.0.1';
-  const address = opts.advertise ?? `${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`;
+  const address = advertisedAddress(opts.bind, port, opts.advertise);
   return {
     server,
     port,

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { InvalidArgumentError } from '@fuxi/common';
-import { loadConfigFile, resolveConfig, type HostFacts } from '../config.js';
+import { DEFAULT_AM_COMMAND, loadConfigFile, resolveConfig, type HostFacts } from '../config.js';
 
 const HOST: HostFacts = { hostname: 'box1', cpus: 4, totalMemoryMb: 8192 };
 
@@ -24,7 +24,15 @@ describe('agent config', () => {
       restoreGrantWaitMs: 5000,
       checkpointSync: false,
       logLevel: c.logLevel,
+      amCommand: DEFAULT_AM_COMMAND,
     });
+  });
+
+  it("runs this installation's application master unless amCommand says otherwise", () => {
+    expect(DEFAULT_AM_COMMAND[1]).to.match(/appmaster\/dist\/shell\/main\.js$/);
+    expect(resolveConfig({ master: 'm:1' }, { amCommand: '/opt/fuxi/bin/am --x' }, HOST).amCommand).to.deep.equal(['/opt/fuxi/bin/am', '--x']);
+    expect(resolveConfig({ master: 'm:1', amCommand: 'a b' }, { amCommand: ['x'] }, HOST).amCommand).to.deep.equal(['a', 'b']);
+    expect(() => resolveConfig({ master: 'm:1' }, { amCommand: [1] }, HOST)).to.throw(InvalidArgumentError, /amCommand/);
   });
 
   it('lets flags override the file', () => {
