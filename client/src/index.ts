@@ -12,6 +12,7 @@
  * if (done.state !== 'JOB_STATE_SUCCEEDED') console.error(done.message);
  *
  * for await (const chunk of fuxi.logs(jobId, 'map', 0, { stream: 'stderr' })) process.stdout.write(chunk);
+ * const counts = await fuxi.fetchOutput(jobId, 'reduce', 0, 'counts.json'); // from the host that wrote it
  * const st = await fuxi.clusterStatus();               // fault FSM state, open fault events, recovery
  * console.log(fsmStateLabel(st.fsmState), st.openEvents.length);
  * fuxi.close();
@@ -48,3 +49,4 @@ export type {
   TaskProgress__Output as TaskProgress,
 } from '@fuxi/proto';
 export { FSM_STATE_NAMES, fsmStateLabel } from './sdk/cluster-state.js';
+export { fetchUpstream, readOutput, upstreamOutputs, type FetchOptions, type OutputRef, type UpstreamOutput } from './sdk/outputs.js';

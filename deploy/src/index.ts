@@ -7,3 +7,4 @@
  */
 export * from './local-cluster.js';
 export * from './ha-cluster.js';
+export * from './wordcount.js';

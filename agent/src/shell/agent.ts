@@ -32,14 +32,16 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { cmpInt64, errorMessage, InvalidArgumentError, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
+import { cmpInt64, errorMessage, hostOf, InvalidArgumentError, loopbackAdvertiseProblem, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
   type GetAgentStateResponse,
   type HeartbeatRequest,
   type HeartbeatResponse__Output,
+  type FetchOutputRequest__Output,
   type LogChunk,
+  type OutputChunk,
   type NodeInfo,
   type ReportAgentStateRequest,
   type ListWorkersRequest__Output,
@@ -53,11 +55,12 @@ import {
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
 import { implement, MasterConnection, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
-import { AgentCore, isTerminal, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
+import { AgentCore, AM_SU, isTerminal, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
 import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './process-driver.js';
+import { DataService } from './data-service.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
 
@@ -99,6 +102,7 @@ export class Agent {
   private readonly log: Logger;
   private readonly driver: ProcessDriver;
   private readonly events: EventSender;
+  private readonly data: DataService;
   private master: MasterConnection;
   private readonly now: () => number;
   private server: RunningServer | undefined;
@@ -142,6 +146,7 @@ export class Agent {
     this.driver.onExit((e) => this.fire(this.core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, this.now(), e.detail)));
     this.events = new EventSender({ nodeId: config.nodeId, log: this.log.child({ c: 'events' }), ...(deps.sendEvents ? { send: deps.sendEvents } : {}) });
     this.master = this.connectMaster(config.masters);
+    this.data = new DataService({ workDir: config.workDir, workers: { byId: (a, w) => this.core.worker(a, w), list: (a) => this.core.listWorkers(a) } });
     this.tickMs = deps.tickMs ?? 1000;
     this.checkpoint = deps.checkpoint;
     this.ownsCheckpoint = deps.checkpoint === undefined;
@@ -189,13 +194,18 @@ export class Agent {
     const proto = loadFuxiProto();
     this.server = await startServer({
       bind: this.config.listen,
+      ...(this.config.advertise ? { advertise: this.config.advertise } : {}),
       services: [{ name: 'fuxi.v1.AgentService', definition: proto.AgentService.service, handlers: implement(proto.AgentService.service, this.handlers(), this.log) }],
       log: this.log,
     });
-    if (this.config.advertise) {
-      const adv = this.config.advertise;
-      const i = adv.lastIndexOf(':');
-      this.server = { ...this.server, address: adv.slice(i + 1) === '0' ? `${adv.slice(0, i)}:${this.server.port}` : adv };
+    // A loopback address given to a master on another host: it would connect to itself.
+    const problem = loopbackAdvertiseProblem(this.config.advertise ? 'advertise' : 'listen', this.server.address, this.config.masters);
+    if (problem) {
+      await this.server.shutdown(0);
+      this.server = undefined;
+      if (this.ownsCheckpoint) await this.checkpoint?.close().catch(() => {});
+      this.checkpointClosed = true;
+      throw new InvalidArgumentError(this.config.advertise ? 'advertise' : 'listen', problem.slice(problem.indexOf(': ') + 2));
     }
     this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
     if (this.core.startsHeld) {
@@ -592,6 +602,17 @@ export class Agent {
     if (failure) throw failure;
   }
 
+  /**
+   * What every worker learns of the host it runs on: the address peers reach it by
+   * (`FUXI_NODE_HOST`), the address to bind its own servers to (`FUXI_BIND_HOST`: the agent's own
+   * listen host, 0.0.0.0 included) and the agent (`FUXI_AGENT_ADDRESS`: its data service). An
+   * application master binds and advertises from these, never loopback on a rack.
+   */
+  private hostEnv(): Record<string, string> {
+    const listenHost = hostOf(this.config.listen);
+    return { FUXI_NODE_HOST: hostOf(this.address), FUXI_BIND_HOST: listenHost, FUXI_AGENT_ADDRESS: this.address };
+  }
+
   private async refuseSpawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
     this.log.warn({ workerId: spec.workerId, appId: spec.appId }, 'worker not started: its registry entry could not be written');
     await this.run(this.core.spawnFailed(spec.appId, spec.workerId, 'the local checkpoint could not be written', this.now()));
@@ -600,7 +621,7 @@ export class Agent {
   private async spawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
     let next: Effect[];
     try {
-      const r = await this.driver.spawn(spec);
+      const r = await this.driver.spawn({ ...spec, env: { ...spec.env, ...this.hostEnv() } });
       next = this.core.workerSpawned(spec.appId, spec.workerId, r.pid, r.startTime, this.now(), r.bootId);
     } catch (e) {
       this.log.warn({ workerId: spec.workerId, err: errorMessage(e) }, 'could not spawn worker');
@@ -619,7 +640,7 @@ export class Agent {
         return { appliedSeq: r.appliedSeq };
       },
       StartWorkers: async (req: StartWorkersRequest__Output): Promise<StartWorkersResponse> => {
-        const input = fromWireStartWorkers(req);
+        const input = this.resolveAmCommand(fromWireStartWorkers(req));
         const r = this.core.startWorkers(input, this.now());
         await this.run(r.effects);
         return { workers: this.core.workersById(input.appId, [...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
@@ -648,6 +669,7 @@ export class Agent {
           const ge = toGrpcError(e);
           call.emit('error', Object.assign(new Error(ge.details ?? errorMessage(e)), ge));
         }),
+      FetchOutput: (req: FetchOutputRequest__Output, call: grpc.ServerWritableStream<FetchOutputRequest__Output, OutputChunk>) => this.data.fetch(req, call),
     };
   }
 
@@ -707,6 +729,16 @@ export class Agent {
       await this.sleep(FOLLOW_POLL_MS);
     }
     if (!cancelled) call.end();
+  }
+
+  /**
+   * An application-master plan from the master with no command means "this node's built-in AM":
+   * the command is resolved here, on the node that runs it (`amCommand`), not on the master's host.
+   */
+  private resolveAmCommand(input: ReturnType<typeof fromWireStartWorkers>): ReturnType<typeof fromWireStartWorkers> {
+    if (cmpInt64(input.epoch, 0) <= 0) return input;
+    const plans = input.plans.map((p) => (p.suId === AM_SU && p.command.argv.length === 0 ? { ...p, command: { ...p.command, argv: [...this.config.amCommand] } } : p));
+    return { ...input, plans };
   }
 
   /** Finds a worker dir on disk from an earlier agent run (its cmd.json names task/instance/attempt). */

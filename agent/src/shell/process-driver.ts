@@ -2,8 +2,9 @@
  * Real worker processes.
  *
  * Each worker gets a directory `<workDir>/apps/<appId>/<workerId>/` holding `cmd.json` (what was
- * run), `pid` (the wrapper's pid, written by the wrapper itself first thing), `stdout`, `stderr`
- * and, once it ends, `exit` (its exit code; written by the wrapper via `exit.tmp` + rename, so it
+ * run), `pid` (the wrapper's pid, written by the wrapper itself first thing), `stdout`, `stderr`,
+ * `out/` (the worker's output directory, `$FUXI_OUTPUT_DIR`: what it writes there the agent's data
+ * service serves to other workers of its job once it succeeded) and, once it ends, `exit` (its exit code; written by the wrapper via `exit.tmp` + rename, so it
  * survives an agent restart). The worker runs under a `/bin/sh` wrapper in its own session and
  * process group (`detached`), with no pipes to the agent, so it outlives the agent. Kill = SIGTERM
  * to the whole group, then SIGKILL after a grace period.
@@ -110,6 +111,13 @@ export function safeName(id: string): string {
 
 export function workerDir(workDir: string, appId: string, workerId: string): string {
   return path.join(workDir, 'apps', safeName(appId), safeName(workerId));
+}
+
+/** Where a worker writes the files it offers to later tasks (`$FUXI_OUTPUT_DIR`), in its worker dir. */
+export const OUTPUT_SUBDIR = 'out';
+
+export function outputDir(workDir: string, appId: string, workerId: string): string {
+  return path.join(workerDir(workDir, appId, workerId), OUTPUT_SUBDIR);
 }
 
 /** State (field 3, e.g. 'S', 'Z') and start time (field 22) of `pid` from /proc, or undefined when it is gone. */
@@ -283,6 +291,7 @@ export class RealProcessDriver implements ProcessDriver {
     // A leftover exit file (same worker id, earlier run) would be taken for this run's exit.
     await fs.promises.rm(path.join(dir, 'exit'), { force: true });
     await fs.promises.rm(path.join(dir, 'pid'), { force: true });
+    await fs.promises.mkdir(path.join(dir, OUTPUT_SUBDIR), { recursive: true });
     await fs.promises.writeFile(path.join(dir, 'cmd.json'), JSON.stringify({ ...spec, startedAt: new Date().toISOString() }, null, 2) + '\n');
     const cwd = spec.cwd || dir;
     const st = await fs.promises.stat(cwd).catch(() => undefined);
@@ -290,6 +299,7 @@ export class RealProcessDriver implements ProcessDriver {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(this.opts.baseEnv ?? process.env)) if (v !== undefined) env[k] = v;
     Object.assign(env, spec.env);
+    env.FUXI_OUTPUT_DIR = path.join(dir, OUTPUT_SUBDIR);
     return new Promise<SpawnResult>((resolve, reject) => {
       let child: ChildProcess;
       try {

@@ -121,6 +121,15 @@ interface Instance {
   /** The attempt lost with its node; a late SUCCEEDED of it still counts. 0 = none. */
   lostAttempt: number;
   lastError: string;
+  /** Where the succeeded attempt ran: its agent serves the instance's output to later tasks. */
+  output: OutputLocation | undefined;
+}
+
+/** The worker whose output a later task reads, and the agent (data service) that holds it. */
+interface OutputLocation {
+  readonly workerId: string;
+  readonly nodeId: string;
+  readonly nodeAddress: string;
 }
 
 interface Task {
@@ -444,6 +453,7 @@ export class DagAppMaster {
           declined: false,
           lostAttempt: 0,
           lastError: '',
+          output: undefined,
         })),
         retries: 0,
         unitSent: false,
@@ -819,7 +829,8 @@ export class DagAppMaster {
     inst.state = 'succeeded';
     inst.attempt = attempt;
     this.stopShadows(task, inst);
-    this.logEntry({ task: task.spec.name, instance: inst.index, attempt, nodeId, workerId: workerIdOf(task.spec.name, inst.index, attempt), state: 'succeeded' });
+    inst.output = this.locate(nodeId, workerIdOf(task.spec.name, inst.index, attempt));
+    this.logEntry({ task: task.spec.name, instance: inst.index, attempt, nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
     this.log.debug({ task: task.spec.name, instance: inst.index, attempt, node: nodeId }, 'instance succeeded');
     if (task.state === 'active' && task.instances.every((i) => i.state === 'succeeded')) {
       this.setTaskState(task, 'succeeded');
@@ -993,6 +1004,7 @@ export class DagAppMaster {
       FUXI_INSTANCES: String(ts.instances),
       FUXI_ATTEMPT: String(inst.attempt),
     };
+    if (ts.dependsOn.length > 0) env.FUXI_UPSTREAM = this.upstreamOf(ts);
     for (const [k, v] of Object.entries({ ...spec.env, ...ts.command.env })) env[k] = substitute(v, vars);
     return {
       workerId: workerIdOf(ts.name, inst.index, inst.attempt),
@@ -1042,6 +1054,42 @@ export class DagAppMaster {
 
   private blocked(nodeId: string): boolean {
     return this.timingOut.has(nodeId) || this.unlisted.has(nodeId);
+  }
+
+  /** Where worker `workerId` on `nodeId` ran, as far as the assignments tell its address. */
+  private locate(nodeId: string, workerId: string): OutputLocation {
+    return { workerId, nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '' };
+  }
+
+  /**
+   * `FUXI_UPSTREAM` for a task's workers: for every task it depends on, where each instance's
+   * output is, as `{"map": {"hosts": ["10.0.0.7:7071", ...], "outputs": [[hostIndex, "map.0.1"], ...]}}`
+   * (index = instance; hostIndex -1 and "" when unknown). Hosts are listed once, so a thousand
+   * upstream instances on a few dozen hosts stay a few kilobytes. Workers read it with the SDK's
+   * `upstreamOutputs()` and fetch from those agents' data service; no filesystem is shared.
+   */
+  private upstreamOf(ts: TaskSpec): string {
+    const out: Record<string, { hosts: string[]; outputs: Array<[number, string]> }> = {};
+    for (const dep of ts.dependsOn) {
+      const t = this.tasks.get(dep);
+      if (!t) continue;
+      const hosts: string[] = [];
+      const index = new Map<string, number>();
+      const outputs = t.instances.map((i): [number, string] => {
+        const o = i.output;
+        const address = o ? o.nodeAddress || this.nodeAddresses.get(o.nodeId) || '' : '';
+        if (!o || !address) return [-1, o?.workerId ?? ''];
+        let h = index.get(address);
+        if (h === undefined) {
+          h = hosts.length;
+          hosts.push(address);
+          index.set(address, h);
+        }
+        return [h, o.workerId];
+      });
+      out[dep] = { hosts, outputs };
+    }
+    return JSON.stringify(out);
   }
 
   private logEntry(e: SnapshotEntry): void {
@@ -1110,6 +1158,8 @@ export class DagAppMaster {
       } else if (x.inst.state !== 'succeeded') {
         x.inst.state = 'succeeded';
         x.inst.attempt = e.attempt;
+        if (e.nodeAddress && e.nodeId && !this.nodeAddresses.has(e.nodeId)) this.nodeAddresses.set(e.nodeId, e.nodeAddress);
+        if (e.workerId) x.inst.output = { workerId: e.workerId, nodeId: e.nodeId, nodeAddress: e.nodeAddress ?? this.nodeAddresses.get(e.nodeId) ?? '' };
         logged++;
       }
     }
@@ -1142,7 +1192,8 @@ export class DagAppMaster {
         // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
         inst.state = 'succeeded';
         inst.attempt = ok.attempt;
-        this.logEntry({ task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: workerIdOf(task.spec.name, inst.index, ok.attempt), state: 'succeeded' });
+        inst.output = this.locate(ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
+        this.logEntry({ task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
         doneMeanwhile++;
         stopLive();
         continue;

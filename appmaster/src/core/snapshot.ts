@@ -7,7 +7,7 @@
  * Pure (JSON only). Entries are small JSON objects, one per instance:
  *
  * ```json
- * {"task":"map","instance":3,"attempt":2,"nodeId":"n7","workerId":"map.3.2","state":"succeeded"}
+ * {"task":"map","instance":3,"attempt":2,"nodeId":"n7","workerId":"map.3.2","state":"succeeded","nodeAddress":"10.0.0.7:7071"}
  * {"task":"map","instance":1,"attempt":3,"nodeId":"n2","workerId":"map.1.3","state":"failed","message":"task \"map\" instance 1 failed after 3 attempts: exit code 1"}
  * ```
  */
@@ -29,6 +29,8 @@ export interface SnapshotEntry {
   /** '' when unknown (a success inferred from a later task's workers). */
   nodeId: string;
   workerId: string;
+  /** A success: its agent's address (where its output is served); may be absent in older logs. */
+  nodeAddress?: string;
   state: 'succeeded' | 'failed';
   /** For a failure for good: the job's failure message. */
   message?: string;
@@ -59,7 +61,7 @@ export function sameTopology(text: string, spec: JobSpec): boolean {
 
 export function encodeEntry(e: SnapshotEntry): string {
   const base = { task: e.task, instance: e.instance, attempt: e.attempt, nodeId: e.nodeId, workerId: e.workerId, state: e.state };
-  return JSON.stringify(e.message !== undefined ? { ...base, message: e.message } : base);
+  return JSON.stringify({ ...base, ...(e.nodeAddress ? { nodeAddress: e.nodeAddress } : {}), ...(e.message !== undefined ? { message: e.message } : {}) });
 }
 
 /** A log entry, or undefined when it is not one this AM can read. */
@@ -81,6 +83,7 @@ export function decodeEntry(text: string): SnapshotEntry | undefined {
     attempt: o.attempt,
     nodeId: typeof o.nodeId === 'string' ? o.nodeId : '',
     workerId: typeof o.workerId === 'string' ? o.workerId : '',
+    ...(typeof o.nodeAddress === 'string' && o.nodeAddress ? { nodeAddress: o.nodeAddress } : {}),
     state: o.state,
     ...(typeof o.message === 'string' ? { message: o.message } : {}),
   };

@@ -15,7 +15,7 @@ import { formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJso
 import { createProgress, finalLine, type ProgressStream } from './progress.js';
 
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
-export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'clusterStatus' | 'close'>;
+export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'fetchOutput' | 'clusterStatus' | 'close'>;
 
 export interface CliOutput extends ProgressStream {
   write(chunk: string | Uint8Array): unknown;
@@ -142,6 +142,17 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
       const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
       for await (const chunk of getClient(opts).logs(jobId, task, n, logOpts)) await write(chunk);
+    });
+
+  program
+    .command('fetch <job> <task> <instance> <path>')
+    .description("write a file from a finished worker's output directory ($FUXI_OUTPUT_DIR) to stdout, raw, from the host that holds it")
+    .action(async (jobId: string, task: string, instance: string, path: string, _o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
+      const data = await getClient(opts).fetchOutput(jobId, task, n, path);
+      const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
+      await write(data);
     });
 
   const cluster = program.command('cluster').description('the cluster as a whole (see "fuxi cluster status")');

@@ -9,6 +9,7 @@ import { loadFuxiProto, type ClusterStatus__Output, type JobInfo__Output, type N
 import { connect, jobSpecToProto, MasterConnection, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
 import { isTerminal, type JobStateName } from './job-state.js';
+import { readOutput, type FetchOptions } from './outputs.js';
 
 export const DEFAULT_MASTER = '127.0.0.1:7070';
 /** How long `logs` waits for a node's first answer before judging it by its connection. */
@@ -218,6 +219,41 @@ export class FuxiClient {
     const what = `log of ${jobId}/${task}/${instance} (${req.stream}${req.attempt ? `, attempt ${req.attempt}` : ''})`;
     const where = unreachable.length ? `; unreachable nodes: ${unreachable.join(', ')}` : '';
     throw new FuxiError('NOT_FOUND', `${what} not found on any node${where}`);
+  }
+
+  /**
+   * File `path` from the output directory of instance `instance` of `task` (its succeeded attempt),
+   * read from the agent that holds it (the agent data service). Asks every node in turn, healthy
+   * ones first. NOT_FOUND when no node has it; FAILED_PRECONDITION when the instance has not
+   * succeeded yet (its output is incomplete).
+   */
+  async fetchOutput(jobId: string, task: string, instance: number, path: string, opts: FetchOptions = {}): Promise<Buffer> {
+    const nodes = await this.nodes();
+    const ordered = [...nodes.filter((n) => n.healthy), ...nodes.filter((n) => !n.healthy)];
+    const unreachable: string[] = [];
+    let notYet: RpcError | undefined;
+    for (const n of ordered) {
+      const address = n.node?.address;
+      if (!address) continue;
+      try {
+        return await readOutput(address, { appId: jobId, task, instance, path }, { retryForMs: 0, ...opts });
+      } catch (e) {
+        if (!(e instanceof RpcError)) throw e;
+        if (e.code === 'NOT_FOUND') continue;
+        if (e.code === 'FAILED_PRECONDITION') {
+          notYet ??= e;
+          continue;
+        }
+        if (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED') {
+          unreachable.push(n.node?.nodeId || address);
+          continue;
+        }
+        throw e;
+      }
+    }
+    if (notYet) throw notYet;
+    const where = unreachable.length ? `; unreachable nodes: ${unreachable.join(', ')}` : '';
+    throw new FuxiError('NOT_FOUND', `output ${jobId}/${task}/${instance}/${path} not found on any node${where}`);
   }
 
   close(): void {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Word-count map: `node map.mjs INDEX MAPS`. Reads every MAPS-th line of $WC_INPUT starting at
-// INDEX, counts words, and writes one partition per reducer ($WC_REDUCERS) to
-// $WC_OUT/map-INDEX/part-R.json (atomically, so a retried attempt simply overwrites).
+// INDEX, counts words, and writes one partition per reducer ($WC_REDUCERS) as part-R.json into its
+// output directory ($FUXI_OUTPUT_DIR, given by the agent). The agent that ran it serves those files
+// to the reducers on other hosts once this worker succeeded: no filesystem is shared.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { partitionOf, words } from './wordcount-lib.mjs';
@@ -9,9 +10,9 @@ import { partitionOf, words } from './wordcount-lib.mjs';
 const [index, maps] = process.argv.slice(2).map(Number);
 const reducers = Number(process.env.WC_REDUCERS ?? 4);
 const input = process.env.WC_INPUT;
-const out = process.env.WC_OUT;
+const out = process.env.FUXI_OUTPUT_DIR;
 if (!input || !out || !Number.isInteger(index) || !Number.isInteger(maps)) {
-  console.error('usage: WC_INPUT=file WC_OUT=dir node map.mjs INDEX MAPS');
+  console.error('usage: WC_INPUT=file FUXI_OUTPUT_DIR=dir node map.mjs INDEX MAPS');
   process.exit(2);
 }
 const lines = readFileSync(input, 'utf8').split('\n');
@@ -24,10 +25,9 @@ for (let i = index; i < lines.length; i += maps) {
     n++;
   }
 }
-const dir = join(out, `map-${index}`);
-mkdirSync(dir, { recursive: true });
+mkdirSync(out, { recursive: true });
 parts.forEach((p, r) => {
-  const file = join(dir, `part-${r}.json`);
+  const file = join(out, `part-${r}.json`);
   writeFileSync(`${file}.tmp`, JSON.stringify(p));
   renameSync(`${file}.tmp`, file);
 });

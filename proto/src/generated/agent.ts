@@ -4,6 +4,7 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 import type { AgentServiceClient as _fuxi_v1_AgentServiceClient, AgentServiceDefinition as _fuxi_v1_AgentServiceDefinition } from './fuxi/v1/AgentService.js';
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
+import type { FetchOutputRequest as _fuxi_v1_FetchOutputRequest, FetchOutputRequest__Output as _fuxi_v1_FetchOutputRequest__Output } from './fuxi/v1/FetchOutputRequest.js';
 import type { GetAgentStateRequest as _fuxi_v1_GetAgentStateRequest, GetAgentStateRequest__Output as _fuxi_v1_GetAgentStateRequest__Output } from './fuxi/v1/GetAgentStateRequest.js';
 import type { GetAgentStateResponse as _fuxi_v1_GetAgentStateResponse, GetAgentStateResponse__Output as _fuxi_v1_GetAgentStateResponse__Output } from './fuxi/v1/GetAgentStateResponse.js';
 import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from './fuxi/v1/Grant.js';
@@ -14,6 +15,7 @@ import type { ListWorkersResponse as _fuxi_v1_ListWorkersResponse, ListWorkersRe
 import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fuxi_v1_LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
 import type { LogChunk as _fuxi_v1_LogChunk, LogChunk__Output as _fuxi_v1_LogChunk__Output } from './fuxi/v1/LogChunk.js';
 import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
+import type { OutputChunk as _fuxi_v1_OutputChunk, OutputChunk__Output as _fuxi_v1_OutputChunk__Output } from './fuxi/v1/OutputChunk.js';
 import type { ReadLogRequest as _fuxi_v1_ReadLogRequest, ReadLogRequest__Output as _fuxi_v1_ReadLogRequest__Output } from './fuxi/v1/ReadLogRequest.js';
 import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from './fuxi/v1/Resource.js';
 import type { StartWorkersRequest as _fuxi_v1_StartWorkersRequest, StartWorkersRequest__Output as _fuxi_v1_StartWorkersRequest__Output } from './fuxi/v1/StartWorkersRequest.js';
@@ -41,6 +43,7 @@ export interface ProtoGrpcType {
       AgentService: SubtypeConstructor<typeof grpc.Client, _fuxi_v1_AgentServiceClient> & { service: _fuxi_v1_AgentServiceDefinition }
       Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
+      FetchOutputRequest: MessageTypeDefinition<_fuxi_v1_FetchOutputRequest, _fuxi_v1_FetchOutputRequest__Output>
       GetAgentStateRequest: MessageTypeDefinition<_fuxi_v1_GetAgentStateRequest, _fuxi_v1_GetAgentStateRequest__Output>
       GetAgentStateResponse: MessageTypeDefinition<_fuxi_v1_GetAgentStateResponse, _fuxi_v1_GetAgentStateResponse__Output>
       Grant: MessageTypeDefinition<_fuxi_v1_Grant, _fuxi_v1_Grant__Output>
@@ -52,6 +55,7 @@ export interface ProtoGrpcType {
       LocalityHint: MessageTypeDefinition<_fuxi_v1_LocalityHint, _fuxi_v1_LocalityHint__Output>
       LogChunk: MessageTypeDefinition<_fuxi_v1_LogChunk, _fuxi_v1_LogChunk__Output>
       NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
+      OutputChunk: MessageTypeDefinition<_fuxi_v1_OutputChunk, _fuxi_v1_OutputChunk__Output>
       ReadLogRequest: MessageTypeDefinition<_fuxi_v1_ReadLogRequest, _fuxi_v1_ReadLogRequest__Output>
       Resource: MessageTypeDefinition<_fuxi_v1_Resource, _fuxi_v1_Resource__Output>
       StartWorkersRequest: MessageTypeDefinition<_fuxi_v1_StartWorkersRequest, _fuxi_v1_StartWorkersRequest__Output>

@@ -8,6 +8,7 @@ export type { AssignmentUpdate, AssignmentUpdate__Output } from './fuxi/v1/Assig
 export type { ClusterStatus, ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 export type { Command, Command__Output } from './fuxi/v1/Command.js';
 export type { FaultEvent, FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
+export type { FetchOutputRequest, FetchOutputRequest__Output } from './fuxi/v1/FetchOutputRequest.js';
 export type { FinishAppRequest, FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
 export type { FinishAppResponse, FinishAppResponse__Output } from './fuxi/v1/FinishAppResponse.js';
 export type { GetAgentStateRequest, GetAgentStateRequest__Output } from './fuxi/v1/GetAgentStateRequest.js';
@@ -40,6 +41,7 @@ export type { LogChunk, LogChunk__Output } from './fuxi/v1/LogChunk.js';
 export type { MasterServiceClient, MasterServiceHandlers, MasterServiceDefinition } from './fuxi/v1/MasterService.js';
 export type { NodeInfo, NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 export type { NodeStatus, NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
+export type { OutputChunk, OutputChunk__Output } from './fuxi/v1/OutputChunk.js';
 export type { OutstandingRequest, OutstandingRequest__Output } from './fuxi/v1/OutstandingRequest.js';
 export type { ReadLogRequest, ReadLogRequest__Output } from './fuxi/v1/ReadLogRequest.js';
 export type { RecoveryProgress, RecoveryProgress__Output } from './fuxi/v1/RecoveryProgress.js';

@@ -13,12 +13,11 @@
  * the file under three minutes.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import type { FuxiClient } from '@fuxi/client';
-import { BIN, HaCluster, isAlive, waitExit, type LeaderInfo, type LogRecord } from '@fuxi/deploy';
+import type { FuxiClient, JobSpec } from '@fuxi/client';
+import { BIN, expectedCounts, HaCluster, wordcountResult, isAlive, waitExit, type LeaderInfo, type LogRecord } from '@fuxi/deploy';
 import type { JobInfo__Output, WorkerStatus__Output } from '@fuxi/proto';
 import { startEtcd, type EtcdProcess } from '../etcd-harness.js';
 import { job, sleep, until } from '../harness.js';
@@ -127,29 +126,27 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     return last!;
   }
 
+  const specs = new Map<string, JobSpec>();
+
   /** A job whose `task` instances wait for `<out>/release`, then (for the word count) do their work. */
   function gatedWordCount(name: string, out: string) {
-    const gate = 'while [ ! -e "$WC_OUT/release" ]; do sleep 0.1; done; exec node map.mjs "$1" "$2"';
+    const gate = 'while [ ! -e "$GATE_DIR/release" ]; do sleep 0.1; done; exec node map.mjs "$1" "$2"';
     return job({
       id: `${name}-${Date.now().toString(36)}`,
       name,
-      env: { WC_INPUT: join(exampleDir, 'input', 'corpus.txt'), WC_OUT: out, WC_REDUCERS: String(REDUCERS) },
+      env: { WC_INPUT: join(exampleDir, 'input', 'corpus.txt'), GATE_DIR: out, WC_REDUCERS: String(REDUCERS) },
       tasks: [
         { name: 'map', instances: MAPS, resources: { cpu: 0.2, memory: 64 }, command: ['sh', '-c', gate, 'map', '${instance}', '${instances}'], cwd: exampleDir, maxAttempts: 3 },
-        { name: 'reduce', instances: REDUCERS, resources: { cpu: 0.2, memory: 64 }, command: ['node', 'reduce.mjs', '${instance}', String(MAPS)], cwd: exampleDir, dependsOn: ['map'], maxAttempts: 3 },
+        { name: 'reduce', instances: REDUCERS, resources: { cpu: 0.2, memory: 64 }, command: ['node', 'reduce.mjs', '${instance}'], cwd: exampleDir, dependsOn: ['map'], maxAttempts: 3 },
       ],
     });
   }
 
-  async function expectCorrectCounts(out: string): Promise<void> {
-    const counts = new Map<string, number>();
-    for (const f of readdirSync(out).filter((x) => x.startsWith('reduce-') && x.endsWith('.json'))) {
-      for (const [w, c] of Object.entries(JSON.parse(readFileSync(join(out, f), 'utf8')) as Record<string, number>)) counts.set(w, (counts.get(w) ?? 0) + c);
-    }
-    const lib = (await import(pathToFileURL(join(exampleDir, 'wordcount-lib.mjs')).href)) as { words: (l: string) => string[] };
-    const expected = new Map<string, number>();
-    for (const line of readFileSync(join(exampleDir, 'input', 'corpus.txt'), 'utf8').split('\n')) for (const w of lib.words(line)) expected.set(w, (expected.get(w) ?? 0) + 1);
-    expect(Object.fromEntries(counts)).to.deep.equal(Object.fromEntries(expected));
+  /** The reducers' counts, fetched from the agents that ran them, against a direct count. */
+  async function expectCorrectCounts(jobId: string): Promise<void> {
+    const spec = specs.get(jobId)!;
+    const counts = await wordcountResult(client, jobId, spec);
+    expect(Object.fromEntries(counts)).to.deep.equal(Object.fromEntries(await expectedCounts(spec)));
   }
 
   function expectNoRetries(info: JobInfo__Output): void {
@@ -164,7 +161,9 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
   async function startGated(name: string): Promise<{ jobId: string; out: string; pids: Map<string, number> }> {
     const out = join(dir, `${name}-out`);
     mkdirSync(out, { recursive: true });
-    const { jobId } = await client.submit(gatedWordCount(name, out));
+    const spec = gatedWordCount(name, out);
+    const { jobId } = await client.submit(spec);
+    specs.set(jobId, spec);
     const pids = await until(
       `the AM and ${MAPS} map instances of ${name} running`,
       async () => {
@@ -201,7 +200,7 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     }
     const end = await finalState(jobId);
     expect(end.state, end.message).to.equal('JOB_STATE_SUCCEEDED');
-    await expectCorrectCounts(out);
+    await expectCorrectCounts(jobId);
     expectNoRetries(await client.get(jobId));
   });
 
@@ -305,7 +304,7 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     }
     const end = await finalState(jobId);
     expect(end.state, end.message).to.equal('JOB_STATE_SUCCEEDED');
-    await expectCorrectCounts(out);
+    await expectCorrectCounts(jobId);
     expectNoRetries(await client.get(jobId));
     expect(takeoverProblems, 'while the old leader was stopped').to.deep.equal([]);
   });

@@ -49,7 +49,7 @@ describe('DagAppMaster: snapshot (hard state)', () => {
     h.assign(asg('map', 'n1', 1), asg('map', 'n2', 1));
     expect(snapshotsOf(h.events('n1', ev('map.0.1', 'running')))).to.deep.equal([]);
     fx = h.succeed('n1', 'map.0.1');
-    expect(entriesOf(fx)).to.deep.equal([{ task: 'map', instance: 0, attempt: 1, nodeId: 'n1', workerId: 'map.0.1', state: 'succeeded' }]);
+    expect(entriesOf(fx)).to.deep.equal([{ task: 'map', instance: 0, attempt: 1, nodeId: 'n1', workerId: 'map.0.1', nodeAddress: 'n1.addr:7071', state: 'succeeded' }]);
     // The entry goes out before the request for the next task (same step, one FIFO queue in the shell).
     fx = h.succeed('n2', 'map.1.1');
     expect(fx.map((e) => e.kind)).to.deep.equal(['snapshot', 'return', 'request']);
@@ -119,7 +119,7 @@ describe('DagAppMaster: restart (AM failover)', () => {
     const spec = three();
     const rec = recovery(spec, [done('map', 0)], [listed('map.1.1', 'n1', 'succeeded'), listed('map.2.1', 'n2', 'running')]);
     const { h, fx } = restart(spec, [asg('map', 'n1', 1), asg('map', 'n2', 1)], rec);
-    expect(entriesOf(fx)).to.deep.equal([{ task: 'map', instance: 1, attempt: 1, nodeId: 'n1', workerId: 'map.1.1', state: 'succeeded' }]);
+    expect(entriesOf(fx)).to.deep.equal([{ task: 'map', instance: 1, attempt: 1, nodeId: 'n1', workerId: 'map.1.1', nodeAddress: 'n1.addr:7071', state: 'succeeded' }]);
     expect(returnsOf(fx)).to.deep.equal([{ suId: 'map', nodeId: 'n1', slots: 1 }]);
     expect(planIds(fx)).to.deep.equal([]);
     expect(h.progressOf('map')).to.deep.include({ succeeded: 2, running: 1 });
@@ -343,5 +343,29 @@ describe('DagAppMaster: agent timing failures', () => {
     expect(h.progressOf('map')).to.deep.include({ running: 2, retries: 0 });
     expect(deltasOf(fx)).to.deep.equal([]);
     expect(h.am.workers().map((w) => w.workerId)).to.deep.equal(['map.0.2', 'map.1.1']);
+  });
+});
+
+describe('DagAppMaster: where upstream outputs are (FUXI_UPSTREAM)', () => {
+  const spec = () => mockJob([mockTask({ instances: 2 }), mockTask({ name: 'reduce', dependsOn: ['map'] })]);
+  const upstreamOf = (effects: AmEffect[]) => JSON.parse(plansOf(effects).find((p) => p.task === 'reduce')!.command.env.FUXI_UPSTREAM!);
+
+  it("gives a dependent task's workers the agent and worker of every upstream instance", () => {
+    const h = new Harness();
+    h.start(spec());
+    h.assign(asg('map', 'n1', 1), asg('map', 'n2', 1));
+    h.succeed('n1', 'map.0.1');
+    h.succeed('n2', 'map.1.1');
+    const fx = h.assign(asg('map', 'n1', 1), asg('map', 'n2', 1), asg('reduce', 'n2', 1));
+    expect(upstreamOf(fx)).to.deep.equal({ map: { hosts: ['n1.addr:7071', 'n2.addr:7071'], outputs: [[0, 'map.0.1'], [1, 'map.1.1']] } });
+    expect(plansOf(fx).filter((p) => p.task === 'map')).to.deep.equal([]);
+  });
+
+  it('knows them after a restart from the snapshot, also for nodes that no longer hold its slots', () => {
+    const s = spec();
+    const entry = (i: number, node: string) => encodeEntry({ task: 'map', instance: i, attempt: 1, nodeId: node, workerId: `map.${i}.1`, nodeAddress: `${node}.addr:7071`, state: 'succeeded' });
+    const { h } = restart(s, [], recovery(s, [entry(0, 'n5'), entry(1, 'n6')]));
+    const fx = h.assign(asg('reduce', 'n1', 1));
+    expect(upstreamOf(fx)).to.deep.equal({ map: { hosts: ['n5.addr:7071', 'n6.addr:7071'], outputs: [[0, 'map.0.1'], [1, 'map.1.1']] } });
   });
 });

@@ -2,11 +2,13 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { FetchOutputRequest as _fuxi_v1_FetchOutputRequest, FetchOutputRequest__Output as _fuxi_v1_FetchOutputRequest__Output } from '../../fuxi/v1/FetchOutputRequest.js';
 import type { GetAgentStateRequest as _fuxi_v1_GetAgentStateRequest, GetAgentStateRequest__Output as _fuxi_v1_GetAgentStateRequest__Output } from '../../fuxi/v1/GetAgentStateRequest.js';
 import type { GetAgentStateResponse as _fuxi_v1_GetAgentStateResponse, GetAgentStateResponse__Output as _fuxi_v1_GetAgentStateResponse__Output } from '../../fuxi/v1/GetAgentStateResponse.js';
 import type { ListWorkersRequest as _fuxi_v1_ListWorkersRequest, ListWorkersRequest__Output as _fuxi_v1_ListWorkersRequest__Output } from '../../fuxi/v1/ListWorkersRequest.js';
 import type { ListWorkersResponse as _fuxi_v1_ListWorkersResponse, ListWorkersResponse__Output as _fuxi_v1_ListWorkersResponse__Output } from '../../fuxi/v1/ListWorkersResponse.js';
 import type { LogChunk as _fuxi_v1_LogChunk, LogChunk__Output as _fuxi_v1_LogChunk__Output } from '../../fuxi/v1/LogChunk.js';
+import type { OutputChunk as _fuxi_v1_OutputChunk, OutputChunk__Output as _fuxi_v1_OutputChunk__Output } from '../../fuxi/v1/OutputChunk.js';
 import type { ReadLogRequest as _fuxi_v1_ReadLogRequest, ReadLogRequest__Output as _fuxi_v1_ReadLogRequest__Output } from '../../fuxi/v1/ReadLogRequest.js';
 import type { StartWorkersRequest as _fuxi_v1_StartWorkersRequest, StartWorkersRequest__Output as _fuxi_v1_StartWorkersRequest__Output } from '../../fuxi/v1/StartWorkersRequest.js';
 import type { StartWorkersResponse as _fuxi_v1_StartWorkersResponse, StartWorkersResponse__Output as _fuxi_v1_StartWorkersResponse__Output } from '../../fuxi/v1/StartWorkersResponse.js';
@@ -20,6 +22,23 @@ import type { UpdateGrantsResponse as _fuxi_v1_UpdateGrantsResponse, UpdateGrant
  * (from the master) and a plan (from the application master).
  */
 export interface AgentServiceClient extends grpc.Client {
+  /**
+   * The data service: a file a finished (succeeded) worker wrote into its output directory
+   * ($FUXI_OUTPUT_DIR), for other workers of the same job on other hosts (as YARN's NodeManager
+   * serves map output to reducers). NOT_FOUND when this agent has no such worker or file;
+   * FAILED_PRECONDITION while the worker has not succeeded.
+   */
+  FetchOutput(argument: _fuxi_v1_FetchOutputRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_OutputChunk__Output>;
+  FetchOutput(argument: _fuxi_v1_FetchOutputRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_OutputChunk__Output>;
+  /**
+   * The data service: a file a finished (succeeded) worker wrote into its output directory
+   * ($FUXI_OUTPUT_DIR), for other workers of the same job on other hosts (as YARN's NodeManager
+   * serves map output to reducers). NOT_FOUND when this agent has no such worker or file;
+   * FAILED_PRECONDITION while the worker has not succeeded.
+   */
+  fetchOutput(argument: _fuxi_v1_FetchOutputRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_OutputChunk__Output>;
+  fetchOutput(argument: _fuxi_v1_FetchOutputRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_OutputChunk__Output>;
+  
   GetAgentState(argument: _fuxi_v1_GetAgentStateRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetAgentStateResponse__Output>): grpc.ClientUnaryCall;
   GetAgentState(argument: _fuxi_v1_GetAgentStateRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_GetAgentStateResponse__Output>): grpc.ClientUnaryCall;
   GetAgentState(argument: _fuxi_v1_GetAgentStateRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetAgentStateResponse__Output>): grpc.ClientUnaryCall;
@@ -89,6 +108,14 @@ export interface AgentServiceClient extends grpc.Client {
  * (from the master) and a plan (from the application master).
  */
 export interface AgentServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * The data service: a file a finished (succeeded) worker wrote into its output directory
+   * ($FUXI_OUTPUT_DIR), for other workers of the same job on other hosts (as YARN's NodeManager
+   * serves map output to reducers). NOT_FOUND when this agent has no such worker or file;
+   * FAILED_PRECONDITION while the worker has not succeeded.
+   */
+  FetchOutput: grpc.handleServerStreamingCall<_fuxi_v1_FetchOutputRequest__Output, _fuxi_v1_OutputChunk>;
+  
   GetAgentState: grpc.handleUnaryCall<_fuxi_v1_GetAgentStateRequest__Output, _fuxi_v1_GetAgentStateResponse>;
   
   ListWorkers: grpc.handleUnaryCall<_fuxi_v1_ListWorkersRequest__Output, _fuxi_v1_ListWorkersResponse>;
@@ -110,6 +137,7 @@ export interface AgentServiceHandlers extends grpc.UntypedServiceImplementation 
 }
 
 export interface AgentServiceDefinition extends grpc.ServiceDefinition {
+  FetchOutput: MethodDefinition<_fuxi_v1_FetchOutputRequest, _fuxi_v1_OutputChunk, _fuxi_v1_FetchOutputRequest__Output, _fuxi_v1_OutputChunk__Output>
   GetAgentState: MethodDefinition<_fuxi_v1_GetAgentStateRequest, _fuxi_v1_GetAgentStateResponse, _fuxi_v1_GetAgentStateRequest__Output, _fuxi_v1_GetAgentStateResponse__Output>
   ListWorkers: MethodDefinition<_fuxi_v1_ListWorkersRequest, _fuxi_v1_ListWorkersResponse, _fuxi_v1_ListWorkersRequest__Output, _fuxi_v1_ListWorkersResponse__Output>
   ReadLog: MethodDefinition<_fuxi_v1_ReadLogRequest, _fuxi_v1_LogChunk, _fuxi_v1_ReadLogRequest__Output, _fuxi_v1_LogChunk__Output>
