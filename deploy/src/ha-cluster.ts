@@ -201,6 +201,30 @@ export interface HaClusterOptions {
   agentArgs?: string[];
   /** How long to wait for the first leader, and for agents to register (default 30 s). */
   startTimeoutMs?: number;
+  /**
+   * Each daemon on its own host (a rack of network namespaces) instead of loopback: where each
+   * master and agent runs and with which config file. Without it everything runs here on loopback.
+   */
+  placement?: ClusterPlacement;
+}
+
+/** One daemon's host in a placed cluster. */
+export interface HostSlot {
+  /** host:port the daemon serves at, as peers and this harness dial it (masters: required). */
+  address: string;
+  /** argv prefix that runs a command on that host (`[]`: here). */
+  wrap?: readonly string[];
+  /**
+   * The daemon's config file (`--config`): it holds listen, masters, etcd endpoints and the like,
+   * as an operator writes it; the harness adds only the node id, paths, timings and log level.
+   */
+  config?: string;
+}
+
+export interface ClusterPlacement {
+  masters: HostSlot[];
+  /** Agent i runs on agents[i % agents.length]. */
+  agents: HostSlot[];
 }
 
 export interface MasterProcess extends ProcessInfo {
@@ -222,7 +246,7 @@ export interface LeaderInfo {
 export class HaCluster {
   readonly masters: MasterProcess[] = [];
   readonly agents: AgentProcess[] = [];
-  private ports: number[] = [];
+  private addresses: string[] = [];
   private stoppedAll = false;
 
   private constructor(readonly opts: HaClusterOptions) {}
@@ -231,9 +255,9 @@ export class HaCluster {
   static async start(opts: HaClusterOptions): Promise<HaCluster> {
     const c = new HaCluster(opts);
     mkdirSync(opts.dir, { recursive: true });
-    c.ports = await freeLoopbackPorts(opts.masters ?? 3);
+    c.addresses = opts.placement ? opts.placement.masters.map((m) => m.address) : (await freeLoopbackPorts(opts.masters ?? 3)).map((p) => `127.0.0.1:${p}`);
     try {
-      await Promise.all(c.ports.map((_, i) => c.startMaster(i)));
+      await Promise.all(c.addresses.map((_, i) => c.startMaster(i)));
       await c.waitForLeader({ timeoutMs: opts.startTimeoutMs ?? 30_000 });
       await Promise.all(Array.from({ length: opts.agents }, (_, i) => c.startAgent(i)));
       await c.waitForNodes(opts.agents, opts.startTimeoutMs ?? 30_000);
@@ -246,7 +270,18 @@ export class HaCluster {
 
   /** Every master's address (host:port), in index order: what agents, AMs and clients are given. */
   get masterAddresses(): string[] {
-    return this.ports.map((p) => `127.0.0.1:${p}`);
+    return [...this.addresses];
+  }
+
+  /** Where master `i` runs (undefined: here, on loopback). */
+  masterSlot(i: number): HostSlot | undefined {
+    return this.opts.placement?.masters[i];
+  }
+
+  /** Where agent `i` runs (undefined: here, on loopback). */
+  agentSlot(i: number): HostSlot | undefined {
+    const list = this.opts.placement?.agents;
+    return list && list.length > 0 ? list[i % list.length] : undefined;
   }
 
   /** A client that knows every master (follows redirects to the leader). */
@@ -258,22 +293,16 @@ export class HaCluster {
     const o = this.opts;
     const address = this.masterAddresses[i]!;
     const opt = (flag: string, v: number | string | undefined): string[] => (v === undefined ? [] : [flag, String(v)]);
+    const config = this.masterSlot(i)?.config;
+    // With a config file, where to listen and whom to know are the operator's (the file's).
+    const where = config
+      ? ['--config', config, ...opt('--etcd-prefix', o.etcd.prefix)]
+      : ['--listen', address, '--advertise', address, '--store', 'etcd', '--etcd-endpoints', o.etcd.endpoints.join(','), '--etcd-prefix', o.etcd.prefix ?? '/fuxi/', '--masters', this.masterAddresses.join(',')];
     return [
       BIN.master,
-      '--listen',
-      address,
-      '--advertise',
-      address,
-      '--store',
-      'etcd',
-      '--etcd-endpoints',
-      o.etcd.endpoints.join(','),
-      '--etcd-prefix',
-      o.etcd.prefix ?? '/fuxi/',
+      ...where,
       '--lease-ttl-sec',
       String(o.leaseTtlSec ?? 5),
-      '--masters',
-      this.masterAddresses.join(','),
       '--heartbeat-interval-ms',
       String(o.heartbeatIntervalMs ?? 500),
       '--agent-timeout-ms',
@@ -293,7 +322,7 @@ export class HaCluster {
     const old = this.masters[i];
     if (old && !hasExited(old.child)) throw new Error(`master ${i} (pid ${old.pid}) is still running`);
     const logFile = join(this.opts.dir, `master-${i + 1}.log`);
-    const child = startNodeProcess(this.masterArgs(i), logFile);
+    const child = startNodeProcess(this.masterArgs(i), logFile, {}, this.masterSlot(i)?.wrap);
     const log = old?.log ?? new LogTail(logFile, MASTER_LOG_MSGS);
     const m: MasterProcess = { name: `master-${i + 1}`, index: i, pid: child.pid!, address: this.masterAddresses[i]!, logFile, child, log, stopped: false };
     this.masters[i] = m;
@@ -385,8 +414,9 @@ export class HaCluster {
     const nodeId = `node-${i + 1}`;
     const workDir = join(o.dir, nodeId);
     const logFile = join(o.dir, `${nodeId}.log`);
-    const args = agentArgs(o, i, this.masterAddresses.join(','), workDir);
-    const child = startNodeProcess(args, logFile);
+    const slot = this.agentSlot(i);
+    const args = agentArgs(o, i, this.masterAddresses.join(','), workDir, slot?.config);
+    const child = startNodeProcess(args, logFile, {}, slot?.wrap);
     const tail = new LogTail(logFile, ['agent ready']);
     const rec = await tail.waitFor((r) => r.msg === 'agent ready' && r.pid === child.pid, { what: '"agent ready"', child });
     const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir };

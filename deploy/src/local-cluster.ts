@@ -16,7 +16,9 @@ import { fileURLToPath } from 'node:url';
 import { FuxiClient } from '@fuxi/client';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = join(here, '..', '..');
+/** The root of this installation (the repository checkout, or /opt/fuxi). */
+export const REPO_ROOT = join(here, '..', '..');
+const repo = REPO_ROOT;
 export const BIN = {
   master: join(repo, 'master', 'dist', 'shell', 'main.js'),
   agent: join(repo, 'agent', 'dist', 'shell', 'main.js'),
@@ -82,11 +84,16 @@ export async function waitForLogLine(file: string, msg: string, child: ChildProc
   }
 }
 
-/** Starts `node <args>` with stdout and stderr appended to `logFile`. */
-export function startNodeProcess(args: string[], logFile: string, env: NodeJS.ProcessEnv = {}): ChildProcess {
+/**
+ * Starts `node <args>` with stdout and stderr appended to `logFile`. `wrap` is an argv prefix that
+ * runs it on another host of a test rack (e.g. `['ip', 'netns', 'exec', 'fxr-a1']`, which execs in
+ * place: the child's pid is the daemon's).
+ */
+export function startNodeProcess(args: string[], logFile: string, env: NodeJS.ProcessEnv = {}, wrap: readonly string[] = []): ChildProcess {
   mkdirSync(dirname(logFile), { recursive: true });
   const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
+  const argv = [...wrap, process.execPath, ...args];
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
   closeSync(fd);
   child.on('error', () => undefined);
   return child;
@@ -122,20 +129,22 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Command line of agent `i` of a local cluster (`node-<i+1>`, racks alternating). */
+/**
+ * Command line of agent `i` of a local cluster (`node-<i+1>`, racks alternating); with `config`,
+ * the agent reads its masters and listen address from that file instead.
+ */
 export function agentArgs(
   o: Pick<LocalClusterOptions, 'racks' | 'agentCpu' | 'agentMemory' | 'logLevel' | 'agentArgs'>,
   i: number,
   masters: string,
   workDir: string,
+  config?: string,
 ): string[] {
   const racks = o.racks ?? ['rack-a', 'rack-b'];
   return [
     BIN.agent,
-    '--master',
-    masters,
-    '--listen',
-    '127.0.0.1:0',
+    // With a config file, the masters and where to listen are the file's (as an operator wrote it).
+    ...(config ? ['--config', config] : ['--master', masters, '--listen', '127.0.0.1:0']),
     '--node-id',
     `node-${i + 1}`,
     '--rack',

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 
 export interface EtcdProcess {
-  /** `http://127.0.0.1:<clientPort>`: pass to the etcd client. */
+  /** `http://<host>:<clientPort>` (host 127.0.0.1 unless placed on a rack host): pass to the etcd client. */
   readonly endpoint: string;
   readonly clientPort: number;
   readonly peerPort: number;
@@ -92,14 +92,29 @@ function installExitHook(): void {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Allocates ports and a data dir without starting etcd (for "etcd down at start" tests). */
-export async function prepareEtcd(opts: { startTimeoutMs?: number; extraArgs?: string[] } = {}): Promise<EtcdProcess> {
+export interface EtcdOptions {
+  startTimeoutMs?: number;
+  extraArgs?: string[];
+  /**
+   * Run etcd on another host of a test rack: the address it listens on and advertises (default
+   * 127.0.0.1 on free ports; with a host, ports 2379 and 2380 unless given), and the argv prefix
+   * that runs a command there (e.g. `['ip', 'netns', 'exec', 'fxr-etcd']`).
+   */
+  host?: string;
+  clientPort?: number;
+  peerPort?: number;
+  wrap?: string[];
+}
+
+export async function prepareEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> {
   const bin = etcdBinary();
-  const clientPort = await freePort();
-  let peerPort = await freePort();
+  const host = opts.host ?? '127.0.0.1';
+  const clientPort = opts.clientPort ?? (opts.host ? 2379 : await freePort());
+  let peerPort = opts.peerPort ?? (opts.host ? 2380 : await freePort());
   while (peerPort === clientPort) peerPort = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'fuxi-etcd-'));
-  const endpoint = `http://127.0.0.1:${clientPort}`;
-  const peerUrl = `http://127.0.0.1:${peerPort}`;
+  const endpoint = `http://${host}:${clientPort}`;
+  const peerUrl = `http://${host}:${peerPort}`;
   const logPath = join(dataDir, 'etcd.log');
   const startTimeoutMs = opts.startTimeoutMs ?? 15_000;
   let child: ChildProcess | undefined;
@@ -167,9 +182,11 @@ export async function prepareEtcd(opts: { startTimeoutMs?: number; extraArgs?: s
       if (self.pid !== undefined) throw new Error(`etcd already running (pid ${self.pid})`);
       installExitHook();
       const fd = openSync(logPath, 'a');
+      const wrap = opts.wrap ?? [];
       const c = spawn(
-        bin,
+        wrap[0] ?? bin,
         [
+          ...(wrap.length > 0 ? [...wrap.slice(1), bin] : []),
           '--name', 'default',
           '--data-dir', join(dataDir, 'data'),
           '--listen-client-urls', endpoint,
@@ -223,7 +240,7 @@ export async function prepareEtcd(opts: { startTimeoutMs?: number; extraArgs?: s
 }
 
 /** Starts a fresh single-member etcd and waits until it is healthy. */
-export async function startEtcd(opts: { startTimeoutMs?: number; extraArgs?: string[] } = {}): Promise<EtcdProcess> {
+export async function startEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> {
   const e = await prepareEtcd(opts);
   try {
     await e.start();

@@ -22,7 +22,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HaCluster, hasExited, isAlive, LogTail, waitExit, type AgentProcess, type LogRecord } from '@fuxi/deploy';
+import { HaCluster, hasExited, isAlive, LogTail, waitExit, type AgentProcess, type ClusterPlacement, type LogRecord } from '@fuxi/deploy';
 import type { FuxiClient } from '@fuxi/client';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import type { WorkerRef } from './metrics.js';
@@ -56,6 +56,8 @@ export interface FaultClusterOptions {
   etcdEndpoint: string;
   prefix: string;
   logLevel?: string;
+  /** Each daemon on a host of the rack (undefined: loopback). */
+  placement?: ClusterPlacement;
 }
 
 /** How an agent's worker group is identified in /proc (the wrapper's argv). */
@@ -92,6 +94,7 @@ export class FaultCluster {
       logLevel: opts.logLevel ?? 'info',
       masterArgs: ['--agent-timing-out-ms', String(t.agentTimingOutMs), '--am-stall-timeout-ms', String(t.amStallTimeoutMs)],
       agentArgs: ['--stop-grace-ms', String(t.stopGraceMs)],
+      ...(opts.placement ? { placement: opts.placement, startTimeoutMs: 60_000 } : {}),
     });
     return new FaultCluster(ha, opts);
   }
