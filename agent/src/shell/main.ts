@@ -15,6 +15,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError } from '@fuxi/common';
+import { installProcessGuards } from '@fuxi/rpc';
 import { Agent } from './agent.js';
 import { loadConfigFile, resolveConfig, type ConfigKey } from './config.js';
 
@@ -50,6 +51,7 @@ async function main(): Promise<void> {
   const file = typeof config === 'string' && config ? loadConfigFile(config) : {};
   const cfg = resolveConfig(flags, file);
   const log = createLogger('agent', { level: cfg.logLevel });
+  installProcessGuards(log, 'fuxi-agent');
   const agent = new Agent(cfg, { log });
   await agent.start();
   let stopping = false;

@@ -7,7 +7,7 @@
  */
 import { Command } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf } from '@fuxi/common';
-import { advertisedAddress } from '@fuxi/rpc';
+import { advertisedAddress, installProcessGuards } from '@fuxi/rpc';
 import { applyConfig, defaultConfig, readConfigFile } from './config.js';
 import { MasterServer } from './master-server.js';
 
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
   const problem = loopbackAdvertiseProblem(key, advertisedAddress(cfg.listen, portOf(cfg.listen) ?? 0, cfg.advertise || undefined), [...cfg.masters, ...(cfg.store === 'etcd' ? cfg.etcdEndpoints : [])]);
   if (problem) throw new InvalidArgumentError(key, problem.slice(problem.indexOf(': ') + 2));
   const log = createLogger('master', { level: cfg.logLevel });
+  installProcessGuards(log, 'fuxi-master');
   const master = new MasterServer(cfg, log);
   await master.start();
   let stopping = false;

@@ -193,7 +193,7 @@ export class MasterServer {
       this.election = new LeaderElection(etcd.coordination(), {
         ttlSec: this.cfg.leaseTtlSec,
         log: this.log.child({ component: 'election' }),
-        onLeader: (l) => void this.becomeLeader(l.epoch, etcd.withGuard(l.guard), l),
+        onLeader: (l) => void this.becomeLeader(l.epoch, etcd.withGuard(l.guard), l).catch((e: unknown) => this.backgroundFailed('taking over', e)),
         onStepDown: (d) => this.stepDown(`${d.reason}${d.detail ? `: ${d.detail}` : ''}`),
         onLeaderChange: (o) => {
           this.observedLeader = o;
@@ -278,7 +278,7 @@ export class MasterServer {
     clearInterval(this.tickTimer);
     this.tickTimer = setInterval(() => {
       const c = this.coreOrUndefined;
-      if (c) void this.run(c.tick(Date.now()));
+      if (c) void this.run(c.tick(Date.now())).catch((e: unknown) => this.backgroundFailed('tick', e));
     }, tickMs);
   }
 
@@ -313,6 +313,19 @@ export class MasterServer {
         });
     }, 200);
     this.probeTimer.unref();
+  }
+
+  /**
+   * Work started from a timer or an event (no caller to answer) failed. Losing leadership midway is
+   * normal (the lease lapsed while this process was paused or etcd was unreachable): the election
+   * steps this master down and it campaigns again as a standby; it never takes the process down.
+   */
+  private backgroundFailed(what: string, e: unknown): void {
+    if (e instanceof UnavailableError) {
+      this.log.warn({ what, err: errorMessage(e) }, 'background work stopped: not the leader any more');
+      return;
+    }
+    this.log.error({ what, err: e instanceof Error ? (e.stack ?? e.message) : String(e) }, 'background work failed');
   }
 
   /** Stops acting at once: no command, push or write leaves this process after this. */
@@ -397,7 +410,7 @@ export class MasterServer {
         case 'launchAm':
           // The agent gets the AM's grant before its plan.
           this.flushPushes();
-          void this.launchAm(e);
+          void this.launchAm(e).catch((err: unknown) => this.backgroundFailed('launching an application master', err));
           break;
         case 'stopWorkers':
           this.flushPushes();

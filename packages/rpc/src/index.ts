@@ -14,3 +14,4 @@ export * from './server.js';
 export * from './client.js';
 export * from './master-connection.js';
 export * from './mapping.js';
+export * from './process-guards.js';

@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient, JobSpec } from '@fuxi/client';
-import { BIN, expectedCounts, HaCluster, wordcountResult, isAlive, waitExit, type LeaderInfo, type LogRecord } from '@fuxi/deploy';
+import { BIN, expectedCounts, HaCluster, LogTail, wordcountResult, isAlive, waitExit, type LeaderInfo, type LogRecord } from '@fuxi/deploy';
 import type { JobInfo__Output, WorkerStatus__Output } from '@fuxi/proto';
 import { startEtcd, type EtcdProcess } from '../etcd-harness.js';
 import { job, sleep, until } from '../harness.js';
@@ -298,6 +298,14 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
       await expectUnchanged(runningBefore, 'every worker that ran before SIGCONT');
       await expectUnchanged(pids, 'after SIGCONT of the old leader');
       expect(ha!.leader()?.master.pid, 'the new leader still leads').to.equal(next.master.pid);
+      // The deposed leader stays up as a standby: same process, campaigning again, no crash.
+      expect(isAlive(old.master.pid), 'the deposed leader is still running').to.equal(true);
+      const tail = new LogTail(old.master.logFile, ['stepped down', 'campaigning', 'unhandled rejection (a bug); exiting']);
+      await tail.waitFor((r) => r.pid === old.master.pid && r.msg === 'campaigning' && r.timeMs >= (tail.last((x) => x.pid === old.master.pid && x.msg === 'stepped down')?.timeMs ?? Infinity), {
+        what: '"campaigning" again after stepping down',
+        timeoutMs: 20_000,
+      });
+      expect(tail.records.filter((r) => r.pid === old.master.pid && r.msg.includes('unhandled')), 'no unhandled error').to.deep.equal([]);
     } finally {
       if (!resumed) ha!.kill(old.master, 'SIGCONT');
       writeFileSync(join(out, 'release'), '');

@@ -1,0 +1,33 @@
+/**
+ * What a daemon does with an error nobody awaited. A store or peer that is unavailable (the
+ * leader lost its lease, etcd paused, a peer gone) is weather, not a bug: logged, and the daemon
+ * stays up (a master steps down and campaigns again). Anything else is a bug: logged with its
+ * stack, and the process exits 1 so that systemd restarts it from a clean state.
+ *
+ * ```ts
+ * installProcessGuards(log, 'fuxi-master');
+ * ```
+ */
+import { FuxiError, type Logger } from '@fuxi/common';
+
+/** True for errors a daemon outlives: UNAVAILABLE / DEADLINE_EXCEEDED from a store or a peer. */
+export function isWeather(e: unknown): boolean {
+  return e instanceof FuxiError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED');
+}
+
+export function installProcessGuards(log: Logger, daemon: string): void {
+  const describe = (e: unknown) => (e instanceof Error ? (e.stack ?? e.message) : String(e));
+  process.on('unhandledRejection', (reason) => {
+    if (isWeather(reason)) {
+      log.warn({ err: describe(reason) }, 'unhandled rejection of an unavailable store or peer; still running');
+      return;
+    }
+    log.error({ err: describe(reason), daemon }, 'unhandled rejection (a bug); exiting');
+    setTimeout(() => process.exit(1), 200).unref();
+    process.exitCode = 1;
+  });
+  process.on('uncaughtException', (e) => {
+    log.error({ err: describe(e), daemon }, 'uncaught exception (a bug); exiting');
+    process.exit(1);
+  });
+}
