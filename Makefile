@@ -73,6 +73,15 @@ demo: build
 bench-failover: build etcd
 	node test/dist/bench/master-failover.js
 
+# Benchmark (not a test): master failover on the rack. etcd and each of 3 masters on its own host
+# (started from deploy/config/cluster/master.yaml), 1,002 simulated nodes on 3 agent hosts, 2,000
+# apps; kills the leader 5 times and writes bench-results/master-failover-rack.json.
+# BENCH_FAILOVER_RACK_ARGS passes options (see test/src/bench/master-failover.ts).
+bench-failover-rack: build etcd rack-tools
+	node test/dist/bench/master-failover.js --rack --hosts 3 --nodes-per-host 334 --apps 2000 --instances 1 \
+	  --heartbeat-interval-ms 2000 --am-heartbeat-interval-ms 5000 --agent-timing-out-ms 10000 --agent-timeout-ms 60000 \
+	  --recovery-deadline-ms 3000 --submit-rate 40 --settle-ms 5000 --no-load $(BENCH_FAILOVER_RACK_ARGS)
+
 # Benchmark (not a test): the real master's scheduler over real gRPC at 1,000 and 5,000 virtual
 # nodes: grants/s, request-to-grant latency, heartbeat CPU, memory per node and per running worker;
 # writes bench-results/sched.json. BENCH_SCHED_ARGS passes options (e.g. --scales 1000).

@@ -148,6 +148,21 @@ export class Rack {
     return rack;
   }
 
+  /** A handle on a rack built earlier (by another process, e.g. rack-cli's `up`): builds nothing, owns nothing. */
+  static attach(opts: RackOptions): Rack {
+    const rack = new Rack(opts.prefix ?? 'fxr', opts.subnet ?? '10.213.0', opts.hosts);
+    rack.destroyed = true; // never torn down by this handle: `Rack.sweep(prefix)` does that
+    return rack;
+  }
+
+  /** Keeps the rack when this process exits (it is removed later by `Rack.sweep(prefix)`). */
+  release(): void {
+    this.destroyed = true;
+    process.removeListener('exit', this.onExit);
+    process.removeListener('SIGINT', this.onSignal);
+    process.removeListener('SIGTERM', this.onSignal);
+  }
+
   /** Removes what a run with `prefix` left: its processes (by pid), namespaces, links, route, hosts files. */
   static async sweep(prefix: string): Promise<void> {
     const list = await sh('ip', ['netns', 'list']);

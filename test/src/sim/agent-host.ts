@@ -9,7 +9,7 @@
  *
  *   node test/dist/sim/agent-host.js --master a:1,b:2,c:3 --nodes 100 --prefix sim1 --cpu 23 --memory 82Gi
  *     [--racks 5] [--work-dir DIR] [--pid-base 5000000] [--log-level info] [--agent-log-level warn] [--tick-ms 1000]
- *     [--control]
+ *     [--listen-host 127.0.0.1] [--control]
  *
  * Node ids are `<prefix>-nNNN`, racks `<prefix>-rack-K`; each node gets `<work-dir>/<nodeId>` (the
  * work dir defaults to a temp dir, removed on exit). A worker's plan may set SIM_DURATION_MS
@@ -64,6 +64,8 @@ interface HostOptions {
   agentLogLevel: string;
   tickMs: number;
   control: boolean;
+  /** Where the virtual agents bind (port 0 each): 127.0.0.1, or 0.0.0.0 on a rack host. */
+  listenHost: string;
 }
 
 function parse(): HostOptions {
@@ -80,6 +82,7 @@ function parse(): HostOptions {
       'log-level': { type: 'string', default: 'info' },
       'agent-log-level': { type: 'string', default: 'warn' },
       'tick-ms': { type: 'string', default: '1000' },
+      'listen-host': { type: 'string', default: '127.0.0.1' },
       control: { type: 'boolean', default: false },
     },
     strict: true,
@@ -104,6 +107,7 @@ function parse(): HostOptions {
     logLevel: values['log-level'],
     agentLogLevel: values['agent-log-level'],
     tickMs: int('tick-ms', values['tick-ms'], 10),
+    listenHost: String(values['listen-host']),
     control: values.control,
   };
 }
@@ -133,7 +137,7 @@ async function main(): Promise<void> {
     const nodeId = `${o.prefix}-n${String(i + 1).padStart(width, '0')}`;
     const nlog = agentLog.child({ nodeId });
     const cfg = resolveConfig(
-      { master: o.masters, listen: '127.0.0.1:0', nodeId, rack: `${o.prefix}-rack-${i % o.racks}`, cpu: o.cpu, memory: o.memory, workDir: join(workDir, nodeId), logLevel: o.agentLogLevel },
+      { master: o.masters, listen: `${o.listenHost}:0`, nodeId, rack: `${o.prefix}-rack-${i % o.racks}`, cpu: o.cpu, memory: o.memory, workDir: join(workDir, nodeId), logLevel: o.agentLogLevel },
       {},
     );
     const driver = new SimProcessDriver({ pids, log: nlog, runAppMaster: (spec) => startInProcessAm(spec, nlog), ...(o.control ? { observer: counts } : {}) });
