@@ -96,6 +96,8 @@ export interface RestoreReport {
 
 const LOG_CHUNK = 64 * 1024;
 const FOLLOW_POLL_MS = 200;
+/** After losing the grant stream, the next heartbeat goes out within this (jittered). */
+const STREAM_LOSS_HEARTBEAT_MS = 1000;
 
 export class Agent {
   readonly core: AgentCore;
@@ -498,8 +500,23 @@ export class Agent {
       } catch (e) {
         if (this.grantWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages, err: errorMessage(e) }, 'grant stream failed; grants come as calls until it is open again');
       }
-      if (this.grantWatch === handle) this.grantWatch = undefined;
+      if (this.grantWatch === handle) {
+        this.grantWatch = undefined;
+        // The leader went away or stepped down: find the next one now, not a heartbeat later, so a
+        // new leader's aggregation window closes early (jittered: every agent notices at once).
+        this.heartbeatSoon();
+      }
     })();
+  }
+
+  /** The next heartbeat goes out within STREAM_LOSS_HEARTBEAT_MS (at a random point of it). */
+  private heartbeatSoon(): void {
+    if (this.stopped) return;
+    const t = setTimeout(() => {
+      this.heartbeatNow = true;
+      for (const wake of [...this.sleepers]) wake();
+    }, Math.floor(Math.random() * Math.min(STREAM_LOSS_HEARTBEAT_MS, this.heartbeatIntervalMs)));
+    t.unref();
   }
 
   /**

@@ -97,6 +97,9 @@ export function isSuperseded(e: unknown): boolean {
   return e instanceof RpcError && e.code === 'FAILED_PRECONDITION' && (e.details.stale === 'am attempt' || /stale am attempt/.test(e.message));
 }
 
+/** After losing the assignment stream, the next heartbeat goes out within this (jittered). */
+const STREAM_LOSS_HEARTBEAT_MS = 1000;
+
 /** An IPv6 literal in brackets, for host:port. */
 function hostPort(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
@@ -778,7 +781,12 @@ export class AppMaster {
       } catch (err) {
         if (this.assignmentWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages, err: errorMessage(err) }, 'assignment stream failed; assignments come as calls until it is open again');
       }
-      if (this.assignmentWatch === handle) this.assignmentWatch = undefined;
+      if (this.assignmentWatch === handle) {
+        this.assignmentWatch = undefined;
+        // The leader went away or stepped down: heartbeat soon (jittered) so that a new leader
+        // hears from us, and closes its aggregation window, without waiting for our next interval.
+        if (!this.stopped) setTimeout(() => this.onTimer(), Math.floor(Math.random() * STREAM_LOSS_HEARTBEAT_MS)).unref();
+      }
     })();
   }
 

@@ -48,8 +48,16 @@ export class RpcError extends FuxiError {
   }
 }
 
+/**
+ * INTERNAL statuses that grpc-js makes up on the client when the connection breaks under a call
+ * (the peer process died, a link dropped): the server never answered, so they mean what
+ * UNAVAILABLE means (the call may or may not have run; retry elsewhere).
+ */
+const BROKEN_TRANSPORT = /RST_STREAM|Session closed|Connection dropped|ECONNRESET|EPIPE|socket hang up|Stream refused/i;
+
 export function fromGrpcError(err: grpc.ServiceError, method: string): RpcError {
-  const code: ErrorCode = FROM_GRPC.get(err.code) ?? (err.code === grpc.status.CANCELLED ? 'UNAVAILABLE' : 'INTERNAL');
+  const broken = err.code === grpc.status.INTERNAL && BROKEN_TRANSPORT.test(err.details || err.message || '');
+  const code: ErrorCode = broken ? 'UNAVAILABLE' : (FROM_GRPC.get(err.code) ?? (err.code === grpc.status.CANCELLED ? 'UNAVAILABLE' : 'INTERNAL'));
   const details: Record<string, string> = {};
   const md = err.metadata?.getMap() ?? {};
   for (const [k, v] of Object.entries(md)) {

@@ -169,6 +169,9 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
       for (const [w, c] of Object.entries(JSON.parse(await fuxi('fetch', jobId, 'reduce', String(r), 'counts.json')) as Record<string, number>)) counts.set(w, (counts.get(w) ?? 0) + c);
     }
     expect(Object.fromEntries(counts)).to.deep.equal(Object.fromEntries(await expectedCounts(wordcountSpec())));
+    // Logs, read by the CLI from the agent hosts that ran the workers.
+    expect(await fuxi('logs', jobId, 'map', '3')).to.match(/^map 3\/20: \d+ words into 4 partitions/);
+    expect(await fuxi('logs', jobId, 'reduce', '1')).to.match(/^reduce 1: \d+ distinct words from 20 maps/);
     // Work really crossed hosts: maps ran on more than one agent host, and the AM advertised the
     // address of the host it ran on.
     const mine = (await workers()).filter((w) => w.appId === jobId);
