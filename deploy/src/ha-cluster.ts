@@ -199,6 +199,8 @@ export interface HaClusterOptions {
   logLevel?: string;
   masterArgs?: string[];
   agentArgs?: string[];
+  /** Node.js flags for the masters (before the script), e.g. `['--cpu-prof', '--cpu-prof-dir', dir]`. */
+  masterNodeArgs?: string[];
   /** How long to wait for the first leader, and for agents to register (default 30 s). */
   startTimeoutMs?: number;
   /**
@@ -299,6 +301,7 @@ export class HaCluster {
       ? ['--config', config, ...opt('--etcd-prefix', o.etcd.prefix)]
       : ['--listen', address, '--advertise', address, '--store', 'etcd', '--etcd-endpoints', o.etcd.endpoints.join(','), '--etcd-prefix', o.etcd.prefix ?? '/fuxi/', '--masters', this.masterAddresses.join(',')];
     return [
+      ...(o.masterNodeArgs ?? []),
       BIN.master,
       ...where,
       '--lease-ttl-sec',

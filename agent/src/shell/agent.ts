@@ -311,7 +311,7 @@ export class Agent {
         if (this.reportEpoch) await this.reportState();
         // Right after a registration the first heartbeat goes out at once: it brings the grant table
         // back in line (the master answers with its full table when our seq is behind).
-        if (!this.heartbeatNow) await this.sleep(this.heartbeatIntervalMs);
+        if (!this.heartbeatNow) await this.sleep(this.nextHeartbeatInMs());
         this.heartbeatNow = false;
         if (this.stopped) return;
         await this.heartbeat();
@@ -507,6 +507,17 @@ export class Agent {
         this.heartbeatSoon();
       }
     })();
+  }
+
+  /**
+   * The wait before the next heartbeat: the interval, or after failures a short jittered backoff
+   * (250 ms doubling up to the interval), so that an agent whose heartbeat found no leader (the old
+   * one dead, the new one not elected yet) reaches the new one within its aggregation window.
+   */
+  private nextHeartbeatInMs(): number {
+    if (this.hbFailures === 0) return this.heartbeatIntervalMs;
+    const backoff = Math.min(this.heartbeatIntervalMs, 250 * 2 ** Math.min(this.hbFailures - 1, 10));
+    return Math.round(backoff * (0.5 + Math.random() / 2));
   }
 
   /** The next heartbeat goes out within STREAM_LOSS_HEARTBEAT_MS (at a random point of it). */

@@ -145,6 +145,9 @@ export class AppMaster {
   private reportedUpTo = 0;
   private masterQueue: Promise<void> = Promise.resolve();
   private heartbeatQueued = false;
+  private heartbeatFailures = 0;
+  /** The master's AM heartbeat interval (from RegisterApp). */
+  private heartbeatMs = 1000;
   private timer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
@@ -418,6 +421,7 @@ export class AppMaster {
       for (const e of this.early.splice(0)) this.onWorkerStatuses(e.nodeId, e.statuses);
     }
     this.early = [];
+    this.heartbeatMs = heartbeatMs;
     this.timer = setInterval(() => this.onTimer(), heartbeatMs);
     this.pollTimer = setInterval(() => this.poll(), this.cfg.pollMs ?? 3000);
   }
@@ -518,8 +522,15 @@ export class AppMaster {
       this.heartbeatQueued = false;
       try {
         await this.updateRequests([], [], false, reflected);
+        this.heartbeatFailures = 0;
       } catch (e) {
-        this.log.warn({ err: errorMessage(e) }, 'heartbeat to the master failed');
+        this.heartbeatFailures++;
+        if (this.heartbeatFailures === 1 || this.heartbeatFailures % 20 === 0) this.log.warn({ failures: this.heartbeatFailures, err: errorMessage(e) }, 'heartbeat to the master failed');
+        // No leader right now (the old one died, the next one is being elected): try again soon,
+        // jittered and backing off up to the interval, so the new leader hears from us within its
+        // aggregation window instead of an interval later.
+        const backoff = Math.min(this.heartbeatMs, 250 * 2 ** Math.min(this.heartbeatFailures - 1, 10));
+        if (!this.stopped) setTimeout(() => this.onTimer(), Math.round(backoff * (0.5 + Math.random() / 2))).unref();
       }
     });
   }

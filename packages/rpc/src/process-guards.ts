@@ -1,6 +1,7 @@
 /**
  * What a daemon does with an error nobody awaited. A store or peer that is unavailable (the
- * leader lost its lease, etcd paused, a peer gone) is weather, not a bug: logged, and the daemon
+ * leader lost its lease, etcd paused, a peer gone) or a write fenced after a lost leadership is
+ * weather, not a bug: logged, and the daemon
  * stays up (a master steps down and campaigns again). Anything else is a bug: logged with its
  * stack, and the process exits 1 so that systemd restarts it from a clean state.
  *
@@ -10,9 +11,13 @@
  */
 import { FuxiError, type Logger } from '@fuxi/common';
 
-/** True for errors a daemon outlives: UNAVAILABLE / DEADLINE_EXCEEDED from a store or a peer. */
+/**
+ * True for errors a daemon outlives: UNAVAILABLE / DEADLINE_EXCEEDED from a store or a peer, and a
+ * store write fenced because this master lost its leadership (`FencedError` of @fuxi/store): the
+ * election steps it down and it campaigns again.
+ */
 export function isWeather(e: unknown): boolean {
-  return e instanceof FuxiError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED');
+  return e instanceof FuxiError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED' || e.name === 'FencedError');
 }
 
 export function installProcessGuards(log: Logger, daemon: string): void {

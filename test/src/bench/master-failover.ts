@@ -18,6 +18,8 @@
  *   make bench-failover
  *   node test/dist/bench/master-failover.js [--kills 5] [--apps 50] [--instances 20] [--hosts 2] [--nodes-per-host 100] [--lease-ttl-sec 5] [--keep]
  *
+ * `--cpu-prof DIR` writes CPU profiles of the masters and simulated hosts (on their normal exit).
+ *
  * `--rack` (make bench-failover-rack): the same on the rack of network namespaces (test/src/rack):
  * etcd and each master on a host of its own, started from deploy/config/cluster/master.yaml, and
  * each simulated-node host on its own agent host (a1, a2, ...), so every heartbeat, report and
@@ -69,6 +71,8 @@ interface Options {
   agentTimingOutMs: number;
   /** Apps submitted per second (0: as fast as the master answers). */
   submitRate: number;
+  /** Write CPU profiles of masters and simulated hosts here (written when each exits normally). */
+  cpuProfDir: string;
   /** Measure hard-state writes under a load of short jobs after the kills. */
   load: boolean;
 }
@@ -95,6 +99,7 @@ function options(): Options {
       'no-load': { type: 'boolean', default: false },
       'agent-timing-out-ms': { type: 'string', default: '0' },
       'submit-rate': { type: 'string', default: '0' },
+      'cpu-prof': { type: 'string' },
     },
     strict: true,
   });
@@ -123,6 +128,7 @@ function options(): Options {
     load: !values['no-load'],
     agentTimingOutMs: int('agent-timing-out-ms', 0),
     submitRate: int('submit-rate', 0),
+    cpuProfDir: typeof values['cpu-prof'] === 'string' ? resolve(values['cpu-prof']) : '',
   };
 }
 
@@ -199,6 +205,7 @@ class Bench {
       logLevel: 'info',
       startTimeoutMs: 60_000,
       ...(o.agentTimingOutMs > 0 ? { masterArgs: ['--agent-timing-out-ms', String(o.agentTimingOutMs)] } : {}),
+      ...(o.cpuProfDir ? { masterNodeArgs: ['--cpu-prof', '--cpu-prof-dir', o.cpuProfDir] } : {}),
     });
     const l = this.ha.leader();
     say(`${o.masters} masters up (${this.ha.masterAddresses.join(', ')}); leader ${l?.master.name} epoch ${l?.epoch}`);
@@ -214,6 +221,7 @@ class Bench {
     const logFile = join(this.dir, `${prefix}.log`);
     const child = startNodeProcess(
       [
+        ...(this.o.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', this.o.cpuProfDir] : []),
         HOST_BIN,
         '--master',
         this.ha!.masterAddresses.join(','),
