@@ -22,8 +22,12 @@
  * or the shell gave up waiting for it and runs from the checkpoint's grants).
  */
 import {
+  acceptTable,
   add,
+  AM_SU,
   cmpInt64,
+  isWorkerActive,
+  isWorkerTerminal,
   FailedPreconditionError,
   fits,
   format,
@@ -35,28 +39,13 @@ import {
   type Int64,
   type Logger,
   type Resource,
+  type WorkerState,
 } from '@fuxi/common';
 
-/** The schedule unit of application-master processes. Plans for it come only from the master. */
+
 
 /** Worker ids are unique within an app (e.g. `map.3.1`, `am.1`); the agent keys them by both. */
 const wkey = (appId: string, workerId: string) => `${appId}\u0000${workerId}`;
-
-export const AM_SU = '__am__';
-
-export type WorkerState = 'PENDING' | 'STARTING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'KILLED' | 'REJECTED';
-
-const TERMINAL: ReadonlySet<WorkerState> = new Set(['SUCCEEDED', 'FAILED', 'KILLED', 'REJECTED']);
-const ACTIVE: ReadonlySet<WorkerState> = new Set(['STARTING', 'RUNNING']);
-
-export function isTerminal(s: WorkerState): boolean {
-  return TERMINAL.has(s);
-}
-
-/** Occupies a slot of its grant (and node capacity): spawning or running. */
-export function isActive(s: WorkerState): boolean {
-  return ACTIVE.has(s);
-}
 
 export interface CommandSpec {
   argv: string[];
@@ -388,24 +377,20 @@ export class AgentCore {
    */
   updateGrants(req: UpdateGrantsInput, now: number): { appliedSeq: Int64; applied: boolean; effects: Effect[] } {
     this.checkEpoch(req.epoch);
-    const newerMaster = cmpInt64(req.epoch, this.grantEpoch) > 0;
-    const base = newerMaster ? 0n : BigInt(this.grantSeq);
-    const seq = BigInt(req.seq || '0');
     req.grants.forEach((g, i) => {
       if (!g.appId) throw new InvalidArgumentError(`grants[${i}].appId`, 'must not be empty');
       if (!g.suId) throw new InvalidArgumentError(`grants[${i}].suId`, 'must not be empty');
       if (!Number.isInteger(g.slots) || g.slots < 0) throw new InvalidArgumentError(`grants[${i}].slots`, `must be a non-negative integer, got ${g.slots}`);
     });
-    const ignored = { appliedSeq: base.toString(), applied: false, effects: [] as Effect[] };
-    if (!req.full && seq !== base + 1n) {
-      this.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: this.grantEpoch, applied: this.grantSeq }, 'grant delta out of order; ignored (the next heartbeat brings the full table)');
-      return ignored;
+    const seq = BigInt(req.seq || '0');
+    const verdict = acceptTable({ epoch: this.grantEpoch, seq: BigInt(this.grantSeq) }, { epoch: req.epoch, seq, full: req.full });
+    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', req.epoch, this.grantEpoch);
+    if (verdict.kind !== 'apply') {
+      const why = verdict.kind === 'out-of-order' ? 'grant delta out of order; ignored (the next heartbeat brings the full table)' : 'older full grant table ignored';
+      this.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: this.grantEpoch, applied: this.grantSeq }, why);
+      return { appliedSeq: verdict.base.toString(), applied: false, effects: [] };
     }
-    if (req.full && !newerMaster && seq < base) {
-      // An older full table overtaken by a newer one from the same master: applying it would shrink live grants.
-      this.log.info({ epoch: req.epoch, seq: req.seq, applied: this.grantSeq }, 'older full grant table ignored');
-      return ignored;
-    }
+    const newerMaster = verdict.newerMaster;
     if (newerMaster && this.grantEpoch !== '0') {
       this.log.info({ from: this.grantEpoch, to: req.epoch, seq: req.seq, full: req.full, oldSeq: this.grantSeq }, 'grant table now follows a new master');
     }
@@ -439,7 +424,7 @@ export class AgentCore {
   /** Kills the newest workers of (app, su) that exceed its grant. */
   private enforceGrant(key: string): Effect[] {
     const slots = this.grants.get(key)?.slots ?? 0;
-    const active = [...this.workers.values()].filter((w) => isActive(w.state) && grantKey(w.appId, w.suId) === key);
+    const active = [...this.workers.values()].filter((w) => isWorkerActive(w.state) && grantKey(w.appId, w.suId) === key);
     const keeping = active.filter((w) => !w.stopReason);
     let excess = keeping.length - slots;
     if (excess <= 0) return [];
@@ -569,7 +554,7 @@ export class AgentCore {
     const effects: Effect[] = [];
     for (const w of targets) {
       if (w.state === 'PENDING') effects.push(...this.finish(w, 'KILLED', now, reason));
-      else if (isActive(w.state)) effects.push(...this.requestStop(w, reason));
+      else if (isWorkerActive(w.state)) effects.push(...this.requestStop(w, reason));
     }
     effects.push(...this.startPending(now));
     return { workers: targets.map(copy), effects };
@@ -599,7 +584,7 @@ export class AgentCore {
       if (!counts) {
         counts = new Map();
         for (const a of this.workers.values()) {
-          if (!isActive(a.state)) continue;
+          if (!isWorkerActive(a.state)) continue;
           const k = grantKey(a.appId, a.suId);
           counts.set(k, (counts.get(k) ?? 0) + 1);
           used = add(used, a.resource);
@@ -705,7 +690,7 @@ export class AgentCore {
   workerExited(appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number, detail = ''): Effect[] {
     const w = this.workers.get(wkey(appId, workerId));
     if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
-    if (isTerminal(w.state) || w.state === 'PENDING') return [];
+    if (isWorkerTerminal(w.state) || w.state === 'PENDING') return [];
     w.exitCode = exitCode;
     w.signal = signal;
     let state: WorkerState;
@@ -741,7 +726,7 @@ export class AgentCore {
   }
 
   private collect(now: number): void {
-    const finished = [...this.workers.values()].filter((w) => isTerminal(w.state));
+    const finished = [...this.workers.values()].filter((w) => isWorkerTerminal(w.state));
     let over = finished.length - this.maxFinished;
     finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
     let removed = false;
@@ -790,14 +775,14 @@ export class AgentCore {
   /** Sum of the resources of spawning and running workers. */
   used(): Resource {
     let u: Resource = ZERO;
-    for (const w of this.workers.values()) if (isActive(w.state)) u = add(u, w.resource);
+    for (const w of this.workers.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
     return u;
   }
 
   summary(): WorkerSummary {
     const s = { running: 0, pending: 0, finished: 0 };
     for (const w of this.workers.values()) {
-      if (isActive(w.state)) s.running++;
+      if (isWorkerActive(w.state)) s.running++;
       else if (w.state === 'PENDING') s.pending++;
       else s.finished++;
     }
@@ -949,7 +934,7 @@ export class AgentCore {
     const ended: WorkerInfo[] = [];
     const effects: Effect[] = [];
     for (const w of this.workers.values()) {
-      if (isActive(w.state)) {
+      if (isWorkerActive(w.state)) {
         const l = liveness(copy(w));
         if (l.kind === 'alive') {
           w.state = 'RUNNING';
@@ -984,7 +969,7 @@ export class AgentCore {
         effects.push(...this.finish(w, state, now, message));
         if (l.kind === 'exited' && l.atMs !== undefined && l.atMs > 0 && l.atMs <= now) w.finishedAtMs = l.atMs;
         ended.push(copy(w));
-      } else if (isTerminal(w.state) && now - w.finishedAtMs <= this.resendWithinMs) {
+      } else if (isWorkerTerminal(w.state) && now - w.finishedAtMs <= this.resendWithinMs) {
         effects.push(...this.event(w));
       }
     }

@@ -32,7 +32,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { cmpInt64, errorMessage, hostOf, InvalidArgumentError, loopbackAdvertiseProblem, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
+import { AM_SU, cmpInt64, errorMessage, isWorkerTerminal, hostOf, InvalidArgumentError, loopbackAdvertiseProblem, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
@@ -55,7 +55,7 @@ import {
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
 import { implement, MasterConnection, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
-import { AgentCore, AM_SU, isTerminal, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
+import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
@@ -713,7 +713,7 @@ export class Agent {
       const id = w.workerId;
       done = () => {
         const cur = this.core.worker(w.appId, id);
-        return !cur || isTerminal(cur.state);
+        return !cur || isWorkerTerminal(cur.state);
       };
     } else {
       const dir = await this.findOnDisk(req.appId, req.task, req.instance, req.attempt);

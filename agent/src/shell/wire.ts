@@ -12,7 +12,8 @@ import type {
   WorkerState__Output as WireWorkerState,
 } from '@fuxi/proto';
 import type { Resource } from '@fuxi/common';
-import type { GrantEntry, StartWorkersInput, StopWorkersInput, UpdateGrantsInput, WorkerInfo, WorkerState } from '../core/agent-core.js';
+import type { WorkerState } from '@fuxi/common';
+import type { GrantEntry, StartWorkersInput, StopWorkersInput, UpdateGrantsInput, WorkerInfo } from '../core/agent-core.js';
 
 export function fromWireResource(r: { cpuMilli?: number; memoryMb?: number } | null | undefined): Resource {
   return { cpuMilli: r?.cpuMilli ?? 0, memoryMb: r?.memoryMb ?? 0 };

@@ -41,7 +41,7 @@
  * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
  * ```
  */
-import { cmpInt64, DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, substitute } from '@fuxi/common';
+import { acceptTable, cmpInt64, DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, substitute } from '@fuxi/common';
 import type { AgentTimeoutPolicy, Logger } from '@fuxi/common';
 import { decodeEntry, encodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
 import type {
@@ -533,19 +533,14 @@ export class DagAppMaster {
   assignments(update: AssignmentUpdate, now: number): AmEffect[] {
     if (!this.spec || this.done) return [];
     const epoch = update.epoch && update.epoch !== '0' ? update.epoch : this.appliedEpoch;
-    const order = cmpInt64(epoch, this.appliedEpoch);
-    if (order < 0) throw new StaleEpochError('epoch', epoch, this.appliedEpoch);
-    const base = order > 0 ? 0 : this.appliedSeq;
-    if (!update.full && update.seq !== base + 1) {
-      this.log.debug({ epoch, seq: update.seq, appliedEpoch: this.appliedEpoch, applied: this.appliedSeq }, 'assignment message out of sequence, ignored');
+    const verdict = acceptTable({ epoch: this.appliedEpoch, seq: BigInt(this.appliedSeq) }, { epoch, seq: BigInt(update.seq), full: update.full });
+    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', epoch, this.appliedEpoch);
+    if (verdict.kind !== 'apply') {
+      const why = verdict.kind === 'out-of-order' ? 'assignment message out of sequence, ignored' : 'older full assignment table ignored';
+      this.log.debug({ epoch, seq: update.seq, appliedEpoch: this.appliedEpoch, applied: this.appliedSeq }, why);
       return [];
     }
-    if (update.full && order === 0 && update.seq < base) {
-      // Overtaken by a newer message of the same master: applying it would take live slots away.
-      this.log.debug({ epoch, seq: update.seq, applied: this.appliedSeq }, 'older full assignment table ignored');
-      return [];
-    }
-    if (order > 0 && this.appliedEpoch !== '0') {
+    if (verdict.newerMaster && this.appliedEpoch !== '0') {
       this.log.info({ from: this.appliedEpoch, to: epoch, seq: update.seq, full: update.full, oldSeq: this.appliedSeq }, 'assignments now follow a new master');
     }
     this.applyTable({ ...update, epoch });

@@ -6,6 +6,7 @@
  */
 import {
   add,
+  AM_SU,
   FailedPreconditionError,
   fits,
   InvalidArgumentError,
@@ -40,7 +41,6 @@ import {
 import { FaultBoard } from './fault-fsm.js';
 
 /** The schedule unit of an application's own AM process. */
-export const AM_SU = '__am__';
 /** Assignment pushes list every entry up to this many, only the changed ones above (see pushAssignments). */
 const FULL_TABLE_MAX = 64;
 /** How long an assignment push may take to reach the AM before a call lacking it gets the full table. */

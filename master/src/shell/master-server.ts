@@ -23,7 +23,8 @@ import {
 } from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, jobSpecToProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
 import { EtcdStore, FencedError, LeaderElection, openStore, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
-import { AM_SU, MasterCore } from '../core/master-core.js';
+import { MasterCore } from '../core/master-core.js';
+import { AM_SU } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
 import { TERMINAL_STATES, type AmWorkerReport, type Effect, type JobRecord, type JobState } from '../core/types.js';
 import type { MasterConfig } from './config.js';

@@ -15,3 +15,4 @@ export * from './substitute.js';
 export * from './job-spec.js';
 export * from './fsm-state.js';
 export * from './address.js';
+export * from './protocol.js';

@@ -18,6 +18,7 @@
 import { parseDocument } from 'yaml';
 import { InvalidArgumentError } from './errors.js';
 import { format, fits, parseCpu, parseMemory, type Resource } from './resource.js';
+import { AM_SU } from './protocol.js';
 
 // ---------------------------------------------------------------------------------------------
 // Domain types
@@ -74,8 +75,6 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 export const DEFAULT_ON_AGENT_TIMEOUT: AgentTimeoutPolicy = 'rerun';
 export const DEFAULT_RERUN_AFTER_MS = 30_000;
 export const AGENT_TIMEOUT_POLICIES: readonly AgentTimeoutPolicy[] = ['wait', 'rerun'];
-/** Name of the AM's schedule unit; no task may use it. */
-export const AM_TASK_NAME = '__am__';
 export const MAX_INSTANCES = 100_000;
 export const JOB_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const TASK_NAME_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
@@ -292,7 +291,7 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     const path = `tasks[${i}]`;
     const name = t.name ?? '';
     if (name === '') throw new InvalidArgumentError(`${path}.name`, 'is required');
-    if (name === AM_TASK_NAME) throw new InvalidArgumentError(`${path}.name`, `"${AM_TASK_NAME}" is reserved for the application master`);
+    if (name === AM_SU) throw new InvalidArgumentError(`${path}.name`, `"${AM_SU}" is reserved for the application master`);
     if (!TASK_NAME_PATTERN.test(name)) {
       throw new InvalidArgumentError(`${path}.name`, `must be 1-63 characters of letters, digits, '_' or '-' (${TASK_NAME_PATTERN.source}), got ${JSON.stringify(name)}`);
     }

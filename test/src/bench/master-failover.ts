@@ -30,7 +30,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
+import { AM_SU, normalizeJobSpec, type JobSpec } from '@fuxi/common';
 import { HaCluster, LogTail, startNodeProcess, terminate, waitExit, type LogRecord } from '@fuxi/deploy';
 import { loadFuxiProto, type AgentServiceDefinition, type JobInfo__Output } from '@fuxi/proto';
 import { connect, type TypedClient } from '@fuxi/rpc';
@@ -44,7 +44,7 @@ const HOST_BIN = join(here, '..', 'sim', 'agent-host.js');
 /** The repository root (this file is test/dist/bench/master-failover.js). */
 const REPO = join(here, '..', '..', '..');
 const PREFIX = '/bench-failover/';
-const AM_SU = '__am__';
+
 const DAY_MS = 24 * 3600 * 1000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -12,7 +12,7 @@
  *   `rerun`, instances on an agent that was timing out for longer than the job's `rerunAfterMs`.
  */
 
-export const AM_SU = '__am__';
+import { AM_SU } from '@fuxi/common';
 
 /** A worker as an agent lists it (GetAgentState / ListWorkers), with the node that listed it. */
 export interface WorkerRef {

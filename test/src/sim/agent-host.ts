@@ -47,7 +47,8 @@ import { createLogger, errorMessage, type Logger } from '@fuxi/common';
 import { pauseAgent, restartAgent } from './agent-faults.js';
 import { levelFilter, startInProcessAm } from './in-process-am.js';
 import { instrumentMasterCalls } from './rpc-timing.js';
-import { AM_SU_ID, PidCounter, SimProcessDriver, SIM_PID_BASE, type SimDriverObserver } from './sim-driver.js';
+import { AM_SU } from '@fuxi/common';
+import { PidCounter, SimProcessDriver, SIM_PID_BASE, type SimDriverObserver } from './sim-driver.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
@@ -246,7 +247,7 @@ class InstanceCounts implements SimDriverObserver {
 
   spawned(spec: SpawnSpec): void {
     const a = this.app(spec.appId);
-    if (spec.suId === AM_SU_ID) {
+    if (spec.suId === AM_SU) {
       a.amSpawns++;
       return;
     }
@@ -255,7 +256,7 @@ class InstanceCounts implements SimDriverObserver {
   }
 
   finished(spec: SpawnSpec, exitCode: number | null, signal: string | null): void {
-    if (spec.suId === AM_SU_ID) return;
+    if (spec.suId === AM_SU) return;
     const a = this.app(spec.appId);
     if (exitCode === 0) a.succeeded.add(`${spec.task}:${spec.instance}`);
     else if (signal) a.killed++;

@@ -24,12 +24,11 @@
  * ```
  */
 import type { ExitInfo, Liveness, ProcessDriver, RegisteredWorker, SpawnResult, SpawnSpec } from '@fuxi/agent';
-import { nullLogger, type Logger } from '@fuxi/common';
+import { AM_SU, nullLogger, type Logger } from '@fuxi/common';
 
 /** Above /proc/sys/kernel/pid_max's ceiling (4194304): never a real pid. */
 export const SIM_PID_BASE = 5_000_000;
 export const DEFAULT_SIM_DURATION_MS = 3_600_000;
-export const AM_SU_ID = '__am__';
 
 /** Unique fake pids for one host process. */
 export class PidCounter {
@@ -137,7 +136,7 @@ export class SimProcessDriver implements ProcessDriver {
     const w: SimWorker = { spec, pid, done: false };
     this.byPid.set(pid, w);
     this.opts.observer?.spawned(spec);
-    if (spec.suId === AM_SU_ID && this.opts.runAppMaster) {
+    if (spec.suId === AM_SU && this.opts.runAppMaster) {
       try {
         w.am = this.opts.runAppMaster(spec, pid);
       } catch (e) {

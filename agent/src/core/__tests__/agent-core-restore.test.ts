@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { FailedPreconditionError, res, StaleEpochError, type Resource } from '@fuxi/common';
-import { AgentCore, AM_SU, ENDED_WHILE_DOWN, type AgentState, type Effect, type GrantEntry, type Liveness, type PlanInput, type StartWorkersInput, type WorkerInfo } from '../agent-core.js';
+import { AM_SU } from '@fuxi/common';
+import { AgentCore, ENDED_WHILE_DOWN, type AgentState, type Effect, type GrantEntry, type Liveness, type PlanInput, type StartWorkersInput, type WorkerInfo } from '../agent-core.js';
 import { applyDelta, emptyState, isEmptyState, mergeDeltas } from '../state-delta.js';
 
 // ---------------------------------------------------------------- factories

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { FailedPreconditionError, InvalidArgumentError, res, StaleEpochError, type Resource } from '@fuxi/common';
-import { AgentCore, AM_SU, type Effect, type GrantEntry, type PlanInput, type StartWorkersInput } from '../agent-core.js';
+import { AM_SU } from '@fuxi/common';
+import { AgentCore, type Effect, type GrantEntry, type PlanInput, type StartWorkersInput } from '../agent-core.js';
 
 // ---------------------------------------------------------------- factories
 

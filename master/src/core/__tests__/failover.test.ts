@@ -4,7 +4,8 @@
  */
 import { expect } from 'chai';
 import { nullLogger, StaleEpochError, FailedPreconditionError } from '@fuxi/common';
-import { AM_SU, DEFAULT_CONFIG, MasterCore } from '../master-core.js';
+import { DEFAULT_CONFIG, MasterCore } from '../master-core.js';
+import { AM_SU } from '@fuxi/common';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
 import { asgnMap, delta, EPOCH, grantMap, Harness, mockNodeInfo, mockSpec, ofKind, SLOT, unit } from './core-factories.js';
 

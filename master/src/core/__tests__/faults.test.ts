@@ -6,7 +6,8 @@
  */
 import { expect } from 'chai';
 import { res, StaleEpochError, ZERO } from '@fuxi/common';
-import { AM_SU, DEFAULT_CONFIG } from '../master-core.js';
+import { DEFAULT_CONFIG } from '../master-core.js';
+import { AM_SU } from '@fuxi/common';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
 import { AM_RES, amReport, asgnMap, EPOCH, grantMap, Harness, type HarnessOptions, indexOfKind, mockNodeInfo, mockSpec, ofKind, SLOT } from './core-factories.js';
 

@@ -13,7 +13,8 @@ import {
   sub,
   ZERO,
 } from '@fuxi/common';
-import { AM_SU, DEFAULT_CONFIG, MasterCore } from '../master-core.js';
+import { DEFAULT_CONFIG, MasterCore } from '../master-core.js';
+import { AM_SU } from '@fuxi/common';
 import { TERMINAL_STATES, type Effect, type JobRecord } from '../types.js';
 import {
   AM_RES,

@@ -14,12 +14,12 @@
  * starts a `FakeAm` (see fake-am.ts) for the app and attempt named in the plan's environment.
  */
 import { performance } from 'node:perf_hooks';
-import type { Resource } from '@fuxi/common';
+import { AM_SU, type Resource } from '@fuxi/common';
 import { loadFuxiProto, type Grant__Output, type WorkerStatus } from '@fuxi/proto';
 import { FakeAm, type AmMode, type GrantSink } from './fake-am.js';
 import { RawGrpcClient, RawGrpcError, RawGrpcServer } from './raw-grpc.js';
 
-const AM_SU = '__am__';
+
 
 export interface LoadOptions {
   master: string;
