@@ -317,6 +317,11 @@ export class FaultBoard {
     return this.current;
   }
 
+  /** Whether a fault of that kind and subject is open or recovering. */
+  isOpen(kind: FaultKind, subject: string): boolean {
+    return this.openByKey.has(keyOf(kind, subject));
+  }
+
   /** Open and recovering events, oldest first (copies). */
   open(): FaultEvent[] {
     return this.openEntries().map((e) => ({ ...e.ev }));

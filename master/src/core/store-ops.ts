@@ -15,3 +15,13 @@ export const KEYS = {
   appLogEntry: (appId: string, attempt: number, seq: number, i: number) =>
     `apps/${appId}/log/${String(attempt).padStart(4, '0')}-${String(seq).padStart(12, '0')}-${String(i).padStart(6, '0')}`,
 } as const;
+
+/** The write that persists a job record (hard state). */
+export function putJob(job: { jobId: string }): { kind: 'store'; ops: StoreOp[] } {
+  return { kind: 'store', ops: [{ type: 'put', key: KEYS.job(job.jobId), value: JSON.stringify(job) }] };
+}
+
+/** The write that records an agent in the roster (hard state: id and address only). */
+export function putAgent(info: { nodeId: string; address: string }): { kind: 'store'; ops: StoreOp[] } {
+  return { kind: 'store', ops: [{ type: 'put', key: KEYS.agent(info.nodeId), value: JSON.stringify({ nodeId: info.nodeId, address: info.address }) }] };
+}

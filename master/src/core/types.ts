@@ -96,7 +96,16 @@ export interface SlotReturn {
   slots: number;
 }
 
-/** What the core asks its shell to do. */
+/**
+ * What the core asks its shell to do. The core hands them over once per input, in this order
+ * (master-state.ts `Outbox`), which the shell keeps when it carries them out:
+ * 1. `store` and `deletePrefix`: hard-state writes, in the order made;
+ * 2. `grants`: one full table per agent (the last one made in the input);
+ * 3. `launchAm`: AM plans, after the grants that hold their slots;
+ * 4. `assignments` and `agentsTimedOut`: what AMs are told, in the order made;
+ * 5. `stopWorkers`;
+ * 6. `jobChanged` (once per job) and `recovered`.
+ */
 export type Effect =
   | { kind: 'store'; ops: StoreOp[] }
   | { kind: 'grants'; nodeId: string; address: string; epoch: string; seq: number; full: boolean; grants: GrantEntry[] }

@@ -1,0 +1,121 @@
+/**
+ * Jobs: submission (validated, persisted, its first AM attempt requested), lookups, kills, and
+ * the end of a job (every slot released, its workers stopped when it failed or was killed, its
+ * app state deleted from the store).
+ */
+import { AM_SU, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { setAsgn } from './ledger.js';
+import { AM_PRIORITY, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
+import { runScheduler } from './scheduling.js';
+import { KEYS, putJob } from './store-ops.js';
+import { pushGrants } from './sync.js';
+import { TERMINAL_STATES, type JobRecord, type JobState } from './types.js';
+
+export interface SubmitResult {
+  jobId: string;
+  created: boolean;
+}
+
+export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
+  const existing = st.jobs.get(submitted.jobId);
+  if (existing) return { jobId: submitted.jobId, created: false };
+  const capacities = [...st.nodes.values()].filter((n) => n.status !== 'lost' && isRegistered(n)).map((n) => n.info.capacity);
+  // The validator's copy has proto3 zero values replaced by defaults (quota group, AM resource).
+  const spec = validateJobSpec(submitted, capacities.length > 0 ? { nodeCapacities: capacities } : {});
+  if (!st.groups.has(spec.quotaGroup)) {
+    throw new InvalidArgumentError('quotaGroup', `unknown quota group "${spec.quotaGroup}" (known: ${[...st.groups.keys()].join(', ')})`);
+  }
+  const job: JobRecord = {
+    jobId: spec.jobId,
+    spec,
+    state: 'submitted',
+    message: '',
+    submittedAtMs: st.now,
+    finishedAtMs: 0,
+    submitSeq: ++st.submitSeq,
+    amAttempt: 0,
+    amNodeId: '',
+    amAddress: '',
+    progress: spec.tasks.map((t) => ({ name: t.name, total: t.instances, pending: t.instances, running: 0, succeeded: 0, failed: 0, retries: 0 })),
+  };
+  st.jobs.set(job.jobId, job);
+  st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
+  startAttempt(st, job);
+  st.log.info({ jobId: job.jobId, name: spec.name, tasks: spec.tasks.length }, 'job submitted');
+  return { jobId: job.jobId, created: true };
+}
+
+export function getJob(st: MasterState, jobId: string): JobRecord {
+  const j = st.jobs.get(jobId);
+  if (!j) throw new NotFoundError('job', jobId);
+  return j;
+}
+
+export function listJobs(st: MasterState, states: readonly JobState[] = []): JobRecord[] {
+  const all = [...st.jobs.values()].sort((a, b) => a.submitSeq - b.submitSeq);
+  return states.length === 0 ? all : all.filter((j) => states.includes(j.state));
+}
+
+export function killJob(st: MasterState, jobId: string, reason: string): void {
+  const job = getJob(st, jobId);
+  if (TERMINAL_STATES.has(job.state)) return;
+  endJob(st, job, 'killed', reason || 'killed by user');
+}
+
+/** A new app for the job's next AM attempt, asking for the AM's slot. */
+function startAttempt(st: MasterState, job: JobRecord): void {
+  job.amAttempt += 1;
+  const app: AppState = newApp(job, 'waiting', true, st.now);
+  app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map() });
+  st.apps.set(app.appId, app);
+  runScheduler(st);
+}
+
+export function newApp(job: JobRecord, amState: AppState['amState'], reported: boolean, now: number): AppState {
+  return {
+    appId: job.jobId,
+    job,
+    sus: new Map(),
+    asgnSeq: 0,
+    lastRequestSeq: 0,
+    lastReturnSeq: 0,
+    amState,
+    reported,
+    lastContactMs: now,
+    mockSinceMs: 0,
+    pendingReturns: new Map(),
+  };
+}
+
+/** Ends a job: its slots released (and its workers stopped unless it succeeded), its app state deleted. */
+export function endJob(st: MasterState, job: JobRecord, state: JobState, message: string): void {
+  st.faults.resolve('AM_CRASH', job.jobId, st.now, `job ${state}`);
+  st.faults.resolve('AM_TIMING', job.jobId, st.now, `job ${state}`);
+  job.state = state;
+  job.message = message;
+  job.finishedAtMs = st.now;
+  const app = st.apps.get(job.jobId);
+  if (app) {
+    const nodesTouched = new Set<string>();
+    for (const su of app.sus.values()) {
+      for (const nodeId of [...su.asgn.keys()]) {
+        nodesTouched.add(nodeId);
+        setAsgn(st, app, su, nodeId, 0);
+      }
+      su.requests.clear();
+    }
+    if (app.job.amNodeId) nodesTouched.add(app.job.amNodeId);
+    st.apps.delete(job.jobId);
+    pushGrants(st, nodesTouched);
+    if (state === 'killed' || state === 'failed') {
+      for (const nodeId of nodesTouched) {
+        const node = st.nodes.get(nodeId);
+        if (node) st.out.push({ kind: 'stopWorkers', nodeId, address: node.info.address, appId: job.jobId, epoch: st.epoch, reason: message });
+      }
+    }
+  }
+  st.out.push(putJob(job), { kind: 'deletePrefix', prefix: KEYS.appPrefix(job.jobId) }, { kind: 'jobChanged', jobId: job.jobId });
+  runScheduler(st);
+  endFailoverIfSettled(st);
+  st.log.info({ jobId: job.jobId, state, message }, 'job ended');
+}

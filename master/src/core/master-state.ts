@@ -1,0 +1,299 @@
+/**
+ * The master core's one state object and its parts: nodes (with their status), applications and
+ * their schedule units, jobs, quota usage, the failover bookkeeping, the fault board and the
+ * outbox. Every module of the core (ledger, sync, nodes, apps, jobs, recovery, scheduling) is a set
+ * of free functions over this object; `MasterCore` is the facade the shell calls.
+ */
+import { ZERO, type Logger, type Resource } from '@fuxi/common';
+import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
+import type { QuotaGroup, SchedNode } from './scheduler.js';
+import type { Effect, GrantEntry, JobRecord, NodeInfo } from './types.js';
+
+export interface MasterCoreConfig {
+  heartbeatIntervalMs: number;
+  /** An agent silent this long is lost: its allocations are released. */
+  agentTimeoutMs: number;
+  /** How often AMs call UpdateRequests (their heartbeat). */
+  amHeartbeatIntervalMs: number;
+  quotaGroups: QuotaGroup[];
+  /** Failover: the aggregation window closes at the latest this long after hard state is loaded. */
+  recoveryDeadlineMs: number;
+  /**
+   * Soft-state inference on failover (default true). Off, a new master fails every unfinished job
+   * and revokes every grant, as a master without failover would (the NoFO / AMFO baselines of the
+   * paper's evaluation).
+   */
+  masterFailover?: boolean;
+  /** Failover: an app whose AM has not reported this long after recovery is failed (Algorithm 2). */
+  amTimeoutMs: number;
+  /** An agent silent this long is timing out: not schedulable, its slots reserved, its AMs told. */
+  agentTimingOutMs: number;
+  /** An AM silent this long is stalled: a new attempt starts and the old one is fenced (0 = never). */
+  amStallTimeoutMs: number;
+  /** AM attempts per job before the job fails. */
+  maxAmAttempts: number;
+  /**
+   * Batch scheduling (like YARN's asynchronous scheduling interval): > 0, resource requests and
+   * returns only mark a scheduling pass as due (`scheduleDue`), and the shell runs one pass for all
+   * of them (`runDueSchedule`) at most this often. 0 (default): a pass inside every such call.
+   */
+  schedulingIntervalMs?: number;
+}
+
+export const DEFAULT_CONFIG: MasterCoreConfig = {
+  heartbeatIntervalMs: 1000,
+  agentTimeoutMs: 10_000,
+  amHeartbeatIntervalMs: 1000,
+  quotaGroups: [{ name: 'default', weight: 1 }],
+  recoveryDeadlineMs: 5000,
+  amTimeoutMs: 30_000,
+  agentTimingOutMs: 3000,
+  amStallTimeoutMs: 30_000,
+  maxAmAttempts: 4,
+};
+
+/** AM slots go before the tasks of any job: an app cannot progress without its AM. */
+export const AM_PRIORITY = 1_000_000;
+
+/**
+ * A node's status, one value set in one place (`setNodeStatus` in nodes.ts), which also posts and
+ * resolves the node's fault events:
+ * - `unreported`: known from the roster or registered, but this master has not heard its soft
+ *   state yet (after a failover, inside the aggregation window). Not schedulable, no grant pushes.
+ * - `missing`: unreported when the aggregation window closed (AGENT_TIMING open, Algorithm 1): the
+ *   slots AMs claim on it are reserved until it reports or is lost.
+ * - `healthy`: reported and heartbeating.
+ * - `timing-out`: silent past agentTimingOutMs (AGENT_TIMING open): reserved, not schedulable.
+ * - `lost`: silent past agentTimeoutMs (or never reported after a failover): its slots released.
+ */
+export type NodeStatus = 'unreported' | 'missing' | 'healthy' | 'timing-out' | 'lost';
+
+export interface NodeState {
+  info: NodeInfo;
+  status: NodeStatus;
+  lastHeartbeatMs: number;
+  allocated: Resource;
+  /** Last grant sequence sent to this agent. */
+  grantSeq: number;
+  /** Absolute grants per app/su key. */
+  grants: Map<string, GrantEntry>;
+  runningWorkers: number;
+  /**
+   * This master has heard the agent's full soft state (or made every grant on it itself). Until
+   * then the node is not schedulable, gets no grant pushes, and any slots on it are only what AMs
+   * claim: reserved, never sent to the agent as grants (Algorithm 1).
+   */
+  reported: boolean;
+}
+
+export interface ScheduleUnitState {
+  suId: string;
+  resource: Resource;
+  priority: number;
+  /** Outstanding slot requests by location. */
+  requests: Map<string, number>;
+  /** Assigned slots by node. */
+  asgn: Map<string, number>;
+}
+
+export interface AppState {
+  appId: string;
+  job: JobRecord;
+  sus: Map<string, ScheduleUnitState>;
+  /** Last assignment seq sent to the AM. */
+  asgnSeq: number;
+  /** When each recent push went out, by seq (the last PUSH_LOG entries; see sync.ts). */
+  pushedAt?: Map<number, number>;
+  /** The last assignment table that went out (its seq, and whether it was the full table). */
+  lastPush?: { seq: number; full: boolean };
+  lastRequestSeq: number;
+  lastReturnSeq: number;
+  amState: 'waiting' | 'launching' | 'running';
+  /** This master has the AM's full soft state (or created the app itself). */
+  reported: boolean;
+  /** Last time the AM called in. */
+  lastContactMs: number;
+  /** Since when the app runs on a synthesized MockSU, waiting for its AM (Algorithm 2); 0 if not. */
+  mockSinceMs: number;
+  /** Slots returned (by `su@node`) on agents that had not reported yet after a failover. */
+  pendingReturns: Map<string, number>;
+  amRestarts?: number;
+  /** An AM restart waiting for agents that have not reported since a failover (why it restarts). */
+  pendingAmRestart?: string;
+  /** Last SaveAppSnapshot seq applied (per AM attempt). */
+  snapshotSeq?: number;
+  topologySaved?: boolean;
+}
+
+/** One use of a soft-state source by a recovery handler, as the Table 3 row allowed it. */
+export interface SourceUse {
+  atMs: number;
+  /** The Table 3 row (1..13) that allowed it. */
+  row: number;
+  source: SoftStateSource;
+  timing: SourceTiming;
+  /** The node (agent sources) or app (AM sources) it came from or went to. */
+  subject: string;
+  /** What was done with it. */
+  action: string;
+}
+
+export const grantKey = (appId: string, suId: string): string => `${appId}\u0000${suId}`;
+
+/**
+ * Effects gathered while the core handles one input, emptied once at its end in the order the
+ * shell relies on (see `Effect`): store writes, grant tables (the last one per node: each is the
+ * full table), AM launches, assignment tables and AM notices, worker stops, then job-change
+ * notifications and the recovery report.
+ */
+export class Outbox {
+  private stores: Effect[] = [];
+  private grants = new Map<string, Effect>();
+  private launches: Effect[] = [];
+  private toAms: Effect[] = [];
+  private stops: Effect[] = [];
+  private changed = new Set<string>();
+  private rest: Effect[] = [];
+
+  push(...effects: Effect[]): void {
+    for (const e of effects) {
+      switch (e.kind) {
+        case 'store':
+        case 'deletePrefix':
+          this.stores.push(e);
+          break;
+        case 'grants':
+          this.grants.delete(e.nodeId);
+          this.grants.set(e.nodeId, e);
+          break;
+        case 'launchAm':
+          this.launches.push(e);
+          break;
+        case 'assignments':
+        case 'agentsTimedOut':
+          this.toAms.push(e);
+          break;
+        case 'stopWorkers':
+          this.stops.push(e);
+          break;
+        case 'jobChanged':
+          this.changed.add(e.jobId);
+          break;
+        case 'recovered':
+          this.rest.push(e);
+          break;
+      }
+    }
+  }
+
+  get empty(): boolean {
+    return this.stores.length + this.grants.size + this.launches.length + this.toAms.length + this.stops.length + this.changed.size + this.rest.length === 0;
+  }
+
+  /** Everything gathered, in order; the outbox is empty afterwards. */
+  take(): Effect[] {
+    const out: Effect[] = [...this.stores, ...this.grants.values(), ...this.launches, ...this.toAms, ...this.stops];
+    for (const jobId of this.changed) out.push({ kind: 'jobChanged', jobId });
+    out.push(...this.rest);
+    this.stores = [];
+    this.grants = new Map();
+    this.launches = [];
+    this.toAms = [];
+    this.stops = [];
+    this.changed = new Set();
+    this.rest = [];
+    return out;
+  }
+}
+
+/** Source uses kept for `sourceUses()` (tests, `fuxi cluster status` later). */
+const SOURCE_LOG = 500;
+
+/** The master core's state. Modules read and change it; only the facade empties the outbox. */
+export class MasterState {
+  readonly nodes = new Map<string, NodeState>();
+  readonly jobs = new Map<string, JobRecord>();
+  readonly apps = new Map<string, AppState>();
+  readonly groups: Map<string, QuotaGroup>;
+  /** Allocation per quota group (every app), kept in step by `setAsgn` (ledger.ts). */
+  readonly usage = new Map<string, Resource>();
+  /** The scheduler's live view of every node (one object per node, reading its NodeState). */
+  readonly schedNodes = new Map<string, SchedNode>();
+  readonly out = new Outbox();
+  /** Event sensor output: the bulletin board, dispatcher and system FSM (paper section 4.2.4). */
+  readonly faults: FaultBoard;
+  readonly uses: SourceUse[] = [];
+  submitSeq = 0;
+  /** A scheduling pass is owed (batch scheduling, see MasterCoreConfig.schedulingIntervalMs). */
+  due = false;
+  /** The `now` of the input being handled. */
+  now = 0;
+  /** Failover aggregation: from loading hard state until every roster agent and metaAM app reported. */
+  recovering = false;
+  recoveryStartMs = 0;
+  recoveryEndMs = 0;
+  /** FM_CRASH is open: from loading hard state until every agent and app missing from the window is settled. */
+  failoverOpen = false;
+  /** Hard state handed to the FM_CRASH handler (recovery.ts) by `loadHardState`. */
+  loading: { jobs: JobRecord[]; roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>> } | undefined;
+
+  constructor(
+    readonly epoch: string,
+    readonly cfg: MasterCoreConfig,
+    readonly log: Logger,
+  ) {
+    this.faults = new FaultBoard({ log, idPrefix: `e${epoch}-` });
+    this.groups = new Map(cfg.quotaGroups.map((g) => [g.name, g]));
+    if (!this.groups.has('default')) this.groups.set('default', { name: 'default', weight: 1 });
+  }
+
+  /** Records that a recovery handler used a soft-state source (bounded log). */
+  used(use: Omit<SourceUse, 'atMs'>): void {
+    this.uses.push({ atMs: this.now, ...use });
+    if (this.uses.length > SOURCE_LOG) this.uses.splice(0, this.uses.length - SOURCE_LOG);
+    this.log.debug(use, 'soft-state source used');
+  }
+}
+
+/** A roster placeholder: known from hard state, not registered with this master yet. */
+export function placeholderNode(r: Pick<NodeInfo, 'nodeId' | 'address'>, now: number): NodeState {
+  return {
+    info: { nodeId: r.nodeId, address: r.address, rack: '', capacity: ZERO, labels: {}, bootId: '' },
+    status: 'unreported',
+    lastHeartbeatMs: now,
+    allocated: ZERO,
+    grantSeq: 0,
+    grants: new Map(),
+    runningWorkers: 0,
+    reported: false,
+  };
+}
+
+/** Registered with this master (its capacity is known). */
+export function isRegistered(n: NodeState): boolean {
+  return n.info.capacity.cpuMilli > 0;
+}
+
+/** May receive grant pushes: reported and not lost. */
+export function isLive(n: NodeState): boolean {
+  return n.reported && (n.status === 'healthy' || n.status === 'timing-out');
+}
+
+/** Has not reported since a failover and is not lost yet (a node that may hold grants unknown here). */
+export function isUnreported(n: NodeState): boolean {
+  return !n.reported && n.status !== 'lost';
+}
+
+/**
+ * The master's failover (FM_CRASH) is over once the aggregation window has closed and every agent
+ * and app missing from it has reported, been lost or ended (Algorithms 1 and 2). Until then the
+ * FSM is S5 / S4 / S6, not S3 / S2: the Table 3 row (which soft-state sources may be used) is that
+ * of a master failover, since this master holds no grants of its own for a missing agent.
+ */
+export function endFailoverIfSettled(st: MasterState): void {
+  if (!st.failoverOpen || st.recovering) return;
+  for (const n of st.nodes.values()) if (isUnreported(n)) return;
+  for (const a of st.apps.values()) if (!a.reported) return;
+  st.failoverOpen = false;
+  st.faults.resolve('FM_CRASH', '', st.now, `recovered ${st.now - st.recoveryStartMs} ms after hard state was loaded`);
+}

@@ -1,0 +1,105 @@
+/**
+ * Scheduling passes: collect the outstanding requests of every app, let the pure scheduler
+ * (scheduler.ts) plan over a live view of the nodes, and apply the plan: assignments in the ledger,
+ * grants to agents, AM launches, assignment tables to AMs. No pass runs while a failover's
+ * aggregation window is open.
+ */
+import { AM_SU } from '@fuxi/common';
+import { setAsgn } from './ledger.js';
+import type { MasterState, NodeState } from './master-state.js';
+import { schedule, type SchedNode, type SchedUnit } from './scheduler.js';
+import { putJob } from './store-ops.js';
+import { pushAssignments, pushGrants } from './sync.js';
+
+/** A node as the scheduler sees it, read live from its state. */
+function schedView(n: NodeState): SchedNode {
+  return {
+    get id() {
+      return n.info.nodeId;
+    },
+    get rack() {
+      return n.info.rack;
+    },
+    get capacity() {
+      return n.info.capacity;
+    },
+    get allocated() {
+      return n.allocated;
+    },
+    get schedulable() {
+      return n.reported && n.status === 'healthy';
+    },
+  };
+}
+
+/**
+ * The nodes as the scheduler sees them. Views are made once per node (nodes are never removed)
+ * and read the node's current state, so a scheduling pass allocates nothing per node.
+ */
+function schedulerNodes(st: MasterState): ReadonlyMap<string, SchedNode> {
+  if (st.schedNodes.size !== st.nodes.size) {
+    for (const [id, n] of st.nodes) if (!st.schedNodes.has(id)) st.schedNodes.set(id, schedView(n));
+  }
+  return st.schedNodes;
+}
+
+/** A pass now, or (batch scheduling) a pass owed to the next `runDueSchedule`. */
+export function scheduleOrDefer(st: MasterState): void {
+  if ((st.cfg.schedulingIntervalMs ?? 0) > 0) {
+    st.due = true;
+    return;
+  }
+  runScheduler(st);
+}
+
+function pendingUnits(st: MasterState): SchedUnit[] {
+  const units: SchedUnit[] = [];
+  for (const app of st.apps.values()) {
+    for (const su of app.sus.values()) {
+      if (su.requests.size === 0) continue;
+      units.push({ appId: app.appId, suId: su.suId, resource: su.resource, priority: su.priority, quotaGroup: app.job.spec.quotaGroup, submitSeq: app.job.submitSeq, requests: su.requests });
+    }
+  }
+  return units;
+}
+
+/** Runs the scheduler over the current state and applies its plan. */
+export function runScheduler(st: MasterState): void {
+  st.due = false;
+  if (st.recovering) return;
+  const units = pendingUnits(st);
+  if (units.length === 0) return;
+  const plan = schedule({ nodes: schedulerNodes(st), units, groups: st.groups, groupUsage: st.usage });
+  const grantNodes = new Set<string>();
+  const appChanges = new Map<string, Array<{ nodeId: string }>>();
+  for (const p of plan.placements) {
+    const app = st.apps.get(p.appId);
+    const su = app?.sus.get(p.suId);
+    if (!app || !su) continue;
+    const left = (su.requests.get(p.location) ?? 0) - p.slots;
+    if (left > 0) su.requests.set(p.location, left);
+    else su.requests.delete(p.location);
+    setAsgn(st, app, su, p.nodeId, (su.asgn.get(p.nodeId) ?? 0) + p.slots);
+    grantNodes.add(p.nodeId);
+    if (p.suId !== AM_SU) {
+      const list = appChanges.get(app.appId) ?? [];
+      list.push({ nodeId: p.nodeId });
+      appChanges.set(app.appId, list);
+      continue;
+    }
+    const node = st.nodes.get(p.nodeId);
+    app.job.amNodeId = p.nodeId;
+    if (app.amState === 'waiting') app.amState = 'launching'; // never demote a registered AM
+    app.lastContactMs = st.now;
+    st.out.push({ kind: 'launchAm', appId: app.appId, attempt: app.job.amAttempt, nodeId: p.nodeId, address: node?.info.address ?? '', resource: su.resource, epoch: st.epoch });
+    // The AM's location is hard state (metaAM): a new master must not launch it twice.
+    st.out.push(putJob(app.job), { kind: 'jobChanged', jobId: app.appId });
+    st.log.info({ appId: app.appId, nodeId: p.nodeId, attempt: app.job.amAttempt }, 'launching application master');
+  }
+  // The outbox sends grants before AM launches and assignments, so plans rarely wait for their grant.
+  pushGrants(st, grantNodes);
+  for (const [appId, changed] of appChanges) {
+    const app = st.apps.get(appId);
+    if (app) pushAssignments(st, app, changed);
+  }
+}
