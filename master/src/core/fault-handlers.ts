@@ -66,6 +66,9 @@ function onAgentCrash(st: MasterState, nodeId: string): void {
  */
 function restartFromBestSource(st: MasterState, app: AppState, why: string): void {
   const action = 'the new AM attempt is given its assignments from it';
-  (['FMFullAsgnedRes', 'FAFullCap', 'AMFullAsgnedRes'] as const).some((source) => consult(st, source, { appId: app.appId }, action));
+  const appNodes = new Set<string>();
+  for (const su of app.sus.values()) for (const nodeId of su.asgn.keys()) appNodes.add(nodeId);
+  const subject = { appId: app.appId, appNodes: [...appNodes] };
+  (['FMFullAsgnedRes', 'FAFullCap', 'AMFullAsgnedRes'] as const).some((source) => consult(st, source, subject, action));
   restartAm(st, app, why);
 }

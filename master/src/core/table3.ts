@@ -7,6 +7,13 @@
 import { table3Row, type FaultKind, type SoftStateSource, type Table3Row } from './fault-fsm.js';
 import type { MasterState } from './master-state.js';
 
+/** Whom a recovery step concerns: a node, an app, and the nodes the app holds slots on. */
+export interface Subject {
+  nodeId?: string;
+  appId?: string;
+  appNodes?: readonly string[];
+}
+
 /**
  * The Table 3 row for the open faults of the master and of the given node and app (not of every
  * component in the cluster: an agent timing out on one rack does not change how another app's AM
@@ -14,10 +21,11 @@ import type { MasterState } from './master-state.js';
  * reported yet inside the aggregation window is, to the AMs' claims on it, an agent the master
  * cannot hear: AGENT_TIMING). Undefined when nothing concerns the subject (S0).
  */
-export function rowFor(st: MasterState, subject: { nodeId?: string; appId?: string }, extra: FaultKind[] = []): Table3Row | undefined {
+export function rowFor(st: MasterState, subject: Subject, extra: FaultKind[] = []): Table3Row | undefined {
   const kinds: Array<{ kind: FaultKind }> = extra.map((kind) => ({ kind }));
   if (st.faults.isOpen('FM_CRASH', '')) kinds.push({ kind: 'FM_CRASH' });
-  for (const kind of ['AGENT_CRASH', 'AGENT_TIMING'] as const) if (subject.nodeId && st.faults.isOpen(kind, subject.nodeId)) kinds.push({ kind });
+  const nodeIds = [...(subject.nodeId ? [subject.nodeId] : []), ...(subject.appNodes ?? [])];
+  for (const kind of ['AGENT_CRASH', 'AGENT_TIMING'] as const) if (nodeIds.some((n) => st.faults.isOpen(kind, n))) kinds.push({ kind });
   for (const kind of ['AM_CRASH', 'AM_TIMING'] as const) if (subject.appId && st.faults.isOpen(kind, subject.appId)) kinds.push({ kind });
   return table3Row(kinds);
 }
@@ -31,7 +39,7 @@ export function rowFor(st: MasterState, subject: { nodeId?: string; appId?: stri
 export function consult(
   st: MasterState,
   source: SoftStateSource,
-  subject: { nodeId?: string; appId?: string },
+  subject: Subject,
   action: string,
   opts: { extra?: FaultKind[]; reconnected?: boolean } = {},
 ): boolean {
