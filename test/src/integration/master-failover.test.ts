@@ -315,5 +315,11 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     await expectCorrectCounts(jobId);
     expectNoRetries(await client.get(jobId));
     expect(takeoverProblems, 'while the old leader was stopped').to.deep.equal([]);
+    // The deposed leader is a standby now: with the other masters killed, the same process leads.
+    const others = ha!.masters.filter((m) => m.pid !== old.master.pid && isAlive(m.pid));
+    for (const m of others) ha!.kill(m, 'SIGKILL');
+    const again = await ha!.waitForLeader({ notPids: others.map((m) => m.pid), timeoutMs: 60_000 });
+    expect(again.master.pid, 'the once-deposed leader takes over at the next kill').to.equal(old.master.pid);
+    await ha!.waitForRecovery(again.master, again.epoch, 30_000);
   });
 });
