@@ -507,16 +507,20 @@ export class LeaderElection {
       return;
     }
     this.refreshing = true;
+    let failures = 0;
     try {
       do {
         this.refreshAgain = false;
         try {
           const first = await this.backend.findByCreateRevision(this.keyPrefix, undefined);
           if (this.observing) this.setObserved(first.kv);
+          failures = 0;
         } catch (e) {
-          this.log.warn({ err: errorMessage(e) }, 'reading the election leader failed');
-          // The watch will fire again on the next change; also retry once shortly.
-          await new Promise<void>((r) => this.clock.setTimeout(r, 200));
+          failures++;
+          // The watch will fire again on the next change; also retry soon (200 ms, backing off to 1 s).
+          const retryInMs = backoffMs(failures, { initialMs: 200, maxMs: 1000 }, this.random);
+          if (failures === 1 || failures % 10 === 0) this.log.warn({ failures, retryInMs, err: errorMessage(e) }, 'reading the election leader failed; retrying');
+          await new Promise<void>((r) => this.clock.setTimeout(r, retryInMs));
           this.refreshAgain = this.observing;
         }
       } while (this.refreshAgain && this.observing);
