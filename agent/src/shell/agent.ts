@@ -32,7 +32,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { AM_SU, cmpInt64, errorMessage, isWorkerTerminal, hostOf, InvalidArgumentError, loopbackAdvertiseProblem, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
+import { AM_SU, backoffMs, cmpInt64, errorMessage, isWorkerTerminal, hostOf, InvalidArgumentError, loopbackAdvertiseProblem, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
@@ -54,7 +54,7 @@ import {
   type UpdateGrantsRequest__Output,
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
-import { implement, MasterConnection, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
+import { implement, MasterConnection, retry, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
 import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
@@ -109,6 +109,8 @@ export class Agent {
   private readonly now: () => number;
   private server: RunningServer | undefined;
   private stopped = false;
+  /** Aborted by stop(): ends the registration retries at once. */
+  private readonly stopping = new AbortController();
   private registeredOnce = false;
   private needRegister = true;
   private heartbeatIntervalMs = 1000;
@@ -263,6 +265,7 @@ export class Agent {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.stopping.abort();
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     for (const wake of this.sleepers) wake();
@@ -369,29 +372,34 @@ export class Agent {
     this.reportEpoch = epoch;
   }
 
+  /** RegisterAgent until a master accepts it (any failure is retried, backing off to 5 s) or stop(). */
   private async register(): Promise<void> {
-    let delay = 200;
-    let attempts = 0;
-    while (!this.stopped) {
-      try {
-        const r = await this.master.call('RegisterAgent', { node: this.nodeInfo(), epochSeen: this.core.epochSeen }, { retry: true, deadlineMs: 5000 });
-        const epoch = r.epoch || '0';
-        if (!this.acceptEpoch(epoch, 'RegisterAgent')) throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
-        this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
-        this.needRegister = false;
-        this.registeredOnce = true;
-        // The master ended our old stream when we registered; the next heartbeat opens a new one.
-        this.grantWatch?.cancel();
-        this.grantWatch = undefined;
-        this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, 'registered with the master');
-        if (r.reportState) this.askReport(this.core.epochSeen);
-        return;
-      } catch (e) {
-        attempts++;
-        if (attempts === 1 || attempts % 10 === 0) this.log.warn({ masters: this.config.masters, attempts, err: errorMessage(e) }, 'waiting for the master to accept registration');
-        await this.sleep(delay);
-        delay = Math.min(delay * 2, 5000);
-      }
+    try {
+      await retry(
+        async () => {
+          const r = await this.master.call('RegisterAgent', { node: this.nodeInfo(), epochSeen: this.core.epochSeen }, { retry: true, deadlineMs: 5000 });
+          const epoch = r.epoch || '0';
+          if (!this.acceptEpoch(epoch, 'RegisterAgent')) throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
+          this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
+          this.needRegister = false;
+          this.registeredOnce = true;
+          // The master ended our old stream when we registered; the next heartbeat opens a new one.
+          this.grantWatch?.cancel();
+          this.grantWatch = undefined;
+          this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, 'registered with the master');
+          if (r.reportState) this.askReport(this.core.epochSeen);
+        },
+        {
+          initialMs: 200,
+          maxMs: 5000,
+          retryIf: () => true,
+          signal: this.stopping.signal,
+          onRetry: (f) => this.log.warn({ masters: this.config.masters, attempts: f.attempt, err: errorMessage(f.error) }, 'waiting for the master to accept registration'),
+        },
+      );
+    } catch (e) {
+      if (this.stopped) return;
+      throw e;
     }
   }
 
@@ -516,8 +524,7 @@ export class Agent {
    */
   private nextHeartbeatInMs(): number {
     if (this.hbFailures === 0) return this.heartbeatIntervalMs;
-    const backoff = Math.min(this.heartbeatIntervalMs, 250 * 2 ** Math.min(this.hbFailures - 1, 10));
-    return Math.round(backoff * (0.5 + Math.random() / 2));
+    return backoffMs(this.hbFailures, { initialMs: 250, maxMs: this.heartbeatIntervalMs }, Math.random);
   }
 
   /** The next heartbeat goes out within STREAM_LOSS_HEARTBEAT_MS (at a random point of it). */

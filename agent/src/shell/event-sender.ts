@@ -1,14 +1,14 @@
 /**
  * Delivers worker events to application masters (`AppMasterService.WorkerEvents`).
  *
- * One queue per app: batched, retried with capped exponential backoff until delivered, retargeted
- * when a newer AM attempt's address arrives, and dropped after `dropAfterMs` of failures (the AM
- * then learns worker states with ListWorkers when it comes back). Only the latest status of each
- * worker is kept while undelivered.
+ * One queue per app: batched, retried with capped, jittered exponential backoff (`backoffMs`) until
+ * delivered, retargeted when a newer AM attempt's address arrives, and dropped after `dropAfterMs`
+ * of failures (the AM then learns worker states with ListWorkers when it comes back). Only the
+ * latest status of each worker is kept while undelivered.
  */
 import { loadFuxiProto, type AppMasterServiceDefinition, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
 import { connect, type TypedClient } from '@fuxi/rpc';
-import { errorMessage, nullLogger, type Logger } from '@fuxi/common';
+import { backoffMs, errorMessage, nullLogger, type Logger } from '@fuxi/common';
 
 export type SendFn = (address: string, req: WorkerEventsRequest) => Promise<void>;
 
@@ -20,6 +20,7 @@ export interface EventSenderOptions {
   /** Give up on an AM after this long of failed deliveries (default 2 min). */
   dropAfterMs?: number;
   maxBatch?: number;
+  /** Retry backoff: the first step (default 100 ms), doubling up to the cap (default 5 s), jittered. */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
   deadlineMs?: number;
@@ -31,7 +32,8 @@ interface Queue {
   items: Map<string, WorkerStatus>;
   sending: boolean;
   timer: NodeJS.Timeout | undefined;
-  backoffMs: number;
+  /** Consecutive failed deliveries. */
+  failures: number;
   failingSinceMs: number;
 }
 
@@ -56,14 +58,14 @@ export class EventSender {
     }
     let q = this.queues.get(appId);
     if (!q) {
-      q = { appId, address: amAddress, items: new Map(), sending: false, timer: undefined, backoffMs: this.initialBackoff, failingSinceMs: 0 };
+      q = { appId, address: amAddress, items: new Map(), sending: false, timer: undefined, failures: 0, failingSinceMs: 0 };
       this.queues.set(appId, q);
     }
     if (q.address !== amAddress) {
       this.log.info({ appId, from: q.address, to: amAddress }, 'AM address replaced; worker events retargeted');
       const old = q.address;
       q.address = amAddress;
-      q.backoffMs = this.initialBackoff;
+      q.failures = 0;
       q.failingSinceMs = 0;
       if (q.timer) {
         clearTimeout(q.timer);
@@ -93,10 +95,6 @@ export class EventSender {
     this.clients.clear();
   }
 
-  private get initialBackoff(): number {
-    return this.opts.initialBackoffMs ?? 100;
-  }
-
   private flush(q: Queue): void {
     if (this.closed || q.sending || q.timer || q.items.size === 0) return;
     q.sending = true;
@@ -109,7 +107,7 @@ export class EventSender {
           const id = s.workerId ?? '';
           if (q.items.get(id) === s) q.items.delete(id);
         }
-        q.backoffMs = this.initialBackoff;
+        q.failures = 0;
         q.failingSinceMs = 0;
         if (q.items.size > 0) this.flush(q);
         else this.forget(q);
@@ -130,13 +128,14 @@ export class EventSender {
           this.forget(q);
           return;
         }
-        this.log.debug({ appId: q.appId, address, retryInMs: q.backoffMs, err: errorMessage(e) }, 'worker event delivery failed; retrying');
+        q.failures++;
+        const retryInMs = backoffMs(q.failures, { initialMs: this.opts.initialBackoffMs ?? 100, maxMs: this.opts.maxBackoffMs ?? 5000 }, Math.random);
+        this.log.debug({ appId: q.appId, address, retryInMs, err: errorMessage(e) }, 'worker event delivery failed; retrying');
         q.timer = setTimeout(() => {
           q.timer = undefined;
           this.flush(q);
-        }, q.backoffMs);
+        }, retryInMs);
         q.timer.unref();
-        q.backoffMs = Math.min(q.backoffMs * 2, this.opts.maxBackoffMs ?? 5000);
       },
     );
   }

@@ -31,9 +31,9 @@
  * const { succeeded, message } = await am.run(); // resolves after FinishApp
  * ```
  */
-import { cmpInt64, errorMessage, FailedPreconditionError, InvalidArgumentError, StaleEpochError, UnavailableError, validateJobSpec, type JobSpec, type Logger } from '@fuxi/common';
+import { backoffMs, cmpInt64, errorMessage, FailedPreconditionError, InvalidArgumentError, StaleEpochError, UnavailableError, validateJobSpec, type JobSpec, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type AgentServiceDefinition, type AgentsTimedOutRequest__Output, type UpdateAssignmentsRequest__Output, type WorkerEventsRequest__Output, type WorkerStatus__Output } from '@fuxi/proto';
-import { connect, implement, jobSpecFromProto, MasterConnection, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
+import { connect, implement, jobSpecFromProto, MasterConnection, retry, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
 import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, WorkerEvent } from '../core/types.js';
 import { assignmentFromProto, int64ToNumber, listedWorkerFromProto, runningWorkerToProto, workerEventFromProto } from './mapping.js';
@@ -74,8 +74,6 @@ export interface AppResult {
 }
 
 type AgentClient = TypedClient<AgentServiceDefinition>;
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** An answer from a deposed master (older epoch than the newest seen): retried at another master. */
 export class DeposedMasterError extends UnavailableError {
@@ -161,6 +159,8 @@ export class AppMaster {
   private earlyTimedOut: { nodeIds: Set<string>; recovered: Set<string> } = { nodeIds: new Set(), recovered: new Set() };
   private readonly agentOps = new Set<Promise<void>>();
   private stopped = false;
+  /** Aborted by shutdown(): retries of master and agent calls end at once. */
+  private readonly stopping = new AbortController();
   /** The open WatchAssignments stream: to which master, in which epoch. */
   private assignmentWatch: { address: string; epoch: string; cancel(): void } | undefined;
   private settle!: { resolve: (r: AppResult) => void; reject: (e: unknown) => void };
@@ -462,18 +462,15 @@ export class AppMaster {
 
   /** `ListWorkers` for this app on one agent, retried on UNAVAILABLE until `until`; undefined when it did not answer. */
   private async listWorkers(nodeId: string, address: string, until: number): Promise<ListedWorker[] | undefined> {
-    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-      if (this.stopped) return undefined;
-      try {
-        const res = await this.agent(address).ListWorkers({ appId: this.cfg.appId }, { deadlineMs: Math.max(100, Math.min(this.deadlineMs, until - Date.now())) });
-        return this.listedOf(nodeId, res.workers);
-      } catch (e) {
-        if (!isTransient(e) || Date.now() + delay > until) {
-          this.log.warn({ node: nodeId, err: errorMessage(e) }, 'agent did not list its workers');
-          return undefined;
-        }
-        await sleep(delay);
-      }
+    try {
+      const res = await retry(() => this.agent(address).ListWorkers({ appId: this.cfg.appId }, { deadlineMs: Math.max(100, Math.min(this.deadlineMs, until - Date.now())) }), {
+        deadline: until,
+        signal: this.stopping.signal,
+      });
+      return this.listedOf(nodeId, res.workers);
+    } catch (e) {
+      if (!this.stopped) this.log.warn({ node: nodeId, err: errorMessage(e) }, 'agent did not list its workers');
+      return undefined;
     }
   }
 
@@ -529,8 +526,8 @@ export class AppMaster {
         // No leader right now (the old one died, the next one is being elected): try again soon,
         // jittered and backing off up to the interval, so the new leader hears from us within its
         // aggregation window instead of an interval later.
-        const backoff = Math.min(this.heartbeatMs, 250 * 2 ** Math.min(this.heartbeatFailures - 1, 10));
-        if (!this.stopped) setTimeout(() => this.onTimer(), Math.round(backoff * (0.5 + Math.random() / 2))).unref();
+        const retryInMs = backoffMs(this.heartbeatFailures, { initialMs: 250, maxMs: this.heartbeatMs }, Math.random);
+        if (!this.stopped) setTimeout(() => this.onTimer(), retryInMs).unref();
       }
     });
   }
@@ -675,61 +672,54 @@ export class AppMaster {
     this.settle.resolve({ succeeded, message });
   }
 
+  /** StartWorkers, retried while the agent is unreachable (for `agentRetryForMs`); a refusal rejects the plans. */
   private async startWorkers(e: Extract<AmEffect, { kind: 'plan' }>): Promise<void> {
-    const until = Date.now() + (this.cfg.agentRetryForMs ?? 60_000);
-    let delay = 100;
-    for (;;) {
+    let plans = e.plans;
+    try {
+      await retry(
+        async () => {
+          plans = e.plans.filter((p) => this.core.isCurrentWorker(p.workerId));
+          if (plans.length === 0) return;
+          if (!e.nodeAddress) throw new FailedPreconditionError(`no address known for node ${e.nodeId}`);
+          const res = await this.agent(e.nodeAddress).StartWorkers({ appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, amAddress: this.address, epoch: '0', plans }, { deadlineMs: this.deadlineMs });
+          this.log.debug({ node: e.nodeId, workers: plans.map((p) => p.workerId) }, 'plans sent');
+          this.onWorkerStatuses(e.nodeId, res.workers);
+        },
+        {
+          deadline: Date.now() + (this.cfg.agentRetryForMs ?? 60_000),
+          signal: this.stopping.signal,
+          onRetry: (f) => this.log.debug({ node: e.nodeId, attempt: f.attempt, err: errorMessage(f.error) }, 'agent unavailable; retrying plans'),
+        },
+      );
+    } catch (err) {
       if (this.stopped) return;
-      const plans = e.plans.filter((p) => this.core.isCurrentWorker(p.workerId));
-      if (plans.length === 0) return;
-      try {
-        if (!e.nodeAddress) throw new FailedPreconditionError(`no address known for node ${e.nodeId}`);
-        const res = await this.agent(e.nodeAddress).StartWorkers({ appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, amAddress: this.address, epoch: '0', plans }, { deadlineMs: this.deadlineMs });
-        this.log.debug({ node: e.nodeId, workers: plans.map((p) => p.workerId) }, 'plans sent');
-        this.onWorkerStatuses(e.nodeId, res.workers);
-        return;
-      } catch (err) {
-        if (isTransient(err) && Date.now() < until) {
-          this.log.debug({ node: e.nodeId, err: errorMessage(err) }, 'agent unavailable; retrying plans');
-          await sleep(delay);
-          delay = Math.min(delay * 2, 2000);
-          continue;
-        }
-        if (isSuperseded(err)) throw new FailedPreconditionError(`superseded by a newer application master attempt (${errorMessage(err)})`);
-        // The agent refused (or stayed unreachable): each plan counts as a rejected attempt.
-        this.log.warn({ node: e.nodeId, workers: plans.map((p) => p.workerId), err: errorMessage(err) }, 'StartWorkers failed');
-        const events: WorkerEvent[] = plans.map((p) => ({
-          workerId: p.workerId,
-          task: p.task,
-          instance: p.instance,
-          attempt: p.attempt,
-          state: 'rejected',
-          exitCode: 0,
-          signal: '',
-          message: `StartWorkers on ${e.nodeId} failed: ${errorMessage(err)}`,
-        }));
-        if (!this.stopped) this.execute(this.core.workerEvents(e.nodeId, events, Date.now()));
-        return;
-      }
+      if (isSuperseded(err)) throw new FailedPreconditionError(`superseded by a newer application master attempt (${errorMessage(err)})`);
+      // The agent refused (or stayed unreachable): each plan counts as a rejected attempt.
+      this.log.warn({ node: e.nodeId, workers: plans.map((p) => p.workerId), err: errorMessage(err) }, 'StartWorkers failed');
+      const events: WorkerEvent[] = plans.map((p) => ({
+        workerId: p.workerId,
+        task: p.task,
+        instance: p.instance,
+        attempt: p.attempt,
+        state: 'rejected',
+        exitCode: 0,
+        signal: '',
+        message: `StartWorkers on ${e.nodeId} failed: ${errorMessage(err)}`,
+      }));
+      this.execute(this.core.workerEvents(e.nodeId, events, Date.now()));
     }
   }
 
+  /** StopWorkers, retried for 10 s while the agent is unreachable; after that the master revokes the slots. */
   private async stopWorkers(e: Extract<AmEffect, { kind: 'stop' }>): Promise<void> {
     if (!e.nodeAddress) return;
     const agent = this.agent(e.nodeAddress);
-    const until = Date.now() + 10_000;
-    for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
-      try {
-        await agent.StopWorkers({ appId: this.cfg.appId, workerIds: e.workerIds, amAttempt: this.cfg.amAttempt, epoch: '0', reason: 'stopped by the application master' }, { deadlineMs: this.deadlineMs });
-        this.log.debug({ node: e.nodeId, workers: e.workerIds }, 'workers stopped');
-        return;
-      } catch (err) {
-        if (!isTransient(err) || Date.now() > until || this.stopped) {
-          this.log.warn({ node: e.nodeId, workers: e.workerIds, err: errorMessage(err) }, 'StopWorkers failed; the master revokes the slots');
-          return;
-        }
-        await sleep(delay);
-      }
+    const req = { appId: this.cfg.appId, workerIds: e.workerIds, amAttempt: this.cfg.amAttempt, epoch: '0', reason: 'stopped by the application master' };
+    try {
+      await retry(() => agent.StopWorkers(req, { deadlineMs: this.deadlineMs }), { deadline: Date.now() + 10_000, signal: this.stopping.signal });
+      this.log.debug({ node: e.nodeId, workers: e.workerIds }, 'workers stopped');
+    } catch (err) {
+      this.log.warn({ node: e.nodeId, workers: e.workerIds, err: errorMessage(err) }, 'StopWorkers failed; the master revokes the slots');
     }
   }
 
@@ -742,18 +732,18 @@ export class AppMaster {
     return c;
   }
 
-  /** Runs a master call (itself retried by MasterConnection), again across outages, for `masterRetryForMs`. */
-  private async persist<T>(method: string, call: () => Promise<T>): Promise<T> {
-    const until = Date.now() + this.masterRetryForMs;
-    for (;;) {
-      try {
-        return await call();
-      } catch (e) {
-        if (!isTransient(e) || Date.now() > until || this.stopped) throw e;
-        this.log.warn({ method, err: errorMessage(e) }, 'master unreachable; retrying');
-        await sleep(1000);
-      }
-    }
+  /**
+   * Runs a master call (itself retried by MasterConnection), again across outages, for
+   * `masterRetryForMs`: about a second between tries (jittered), none after shutdown.
+   */
+  private persist<T>(method: string, call: () => Promise<T>): Promise<T> {
+    return retry(call, {
+      initialMs: 1000,
+      maxMs: 1000,
+      deadline: Date.now() + this.masterRetryForMs,
+      signal: this.stopping.signal,
+      onRetry: (f) => this.log.warn({ method, attempt: f.attempt, err: errorMessage(f.error) }, 'master unreachable; retrying'),
+    });
   }
 
   // ---------------------------------------------------------------- the end
@@ -803,6 +793,7 @@ export class AppMaster {
 
   private async shutdown(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     this.assignmentWatch?.cancel();
     this.assignmentWatch = undefined;
     if (this.timer) clearInterval(this.timer);

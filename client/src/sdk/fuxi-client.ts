@@ -4,9 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { FuxiError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { FuxiError, isTransientError, NotFoundError, UnavailableError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { loadFuxiProto, type ClusterStatus__Output, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
-import { connect, jobSpecToProto, MasterConnection, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
+import { connect, jobSpecToProto, MasterConnection, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
 import { isTerminal, type JobStateName } from './job-state.js';
 import { readOutput, type FetchOptions } from './outputs.js';
@@ -125,8 +125,8 @@ export class FuxiClient {
       last = text;
       return true;
     };
-    let failingSince = 0;
-    let delay = 100;
+    // Reconnects back off from 100 ms to 2 s; every message starts over (and restarts `retryForMs`).
+    const retrier = new Retrier({ retryForMs: this.retryForMs, retryIf: (e) => isTransientError(e) || (e instanceof RpcError && e.leader !== '') });
     for (;;) {
       // A unary call first: it finds the leader, retries while no master answers, and throws
       // NOT_FOUND for an unknown job.
@@ -134,23 +134,20 @@ export class FuxiClient {
       if (fresh(snapshot)) yield snapshot;
       if (isTerminal(snapshot.state)) return;
       const stream = this.connection.client().stream.WatchJob({ jobId });
+      let failure: unknown;
       try {
         for await (const info of stream) {
-          failingSince = 0;
-          delay = 100;
+          retrier.reset();
           if (fresh(info)) yield info;
           if (isTerminal(info.state)) return;
         }
       } catch (e) {
-        if (!(e instanceof RpcError) || (e.code !== 'UNAVAILABLE' && e.code !== 'DEADLINE_EXCEEDED' && !e.leader)) throw e;
-        failingSince ||= Date.now();
-        if (Date.now() - failingSince > this.retryForMs) throw e;
+        failure = e;
       } finally {
         stream.cancel();
       }
       // Ended without a terminal state, or the master went away: back off and reconnect.
-      await sleep(delay);
-      delay = Math.min(delay * 2, 2000);
+      await retrier.failed(failure ?? new UnavailableError(`the watch of job ${jobId} ended before the job did`));
     }
   }
 
@@ -263,8 +260,4 @@ export class FuxiClient {
   private callOpts(retry: boolean): { retry: boolean; deadlineMs?: number } {
     return this.deadlineMs ? { retry, deadlineMs: this.deadlineMs } : { retry };
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

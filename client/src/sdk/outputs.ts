@@ -17,7 +17,7 @@
  */
 import { FuxiError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
 import { loadFuxiProto, type FetchOutputRequest } from '@fuxi/proto';
-import { connect, RpcError } from '@fuxi/rpc';
+import { connect, retry, RpcError } from '@fuxi/rpc';
 
 /** Where one upstream instance's output is. */
 export interface UpstreamOutput {
@@ -59,42 +59,38 @@ export interface FetchOptions {
 /** What to fetch from one agent: a worker by id, or the succeeded attempt of (task, instance). */
 export type OutputRef = { appId: string; path: string } & ({ workerId: string } | { task: string; instance: number });
 
-/** Reads one output file from the agent at `address`; resumes from the byte it got to after a transient failure. */
+/**
+ * Reads one output file from the agent at `address`; after a transient failure, resumes from the
+ * byte it got to (100 ms doubling to 2 s between tries, for `retryForMs` from the first failure).
+ */
 export async function readOutput(address: string, ref: OutputRef, opts: FetchOptions = {}): Promise<Buffer> {
-  const retryForMs = opts.retryForMs ?? 30_000;
   const chunks: Buffer[] = [];
   let got = 0;
-  let failingSince = 0;
-  let delay = 100;
-  for (;;) {
-    const client = connect(loadFuxiProto().AgentService, address);
-    const req: FetchOutputRequest = {
-      appId: ref.appId,
-      path: ref.path,
-      offset: String(got),
-      ...('workerId' in ref ? { workerId: ref.workerId } : { task: ref.task, instance: ref.instance }),
-    };
-    const stream = client.stream.FetchOutput(req, { deadlineMs: opts.deadlineMs ?? 60_000 });
-    try {
-      for await (const c of stream) {
-        if (c.data.length > 0) {
-          chunks.push(c.data);
-          got += c.data.length;
+  return retry(
+    async () => {
+      const client = connect(loadFuxiProto().AgentService, address);
+      const req: FetchOutputRequest = {
+        appId: ref.appId,
+        path: ref.path,
+        offset: String(got),
+        ...('workerId' in ref ? { workerId: ref.workerId } : { task: ref.task, instance: ref.instance }),
+      };
+      const stream = client.stream.FetchOutput(req, { deadlineMs: opts.deadlineMs ?? 60_000 });
+      try {
+        for await (const c of stream) {
+          if (c.data.length > 0) {
+            chunks.push(c.data);
+            got += c.data.length;
+          }
         }
+        return Buffer.concat(chunks, got);
+      } finally {
+        stream.cancel();
+        client.close();
       }
-      return Buffer.concat(chunks, got);
-    } catch (e) {
-      const transient = e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED');
-      if (!transient) throw e;
-      failingSince ||= Date.now();
-      if (Date.now() - failingSince > retryForMs) throw e;
-    } finally {
-      stream.cancel();
-      client.close();
-    }
-    await new Promise((r) => setTimeout(r, delay));
-    delay = Math.min(delay * 2, 2000);
-  }
+    },
+    { retryForMs: opts.retryForMs ?? 30_000 },
+  );
 }
 
 /** Inside a worker: file `path` of instance `instance` of upstream task `task`, from the host that wrote it. */

@@ -17,11 +17,12 @@ import {
   type JobState as WireJobState,
   type MasterServiceDefinition,
   type NodeStatus,
+  type StartWorkersResponse__Output,
   type WorkerStatus__Output,
   type WatchAssignmentsRequest__Output,
   type WatchGrantsRequest__Output,
 } from '@fuxi/proto';
-import { connect, implement, jobSpecFromProto, jobSpecToProto, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
+import { connect, implement, jobSpecFromProto, jobSpecToProto, retry, startServer, type RunningServer, type ServiceImpl, type TypedClient } from '@fuxi/rpc';
 import { EtcdStore, FencedError, LeaderElection, openStore, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU } from '@fuxi/common';
@@ -154,6 +155,8 @@ export class MasterServer {
   private readonly assignmentStreams = new Map<string, AssignmentWatch>();
   private readonly proto = loadFuxiProto();
   private stopping = false;
+  /** Aborted by stop(): retries end at once. */
+  private readonly stopSignal = new AbortController();
 
   constructor(
     private readonly cfg: MasterConfig,
@@ -349,6 +352,7 @@ export class MasterServer {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopSignal.abort();
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.scheduleTimer) clearTimeout(this.scheduleTimer);
     if (this.probeTimer) clearInterval(this.probeTimer);
@@ -567,25 +571,25 @@ export class MasterServer {
       command: { argv: this.cfg.amCommand, env, cwd: '' },
       resource: e.resource,
     };
-    let delay = 100;
-    for (let i = 0; ; i++) {
-      if (this.stopping || !this.coreOrUndefined) return;
-      try {
-        const res = await this.agent(e.address).StartWorkers({ appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] }, { deadlineMs: 10_000 });
-        const st = res.workers[0];
-        if (st && (st.state === 'WORKER_STATE_REJECTED' || st.state === 'WORKER_STATE_FAILED')) {
-          await this.run(this.core.amLaunchFailed(e.appId, e.attempt, st.message || st.state, Date.now()));
-        }
-        return;
-      } catch (err) {
-        const transient = (err as { code?: string }).code === 'UNAVAILABLE' || (err as { code?: string }).code === 'DEADLINE_EXCEEDED';
-        if (!transient || i >= 5) {
-          await this.run(this.core.amLaunchFailed(e.appId, e.attempt, errorMessage(err), Date.now()));
-          return;
-        }
-        await new Promise((r) => setTimeout(r, delay));
-        delay *= 2;
-      }
+    // Up to 6 attempts while the agent is unreachable (waits of 100 ms doubling, jittered: 3 s at most),
+    // and none once this master stops or steps down.
+    let res: StartWorkersResponse__Output | undefined;
+    try {
+      res = await retry(
+        async () => {
+          if (this.stopping || !this.coreOrUndefined) return undefined;
+          return this.agent(e.address).StartWorkers({ appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] }, { deadlineMs: 10_000 });
+        },
+        { maxAttempts: 6, signal: this.stopSignal.signal },
+      );
+    } catch (err) {
+      if (this.stopping) return;
+      await this.run(this.core.amLaunchFailed(e.appId, e.attempt, errorMessage(err), Date.now()));
+      return;
+    }
+    const st = res?.workers[0];
+    if (st && (st.state === 'WORKER_STATE_REJECTED' || st.state === 'WORKER_STATE_FAILED')) {
+      await this.run(this.core.amLaunchFailed(e.appId, e.attempt, st.message || st.state, Date.now()));
     }
   }
 

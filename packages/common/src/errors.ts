@@ -80,6 +80,21 @@ export function isFuxiError(e: unknown): e is FuxiError {
   return e instanceof FuxiError;
 }
 
+/**
+ * An outage rather than an answer: UNAVAILABLE (nobody answered, or not the leader) or
+ * DEADLINE_EXCEEDED. Such a call may be tried again (elsewhere, or later); `retry`'s default.
+ */
+export function isTransientError(e: unknown): boolean {
+  return e instanceof FuxiError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED');
+}
+
+/** Work given up because its owner is stopping (a retry loop aborted before its first attempt). */
+export class AbortedError extends FuxiError {
+  constructor(message: string) {
+    super('ABORTED', message);
+  }
+}
+
 export function errorMessage(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }

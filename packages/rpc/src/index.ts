@@ -1,12 +1,19 @@
 /**
  * @fuxi/rpc: gRPC plumbing shared by every daemon and the SDK: typed promise clients, async server
- * handlers, the one error <-> status mapping, health checking and reflection, and a master
- * connection that follows leader redirects.
+ * handlers, the one error <-> status mapping, health checking and reflection, a master
+ * connection that follows leader redirects, and the one retry loop (`retry`, `Retrier`).
  *
  * ```ts
  * const srv = await startServer({ bind: '127.0.0.1:0', log, services: [{
  *   name: 'fuxi.v1.AgentService', definition: proto.AgentService.service,
  *   handlers: implement(proto.AgentService.service, impl, log) }] });
+ *
+ * // UNAVAILABLE / DEADLINE_EXCEEDED retried after 100, 200, 400 ... ms (jittered, capped at 2 s),
+ * // for at most 60 s, and not past stop():
+ * const res = await retry(() => agent.StartWorkers(req, { deadlineMs: 5000 }), {
+ *   retryForMs: 60_000, signal: stopping.signal,
+ *   onRetry: (f) => log.warn({ attempt: f.attempt, err: errorMessage(f.error) }, 'agent unavailable; retrying'),
+ * });
  * ```
  */
 export * from './errors.js';
@@ -15,3 +22,4 @@ export * from './client.js';
 export * from './master-connection.js';
 export * from './mapping.js';
 export * from './process-guards.js';
+export * from './retry.js';

@@ -1,12 +1,14 @@
 /**
  * A connection to "the master": a list of master addresses, following a standby's redirect to the
- * leader and retrying calls that are safe to retry, with capped exponential backoff.
+ * leader and retrying calls that are safe to retry (`Retrier`: 50 ms doubling to 1 s, jittered).
  */
+import { isTransientError } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { connect, type CallOptions, type TypedClient } from './client.js';
 import type { MethodName } from './server.js';
 import { RpcError } from './errors.js';
+import { Retrier } from './retry.js';
 
 export type MasterClient = TypedClient<MasterServiceDefinition>;
 
@@ -25,6 +27,8 @@ export interface MasterConnectionOptions {
 export class MasterConnection {
   private clients = new Map<string, MasterClient>();
   private current: string;
+  /** Aborted by close(): calls in flight stop retrying. */
+  private closing = new AbortController();
 
   constructor(
     readonly addresses: readonly string[],
@@ -49,15 +53,16 @@ export class MasterConnection {
 
   /**
    * Calls `method`, following leader redirects; when `retry` is set (idempotent calls), also
-   * retries UNAVAILABLE / DEADLINE_EXCEEDED across the known masters until `retryForMs`.
+   * retries UNAVAILABLE / DEADLINE_EXCEEDED across the known masters until `retryForMs` (or
+   * until close()).
    */
   async call<K extends MasterMethod>(
     method: K,
     req: ReqOf<MasterServiceDefinition[K]>,
     opts: CallOptions & { retry?: boolean } = {},
   ): Promise<ResOf<MasterServiceDefinition[K]>> {
-    const until = Date.now() + (this.opts.retryForMs ?? 30_000);
-    let delay = 50;
+    const deadline = Date.now() + (this.opts.retryForMs ?? 30_000);
+    let retrier: Retrier | undefined;
     for (;;) {
       const fn = (this.client() as unknown as Record<string, (r: unknown, o: CallOptions) => Promise<ResOf<MasterServiceDefinition[K]>>>)[method]!;
       try {
@@ -70,20 +75,23 @@ export class MasterConnection {
           this.current = leader;
           continue;
         }
-        const transient = e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED';
+        const transient = isTransientError(e);
         // The next call (retried or not) goes to the next master: a dead or frozen leader must not
         // keep callers that never retry (heartbeats) from finding the new one.
         if (transient && this.addresses.length > 1) {
             this.current = this.addresses[(this.addresses.indexOf(this.current) + 1) % this.addresses.length] as string;
         }
-        if (!transient || !opts.retry || Date.now() > until) throw e;
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 1000);
+        if (!transient || !opts.retry) throw e;
+        retrier ??= new Retrier({ initialMs: 50, maxMs: 1000, deadline, signal: this.closing.signal });
+        await retrier.failed(e);
       }
     }
   }
 
+  /** Closes the channels and ends the retries of calls in flight (a later call opens new ones). */
   close(): void {
+    this.closing.abort();
+    this.closing = new AbortController();
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
   }

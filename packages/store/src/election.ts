@@ -26,7 +26,7 @@
  * await election.close();
  * ```
  */
-import { FailedPreconditionError, InvalidArgumentError, errorMessage, nullLogger, type Logger } from '@fuxi/common';
+import { backoffMs, FailedPreconditionError, InvalidArgumentError, errorMessage, nullLogger, type Logger } from '@fuxi/common';
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
 import type { CoordinationBackend, KeyRecord, LeaseHandle, LeaseListener, StoreGuard, WatchHandle } from './coordination.js';
 
@@ -85,7 +85,7 @@ export interface LeaderElectionOptions {
   marginMs?: number;
   /** How often the watchdog checks, default (ttl - margin) / 10 within [20, 250] ms. */
   watchdogIntervalMs?: number;
-  /** Campaign retry backoff: first delay, doubling up to the cap (with +-20% jitter). Defaults 200 / 5000 ms. */
+  /** Campaign retry backoff (`backoffMs`): first step, doubling up to the cap, each delay half to all of its step. Defaults 200 / 5000 ms. */
   backoffInitialMs?: number;
   backoffMaxMs?: number;
   /** How long a step-down waits for the lease revoke before abandoning the lease (it then expires). Default 1000 ms. */
@@ -293,8 +293,7 @@ export class LeaderElection {
   // ---- campaigning ----
 
   private backoff(failures: number): number {
-    const base = Math.min(this.backoffMaxMs, this.backoffInitialMs * 2 ** Math.min(failures - 1, 30));
-    return Math.min(this.backoffMaxMs, Math.round(base * (0.8 + 0.4 * this.random())));
+    return backoffMs(failures, { initialMs: this.backoffInitialMs, maxMs: this.backoffMaxMs }, this.random);
   }
 
   private sleepCampaign(ms: number): Promise<void> {
@@ -508,16 +507,20 @@ export class LeaderElection {
       return;
     }
     this.refreshing = true;
+    let failures = 0;
     try {
       do {
         this.refreshAgain = false;
         try {
           const first = await this.backend.findByCreateRevision(this.keyPrefix, undefined);
           if (this.observing) this.setObserved(first.kv);
+          failures = 0;
         } catch (e) {
-          this.log.warn({ err: errorMessage(e) }, 'reading the election leader failed');
-          // The watch will fire again on the next change; also retry once shortly.
-          await new Promise<void>((r) => this.clock.setTimeout(r, 200));
+          failures++;
+          // The watch will fire again on the next change; also retry soon (200 ms, backing off to 1 s).
+          const retryInMs = backoffMs(failures, { initialMs: 200, maxMs: 1000 }, this.random);
+          if (failures === 1 || failures % 10 === 0) this.log.warn({ failures, retryInMs, err: errorMessage(e) }, 'reading the election leader failed; retrying');
+          await new Promise<void>((r) => this.clock.setTimeout(r, retryInMs));
           this.refreshAgain = this.observing;
         }
       } while (this.refreshAgain && this.observing);

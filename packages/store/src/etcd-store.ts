@@ -26,7 +26,7 @@ import {
   type IRequestOp,
   type Lease,
 } from 'etcd3';
-import { FailedPreconditionError, FuxiError, InternalError, InvalidArgumentError, UnavailableError, errorMessage, nullLogger, type Logger } from '@fuxi/common';
+import { backoffMs, FailedPreconditionError, FuxiError, InternalError, InvalidArgumentError, UnavailableError, errorMessage, nullLogger, type Logger } from '@fuxi/common';
 import type { CoordinationBackend, KeyRecord, LeaseHandle, LeaseListener, StoreGuard, WatchCallbacks, WatchHandle } from './coordination.js';
 import type { KeyValue, Store, StoreOp } from './store.js';
 
@@ -104,9 +104,12 @@ function retryPolicy(maxAttempts: number): Policy {
   } as unknown as Policy;
 }
 
-/** Watch streams reconnect after 100 ms, doubling to at most 2 s (etcd3's default grows to 30 s). */
-function watchBackoff(ms = 100): WatchBackoff & { duration: number } {
-  return { duration: ms, next: () => watchBackoff(Math.min(ms * 2, 2000)) } as unknown as WatchBackoff & { duration: number };
+/**
+ * Watch streams reconnect after 100 ms, doubling to at most 2 s, jittered (`backoffMs`; etcd3's
+ * default grows to 30 s): the wait after the `attempt`-th consecutive failure, and the next ones.
+ */
+function watchBackoff(attempt = 1): WatchBackoff & { duration: number } {
+  return { duration: backoffMs(attempt, { initialMs: 100, maxMs: 2000 }, Math.random), next: () => watchBackoff(attempt + 1) } as unknown as WatchBackoff & { duration: number };
 }
 
 /** The range end covering every key that starts with `prefix` (etcd's "prefix + 1"). */
