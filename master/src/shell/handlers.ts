@@ -1,0 +1,148 @@
+/**
+ * The MasterService RPC handlers: each maps its request (wire.ts), calls the core, carries out the
+ * effects (answering only once the store writes among them are durable) and maps the answer back.
+ * A standby's `core` throws UNAVAILABLE with the leader's address (the redirect).
+ */
+import { randomUUID } from 'node:crypto';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
+import type { MasterServiceDefinition } from '@fuxi/proto';
+import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
+import type { Store } from '@fuxi/store';
+import type { MasterCore } from '../core/master-core.js';
+import { KEYS } from '../core/store-ops.js';
+import type { Effect } from '../core/types.js';
+import type { JobWatchers } from './job-watchers.js';
+import type { PushStreams } from './push-streams.js';
+import { appReportFromWire, clusterStatusToWire, grantFromWire, heartbeatFromWire, jobInfo, jobStatesFromWire, nodeInfoFromWire, nodeStatusToWire, updateRequestsFromWire } from './wire.js';
+
+/** What the handlers need of the master process. */
+export interface HandlerContext {
+  /** The core while this process leads; otherwise throws the redirect. */
+  readonly core: MasterCore;
+  /** The fenced store of the current term (GetAppSnapshot reads it). */
+  readonly leaderStore: Store;
+  /** This master's address (the leader's, in GetClusterStatus). */
+  readonly address: string;
+  readonly pushes: PushStreams;
+  readonly jobWatchers: JobWatchers;
+  /** Carries out effects; resolves once every store write among them is durable. */
+  run(effects: Effect[]): Promise<void>;
+}
+
+/** A job id from the name, for clients that did not choose one (choosing it makes retries idempotent). */
+function generatedJobId(name: string): string {
+  const base = (name || 'job').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'job';
+  return `${base}-${randomUUID().slice(0, 8)}`;
+}
+
+export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
+  const now = () => Date.now();
+  return {
+    RegisterAgent: async (req) => {
+      const info = nodeInfoFromWire(req.node);
+      if (!info.nodeId) throw new InvalidArgumentError('node.nodeId', 'is required');
+      if (!info.address) throw new InvalidArgumentError('node.address', 'is required');
+      const { effects, heartbeatIntervalMs, reportState } = m.core.registerAgent(info, req.epochSeen, now());
+      // A registration starts a new session: the agent watches again (a restarted one from its
+      // new process), and pushes go by call until it does.
+      m.pushes.endGrants(info.nodeId);
+      await m.run(effects);
+      return { epoch: m.core.epoch, heartbeatIntervalMs, reportState };
+    },
+    Heartbeat: async (req) => {
+      const r = m.core.heartbeat(heartbeatFromWire(req), now());
+      await m.run(r.effects);
+      return {
+        epoch: m.core.epoch,
+        reregister: r.reregister,
+        fullGrants: r.full !== undefined,
+        grantSeq: String(r.full?.seq ?? 0),
+        grants: r.full?.grants ?? [],
+        reportState: r.reportState ?? false,
+      };
+    },
+    ReportAgentState: async (req) => {
+      await m.run(m.core.reportAgentState({ nodeId: req.nodeId, epoch: req.epoch, grants: req.grants.map(grantFromWire) }, now()));
+      return {};
+    },
+    RegisterApp: async (req) => {
+      const r = m.core.registerApp(req.appId, req.amAttempt, req.address, now());
+      // A (re)registration starts a new session: an older stream of the app is ended.
+      m.pushes.endAssignments(req.appId);
+      await m.run(r.effects);
+      return { epoch: m.core.epoch, spec: jobSpecToProto(r.spec), heartbeatIntervalMs: r.heartbeatIntervalMs, assignments: r.assignments, assignmentSeq: String(r.seq) };
+    },
+    UpdateRequests: async (req) => {
+      const r = m.core.updateRequests(updateRequestsFromWire(req), now());
+      await m.run(r.effects);
+      return {
+        epoch: m.core.epoch,
+        fullAssignments: r.full !== undefined,
+        assignmentSeq: String(r.full?.seq ?? 0),
+        assignments: r.full?.assignments ?? [],
+        reportState: r.reportState ?? false,
+      };
+    },
+    ReturnSlots: async (req) => {
+      await m.run(m.core.returnSlots({ appId: req.appId, attempt: req.amAttempt, seq: Number(req.seq), returns: req.returns }, now()));
+      return {};
+    },
+    ReportAppState: async (req) => {
+      await m.run(m.core.reportAppState(appReportFromWire(req), now()));
+      return { epoch: m.core.epoch };
+    },
+    FinishApp: async (req) => {
+      await m.run(m.core.finishApp({ appId: req.appId, attempt: req.amAttempt, succeeded: req.succeeded, message: req.message, progress: req.progress }, now()));
+      return {};
+    },
+    SubmitJob: async (req) => {
+      if (!req.spec) throw new InvalidArgumentError('spec', 'is required');
+      const spec = jobSpecFromProto(req.spec);
+      if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
+      const { result, effects } = m.core.submitJob(spec, now());
+      // Acknowledge only once the job is durable in the store.
+      await m.run(effects);
+      return result;
+    },
+    GetJob: async (req) => ({ job: jobInfo(m.core.getJob(req.jobId), true) }),
+    ListJobs: async (req) => ({ jobs: m.core.listJobs(jobStatesFromWire(req.states)).map((j) => jobInfo(j)) }),
+    KillJob: async (req) => {
+      await m.run(m.core.killJob(req.jobId, req.reason, now()));
+      return { job: jobInfo(m.core.getJob(req.jobId)) };
+    },
+    ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
+    SaveAppSnapshot: async (req) => {
+      await m.run(m.core.saveAppSnapshot({ appId: req.appId, attempt: req.amAttempt, topology: req.topology, seq: Number(req.seq), entries: req.entries }, now()));
+      return {};
+    },
+    GetAppSnapshot: async (req) => {
+      m.core.getJob(req.appId);
+      const store = m.leaderStore;
+      const topology = (await store.get(KEYS.appTopology(req.appId))) ?? '';
+      const entries = (await store.list(KEYS.appLogPrefix(req.appId))).map((kv) => kv.value);
+      return { topology, entries };
+    },
+    GetClusterStatus: async () => {
+      const core = m.core;
+      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch);
+    },
+    WatchGrants: async (req, call) => {
+      const core = m.core;
+      if (!req.nodeId) throw new InvalidArgumentError('nodeId', 'is required');
+      if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
+      if (!core.knowsNode(req.nodeId)) throw new NotFoundError('node', req.nodeId);
+      await m.pushes.holdGrants(req.nodeId, call);
+    },
+    WatchAssignments: async (req, call) => {
+      const core = m.core;
+      if (!req.appId) throw new InvalidArgumentError('appId', 'is required');
+      if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
+      const job = core.getJob(req.appId);
+      if (job.amAttempt !== req.amAttempt) throw new FailedPreconditionError(`am attempt ${req.amAttempt} is not the current one (${job.amAttempt})`, { field: 'amAttempt' });
+      await m.pushes.holdAssignments(req.appId, call);
+    },
+    WatchJob: async (req, call) => {
+      await m.jobWatchers.serve(m.core.getJob(req.jobId), call);
+    },
+  };
+}

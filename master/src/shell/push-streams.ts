@@ -1,0 +1,212 @@
+/**
+ * Grant and assignment pushes: the open WatchGrants / WatchAssignments streams, and the unary
+ * UpdateGrants / UpdateAssignments calls for agents and AMs that have none open.
+ *
+ * Pushes made during one event-loop turn go out at its end (`queue` then `flush`), grants first.
+ * Grant tables are full (absolute) and only the newest per node is sent: a slot returned and
+ * placed again on the same node in one turn (the common case under load) costs one message, not
+ * two. Assignment messages all go, in order: an AM must see a returned slot's drop before the same
+ * slot comes back, or it cannot tell the two apart.
+ */
+import type { ServerWritableStream } from '@grpc/grpc-js';
+import { errorMessage, type Logger } from '@fuxi/common';
+import type { AssignmentUpdate, GrantUpdate, WatchAssignmentsRequest__Output, WatchGrantsRequest__Output } from '@fuxi/proto';
+import type { Effect } from '../core/types.js';
+import type { Peers } from './peers.js';
+
+type GrantsEffect = Extract<Effect, { kind: 'grants' }>;
+type AssignmentsEffect = Extract<Effect, { kind: 'assignments' }>;
+
+/** Messages queued on an assignment stream beyond which its AM is taken for not reading. */
+const ASSIGNMENT_STREAM_MAX_QUEUED = 1000;
+/** Grant tables written to one stream and not yet taken by the transport, at most. */
+const GRANT_STREAM_IN_FLIGHT = 8;
+
+/** An AM attempt's open WatchAssignments stream (messages are ordered deltas: none is dropped). */
+interface AssignmentWatch {
+  call: ServerWritableStream<WatchAssignmentsRequest__Output, AssignmentUpdate>;
+}
+
+/** An agent's open WatchGrants stream, with a few messages in flight and at most one waiting. */
+interface GrantWatch {
+  nodeId: string;
+  call: ServerWritableStream<WatchGrantsRequest__Output, GrantUpdate>;
+  /** Messages written and not yet taken by the transport. */
+  inFlight: number;
+  /** Since when the stream has had messages in flight (0 = none). */
+  oldestSince: number;
+  waiting: GrantUpdate | undefined;
+}
+
+/**
+ * Holds `watch` as the open push stream of `key` (ending the one it replaces) until its call ends
+ * in any way; then forgets it, unless a newer one took its place.
+ */
+function holdStream<W extends { call: ServerWritableStream<object, object> }>(streams: Map<string, W>, key: string, watch: W): Promise<void> {
+  endStream(streams, key);
+  streams.set(key, watch);
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      if (streams.get(key) === watch) streams.delete(key);
+      resolve();
+    };
+    for (const ev of ['cancelled', 'close', 'finish', 'error']) watch.call.on(ev, done);
+  });
+}
+
+/** Ends and forgets the open push stream of `key`, if any. */
+function endStream<W extends { call: ServerWritableStream<object, object> }>(streams: Map<string, W>, key: string): void {
+  const w = streams.get(key);
+  if (!w) return;
+  streams.delete(key);
+  w.call.end();
+}
+
+export class PushStreams {
+  /**
+   * Open WatchGrants streams by node id: a grant push is one message on the node's stream (a unary
+   * UpdateGrants costs several times the CPU on both ends); nodes without one get the call.
+   */
+  private readonly grantStreams = new Map<string, GrantWatch>();
+  /** Open WatchAssignments streams by app id (the current attempt's only). */
+  private readonly assignmentStreams = new Map<string, AssignmentWatch>();
+  private readonly pendingGrants = new Map<string, GrantsEffect>();
+  private readonly pendingAssignments: AssignmentsEffect[] = [];
+  private flushQueued = false;
+  private readonly stats = { written: 0, superseded: 0 };
+
+  constructor(
+    private readonly peers: Peers,
+    /** False once this process stopped leading: nothing held is sent any more. */
+    private readonly leading: () => boolean,
+    private readonly log: Logger,
+  ) {}
+
+  /** Serves an agent's WatchGrants until the call ends (or a newer one of the node replaces it). */
+  holdGrants(nodeId: string, call: GrantWatch['call']): Promise<void> {
+    return holdStream(this.grantStreams, nodeId, { nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined });
+  }
+
+  /** Serves an AM attempt's WatchAssignments until the call ends (or a newer one replaces it). */
+  holdAssignments(appId: string, call: AssignmentWatch['call']): Promise<void> {
+    return holdStream(this.assignmentStreams, appId, { call });
+  }
+
+  /** A registration starts a new session: pushes go by call until the agent watches again. */
+  endGrants(nodeId: string): void {
+    endStream(this.grantStreams, nodeId);
+  }
+
+  endAssignments(appId: string): void {
+    endStream(this.assignmentStreams, appId);
+  }
+
+  /** A push effect, held for the end of this turn (a delta of grants goes at once, in order). */
+  push(e: GrantsEffect | AssignmentsEffect): void {
+    if (e.kind === 'grants' && !e.full) {
+      this.flush();
+      this.sendGrants(e);
+      return;
+    }
+    if (e.kind === 'grants') this.pendingGrants.set(e.nodeId, e);
+    else if (e.address) this.pendingAssignments.push(e);
+    else return;
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
+  }
+
+  /** Sends the pushes held for the end of this turn: grants first, then assignments. */
+  flush(): void {
+    if (this.pendingGrants.size === 0 && this.pendingAssignments.length === 0) return;
+    const grants = [...this.pendingGrants.values()];
+    const assignments = this.pendingAssignments.splice(0);
+    this.pendingGrants.clear();
+    // A deposed leader issues nothing (they were checked when made; this is a turn later).
+    if (!this.leading()) return;
+    for (const e of grants) this.sendGrants(e);
+    for (const e of assignments) this.sendAssignments(e);
+  }
+
+  /** Drops what is held and ends every stream (agents and AMs open new ones to the next leader). */
+  reset(): void {
+    this.pendingGrants.clear();
+    this.pendingAssignments.length = 0;
+    for (const key of [...this.grantStreams.keys()]) endStream(this.grantStreams, key);
+    for (const key of [...this.assignmentStreams.keys()]) endStream(this.assignmentStreams, key);
+  }
+
+  /** Stream figures since the last call (for the periodic stats line); undefined when idle. */
+  takeStats(now: number): { open: number; written: number; superseded: number; waitingOnAgent: number; oldestWaitMs: number } | undefined {
+    let busy = 0;
+    let oldest = 0;
+    for (const w of this.grantStreams.values()) {
+      if (w.inFlight === 0) continue;
+      busy++;
+      oldest = Math.max(oldest, now - w.oldestSince);
+    }
+    const s = this.stats;
+    if (s.written === 0 && busy === 0) return undefined;
+    const out = { open: this.grantStreams.size, written: s.written, superseded: s.superseded, waitingOnAgent: busy, oldestWaitMs: oldest };
+    s.written = 0;
+    s.superseded = 0;
+    return out;
+  }
+
+  private sendGrants(e: GrantsEffect): void {
+    const msg = { epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants };
+    const watch = this.grantStreams.get(e.nodeId);
+    if (watch) {
+      this.writeGrants(watch, msg);
+      return;
+    }
+    this.peers
+      .agent(e.address)
+      .UpdateGrants(msg, { deadlineMs: 5000 })
+      .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, err: errorMessage(err) }, 'grant push failed; the next heartbeat heals it'));
+  }
+
+  private sendAssignments(e: AssignmentsEffect): void {
+    const msg = { epoch: e.epoch, seq: String(e.seq), full: e.full, assignments: e.assignments };
+    const watch = this.assignmentStreams.get(e.appId);
+    if (watch) {
+      if (watch.call.writableLength < ASSIGNMENT_STREAM_MAX_QUEUED) {
+        watch.call.write(msg);
+        return;
+      }
+      // Its next UpdateRequests answer brings the full table; calls until it watches again.
+      this.log.warn({ appId: e.appId, queued: watch.call.writableLength }, 'assignment stream not read; ended');
+      endStream(this.assignmentStreams, e.appId);
+    }
+    this.peers
+      .am(e.address)
+      .UpdateAssignments(msg, { deadlineMs: 5000 })
+      .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
+  }
+
+  /**
+   * At most GRANT_STREAM_IN_FLIGHT messages in flight per stream: beyond that a newer table
+   * replaces the one waiting (tables are full, so the newest says everything), so an agent that
+   * reads slowly or not at all (paused) costs the master a few tables, not a backlog.
+   */
+  private writeGrants(watch: GrantWatch, msg: GrantUpdate): void {
+    if (watch.inFlight >= GRANT_STREAM_IN_FLIGHT) {
+      if (watch.waiting) this.stats.superseded++;
+      watch.waiting = msg;
+      return;
+    }
+    if (watch.inFlight === 0) watch.oldestSince = Date.now();
+    watch.inFlight++;
+    this.stats.written++;
+    watch.call.write(msg, () => {
+      watch.inFlight--;
+      watch.oldestSince = watch.inFlight > 0 ? Date.now() : 0;
+      const next = watch.waiting;
+      watch.waiting = undefined;
+      if (next && this.grantStreams.get(watch.nodeId) === watch) this.writeGrants(watch, next);
+    });
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * Mapping between wire types (@fuxi/proto) and the master core's domain types, done once at the
+ * edge: requests in, answers out. Fields a client left out arrive as zero values here and are
+ * checked by the core (with the field named in the error).
+ */
+import type { Resource } from '@fuxi/common';
+import type {
+  ClusterStatus,
+  Grant__Output,
+  HeartbeatRequest__Output,
+  JobInfo,
+  JobState as WireJobState,
+  NodeInfo__Output,
+  NodeStatus,
+  ReportAppStateRequest__Output,
+  ScheduleUnitConfig__Output,
+  UpdateRequestsRequest__Output,
+  WorkerStatus__Output,
+} from '@fuxi/proto';
+import { jobSpecToProto } from '@fuxi/rpc';
+import type { RequestsInput } from '../core/apps.js';
+import type { AppReport } from '../core/recovery.js';
+import type { AmWorkerReport, ClusterStatusView, GrantEntry, HeartbeatInput, JobRecord, JobState, NodeInfo, NodeView, UnitConfig } from '../core/types.js';
+
+const STATE_TO_WIRE: Record<JobState, WireJobState> = {
+  submitted: 'JOB_STATE_SUBMITTED',
+  running: 'JOB_STATE_RUNNING',
+  succeeded: 'JOB_STATE_SUCCEEDED',
+  failed: 'JOB_STATE_FAILED',
+  killed: 'JOB_STATE_KILLED',
+};
+const WIRE_TO_STATE = new Map(Object.entries(STATE_TO_WIRE).map(([k, v]) => [v, k as JobState]));
+
+/** Job states named on the wire; unknown names are left out. */
+export function jobStatesFromWire(states: readonly string[]): JobState[] {
+  return states.map((s) => WIRE_TO_STATE.get(s as WireJobState)).filter((s): s is JobState => s !== undefined);
+}
+
+export function resourceFromWire(r: { cpuMilli?: number; memoryMb?: number } | null | undefined): Resource {
+  return { cpuMilli: r?.cpuMilli ?? 0, memoryMb: r?.memoryMb ?? 0 };
+}
+
+export function grantFromWire(g: Grant__Output): GrantEntry {
+  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: resourceFromWire(g.resource) };
+}
+
+export function nodeInfoFromWire(n: NodeInfo__Output | null | undefined): NodeInfo {
+  return {
+    nodeId: n?.nodeId ?? '',
+    address: n?.address ?? '',
+    rack: n?.rack || 'default',
+    capacity: resourceFromWire(n?.capacity),
+    labels: n?.labels ?? {},
+    bootId: n?.bootId ?? '',
+  };
+}
+
+function workerStateOf(s: WorkerStatus__Output['state']): AmWorkerReport['state'] {
+  return (String(s).replace('WORKER_STATE_', '').toLowerCase() || 'pending') as AmWorkerReport['state'];
+}
+
+export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput {
+  return {
+    nodeId: req.nodeId,
+    epoch: req.epoch,
+    grantSeq: Number(req.grantSeq),
+    used: resourceFromWire(req.used),
+    running: req.workers?.running ?? 0,
+    pending: req.workers?.pending ?? 0,
+    amWorkers: req.amWorkers.map((w) => ({ appId: w.appId, amAttempt: w.amAttempt, state: workerStateOf(w.state), exitCode: w.exitCode, signal: w.signal, message: w.message })),
+  };
+}
+
+function unitsFromWire(units: readonly ScheduleUnitConfig__Output[]): UnitConfig[] {
+  return units.map((u) => ({ suId: u.suId, resource: resourceFromWire(u.resource), priority: u.priority }));
+}
+
+export function updateRequestsFromWire(req: UpdateRequestsRequest__Output): RequestsInput {
+  return {
+    appId: req.appId,
+    attempt: req.amAttempt,
+    seq: Number(req.seq),
+    units: unitsFromWire(req.units),
+    deltas: req.deltas.map((d) => ({ suId: d.suId, location: d.location, delta: d.delta })),
+    assignmentSeq: Number(req.assignmentSeq),
+    progress: req.progress,
+  };
+}
+
+export function appReportFromWire(req: ReportAppStateRequest__Output): AppReport {
+  return {
+    appId: req.appId,
+    attempt: req.amAttempt,
+    address: req.address,
+    units: unitsFromWire(req.units),
+    requests: req.requests.map((r) => ({ suId: r.suId, location: r.location, count: r.count })),
+    assignments: req.assignments.map((a) => ({ suId: a.suId, nodeId: a.nodeId, slots: a.slots })),
+  };
+}
+
+export function jobInfo(j: JobRecord, withSpec = false): JobInfo {
+  return {
+    jobId: j.jobId,
+    name: j.spec.name,
+    state: STATE_TO_WIRE[j.state],
+    message: j.message,
+    quotaGroup: j.spec.quotaGroup,
+    priority: j.spec.priority,
+    submittedAtMs: String(j.submittedAtMs),
+    finishedAtMs: String(j.finishedAtMs),
+    amAttempt: j.amAttempt,
+    amNodeId: j.amNodeId,
+    amAddress: j.amAddress,
+    tasks: j.progress,
+    ...(withSpec ? { spec: jobSpecToProto(j.spec) } : {}),
+  };
+}
+
+export function nodeStatusToWire(n: NodeView): NodeStatus {
+  return {
+    node: n.info,
+    healthy: n.healthy,
+    allocated: n.allocated,
+    free: n.free,
+    runningWorkers: n.runningWorkers,
+    lastHeartbeatMs: String(n.lastHeartbeatMs),
+  };
+}
+
+export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch: string): ClusterStatus {
+  return {
+    leader,
+    epoch,
+    fsmState: st.fsmState,
+    openEvents: st.openEvents.map((e) => ({ ...e, sinceMs: String(e.sinceMs) })),
+    recovery: { ...st.recovery, startedAtMs: String(st.recovery.startedAtMs), finishedAtMs: String(st.recovery.finishedAtMs) },
+    nodesHealthy: st.nodesHealthy,
+    nodesTimingOut: st.nodesTimingOut,
+    nodesLost: st.nodesLost,
+    appsRunning: st.appsRunning,
+  };
+}
