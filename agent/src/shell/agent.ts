@@ -37,6 +37,7 @@ import {
   loadFuxiProto,
   type AgentServiceDefinition,
   type GetAgentStateResponse,
+  type Grant__Output,
   type HeartbeatRequest,
   type HeartbeatResponse__Output,
   type FetchOutputRequest__Output,
@@ -377,7 +378,8 @@ export class Agent {
     try {
       await retry(
         async () => {
-          const r = await this.master.call('RegisterAgent', { node: this.nodeInfo(), epochSeen: this.core.epochSeen }, { retry: true, deadlineMs: 5000 });
+          // Our grant table goes along: a master rebuilding its soft state takes it as our report.
+          const r = await this.master.call('RegisterAgent', { node: this.nodeInfo(), epochSeen: this.core.epochSeen, withState: true, grants: this.core.grantTable().map(toWireGrant) }, { retry: true, deadlineMs: 5000 });
           const epoch = r.epoch || '0';
           if (!this.acceptEpoch(epoch, 'RegisterAgent')) throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
           this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
@@ -388,6 +390,7 @@ export class Agent {
           this.grantWatch = undefined;
           this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, 'registered with the master');
           if (r.reportState) this.askReport(this.core.epochSeen);
+          if (r.stateAdopted) await this.applyAdopted(epoch, r.grantSeq, r.grants);
         },
         {
           initialMs: 200,
@@ -401,6 +404,19 @@ export class Agent {
       if (this.stopped) return;
       throw e;
     }
+  }
+
+  /**
+   * The master took the grant table sent with our registration as our state report: its answer's
+   * table is built from it, so it applies like a pushed one (and pending starts may go ahead).
+   */
+  private async applyAdopted(epoch: string, seq: string, grants: Grant__Output[]): Promise<void> {
+    this.reportEpoch = '';
+    const held = this.core.startsHeld;
+    const r = this.core.updateGrants({ epoch, seq: seq || '0', full: true, grants: grants.map(fromWireGrant) }, this.now());
+    this.log.info({ epoch, seq: r.appliedSeq, applied: r.applied, grants: grants.length }, 'state taken with the registration; full grant table applied');
+    await this.run(r.effects);
+    if (held) this.confirmGrants('the master took our grant table with the registration');
   }
 
   /**

@@ -18,8 +18,8 @@ import type { FaultBoard } from './fault-fsm.js';
 import { getJob, killJob, listJobs, submitJob, type SubmitResult } from './jobs.js';
 import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
-import { heartbeat, listNodes, registerAgent, tickNodes, type HeartbeatResult } from './nodes.js';
-import { finishRecovery, loadHardState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
+import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
+import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { runScheduler } from './scheduling.js';
 import type { AssignmentEntry, ClusterStatusView, Effect, GrantEntry, HeartbeatInput, JobRecord, JobState, NodeInfo, NodeView, SlotReturn, TaskProgress } from './types.js';
 
@@ -101,8 +101,17 @@ export class MasterCore {
     return this.st.nodes.has(nodeId);
   }
 
-  registerAgent(info: NodeInfo, epochSeen: string, now: number): { effects: Effect[]; heartbeatIntervalMs: number; reportState: boolean } {
-    return this.step(now, () => registerAgent(this.st, info, epochSeen));
+  /**
+   * An agent registers; `grants` (its whole table, when it sends it) is taken as its state report
+   * if this master wants one, and `adopted` is then the master's table for the answer.
+   */
+  registerAgent(
+    info: NodeInfo,
+    epochSeen: string,
+    now: number,
+    grants?: GrantEntry[],
+  ): { effects: Effect[]; heartbeatIntervalMs: number; reportState: boolean; adopted?: { seq: number; grants: GrantEntry[] } } {
+    return this.step(now, () => registerWithState(this.st, info, epochSeen, grants));
   }
 
   /** An agent's full soft state (FAgentFullCapFromFM), asked for after a failover (recovery.ts). */

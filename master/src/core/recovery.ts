@@ -16,10 +16,10 @@ import { runPendingAmRestarts } from './am-restart.js';
 import { endJob, newApp } from './jobs.js';
 import { checkRequest, declareUnit, setAsgn } from './ledger.js';
 import { AM_PRIORITY, endFailoverIfSettled, isRegistered, isUnreported, placeholderNode, type AppState, type MasterState, type NodeState } from './master-state.js';
-import { setNodeStatus, releaseNode } from './nodes.js';
+import { registerAgent, releaseNode, setNodeStatus } from './nodes.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
-import { pushAssignments, pushGrants } from './sync.js';
+import { nextGrantTable, pushAssignments, pushGrants } from './sync.js';
 import { consult } from './table3.js';
 import { TERMINAL_STATES, type GrantEntry, type JobRecord, type NodeInfo, type UnitConfig } from './types.js';
 
@@ -84,42 +84,67 @@ function loadWithoutFailover(st: MasterState, jobs: JobRecord[]): void {
 /**
  * An agent's full soft state (FAgentFullCapFromFM), asked for after a failover. Its grants are
  * believed (agent > AM) when they belong to an unfinished app this master knows and fit the
- * node; anything else is rejected, logged, and revoked by the full table pushed back.
+ * node; anything else is rejected, logged, and revoked by the full table pushed back. With
+ * `answer` (the state came with the agent's registration) that table is returned for the answer
+ * instead of pushed.
  */
-export function reportAgentState(st: MasterState, req: { nodeId: string; epoch: string; grants: GrantEntry[] }): void {
+export function reportAgentState(st: MasterState, req: { nodeId: string; epoch: string; grants: GrantEntry[] }, answer = false): { seq: number; grants: GrantEntry[] } | undefined {
   const node = st.nodes.get(req.nodeId);
   if (!node || !isRegistered(node)) throw new FailedPreconditionError(`agent "${req.nodeId}" must register before reporting its state`);
   if (req.epoch !== st.epoch) throw new StaleEpochError('epoch', req.epoch, st.epoch);
   node.lastHeartbeatMs = st.now;
-  if (node.reported) {
-    pushGrants(st, [node.info.nodeId]);
-    return;
-  }
-  const nodeId = node.info.nodeId;
-  const reconnected = node.status === 'missing' || node.status === 'lost';
-  // It reconnected: its timing failure is over, and what it holds is believed from now on.
-  node.reported = true;
-  setNodeStatus(st, node, 'healthy', 'reported its state');
-  const touched = new Set<AppState>();
-  if (consult(st, 'FAFullCap', { nodeId }, 'grants adopted; AM claims on the node replaced', { reconnected })) adoptGrants(st, node, req.grants, touched);
-  st.log.info({ nodeId, grants: req.grants.length, allocated: node.allocated }, 'agent state adopted');
-  pushGrants(st, [nodeId]);
-  for (const app of touched) pushAssignments(st, app, [{ nodeId }]);
+  const first = !node.reported;
+  if (first) adoptAgentState(st, node, req.grants);
+  const table = answer ? nextGrantTable(node) : undefined;
+  if (!answer) pushGrants(st, [node.info.nodeId]);
+  if (!first) return table;
   maybeFinishRecovery(st);
   endFailoverIfSettled(st);
   runPendingAmRestarts(st);
   if (!st.recovering) runScheduler(st);
+  return table;
+}
+
+/**
+ * A registration that carries the agent's grant table: when this master wants the agent's state
+ * (it is rebuilding its soft state and has not heard this node), the table is taken as the
+ * agent's report at once and the answer carries the master's table back (one round trip instead
+ * of three: register, ReportAgentState, the grant push). Otherwise the table is ignored.
+ */
+export function registerWithState(
+  st: MasterState,
+  info: NodeInfo,
+  epochSeen: string,
+  grants: GrantEntry[] | undefined,
+): { heartbeatIntervalMs: number; reportState: boolean; adopted?: { seq: number; grants: GrantEntry[] } } {
+  const r = registerAgent(st, info, epochSeen);
+  if (!r.reportState || grants === undefined) return r;
+  const adopted = reportAgentState(st, { nodeId: info.nodeId, epoch: st.epoch, grants }, true);
+  return adopted ? { ...r, reportState: false, adopted } : r;
+}
+
+/** The agent's first report to this master: it is healthy, and what it holds is believed. */
+function adoptAgentState(st: MasterState, node: NodeState, grants: GrantEntry[]): void {
+  const nodeId = node.info.nodeId;
+  const reconnected = node.status === 'missing' || node.status === 'lost';
+  node.reported = true;
+  setNodeStatus(st, node, 'healthy', 'reported its state');
+  const touched = new Set<AppState>();
+  if (consult(st, 'FAFullCap', { nodeId }, 'grants adopted; AM claims on the node replaced', { reconnected })) adoptGrants(st, node, grants, touched);
+  st.log.info({ nodeId, grants: grants.length, allocated: node.allocated }, 'agent state adopted');
+  for (const app of touched) pushAssignments(st, app, [{ nodeId }]);
 }
 
 /** What AMs claimed on the node is replaced by what the agent holds (degree of confidence). */
 function adoptGrants(st: MasterState, node: NodeState, grants: GrantEntry[], touched: Set<AppState>): void {
   const nodeId = node.info.nodeId;
-  for (const app of st.apps.values()) {
-    for (const su of app.sus.values()) {
-      if (!su.asgn.has(nodeId)) continue;
-      setAsgn(st, app, su, nodeId, 0);
-      touched.add(app);
-    }
+  // The node's grant table holds every claim on it (setAsgn keeps the two in step).
+  for (const claim of [...node.grants.values()]) {
+    const app = st.apps.get(claim.appId);
+    const su = app?.sus.get(claim.suId);
+    if (!app || !su) continue;
+    setAsgn(st, app, su, nodeId, 0);
+    touched.add(app);
   }
   const sorted = [...grants].sort((a, b) => (a.appId === b.appId ? (a.suId < b.suId ? -1 : 1) : a.appId < b.appId ? -1 : 1));
   for (const g of sorted) {

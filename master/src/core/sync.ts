@@ -4,8 +4,8 @@
  * numbers that receivers accept by the rule of `acceptTable` (@fuxi/common).
  */
 import { AM_SU } from '@fuxi/common';
-import { isLive, type AppState, type MasterState } from './master-state.js';
-import type { AssignmentEntry } from './types.js';
+import { isLive, type AppState, type MasterState, type NodeState } from './master-state.js';
+import type { AssignmentEntry, GrantEntry } from './types.js';
 
 /** Assignment pushes list every entry up to this many, only the changed ones above (see pushAssignments). */
 const FULL_TABLE_MAX = 64;
@@ -19,9 +19,15 @@ export function pushGrants(st: MasterState, nodeIds: Iterable<string>): void {
   for (const nodeId of nodeIds) {
     const node = st.nodes.get(nodeId);
     if (!node || !isLive(node)) continue;
-    node.grantSeq += 1;
-    st.out.push({ kind: 'grants', nodeId, address: node.info.address, epoch: st.epoch, seq: node.grantSeq, full: true, grants: [...node.grants.values()] });
+    const t = nextGrantTable(node);
+    st.out.push({ kind: 'grants', nodeId, address: node.info.address, epoch: st.epoch, seq: t.seq, full: true, grants: t.grants });
   }
+}
+
+/** The node's full grant table under its next seq: pushed, or handed back in an answer instead. */
+export function nextGrantTable(node: NodeState): { seq: number; grants: GrantEntry[] } {
+  node.grantSeq += 1;
+  return { seq: node.grantSeq, grants: [...node.grants.values()] };
 }
 
 /**

@@ -42,12 +42,19 @@ export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefi
       const info = nodeInfoFromWire(req.node);
       if (!info.nodeId) throw new InvalidArgumentError('node.nodeId', 'is required');
       if (!info.address) throw new InvalidArgumentError('node.address', 'is required');
-      const { effects, heartbeatIntervalMs, reportState } = m.core.registerAgent(info, req.epochSeen, now());
+      const r = m.core.registerAgent(info, req.epochSeen, now(), req.withState ? req.grants.map(grantFromWire) : undefined);
       // A registration starts a new session: the agent watches again (a restarted one from its
       // new process), and pushes go by call until it does.
       m.pushes.endGrants(info.nodeId);
-      await m.run(effects);
-      return { epoch: m.core.epoch, heartbeatIntervalMs, reportState };
+      await m.run(r.effects);
+      return {
+        epoch: m.core.epoch,
+        heartbeatIntervalMs: r.heartbeatIntervalMs,
+        reportState: r.reportState,
+        stateAdopted: r.adopted !== undefined,
+        grantSeq: String(r.adopted?.seq ?? 0),
+        grants: r.adopted?.grants ?? [],
+      };
     },
     Heartbeat: async (req) => {
       const r = m.core.heartbeat(heartbeatFromWire(req), now());

@@ -96,6 +96,33 @@ describe('master failover (soft-state inference)', () => {
     t.core.checkInvariants();
   });
 
+  it('takes the grant table sent with a registration as the agent\'s report, and answers with its own table instead of pushing it', () => {
+    const old = oldCluster();
+    const t = takeOver(old);
+    const reg = t.core.registerAgent(mockNodeInfo({ nodeId: 'n1' }), NEW_EPOCH, 100_010, t.held.get('n1'));
+    expect(reg.reportState, 'no separate report is asked for').to.equal(false);
+    expect(reg.adopted, 'the answer carries the table').to.not.equal(undefined);
+    expect(grantMap(reg.adopted!.grants)).to.deep.equal(grantMap(t.held.get('n1')!));
+    expect(ofKind(reg.effects, 'grants').filter((g) => g.nodeId === 'n1'), 'not pushed as well').to.be.empty;
+    // The agent's heartbeat with the answer's seq needs no table; the rest of the failover is as before.
+    expect(t.core.heartbeat({ nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: reg.adopted!.seq, used: { cpuMilli: 0, memoryMb: 0 }, running: 0, pending: 0, amWorkers: [] }, 100_011).full).to.equal(undefined);
+    agentReports(t, 'n2', 100_020);
+    const rec = recovered(amReports(t, 100_030));
+    expect(rec[0]).to.deep.include({ agentsMissing: 0, appsMissing: 0, agentsReported: 2 });
+    for (const n of old.core.listNodes()) expect(t.core.listNodes().find((x) => x.info.nodeId === n.info.nodeId)?.allocated).to.deep.equal(n.allocated);
+    t.core.checkInvariants();
+  });
+
+  it('ignores a grant table sent with a registration when it wants no report (a master not rebuilding its state)', () => {
+    const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
+    const bogus: GrantEntry[] = [{ appId: 'nope', suId: 'map', slots: 3, resource: SLOT }];
+    const reg = h.core.registerAgent(mockNodeInfo({ nodeId: 'n9' }), EPOCH, h.now, bogus);
+    expect(reg.adopted).to.equal(undefined);
+    expect(reg.reportState).to.equal(false);
+    expect(h.core.listNodes().find((n) => n.info.nodeId === 'n9')?.allocated).to.deep.equal({ cpuMilli: 0, memoryMb: 0 });
+    h.core.checkInvariants();
+  });
+
   it('accepts submissions during aggregation and schedules them only after recovery', () => {
     const old = oldCluster();
     const t = takeOver(old);
