@@ -350,17 +350,24 @@ export class AppMaster {
         requests: this.core.outstandingRequests(),
         assignments: this.core.assignmentTable(),
       };
+      let res;
       try {
-        await this.persist('ReportAppState', async () => {
-          const res = await this.conn.call('ReportAppState', req, this.retrying);
-          this.checkAnswer(res.epoch, 'ReportAppState');
-          return res;
+        res = await this.persist('ReportAppState', async () => {
+          const r = await this.conn.call('ReportAppState', req, this.retrying);
+          this.checkAnswer(r.epoch, 'ReportAppState');
+          return r;
         });
       } catch (e) {
         this.reportWanted = true;
         throw e;
       }
       this.reportedUpTo = upTo;
+      this.watchAssignments();
+      if (res.fullAssignments && !this.reportWanted) {
+        // Built from this report: applies like a pushed full table.
+        const epoch = res.epoch && res.epoch !== '0' ? res.epoch : this.epoch;
+        this.execute(this.core.assignments({ epoch, seq: int64ToNumber(res.assignmentSeq), full: true, assignments: res.assignments.map(assignmentFromProto) }, Date.now()));
+      }
       this.log.info({ epoch: this.epoch, master: this.conn.address, units: req.units.length, requests: req.requests.length, assignments: req.assignments.length }, 'state reported to the master');
     }
   }

@@ -95,8 +95,14 @@ export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefi
       return {};
     },
     ReportAppState: async (req) => {
-      await m.run(m.core.reportAppState(appReportFromWire(req), now()));
-      return { epoch: m.core.epoch };
+      const effects = m.core.reportAppState(appReportFromWire(req), now());
+      // The app's full table, built from the report, goes back in the answer instead of a push
+      // (when it is the app's last table of this step: nothing newer may overtake it).
+      const i = effects.findLastIndex((e) => e.kind === 'assignments' && e.appId === req.appId);
+      const last = effects[i];
+      const table = last?.kind === 'assignments' && last.full ? (effects.splice(i, 1), last) : undefined;
+      await m.run(effects);
+      return { epoch: m.core.epoch, fullAssignments: table !== undefined, assignmentSeq: String(table?.seq ?? 0), assignments: table?.assignments ?? [] };
     },
     FinishApp: async (req) => {
       await m.run(m.core.finishApp({ appId: req.appId, attempt: req.amAttempt, succeeded: req.succeeded, message: req.message, progress: req.progress }, now()));
