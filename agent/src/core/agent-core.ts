@@ -41,106 +41,52 @@ import {
   type Resource,
   type WorkerState,
 } from '@fuxi/common';
+import { CoreState, copyGrant, copyWorker, grantKey, meta, touch, wkey, workerEntry, type WorkerRecord } from './core-state.js';
 import {
-  DEFAULT_FINISHED_RETENTION_MS,
-  DEFAULT_MAX_FINISHED,
-  DEFAULT_PENDING_TIMEOUT_MS,
-  DEFAULT_RESEND_FINISHED_WITHIN_MS,
   ENDED_WHILE_DOWN,
   type AgentCoreConfig,
   type AgentSnapshot,
   type AgentState,
-  type CheckpointMeta,
   type Effect,
   type GrantEntry,
-  type GrantRef,
   type Liveness,
   type SpawnSpec,
   type StartWorkersInput,
   type StateDelta,
   type StopWorkersInput,
   type UpdateGrantsInput,
-  type WorkerEntry,
   type WorkerInfo,
-  type WorkerRef,
   type WorkerSummary,
 } from './types.js';
 
 export * from './types.js';
 
-/** Worker ids are unique within an app (e.g. `map.3.1`, `am.1`); the agent keys them by both. */
-const wkey = (appId: string, workerId: string) => `${appId}\u0000${workerId}`;
-
-interface WorkerRecord extends WorkerInfo {
-  /** Acceptance order; ties in time are broken by it. */
-  order: number;
-  /** Order in which it was started (newest is killed first when a grant shrinks). */
-  startOrder: number;
-}
-
-interface AppRecord {
-  /** Highest AM attempt seen for the app. */
-  amAttempt: number;
-  /** Address of the newest AM attempt (events go here). */
-  amAddress: string;
-}
-
-const grantKey = (appId: string, suId: string): string => `${appId}\u0000${suId}`;
-
 export class AgentCore {
   readonly nodeId: string;
   readonly capacity: Resource;
-  private readonly pendingTimeoutMs: number;
-  private readonly retentionMs: number;
-  private readonly maxFinished: number;
-  private readonly resendWithinMs: number;
+  private readonly st: CoreState;
 
-  private epoch: Int64 = '0';
-  /** Epoch of the master whose numbering `grantSeq` is in (the master that sent the table). */
-  private grantEpoch: Int64 = '0';
-  private grantSeq: Int64 = '0';
-  private readonly grants = new Map<string, GrantEntry>();
-  /** Insertion order = acceptance order. */
-  private readonly workers = new Map<string, WorkerRecord>();
-  private readonly apps = new Map<string, AppRecord>();
-  private nextOrder = 1;
-  /** After a restore: no pending plan starts until the grant table is confirmed (grantsConfirmed). */
-  private held = false;
-
-  // What changed since the last takeDelta() (the checkpoint's delta). The meta record is written once
-  // at the start so that the checkpoint names its node.
-  private dirtyMeta = true;
-  private readonly dirtyGrants = new Map<string, GrantRef>();
-  private readonly dirtyApps = new Set<string>();
-  private readonly dirtyWorkers = new Map<string, WorkerRef>();
-
-  constructor(
-    cfg: AgentCoreConfig,
-    private readonly log: Logger = nullLogger,
-  ) {
-    this.nodeId = cfg.nodeId;
-    this.capacity = cfg.capacity;
-    this.pendingTimeoutMs = cfg.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
-    this.retentionMs = cfg.finishedRetentionMs ?? DEFAULT_FINISHED_RETENTION_MS;
-    this.maxFinished = cfg.maxFinished ?? DEFAULT_MAX_FINISHED;
-    this.resendWithinMs = cfg.resendFinishedWithinMs ?? DEFAULT_RESEND_FINISHED_WITHIN_MS;
+  constructor(cfg: AgentCoreConfig, log: Logger = nullLogger) {
+    this.st = new CoreState(cfg, log);
+    this.nodeId = this.st.nodeId;
+    this.capacity = this.st.capacity;
   }
 
   // ------------------------------------------------------------------ master epoch
 
   /** Highest master epoch seen. */
   get epochSeen(): Int64 {
-    return this.epoch;
+    return this.st.epoch;
   }
 
   /** Last grant sequence applied, in the numbering of the master that sent it (`appliedGrantEpoch`). */
   get appliedGrantSeq(): Int64 {
-    return this.grantSeq;
+    return this.st.grantSeq;
   }
 
   /** Epoch of the master whose grant message was applied last ('0' = none yet). */
   get appliedGrantEpoch(): Int64 {
-    return this.grantEpoch;
+    return this.st.grantEpoch;
   }
 
   /**
@@ -149,7 +95,7 @@ export class AgentCore {
    * grant messages from 1, so (epoch, seq) stays unambiguous).
    */
   get currentGrantSeq(): Int64 {
-    return cmpInt64(this.grantEpoch, this.epoch) === 0 ? this.grantSeq : '0';
+    return cmpInt64(this.st.grantEpoch, this.st.epoch) === 0 ? this.st.grantSeq : '0';
   }
 
   /**
@@ -162,12 +108,12 @@ export class AgentCore {
   }
 
   private checkEpoch(epoch: Int64): void {
-    const c = cmpInt64(epoch, this.epoch);
-    if (c < 0) throw new StaleEpochError('epoch', epoch, this.epoch);
+    const c = cmpInt64(epoch, this.st.epoch);
+    if (c < 0) throw new StaleEpochError('epoch', epoch, this.st.epoch);
     if (c > 0) {
-      this.log.info({ from: this.epoch, to: epoch }, 'new master epoch');
-      this.epoch = String(BigInt(epoch));
-      this.dirtyMeta = true;
+      this.st.log.info({ from: this.st.epoch, to: epoch }, 'new master epoch');
+      this.st.epoch = String(BigInt(epoch));
+      this.st.dirtyMeta = true;
     }
   }
 
@@ -190,48 +136,48 @@ export class AgentCore {
       if (!Number.isInteger(g.slots) || g.slots < 0) throw new InvalidArgumentError(`grants[${i}].slots`, `must be a non-negative integer, got ${g.slots}`);
     });
     const seq = BigInt(req.seq || '0');
-    const verdict = acceptTable({ epoch: this.grantEpoch, seq: BigInt(this.grantSeq) }, { epoch: req.epoch, seq, full: req.full });
-    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', req.epoch, this.grantEpoch);
+    const verdict = acceptTable({ epoch: this.st.grantEpoch, seq: BigInt(this.st.grantSeq) }, { epoch: req.epoch, seq, full: req.full });
+    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', req.epoch, this.st.grantEpoch);
     if (verdict.kind !== 'apply') {
       const why = verdict.kind === 'out-of-order' ? 'grant delta out of order; ignored (the next heartbeat brings the full table)' : 'older full grant table ignored';
-      this.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: this.grantEpoch, applied: this.grantSeq }, why);
+      this.st.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: this.st.grantEpoch, applied: this.st.grantSeq }, why);
       return { appliedSeq: verdict.base.toString(), applied: false, effects: [] };
     }
     const newerMaster = verdict.newerMaster;
-    if (newerMaster && this.grantEpoch !== '0') {
-      this.log.info({ from: this.grantEpoch, to: req.epoch, seq: req.seq, full: req.full, oldSeq: this.grantSeq }, 'grant table now follows a new master');
+    if (newerMaster && this.st.grantEpoch !== '0') {
+      this.st.log.info({ from: this.st.grantEpoch, to: req.epoch, seq: req.seq, full: req.full, oldSeq: this.st.grantSeq }, 'grant table now follows a new master');
     }
     const touched = new Set<string>();
     if (req.full) {
-      for (const [k, g] of this.grants) {
+      for (const [k, g] of this.st.grants) {
         touched.add(k);
-        this.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
+        this.st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
       }
-      this.grants.clear();
+      this.st.grants.clear();
     }
     for (const g of req.grants) {
       const k = grantKey(g.appId, g.suId);
       touched.add(k);
-      this.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
-      if (g.slots === 0) this.grants.delete(k);
-      else this.grants.set(k, copyGrant(g));
+      this.st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
+      if (g.slots === 0) this.st.grants.delete(k);
+      else this.st.grants.set(k, copyGrant(g));
     }
-    this.grantSeq = seq.toString();
-    this.grantEpoch = String(BigInt(req.epoch || '0'));
-    this.dirtyMeta = true;
+    this.st.grantSeq = seq.toString();
+    this.st.grantEpoch = String(BigInt(req.epoch || '0'));
+    this.st.dirtyMeta = true;
     // A table applied from the master is the master's word: pending plans may start on it.
-    this.held = false;
+    this.st.held = false;
     const effects: Effect[] = [];
     for (const g of req.grants) if ((g.amAttempt ?? 0) > 0) effects.push(...this.raiseAmAttempt(g.appId, g.amAttempt ?? 0, now, 'grant'));
     for (const k of touched) effects.push(...this.enforceGrant(k));
     effects.push(...this.startPending(now));
-    return { appliedSeq: this.grantSeq, applied: true, effects };
+    return { appliedSeq: this.st.grantSeq, applied: true, effects };
   }
 
   /** Kills the newest workers of (app, su) that exceed its grant. */
   private enforceGrant(key: string): Effect[] {
-    const slots = this.grants.get(key)?.slots ?? 0;
-    const active = [...this.workers.values()].filter((w) => isWorkerActive(w.state) && grantKey(w.appId, w.suId) === key);
+    const slots = this.st.grants.get(key)?.slots ?? 0;
+    const active = [...this.st.workers.values()].filter((w) => isWorkerActive(w.state) && grantKey(w.appId, w.suId) === key);
     const keeping = active.filter((w) => !w.stopReason);
     let excess = keeping.length - slots;
     if (excess <= 0) return [];
@@ -265,16 +211,16 @@ export class AgentCore {
     if (fromMaster) this.checkEpoch(req.epoch);
     this.checkAmAttempt(req.appId, req.amAttempt);
     const effects: Effect[] = this.raiseAmAttempt(req.appId, req.amAttempt, now, 'plan');
-    const app = this.apps.get(req.appId)!;
+    const app = this.st.apps.get(req.appId)!;
     if (req.amAddress && req.amAttempt >= app.amAttempt && app.amAddress !== req.amAddress) {
       app.amAddress = req.amAddress;
-      this.dirtyApps.add(req.appId);
+      this.st.dirtyApps.add(req.appId);
     }
 
     const ids: string[] = [];
     for (const p of req.plans) {
       ids.push(p.workerId);
-      if (this.workers.has(wkey(req.appId, p.workerId))) continue; // idempotent retry
+      if (this.st.workers.has(wkey(req.appId, p.workerId))) continue; // idempotent retry
       const w: WorkerRecord = {
         workerId: p.workerId,
         appId: req.appId,
@@ -284,7 +230,7 @@ export class AgentCore {
         attempt: p.attempt,
         amAttempt: req.amAttempt,
         amAddress: req.amAddress,
-        nodeId: this.nodeId,
+        nodeId: this.st.nodeId,
         command: { argv: [...p.command.argv], env: { ...p.command.env }, cwd: p.command.cwd },
         resource: { ...p.resource },
         state: 'PENDING',
@@ -298,11 +244,11 @@ export class AgentCore {
         startedAtMs: 0,
         finishedAtMs: 0,
         stopReason: '',
-        order: this.nextOrder++,
+        order: this.st.nextOrder++,
         startOrder: 0,
       };
-      this.workers.set(wkey(w.appId, w.workerId), w);
-      this.touch(w);
+      this.st.workers.set(wkey(w.appId, w.workerId), w);
+      touch(this.st, w);
       if (w.command.argv.length === 0 || !w.command.argv[0]) {
         effects.push(...this.finish(w, 'REJECTED', now, 'plan has an empty command (argv)'));
         continue;
@@ -314,7 +260,7 @@ export class AgentCore {
   }
 
   private checkAmAttempt(appId: string, amAttempt: number): void {
-    const newest = this.apps.get(appId)?.amAttempt ?? 0;
+    const newest = this.st.apps.get(appId)?.amAttempt ?? 0;
     if (amAttempt < newest) throw new StaleEpochError('am attempt', amAttempt, newest);
   }
 
@@ -324,19 +270,19 @@ export class AgentCore {
    * (the new attempt adopts them).
    */
   private raiseAmAttempt(appId: string, attempt: number, now: number, source: 'plan' | 'grant'): Effect[] {
-    let app = this.apps.get(appId);
+    let app = this.st.apps.get(appId);
     if (!app) {
       app = { amAttempt: 0, amAddress: '' };
-      this.apps.set(appId, app);
-      this.dirtyApps.add(appId);
+      this.st.apps.set(appId, app);
+      this.st.dirtyApps.add(appId);
     }
     if (attempt <= app.amAttempt) return [];
     const from = app.amAttempt;
     app.amAttempt = attempt;
-    this.dirtyApps.add(appId);
+    this.st.dirtyApps.add(appId);
     const effects: Effect[] = [];
     if (from > 0) effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
-    for (const w of this.workers.values()) {
+    for (const w of this.st.workers.values()) {
       if (w.appId === appId && w.state === 'PENDING' && w.amAttempt < attempt) {
         effects.push(...this.finish(w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));
       }
@@ -355,8 +301,8 @@ export class AgentCore {
     else this.checkAmAttempt(req.appId, req.amAttempt);
     const reason = req.reason || (fromMaster ? 'stopped by the master' : 'stopped by the application master');
     let targets: WorkerRecord[];
-    if (req.workerIds.length === 0) targets = [...this.workers.values()].filter((w) => w.appId === req.appId);
-    else targets = req.workerIds.map((id) => this.workers.get(wkey(req.appId, id))).filter((w): w is WorkerRecord => w !== undefined);
+    if (req.workerIds.length === 0) targets = [...this.st.workers.values()].filter((w) => w.appId === req.appId);
+    else targets = req.workerIds.map((id) => this.st.workers.get(wkey(req.appId, id))).filter((w): w is WorkerRecord => w !== undefined);
     if (!fromMaster) targets = targets.filter((w) => w.suId !== AM_SU);
     const effects: Effect[] = [];
     for (const w of targets) {
@@ -364,14 +310,14 @@ export class AgentCore {
       else if (isWorkerActive(w.state)) effects.push(...this.requestStop(w, reason));
     }
     effects.push(...this.startPending(now));
-    return { workers: targets.map(copy), effects };
+    return { workers: targets.map(copyWorker), effects };
   }
 
   private requestStop(w: WorkerRecord, reason: string): Effect[] {
     if (w.stopReason) return [];
     w.stopReason = reason;
     w.message = reason;
-    this.touch(w);
+    touch(this.st, w);
     // A STARTING worker is killed as soon as its pid is known (workerSpawned).
     if (w.state === 'RUNNING' && w.pid > 0) return [{ kind: 'kill', workerId: w.workerId, pid: w.pid, reason }];
     return [];
@@ -380,17 +326,17 @@ export class AgentCore {
   /** Starts every pending plan (oldest first) whose grant has room. */
   private startPending(now: number): Effect[] {
     const effects: Effect[] = [];
-    if (this.held) return effects;
+    if (this.st.held) return effects;
     let counts: Map<string, number> | undefined;
     let used: Resource = ZERO;
-    for (const w of this.workers.values()) {
+    for (const w of this.st.workers.values()) {
       if (w.state !== 'PENDING') continue;
       const key = grantKey(w.appId, w.suId);
-      const grant = this.grants.get(key);
+      const grant = this.st.grants.get(key);
       if (!grant) continue;
       if (!counts) {
         counts = new Map();
-        for (const a of this.workers.values()) {
+        for (const a of this.st.workers.values()) {
           if (!isWorkerActive(a.state)) continue;
           const k = grantKey(a.appId, a.suId);
           counts.set(k, (counts.get(k) ?? 0) + 1);
@@ -403,22 +349,22 @@ export class AgentCore {
         continue;
       }
       const after = add(used, grant.resource);
-      if (!fits(after, this.capacity)) {
+      if (!fits(after, this.st.capacity)) {
         // Grants should make this impossible: the master over-committed this node.
         effects.push({
           kind: 'log',
           level: 'error',
           msg: 'REFUSING to start worker: node capacity would be exceeded (master over-committed this node?)',
-          fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, used: format(used), slot: format(grant.resource), capacity: format(this.capacity) },
+          fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, used: format(used), slot: format(grant.resource), capacity: format(this.st.capacity) },
         });
         continue;
       }
       w.state = 'STARTING';
       w.resource = { ...grant.resource };
-      this.touch(w);
+      touch(this.st, w);
       counts.set(key, (counts.get(key) ?? 0) + 1);
       used = after;
-      w.startOrder = this.nextOrder++;
+      w.startOrder = this.st.nextOrder++;
       effects.push({ kind: 'spawn', worker: this.spawnSpec(w) });
     }
     return effects;
@@ -434,7 +380,7 @@ export class AgentCore {
       FUXI_INSTANCE: String(w.instance),
       FUXI_ATTEMPT: String(w.attempt),
       FUXI_WORKER_ID: w.workerId,
-      FUXI_NODE_ID: this.nodeId,
+      FUXI_NODE_ID: this.st.nodeId,
       FUXI_AM_ATTEMPT: String(w.amAttempt),
     });
     return {
@@ -454,7 +400,7 @@ export class AgentCore {
 
   /** The driver started the worker's process (`bootId`: the host's, identifies the process with pid + start time). */
   workerSpawned(appId: string, workerId: string, pid: number, startTime: string, now: number, bootId = ''): Effect[] {
-    const w = this.workers.get(wkey(appId, workerId));
+    const w = this.st.workers.get(wkey(appId, workerId));
     if (!w) return [{ kind: 'log', level: 'warn', msg: 'spawned an unknown worker', fields: { workerId, pid } }];
     if (w.state !== 'STARTING') {
       // Already exited (the exit raced the spawn report): just record the pid.
@@ -462,7 +408,7 @@ export class AgentCore {
         w.pid = pid;
         w.startTime = startTime;
         w.bootId = bootId;
-        this.touch(w);
+        touch(this.st, w);
       }
       return [];
     }
@@ -471,7 +417,7 @@ export class AgentCore {
     w.startTime = startTime;
     w.bootId = bootId;
     w.startedAtMs = now;
-    this.touch(w);
+    touch(this.st, w);
     const effects: Effect[] = [
       { kind: 'log', level: 'info', msg: 'worker started', fields: { workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt, pid } },
     ];
@@ -482,7 +428,7 @@ export class AgentCore {
 
   /** The driver could not start the worker's process. */
   spawnFailed(appId: string, workerId: string, message: string, now: number): Effect[] {
-    const w = this.workers.get(wkey(appId, workerId));
+    const w = this.st.workers.get(wkey(appId, workerId));
     if (!w || w.state !== 'STARTING') return [];
     const effects = this.finish(w, w.stopReason ? 'KILLED' : 'REJECTED', now, `could not start the worker: ${message}`);
     effects.push(...this.startPending(now));
@@ -495,7 +441,7 @@ export class AgentCore {
    * then says so).
    */
   workerExited(appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number, detail = ''): Effect[] {
-    const w = this.workers.get(wkey(appId, workerId));
+    const w = this.st.workers.get(wkey(appId, workerId));
     if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
     if (isWorkerTerminal(w.state) || w.state === 'PENDING') return [];
     w.exitCode = exitCode;
@@ -520,9 +466,9 @@ export class AgentCore {
   /** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
   tick(now: number): Effect[] {
     const effects: Effect[] = [];
-    for (const w of this.workers.values()) {
-      if (w.state === 'PENDING' && now - w.acceptedAtMs >= this.pendingTimeoutMs) {
-        const has = this.grants.get(grantKey(w.appId, w.suId));
+    for (const w of this.st.workers.values()) {
+      if (w.state === 'PENDING' && now - w.acceptedAtMs >= this.st.pendingTimeoutMs) {
+        const has = this.st.grants.get(grantKey(w.appId, w.suId));
         const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
         effects.push(...this.finish(w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
       }
@@ -533,14 +479,14 @@ export class AgentCore {
   }
 
   private collect(now: number): void {
-    const finished = [...this.workers.values()].filter((w) => isWorkerTerminal(w.state));
-    let over = finished.length - this.maxFinished;
+    const finished = [...this.st.workers.values()].filter((w) => isWorkerTerminal(w.state));
+    let over = finished.length - this.st.maxFinished;
     finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
     let removed = false;
     for (const w of finished) {
-      if (over > 0 || now - w.finishedAtMs > this.retentionMs) {
-        this.workers.delete(wkey(w.appId, w.workerId));
-        this.touch(w);
+      if (over > 0 || now - w.finishedAtMs > this.st.retentionMs) {
+        this.st.workers.delete(wkey(w.appId, w.workerId));
+        touch(this.st, w);
         removed = true;
         over--;
       }
@@ -548,12 +494,12 @@ export class AgentCore {
     if (!removed) return;
     // Apps with neither workers nor grants left are forgotten (a later grant names the AM attempt again).
     const inUse = new Set<string>();
-    for (const w of this.workers.values()) inUse.add(w.appId);
-    for (const g of this.grants.values()) inUse.add(g.appId);
-    for (const appId of this.apps.keys()) {
+    for (const w of this.st.workers.values()) inUse.add(w.appId);
+    for (const g of this.st.grants.values()) inUse.add(g.appId);
+    for (const appId of this.st.apps.keys()) {
       if (!inUse.has(appId)) {
-        this.apps.delete(appId);
-        this.dirtyApps.add(appId);
+        this.st.apps.delete(appId);
+        this.st.dirtyApps.add(appId);
       }
     }
   }
@@ -562,7 +508,7 @@ export class AgentCore {
     w.state = state;
     w.finishedAtMs = now;
     w.message = message;
-    this.touch(w);
+    touch(this.st, w);
     const level = state === 'SUCCEEDED' ? 'info' : state === 'KILLED' ? 'info' : 'warn';
     const effects: Effect[] = [
       { kind: 'log', level, msg: `worker ${state.toLowerCase()}`, fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, exitCode: w.exitCode, signal: w.signal, message } },
@@ -573,8 +519,8 @@ export class AgentCore {
 
   private event(w: WorkerRecord): Effect[] {
     if (w.suId === AM_SU) return []; // the master learns about AM processes from heartbeats
-    const amAddress = this.apps.get(w.appId)?.amAddress || w.amAddress;
-    return [{ kind: 'event', appId: w.appId, amAddress, status: copy(w) }];
+    const amAddress = this.st.apps.get(w.appId)?.amAddress || w.amAddress;
+    return [{ kind: 'event', appId: w.appId, amAddress, status: copyWorker(w) }];
   }
 
   // ------------------------------------------------------------------ queries
@@ -582,13 +528,13 @@ export class AgentCore {
   /** Sum of the resources of spawning and running workers. */
   used(): Resource {
     let u: Resource = ZERO;
-    for (const w of this.workers.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
+    for (const w of this.st.workers.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
     return u;
   }
 
   summary(): WorkerSummary {
     const s = { running: 0, pending: 0, finished: 0 };
-    for (const w of this.workers.values()) {
+    for (const w of this.st.workers.values()) {
       if (isWorkerActive(w.state)) s.running++;
       else if (w.state === 'PENDING') s.pending++;
       else s.finished++;
@@ -598,21 +544,21 @@ export class AgentCore {
 
   /** Every application-master process (su `__am__`) known, finished ones included. */
   amWorkers(): WorkerInfo[] {
-    return [...this.workers.values()].filter((w) => w.suId === AM_SU).map(copy);
+    return [...this.st.workers.values()].filter((w) => w.suId === AM_SU).map(copyWorker);
   }
 
   worker(appId: string, workerId: string): WorkerInfo | undefined {
-    const w = this.workers.get(wkey(appId, workerId));
-    return w ? copy(w) : undefined;
+    const w = this.st.workers.get(wkey(appId, workerId));
+    return w ? copyWorker(w) : undefined;
   }
 
   workersById(appId: string, ids: readonly string[]): WorkerInfo[] {
-    return ids.map((id) => this.workers.get(wkey(appId, id))).filter((w): w is WorkerRecord => w !== undefined).map(copy);
+    return ids.map((id) => this.st.workers.get(wkey(appId, id))).filter((w): w is WorkerRecord => w !== undefined).map(copyWorker);
   }
 
   /** Workers of an app (every worker when `appId` is empty), in acceptance order. */
   listWorkers(appId = ''): WorkerInfo[] {
-    return [...this.workers.values()].filter((w) => !appId || w.appId === appId).map(copy);
+    return [...this.st.workers.values()].filter((w) => !appId || w.appId === appId).map(copyWorker);
   }
 
   /**
@@ -621,36 +567,28 @@ export class AgentCore {
    */
   findWorker(appId: string, task: string, instance: number, attempt = 0): WorkerInfo | undefined {
     let best: WorkerRecord | undefined;
-    for (const w of this.workers.values()) {
+    for (const w of this.st.workers.values()) {
       if (w.appId !== appId || w.task !== task || w.instance !== instance) continue;
       if (attempt > 0 && w.attempt !== attempt) continue;
       if (!best || w.attempt > best.attempt || (w.attempt === best.attempt && w.order > best.order)) best = w;
     }
-    return best ? copy(best) : undefined;
+    return best ? copyWorker(best) : undefined;
   }
 
   grantTable(): GrantEntry[] {
-    return [...this.grants.values()].map(copyGrant);
+    return [...this.st.grants.values()].map(copyGrant);
   }
 
   /** Highest AM attempt seen for the app (0 when unknown). */
   amAttemptOf(appId: string): number {
-    return this.apps.get(appId)?.amAttempt ?? 0;
+    return this.st.apps.get(appId)?.amAttempt ?? 0;
   }
 
   // ------------------------------------------------------------------ checkpoint and restart
 
-  private touch(w: WorkerRecord): void {
-    this.dirtyWorkers.set(wkey(w.appId, w.workerId), { appId: w.appId, workerId: w.workerId });
-  }
-
-  private meta(): CheckpointMeta {
-    return { nodeId: this.nodeId, epoch: this.epoch, grantEpoch: this.grantEpoch, grantSeq: this.grantSeq };
-  }
-
   /** True after a restore until the grant table is confirmed: pending plans wait. */
   get startsHeld(): boolean {
-    return this.held;
+    return this.st.held;
   }
 
   /**
@@ -659,38 +597,38 @@ export class AgentCore {
    * the input that caused it. Replaying every delta in order over an empty state gives `state()`.
    */
   takeDelta(): StateDelta | undefined {
-    if (!this.dirtyMeta && this.dirtyGrants.size === 0 && this.dirtyApps.size === 0 && this.dirtyWorkers.size === 0) return undefined;
+    if (!this.st.dirtyMeta && this.st.dirtyGrants.size === 0 && this.st.dirtyApps.size === 0 && this.st.dirtyWorkers.size === 0) return undefined;
     const d: StateDelta = { putGrants: [], delGrants: [], putApps: [], delApps: [], putWorkers: [], delWorkers: [] };
-    if (this.dirtyMeta) d.meta = this.meta();
-    for (const [k, ref] of this.dirtyGrants) {
-      const g = this.grants.get(k);
+    if (this.st.dirtyMeta) d.meta = meta(this.st);
+    for (const [k, ref] of this.st.dirtyGrants) {
+      const g = this.st.grants.get(k);
       if (g) d.putGrants.push(copyGrant(g));
       else d.delGrants.push(ref);
     }
-    for (const appId of this.dirtyApps) {
-      const a = this.apps.get(appId);
+    for (const appId of this.st.dirtyApps) {
+      const a = this.st.apps.get(appId);
       if (a) d.putApps.push({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress });
       else d.delApps.push(appId);
     }
-    for (const [k, ref] of this.dirtyWorkers) {
-      const w = this.workers.get(k);
-      if (w) d.putWorkers.push(entry(w));
+    for (const [k, ref] of this.st.dirtyWorkers) {
+      const w = this.st.workers.get(k);
+      if (w) d.putWorkers.push(workerEntry(w));
       else d.delWorkers.push(ref);
     }
-    this.dirtyMeta = false;
-    this.dirtyGrants.clear();
-    this.dirtyApps.clear();
-    this.dirtyWorkers.clear();
+    this.st.dirtyMeta = false;
+    this.st.dirtyGrants.clear();
+    this.st.dirtyApps.clear();
+    this.st.dirtyWorkers.clear();
     return d;
   }
 
   /** The whole durable state (what the checkpoint holds once every delta is written). */
   state(): AgentState {
     return {
-      meta: this.meta(),
+      meta: meta(this.st),
       grants: this.grantTable(),
-      apps: [...this.apps].map(([appId, a]) => ({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress })),
-      workers: [...this.workers.values()].map(entry),
+      apps: [...this.st.apps].map(([appId, a]) => ({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress })),
+      workers: [...this.st.workers.values()].map(workerEntry),
     };
   }
 
@@ -708,49 +646,49 @@ export class AgentCore {
    * Throws FailedPreconditionError when the core is not fresh, or the checkpoint is another node's.
    */
   restore(saved: AgentState, liveness: (w: WorkerInfo) => Liveness, now: number): { adopted: WorkerInfo[]; ended: WorkerInfo[]; effects: Effect[] } {
-    if (this.workers.size > 0 || this.grants.size > 0 || this.apps.size > 0 || this.epoch !== '0') {
+    if (this.st.workers.size > 0 || this.st.grants.size > 0 || this.st.apps.size > 0 || this.st.epoch !== '0') {
       throw new FailedPreconditionError('restore needs a fresh agent core');
     }
-    if (saved.meta.nodeId && saved.meta.nodeId !== this.nodeId) {
+    if (saved.meta.nodeId && saved.meta.nodeId !== this.st.nodeId) {
       throw new FailedPreconditionError(
-        `the checkpoint belongs to node "${saved.meta.nodeId}", not "${this.nodeId}": start with --node-id ${saved.meta.nodeId}, or with another --work-dir`,
-        { checkpointNodeId: saved.meta.nodeId, nodeId: this.nodeId },
+        `the checkpoint belongs to node "${saved.meta.nodeId}", not "${this.st.nodeId}": start with --node-id ${saved.meta.nodeId}, or with another --work-dir`,
+        { checkpointNodeId: saved.meta.nodeId, nodeId: this.st.nodeId },
       );
     }
-    this.epoch = String(BigInt(saved.meta.epoch || '0'));
-    this.grantEpoch = String(BigInt(saved.meta.grantEpoch || '0'));
-    this.grantSeq = String(BigInt(saved.meta.grantSeq || '0'));
-    this.dirtyMeta = true;
+    this.st.epoch = String(BigInt(saved.meta.epoch || '0'));
+    this.st.grantEpoch = String(BigInt(saved.meta.grantEpoch || '0'));
+    this.st.grantSeq = String(BigInt(saved.meta.grantSeq || '0'));
+    this.st.dirtyMeta = true;
     for (const g of saved.grants) {
       if (g.slots <= 0) continue;
-      this.grants.set(grantKey(g.appId, g.suId), copyGrant(g));
+      this.st.grants.set(grantKey(g.appId, g.suId), copyGrant(g));
     }
-    for (const a of saved.apps) this.apps.set(a.appId, { amAttempt: a.amAttempt, amAddress: a.amAddress });
+    for (const a of saved.apps) this.st.apps.set(a.appId, { amAttempt: a.amAttempt, amAddress: a.amAddress });
     const sorted = [...saved.workers].sort((a, b) => a.order - b.order);
     for (const s of sorted) {
-      const w: WorkerRecord = { ...copy(s), order: s.order, startOrder: s.startOrder };
-      this.workers.set(wkey(w.appId, w.workerId), w);
-      this.nextOrder = Math.max(this.nextOrder, w.order + 1, w.startOrder + 1);
-      if (!this.apps.has(w.appId)) {
-        this.apps.set(w.appId, { amAttempt: w.amAttempt, amAddress: w.amAddress });
-        this.dirtyApps.add(w.appId);
+      const w: WorkerRecord = { ...copyWorker(s), order: s.order, startOrder: s.startOrder };
+      this.st.workers.set(wkey(w.appId, w.workerId), w);
+      this.st.nextOrder = Math.max(this.st.nextOrder, w.order + 1, w.startOrder + 1);
+      if (!this.st.apps.has(w.appId)) {
+        this.st.apps.set(w.appId, { amAttempt: w.amAttempt, amAddress: w.amAddress });
+        this.st.dirtyApps.add(w.appId);
       }
     }
 
     const adopted: WorkerInfo[] = [];
     const ended: WorkerInfo[] = [];
     const effects: Effect[] = [];
-    for (const w of this.workers.values()) {
+    for (const w of this.st.workers.values()) {
       if (isWorkerActive(w.state)) {
-        const l = liveness(copy(w));
+        const l = liveness(copyWorker(w));
         if (l.kind === 'alive') {
           w.state = 'RUNNING';
           w.pid = l.pid;
           w.startTime = l.startTime;
           w.bootId = l.bootId;
           if (!w.startedAtMs) w.startedAtMs = now;
-          this.touch(w);
-          adopted.push(copy(w));
+          touch(this.st, w);
+          adopted.push(copyWorker(w));
           effects.push({ kind: 'log', level: 'debug', msg: 'worker re-adopted', fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid } });
           effects.push(...this.event(w));
           if (w.stopReason) effects.push({ kind: 'kill', workerId: w.workerId, pid: w.pid, reason: w.stopReason });
@@ -775,17 +713,17 @@ export class AgentCore {
         }
         effects.push(...this.finish(w, state, now, message));
         if (l.kind === 'exited' && l.atMs !== undefined && l.atMs > 0 && l.atMs <= now) w.finishedAtMs = l.atMs;
-        ended.push(copy(w));
-      } else if (isWorkerTerminal(w.state) && now - w.finishedAtMs <= this.resendWithinMs) {
+        ended.push(copyWorker(w));
+      } else if (isWorkerTerminal(w.state) && now - w.finishedAtMs <= this.st.resendWithinMs) {
         effects.push(...this.event(w));
       }
     }
-    this.held = true;
+    this.st.held = true;
     effects.push({
       kind: 'log',
       level: 'info',
       msg: 'state restored from the local checkpoint',
-      fields: { epoch: this.epoch, grantEpoch: this.grantEpoch, grantSeq: this.grantSeq, grants: this.grants.size, adopted: adopted.length, ended: ended.length, pending: this.summary().pending },
+      fields: { epoch: this.st.epoch, grantEpoch: this.st.grantEpoch, grantSeq: this.st.grantSeq, grants: this.st.grants.size, adopted: adopted.length, ended: ended.length, pending: this.summary().pending },
     });
     return { adopted, ended, effects };
   }
@@ -796,56 +734,21 @@ export class AgentCore {
    * pending plans may start.
    */
   grantsConfirmed(now: number): Effect[] {
-    if (!this.held) return [];
-    this.held = false;
+    if (!this.st.held) return [];
+    this.st.held = false;
     return this.startPending(now);
   }
 
   snapshot(): AgentSnapshot {
     return {
-      nodeId: this.nodeId,
-      capacity: { ...this.capacity },
-      epoch: this.epoch,
-      grantEpoch: this.grantEpoch,
-      grantSeq: this.grantSeq,
+      nodeId: this.st.nodeId,
+      capacity: { ...this.st.capacity },
+      epoch: this.st.epoch,
+      grantEpoch: this.st.grantEpoch,
+      grantSeq: this.st.grantSeq,
       grants: this.grantTable(),
       workers: this.listWorkers(),
       used: this.used(),
     };
   }
-}
-
-function copyGrant(g: GrantEntry): GrantEntry {
-  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: { ...g.resource }, amAttempt: g.amAttempt ?? 0 };
-}
-
-function entry(w: WorkerRecord): WorkerEntry {
-  return { ...copy(w), order: w.order, startOrder: w.startOrder };
-}
-
-function copy(w: WorkerRecord | WorkerInfo): WorkerInfo {
-  return {
-    workerId: w.workerId,
-    appId: w.appId,
-    suId: w.suId,
-    task: w.task,
-    instance: w.instance,
-    attempt: w.attempt,
-    amAttempt: w.amAttempt,
-    amAddress: w.amAddress,
-    nodeId: w.nodeId,
-    command: { argv: [...w.command.argv], env: { ...w.command.env }, cwd: w.command.cwd },
-    resource: { ...w.resource },
-    state: w.state,
-    pid: w.pid,
-    startTime: w.startTime,
-    bootId: w.bootId,
-    exitCode: w.exitCode,
-    signal: w.signal,
-    message: w.message,
-    acceptedAtMs: w.acceptedAtMs,
-    startedAtMs: w.startedAtMs,
-    finishedAtMs: w.finishedAtMs,
-    stopReason: w.stopReason,
-  };
 }
