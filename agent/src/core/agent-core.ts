@@ -29,11 +29,8 @@ import {
   isWorkerActive,
   isWorkerTerminal,
   FailedPreconditionError,
-  fits,
-  format,
   InvalidArgumentError,
   StaleEpochError,
-  substitute,
   ZERO,
   nullLogger,
   type Int64,
@@ -42,6 +39,7 @@ import {
   type WorkerState,
 } from '@fuxi/common';
 import { CoreState, copyGrant, copyWorker, grantKey, meta, touch, wkey, workerEntry, type WorkerRecord } from './core-state.js';
+import { event, finish, requestStop, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
 import {
   ENDED_WHILE_DOWN,
   type AgentCoreConfig,
@@ -50,7 +48,6 @@ import {
   type Effect,
   type GrantEntry,
   type Liveness,
-  type SpawnSpec,
   type StartWorkersInput,
   type StateDelta,
   type StopWorkersInput,
@@ -170,7 +167,7 @@ export class AgentCore {
     const effects: Effect[] = [];
     for (const g of req.grants) if ((g.amAttempt ?? 0) > 0) effects.push(...this.raiseAmAttempt(g.appId, g.amAttempt ?? 0, now, 'grant'));
     for (const k of touched) effects.push(...this.enforceGrant(k));
-    effects.push(...this.startPending(now));
+    effects.push(...startPending(this.st, now));
     return { appliedSeq: this.st.grantSeq, applied: true, effects };
   }
 
@@ -187,7 +184,7 @@ export class AgentCore {
     for (const w of keeping) {
       if (excess-- <= 0) break;
       effects.push({ kind: 'log', level: 'warn', msg: 'killing worker over its grant', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, slots } });
-      effects.push(...this.requestStop(w, reason));
+      effects.push(...requestStop(this.st, w, reason));
     }
     return effects;
   }
@@ -250,12 +247,12 @@ export class AgentCore {
       this.st.workers.set(wkey(w.appId, w.workerId), w);
       touch(this.st, w);
       if (w.command.argv.length === 0 || !w.command.argv[0]) {
-        effects.push(...this.finish(w, 'REJECTED', now, 'plan has an empty command (argv)'));
+        effects.push(...finish(this.st, w, 'REJECTED', now, 'plan has an empty command (argv)'));
         continue;
       }
       effects.push({ kind: 'log', level: 'debug', msg: 'plan accepted', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt } });
     }
-    effects.push(...this.startPending(now));
+    effects.push(...startPending(this.st, now));
     return { workers: this.workersById(req.appId, ids), effects };
   }
 
@@ -284,7 +281,7 @@ export class AgentCore {
     if (from > 0) effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
     for (const w of this.st.workers.values()) {
       if (w.appId === appId && w.state === 'PENDING' && w.amAttempt < attempt) {
-        effects.push(...this.finish(w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));
+        effects.push(...finish(this.st, w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));
       }
     }
     return effects;
@@ -306,133 +303,23 @@ export class AgentCore {
     if (!fromMaster) targets = targets.filter((w) => w.suId !== AM_SU);
     const effects: Effect[] = [];
     for (const w of targets) {
-      if (w.state === 'PENDING') effects.push(...this.finish(w, 'KILLED', now, reason));
-      else if (isWorkerActive(w.state)) effects.push(...this.requestStop(w, reason));
+      if (w.state === 'PENDING') effects.push(...finish(this.st, w, 'KILLED', now, reason));
+      else if (isWorkerActive(w.state)) effects.push(...requestStop(this.st, w, reason));
     }
-    effects.push(...this.startPending(now));
+    effects.push(...startPending(this.st, now));
     return { workers: targets.map(copyWorker), effects };
-  }
-
-  private requestStop(w: WorkerRecord, reason: string): Effect[] {
-    if (w.stopReason) return [];
-    w.stopReason = reason;
-    w.message = reason;
-    touch(this.st, w);
-    // A STARTING worker is killed as soon as its pid is known (workerSpawned).
-    if (w.state === 'RUNNING' && w.pid > 0) return [{ kind: 'kill', workerId: w.workerId, pid: w.pid, reason }];
-    return [];
-  }
-
-  /** Starts every pending plan (oldest first) whose grant has room. */
-  private startPending(now: number): Effect[] {
-    const effects: Effect[] = [];
-    if (this.st.held) return effects;
-    let counts: Map<string, number> | undefined;
-    let used: Resource = ZERO;
-    for (const w of this.st.workers.values()) {
-      if (w.state !== 'PENDING') continue;
-      const key = grantKey(w.appId, w.suId);
-      const grant = this.st.grants.get(key);
-      if (!grant) continue;
-      if (!counts) {
-        counts = new Map();
-        for (const a of this.st.workers.values()) {
-          if (!isWorkerActive(a.state)) continue;
-          const k = grantKey(a.appId, a.suId);
-          counts.set(k, (counts.get(k) ?? 0) + 1);
-          used = add(used, a.resource);
-        }
-      }
-      if ((counts.get(key) ?? 0) >= grant.slots) continue;
-      if (!fits(w.resource, grant.resource)) {
-        effects.push(...this.finish(w, 'REJECTED', now, `plan resource (${format(w.resource)}) exceeds the granted slot (${format(grant.resource)})`));
-        continue;
-      }
-      const after = add(used, grant.resource);
-      if (!fits(after, this.st.capacity)) {
-        // Grants should make this impossible: the master over-committed this node.
-        effects.push({
-          kind: 'log',
-          level: 'error',
-          msg: 'REFUSING to start worker: node capacity would be exceeded (master over-committed this node?)',
-          fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, used: format(used), slot: format(grant.resource), capacity: format(this.st.capacity) },
-        });
-        continue;
-      }
-      w.state = 'STARTING';
-      w.resource = { ...grant.resource };
-      touch(this.st, w);
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      used = after;
-      w.startOrder = this.st.nextOrder++;
-      effects.push({ kind: 'spawn', worker: this.spawnSpec(w) });
-    }
-    return effects;
-  }
-
-  private spawnSpec(w: WorkerRecord): SpawnSpec {
-    const vars = { instance: w.instance, task: w.task, job: w.appId, attempt: w.attempt };
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(w.command.env)) env[k] = substitute(v, vars);
-    Object.assign(env, {
-      FUXI_APP_ID: w.appId,
-      FUXI_TASK: w.task,
-      FUXI_INSTANCE: String(w.instance),
-      FUXI_ATTEMPT: String(w.attempt),
-      FUXI_WORKER_ID: w.workerId,
-      FUXI_NODE_ID: this.st.nodeId,
-      FUXI_AM_ATTEMPT: String(w.amAttempt),
-    });
-    return {
-      workerId: w.workerId,
-      appId: w.appId,
-      suId: w.suId,
-      task: w.task,
-      instance: w.instance,
-      attempt: w.attempt,
-      argv: w.command.argv.map((a) => substitute(a, vars)),
-      env,
-      cwd: substitute(w.command.cwd, vars),
-    };
   }
 
   // ------------------------------------------------------------------ process lifecycle
 
   /** The driver started the worker's process (`bootId`: the host's, identifies the process with pid + start time). */
   workerSpawned(appId: string, workerId: string, pid: number, startTime: string, now: number, bootId = ''): Effect[] {
-    const w = this.st.workers.get(wkey(appId, workerId));
-    if (!w) return [{ kind: 'log', level: 'warn', msg: 'spawned an unknown worker', fields: { workerId, pid } }];
-    if (w.state !== 'STARTING') {
-      // Already exited (the exit raced the spawn report): just record the pid.
-      if (w.pid === 0) {
-        w.pid = pid;
-        w.startTime = startTime;
-        w.bootId = bootId;
-        touch(this.st, w);
-      }
-      return [];
-    }
-    w.state = 'RUNNING';
-    w.pid = pid;
-    w.startTime = startTime;
-    w.bootId = bootId;
-    w.startedAtMs = now;
-    touch(this.st, w);
-    const effects: Effect[] = [
-      { kind: 'log', level: 'info', msg: 'worker started', fields: { workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt, pid } },
-    ];
-    effects.push(...this.event(w));
-    if (w.stopReason) effects.push({ kind: 'kill', workerId, pid, reason: w.stopReason });
-    return effects;
+    return workerSpawned(this.st, appId, workerId, pid, startTime, now, bootId);
   }
 
   /** The driver could not start the worker's process. */
   spawnFailed(appId: string, workerId: string, message: string, now: number): Effect[] {
-    const w = this.st.workers.get(wkey(appId, workerId));
-    if (!w || w.state !== 'STARTING') return [];
-    const effects = this.finish(w, w.stopReason ? 'KILLED' : 'REJECTED', now, `could not start the worker: ${message}`);
-    effects.push(...this.startPending(now));
-    return effects;
+    return spawnFailed(this.st, appId, workerId, message, now);
   }
 
   /**
@@ -441,26 +328,7 @@ export class AgentCore {
    * then says so).
    */
   workerExited(appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number, detail = ''): Effect[] {
-    const w = this.st.workers.get(wkey(appId, workerId));
-    if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
-    if (isWorkerTerminal(w.state) || w.state === 'PENDING') return [];
-    w.exitCode = exitCode;
-    w.signal = signal;
-    let state: WorkerState;
-    let message: string;
-    if (w.stopReason) {
-      state = 'KILLED';
-      message = w.stopReason;
-    } else if (exitCode === 0) {
-      state = 'SUCCEEDED';
-      message = '';
-    } else {
-      state = 'FAILED';
-      message = signal ? `killed by signal ${signal}` : exitCode === null && detail ? detail : `exit code ${exitCode ?? 'unknown'}`;
-    }
-    const effects = this.finish(w, state, now, message);
-    effects.push(...this.startPending(now));
-    return effects;
+    return workerExited(this.st, appId, workerId, exitCode, signal, now, detail);
   }
 
   /** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
@@ -470,10 +338,10 @@ export class AgentCore {
       if (w.state === 'PENDING' && now - w.acceptedAtMs >= this.st.pendingTimeoutMs) {
         const has = this.st.grants.get(grantKey(w.appId, w.suId));
         const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
-        effects.push(...this.finish(w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
+        effects.push(...finish(this.st, w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
       }
     }
-    effects.push(...this.startPending(now));
+    effects.push(...startPending(this.st, now));
     this.collect(now);
     return effects;
   }
@@ -502,25 +370,6 @@ export class AgentCore {
         this.st.dirtyApps.add(appId);
       }
     }
-  }
-
-  private finish(w: WorkerRecord, state: WorkerState, now: number, message: string): Effect[] {
-    w.state = state;
-    w.finishedAtMs = now;
-    w.message = message;
-    touch(this.st, w);
-    const level = state === 'SUCCEEDED' ? 'info' : state === 'KILLED' ? 'info' : 'warn';
-    const effects: Effect[] = [
-      { kind: 'log', level, msg: `worker ${state.toLowerCase()}`, fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, exitCode: w.exitCode, signal: w.signal, message } },
-    ];
-    effects.push(...this.event(w));
-    return effects;
-  }
-
-  private event(w: WorkerRecord): Effect[] {
-    if (w.suId === AM_SU) return []; // the master learns about AM processes from heartbeats
-    const amAddress = this.st.apps.get(w.appId)?.amAddress || w.amAddress;
-    return [{ kind: 'event', appId: w.appId, amAddress, status: copyWorker(w) }];
   }
 
   // ------------------------------------------------------------------ queries
@@ -690,7 +539,7 @@ export class AgentCore {
           touch(this.st, w);
           adopted.push(copyWorker(w));
           effects.push({ kind: 'log', level: 'debug', msg: 'worker re-adopted', fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid } });
-          effects.push(...this.event(w));
+          effects.push(...event(this.st, w));
           if (w.stopReason) effects.push({ kind: 'kill', workerId: w.workerId, pid: w.pid, reason: w.stopReason });
           continue;
         }
@@ -711,11 +560,11 @@ export class AgentCore {
           state = 'FAILED';
           message = `${ENDED_WHILE_DOWN} (no exit code recorded)`;
         }
-        effects.push(...this.finish(w, state, now, message));
+        effects.push(...finish(this.st, w, state, now, message));
         if (l.kind === 'exited' && l.atMs !== undefined && l.atMs > 0 && l.atMs <= now) w.finishedAtMs = l.atMs;
         ended.push(copyWorker(w));
       } else if (isWorkerTerminal(w.state) && now - w.finishedAtMs <= this.st.resendWithinMs) {
-        effects.push(...this.event(w));
+        effects.push(...event(this.st, w));
       }
     }
     this.st.held = true;
@@ -736,7 +585,7 @@ export class AgentCore {
   grantsConfirmed(now: number): Effect[] {
     if (!this.st.held) return [];
     this.st.held = false;
-    return this.startPending(now);
+    return startPending(this.st, now);
   }
 
   snapshot(): AgentSnapshot {
