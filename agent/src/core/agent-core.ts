@@ -22,7 +22,6 @@
  * or the shell gave up waiting for it and runs from the checkpoint's grants).
  */
 import {
-  acceptTable,
   add,
   AM_SU,
   cmpInt64,
@@ -30,7 +29,6 @@ import {
   isWorkerTerminal,
   FailedPreconditionError,
   InvalidArgumentError,
-  StaleEpochError,
   ZERO,
   nullLogger,
   type Int64,
@@ -39,6 +37,7 @@ import {
   type WorkerState,
 } from '@fuxi/common';
 import { CoreState, copyGrant, copyWorker, grantKey, meta, touch, wkey, workerEntry, type WorkerRecord } from './core-state.js';
+import { checkAmAttempt, checkEpoch, raiseAmAttempt, updateGrants } from './grants.js';
 import { event, finish, requestStop, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
 import {
   ENDED_WHILE_DOWN,
@@ -100,18 +99,8 @@ export class AgentCore {
    * an older one means a deposed master: StaleEpochError.
    */
   registered(epoch: Int64): Effect[] {
-    this.checkEpoch(epoch);
+    checkEpoch(this.st, epoch);
     return [];
-  }
-
-  private checkEpoch(epoch: Int64): void {
-    const c = cmpInt64(epoch, this.st.epoch);
-    if (c < 0) throw new StaleEpochError('epoch', epoch, this.st.epoch);
-    if (c > 0) {
-      this.st.log.info({ from: this.st.epoch, to: epoch }, 'new master epoch');
-      this.st.epoch = String(BigInt(epoch));
-      this.st.dirtyMeta = true;
-    }
   }
 
   // ------------------------------------------------------------------ grants
@@ -126,67 +115,7 @@ export class AgentCore {
    * StaleEpochError. Returns the applied seq (in the message's epoch).
    */
   updateGrants(req: UpdateGrantsInput, now: number): { appliedSeq: Int64; applied: boolean; effects: Effect[] } {
-    this.checkEpoch(req.epoch);
-    req.grants.forEach((g, i) => {
-      if (!g.appId) throw new InvalidArgumentError(`grants[${i}].appId`, 'must not be empty');
-      if (!g.suId) throw new InvalidArgumentError(`grants[${i}].suId`, 'must not be empty');
-      if (!Number.isInteger(g.slots) || g.slots < 0) throw new InvalidArgumentError(`grants[${i}].slots`, `must be a non-negative integer, got ${g.slots}`);
-    });
-    const seq = BigInt(req.seq || '0');
-    const verdict = acceptTable({ epoch: this.st.grantEpoch, seq: BigInt(this.st.grantSeq) }, { epoch: req.epoch, seq, full: req.full });
-    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', req.epoch, this.st.grantEpoch);
-    if (verdict.kind !== 'apply') {
-      const why = verdict.kind === 'out-of-order' ? 'grant delta out of order; ignored (the next heartbeat brings the full table)' : 'older full grant table ignored';
-      this.st.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: this.st.grantEpoch, applied: this.st.grantSeq }, why);
-      return { appliedSeq: verdict.base.toString(), applied: false, effects: [] };
-    }
-    const newerMaster = verdict.newerMaster;
-    if (newerMaster && this.st.grantEpoch !== '0') {
-      this.st.log.info({ from: this.st.grantEpoch, to: req.epoch, seq: req.seq, full: req.full, oldSeq: this.st.grantSeq }, 'grant table now follows a new master');
-    }
-    const touched = new Set<string>();
-    if (req.full) {
-      for (const [k, g] of this.st.grants) {
-        touched.add(k);
-        this.st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
-      }
-      this.st.grants.clear();
-    }
-    for (const g of req.grants) {
-      const k = grantKey(g.appId, g.suId);
-      touched.add(k);
-      this.st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
-      if (g.slots === 0) this.st.grants.delete(k);
-      else this.st.grants.set(k, copyGrant(g));
-    }
-    this.st.grantSeq = seq.toString();
-    this.st.grantEpoch = String(BigInt(req.epoch || '0'));
-    this.st.dirtyMeta = true;
-    // A table applied from the master is the master's word: pending plans may start on it.
-    this.st.held = false;
-    const effects: Effect[] = [];
-    for (const g of req.grants) if ((g.amAttempt ?? 0) > 0) effects.push(...this.raiseAmAttempt(g.appId, g.amAttempt ?? 0, now, 'grant'));
-    for (const k of touched) effects.push(...this.enforceGrant(k));
-    effects.push(...startPending(this.st, now));
-    return { appliedSeq: this.st.grantSeq, applied: true, effects };
-  }
-
-  /** Kills the newest workers of (app, su) that exceed its grant. */
-  private enforceGrant(key: string): Effect[] {
-    const slots = this.st.grants.get(key)?.slots ?? 0;
-    const active = [...this.st.workers.values()].filter((w) => isWorkerActive(w.state) && grantKey(w.appId, w.suId) === key);
-    const keeping = active.filter((w) => !w.stopReason);
-    let excess = keeping.length - slots;
-    if (excess <= 0) return [];
-    const effects: Effect[] = [];
-    const reason = slots === 0 ? 'grant revoked' : `grant shrunk to ${slots} slot(s)`;
-    keeping.sort((a, b) => b.startOrder - a.startOrder);
-    for (const w of keeping) {
-      if (excess-- <= 0) break;
-      effects.push({ kind: 'log', level: 'warn', msg: 'killing worker over its grant', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, slots } });
-      effects.push(...requestStop(this.st, w, reason));
-    }
-    return effects;
+    return updateGrants(this.st, req, now);
   }
 
   // ------------------------------------------------------------------ plans
@@ -205,9 +134,9 @@ export class AgentCore {
       if (fromMaster && p.suId !== AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `the master may only start application masters (su "${AM_SU}"), got "${p.suId}"`);
       if (!fromMaster && p.suId === AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `su "${AM_SU}" is reserved for application masters started by the master`);
     });
-    if (fromMaster) this.checkEpoch(req.epoch);
-    this.checkAmAttempt(req.appId, req.amAttempt);
-    const effects: Effect[] = this.raiseAmAttempt(req.appId, req.amAttempt, now, 'plan');
+    if (fromMaster) checkEpoch(this.st, req.epoch);
+    checkAmAttempt(this.st, req.appId, req.amAttempt);
+    const effects: Effect[] = raiseAmAttempt(this.st, req.appId, req.amAttempt, now, 'plan');
     const app = this.st.apps.get(req.appId)!;
     if (req.amAddress && req.amAttempt >= app.amAttempt && app.amAddress !== req.amAddress) {
       app.amAddress = req.amAddress;
@@ -256,37 +185,6 @@ export class AgentCore {
     return { workers: this.workersById(req.appId, ids), effects };
   }
 
-  private checkAmAttempt(appId: string, amAttempt: number): void {
-    const newest = this.st.apps.get(appId)?.amAttempt ?? 0;
-    if (amAttempt < newest) throw new StaleEpochError('am attempt', amAttempt, newest);
-  }
-
-  /**
-   * Raises the app's AM attempt bar to `attempt` (never lowers it; creates the app record). Plans of
-   * older attempts that have not started are void then: REJECTED. Running workers are left alone
-   * (the new attempt adopts them).
-   */
-  private raiseAmAttempt(appId: string, attempt: number, now: number, source: 'plan' | 'grant'): Effect[] {
-    let app = this.st.apps.get(appId);
-    if (!app) {
-      app = { amAttempt: 0, amAddress: '' };
-      this.st.apps.set(appId, app);
-      this.st.dirtyApps.add(appId);
-    }
-    if (attempt <= app.amAttempt) return [];
-    const from = app.amAttempt;
-    app.amAttempt = attempt;
-    this.st.dirtyApps.add(appId);
-    const effects: Effect[] = [];
-    if (from > 0) effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
-    for (const w of this.st.workers.values()) {
-      if (w.appId === appId && w.state === 'PENDING' && w.amAttempt < attempt) {
-        effects.push(...finish(this.st, w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));
-      }
-    }
-    return effects;
-  }
-
   /**
    * Stops workers of an app (all of them when `workerIds` is empty). From the master (epoch > 0) any
    * worker; from an AM, not AM processes. Unknown ids are skipped.
@@ -294,8 +192,8 @@ export class AgentCore {
   stopWorkers(req: StopWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
     if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
     const fromMaster = cmpInt64(req.epoch, 0) > 0;
-    if (fromMaster) this.checkEpoch(req.epoch);
-    else this.checkAmAttempt(req.appId, req.amAttempt);
+    if (fromMaster) checkEpoch(this.st, req.epoch);
+    else checkAmAttempt(this.st, req.appId, req.amAttempt);
     const reason = req.reason || (fromMaster ? 'stopped by the master' : 'stopped by the application master');
     let targets: WorkerRecord[];
     if (req.workerIds.length === 0) targets = [...this.st.workers.values()].filter((w) => w.appId === req.appId);
