@@ -22,14 +22,12 @@
  * or the shell gave up waiting for it and runs from the checkpoint's grants).
  */
 import {
-  add,
   AM_SU,
   cmpInt64,
   isWorkerActive,
   isWorkerTerminal,
   FailedPreconditionError,
   InvalidArgumentError,
-  ZERO,
   nullLogger,
   type Int64,
   type Logger,
@@ -39,6 +37,7 @@ import {
 import { CoreState, copyGrant, copyWorker, grantKey, meta, touch, wkey, workerEntry, type WorkerRecord } from './core-state.js';
 import { checkAmAttempt, checkEpoch, raiseAmAttempt, updateGrants } from './grants.js';
 import { event, finish, requestStop, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
+import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
 import {
   ENDED_WHILE_DOWN,
   type AgentCoreConfig,
@@ -182,7 +181,7 @@ export class AgentCore {
       effects.push({ kind: 'log', level: 'debug', msg: 'plan accepted', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt } });
     }
     effects.push(...startPending(this.st, now));
-    return { workers: this.workersById(req.appId, ids), effects };
+    return { workers: workersById(this.st, req.appId, ids), effects };
   }
 
   /**
@@ -274,38 +273,29 @@ export class AgentCore {
 
   /** Sum of the resources of spawning and running workers. */
   used(): Resource {
-    let u: Resource = ZERO;
-    for (const w of this.st.workers.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
-    return u;
+    return used(this.st);
   }
 
   summary(): WorkerSummary {
-    const s = { running: 0, pending: 0, finished: 0 };
-    for (const w of this.st.workers.values()) {
-      if (isWorkerActive(w.state)) s.running++;
-      else if (w.state === 'PENDING') s.pending++;
-      else s.finished++;
-    }
-    return s;
+    return summary(this.st);
   }
 
   /** Every application-master process (su `__am__`) known, finished ones included. */
   amWorkers(): WorkerInfo[] {
-    return [...this.st.workers.values()].filter((w) => w.suId === AM_SU).map(copyWorker);
+    return amWorkers(this.st);
   }
 
   worker(appId: string, workerId: string): WorkerInfo | undefined {
-    const w = this.st.workers.get(wkey(appId, workerId));
-    return w ? copyWorker(w) : undefined;
+    return worker(this.st, appId, workerId);
   }
 
   workersById(appId: string, ids: readonly string[]): WorkerInfo[] {
-    return ids.map((id) => this.st.workers.get(wkey(appId, id))).filter((w): w is WorkerRecord => w !== undefined).map(copyWorker);
+    return workersById(this.st, appId, ids);
   }
 
   /** Workers of an app (every worker when `appId` is empty), in acceptance order. */
   listWorkers(appId = ''): WorkerInfo[] {
-    return [...this.st.workers.values()].filter((w) => !appId || w.appId === appId).map(copyWorker);
+    return listWorkers(this.st, appId);
   }
 
   /**
@@ -313,22 +303,16 @@ export class AgentCore {
    * (highest attempt, then most recently accepted) when `attempt` is 0.
    */
   findWorker(appId: string, task: string, instance: number, attempt = 0): WorkerInfo | undefined {
-    let best: WorkerRecord | undefined;
-    for (const w of this.st.workers.values()) {
-      if (w.appId !== appId || w.task !== task || w.instance !== instance) continue;
-      if (attempt > 0 && w.attempt !== attempt) continue;
-      if (!best || w.attempt > best.attempt || (w.attempt === best.attempt && w.order > best.order)) best = w;
-    }
-    return best ? copyWorker(best) : undefined;
+    return findWorker(this.st, appId, task, instance, attempt);
   }
 
   grantTable(): GrantEntry[] {
-    return [...this.st.grants.values()].map(copyGrant);
+    return grantTable(this.st);
   }
 
   /** Highest AM attempt seen for the app (0 when unknown). */
   amAttemptOf(appId: string): number {
-    return this.st.apps.get(appId)?.amAttempt ?? 0;
+    return amAttemptOf(this.st, appId);
   }
 
   // ------------------------------------------------------------------ checkpoint and restart
@@ -373,7 +357,7 @@ export class AgentCore {
   state(): AgentState {
     return {
       meta: meta(this.st),
-      grants: this.grantTable(),
+      grants: grantTable(this.st),
       apps: [...this.st.apps].map(([appId, a]) => ({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress })),
       workers: [...this.st.workers.values()].map(workerEntry),
     };
@@ -470,7 +454,7 @@ export class AgentCore {
       kind: 'log',
       level: 'info',
       msg: 'state restored from the local checkpoint',
-      fields: { epoch: this.st.epoch, grantEpoch: this.st.grantEpoch, grantSeq: this.st.grantSeq, grants: this.st.grants.size, adopted: adopted.length, ended: ended.length, pending: this.summary().pending },
+      fields: { epoch: this.st.epoch, grantEpoch: this.st.grantEpoch, grantSeq: this.st.grantSeq, grants: this.st.grants.size, adopted: adopted.length, ended: ended.length, pending: summary(this.st).pending },
     });
     return { adopted, ended, effects };
   }
@@ -487,15 +471,6 @@ export class AgentCore {
   }
 
   snapshot(): AgentSnapshot {
-    return {
-      nodeId: this.st.nodeId,
-      capacity: { ...this.st.capacity },
-      epoch: this.st.epoch,
-      grantEpoch: this.st.grantEpoch,
-      grantSeq: this.st.grantSeq,
-      grants: this.grantTable(),
-      workers: this.listWorkers(),
-      used: this.used(),
-    };
+    return snapshot(this.st);
   }
 }
