@@ -22,12 +22,10 @@
  * or the shell gave up waiting for it and runs from the checkpoint's grants).
  */
 import {
-  AM_SU,
   cmpInt64,
   isWorkerActive,
   isWorkerTerminal,
   FailedPreconditionError,
-  InvalidArgumentError,
   nullLogger,
   type Int64,
   type Logger,
@@ -35,8 +33,9 @@ import {
   type WorkerState,
 } from '@fuxi/common';
 import { CoreState, copyGrant, copyWorker, grantKey, meta, touch, wkey, workerEntry, type WorkerRecord } from './core-state.js';
-import { checkAmAttempt, checkEpoch, raiseAmAttempt, updateGrants } from './grants.js';
-import { event, finish, requestStop, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
+import { checkEpoch, updateGrants } from './grants.js';
+import { event, finish, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
+import { startWorkers, stopWorkers } from './plans.js';
 import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
 import {
   ENDED_WHILE_DOWN,
@@ -125,63 +124,7 @@ export class AgentCore {
    * status. Throws StaleEpochError for an old master epoch or AM attempt.
    */
   startWorkers(req: StartWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
-    if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
-    const fromMaster = cmpInt64(req.epoch, 0) > 0;
-    req.plans.forEach((p, i) => {
-      if (!p.workerId) throw new InvalidArgumentError(`plans[${i}].workerId`, 'must not be empty');
-      if (!p.suId) throw new InvalidArgumentError(`plans[${i}].suId`, 'must not be empty');
-      if (fromMaster && p.suId !== AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `the master may only start application masters (su "${AM_SU}"), got "${p.suId}"`);
-      if (!fromMaster && p.suId === AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `su "${AM_SU}" is reserved for application masters started by the master`);
-    });
-    if (fromMaster) checkEpoch(this.st, req.epoch);
-    checkAmAttempt(this.st, req.appId, req.amAttempt);
-    const effects: Effect[] = raiseAmAttempt(this.st, req.appId, req.amAttempt, now, 'plan');
-    const app = this.st.apps.get(req.appId)!;
-    if (req.amAddress && req.amAttempt >= app.amAttempt && app.amAddress !== req.amAddress) {
-      app.amAddress = req.amAddress;
-      this.st.dirtyApps.add(req.appId);
-    }
-
-    const ids: string[] = [];
-    for (const p of req.plans) {
-      ids.push(p.workerId);
-      if (this.st.workers.has(wkey(req.appId, p.workerId))) continue; // idempotent retry
-      const w: WorkerRecord = {
-        workerId: p.workerId,
-        appId: req.appId,
-        suId: p.suId,
-        task: p.task,
-        instance: p.instance,
-        attempt: p.attempt,
-        amAttempt: req.amAttempt,
-        amAddress: req.amAddress,
-        nodeId: this.st.nodeId,
-        command: { argv: [...p.command.argv], env: { ...p.command.env }, cwd: p.command.cwd },
-        resource: { ...p.resource },
-        state: 'PENDING',
-        pid: 0,
-        startTime: '',
-        bootId: '',
-        exitCode: null,
-        signal: null,
-        message: '',
-        acceptedAtMs: now,
-        startedAtMs: 0,
-        finishedAtMs: 0,
-        stopReason: '',
-        order: this.st.nextOrder++,
-        startOrder: 0,
-      };
-      this.st.workers.set(wkey(w.appId, w.workerId), w);
-      touch(this.st, w);
-      if (w.command.argv.length === 0 || !w.command.argv[0]) {
-        effects.push(...finish(this.st, w, 'REJECTED', now, 'plan has an empty command (argv)'));
-        continue;
-      }
-      effects.push({ kind: 'log', level: 'debug', msg: 'plan accepted', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt } });
-    }
-    effects.push(...startPending(this.st, now));
-    return { workers: workersById(this.st, req.appId, ids), effects };
+    return startWorkers(this.st, req, now);
   }
 
   /**
@@ -189,22 +132,7 @@ export class AgentCore {
    * worker; from an AM, not AM processes. Unknown ids are skipped.
    */
   stopWorkers(req: StopWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
-    if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
-    const fromMaster = cmpInt64(req.epoch, 0) > 0;
-    if (fromMaster) checkEpoch(this.st, req.epoch);
-    else checkAmAttempt(this.st, req.appId, req.amAttempt);
-    const reason = req.reason || (fromMaster ? 'stopped by the master' : 'stopped by the application master');
-    let targets: WorkerRecord[];
-    if (req.workerIds.length === 0) targets = [...this.st.workers.values()].filter((w) => w.appId === req.appId);
-    else targets = req.workerIds.map((id) => this.st.workers.get(wkey(req.appId, id))).filter((w): w is WorkerRecord => w !== undefined);
-    if (!fromMaster) targets = targets.filter((w) => w.suId !== AM_SU);
-    const effects: Effect[] = [];
-    for (const w of targets) {
-      if (w.state === 'PENDING') effects.push(...finish(this.st, w, 'KILLED', now, reason));
-      else if (isWorkerActive(w.state)) effects.push(...requestStop(this.st, w, reason));
-    }
-    effects.push(...startPending(this.st, now));
-    return { workers: targets.map(copyWorker), effects };
+    return stopWorkers(this.st, req, now);
   }
 
   // ------------------------------------------------------------------ process lifecycle
