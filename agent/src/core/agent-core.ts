@@ -36,6 +36,7 @@ import { CoreState, copyGrant, copyWorker, grantKey, meta, touch, wkey, workerEn
 import { checkEpoch, updateGrants } from './grants.js';
 import { event, finish, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
 import { startWorkers, stopWorkers } from './plans.js';
+import { tick } from './retention.js';
 import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
 import {
   ENDED_WHILE_DOWN,
@@ -158,43 +159,7 @@ export class AgentCore {
 
   /** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
   tick(now: number): Effect[] {
-    const effects: Effect[] = [];
-    for (const w of this.st.workers.values()) {
-      if (w.state === 'PENDING' && now - w.acceptedAtMs >= this.st.pendingTimeoutMs) {
-        const has = this.st.grants.get(grantKey(w.appId, w.suId));
-        const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
-        effects.push(...finish(this.st, w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
-      }
-    }
-    effects.push(...startPending(this.st, now));
-    this.collect(now);
-    return effects;
-  }
-
-  private collect(now: number): void {
-    const finished = [...this.st.workers.values()].filter((w) => isWorkerTerminal(w.state));
-    let over = finished.length - this.st.maxFinished;
-    finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
-    let removed = false;
-    for (const w of finished) {
-      if (over > 0 || now - w.finishedAtMs > this.st.retentionMs) {
-        this.st.workers.delete(wkey(w.appId, w.workerId));
-        touch(this.st, w);
-        removed = true;
-        over--;
-      }
-    }
-    if (!removed) return;
-    // Apps with neither workers nor grants left are forgotten (a later grant names the AM attempt again).
-    const inUse = new Set<string>();
-    for (const w of this.st.workers.values()) inUse.add(w.appId);
-    for (const g of this.st.grants.values()) inUse.add(g.appId);
-    for (const appId of this.st.apps.keys()) {
-      if (!inUse.has(appId)) {
-        this.st.apps.delete(appId);
-        this.st.dirtyApps.add(appId);
-      }
-    }
+    return tick(this.st, now);
   }
 
   // ------------------------------------------------------------------ queries
