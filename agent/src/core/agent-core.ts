@@ -32,9 +32,10 @@ import {
   type Resource,
   type WorkerState,
 } from '@fuxi/common';
-import { CoreState, copyGrant, copyWorker, grantKey, meta, touch, wkey, workerEntry, type WorkerRecord } from './core-state.js';
+import { CoreState, copyGrant, copyWorker, grantKey, touch, wkey, type WorkerRecord } from './core-state.js';
 import { checkEpoch, updateGrants } from './grants.js';
 import { event, finish, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
+import { durableState, takeDelta } from './persistence.js';
 import { startWorkers, stopWorkers } from './plans.js';
 import { tick } from './retention.js';
 import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
@@ -221,39 +222,12 @@ export class AgentCore {
    * the input that caused it. Replaying every delta in order over an empty state gives `state()`.
    */
   takeDelta(): StateDelta | undefined {
-    if (!this.st.dirtyMeta && this.st.dirtyGrants.size === 0 && this.st.dirtyApps.size === 0 && this.st.dirtyWorkers.size === 0) return undefined;
-    const d: StateDelta = { putGrants: [], delGrants: [], putApps: [], delApps: [], putWorkers: [], delWorkers: [] };
-    if (this.st.dirtyMeta) d.meta = meta(this.st);
-    for (const [k, ref] of this.st.dirtyGrants) {
-      const g = this.st.grants.get(k);
-      if (g) d.putGrants.push(copyGrant(g));
-      else d.delGrants.push(ref);
-    }
-    for (const appId of this.st.dirtyApps) {
-      const a = this.st.apps.get(appId);
-      if (a) d.putApps.push({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress });
-      else d.delApps.push(appId);
-    }
-    for (const [k, ref] of this.st.dirtyWorkers) {
-      const w = this.st.workers.get(k);
-      if (w) d.putWorkers.push(workerEntry(w));
-      else d.delWorkers.push(ref);
-    }
-    this.st.dirtyMeta = false;
-    this.st.dirtyGrants.clear();
-    this.st.dirtyApps.clear();
-    this.st.dirtyWorkers.clear();
-    return d;
+    return takeDelta(this.st);
   }
 
   /** The whole durable state (what the checkpoint holds once every delta is written). */
   state(): AgentState {
-    return {
-      meta: meta(this.st),
-      grants: grantTable(this.st),
-      apps: [...this.st.apps].map(([appId, a]) => ({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress })),
-      workers: [...this.st.workers.values()].map(workerEntry),
-    };
+    return durableState(this.st);
   }
 
   /**
