@@ -23,24 +23,20 @@
  */
 import {
   cmpInt64,
-  isWorkerActive,
-  isWorkerTerminal,
-  FailedPreconditionError,
   nullLogger,
   type Int64,
   type Logger,
   type Resource,
-  type WorkerState,
 } from '@fuxi/common';
-import { CoreState, copyGrant, copyWorker, grantKey, touch, wkey, type WorkerRecord } from './core-state.js';
+import { CoreState } from './core-state.js';
 import { checkEpoch, updateGrants } from './grants.js';
-import { event, finish, spawnFailed, startPending, workerExited, workerSpawned } from './lifecycle.js';
+import { spawnFailed, workerExited, workerSpawned } from './lifecycle.js';
 import { durableState, takeDelta } from './persistence.js';
 import { startWorkers, stopWorkers } from './plans.js';
+import { grantsConfirmed, restore } from './restore.js';
 import { tick } from './retention.js';
 import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
 import {
-  ENDED_WHILE_DOWN,
   type AgentCoreConfig,
   type AgentSnapshot,
   type AgentState,
@@ -244,86 +240,7 @@ export class AgentCore {
    * Throws FailedPreconditionError when the core is not fresh, or the checkpoint is another node's.
    */
   restore(saved: AgentState, liveness: (w: WorkerInfo) => Liveness, now: number): { adopted: WorkerInfo[]; ended: WorkerInfo[]; effects: Effect[] } {
-    if (this.st.workers.size > 0 || this.st.grants.size > 0 || this.st.apps.size > 0 || this.st.epoch !== '0') {
-      throw new FailedPreconditionError('restore needs a fresh agent core');
-    }
-    if (saved.meta.nodeId && saved.meta.nodeId !== this.st.nodeId) {
-      throw new FailedPreconditionError(
-        `the checkpoint belongs to node "${saved.meta.nodeId}", not "${this.st.nodeId}": start with --node-id ${saved.meta.nodeId}, or with another --work-dir`,
-        { checkpointNodeId: saved.meta.nodeId, nodeId: this.st.nodeId },
-      );
-    }
-    this.st.epoch = String(BigInt(saved.meta.epoch || '0'));
-    this.st.grantEpoch = String(BigInt(saved.meta.grantEpoch || '0'));
-    this.st.grantSeq = String(BigInt(saved.meta.grantSeq || '0'));
-    this.st.dirtyMeta = true;
-    for (const g of saved.grants) {
-      if (g.slots <= 0) continue;
-      this.st.grants.set(grantKey(g.appId, g.suId), copyGrant(g));
-    }
-    for (const a of saved.apps) this.st.apps.set(a.appId, { amAttempt: a.amAttempt, amAddress: a.amAddress });
-    const sorted = [...saved.workers].sort((a, b) => a.order - b.order);
-    for (const s of sorted) {
-      const w: WorkerRecord = { ...copyWorker(s), order: s.order, startOrder: s.startOrder };
-      this.st.workers.set(wkey(w.appId, w.workerId), w);
-      this.st.nextOrder = Math.max(this.st.nextOrder, w.order + 1, w.startOrder + 1);
-      if (!this.st.apps.has(w.appId)) {
-        this.st.apps.set(w.appId, { amAttempt: w.amAttempt, amAddress: w.amAddress });
-        this.st.dirtyApps.add(w.appId);
-      }
-    }
-
-    const adopted: WorkerInfo[] = [];
-    const ended: WorkerInfo[] = [];
-    const effects: Effect[] = [];
-    for (const w of this.st.workers.values()) {
-      if (isWorkerActive(w.state)) {
-        const l = liveness(copyWorker(w));
-        if (l.kind === 'alive') {
-          w.state = 'RUNNING';
-          w.pid = l.pid;
-          w.startTime = l.startTime;
-          w.bootId = l.bootId;
-          if (!w.startedAtMs) w.startedAtMs = now;
-          touch(this.st, w);
-          adopted.push(copyWorker(w));
-          effects.push({ kind: 'log', level: 'debug', msg: 'worker re-adopted', fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid } });
-          effects.push(...event(this.st, w));
-          if (w.stopReason) effects.push({ kind: 'kill', workerId: w.workerId, pid: w.pid, reason: w.stopReason });
-          continue;
-        }
-        w.exitCode = l.kind === 'exited' ? l.exitCode : null;
-        w.signal = null;
-        let state: WorkerState;
-        let message: string;
-        if (w.stopReason) {
-          state = 'KILLED';
-          message = w.stopReason;
-        } else if (l.kind === 'exited' && l.exitCode === 0) {
-          state = 'SUCCEEDED';
-          message = '';
-        } else if (l.kind === 'exited') {
-          state = 'FAILED';
-          message = `exit code ${l.exitCode} (${ENDED_WHILE_DOWN})`;
-        } else {
-          state = 'FAILED';
-          message = `${ENDED_WHILE_DOWN} (no exit code recorded)`;
-        }
-        effects.push(...finish(this.st, w, state, now, message));
-        if (l.kind === 'exited' && l.atMs !== undefined && l.atMs > 0 && l.atMs <= now) w.finishedAtMs = l.atMs;
-        ended.push(copyWorker(w));
-      } else if (isWorkerTerminal(w.state) && now - w.finishedAtMs <= this.st.resendWithinMs) {
-        effects.push(...event(this.st, w));
-      }
-    }
-    this.st.held = true;
-    effects.push({
-      kind: 'log',
-      level: 'info',
-      msg: 'state restored from the local checkpoint',
-      fields: { epoch: this.st.epoch, grantEpoch: this.st.grantEpoch, grantSeq: this.st.grantSeq, grants: this.st.grants.size, adopted: adopted.length, ended: ended.length, pending: summary(this.st).pending },
-    });
-    return { adopted, ended, effects };
+    return restore(this.st, saved, liveness, now);
   }
 
   /**
@@ -332,9 +249,7 @@ export class AgentCore {
    * pending plans may start.
    */
   grantsConfirmed(now: number): Effect[] {
-    if (!this.st.held) return [];
-    this.st.held = false;
-    return startPending(this.st, now);
+    return grantsConfirmed(this.st, now);
   }
 
   snapshot(): AgentSnapshot {
