@@ -20,35 +20,35 @@
  * workers are re-adopted (they keep their slots), ended ones finish with their real exit code, and
  * pending plans stay pending, held until `grantsConfirmed()` (the master confirmed the grant table,
  * or the shell gave up waiting for it and runs from the checkpoint's grants).
+ *
+ * `AgentCore` is a facade over one state object (core-state.ts) and the modules that own each
+ * concern: grants (master epoch, grant messages, enforcement, AM attempt fencing), plans (start and
+ * stop requests), lifecycle (pending starts, spawn specs, process reports, finish and AM events),
+ * retention (pending timeout, forgetting finished workers), persistence (checkpoint deltas and
+ * state), restore (restart from the checkpoint) and queries. Its types are in types.ts.
  */
-import {
-  cmpInt64,
-  nullLogger,
-  type Int64,
-  type Logger,
-  type Resource,
-} from '@fuxi/common';
+import { cmpInt64, nullLogger, type Int64, type Logger, type Resource } from '@fuxi/common';
 import { CoreState } from './core-state.js';
 import { checkEpoch, updateGrants } from './grants.js';
 import { spawnFailed, workerExited, workerSpawned } from './lifecycle.js';
 import { durableState, takeDelta } from './persistence.js';
 import { startWorkers, stopWorkers } from './plans.js';
+import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
 import { grantsConfirmed, restore } from './restore.js';
 import { tick } from './retention.js';
-import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
-import {
-  type AgentCoreConfig,
-  type AgentSnapshot,
-  type AgentState,
-  type Effect,
-  type GrantEntry,
-  type Liveness,
-  type StartWorkersInput,
-  type StateDelta,
-  type StopWorkersInput,
-  type UpdateGrantsInput,
-  type WorkerInfo,
-  type WorkerSummary,
+import type {
+  AgentCoreConfig,
+  AgentSnapshot,
+  AgentState,
+  Effect,
+  GrantEntry,
+  Liveness,
+  StartWorkersInput,
+  StateDelta,
+  StopWorkersInput,
+  UpdateGrantsInput,
+  WorkerInfo,
+  WorkerSummary,
 } from './types.js';
 
 export * from './types.js';
@@ -102,13 +102,9 @@ export class AgentCore {
   // ------------------------------------------------------------------ grants
 
   /**
-   * Master -> agent grant changes, ordered by (epoch, seq) lexicographically. Every master numbers
-   * its own messages: from a master newer than the one whose table is applied, the applied seq
-   * counts as 0. A delta applies only when `seq` is exactly one past the applied seq; `full`
-   * replaces the table unless it is older than the applied one from the same master (seq below);
-   * a full table from a newer master always applies, whatever its seq. Otherwise the message is
-   * ignored (the master heals it with the full table on the next heartbeat). A stale epoch throws
-   * StaleEpochError. Returns the applied seq (in the message's epoch).
+   * Master -> agent grant changes, applied in (epoch, seq) order (a delta only when it is the next
+   * seq, a full table unless older); others are ignored, a stale epoch throws StaleEpochError.
+   * Returns the applied seq (in the message's epoch). Rules: grants.ts.
    */
   updateGrants(req: UpdateGrantsInput, now: number): { appliedSeq: Int64; applied: boolean; effects: Effect[] } {
     return updateGrants(this.st, req, now);
@@ -117,9 +113,9 @@ export class AgentCore {
   // ------------------------------------------------------------------ plans
 
   /**
-   * Plans from an AM (epoch '0') or from the master (epoch > 0, AM processes only). Each plan starts
-   * at once when its grant has room, else waits as PENDING. Duplicate worker ids return the current
-   * status. Throws StaleEpochError for an old master epoch or AM attempt.
+   * Plans from an AM (epoch '0') or from the master (epoch > 0, AM processes only): each starts when
+   * its grant has room, else waits as PENDING; duplicate worker ids return the current status.
+   * Throws StaleEpochError for an old master epoch or AM attempt (plans.ts).
    */
   startWorkers(req: StartWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
     return startWorkers(this.st, req, now);
@@ -227,27 +223,16 @@ export class AgentCore {
   }
 
   /**
-   * Agent restart: loads the checkpointed `saved` state into this fresh core. For every worker that
-   * was STARTING or RUNNING, `liveness` (the shell's look at /proc and the worker's exit file)
-   * decides: `alive` -> re-adopted as RUNNING, keeping its slot (and killed again if a stop had been
-   * requested); `exited` -> SUCCEEDED / FAILED with that exit code (KILLED when it was being
-   * stopped); `gone` -> FAILED (KILLED when being stopped) "ended while the agent was down". Every
-   * re-adopted or ended worker's status goes to its AM; so does that of workers that finished within
-   * `resendFinishedWithinMs` (the crash may have lost its delivery). Pending plans stay pending, and
-   * none starts until `grantsConfirmed()` or an applied grant message. The master epoch, the grant
-   * table with its (epoch, seq) and the AM attempt bars are those of the checkpoint.
-   *
-   * Throws FailedPreconditionError when the core is not fresh, or the checkpoint is another node's.
+   * Agent restart: loads the checkpointed `saved` state into this fresh core; `liveness` decides for
+   * each worker that was active whether it is re-adopted (`alive`) or finished (`exited`, `gone`).
+   * Pending plans are held until `grantsConfirmed()`. Throws FailedPreconditionError when the core
+   * is not fresh or the checkpoint is another node's (restore.ts).
    */
   restore(saved: AgentState, liveness: (w: WorkerInfo) => Liveness, now: number): { adopted: WorkerInfo[]; ended: WorkerInfo[]; effects: Effect[] } {
     return restore(this.st, saved, liveness, now);
   }
 
-  /**
-   * The grant table is confirmed (the master answered and either accepted our (epoch, seq) or sent
-   * its table), or the shell runs from the checkpoint's grants because the master cannot be reached:
-   * pending plans may start.
-   */
+  /** The grant table is confirmed, or the shell runs from the checkpoint's grants: pending plans may start. */
   grantsConfirmed(now: number): Effect[] {
     return grantsConfirmed(this.st, now);
   }
