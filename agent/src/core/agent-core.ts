@@ -20,320 +20,65 @@
  * workers are re-adopted (they keep their slots), ended ones finish with their real exit code, and
  * pending plans stay pending, held until `grantsConfirmed()` (the master confirmed the grant table,
  * or the shell gave up waiting for it and runs from the checkpoint's grants).
+ *
+ * `AgentCore` is a facade over one state object (core-state.ts) and the modules that own each
+ * concern: grants (master epoch, grant messages, enforcement, AM attempt fencing), plans (start and
+ * stop requests), lifecycle (pending starts, spawn specs, process reports, finish and AM events),
+ * retention (pending timeout, forgetting finished workers), persistence (checkpoint deltas and
+ * state), restore (restart from the checkpoint) and queries. Its types are in types.ts.
  */
-import {
-  acceptTable,
-  add,
-  AM_SU,
-  cmpInt64,
-  isWorkerActive,
-  isWorkerTerminal,
-  FailedPreconditionError,
-  fits,
-  format,
-  InvalidArgumentError,
-  StaleEpochError,
-  substitute,
-  ZERO,
-  nullLogger,
-  type Int64,
-  type Logger,
-  type Resource,
-  type WorkerState,
-} from '@fuxi/common';
+import { cmpInt64, nullLogger, type Int64, type Logger, type Resource } from '@fuxi/common';
+import { CoreState } from './core-state.js';
+import { checkEpoch, updateGrants } from './grants.js';
+import { spawnFailed, workerExited, workerSpawned } from './lifecycle.js';
+import { durableState, takeDelta } from './persistence.js';
+import { startWorkers, stopWorkers } from './plans.js';
+import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
+import { grantsConfirmed, restore } from './restore.js';
+import { tick } from './retention.js';
+import type {
+  AgentCoreConfig,
+  AgentSnapshot,
+  AgentState,
+  Effect,
+  GrantEntry,
+  Liveness,
+  StartWorkersInput,
+  StateDelta,
+  StopWorkersInput,
+  UpdateGrantsInput,
+  WorkerInfo,
+  WorkerSummary,
+} from './types.js';
 
-
-
-/** Worker ids are unique within an app (e.g. `map.3.1`, `am.1`); the agent keys them by both. */
-const wkey = (appId: string, workerId: string) => `${appId}\u0000${workerId}`;
-
-export interface CommandSpec {
-  argv: string[];
-  env: Record<string, string>;
-  cwd: string;
-}
-
-export interface GrantEntry {
-  appId: string;
-  suId: string;
-  slots: number;
-  /** Resource of one slot. */
-  resource: Resource;
-  /**
-   * The app's current AM attempt as the master knows it (0 / absent = not given). A higher one than
-   * the agent has seen raises the app's bar: plans and stops from older attempts are then refused.
-   */
-  amAttempt?: number;
-}
-
-export interface PlanInput {
-  workerId: string;
-  suId: string;
-  task: string;
-  instance: number;
-  attempt: number;
-  command: CommandSpec;
-  resource: Resource;
-}
-
-export interface UpdateGrantsInput {
-  epoch: Int64;
-  seq: Int64;
-  /** True: `grants` is the whole table (absent entries are revoked). */
-  full: boolean;
-  grants: GrantEntry[];
-}
-
-export interface StartWorkersInput {
-  appId: string;
-  amAttempt: number;
-  /** Where worker events go; empty for AM processes (sent by the master). */
-  amAddress: string;
-  /** > 0 when the master sends the plan (AM processes only); '0' from an AM. */
-  epoch: Int64;
-  plans: PlanInput[];
-}
-
-export interface StopWorkersInput {
-  appId: string;
-  /** Empty = every worker of the app. */
-  workerIds: string[];
-  amAttempt: number;
-  /** > 0 when the master sends it; '0' from an AM. */
-  epoch: Int64;
-  reason: string;
-}
-
-/** One worker as the agent knows it (a copy; mutating it changes nothing). */
-export interface WorkerInfo {
-  workerId: string;
-  appId: string;
-  suId: string;
-  task: string;
-  instance: number;
-  attempt: number;
-  amAttempt: number;
-  amAddress: string;
-  nodeId: string;
-  /** The plan's command, before substitution. */
-  command: CommandSpec;
-  /** Resource accounted for this worker: the grant's slot resource (the plan's while pending). */
-  resource: Resource;
-  state: WorkerState;
-  /** 0 until spawned. */
-  pid: number;
-  /** Process start time (clock ticks since boot, /proc/<pid>/stat field 22); '' until spawned. */
-  startTime: string;
-  /** Host boot id when the process was started ('' until spawned, or when unknown). */
-  bootId: string;
-  exitCode: number | null;
-  signal: string | null;
-  message: string;
-  acceptedAtMs: number;
-  startedAtMs: number;
-  finishedAtMs: number;
-  /** Set when a stop was requested (the reason); the exit is then reported as KILLED. */
-  stopReason: string;
-}
-
-/** What the shell hands to the process driver: the command after substitution. */
-export interface SpawnSpec {
-  workerId: string;
-  appId: string;
-  suId: string;
-  task: string;
-  instance: number;
-  attempt: number;
-  argv: string[];
-  env: Record<string, string>;
-  /** '' = the worker's own directory. */
-  cwd: string;
-}
-
-export type Effect =
-  | { kind: 'spawn'; worker: SpawnSpec }
-  | { kind: 'kill'; workerId: string; pid: number; reason: string }
-  /** Push to the AM of `appId` at `amAddress` (never for AM processes). */
-  | { kind: 'event'; appId: string; amAddress: string; status: WorkerInfo }
-  | { kind: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields: Record<string, unknown> };
-
-export interface WorkerSummary {
-  running: number;
-  pending: number;
-  finished: number;
-}
-
-export interface AgentSnapshot {
-  nodeId: string;
-  capacity: Resource;
-  epoch: Int64;
-  /** Epoch of the master that sent the applied grant table (its `grantSeq` is in its numbering). */
-  grantEpoch: Int64;
-  grantSeq: Int64;
-  grants: GrantEntry[];
-  workers: WorkerInfo[];
-  used: Resource;
-}
-
-/** Where the agent stands with the master, and whose node this is (one checkpoint record). */
-export interface CheckpointMeta {
-  nodeId: string;
-  /** Highest master epoch accepted. */
-  epoch: Int64;
-  /** Epoch of the master whose numbering `grantSeq` is in. */
-  grantEpoch: Int64;
-  grantSeq: Int64;
-}
-
-/** What the agent knows of an app: the newest AM attempt (the fencing bar) and where it listens. */
-export interface AppEntry {
-  appId: string;
-  amAttempt: number;
-  amAddress: string;
-}
-
-/** A worker as checkpointed: its info plus its place in acceptance and start order. */
-export interface WorkerEntry extends WorkerInfo {
-  order: number;
-  startOrder: number;
-}
-
-/** The whole durable state of the agent: what its local checkpoint holds. */
-export interface AgentState {
-  meta: CheckpointMeta;
-  grants: GrantEntry[];
-  apps: AppEntry[];
-  /** In acceptance order. */
-  workers: WorkerEntry[];
-}
-
-export interface GrantRef {
-  appId: string;
-  suId: string;
-}
-export interface WorkerRef {
-  appId: string;
-  workerId: string;
-}
-
-/**
- * The changes since the previous delta (the paper's delta checkpoint): whole records to put and
- * keys to delete. One delta is written as one atomic batch.
- */
-export interface StateDelta {
-  meta?: CheckpointMeta;
-  putGrants: GrantEntry[];
-  delGrants: GrantRef[];
-  putApps: AppEntry[];
-  delApps: string[];
-  putWorkers: WorkerEntry[];
-  delWorkers: WorkerRef[];
-}
-
-/**
- * What became of a checkpointed worker's process while the agent was down (found by the shell):
- * still the same process (`alive`: pid, start time and boot id match), ended with an exit code the
- * wrapper recorded (`exited`; `atMs` = when, if known), or gone without a trace (`gone`).
- */
-export type Liveness =
-  | { kind: 'alive'; pid: number; startTime: string; bootId: string }
-  | { kind: 'exited'; exitCode: number; atMs?: number }
-  | { kind: 'gone' };
-
-export interface AgentCoreConfig {
-  nodeId: string;
-  capacity: Resource;
-  /** A plan that found no grant with room for this long is REJECTED (default 60 s). */
-  pendingTimeoutMs?: number;
-  /** Finished workers are forgotten after this long (default 24 h). */
-  finishedRetentionMs?: number;
-  /** At most this many finished workers are kept (oldest forgotten first; default 10000). */
-  maxFinished?: number;
-  /**
-   * On restore, the final status of workers that finished this recently is pushed to their AM again
-   * (the agent may have crashed before delivering it; default 10 min).
-   */
-  resendFinishedWithinMs?: number;
-}
-
-export const DEFAULT_PENDING_TIMEOUT_MS = 60_000;
-export const DEFAULT_FINISHED_RETENTION_MS = 24 * 3600_000;
-export const DEFAULT_MAX_FINISHED = 10_000;
-export const DEFAULT_RESEND_FINISHED_WITHIN_MS = 10 * 60_000;
-
-/** Message of a worker whose process ended while the agent was down, without a recorded exit code. */
-export const ENDED_WHILE_DOWN = 'ended while the agent was down';
-
-interface WorkerRecord extends WorkerInfo {
-  /** Acceptance order; ties in time are broken by it. */
-  order: number;
-  /** Order in which it was started (newest is killed first when a grant shrinks). */
-  startOrder: number;
-}
-
-interface AppRecord {
-  /** Highest AM attempt seen for the app. */
-  amAttempt: number;
-  /** Address of the newest AM attempt (events go here). */
-  amAddress: string;
-}
-
-const grantKey = (appId: string, suId: string): string => `${appId}\u0000${suId}`;
+export * from './types.js';
 
 export class AgentCore {
   readonly nodeId: string;
   readonly capacity: Resource;
-  private readonly pendingTimeoutMs: number;
-  private readonly retentionMs: number;
-  private readonly maxFinished: number;
-  private readonly resendWithinMs: number;
+  private readonly st: CoreState;
 
-  private epoch: Int64 = '0';
-  /** Epoch of the master whose numbering `grantSeq` is in (the master that sent the table). */
-  private grantEpoch: Int64 = '0';
-  private grantSeq: Int64 = '0';
-  private readonly grants = new Map<string, GrantEntry>();
-  /** Insertion order = acceptance order. */
-  private readonly workers = new Map<string, WorkerRecord>();
-  private readonly apps = new Map<string, AppRecord>();
-  private nextOrder = 1;
-  /** After a restore: no pending plan starts until the grant table is confirmed (grantsConfirmed). */
-  private held = false;
-
-  // What changed since the last takeDelta() (the checkpoint's delta). The meta record is written once
-  // at the start so that the checkpoint names its node.
-  private dirtyMeta = true;
-  private readonly dirtyGrants = new Map<string, GrantRef>();
-  private readonly dirtyApps = new Set<string>();
-  private readonly dirtyWorkers = new Map<string, WorkerRef>();
-
-  constructor(
-    cfg: AgentCoreConfig,
-    private readonly log: Logger = nullLogger,
-  ) {
-    this.nodeId = cfg.nodeId;
-    this.capacity = cfg.capacity;
-    this.pendingTimeoutMs = cfg.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
-    this.retentionMs = cfg.finishedRetentionMs ?? DEFAULT_FINISHED_RETENTION_MS;
-    this.maxFinished = cfg.maxFinished ?? DEFAULT_MAX_FINISHED;
-    this.resendWithinMs = cfg.resendFinishedWithinMs ?? DEFAULT_RESEND_FINISHED_WITHIN_MS;
+  constructor(cfg: AgentCoreConfig, log: Logger = nullLogger) {
+    this.st = new CoreState(cfg, log);
+    this.nodeId = this.st.nodeId;
+    this.capacity = this.st.capacity;
   }
 
   // ------------------------------------------------------------------ master epoch
 
   /** Highest master epoch seen. */
   get epochSeen(): Int64 {
-    return this.epoch;
+    return this.st.epoch;
   }
 
   /** Last grant sequence applied, in the numbering of the master that sent it (`appliedGrantEpoch`). */
   get appliedGrantSeq(): Int64 {
-    return this.grantSeq;
+    return this.st.grantSeq;
   }
 
   /** Epoch of the master whose grant message was applied last ('0' = none yet). */
   get appliedGrantEpoch(): Int64 {
-    return this.grantEpoch;
+    return this.st.grantEpoch;
   }
 
   /**
@@ -342,7 +87,7 @@ export class AgentCore {
    * grant messages from 1, so (epoch, seq) stays unambiguous).
    */
   get currentGrantSeq(): Int64 {
-    return cmpInt64(this.grantEpoch, this.epoch) === 0 ? this.grantSeq : '0';
+    return cmpInt64(this.st.grantEpoch, this.st.epoch) === 0 ? this.st.grantSeq : '0';
   }
 
   /**
@@ -350,191 +95,30 @@ export class AgentCore {
    * an older one means a deposed master: StaleEpochError.
    */
   registered(epoch: Int64): Effect[] {
-    this.checkEpoch(epoch);
+    checkEpoch(this.st, epoch);
     return [];
-  }
-
-  private checkEpoch(epoch: Int64): void {
-    const c = cmpInt64(epoch, this.epoch);
-    if (c < 0) throw new StaleEpochError('epoch', epoch, this.epoch);
-    if (c > 0) {
-      this.log.info({ from: this.epoch, to: epoch }, 'new master epoch');
-      this.epoch = String(BigInt(epoch));
-      this.dirtyMeta = true;
-    }
   }
 
   // ------------------------------------------------------------------ grants
 
   /**
-   * Master -> agent grant changes, ordered by (epoch, seq) lexicographically. Every master numbers
-   * its own messages: from a master newer than the one whose table is applied, the applied seq
-   * counts as 0. A delta applies only when `seq` is exactly one past the applied seq; `full`
-   * replaces the table unless it is older than the applied one from the same master (seq below);
-   * a full table from a newer master always applies, whatever its seq. Otherwise the message is
-   * ignored (the master heals it with the full table on the next heartbeat). A stale epoch throws
-   * StaleEpochError. Returns the applied seq (in the message's epoch).
+   * Master -> agent grant changes, applied in (epoch, seq) order (a delta only when it is the next
+   * seq, a full table unless older); others are ignored, a stale epoch throws StaleEpochError.
+   * Returns the applied seq (in the message's epoch). Rules: grants.ts.
    */
   updateGrants(req: UpdateGrantsInput, now: number): { appliedSeq: Int64; applied: boolean; effects: Effect[] } {
-    this.checkEpoch(req.epoch);
-    req.grants.forEach((g, i) => {
-      if (!g.appId) throw new InvalidArgumentError(`grants[${i}].appId`, 'must not be empty');
-      if (!g.suId) throw new InvalidArgumentError(`grants[${i}].suId`, 'must not be empty');
-      if (!Number.isInteger(g.slots) || g.slots < 0) throw new InvalidArgumentError(`grants[${i}].slots`, `must be a non-negative integer, got ${g.slots}`);
-    });
-    const seq = BigInt(req.seq || '0');
-    const verdict = acceptTable({ epoch: this.grantEpoch, seq: BigInt(this.grantSeq) }, { epoch: req.epoch, seq, full: req.full });
-    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', req.epoch, this.grantEpoch);
-    if (verdict.kind !== 'apply') {
-      const why = verdict.kind === 'out-of-order' ? 'grant delta out of order; ignored (the next heartbeat brings the full table)' : 'older full grant table ignored';
-      this.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: this.grantEpoch, applied: this.grantSeq }, why);
-      return { appliedSeq: verdict.base.toString(), applied: false, effects: [] };
-    }
-    const newerMaster = verdict.newerMaster;
-    if (newerMaster && this.grantEpoch !== '0') {
-      this.log.info({ from: this.grantEpoch, to: req.epoch, seq: req.seq, full: req.full, oldSeq: this.grantSeq }, 'grant table now follows a new master');
-    }
-    const touched = new Set<string>();
-    if (req.full) {
-      for (const [k, g] of this.grants) {
-        touched.add(k);
-        this.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
-      }
-      this.grants.clear();
-    }
-    for (const g of req.grants) {
-      const k = grantKey(g.appId, g.suId);
-      touched.add(k);
-      this.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
-      if (g.slots === 0) this.grants.delete(k);
-      else this.grants.set(k, copyGrant(g));
-    }
-    this.grantSeq = seq.toString();
-    this.grantEpoch = String(BigInt(req.epoch || '0'));
-    this.dirtyMeta = true;
-    // A table applied from the master is the master's word: pending plans may start on it.
-    this.held = false;
-    const effects: Effect[] = [];
-    for (const g of req.grants) if ((g.amAttempt ?? 0) > 0) effects.push(...this.raiseAmAttempt(g.appId, g.amAttempt ?? 0, now, 'grant'));
-    for (const k of touched) effects.push(...this.enforceGrant(k));
-    effects.push(...this.startPending(now));
-    return { appliedSeq: this.grantSeq, applied: true, effects };
-  }
-
-  /** Kills the newest workers of (app, su) that exceed its grant. */
-  private enforceGrant(key: string): Effect[] {
-    const slots = this.grants.get(key)?.slots ?? 0;
-    const active = [...this.workers.values()].filter((w) => isWorkerActive(w.state) && grantKey(w.appId, w.suId) === key);
-    const keeping = active.filter((w) => !w.stopReason);
-    let excess = keeping.length - slots;
-    if (excess <= 0) return [];
-    const effects: Effect[] = [];
-    const reason = slots === 0 ? 'grant revoked' : `grant shrunk to ${slots} slot(s)`;
-    keeping.sort((a, b) => b.startOrder - a.startOrder);
-    for (const w of keeping) {
-      if (excess-- <= 0) break;
-      effects.push({ kind: 'log', level: 'warn', msg: 'killing worker over its grant', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, slots } });
-      effects.push(...this.requestStop(w, reason));
-    }
-    return effects;
+    return updateGrants(this.st, req, now);
   }
 
   // ------------------------------------------------------------------ plans
 
   /**
-   * Plans from an AM (epoch '0') or from the master (epoch > 0, AM processes only). Each plan starts
-   * at once when its grant has room, else waits as PENDING. Duplicate worker ids return the current
-   * status. Throws StaleEpochError for an old master epoch or AM attempt.
+   * Plans from an AM (epoch '0') or from the master (epoch > 0, AM processes only): each starts when
+   * its grant has room, else waits as PENDING; duplicate worker ids return the current status.
+   * Throws StaleEpochError for an old master epoch or AM attempt (plans.ts).
    */
   startWorkers(req: StartWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
-    if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
-    const fromMaster = cmpInt64(req.epoch, 0) > 0;
-    req.plans.forEach((p, i) => {
-      if (!p.workerId) throw new InvalidArgumentError(`plans[${i}].workerId`, 'must not be empty');
-      if (!p.suId) throw new InvalidArgumentError(`plans[${i}].suId`, 'must not be empty');
-      if (fromMaster && p.suId !== AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `the master may only start application masters (su "${AM_SU}"), got "${p.suId}"`);
-      if (!fromMaster && p.suId === AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `su "${AM_SU}" is reserved for application masters started by the master`);
-    });
-    if (fromMaster) this.checkEpoch(req.epoch);
-    this.checkAmAttempt(req.appId, req.amAttempt);
-    const effects: Effect[] = this.raiseAmAttempt(req.appId, req.amAttempt, now, 'plan');
-    const app = this.apps.get(req.appId)!;
-    if (req.amAddress && req.amAttempt >= app.amAttempt && app.amAddress !== req.amAddress) {
-      app.amAddress = req.amAddress;
-      this.dirtyApps.add(req.appId);
-    }
-
-    const ids: string[] = [];
-    for (const p of req.plans) {
-      ids.push(p.workerId);
-      if (this.workers.has(wkey(req.appId, p.workerId))) continue; // idempotent retry
-      const w: WorkerRecord = {
-        workerId: p.workerId,
-        appId: req.appId,
-        suId: p.suId,
-        task: p.task,
-        instance: p.instance,
-        attempt: p.attempt,
-        amAttempt: req.amAttempt,
-        amAddress: req.amAddress,
-        nodeId: this.nodeId,
-        command: { argv: [...p.command.argv], env: { ...p.command.env }, cwd: p.command.cwd },
-        resource: { ...p.resource },
-        state: 'PENDING',
-        pid: 0,
-        startTime: '',
-        bootId: '',
-        exitCode: null,
-        signal: null,
-        message: '',
-        acceptedAtMs: now,
-        startedAtMs: 0,
-        finishedAtMs: 0,
-        stopReason: '',
-        order: this.nextOrder++,
-        startOrder: 0,
-      };
-      this.workers.set(wkey(w.appId, w.workerId), w);
-      this.touch(w);
-      if (w.command.argv.length === 0 || !w.command.argv[0]) {
-        effects.push(...this.finish(w, 'REJECTED', now, 'plan has an empty command (argv)'));
-        continue;
-      }
-      effects.push({ kind: 'log', level: 'debug', msg: 'plan accepted', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt } });
-    }
-    effects.push(...this.startPending(now));
-    return { workers: this.workersById(req.appId, ids), effects };
-  }
-
-  private checkAmAttempt(appId: string, amAttempt: number): void {
-    const newest = this.apps.get(appId)?.amAttempt ?? 0;
-    if (amAttempt < newest) throw new StaleEpochError('am attempt', amAttempt, newest);
-  }
-
-  /**
-   * Raises the app's AM attempt bar to `attempt` (never lowers it; creates the app record). Plans of
-   * older attempts that have not started are void then: REJECTED. Running workers are left alone
-   * (the new attempt adopts them).
-   */
-  private raiseAmAttempt(appId: string, attempt: number, now: number, source: 'plan' | 'grant'): Effect[] {
-    let app = this.apps.get(appId);
-    if (!app) {
-      app = { amAttempt: 0, amAddress: '' };
-      this.apps.set(appId, app);
-      this.dirtyApps.add(appId);
-    }
-    if (attempt <= app.amAttempt) return [];
-    const from = app.amAttempt;
-    app.amAttempt = attempt;
-    this.dirtyApps.add(appId);
-    const effects: Effect[] = [];
-    if (from > 0) effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
-    for (const w of this.workers.values()) {
-      if (w.appId === appId && w.state === 'PENDING' && w.amAttempt < attempt) {
-        effects.push(...this.finish(w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));
-      }
-    }
-    return effects;
+    return startWorkers(this.st, req, now);
   }
 
   /**
@@ -542,144 +126,19 @@ export class AgentCore {
    * worker; from an AM, not AM processes. Unknown ids are skipped.
    */
   stopWorkers(req: StopWorkersInput, now: number): { workers: WorkerInfo[]; effects: Effect[] } {
-    if (!req.appId) throw new InvalidArgumentError('appId', 'must not be empty');
-    const fromMaster = cmpInt64(req.epoch, 0) > 0;
-    if (fromMaster) this.checkEpoch(req.epoch);
-    else this.checkAmAttempt(req.appId, req.amAttempt);
-    const reason = req.reason || (fromMaster ? 'stopped by the master' : 'stopped by the application master');
-    let targets: WorkerRecord[];
-    if (req.workerIds.length === 0) targets = [...this.workers.values()].filter((w) => w.appId === req.appId);
-    else targets = req.workerIds.map((id) => this.workers.get(wkey(req.appId, id))).filter((w): w is WorkerRecord => w !== undefined);
-    if (!fromMaster) targets = targets.filter((w) => w.suId !== AM_SU);
-    const effects: Effect[] = [];
-    for (const w of targets) {
-      if (w.state === 'PENDING') effects.push(...this.finish(w, 'KILLED', now, reason));
-      else if (isWorkerActive(w.state)) effects.push(...this.requestStop(w, reason));
-    }
-    effects.push(...this.startPending(now));
-    return { workers: targets.map(copy), effects };
-  }
-
-  private requestStop(w: WorkerRecord, reason: string): Effect[] {
-    if (w.stopReason) return [];
-    w.stopReason = reason;
-    w.message = reason;
-    this.touch(w);
-    // A STARTING worker is killed as soon as its pid is known (workerSpawned).
-    if (w.state === 'RUNNING' && w.pid > 0) return [{ kind: 'kill', workerId: w.workerId, pid: w.pid, reason }];
-    return [];
-  }
-
-  /** Starts every pending plan (oldest first) whose grant has room. */
-  private startPending(now: number): Effect[] {
-    const effects: Effect[] = [];
-    if (this.held) return effects;
-    let counts: Map<string, number> | undefined;
-    let used: Resource = ZERO;
-    for (const w of this.workers.values()) {
-      if (w.state !== 'PENDING') continue;
-      const key = grantKey(w.appId, w.suId);
-      const grant = this.grants.get(key);
-      if (!grant) continue;
-      if (!counts) {
-        counts = new Map();
-        for (const a of this.workers.values()) {
-          if (!isWorkerActive(a.state)) continue;
-          const k = grantKey(a.appId, a.suId);
-          counts.set(k, (counts.get(k) ?? 0) + 1);
-          used = add(used, a.resource);
-        }
-      }
-      if ((counts.get(key) ?? 0) >= grant.slots) continue;
-      if (!fits(w.resource, grant.resource)) {
-        effects.push(...this.finish(w, 'REJECTED', now, `plan resource (${format(w.resource)}) exceeds the granted slot (${format(grant.resource)})`));
-        continue;
-      }
-      const after = add(used, grant.resource);
-      if (!fits(after, this.capacity)) {
-        // Grants should make this impossible: the master over-committed this node.
-        effects.push({
-          kind: 'log',
-          level: 'error',
-          msg: 'REFUSING to start worker: node capacity would be exceeded (master over-committed this node?)',
-          fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, used: format(used), slot: format(grant.resource), capacity: format(this.capacity) },
-        });
-        continue;
-      }
-      w.state = 'STARTING';
-      w.resource = { ...grant.resource };
-      this.touch(w);
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      used = after;
-      w.startOrder = this.nextOrder++;
-      effects.push({ kind: 'spawn', worker: this.spawnSpec(w) });
-    }
-    return effects;
-  }
-
-  private spawnSpec(w: WorkerRecord): SpawnSpec {
-    const vars = { instance: w.instance, task: w.task, job: w.appId, attempt: w.attempt };
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(w.command.env)) env[k] = substitute(v, vars);
-    Object.assign(env, {
-      FUXI_APP_ID: w.appId,
-      FUXI_TASK: w.task,
-      FUXI_INSTANCE: String(w.instance),
-      FUXI_ATTEMPT: String(w.attempt),
-      FUXI_WORKER_ID: w.workerId,
-      FUXI_NODE_ID: this.nodeId,
-      FUXI_AM_ATTEMPT: String(w.amAttempt),
-    });
-    return {
-      workerId: w.workerId,
-      appId: w.appId,
-      suId: w.suId,
-      task: w.task,
-      instance: w.instance,
-      attempt: w.attempt,
-      argv: w.command.argv.map((a) => substitute(a, vars)),
-      env,
-      cwd: substitute(w.command.cwd, vars),
-    };
+    return stopWorkers(this.st, req, now);
   }
 
   // ------------------------------------------------------------------ process lifecycle
 
   /** The driver started the worker's process (`bootId`: the host's, identifies the process with pid + start time). */
   workerSpawned(appId: string, workerId: string, pid: number, startTime: string, now: number, bootId = ''): Effect[] {
-    const w = this.workers.get(wkey(appId, workerId));
-    if (!w) return [{ kind: 'log', level: 'warn', msg: 'spawned an unknown worker', fields: { workerId, pid } }];
-    if (w.state !== 'STARTING') {
-      // Already exited (the exit raced the spawn report): just record the pid.
-      if (w.pid === 0) {
-        w.pid = pid;
-        w.startTime = startTime;
-        w.bootId = bootId;
-        this.touch(w);
-      }
-      return [];
-    }
-    w.state = 'RUNNING';
-    w.pid = pid;
-    w.startTime = startTime;
-    w.bootId = bootId;
-    w.startedAtMs = now;
-    this.touch(w);
-    const effects: Effect[] = [
-      { kind: 'log', level: 'info', msg: 'worker started', fields: { workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt, pid } },
-    ];
-    effects.push(...this.event(w));
-    if (w.stopReason) effects.push({ kind: 'kill', workerId, pid, reason: w.stopReason });
-    return effects;
+    return workerSpawned(this.st, appId, workerId, pid, startTime, now, bootId);
   }
 
   /** The driver could not start the worker's process. */
   spawnFailed(appId: string, workerId: string, message: string, now: number): Effect[] {
-    const w = this.workers.get(wkey(appId, workerId));
-    if (!w || w.state !== 'STARTING') return [];
-    const effects = this.finish(w, w.stopReason ? 'KILLED' : 'REJECTED', now, `could not start the worker: ${message}`);
-    effects.push(...this.startPending(now));
-    return effects;
+    return spawnFailed(this.st, appId, workerId, message, now);
   }
 
   /**
@@ -688,124 +147,41 @@ export class AgentCore {
    * then says so).
    */
   workerExited(appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number, detail = ''): Effect[] {
-    const w = this.workers.get(wkey(appId, workerId));
-    if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
-    if (isWorkerTerminal(w.state) || w.state === 'PENDING') return [];
-    w.exitCode = exitCode;
-    w.signal = signal;
-    let state: WorkerState;
-    let message: string;
-    if (w.stopReason) {
-      state = 'KILLED';
-      message = w.stopReason;
-    } else if (exitCode === 0) {
-      state = 'SUCCEEDED';
-      message = '';
-    } else {
-      state = 'FAILED';
-      message = signal ? `killed by signal ${signal}` : exitCode === null && detail ? detail : `exit code ${exitCode ?? 'unknown'}`;
-    }
-    const effects = this.finish(w, state, now, message);
-    effects.push(...this.startPending(now));
-    return effects;
+    return workerExited(this.st, appId, workerId, exitCode, signal, now, detail);
   }
 
   /** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
   tick(now: number): Effect[] {
-    const effects: Effect[] = [];
-    for (const w of this.workers.values()) {
-      if (w.state === 'PENDING' && now - w.acceptedAtMs >= this.pendingTimeoutMs) {
-        const has = this.grants.get(grantKey(w.appId, w.suId));
-        const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
-        effects.push(...this.finish(w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
-      }
-    }
-    effects.push(...this.startPending(now));
-    this.collect(now);
-    return effects;
-  }
-
-  private collect(now: number): void {
-    const finished = [...this.workers.values()].filter((w) => isWorkerTerminal(w.state));
-    let over = finished.length - this.maxFinished;
-    finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
-    let removed = false;
-    for (const w of finished) {
-      if (over > 0 || now - w.finishedAtMs > this.retentionMs) {
-        this.workers.delete(wkey(w.appId, w.workerId));
-        this.touch(w);
-        removed = true;
-        over--;
-      }
-    }
-    if (!removed) return;
-    // Apps with neither workers nor grants left are forgotten (a later grant names the AM attempt again).
-    const inUse = new Set<string>();
-    for (const w of this.workers.values()) inUse.add(w.appId);
-    for (const g of this.grants.values()) inUse.add(g.appId);
-    for (const appId of this.apps.keys()) {
-      if (!inUse.has(appId)) {
-        this.apps.delete(appId);
-        this.dirtyApps.add(appId);
-      }
-    }
-  }
-
-  private finish(w: WorkerRecord, state: WorkerState, now: number, message: string): Effect[] {
-    w.state = state;
-    w.finishedAtMs = now;
-    w.message = message;
-    this.touch(w);
-    const level = state === 'SUCCEEDED' ? 'info' : state === 'KILLED' ? 'info' : 'warn';
-    const effects: Effect[] = [
-      { kind: 'log', level, msg: `worker ${state.toLowerCase()}`, fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, exitCode: w.exitCode, signal: w.signal, message } },
-    ];
-    effects.push(...this.event(w));
-    return effects;
-  }
-
-  private event(w: WorkerRecord): Effect[] {
-    if (w.suId === AM_SU) return []; // the master learns about AM processes from heartbeats
-    const amAddress = this.apps.get(w.appId)?.amAddress || w.amAddress;
-    return [{ kind: 'event', appId: w.appId, amAddress, status: copy(w) }];
+    return tick(this.st, now);
   }
 
   // ------------------------------------------------------------------ queries
 
   /** Sum of the resources of spawning and running workers. */
   used(): Resource {
-    let u: Resource = ZERO;
-    for (const w of this.workers.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
-    return u;
+    return used(this.st);
   }
 
   summary(): WorkerSummary {
-    const s = { running: 0, pending: 0, finished: 0 };
-    for (const w of this.workers.values()) {
-      if (isWorkerActive(w.state)) s.running++;
-      else if (w.state === 'PENDING') s.pending++;
-      else s.finished++;
-    }
-    return s;
+    return summary(this.st);
   }
 
   /** Every application-master process (su `__am__`) known, finished ones included. */
   amWorkers(): WorkerInfo[] {
-    return [...this.workers.values()].filter((w) => w.suId === AM_SU).map(copy);
+    return amWorkers(this.st);
   }
 
   worker(appId: string, workerId: string): WorkerInfo | undefined {
-    const w = this.workers.get(wkey(appId, workerId));
-    return w ? copy(w) : undefined;
+    return worker(this.st, appId, workerId);
   }
 
   workersById(appId: string, ids: readonly string[]): WorkerInfo[] {
-    return ids.map((id) => this.workers.get(wkey(appId, id))).filter((w): w is WorkerRecord => w !== undefined).map(copy);
+    return workersById(this.st, appId, ids);
   }
 
   /** Workers of an app (every worker when `appId` is empty), in acceptance order. */
   listWorkers(appId = ''): WorkerInfo[] {
-    return [...this.workers.values()].filter((w) => !appId || w.appId === appId).map(copy);
+    return listWorkers(this.st, appId);
   }
 
   /**
@@ -813,37 +189,23 @@ export class AgentCore {
    * (highest attempt, then most recently accepted) when `attempt` is 0.
    */
   findWorker(appId: string, task: string, instance: number, attempt = 0): WorkerInfo | undefined {
-    let best: WorkerRecord | undefined;
-    for (const w of this.workers.values()) {
-      if (w.appId !== appId || w.task !== task || w.instance !== instance) continue;
-      if (attempt > 0 && w.attempt !== attempt) continue;
-      if (!best || w.attempt > best.attempt || (w.attempt === best.attempt && w.order > best.order)) best = w;
-    }
-    return best ? copy(best) : undefined;
+    return findWorker(this.st, appId, task, instance, attempt);
   }
 
   grantTable(): GrantEntry[] {
-    return [...this.grants.values()].map(copyGrant);
+    return grantTable(this.st);
   }
 
   /** Highest AM attempt seen for the app (0 when unknown). */
   amAttemptOf(appId: string): number {
-    return this.apps.get(appId)?.amAttempt ?? 0;
+    return amAttemptOf(this.st, appId);
   }
 
   // ------------------------------------------------------------------ checkpoint and restart
 
-  private touch(w: WorkerRecord): void {
-    this.dirtyWorkers.set(wkey(w.appId, w.workerId), { appId: w.appId, workerId: w.workerId });
-  }
-
-  private meta(): CheckpointMeta {
-    return { nodeId: this.nodeId, epoch: this.epoch, grantEpoch: this.grantEpoch, grantSeq: this.grantSeq };
-  }
-
   /** True after a restore until the grant table is confirmed: pending plans wait. */
   get startsHeld(): boolean {
-    return this.held;
+    return this.st.held;
   }
 
   /**
@@ -852,193 +214,30 @@ export class AgentCore {
    * the input that caused it. Replaying every delta in order over an empty state gives `state()`.
    */
   takeDelta(): StateDelta | undefined {
-    if (!this.dirtyMeta && this.dirtyGrants.size === 0 && this.dirtyApps.size === 0 && this.dirtyWorkers.size === 0) return undefined;
-    const d: StateDelta = { putGrants: [], delGrants: [], putApps: [], delApps: [], putWorkers: [], delWorkers: [] };
-    if (this.dirtyMeta) d.meta = this.meta();
-    for (const [k, ref] of this.dirtyGrants) {
-      const g = this.grants.get(k);
-      if (g) d.putGrants.push(copyGrant(g));
-      else d.delGrants.push(ref);
-    }
-    for (const appId of this.dirtyApps) {
-      const a = this.apps.get(appId);
-      if (a) d.putApps.push({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress });
-      else d.delApps.push(appId);
-    }
-    for (const [k, ref] of this.dirtyWorkers) {
-      const w = this.workers.get(k);
-      if (w) d.putWorkers.push(entry(w));
-      else d.delWorkers.push(ref);
-    }
-    this.dirtyMeta = false;
-    this.dirtyGrants.clear();
-    this.dirtyApps.clear();
-    this.dirtyWorkers.clear();
-    return d;
+    return takeDelta(this.st);
   }
 
   /** The whole durable state (what the checkpoint holds once every delta is written). */
   state(): AgentState {
-    return {
-      meta: this.meta(),
-      grants: this.grantTable(),
-      apps: [...this.apps].map(([appId, a]) => ({ appId, amAttempt: a.amAttempt, amAddress: a.amAddress })),
-      workers: [...this.workers.values()].map(entry),
-    };
+    return durableState(this.st);
   }
 
   /**
-   * Agent restart: loads the checkpointed `saved` state into this fresh core. For every worker that
-   * was STARTING or RUNNING, `liveness` (the shell's look at /proc and the worker's exit file)
-   * decides: `alive` -> re-adopted as RUNNING, keeping its slot (and killed again if a stop had been
-   * requested); `exited` -> SUCCEEDED / FAILED with that exit code (KILLED when it was being
-   * stopped); `gone` -> FAILED (KILLED when being stopped) "ended while the agent was down". Every
-   * re-adopted or ended worker's status goes to its AM; so does that of workers that finished within
-   * `resendFinishedWithinMs` (the crash may have lost its delivery). Pending plans stay pending, and
-   * none starts until `grantsConfirmed()` or an applied grant message. The master epoch, the grant
-   * table with its (epoch, seq) and the AM attempt bars are those of the checkpoint.
-   *
-   * Throws FailedPreconditionError when the core is not fresh, or the checkpoint is another node's.
+   * Agent restart: loads the checkpointed `saved` state into this fresh core; `liveness` decides for
+   * each worker that was active whether it is re-adopted (`alive`) or finished (`exited`, `gone`).
+   * Pending plans are held until `grantsConfirmed()`. Throws FailedPreconditionError when the core
+   * is not fresh or the checkpoint is another node's (restore.ts).
    */
   restore(saved: AgentState, liveness: (w: WorkerInfo) => Liveness, now: number): { adopted: WorkerInfo[]; ended: WorkerInfo[]; effects: Effect[] } {
-    if (this.workers.size > 0 || this.grants.size > 0 || this.apps.size > 0 || this.epoch !== '0') {
-      throw new FailedPreconditionError('restore needs a fresh agent core');
-    }
-    if (saved.meta.nodeId && saved.meta.nodeId !== this.nodeId) {
-      throw new FailedPreconditionError(
-        `the checkpoint belongs to node "${saved.meta.nodeId}", not "${this.nodeId}": start with --node-id ${saved.meta.nodeId}, or with another --work-dir`,
-        { checkpointNodeId: saved.meta.nodeId, nodeId: this.nodeId },
-      );
-    }
-    this.epoch = String(BigInt(saved.meta.epoch || '0'));
-    this.grantEpoch = String(BigInt(saved.meta.grantEpoch || '0'));
-    this.grantSeq = String(BigInt(saved.meta.grantSeq || '0'));
-    this.dirtyMeta = true;
-    for (const g of saved.grants) {
-      if (g.slots <= 0) continue;
-      this.grants.set(grantKey(g.appId, g.suId), copyGrant(g));
-    }
-    for (const a of saved.apps) this.apps.set(a.appId, { amAttempt: a.amAttempt, amAddress: a.amAddress });
-    const sorted = [...saved.workers].sort((a, b) => a.order - b.order);
-    for (const s of sorted) {
-      const w: WorkerRecord = { ...copy(s), order: s.order, startOrder: s.startOrder };
-      this.workers.set(wkey(w.appId, w.workerId), w);
-      this.nextOrder = Math.max(this.nextOrder, w.order + 1, w.startOrder + 1);
-      if (!this.apps.has(w.appId)) {
-        this.apps.set(w.appId, { amAttempt: w.amAttempt, amAddress: w.amAddress });
-        this.dirtyApps.add(w.appId);
-      }
-    }
-
-    const adopted: WorkerInfo[] = [];
-    const ended: WorkerInfo[] = [];
-    const effects: Effect[] = [];
-    for (const w of this.workers.values()) {
-      if (isWorkerActive(w.state)) {
-        const l = liveness(copy(w));
-        if (l.kind === 'alive') {
-          w.state = 'RUNNING';
-          w.pid = l.pid;
-          w.startTime = l.startTime;
-          w.bootId = l.bootId;
-          if (!w.startedAtMs) w.startedAtMs = now;
-          this.touch(w);
-          adopted.push(copy(w));
-          effects.push({ kind: 'log', level: 'debug', msg: 'worker re-adopted', fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid } });
-          effects.push(...this.event(w));
-          if (w.stopReason) effects.push({ kind: 'kill', workerId: w.workerId, pid: w.pid, reason: w.stopReason });
-          continue;
-        }
-        w.exitCode = l.kind === 'exited' ? l.exitCode : null;
-        w.signal = null;
-        let state: WorkerState;
-        let message: string;
-        if (w.stopReason) {
-          state = 'KILLED';
-          message = w.stopReason;
-        } else if (l.kind === 'exited' && l.exitCode === 0) {
-          state = 'SUCCEEDED';
-          message = '';
-        } else if (l.kind === 'exited') {
-          state = 'FAILED';
-          message = `exit code ${l.exitCode} (${ENDED_WHILE_DOWN})`;
-        } else {
-          state = 'FAILED';
-          message = `${ENDED_WHILE_DOWN} (no exit code recorded)`;
-        }
-        effects.push(...this.finish(w, state, now, message));
-        if (l.kind === 'exited' && l.atMs !== undefined && l.atMs > 0 && l.atMs <= now) w.finishedAtMs = l.atMs;
-        ended.push(copy(w));
-      } else if (isWorkerTerminal(w.state) && now - w.finishedAtMs <= this.resendWithinMs) {
-        effects.push(...this.event(w));
-      }
-    }
-    this.held = true;
-    effects.push({
-      kind: 'log',
-      level: 'info',
-      msg: 'state restored from the local checkpoint',
-      fields: { epoch: this.epoch, grantEpoch: this.grantEpoch, grantSeq: this.grantSeq, grants: this.grants.size, adopted: adopted.length, ended: ended.length, pending: this.summary().pending },
-    });
-    return { adopted, ended, effects };
+    return restore(this.st, saved, liveness, now);
   }
 
-  /**
-   * The grant table is confirmed (the master answered and either accepted our (epoch, seq) or sent
-   * its table), or the shell runs from the checkpoint's grants because the master cannot be reached:
-   * pending plans may start.
-   */
+  /** The grant table is confirmed, or the shell runs from the checkpoint's grants: pending plans may start. */
   grantsConfirmed(now: number): Effect[] {
-    if (!this.held) return [];
-    this.held = false;
-    return this.startPending(now);
+    return grantsConfirmed(this.st, now);
   }
 
   snapshot(): AgentSnapshot {
-    return {
-      nodeId: this.nodeId,
-      capacity: { ...this.capacity },
-      epoch: this.epoch,
-      grantEpoch: this.grantEpoch,
-      grantSeq: this.grantSeq,
-      grants: this.grantTable(),
-      workers: this.listWorkers(),
-      used: this.used(),
-    };
+    return snapshot(this.st);
   }
-}
-
-function copyGrant(g: GrantEntry): GrantEntry {
-  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: { ...g.resource }, amAttempt: g.amAttempt ?? 0 };
-}
-
-function entry(w: WorkerRecord): WorkerEntry {
-  return { ...copy(w), order: w.order, startOrder: w.startOrder };
-}
-
-function copy(w: WorkerRecord | WorkerInfo): WorkerInfo {
-  return {
-    workerId: w.workerId,
-    appId: w.appId,
-    suId: w.suId,
-    task: w.task,
-    instance: w.instance,
-    attempt: w.attempt,
-    amAttempt: w.amAttempt,
-    amAddress: w.amAddress,
-    nodeId: w.nodeId,
-    command: { argv: [...w.command.argv], env: { ...w.command.env }, cwd: w.command.cwd },
-    resource: { ...w.resource },
-    state: w.state,
-    pid: w.pid,
-    startTime: w.startTime,
-    bootId: w.bootId,
-    exitCode: w.exitCode,
-    signal: w.signal,
-    message: w.message,
-    acceptedAtMs: w.acceptedAtMs,
-    startedAtMs: w.startedAtMs,
-    finishedAtMs: w.finishedAtMs,
-    stopReason: w.stopReason,
-  };
 }

@@ -8,7 +8,7 @@
  * for (const d of deltas) s = applyDelta(s, d);   // == core.state()
  * ```
  */
-import type { AgentState, AppEntry, GrantEntry, StateDelta, WorkerEntry } from './agent-core.js';
+import type { AgentState, AppEntry, GrantEntry, StateDelta, WorkerEntry } from './types.js';
 
 const gk = (appId: string, suId: string): string => JSON.stringify([appId, suId]);
 const wk = (appId: string, workerId: string): string => JSON.stringify([appId, workerId]);

@@ -1,0 +1,81 @@
+/**
+ * Read-only views of the agent core: resources in use, worker counts, workers by key, app, task
+ * instance or su, the grant table, AM attempt bars, and the whole snapshot. Every worker and grant
+ * handed out is a copy.
+ */
+import { add, AM_SU, isWorkerActive, ZERO, type Resource } from '@fuxi/common';
+import { copyGrant, copyWorker, wkey, type CoreState, type WorkerRecord } from './core-state.js';
+import type { AgentSnapshot, GrantEntry, WorkerInfo, WorkerSummary } from './types.js';
+
+/** Sum of the resources of spawning and running workers. */
+export function used(st: CoreState): Resource {
+  let u: Resource = ZERO;
+  for (const w of st.workers.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
+  return u;
+}
+
+export function summary(st: CoreState): WorkerSummary {
+  const s = { running: 0, pending: 0, finished: 0 };
+  for (const w of st.workers.values()) {
+    if (isWorkerActive(w.state)) s.running++;
+    else if (w.state === 'PENDING') s.pending++;
+    else s.finished++;
+  }
+  return s;
+}
+
+/** Every application-master process (su `__am__`) known, finished ones included. */
+export function amWorkers(st: CoreState): WorkerInfo[] {
+  return [...st.workers.values()].filter((w) => w.suId === AM_SU).map(copyWorker);
+}
+
+export function worker(st: CoreState, appId: string, workerId: string): WorkerInfo | undefined {
+  const w = st.workers.get(wkey(appId, workerId));
+  return w ? copyWorker(w) : undefined;
+}
+
+/** The known workers among `ids` of the app, in the order of `ids` (unknown ones left out). */
+export function workersById(st: CoreState, appId: string, ids: readonly string[]): WorkerInfo[] {
+  return ids.map((id) => st.workers.get(wkey(appId, id))).filter((w): w is WorkerRecord => w !== undefined).map(copyWorker);
+}
+
+/** Workers of an app (every worker when `appId` is empty), in acceptance order. */
+export function listWorkers(st: CoreState, appId: string): WorkerInfo[] {
+  return [...st.workers.values()].filter((w) => !appId || w.appId === appId).map(copyWorker);
+}
+
+/**
+ * The worker of instance `instance` of `task` in `appId`: the given attempt, or the latest one
+ * (highest attempt, then most recently accepted) when `attempt` is 0.
+ */
+export function findWorker(st: CoreState, appId: string, task: string, instance: number, attempt: number): WorkerInfo | undefined {
+  let best: WorkerRecord | undefined;
+  for (const w of st.workers.values()) {
+    if (w.appId !== appId || w.task !== task || w.instance !== instance) continue;
+    if (attempt > 0 && w.attempt !== attempt) continue;
+    if (!best || w.attempt > best.attempt || (w.attempt === best.attempt && w.order > best.order)) best = w;
+  }
+  return best ? copyWorker(best) : undefined;
+}
+
+export function grantTable(st: CoreState): GrantEntry[] {
+  return [...st.grants.values()].map(copyGrant);
+}
+
+/** Highest AM attempt seen for the app (0 when unknown). */
+export function amAttemptOf(st: CoreState, appId: string): number {
+  return st.apps.get(appId)?.amAttempt ?? 0;
+}
+
+export function snapshot(st: CoreState): AgentSnapshot {
+  return {
+    nodeId: st.nodeId,
+    capacity: { ...st.capacity },
+    epoch: st.epoch,
+    grantEpoch: st.grantEpoch,
+    grantSeq: st.grantSeq,
+    grants: grantTable(st),
+    workers: listWorkers(st, ''),
+    used: used(st),
+  };
+}

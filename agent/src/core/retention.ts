@@ -1,0 +1,64 @@
+/**
+ * What the agent keeps over time (the periodic tick): a plan that found no grant with room within
+ * `pendingTimeoutMs` is REJECTED; finished workers are forgotten after `finishedRetentionMs`, or
+ * oldest first beyond `maxFinished`; an app left with neither workers nor grants is forgotten too.
+ */
+import { isWorkerTerminal } from '@fuxi/common';
+import { grantKey, touch, wkey, type CoreState } from './core-state.js';
+import { finish, startPending } from './lifecycle.js';
+import type { Effect } from './types.js';
+
+/** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
+export function tick(st: CoreState, now: number): Effect[] {
+  const effects = rejectTimedOut(st, now);
+  effects.push(...startPending(st, now));
+  collect(st, now);
+  return effects;
+}
+
+function rejectTimedOut(st: CoreState, now: number): Effect[] {
+  const effects: Effect[] = [];
+  for (const w of st.workers.values()) {
+    if (w.state === 'PENDING' && now - w.acceptedAtMs >= st.pendingTimeoutMs) {
+      const has = st.grants.get(grantKey(w.appId, w.suId));
+      const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
+      effects.push(...finish(st, w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
+    }
+  }
+  return effects;
+}
+
+/** Forgets finished workers past retention or over the limit, then the apps nothing refers to any more. */
+function collect(st: CoreState, now: number): void {
+  if (forgetFinished(st, now)) forgetIdleApps(st);
+}
+
+/** Returns whether any worker was forgotten. */
+function forgetFinished(st: CoreState, now: number): boolean {
+  const finished = [...st.workers.values()].filter((w) => isWorkerTerminal(w.state));
+  let over = finished.length - st.maxFinished;
+  finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
+  let removed = false;
+  for (const w of finished) {
+    if (over > 0 || now - w.finishedAtMs > st.retentionMs) {
+      st.workers.delete(wkey(w.appId, w.workerId));
+      touch(st, w);
+      removed = true;
+      over--;
+    }
+  }
+  return removed;
+}
+
+/** Apps with neither workers nor grants left are forgotten (a later grant names the AM attempt again). */
+function forgetIdleApps(st: CoreState): void {
+  const inUse = new Set<string>();
+  for (const w of st.workers.values()) inUse.add(w.appId);
+  for (const g of st.grants.values()) inUse.add(g.appId);
+  for (const appId of st.apps.keys()) {
+    if (!inUse.has(appId)) {
+      st.apps.delete(appId);
+      st.dirtyApps.add(appId);
+    }
+  }
+}
