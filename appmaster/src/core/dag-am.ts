@@ -41,7 +41,7 @@
  * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
  * ```
  */
-import { acceptTable, cmpInt64, DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, substitute } from '@fuxi/common';
+import { acceptTable, cmpInt64, DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, nullLogger, StaleEpochError, substitute, validateJobSpec } from '@fuxi/common';
 import type { AgentTimeoutPolicy, Logger } from '@fuxi/common';
 import { decodeEntry, encodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
 import type {
@@ -222,36 +222,13 @@ export function failureReason(ev: Pick<WorkerEvent, 'state' | 'exitCode' | 'sign
   return msg ? `${base} (${msg})` : base;
 }
 
-/** Checks what the core relies on: unique names, known dependencies, no cycles, sane counts. */
+/**
+ * @deprecated The core takes a spec that passed `validateJobSpec` (@fuxi/common), the one validator
+ * of a job's task graph (names, counts, known dependencies, no cycles) that the client, the master
+ * and the AM shell run; this only calls it.
+ */
 export function validateDag(spec: JobSpec): void {
-  const index = new Map<string, number>();
-  spec.tasks.forEach((t, i) => {
-    if (!t.name) throw new InvalidArgumentError(`tasks[${i}].name`, 'must not be empty');
-    if (index.has(t.name)) throw new InvalidArgumentError(`tasks[${i}].name`, `duplicate task name "${t.name}"`);
-    if (!Number.isInteger(t.instances) || t.instances < 0) throw new InvalidArgumentError(`tasks[${i}].instances`, `must be a non-negative integer, got ${t.instances}`);
-    index.set(t.name, i);
-  });
-  spec.tasks.forEach((t, i) => {
-    t.dependsOn.forEach((d, j) => {
-      if (!index.has(d)) throw new InvalidArgumentError(`tasks[${i}].dependsOn[${j}]`, `unknown task "${d}"`);
-      if (d === t.name) throw new InvalidArgumentError(`tasks[${i}].dependsOn[${j}]`, 'a task cannot depend on itself');
-    });
-  });
-  // Cycle check: depth-first search with colours.
-  const colour = new Map<string, 1 | 2>();
-  const byName = new Map(spec.tasks.map((t) => [t.name, t]));
-  const visit = (name: string, path: string[]): void => {
-    const c = colour.get(name);
-    if (c === 2) return;
-    if (c === 1) {
-      const cycle = [...path.slice(path.indexOf(name)), name].join(' -> ');
-      throw new InvalidArgumentError('tasks', `dependency cycle: ${cycle}`);
-    }
-    colour.set(name, 1);
-    for (const d of byName.get(name)?.dependsOn ?? []) visit(d, [...path, name]);
-    colour.set(name, 2);
-  };
-  for (const t of spec.tasks) visit(t.name, []);
+  validateJobSpec(spec);
 }
 
 export class DagAppMaster {
@@ -422,11 +399,11 @@ export class DagAppMaster {
    * The job starts: `spec` from RegisterApp, `held` the assignments the app already holds (with
    * the master's assignment seq), and for a restarted AM (attempt > 1) what it recovered: its
    * snapshot and the workers the agents list (see `Recovery`). Without `recovery` the topology is
-   * written to the snapshot. Throws InvalidArgumentError for a spec the core cannot run.
+   * written to the snapshot. `spec` has passed `validateJobSpec` (@fuxi/common): task names are
+   * unique, dependencies known and acyclic; the core does not check them again.
    */
   start(spec: JobSpec, held: { epoch?: string; seq: number; assignments: readonly Assignment[] }, now: number, recovery?: Recovery): AmEffect[] {
     if (this.spec) throw new FailedPreconditionError('the application master core was already started');
-    validateDag(spec);
     this.spec = spec;
     this.policy = spec.onAgentTimeout === 'wait' ? 'wait' : 'rerun';
     this.rerunAfterMs = Number.isFinite(spec.rerunAfterMs) && spec.rerunAfterMs >= 0 ? spec.rerunAfterMs : DEFAULT_RERUN_AFTER_MS;
