@@ -42,7 +42,10 @@
  * ```
  */
 import { acceptTable, cmpInt64, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, StaleEpochError, substitute, validateJobSpec } from '@fuxi/common';
-import { AmState, byKey, flush, idOf, key, locate, logEntry, lookup, blocked, parseWorkerId, plural, workerIdOf, type DagAmOptions, type Hold, type Instance, type InstanceState, type Lost, type Shadow, type Task, type TaskState } from './am-state.js';
+import { AmState, byKey, flush, idOf, key, locate, logEntry, lookup, blocked, plural, workerIdOf, type DagAmOptions, type Hold, type Instance, type InstanceState, type Lost, type Shadow, type Task, type TaskState } from './am-state.js';
+import { cancelOutstanding, consumeOutstanding, declaredUnits, outstandingRequests, sizeRequests } from './requests.js';
+import { effective, forgetIfEmpty, returnSlots } from './holds.js';
+import { addShadow, adopt, dropShadow, isCurrentWorker, liveWorkers, nodesToPoll, releaseSlot, resendStops, stopShadows, stopWorker } from './workers.js';
 import { decodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
 import type {
   AmEffect,
@@ -60,21 +63,11 @@ import type {
   WorkerPlan,
 } from './types.js';
 
+export { localitiesOf, spread } from './requests.js';
 export { DEFAULT_RETURN_SETTLE_MS, parseWorkerId, workerIdOf, type DagAmOptions } from './am-state.js';
 
 /** Slot losses per instance that do not count as failed attempts (see the header). */
 export const LOST_SLOTS_FREE = 3;
-
-function returningOf(h: Hold): number {
-  let n = 0;
-  for (const r of h.returning) n += r.n;
-  return n;
-}
-
-/** Slots of the hold that are ours to use: assigned, minus returned ones not yet dropped. */
-function effective(h: Hold): number {
-  return Math.max(0, h.held - returningOf(h));
-}
 
 /** Why an attempt failed, for logs and the job's failure message. */
 export function failureReason(ev: Pick<WorkerEvent, 'state' | 'exitCode' | 'signal' | 'message'>): string {
@@ -176,38 +169,17 @@ export class DagAppMaster {
   }
 
   outstandingRequests(): OutstandingRequest[] {
-    const out: OutstandingRequest[] = [];
-    for (const t of this.st.tasks.values()) {
-      for (const [location, count] of byKey(t.outstanding)) if (count > 0) out.push({ suId: t.suId, location, count });
-    }
-    return out;
+    return outstandingRequests(this.st);
   }
 
   /** Configs of the SUs already declared to the master (by this AM attempt, or holding slots from an earlier one). */
   units(): ScheduleUnitConfig[] {
-    return [...this.st.tasks.values()].filter((t) => t.unitSent || t.holds.size > 0).map((t) => unitOf(this.st, t));
+    return declaredUnits(this.st);
   }
 
   /** Every live attempt: each instance's running one, then older ones still alive (shadows). */
   workers(): RunningWorker[] {
-    const out: RunningWorker[] = [];
-    for (const t of this.st.tasks.values()) {
-      const w = (i: Instance, attempt: number, nodeId: string, started: boolean): RunningWorker => ({
-        workerId: workerIdOf(t.spec.name, i.index, attempt),
-        suId: t.suId,
-        task: t.spec.name,
-        instance: i.index,
-        attempt,
-        nodeId,
-        started,
-        resource: t.spec.resource,
-      });
-      for (const i of t.instances) {
-        if (i.state === 'running') out.push(w(i, i.attempt, i.nodeId, i.started));
-        for (const s of i.shadows) out.push(w(i, s.attempt, s.nodeId, s.started));
-      }
-    }
-    return out;
+    return liveWorkers(this.st);
   }
 
   /**
@@ -216,16 +188,7 @@ export class DagAppMaster {
    * still send events to the old AM address) and those that have not answered yet.
    */
   nodesToPoll(): string[] {
-    const out = new Set(this.st.unlisted);
-    if (!this.st.done) {
-      for (const t of this.st.tasks.values()) {
-        for (const i of t.instances) {
-          if (i.state === 'running' && i.adopted) out.add(i.nodeId);
-          for (const s of i.shadows) if (s.adopted) out.add(s.nodeId);
-        }
-      }
-    }
-    return [...out].sort();
+    return nodesToPoll(this.st);
   }
 
   /** Nodes reported timing out and not back yet, with when the core heard it. */
@@ -240,11 +203,7 @@ export class DagAppMaster {
 
   /** True while `workerId` is the running attempt of its instance (the shell stops retrying plans that are not). */
   isCurrentWorker(workerId: string): boolean {
-    if (this.st.done) return false;
-    const parsed = parseWorkerId(workerId);
-    if (!parsed) return false;
-    const inst = this.st.tasks.get(parsed.task)?.instances[parsed.instance];
-    return inst !== undefined && inst.state === 'running' && inst.attempt === parsed.attempt;
+    return isCurrentWorker(this.st, workerId);
   }
 
   // ---------------------------------------------------------------- inputs
@@ -470,10 +429,10 @@ function reshape(st: AmState, task: Task, h: Hold, lost: Lost[], change: () => v
   const before = effective(h);
   change();
   const after = effective(h);
-  if (after > before) consumeOutstanding(st, task, h.nodeId, after - before);
+  if (after > before) consumeOutstanding(task, h.nodeId, after - before);
   const over = h.used - after;
   if (over > 0) lost.push({ task, nodeId: h.nodeId, count: over, reason: h.held === 0 ? `node lost (${h.nodeId})` : `slot revoked on node ${h.nodeId}` });
-  if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(h.nodeId);
+  forgetIfEmpty(task, h);
 }
 
 /**
@@ -487,7 +446,7 @@ function evict(st: AmState, l: Lost): void {
       if (count === 0 || sh.nodeId !== l.nodeId) continue;
       st.log.info({ task: l.task.spec.name, instance: inst.index, attempt: sh.attempt, node: l.nodeId }, 'slot of a replaced attempt lost');
       stopWorker(st, l.nodeId, workerIdOf(l.task.spec.name, inst.index, sh.attempt));
-      dropShadow(st, l.task, inst, sh);
+      dropShadow(l.task, inst, sh);
       count--;
     }
   }
@@ -500,7 +459,7 @@ function evict(st: AmState, l: Lost): void {
     const workerId = workerIdOf(l.task.spec.name, inst.index, inst.attempt);
     st.log.warn({ task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId, reason: l.reason, lostSlots: inst.lostSlots + 1 }, 'slot lost; the attempt runs again elsewhere');
     stopWorker(st, l.nodeId, workerId);
-    releaseSlot(st, l.task, inst);
+    releaseSlot(l.task, inst);
     inst.lostAttempt = inst.attempt;
     inst.lostSlots++;
     if (inst.lostSlots <= LOST_SLOTS_FREE) inst.reruns++;
@@ -551,14 +510,14 @@ function onCurrentEvent(st: AmState, task: Task, inst: Instance, reportingNode: 
       return;
     case 'succeeded': {
       const nodeId = inst.nodeId || reportingNode;
-      releaseSlot(st, task, inst);
+      releaseSlot(task, inst);
       succeed(st, task, inst, inst.attempt, nodeId);
       return;
     }
     case 'failed':
     case 'killed':
     case 'rejected':
-      releaseSlot(st, task, inst);
+      releaseSlot(task, inst);
       failAttempt(st, task, inst, inst.nodeId || reportingNode, failureReason(ev));
       return;
   }
@@ -574,12 +533,12 @@ function onShadowEvent(st: AmState, task: Task, inst: Instance, sh: Shadow, ev: 
       sh.started = true;
       return;
     case 'succeeded':
-      dropShadow(st, task, inst, sh);
+      dropShadow(task, inst, sh);
       if (inst.state === 'succeeded' || inst.state === 'failed') return;
       st.log.info({ ...log, replacedBy: inst.state === 'running' ? inst.attempt : 0 }, 'replaced attempt succeeded first; instance done');
       if (inst.state === 'running') {
         stopWorker(st, inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
-        releaseSlot(st, task, inst);
+        releaseSlot(task, inst);
       }
       succeed(st, task, inst, sh.attempt, sh.nodeId);
       return;
@@ -588,67 +547,9 @@ function onShadowEvent(st: AmState, task: Task, inst: Instance, sh: Shadow, ev: 
     case 'rejected':
       st.log.debug({ ...log, reason: failureReason(ev) }, 'replaced attempt ended');
       if (sh.nodeId) inst.failedNodes.add(sh.nodeId);
-      dropShadow(st, task, inst, sh);
+      dropShadow(task, inst, sh);
       return;
   }
-}
-
-/** The hold of `task` on `nodeId`, created (0 slots) when absent. */
-function holdFor(st: AmState, task: Task, nodeId: string): Hold {
-  let h = task.holds.get(nodeId);
-  if (!h) {
-    h = { nodeId, held: 0, used: 0, returning: [] };
-    task.holds.set(nodeId, h);
-  }
-  return h;
-}
-
-/** A shadow ended (or was given up): its slot is free. */
-function dropShadow(st: AmState, task: Task, inst: Instance, sh: Shadow): void {
-  const k = inst.shadows.indexOf(sh);
-  if (k >= 0) inst.shadows.splice(k, 1);
-  const h = task.holds.get(sh.nodeId);
-  if (h) {
-    h.used = Math.max(0, h.used - 1);
-    if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(sh.nodeId);
-  }
-}
-
-/** Stops every shadow of a decided instance and frees their slots. */
-function stopShadows(st: AmState, task: Task, inst: Instance): void {
-  for (const sh of [...inst.shadows]) {
-    stopWorker(st, sh.nodeId, workerIdOf(task.spec.name, inst.index, sh.attempt));
-    dropShadow(st, task, inst, sh);
-  }
-}
-
-/** An attempt (planned by an earlier AM attempt) found running: it becomes the instance's current one and keeps its slot. */
-function adopt(st: AmState, task: Task, inst: Instance, w: ListedWorker): void {
-  holdFor(st, task, w.nodeId).used++;
-  inst.state = 'running';
-  inst.attempt = w.attempt;
-  inst.nodeId = w.nodeId;
-  inst.started = w.state === 'running';
-  inst.adopted = true;
-  inst.lostAttempt = 0;
-  st.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, state: w.state }, 'worker adopted');
-}
-
-function addShadow(st: AmState, task: Task, inst: Instance, w: ListedWorker): void {
-  holdFor(st, task, w.nodeId).used++;
-  inst.shadows.push({ attempt: w.attempt, nodeId: w.nodeId, started: w.state === 'running', adopted: true });
-  st.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, current: inst.attempt }, 'older attempt of a running instance adopted as a shadow');
-}
-
-function releaseSlot(st: AmState, task: Task, inst: Instance): void {
-  const h = task.holds.get(inst.nodeId);
-  if (h) {
-    h.used = Math.max(0, h.used - 1);
-    if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(inst.nodeId);
-  }
-  inst.nodeId = '';
-  inst.started = false;
-  inst.adopted = false;
 }
 
 /** `attempt` on `nodeId` succeeded: the instance is done (logged in the snapshot); other live attempts are stopped. */
@@ -723,7 +624,7 @@ function finishJob(st: AmState, succeeded: boolean, message: string): void {
       stopShadows(st, t, inst);
       if (inst.state !== 'running') continue;
       stopWorker(st, inst.nodeId, workerIdOf(t.spec.name, inst.index, inst.attempt));
-      releaseSlot(st, t, inst);
+      releaseSlot(t, inst);
       inst.state = 'pending';
     }
     for (const h of [...t.holds.values()]) {
@@ -780,20 +681,7 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
     for (const [nodeId, n] of free) returnSlots(st, task, task.holds.get(nodeId)!, n, now);
   }
   // 4. Outstanding requests follow what is still needed.
-  const need = pending.length;
-  let outstanding = 0;
-  for (const n of task.outstanding.values()) outstanding += n;
-  if (need > outstanding) {
-    if (!task.unitSent) {
-      task.unitSent = true;
-      st.out.units.push(unitOf(st, task));
-    }
-    const locations = task.requested ? [''] : localitiesOf(task.spec);
-    task.requested = true;
-    spread(need - outstanding, locations).forEach(([loc, n]) => addRequest(st, task, loc, n));
-  } else if (need < outstanding) {
-    cancelOutstanding(st, task, outstanding - need);
-  }
+  sizeRequests(st, task, pending.length);
 }
 
 function launch(st: AmState, task: Task, inst: Instance, nodeId: string): void {
@@ -842,41 +730,6 @@ function planOf(st: AmState, task: Task, inst: Instance): WorkerPlan {
     command: { argv: ts.command.argv.map((a) => substitute(a, vars)), env, cwd: substitute(ts.command.cwd, vars) },
     resource: ts.resource,
   };
-}
-
-function unitOf(st: AmState, task: Task): ScheduleUnitConfig {
-  return { suId: task.suId, resource: task.spec.resource, priority: task.priority };
-}
-
-function returnSlots(st: AmState, task: Task, h: Hold, n: number, now: number): void {
-  if (n <= 0) return;
-  h.returning.push({ n, at: now, id: st.returnEffects + 1 });
-  const k = key(task.suId, h.nodeId);
-  const r = st.out.returns.get(k);
-  if (r) r.slots += n;
-  else st.out.returns.set(k, { suId: task.suId, nodeId: h.nodeId, slots: n });
-  st.log.debug({ su: task.suId, node: h.nodeId, slots: n }, 'returning slots');
-}
-
-function stopWorker(st: AmState, nodeId: string, workerId: string): void {
-  if (!nodeId) return;
-  const list = st.out.stops.get(nodeId);
-  if (list) {
-    if (!list.includes(workerId)) list.push(workerId);
-  } else st.out.stops.set(nodeId, [workerId]);
-  if (blocked(st, nodeId)) {
-    const later = st.stopsWhenBack.get(nodeId) ?? new Set<string>();
-    later.add(workerId);
-    st.stopsWhenBack.set(nodeId, later);
-  }
-}
-
-/** Sends again the stops a node could not hear while it was timing out or unlisted. */
-function resendStops(st: AmState, nodeId: string): void {
-  const later = st.stopsWhenBack.get(nodeId);
-  if (!later || blocked(st, nodeId)) return;
-  st.stopsWhenBack.delete(nodeId);
-  for (const w of later) stopWorker(st, nodeId, w);
 }
 
 /**
@@ -1082,7 +935,7 @@ function learnLate(st: AmState, nodeId: string, raw: ListedWorker): void {
       st.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: nodeId }, 'instance found done on an agent that answered late');
       if (inst.state === 'running') {
         stopWorker(st, inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
-        releaseSlot(st, task, inst);
+        releaseSlot(task, inst);
       }
       succeed(st, task, inst, w.attempt, nodeId);
       return;
@@ -1103,12 +956,12 @@ function dropVanished(st: AmState, nodeId: string, listed: ReadonlySet<string>):
     for (const inst of t.instances) {
       if (st.done) return;
       for (const sh of [...inst.shadows]) {
-        if (sh.adopted && sh.nodeId === nodeId && !listed.has(workerIdOf(t.spec.name, inst.index, sh.attempt))) dropShadow(st, t, inst, sh);
+        if (sh.adopted && sh.nodeId === nodeId && !listed.has(workerIdOf(t.spec.name, inst.index, sh.attempt))) dropShadow(t, inst, sh);
       }
       if (inst.state !== 'running' || !inst.adopted || inst.nodeId !== nodeId) continue;
       if (listed.has(workerIdOf(t.spec.name, inst.index, inst.attempt))) continue;
       st.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'adopted worker no longer listed by its agent; counted as failed');
-      releaseSlot(st, t, inst);
+      releaseSlot(t, inst);
       failAttempt(st, t, inst, nodeId, `worker vanished from the agent of ${nodeId}`);
     }
   }
@@ -1116,60 +969,7 @@ function dropVanished(st: AmState, nodeId: string, listed: ReadonlySet<string>):
 
 // ---------------------------------------------------------------- requests
 
-function addRequest(st: AmState, task: Task, location: string, n: number): void {
-  if (n === 0) return;
-  task.outstanding.set(location, (task.outstanding.get(location) ?? 0) + n);
-  if (task.outstanding.get(location) === 0) task.outstanding.delete(location);
-  const k = key(task.suId, location);
-  const d = st.out.deltas.get(k);
-  if (d) d.delta += n;
-  else st.out.deltas.set(k, { suId: task.suId, location, delta: n });
-}
-
-/** New slots on `nodeId` satisfied some of our requests: the node's own first, then any, then racks and other nodes. */
-function consumeOutstanding(st: AmState, task: Task, nodeId: string, n: number): void {
-  const order = [`node:${nodeId}`, ...locationOrder(task.outstanding)];
-  for (const loc of order) {
-    if (n === 0) return;
-    const have = task.outstanding.get(loc) ?? 0;
-    const m = Math.min(have, n);
-    if (m === 0) continue;
-    n -= m;
-    if (have === m) task.outstanding.delete(loc);
-    else task.outstanding.set(loc, have - m);
-  }
-}
-
-/** Asks the master for `n` fewer slots (anywhere first, then racks, then nodes). */
-function cancelOutstanding(st: AmState, task: Task, n: number): void {
-  for (const loc of locationOrder(task.outstanding)) {
-    if (n <= 0) return;
-    const m = Math.min(task.outstanding.get(loc) ?? 0, n);
-    if (m > 0) addRequest(st, task, loc, -m);
-    n -= m;
-  }
-}
-
 // ---------------------------------------------------------------- output
-
-/** `''` first, then `rack:*`, then `node:*`, each sorted. */
-function locationOrder(m: ReadonlyMap<string, number>): string[] {
-  const rank = (l: string): number => (l === '' ? 0 : l.startsWith('rack:') ? 1 : 2);
-  return [...m.keys()].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
-}
-
-/** The request locations of a task's locality hint: listed nodes, then listed racks; else anywhere. */
-export function localitiesOf(spec: Pick<TaskSpec, 'locality'>): string[] {
-  const locs = [...spec.locality.nodes.map((n) => `node:${n}`), ...spec.locality.racks.map((r) => `rack:${r}`)];
-  return locs.length > 0 ? [...new Set(locs)] : [''];
-}
-
-/** Spreads `n` over `locations` as evenly as possible (earlier ones get the remainder), dropping zeros. */
-export function spread(n: number, locations: readonly string[]): Array<[string, number]> {
-  const base = Math.floor(n / locations.length);
-  const rest = n % locations.length;
-  return locations.map((l, i): [string, number] => [l, base + (i < rest ? 1 : 0)]).filter(([, c]) => c > 0);
-}
 
 /** Empty ids match any node (events synthesized without one, or from older agents). */
 function sameNode(a: string, b: string): boolean {
