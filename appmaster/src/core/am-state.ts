@@ -119,13 +119,6 @@ export interface Hold {
   returning: Array<{ n: number; at: number; id: number }>;
 }
 
-export interface Lost {
-  task: Task;
-  nodeId: string;
-  count: number;
-  reason: string;
-}
-
 /** Effects accumulated during one step, flushed in a fixed order. */
 export class Outbox {
   units: ScheduleUnitConfig[] = [];

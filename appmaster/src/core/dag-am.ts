@@ -41,11 +41,14 @@
  * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
  * ```
  */
-import { acceptTable, cmpInt64, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, StaleEpochError, substitute, validateJobSpec } from '@fuxi/common';
-import { AmState, byKey, flush, idOf, key, locate, logEntry, lookup, blocked, plural, workerIdOf, type DagAmOptions, type Hold, type Instance, type InstanceState, type Lost, type Shadow, type Task, type TaskState } from './am-state.js';
-import { cancelOutstanding, consumeOutstanding, declaredUnits, outstandingRequests, sizeRequests } from './requests.js';
-import { effective, forgetIfEmpty, returnSlots } from './holds.js';
-import { addShadow, adopt, dropShadow, isCurrentWorker, liveWorkers, nodesToPoll, releaseSlot, resendStops, stopShadows, stopWorker } from './workers.js';
+import { cmpInt64, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, substitute, validateJobSpec } from '@fuxi/common';
+import { AmState, byKey, flush, idOf, locate, logEntry, lookup, blocked, workerIdOf, type DagAmOptions, type Instance, type InstanceState, type Task } from './am-state.js';
+import { declaredUnits, outstandingRequests, sizeRequests } from './requests.js';
+import { effective, returnSlots } from './holds.js';
+import { addShadow, adopt, dropShadow, isCurrentWorker, liveWorkers, nodesToPoll, releaseSlot, resendStops, stopWorker } from './workers.js';
+import { activateReady, failAttempt, finishJob, progress, succeed } from './dag.js';
+import { failureReason, onWorkerEvent } from './worker-events.js';
+import { acceptAssignments, applyTable, assignmentTable, settleReturns } from './assignments.js';
 import { decodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
 import type {
   AmEffect,
@@ -63,31 +66,10 @@ import type {
   WorkerPlan,
 } from './types.js';
 
+export { LOST_SLOTS_FREE } from './assignments.js';
 export { localitiesOf, spread } from './requests.js';
+export { failureReason } from './worker-events.js';
 export { DEFAULT_RETURN_SETTLE_MS, parseWorkerId, workerIdOf, type DagAmOptions } from './am-state.js';
-
-/** Slot losses per instance that do not count as failed attempts (see the header). */
-export const LOST_SLOTS_FREE = 3;
-
-/** Why an attempt failed, for logs and the job's failure message. */
-export function failureReason(ev: Pick<WorkerEvent, 'state' | 'exitCode' | 'signal' | 'message'>): string {
-  let base: string;
-  switch (ev.state) {
-    case 'failed':
-      base = ev.signal ? `killed by signal ${ev.signal}` : `exit code ${ev.exitCode}`;
-      break;
-    case 'killed':
-      base = ev.signal ? `killed by signal ${ev.signal}` : 'killed';
-      break;
-    case 'rejected':
-      base = 'rejected by the agent';
-      break;
-    default:
-      base = ev.state;
-  }
-  const msg = ev.message.trim();
-  return msg ? `${base} (${msg})` : base;
-}
 
 /**
  * @deprecated The core takes a spec that passed `validateJobSpec` (@fuxi/common), the one validator
@@ -145,27 +127,12 @@ export class DagAppMaster {
   }
 
   progress(): TaskProgress[] {
-    return [...this.st.tasks.values()].map((t) => {
-      const p: TaskProgress = { name: t.spec.name, total: t.instances.length, pending: 0, running: 0, succeeded: 0, failed: 0, retries: t.retries };
-      for (const i of t.instances) {
-        if (i.state === 'running') p.running++;
-        else if (i.state === 'succeeded') p.succeeded++;
-        else if (i.state === 'failed') p.failed++;
-        else p.pending++;
-      }
-      return p;
-    });
+    return progress(this.st);
   }
 
   /** The assignment table as the core holds it (absolute counts from the master). */
   assignmentTable(): Assignment[] {
-    const out: Assignment[] = [];
-    for (const t of this.st.tasks.values()) {
-      for (const [nodeId, h] of byKey(t.holds)) {
-        if (h.held > 0) out.push({ suId: t.suId, nodeId, nodeAddress: this.st.nodeAddresses.get(nodeId) ?? '', slots: h.held });
-      }
-    }
-    return out;
+    return assignmentTable(this.st);
   }
 
   outstandingRequests(): OutstandingRequest[] {
@@ -322,18 +289,7 @@ export class DagAppMaster {
    */
   assignments(update: AssignmentUpdate, now: number): AmEffect[] {
     if (!this.st.spec || this.st.done) return [];
-    const epoch = update.epoch && update.epoch !== '0' ? update.epoch : this.st.appliedEpoch;
-    const verdict = acceptTable({ epoch: this.st.appliedEpoch, seq: BigInt(this.st.appliedSeq) }, { epoch, seq: BigInt(update.seq), full: update.full });
-    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', epoch, this.st.appliedEpoch);
-    if (verdict.kind !== 'apply') {
-      const why = verdict.kind === 'out-of-order' ? 'assignment message out of sequence, ignored' : 'older full assignment table ignored';
-      this.st.log.debug({ epoch, seq: update.seq, appliedEpoch: this.st.appliedEpoch, applied: this.st.appliedSeq }, why);
-      return [];
-    }
-    if (verdict.newerMaster && this.st.appliedEpoch !== '0') {
-      this.st.log.info({ from: this.st.appliedEpoch, to: epoch, seq: update.seq, full: update.full, oldSeq: this.st.appliedSeq }, 'assignments now follow a new master');
-    }
-    applyTable(this.st, { ...update, epoch });
+    if (!acceptAssignments(this.st, update)) return [];
     reconcile(this.st, now);
     return flush(this.st);
   }
@@ -353,16 +309,7 @@ export class DagAppMaster {
   tick(now: number): AmEffect[] {
     if (!this.st.spec || this.st.done) return [];
     checkReruns(this.st, now);
-    const lost: Lost[] = [];
-    for (const t of this.st.tasks.values()) {
-      for (const h of [...t.holds.values()]) {
-        if (!h.returning.some((r) => now - r.at >= this.st.returnSettleMs)) continue;
-        // The master re-placed the slot before we saw the drop: it is ours again.
-        this.st.log.debug({ su: t.suId, node: h.nodeId }, 'returned slots settled without a drop in the assignment');
-        reshape(this.st, t, h, lost, () => (h.returning = h.returning.filter((r) => now - r.at < this.st.returnSettleMs)));
-      }
-    }
-    for (const l of lost) evict(this.st, l);
+    settleReturns(this.st, now);
     reconcile(this.st, now);
     return flush(this.st);
   }
@@ -370,273 +317,9 @@ export class DagAppMaster {
 
 // ---------------------------------------------------------------- assignments
 
-function applyTable(st: AmState, update: AssignmentUpdate): void {
-  const reflected = update.full ? update.returnsReflected : undefined;
-  const seen = new Set<string>();
-  const lost: Lost[] = [];
-  for (const a of update.assignments) {
-    const task = st.tasks.get(a.suId);
-    if (!task) continue; // not one of ours (e.g. the AM's own `__am__` slot)
-    seen.add(key(a.suId, a.nodeId));
-    if (a.nodeAddress) st.nodeAddresses.set(a.nodeId, a.nodeAddress);
-    setHeld(st, task, a.nodeId, Math.max(0, Math.floor(a.slots)), reflected, lost);
-  }
-  if (update.full) {
-    for (const t of st.tasks.values()) {
-      for (const nodeId of [...t.holds.keys()]) if (!seen.has(key(t.suId, nodeId))) setHeld(st, t, nodeId, 0, reflected, lost);
-    }
-  }
-  st.appliedSeq = update.seq;
-  if (update.epoch && update.epoch !== '0') st.appliedEpoch = String(BigInt(update.epoch));
-  for (const l of lost) evict(st, l);
-}
-
-/**
- * Sets the master's count for (task, node). With `reflected` (a full table from an UpdateRequests
- * answer) returns up to that id are known to be in the count and the rest known not to be; else a
- * drop is taken to settle our own returns first, oldest first, and only the rest as taken away.
- */
-function setHeld(st: AmState, task: Task, nodeId: string, slots: number, reflected: number | undefined, lost: Lost[]): void {
-  let h = task.holds.get(nodeId);
-  if (!h) {
-    if (slots === 0) return;
-    h = { nodeId, held: 0, used: 0, returning: [] };
-    task.holds.set(nodeId, h);
-  }
-  const hold = h;
-  reshape(st, task, hold, lost, () => {
-    if (reflected !== undefined) {
-      hold.returning = hold.returning.filter((r) => r.id > reflected);
-    } else {
-      let drop = hold.held - slots;
-      while (drop > 0 && hold.returning.length > 0) {
-        const r = hold.returning[0]!;
-        const n = Math.min(r.n, drop);
-        r.n -= n;
-        drop -= n;
-        if (r.n === 0) hold.returning.shift();
-      }
-    }
-    hold.held = slots;
-  });
-}
-
-/**
- * Applies `change` to a hold and accounts for the difference in usable slots: more are new
- * placements (which consumed outstanding requests), fewer than in use means instances lost slots.
- */
-function reshape(st: AmState, task: Task, h: Hold, lost: Lost[], change: () => void): void {
-  const before = effective(h);
-  change();
-  const after = effective(h);
-  if (after > before) consumeOutstanding(task, h.nodeId, after - before);
-  const over = h.used - after;
-  if (over > 0) lost.push({ task, nodeId: h.nodeId, count: over, reason: h.held === 0 ? `node lost (${h.nodeId})` : `slot revoked on node ${h.nodeId}` });
-  forgetIfEmpty(task, h);
-}
-
-/**
- * Attempts on slots the master took away: shadows (already replaced) go first, quietly; running
- * instances are stopped and count a failed attempt.
- */
-function evict(st: AmState, l: Lost): void {
-  let count = l.count;
-  for (const inst of [...l.task.instances].reverse()) {
-    for (const sh of [...inst.shadows]) {
-      if (count === 0 || sh.nodeId !== l.nodeId) continue;
-      st.log.info({ task: l.task.spec.name, instance: inst.index, attempt: sh.attempt, node: l.nodeId }, 'slot of a replaced attempt lost');
-      stopWorker(st, l.nodeId, workerIdOf(l.task.spec.name, inst.index, sh.attempt));
-      dropShadow(l.task, inst, sh);
-      count--;
-    }
-  }
-  const victims = l.task.instances
-    .filter((i) => i.state === 'running' && i.nodeId === l.nodeId)
-    .sort((a, b) => b.index - a.index)
-    .slice(0, count);
-  for (const inst of victims) {
-    if (st.done) return;
-    const workerId = workerIdOf(l.task.spec.name, inst.index, inst.attempt);
-    st.log.warn({ task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId, reason: l.reason, lostSlots: inst.lostSlots + 1 }, 'slot lost; the attempt runs again elsewhere');
-    stopWorker(st, l.nodeId, workerId);
-    releaseSlot(l.task, inst);
-    inst.lostAttempt = inst.attempt;
-    inst.lostSlots++;
-    if (inst.lostSlots <= LOST_SLOTS_FREE) inst.reruns++;
-    failAttempt(st, l.task, inst, l.nodeId, l.reason);
-  }
-}
-
 // ---------------------------------------------------------------- worker events
 
-function onWorkerEvent(st: AmState, reportingNode: string, ev: WorkerEvent): void {
-  const id = idOf(ev);
-  if (!id) return;
-  const task = st.tasks.get(id.task);
-  const inst = task?.instances[id.instance];
-  if (!task || !inst) {
-    st.log.debug({ workerId: ev.workerId }, 'event for an unknown worker, ignored');
-    return;
-  }
-  // An attempt we never planned (an earlier AM attempt's): later attempts must get a higher number.
-  if (id.attempt > inst.highest) inst.highest = id.attempt;
-  if (inst.state === 'running' && id.attempt === inst.attempt && sameNode(inst.nodeId, reportingNode)) {
-    onCurrentEvent(st, task, inst, reportingNode, ev);
-    return;
-  }
-  const shadow = inst.shadows.find((sh) => sh.attempt === id.attempt && sameNode(sh.nodeId, reportingNode));
-  if (shadow) {
-    onShadowEvent(st, task, inst, shadow, ev);
-    return;
-  }
-  if (ev.state === 'succeeded' && inst.state === 'pending' && id.attempt === inst.attempt && inst.lostAttempt === inst.attempt) {
-    // Its slot was counted lost, but the attempt got to finish: the work is done.
-    st.log.info({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: reportingNode }, 'attempt counted lost has succeeded; instance done');
-    succeed(st, task, inst, inst.attempt, reportingNode);
-  }
-  // Otherwise an older attempt (or one we never planned): ignored.
-}
-
-function onCurrentEvent(st: AmState, task: Task, inst: Instance, reportingNode: string, ev: WorkerEvent): void {
-  const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: inst.nodeId || reportingNode };
-  switch (ev.state) {
-    case 'pending':
-      return;
-    case 'running':
-      if (!inst.started) {
-        inst.started = true;
-        st.log.debug(log, 'instance running');
-      }
-      return;
-    case 'succeeded': {
-      const nodeId = inst.nodeId || reportingNode;
-      releaseSlot(task, inst);
-      succeed(st, task, inst, inst.attempt, nodeId);
-      return;
-    }
-    case 'failed':
-    case 'killed':
-    case 'rejected':
-      releaseSlot(task, inst);
-      failAttempt(st, task, inst, inst.nodeId || reportingNode, failureReason(ev));
-      return;
-  }
-}
-
-/** An event of a replaced (or duplicate adopted) attempt: a success decides the instance, if still open. */
-function onShadowEvent(st: AmState, task: Task, inst: Instance, sh: Shadow, ev: WorkerEvent): void {
-  const log = { task: task.spec.name, instance: inst.index, attempt: sh.attempt, node: sh.nodeId };
-  switch (ev.state) {
-    case 'pending':
-      return;
-    case 'running':
-      sh.started = true;
-      return;
-    case 'succeeded':
-      dropShadow(task, inst, sh);
-      if (inst.state === 'succeeded' || inst.state === 'failed') return;
-      st.log.info({ ...log, replacedBy: inst.state === 'running' ? inst.attempt : 0 }, 'replaced attempt succeeded first; instance done');
-      if (inst.state === 'running') {
-        stopWorker(st, inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
-        releaseSlot(task, inst);
-      }
-      succeed(st, task, inst, sh.attempt, sh.nodeId);
-      return;
-    case 'failed':
-    case 'killed':
-    case 'rejected':
-      st.log.debug({ ...log, reason: failureReason(ev) }, 'replaced attempt ended');
-      if (sh.nodeId) inst.failedNodes.add(sh.nodeId);
-      dropShadow(task, inst, sh);
-      return;
-  }
-}
-
-/** `attempt` on `nodeId` succeeded: the instance is done (logged in the snapshot); other live attempts are stopped. */
-function succeed(st: AmState, task: Task, inst: Instance, attempt: number, nodeId: string): void {
-  inst.state = 'succeeded';
-  inst.attempt = attempt;
-  stopShadows(st, task, inst);
-  inst.output = locate(st, nodeId, workerIdOf(task.spec.name, inst.index, attempt));
-  logEntry(st, { task: task.spec.name, instance: inst.index, attempt, nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
-  st.log.debug({ task: task.spec.name, instance: inst.index, attempt, node: nodeId }, 'instance succeeded');
-  if (task.state === 'active' && task.instances.every((i) => i.state === 'succeeded')) {
-    setTaskState(st, task, 'succeeded');
-    activateReady(st);
-  }
-}
-
-function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: string, reason: string): void {
-  if (nodeId) inst.failedNodes.add(nodeId);
-  inst.lastError = reason;
-  inst.declined = false;
-  const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, reason };
-  // Attempts used: every number handed out (by any AM attempt), less the re-runs of timing-out nodes.
-  const used = Math.max(inst.attempt, inst.highest) - inst.reruns;
-  if (used >= task.maxAttempts) {
-    inst.state = 'failed';
-    st.log.warn(log, 'instance failed for good');
-    setTaskState(st, task, 'failed');
-    const uncounted = inst.reruns > 0 ? ` (plus ${inst.reruns} not counted: lost slots or re-runs off timing-out nodes)` : '';
-    const message = `task "${task.spec.name}" instance ${inst.index} failed after ${plural(used, 'attempt')}${uncounted}: ${reason}`;
-    logEntry(st, { task: task.spec.name, instance: inst.index, attempt: inst.attempt, nodeId, workerId: workerIdOf(task.spec.name, inst.index, inst.attempt), state: 'failed', message });
-    finishJob(st, false, message);
-    return;
-  }
-  inst.state = 'pending';
-  task.retries++;
-  st.log.info({ ...log, maxAttempts: task.maxAttempts }, 'instance failed; will retry');
-}
-
 // ---------------------------------------------------------------- task graph
-
-function setTaskState(st: AmState, task: Task, state: TaskState): void {
-  const from = task.state;
-  task.state = state;
-  st.log.info({ task: task.spec.name, from, to: state, instances: task.instances.length, retries: task.retries }, `task ${state}`);
-}
-
-/** Activates every waiting task whose dependencies have all succeeded; finishes the job when all did. */
-function activateReady(st: AmState): void {
-  for (let changed = true; changed && !st.done; ) {
-    changed = false;
-    for (const t of st.tasks.values()) {
-      if (t.state !== 'waiting') continue;
-      if (!t.spec.dependsOn.every((d) => st.tasks.get(d)?.state === 'succeeded')) continue;
-      setTaskState(st, t, 'active');
-      // After a restart some instances may already be done or running (adopted).
-      for (const i of t.instances) if (i.state === 'waiting') i.state = 'pending';
-      if (t.instances.every((i) => i.state === 'succeeded')) setTaskState(st, t, 'succeeded');
-      changed = true;
-    }
-  }
-  if (!st.done && [...st.tasks.values()].every((t) => t.state === 'succeeded')) {
-    const n = st.tasks.size;
-    finishJob(st, true, `${plural(n, 'task')} succeeded`);
-  }
-}
-
-function finishJob(st: AmState, succeeded: boolean, message: string): void {
-  if (st.done) return;
-  st.done = { succeeded, message };
-  for (const t of st.tasks.values()) {
-    for (const inst of t.instances) {
-      stopShadows(st, t, inst);
-      if (inst.state !== 'running') continue;
-      stopWorker(st, inst.nodeId, workerIdOf(t.spec.name, inst.index, inst.attempt));
-      releaseSlot(t, inst);
-      inst.state = 'pending';
-    }
-    for (const h of [...t.holds.values()]) {
-      const n = effective(h);
-      if (n > 0) returnSlots(st, t, h, n, 0);
-    }
-    cancelOutstanding(st, t, Infinity);
-  }
-  st.out.finish = { succeeded, message };
-  if (succeeded) st.log.info({ message }, 'job succeeded');
-  else st.log.warn({ message }, 'job failed');
-}
 
 // ---------------------------------------------------------------- slots
 
@@ -970,8 +653,3 @@ function dropVanished(st: AmState, nodeId: string, listed: ReadonlySet<string>):
 // ---------------------------------------------------------------- requests
 
 // ---------------------------------------------------------------- output
-
-/** Empty ids match any node (events synthesized without one, or from older agents). */
-function sameNode(a: string, b: string): boolean {
-  return !a || !b || a === b;
-}
