@@ -119,6 +119,44 @@ export interface Hold {
   returning: Array<{ n: number; at: number; id: number }>;
 }
 
+/** A task of the job as it starts: waiting, its instances never run. */
+export function newTask(job: JobSpec, ts: TaskSpec, index: number): Task {
+  return {
+    spec: ts,
+    index,
+    suId: ts.name,
+    priority: ts.priority !== 0 ? ts.priority : job.priority,
+    maxAttempts: Math.max(1, Math.floor(ts.maxAttempts)),
+    state: 'waiting',
+    instances: Array.from({ length: ts.instances }, (_, i) => newInstance(i)),
+    retries: 0,
+    unitSent: false,
+    requested: false,
+    outstanding: new Map(),
+    holds: new Map(),
+  };
+}
+
+function newInstance(index: number): Instance {
+  return {
+    index,
+    state: 'waiting',
+    attempt: 0,
+    highest: 0,
+    reruns: 0,
+    lostSlots: 0,
+    nodeId: '',
+    started: false,
+    adopted: false,
+    shadows: [],
+    failedNodes: new Set<string>(),
+    declined: false,
+    lostAttempt: 0,
+    lastError: '',
+    output: undefined,
+  };
+}
+
 /** Effects accumulated during one step, flushed in a fixed order. */
 export class Outbox {
   units: ScheduleUnitConfig[] = [];

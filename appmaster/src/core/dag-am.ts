@@ -34,6 +34,13 @@
  * and whichever attempt succeeds first wins (the other is stopped). With `wait` nothing happens. A
  * node that recovers before the threshold loses nothing.
  *
+ * `DagAppMaster` is a facade over one state object (am-state.ts) and modules of free functions,
+ * each owning one concern: dag (instance outcomes, retries, task activation, the job's finish),
+ * requests (outstanding counts and deltas), holds (slot counts and returns), workers (live attempts,
+ * shadows, stops), assignments (the master's table, lost slots), placement (binding free slots,
+ * worker plans), worker-events, timing-out and restore (AM failover). Each input ends with
+ * placement and one flush of the outbox, in the order written on `AmEffect`.
+ *
  * ```ts
  * const am = new DagAppMaster({ log });
  * run(am.start(spec, { seq: 0, full: true, assignments: [] }, now));
@@ -41,29 +48,18 @@
  * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
  * ```
  */
-import { cmpInt64, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, validateJobSpec } from '@fuxi/common';
-import { AmState, flush, idOf, locate, logEntry, lookup, workerIdOf, type DagAmOptions, type Instance, type InstanceState, type Task } from './am-state.js';
-import { declaredUnits, outstandingRequests } from './requests.js';
-import { addShadow, adopt, dropShadow, isCurrentWorker, liveWorkers, nodesToPoll, releaseSlot, resendStops, stopWorker } from './workers.js';
-import { activateReady, failAttempt, finishJob, progress, succeed } from './dag.js';
-import { failureReason, onWorkerEvent } from './worker-events.js';
+import { cmpInt64, FailedPreconditionError, validateJobSpec } from '@fuxi/common';
+import { AmState, flush, type DagAmOptions } from './am-state.js';
 import { acceptAssignments, applyTable, assignmentTable, settleReturns } from './assignments.js';
+import { activateReady, beginJob, progress } from './dag.js';
 import { reconcile } from './placement.js';
+import { declaredUnits, outstandingRequests } from './requests.js';
+import { restore, workersListed } from './restore.js';
+import { encodeTopology } from './snapshot.js';
 import { agentsTimedOut, checkReruns, timingOutNodes } from './timing-out.js';
-import { decodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
-import type {
-  AmEffect,
-  Assignment,
-  AssignmentUpdate,
-  JobSpec,
-  ListedWorker,
-  OutstandingRequest,
-  Recovery,
-  RunningWorker,
-  ScheduleUnitConfig,
-  TaskProgress,
-  WorkerEvent,
-} from './types.js';
+import type { AmEffect, Assignment, AssignmentUpdate, JobSpec, ListedWorker, OutstandingRequest, Recovery, RunningWorker, ScheduleUnitConfig, TaskProgress, WorkerEvent } from './types.js';
+import { onWorkerEvents } from './worker-events.js';
+import { isCurrentWorker, liveWorkers, nodesToPoll } from './workers.js';
 
 export { LOST_SLOTS_FREE } from './assignments.js';
 export { localitiesOf, spread } from './requests.js';
@@ -183,42 +179,7 @@ export class DagAppMaster {
    */
   start(spec: JobSpec, held: { epoch?: string; seq: number; assignments: readonly Assignment[] }, now: number, recovery?: Recovery): AmEffect[] {
     if (this.st.spec) throw new FailedPreconditionError('the application master core was already started');
-    this.st.spec = spec;
-    this.st.policy = spec.onAgentTimeout === 'wait' ? 'wait' : 'rerun';
-    this.st.rerunAfterMs = Number.isFinite(spec.rerunAfterMs) && spec.rerunAfterMs >= 0 ? spec.rerunAfterMs : DEFAULT_RERUN_AFTER_MS;
-    spec.tasks.forEach((ts, index) => {
-      this.st.tasks.set(ts.name, {
-        spec: ts,
-        index,
-        suId: ts.name,
-        priority: ts.priority !== 0 ? ts.priority : spec.priority,
-        maxAttempts: Math.max(1, Math.floor(ts.maxAttempts)),
-        state: 'waiting',
-        instances: Array.from({ length: ts.instances }, (_, i) => ({
-          index: i,
-          state: 'waiting' as InstanceState,
-          attempt: 0,
-          highest: 0,
-          reruns: 0,
-          lostSlots: 0,
-          nodeId: '',
-          started: false,
-          adopted: false,
-          shadows: [],
-          failedNodes: new Set<string>(),
-          declined: false,
-          lostAttempt: 0,
-          lastError: '',
-          output: undefined,
-        })),
-        retries: 0,
-        unitSent: false,
-        requested: false,
-        outstanding: new Map(),
-        holds: new Map(),
-      });
-    });
-    this.st.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length, onAgentTimeout: this.st.policy, rerunAfterMs: this.st.rerunAfterMs, restart: recovery !== undefined }, 'job started');
+    beginJob(this.st, spec, recovery !== undefined);
     applyTable(this.st, { ...(held.epoch ? { epoch: held.epoch } : {}), seq: held.seq, full: true, assignments: held.assignments });
     if (recovery) restore(this.st, recovery);
     else this.st.out.topology = encodeTopology(spec);
@@ -234,11 +195,10 @@ export class DagAppMaster {
    * out for `rerunAfterMs` (here or in a later `tick`).
    */
   agentsTimedOut(nodeIds: readonly string[], recoveredNodeIds: readonly string[], now: number): AmEffect[] {
-    if (!this.st.spec || this.st.done) return [];
-    agentsTimedOut(this.st, nodeIds, recoveredNodeIds, now);
-    checkReruns(this.st, now);
-    reconcile(this.st, now);
-    return flush(this.st);
+    return this.step(now, () => {
+      agentsTimedOut(this.st, nodeIds, recoveredNodeIds, now);
+      checkReruns(this.st, now);
+    });
   }
 
   /**
@@ -248,27 +208,10 @@ export class DagAppMaster {
    * other nodes the statuses are worker events; an adopted worker missing from the list is lost.
    */
   workersListed(nodeId: string, workers: readonly ListedWorker[], now: number): AmEffect[] {
-    if (!this.st.spec || this.st.done) return [];
-    if (this.st.unlisted.delete(nodeId)) {
-      this.st.log.info({ node: nodeId, workers: workers.length }, 'agent listed its workers; adopting');
-      for (const w of workers) {
-        if (this.st.done) break;
-        learnLate(this.st, nodeId, w);
-      }
-      resendStops(this.st, nodeId);
-    } else {
-      const listed = new Set<string>();
-      for (const w of workers) {
-        if (this.st.done) break;
-        const id = idOf(w);
-        if (id) listed.add(workerIdOf(id.task, id.instance, id.attempt));
-        onWorkerEvent(this.st, nodeId, w);
-      }
-      dropVanished(this.st, nodeId, listed);
-    }
-    activateReady(this.st);
-    reconcile(this.st, now);
-    return flush(this.st);
+    return this.step(now, () => {
+      workersListed(this.st, nodeId, workers);
+      activateReady(this.st);
+    });
   }
 
   /**
@@ -277,218 +220,32 @@ export class DagAppMaster {
    * from an older master than the applied table's.
    */
   assignments(update: AssignmentUpdate, now: number): AmEffect[] {
-    if (!this.st.spec || this.st.done) return [];
-    if (!acceptAssignments(this.st, update)) return [];
-    reconcile(this.st, now);
-    return flush(this.st);
+    return this.step(now, () => acceptAssignments(this.st, update));
   }
 
   /** Status changes of workers on `nodeId`. Repeated and stale events are ignored. */
   workerEvents(nodeId: string, events: readonly WorkerEvent[], now: number): AmEffect[] {
-    if (!this.st.spec || this.st.done) return [];
-    for (const ev of events) {
-      if (this.st.done) break;
-      onWorkerEvent(this.st, nodeId, ev);
-    }
-    reconcile(this.st, now);
-    return flush(this.st);
+    return this.step(now, () => onWorkerEvents(this.st, nodeId, events));
   }
 
   /** Time passes: returned slots whose drop never showed are settled; timing-out nodes may be given up. */
   tick(now: number): AmEffect[] {
+    return this.step(now, () => {
+      checkReruns(this.st, now);
+      settleReturns(this.st, now);
+    });
+  }
+
+  /**
+   * One input after `start`: ignored before it and after the finish, and when `input` returns false
+   * (an assignment message not applied); otherwise free slots are bound, surplus returned and
+   * requests sized (placement.ts), and the step's effects flushed.
+   */
+  private step(now: number, input: () => boolean | void): AmEffect[] {
     if (!this.st.spec || this.st.done) return [];
-    checkReruns(this.st, now);
-    settleReturns(this.st, now);
+    if (input() === false) return [];
     reconcile(this.st, now);
     return flush(this.st);
   }
 }
 
-// ---------------------------------------------------------------- assignments
-
-// ---------------------------------------------------------------- worker events
-
-// ---------------------------------------------------------------- task graph
-
-// ---------------------------------------------------------------- slots
-
-// ---------------------------------------------------------------- agent timing failures
-
-// ---------------------------------------------------------------- restart (AM failover)
-
-/**
- * A restarted AM rebuilds its instance table: hard state (the snapshot log) first, then the
- * workers the agents list (soft state), then what follows from them. Runs before task activation.
- */
-function restore(st: AmState, r: Recovery): void {
-  const spec = st.spec!;
-  // 1. The snapshot: successes are done; a failure for good decided the job.
-  let entries: SnapshotEntry[] = [];
-  if (r.snapshot.topology !== '' && !sameTopology(r.snapshot.topology, spec)) {
-    st.log.error({ entries: r.snapshot.entries.length }, 'the snapshot describes another task graph; its log is ignored');
-  } else {
-    if (r.snapshot.topology === '') st.out.topology = encodeTopology(spec);
-    entries = r.snapshot.entries.map(decodeEntry).filter((e): e is SnapshotEntry => e !== undefined);
-  }
-  let failedForGood: SnapshotEntry | undefined;
-  let logged = 0;
-  for (const e of entries) {
-    const x = lookup(st, e.task, e.instance);
-    if (!x) continue;
-    x.inst.highest = Math.max(x.inst.highest, e.attempt);
-    if (e.state === 'failed') {
-      failedForGood ??= e;
-    } else if (x.inst.state !== 'succeeded') {
-      x.inst.state = 'succeeded';
-      x.inst.attempt = e.attempt;
-      if (e.nodeAddress && e.nodeId && !st.nodeAddresses.has(e.nodeId)) st.nodeAddresses.set(e.nodeId, e.nodeAddress);
-      if (e.workerId) x.inst.output = { workerId: e.workerId, nodeId: e.nodeId, nodeAddress: e.nodeAddress ?? st.nodeAddresses.get(e.nodeId) ?? '' };
-      logged++;
-    }
-  }
-
-  // 2. The workers the agents list, by instance.
-  const byInstance = new Map<Instance, { task: Task; list: ListedWorker[] }>();
-  for (const w of r.workers) {
-    const id = idOf(w);
-    const x = id && lookup(st, id.task, id.instance);
-    if (!id || !x) continue;
-    const ws = { ...w, task: id.task, instance: id.instance, attempt: id.attempt };
-    x.inst.highest = Math.max(x.inst.highest, ws.attempt);
-    const g = byInstance.get(x.inst) ?? { task: x.task, list: [] };
-    g.list.push(ws);
-    byInstance.set(x.inst, g);
-  }
-  const failures: Array<{ task: Task; inst: Instance; w: ListedWorker }> = [];
-  let adopted = 0;
-  let doneMeanwhile = 0;
-  const desc = (a: ListedWorker, b: ListedWorker) => b.attempt - a.attempt || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0);
-  for (const [inst, { task, list }] of byInstance) {
-    const live = list.filter((w) => w.state === 'running' || w.state === 'pending').sort(desc);
-    const stopLive = () => live.forEach((w) => stopWorker(st, w.nodeId, workerIdOf(task.spec.name, inst.index, w.attempt)));
-    if (inst.state === 'succeeded') {
-      stopLive(); // duplicates of a finished instance
-      continue;
-    }
-    const ok = list.filter((w) => w.state === 'succeeded').sort(desc)[0];
-    if (ok) {
-      // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
-      inst.state = 'succeeded';
-      inst.attempt = ok.attempt;
-      inst.output = locate(st, ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
-      logEntry(st, { task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
-      doneMeanwhile++;
-      stopLive();
-      continue;
-    }
-    const [current, ...older] = live;
-    if (current) {
-      adopt(st, task, inst, current);
-      for (const w of older) addShadow(st, task, inst, w);
-      adopted++;
-      continue;
-    }
-    const bad = list.filter((w) => w.state === 'failed' || w.state === 'killed' || w.state === 'rejected').sort(desc);
-    for (const w of bad) if (w.nodeId) inst.failedNodes.add(w.nodeId);
-    // Neither done nor running: it failed while the AM was down (or its retry was never planned).
-    const last = bad[0];
-    if (last) failures.push({ task, inst, w: last });
-  }
-  for (const n of r.unlistedNodes) st.unlisted.add(n);
-
-  // 3. A task's workers exist only once every task it depends on succeeded: infer what the log lacks.
-  const evidence = [...st.tasks.values()].filter((t) => t.instances.some((i) => i.state !== 'waiting') || failures.some((f) => f.task === t));
-  const inferred = new Set<Task>();
-  const visit = (t: Task): void => {
-    for (const d of t.spec.dependsOn) {
-      const dt = st.tasks.get(d);
-      if (!dt || inferred.has(dt)) continue;
-      inferred.add(dt);
-      visit(dt);
-    }
-  };
-  evidence.forEach(visit);
-  for (const t of inferred) {
-    const missing = t.instances.filter((i) => i.state === 'waiting');
-    if (missing.length === 0) continue;
-    st.log.warn({ task: t.spec.name, instances: missing.length }, 'instances missing from the snapshot inferred done (a later task has workers)');
-    for (const i of missing) {
-      i.state = 'succeeded';
-      logEntry(st, { task: t.spec.name, instance: i.index, attempt: i.highest, nodeId: '', workerId: '', state: 'succeeded' });
-    }
-  }
-  st.log.info(
-    { logged, adopted, doneMeanwhile, failedMeanwhile: failures.length, unlistedNodes: [...st.unlisted], workers: r.workers.length },
-    'state recovered from the snapshot and the agents',
-  );
-
-  // 4. The job's fate, if the log already decided it.
-  if (failedForGood) {
-    finishJob(st, false, failedForGood.message ?? `task "${failedForGood.task}" instance ${failedForGood.instance} failed`);
-    return;
-  }
-  // 5. Tasks whose dependencies are done become active; failures seen meanwhile are retried as usual.
-  activateReady(st);
-  for (const f of failures) {
-    if (st.done) return;
-    if (f.task.state !== 'active' || f.inst.state !== 'pending') continue;
-    f.inst.attempt = f.w.attempt;
-    failAttempt(st, f.task, f.inst, f.w.nodeId, `${failureReason(f.w)} while the application master was down`);
-  }
-}
-
-/** A worker listed by a node that had not answered at the restart (see `workersListed`). */
-function learnLate(st: AmState, nodeId: string, raw: ListedWorker): void {
-  const id = idOf(raw);
-  const x = id && lookup(st, id.task, id.instance);
-  if (!id || !x) return;
-  const { task, inst } = x;
-  const w: ListedWorker = { ...raw, task: id.task, instance: id.instance, attempt: id.attempt, nodeId };
-  inst.highest = Math.max(inst.highest, w.attempt);
-  const known = (inst.state === 'running' && inst.attempt === w.attempt && inst.nodeId === nodeId) || inst.shadows.some((sh) => sh.attempt === w.attempt && sh.nodeId === nodeId);
-  if (known) {
-    onWorkerEvent(st, nodeId, w);
-    return;
-  }
-  const workerId = workerIdOf(task.spec.name, inst.index, w.attempt);
-  switch (w.state) {
-    case 'succeeded':
-      if (inst.state === 'succeeded' || inst.state === 'failed') return;
-      st.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: nodeId }, 'instance found done on an agent that answered late');
-      if (inst.state === 'running') {
-        stopWorker(st, inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
-        releaseSlot(task, inst);
-      }
-      succeed(st, task, inst, w.attempt, nodeId);
-      return;
-    case 'running':
-    case 'pending':
-      if (inst.state === 'succeeded' || inst.state === 'failed') stopWorker(st, nodeId, workerId);
-      else if (inst.state === 'running') addShadow(st, task, inst, w);
-      else adopt(st, task, inst, w);
-      return;
-    default:
-      inst.failedNodes.add(nodeId);
-  }
-}
-
-/** Adopted attempts on `nodeId` that its agent no longer lists: lost (their events went elsewhere). */
-function dropVanished(st: AmState, nodeId: string, listed: ReadonlySet<string>): void {
-  for (const t of st.tasks.values()) {
-    for (const inst of t.instances) {
-      if (st.done) return;
-      for (const sh of [...inst.shadows]) {
-        if (sh.adopted && sh.nodeId === nodeId && !listed.has(workerIdOf(t.spec.name, inst.index, sh.attempt))) dropShadow(t, inst, sh);
-      }
-      if (inst.state !== 'running' || !inst.adopted || inst.nodeId !== nodeId) continue;
-      if (listed.has(workerIdOf(t.spec.name, inst.index, inst.attempt))) continue;
-      st.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'adopted worker no longer listed by its agent; counted as failed');
-      releaseSlot(t, inst);
-      failAttempt(st, t, inst, nodeId, `worker vanished from the agent of ${nodeId}`);
-    }
-  }
-}
-
-// ---------------------------------------------------------------- requests
-
-// ---------------------------------------------------------------- output

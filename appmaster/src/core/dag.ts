@@ -6,11 +6,21 @@
  * attempt stopped, every slot returned, every request cancelled). The spec has passed
  * `validateJobSpec`, so dependencies are known and acyclic.
  */
-import { locate, logEntry, plural, workerIdOf, type AmState, type Instance, type Task, type TaskState } from './am-state.js';
+import { DEFAULT_RERUN_AFTER_MS } from '@fuxi/common';
+import { locate, newTask, logEntry, plural, workerIdOf, type AmState, type Instance, type Task, type TaskState } from './am-state.js';
 import { effective, returnSlots } from './holds.js';
 import { cancelOutstanding } from './requests.js';
-import type { TaskProgress } from './types.js';
+import type { JobSpec, TaskProgress } from './types.js';
 import { releaseSlot, stopShadows, stopWorker } from './workers.js';
+
+/** The job starts: its policy and tasks (every one waiting, with its instances), from the validated spec. */
+export function beginJob(st: AmState, spec: JobSpec, restart: boolean): void {
+  st.spec = spec;
+  st.policy = spec.onAgentTimeout === 'wait' ? 'wait' : 'rerun';
+  st.rerunAfterMs = Number.isFinite(spec.rerunAfterMs) && spec.rerunAfterMs >= 0 ? spec.rerunAfterMs : DEFAULT_RERUN_AFTER_MS;
+  spec.tasks.forEach((ts, index) => st.tasks.set(ts.name, newTask(spec, ts, index)));
+  st.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length, onAgentTimeout: st.policy, rerunAfterMs: st.rerunAfterMs, restart }, 'job started');
+}
 
 /** `attempt` on `nodeId` succeeded: the instance is done (logged in the snapshot); other live attempts are stopped. */
 export function succeed(st: AmState, task: Task, inst: Instance, attempt: number, nodeId: string): void {

@@ -29,6 +29,14 @@ export function failureReason(ev: Pick<WorkerEvent, 'state' | 'exitCode' | 'sign
   return msg ? `${base} (${msg})` : base;
 }
 
+/** Status changes of workers on `nodeId`, in order, until the job is over. */
+export function onWorkerEvents(st: AmState, nodeId: string, events: readonly WorkerEvent[]): void {
+  for (const ev of events) {
+    if (st.done) break;
+    onWorkerEvent(st, nodeId, ev);
+  }
+}
+
 /** A status change of one worker, reported by the agent of `reportingNode`. */
 export function onWorkerEvent(st: AmState, reportingNode: string, ev: WorkerEvent): void {
   const id = idOf(ev);
