@@ -15,20 +15,58 @@ import type { ListedWorker, Recovery } from './types.js';
 import { failureReason, onWorkerEvent } from './worker-events.js';
 import { addShadow, adopt, dropShadow, releaseSlot, resendStops, stopWorker } from './workers.js';
 
+/** A listed attempt that failed while the AM was down: its instance is retried as usual. */
+interface Failure {
+  task: Task;
+  inst: Instance;
+  w: ListedWorker;
+}
+
 /**
  * A restarted AM rebuilds its instance table: hard state (the snapshot log) first, then the
  * workers the agents list (soft state), then what follows from them. Runs before task activation.
  */
 export function restore(st: AmState, r: Recovery): void {
-  const spec = st.spec!;
   // 1. The snapshot: successes are done; a failure for good decided the job.
-  let entries: SnapshotEntry[] = [];
-  if (r.snapshot.topology !== '' && !sameTopology(r.snapshot.topology, spec)) {
-    st.log.error({ entries: r.snapshot.entries.length }, 'the snapshot describes another task graph; its log is ignored');
-  } else {
-    if (r.snapshot.topology === '') st.out.topology = encodeTopology(spec);
-    entries = r.snapshot.entries.map(decodeEntry).filter((e): e is SnapshotEntry => e !== undefined);
+  const { logged, failedForGood } = replayLog(st, readLog(st, r.snapshot));
+  // 2. The workers the agents list, by instance.
+  const { adopted, doneMeanwhile, failures } = settleListed(st, r.workers);
+  for (const n of r.unlistedNodes) st.unlisted.add(n);
+  // 3. A task's workers exist only once every task it depends on succeeded: infer what the log lacks.
+  inferDone(st, failures);
+  st.log.info(
+    { logged, adopted, doneMeanwhile, failedMeanwhile: failures.length, unlistedNodes: [...st.unlisted], workers: r.workers.length },
+    'state recovered from the snapshot and the agents',
+  );
+
+  // 4. The job's fate, if the log already decided it.
+  if (failedForGood) {
+    finishJob(st, false, failedForGood.message ?? `task "${failedForGood.task}" instance ${failedForGood.instance} failed`);
+    return;
   }
+  // 5. Tasks whose dependencies are done become active; failures seen meanwhile are retried as usual.
+  activateReady(st);
+  for (const f of failures) {
+    if (st.done) return;
+    if (f.task.state !== 'active' || f.inst.state !== 'pending') continue;
+    f.inst.attempt = f.w.attempt;
+    failAttempt(st, f.task, f.inst, f.w.nodeId, `${failureReason(f.w)} while the application master was down`);
+  }
+}
+
+/** The snapshot's log entries, if it is about this task graph (no topology yet: it is written now). */
+function readLog(st: AmState, snapshot: Recovery['snapshot']): SnapshotEntry[] {
+  const spec = st.spec!;
+  if (snapshot.topology !== '' && !sameTopology(snapshot.topology, spec)) {
+    st.log.error({ entries: snapshot.entries.length }, 'the snapshot describes another task graph; its log is ignored');
+    return [];
+  }
+  if (snapshot.topology === '') st.out.topology = encodeTopology(spec);
+  return snapshot.entries.map(decodeEntry).filter((e): e is SnapshotEntry => e !== undefined);
+}
+
+/** Logged successes are done (with where their output is); the first failure for good is returned. */
+function replayLog(st: AmState, entries: readonly SnapshotEntry[]): { logged: number; failedForGood: SnapshotEntry | undefined } {
   let failedForGood: SnapshotEntry | undefined;
   let logged = 0;
   for (const e of entries) {
@@ -45,10 +83,13 @@ export function restore(st: AmState, r: Recovery): void {
       logged++;
     }
   }
+  return { logged, failedForGood };
+}
 
-  // 2. The workers the agents list, by instance.
+/** The listed workers of our instances, by instance (in listing order); every attempt seen raises `highest`. */
+function listedByInstance(st: AmState, workers: readonly ListedWorker[]): Map<Instance, { task: Task; list: ListedWorker[] }> {
   const byInstance = new Map<Instance, { task: Task; list: ListedWorker[] }>();
-  for (const w of r.workers) {
+  for (const w of workers) {
     const id = idOf(w);
     const x = id && lookup(st, id.task, id.instance);
     if (!id || !x) continue;
@@ -58,44 +99,66 @@ export function restore(st: AmState, r: Recovery): void {
     g.list.push(ws);
     byInstance.set(x.inst, g);
   }
-  const failures: Array<{ task: Task; inst: Instance; w: ListedWorker }> = [];
+  return byInstance;
+}
+
+/** Settles every instance with listed workers (see `settleInstance`) and counts the outcomes. */
+function settleListed(st: AmState, workers: readonly ListedWorker[]): { adopted: number; doneMeanwhile: number; failures: Failure[] } {
+  const failures: Failure[] = [];
   let adopted = 0;
   let doneMeanwhile = 0;
-  const desc = (a: ListedWorker, b: ListedWorker) => b.attempt - a.attempt || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0);
-  for (const [inst, { task, list }] of byInstance) {
-    const live = list.filter((w) => w.state === 'running' || w.state === 'pending').sort(desc);
-    const stopLive = () => live.forEach((w) => stopWorker(st, w.nodeId, workerIdOf(task.spec.name, inst.index, w.attempt)));
-    if (inst.state === 'succeeded') {
-      stopLive(); // duplicates of a finished instance
-      continue;
-    }
-    const ok = list.filter((w) => w.state === 'succeeded').sort(desc)[0];
-    if (ok) {
-      // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
-      inst.state = 'succeeded';
-      inst.attempt = ok.attempt;
-      inst.output = locate(st, ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
-      logEntry(st, { task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
-      doneMeanwhile++;
-      stopLive();
-      continue;
-    }
-    const [current, ...older] = live;
-    if (current) {
-      adopt(st, task, inst, current);
-      for (const w of older) addShadow(st, task, inst, w);
-      adopted++;
-      continue;
-    }
-    const bad = list.filter((w) => w.state === 'failed' || w.state === 'killed' || w.state === 'rejected').sort(desc);
-    for (const w of bad) if (w.nodeId) inst.failedNodes.add(w.nodeId);
-    // Neither done nor running: it failed while the AM was down (or its retry was never planned).
-    const last = bad[0];
-    if (last) failures.push({ task, inst, w: last });
+  for (const [inst, { task, list }] of listedByInstance(st, workers)) {
+    const outcome = settleInstance(st, task, inst, list);
+    if (outcome === 'done') doneMeanwhile++;
+    else if (outcome === 'adopted') adopted++;
+    else if (outcome) failures.push(outcome);
   }
-  for (const n of r.unlistedNodes) st.unlisted.add(n);
+  return { adopted, doneMeanwhile, failures };
+}
 
-  // 3. A task's workers exist only once every task it depends on succeeded: infer what the log lacks.
+/** Newest attempt first; ties by node id. */
+const newestFirst = (a: ListedWorker, b: ListedWorker) => b.attempt - a.attempt || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0);
+
+/**
+ * One instance's listed workers: for a finished instance live duplicates are stopped; a success
+ * meanwhile makes it done (logged now); else its newest live attempt is adopted (older ones become
+ * shadows); else its newest failure is returned, to be retried.
+ */
+function settleInstance(st: AmState, task: Task, inst: Instance, list: ListedWorker[]): 'done' | 'adopted' | Failure | undefined {
+  const live = list.filter((w) => w.state === 'running' || w.state === 'pending').sort(newestFirst);
+  const stopLive = () => live.forEach((w) => stopWorker(st, w.nodeId, workerIdOf(task.spec.name, inst.index, w.attempt)));
+  if (inst.state === 'succeeded') {
+    stopLive(); // duplicates of a finished instance
+    return undefined;
+  }
+  const ok = list.filter((w) => w.state === 'succeeded').sort(newestFirst)[0];
+  if (ok) {
+    // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
+    inst.state = 'succeeded';
+    inst.attempt = ok.attempt;
+    inst.output = locate(st, ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
+    logEntry(st, { task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
+    stopLive();
+    return 'done';
+  }
+  const [current, ...older] = live;
+  if (current) {
+    adopt(st, task, inst, current);
+    for (const w of older) addShadow(st, task, inst, w);
+    return 'adopted';
+  }
+  const bad = list.filter((w) => w.state === 'failed' || w.state === 'killed' || w.state === 'rejected').sort(newestFirst);
+  for (const w of bad) if (w.nodeId) inst.failedNodes.add(w.nodeId);
+  // Neither done nor running: it failed while the AM was down (or its retry was never planned).
+  const last = bad[0];
+  return last ? { task, inst, w: last } : undefined;
+}
+
+/**
+ * Every task that a task with workers (or failures meanwhile) depends on, directly or not, has
+ * succeeded: its instances the log lacks are inferred done (and logged now).
+ */
+function inferDone(st: AmState, failures: readonly Failure[]): void {
   const evidence = [...st.tasks.values()].filter((t) => t.instances.some((i) => i.state !== 'waiting') || failures.some((f) => f.task === t));
   const inferred = new Set<Task>();
   const visit = (t: Task): void => {
@@ -115,24 +178,6 @@ export function restore(st: AmState, r: Recovery): void {
       i.state = 'succeeded';
       logEntry(st, { task: t.spec.name, instance: i.index, attempt: i.highest, nodeId: '', workerId: '', state: 'succeeded' });
     }
-  }
-  st.log.info(
-    { logged, adopted, doneMeanwhile, failedMeanwhile: failures.length, unlistedNodes: [...st.unlisted], workers: r.workers.length },
-    'state recovered from the snapshot and the agents',
-  );
-
-  // 4. The job's fate, if the log already decided it.
-  if (failedForGood) {
-    finishJob(st, false, failedForGood.message ?? `task "${failedForGood.task}" instance ${failedForGood.instance} failed`);
-    return;
-  }
-  // 5. Tasks whose dependencies are done become active; failures seen meanwhile are retried as usual.
-  activateReady(st);
-  for (const f of failures) {
-    if (st.done) return;
-    if (f.task.state !== 'active' || f.inst.state !== 'pending') continue;
-    f.inst.attempt = f.w.attempt;
-    failAttempt(st, f.task, f.inst, f.w.nodeId, `${failureReason(f.w)} while the application master was down`);
   }
 }
 
