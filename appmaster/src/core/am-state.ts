@@ -52,6 +52,7 @@ export interface Shadow {
   readonly adopted: boolean;
 }
 
+/** One instance of a task: its current (or last) attempt, its shadows and what it learnt from failures. */
 export interface Instance {
   readonly index: number;
   state: InstanceState;
@@ -91,6 +92,7 @@ export interface OutputLocation {
   readonly nodeAddress: string;
 }
 
+/** A task of the job: its SU, instances, outstanding requests and holds. */
 export interface Task {
   readonly spec: TaskSpec;
   readonly index: number;
@@ -109,6 +111,7 @@ export interface Task {
   readonly holds: Map<string, Hold>;
 }
 
+/** The slots of a task's SU on one node. */
 export interface Hold {
   readonly nodeId: string;
   /** Absolute count from the master. */
@@ -137,6 +140,7 @@ export function newTask(job: JobSpec, ts: TaskSpec, index: number): Task {
   };
 }
 
+/** An instance never run. */
 function newInstance(index: number): Instance {
   return {
     index,
@@ -198,24 +202,29 @@ export class AmState {
   }
 }
 
+/** A map key of two strings (SU and node, or SU and location). */
 export function key(a: string, b: string): string {
   return `${a}\u0000${b}`;
 }
 
+/** A map's entries sorted by key: iteration orders that do not depend on insertion. */
 export function byKey<T>(m: ReadonlyMap<string, T>): Array<[string, T]> {
   return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
+/** `1 task`, `2 tasks`. */
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
 
+/** The task and instance a (task, instance) pair names, if it is one of ours. */
 export function lookup(st: AmState, task: string, instance: number): { task: Task; inst: Instance } | undefined {
   const t = st.tasks.get(task);
   const inst = t?.instances[instance];
   return t && inst ? { task: t, inst } : undefined;
 }
 
+/** Nothing is planned or returned on a node timing out or not listed since a restart, and its stops wait. */
 export function blocked(st: AmState, nodeId: string): boolean {
   return st.timingOut.has(nodeId) || st.unlisted.has(nodeId);
 }
@@ -225,10 +234,12 @@ export function locate(st: AmState, nodeId: string, workerId: string): OutputLoc
   return { workerId, nodeId, nodeAddress: st.nodeAddresses.get(nodeId) ?? '' };
 }
 
+/** Appends an entry to the snapshot log (the step's `snapshot` effect). */
 export function logEntry(st: AmState, e: SnapshotEntry): void {
   st.out.entries.push(encodeEntry(e));
 }
 
+/** The step's effects in the order written on `AmEffect`; the outbox is empty afterwards. */
 export function flush(st: AmState): AmEffect[] {
   const o = st.out;
   st.out = new Outbox();

@@ -19,6 +19,7 @@ export function reconcile(st: AmState, now: number): void {
   for (const t of st.tasks.values()) reconcileTask(st, t, now);
 }
 
+/** One task's free slots bound (steps 1-2), the rest returned (3), its requests sized (4). */
 function reconcileTask(st: AmState, task: Task, now: number): void {
   const free = new Map<string, number>();
   for (const [nodeId, h] of byKey(task.holds)) {
@@ -56,6 +57,7 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
   sizeRequests(st, task, pending.length);
 }
 
+/** A new attempt of `inst` on `nodeId`: it uses one of the task's slots there and goes out as a plan. */
 function launch(st: AmState, task: Task, inst: Instance, nodeId: string): void {
   const h = task.holds.get(nodeId)!;
   h.used++;
@@ -73,6 +75,7 @@ function launch(st: AmState, task: Task, inst: Instance, nodeId: string): void {
   st.log.debug({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'instance planned');
 }
 
+/** The worker plan of the instance's current attempt. */
 function planOf(st: AmState, task: Task, inst: Instance): WorkerPlan {
   const spec = st.spec!;
   const ts = task.spec;
