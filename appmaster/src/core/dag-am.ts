@@ -34,6 +34,13 @@
  * and whichever attempt succeeds first wins (the other is stopped). With `wait` nothing happens. A
  * node that recovers before the threshold loses nothing.
  *
+ * `DagAppMaster` is a facade over one state object (am-state.ts) and modules of free functions,
+ * each owning one concern: dag (instance outcomes, retries, task activation, the job's finish),
+ * requests (outstanding counts and deltas), holds (slot counts and returns), workers (live attempts,
+ * shadows, stops), assignments (the master's table, lost slots), placement (binding free slots,
+ * worker plans), worker-events, timing-out and restore (AM failover). Each input ends with
+ * placement and one flush of the outbox, in the order written on `AmEffect`.
+ *
  * ```ts
  * const am = new DagAppMaster({ log });
  * run(am.start(spec, { seq: 0, full: true, assignments: [] }, now));
@@ -41,260 +48,54 @@
  * run(am.workerEvents('n1', [{ workerId: 'map.0.1', task: 'map', instance: 0, attempt: 1, state: 'succeeded', ... }], now));
  * ```
  */
-import { acceptTable, cmpInt64, DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, substitute } from '@fuxi/common';
-import type { AgentTimeoutPolicy, Logger } from '@fuxi/common';
-import { decodeEntry, encodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
-import type {
-  AmEffect,
-  Assignment,
-  AssignmentUpdate,
-  JobSpec,
-  ListedWorker,
-  OutstandingRequest,
-  Recovery,
-  RequestDelta,
-  RunningWorker,
-  ScheduleUnitConfig,
-  SlotReturn,
-  TaskProgress,
-  TaskSpec,
-  WorkerEvent,
-  WorkerPlan,
-} from './types.js';
+import { cmpInt64, FailedPreconditionError, validateJobSpec } from '@fuxi/common';
+import { AmState, flush, type DagAmOptions } from './am-state.js';
+import { acceptAssignments, applyTable, assignmentTable, settleReturns } from './assignments.js';
+import { activateReady, beginJob, progress } from './dag.js';
+import { reconcile } from './placement.js';
+import { declaredUnits, outstandingRequests } from './requests.js';
+import { restore, workersListed } from './restore.js';
+import { encodeTopology } from './snapshot.js';
+import { agentsTimedOut, checkReruns, timingOutNodes } from './timing-out.js';
+import type { AmEffect, Assignment, AssignmentUpdate, JobSpec, ListedWorker, OutstandingRequest, Recovery, RunningWorker, ScheduleUnitConfig, TaskProgress, WorkerEvent } from './types.js';
+import { onWorkerEvents } from './worker-events.js';
+import { isCurrentWorker, liveWorkers, nodesToPoll } from './workers.js';
 
-/** Slot losses per instance that do not count as failed attempts (see the header). */
-export const LOST_SLOTS_FREE = 3;
+export { LOST_SLOTS_FREE } from './assignments.js';
+export { localitiesOf, spread } from './requests.js';
+export { failureReason } from './worker-events.js';
+export { DEFAULT_RETURN_SETTLE_MS, parseWorkerId, workerIdOf, type DagAmOptions } from './am-state.js';
 
-export interface DagAmOptions {
-  log?: Logger;
-  /**
-   * A returned slot whose assigned count has not dropped after this long is taken as gone anyway
-   * (the master coalesced the return with a new placement on the same node). Default 15 s.
-   */
-  returnSettleMs?: number;
-}
-
-export const DEFAULT_RETURN_SETTLE_MS = 15_000;
-
-/** Worker ids are `${task}.${instance}.${attempt}` (instance from 0, attempt from 1). */
-export function workerIdOf(task: string, instance: number, attempt: number): string {
-  return `${task}.${instance}.${attempt}`;
-}
-
-type InstanceState = 'waiting' | 'pending' | 'running' | 'succeeded' | 'failed';
-type TaskState = 'waiting' | 'active' | 'succeeded' | 'failed';
-
-/** An attempt that is still alive but no longer the instance's current one (it holds a slot). */
-interface Shadow {
-  readonly attempt: number;
-  readonly nodeId: string;
-  started: boolean;
-  /** Planned by an earlier AM attempt: its agent may not send us its events (polled). */
-  readonly adopted: boolean;
-}
-
-interface Instance {
-  readonly index: number;
-  state: InstanceState;
-  /** The running attempt, or the last one; 0 = never started. */
-  attempt: number;
-  /** Highest attempt number planned or seen (by any AM attempt): the next attempt is one above. */
-  highest: number;
-  /**
-   * Attempts that do not count against maxAttempts: started to replace one on a timing-out node, or
-   * one whose slot was lost (the first LOST_SLOTS_FREE such losses).
-   */
-  reruns: number;
-  /** Attempts that lost their slot (node lost, slot revoked). */
-  lostSlots: number;
-  /** Node of the running attempt ('' when not running). */
-  nodeId: string;
-  /** The agent reported the running attempt RUNNING. */
-  started: boolean;
-  /** The running attempt was planned by an earlier AM attempt (adopted after a restart). */
-  adopted: boolean;
-  /** Older attempts still alive (replaced on a timing-out node, or adopted duplicates): first success wins. */
-  readonly shadows: Shadow[];
-  readonly failedNodes: Set<string>;
-  /** Since its last failure this instance turned down a slot on a node it failed on. */
-  declined: boolean;
-  /** The attempt lost with its node; a late SUCCEEDED of it still counts. 0 = none. */
-  lostAttempt: number;
-  lastError: string;
-  /** Where the succeeded attempt ran: its agent serves the instance's output to later tasks. */
-  output: OutputLocation | undefined;
-}
-
-/** The worker whose output a later task reads, and the agent (data service) that holds it. */
-interface OutputLocation {
-  readonly workerId: string;
-  readonly nodeId: string;
-  readonly nodeAddress: string;
-}
-
-interface Task {
-  readonly spec: TaskSpec;
-  readonly index: number;
-  readonly suId: string;
-  readonly priority: number;
-  readonly maxAttempts: number;
-  state: TaskState;
-  readonly instances: Instance[];
-  retries: number;
-  unitSent: boolean;
-  /** The first request (spread over locality hints) was made. */
-  requested: boolean;
-  /** Location -> outstanding slot count. */
-  readonly outstanding: Map<string, number>;
-  /** Node id -> slots of this SU on it. */
-  readonly holds: Map<string, Hold>;
-}
-
-interface Hold {
-  readonly nodeId: string;
-  /** Absolute count from the master. */
-  held: number;
-  /** Slots bound to running instances. */
-  used: number;
-  /** Slots returned whose drop the master has not shown yet (oldest first). */
-  returning: Array<{ n: number; at: number; id: number }>;
-}
-
-interface Lost {
-  task: Task;
-  nodeId: string;
-  count: number;
-  reason: string;
-}
-
-/** Effects accumulated during one step, flushed in a fixed order. */
-class Outbox {
-  units: ScheduleUnitConfig[] = [];
-  deltas = new Map<string, RequestDelta>();
-  returns = new Map<string, SlotReturn>();
-  plans = new Map<string, WorkerPlan[]>();
-  stops = new Map<string, string[]>();
-  topology = '';
-  entries: string[] = [];
-  finish: { succeeded: boolean; message: string } | undefined;
-}
-
-function key(a: string, b: string): string {
-  return `${a}\u0000${b}`;
-}
-
-function returningOf(h: Hold): number {
-  let n = 0;
-  for (const r of h.returning) n += r.n;
-  return n;
-}
-
-/** Slots of the hold that are ours to use: assigned, minus returned ones not yet dropped. */
-function effective(h: Hold): number {
-  return Math.max(0, h.held - returningOf(h));
-}
-
-function byKey<T>(m: ReadonlyMap<string, T>): Array<[string, T]> {
-  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-}
-
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
-}
-
-/** Why an attempt failed, for logs and the job's failure message. */
-export function failureReason(ev: Pick<WorkerEvent, 'state' | 'exitCode' | 'signal' | 'message'>): string {
-  let base: string;
-  switch (ev.state) {
-    case 'failed':
-      base = ev.signal ? `killed by signal ${ev.signal}` : `exit code ${ev.exitCode}`;
-      break;
-    case 'killed':
-      base = ev.signal ? `killed by signal ${ev.signal}` : 'killed';
-      break;
-    case 'rejected':
-      base = 'rejected by the agent';
-      break;
-    default:
-      base = ev.state;
-  }
-  const msg = ev.message.trim();
-  return msg ? `${base} (${msg})` : base;
-}
-
-/** Checks what the core relies on: unique names, known dependencies, no cycles, sane counts. */
+/**
+ * @deprecated The core takes a spec that passed `validateJobSpec` (@fuxi/common), the one validator
+ * of a job's task graph (names, counts, known dependencies, no cycles) that the client, the master
+ * and the AM shell run; this only calls it.
+ */
 export function validateDag(spec: JobSpec): void {
-  const index = new Map<string, number>();
-  spec.tasks.forEach((t, i) => {
-    if (!t.name) throw new InvalidArgumentError(`tasks[${i}].name`, 'must not be empty');
-    if (index.has(t.name)) throw new InvalidArgumentError(`tasks[${i}].name`, `duplicate task name "${t.name}"`);
-    if (!Number.isInteger(t.instances) || t.instances < 0) throw new InvalidArgumentError(`tasks[${i}].instances`, `must be a non-negative integer, got ${t.instances}`);
-    index.set(t.name, i);
-  });
-  spec.tasks.forEach((t, i) => {
-    t.dependsOn.forEach((d, j) => {
-      if (!index.has(d)) throw new InvalidArgumentError(`tasks[${i}].dependsOn[${j}]`, `unknown task "${d}"`);
-      if (d === t.name) throw new InvalidArgumentError(`tasks[${i}].dependsOn[${j}]`, 'a task cannot depend on itself');
-    });
-  });
-  // Cycle check: depth-first search with colours.
-  const colour = new Map<string, 1 | 2>();
-  const byName = new Map(spec.tasks.map((t) => [t.name, t]));
-  const visit = (name: string, path: string[]): void => {
-    const c = colour.get(name);
-    if (c === 2) return;
-    if (c === 1) {
-      const cycle = [...path.slice(path.indexOf(name)), name].join(' -> ');
-      throw new InvalidArgumentError('tasks', `dependency cycle: ${cycle}`);
-    }
-    colour.set(name, 1);
-    for (const d of byName.get(name)?.dependsOn ?? []) visit(d, [...path, name]);
-    colour.set(name, 2);
-  };
-  for (const t of spec.tasks) visit(t.name, []);
+  validateJobSpec(spec);
 }
 
 export class DagAppMaster {
-  private readonly log: Logger;
-  private readonly returnSettleMs: number;
-  private spec: JobSpec | undefined;
-  private readonly tasks = new Map<string, Task>();
-  private readonly nodeAddresses = new Map<string, string>();
-  /** Master epoch of the applied assignment table; `appliedSeq` is in that master's numbering. */
-  private appliedEpoch = '0';
-  private appliedSeq = 0;
-  /** Number of `return` effects emitted so far; a return's id is its effect's number (from 1). */
-  private returnEffects = 0;
-  private policy: AgentTimeoutPolicy = DEFAULT_ON_AGENT_TIMEOUT;
-  private rerunAfterMs = DEFAULT_RERUN_AFTER_MS;
-  /** Nodes the master reports timing out -> since when (our clock). */
-  private readonly timingOut = new Map<string, number>();
-  /** Nodes holding our slots whose workers we do not know yet (their agent did not answer ListWorkers). */
-  private readonly unlisted = new Set<string>();
-  /** Stops sent to a node that could not hear them (timing out, unlisted): sent again when it is back. */
-  private readonly stopsWhenBack = new Map<string, Set<string>>();
-  private done: { succeeded: boolean; message: string } | undefined;
-  private out = new Outbox();
+  private readonly st: AmState;
 
   constructor(opts: DagAmOptions = {}) {
-    this.log = opts.log ?? nullLogger;
-    this.returnSettleMs = opts.returnSettleMs ?? DEFAULT_RETURN_SETTLE_MS;
+    this.st = new AmState(opts);
   }
 
   // ---------------------------------------------------------------- queries
 
   get started(): boolean {
-    return this.spec !== undefined;
+    return this.st.spec !== undefined;
   }
 
   /** The last assignment seq applied, in the numbering of the master of `assignmentEpoch`. */
   get assignmentSeq(): number {
-    return this.appliedSeq;
+    return this.st.appliedSeq;
   }
 
   /** Master epoch of the assignment table applied last ('0' before any). */
   get assignmentEpoch(): string {
-    return this.appliedEpoch;
+    return this.st.appliedEpoch;
   }
 
   /**
@@ -303,7 +104,7 @@ export class DagAppMaster {
    * applied (it has not told us anything yet).
    */
   assignmentSeqFor(epoch: string): number {
-    return cmpInt64(epoch || '0', this.appliedEpoch) > 0 ? 0 : this.appliedSeq;
+    return cmpInt64(epoch || '0', this.st.appliedEpoch) > 0 ? 0 : this.st.appliedSeq;
   }
 
   /**
@@ -312,71 +113,35 @@ export class DagAppMaster {
    * with a full table from its answer: those returns were applied by the master before it answered.
    */
   get returnsIssued(): number {
-    return this.returnEffects;
+    return this.st.returnEffects;
   }
 
   /** Set once the job is over (the `finish` effect was emitted). */
   get result(): { succeeded: boolean; message: string } | undefined {
-    return this.done;
+    return this.st.done;
   }
 
   progress(): TaskProgress[] {
-    return [...this.tasks.values()].map((t) => {
-      const p: TaskProgress = { name: t.spec.name, total: t.instances.length, pending: 0, running: 0, succeeded: 0, failed: 0, retries: t.retries };
-      for (const i of t.instances) {
-        if (i.state === 'running') p.running++;
-        else if (i.state === 'succeeded') p.succeeded++;
-        else if (i.state === 'failed') p.failed++;
-        else p.pending++;
-      }
-      return p;
-    });
+    return progress(this.st);
   }
 
   /** The assignment table as the core holds it (absolute counts from the master). */
   assignmentTable(): Assignment[] {
-    const out: Assignment[] = [];
-    for (const t of this.tasks.values()) {
-      for (const [nodeId, h] of byKey(t.holds)) {
-        if (h.held > 0) out.push({ suId: t.suId, nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '', slots: h.held });
-      }
-    }
-    return out;
+    return assignmentTable(this.st);
   }
 
   outstandingRequests(): OutstandingRequest[] {
-    const out: OutstandingRequest[] = [];
-    for (const t of this.tasks.values()) {
-      for (const [location, count] of byKey(t.outstanding)) if (count > 0) out.push({ suId: t.suId, location, count });
-    }
-    return out;
+    return outstandingRequests(this.st);
   }
 
   /** Configs of the SUs already declared to the master (by this AM attempt, or holding slots from an earlier one). */
   units(): ScheduleUnitConfig[] {
-    return [...this.tasks.values()].filter((t) => t.unitSent || t.holds.size > 0).map((t) => this.unitOf(t));
+    return declaredUnits(this.st);
   }
 
   /** Every live attempt: each instance's running one, then older ones still alive (shadows). */
   workers(): RunningWorker[] {
-    const out: RunningWorker[] = [];
-    for (const t of this.tasks.values()) {
-      const w = (i: Instance, attempt: number, nodeId: string, started: boolean): RunningWorker => ({
-        workerId: workerIdOf(t.spec.name, i.index, attempt),
-        suId: t.suId,
-        task: t.spec.name,
-        instance: i.index,
-        attempt,
-        nodeId,
-        started,
-        resource: t.spec.resource,
-      });
-      for (const i of t.instances) {
-        if (i.state === 'running') out.push(w(i, i.attempt, i.nodeId, i.started));
-        for (const s of i.shadows) out.push(w(i, s.attempt, s.nodeId, s.started));
-      }
-    }
-    return out;
+    return liveWorkers(this.st);
   }
 
   /**
@@ -385,35 +150,22 @@ export class DagAppMaster {
    * still send events to the old AM address) and those that have not answered yet.
    */
   nodesToPoll(): string[] {
-    const out = new Set(this.unlisted);
-    if (!this.done) {
-      for (const t of this.tasks.values()) {
-        for (const i of t.instances) {
-          if (i.state === 'running' && i.adopted) out.add(i.nodeId);
-          for (const s of i.shadows) if (s.adopted) out.add(s.nodeId);
-        }
-      }
-    }
-    return [...out].sort();
+    return nodesToPoll(this.st);
   }
 
   /** Nodes reported timing out and not back yet, with when the core heard it. */
   timingOutNodes(): Array<{ nodeId: string; since: number }> {
-    return byKey(this.timingOut).map(([nodeId, since]) => ({ nodeId, since }));
+    return timingOutNodes(this.st);
   }
 
   /** The node id -> address the core knows (from assignments). */
   addressOf(nodeId: string): string {
-    return this.nodeAddresses.get(nodeId) ?? '';
+    return this.st.nodeAddresses.get(nodeId) ?? '';
   }
 
   /** True while `workerId` is the running attempt of its instance (the shell stops retrying plans that are not). */
   isCurrentWorker(workerId: string): boolean {
-    if (this.done) return false;
-    const parsed = parseWorkerId(workerId);
-    if (!parsed) return false;
-    const inst = this.tasks.get(parsed.task)?.instances[parsed.instance];
-    return inst !== undefined && inst.state === 'running' && inst.attempt === parsed.attempt;
+    return isCurrentWorker(this.st, workerId);
   }
 
   // ---------------------------------------------------------------- inputs
@@ -422,53 +174,18 @@ export class DagAppMaster {
    * The job starts: `spec` from RegisterApp, `held` the assignments the app already holds (with
    * the master's assignment seq), and for a restarted AM (attempt > 1) what it recovered: its
    * snapshot and the workers the agents list (see `Recovery`). Without `recovery` the topology is
-   * written to the snapshot. Throws InvalidArgumentError for a spec the core cannot run.
+   * written to the snapshot. `spec` has passed `validateJobSpec` (@fuxi/common): task names are
+   * unique, dependencies known and acyclic; the core does not check them again.
    */
   start(spec: JobSpec, held: { epoch?: string; seq: number; assignments: readonly Assignment[] }, now: number, recovery?: Recovery): AmEffect[] {
-    if (this.spec) throw new FailedPreconditionError('the application master core was already started');
-    validateDag(spec);
-    this.spec = spec;
-    this.policy = spec.onAgentTimeout === 'wait' ? 'wait' : 'rerun';
-    this.rerunAfterMs = Number.isFinite(spec.rerunAfterMs) && spec.rerunAfterMs >= 0 ? spec.rerunAfterMs : DEFAULT_RERUN_AFTER_MS;
-    spec.tasks.forEach((ts, index) => {
-      this.tasks.set(ts.name, {
-        spec: ts,
-        index,
-        suId: ts.name,
-        priority: ts.priority !== 0 ? ts.priority : spec.priority,
-        maxAttempts: Math.max(1, Math.floor(ts.maxAttempts)),
-        state: 'waiting',
-        instances: Array.from({ length: ts.instances }, (_, i) => ({
-          index: i,
-          state: 'waiting' as InstanceState,
-          attempt: 0,
-          highest: 0,
-          reruns: 0,
-          lostSlots: 0,
-          nodeId: '',
-          started: false,
-          adopted: false,
-          shadows: [],
-          failedNodes: new Set<string>(),
-          declined: false,
-          lostAttempt: 0,
-          lastError: '',
-          output: undefined,
-        })),
-        retries: 0,
-        unitSent: false,
-        requested: false,
-        outstanding: new Map(),
-        holds: new Map(),
-      });
-    });
-    this.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length, onAgentTimeout: this.policy, rerunAfterMs: this.rerunAfterMs, restart: recovery !== undefined }, 'job started');
-    this.applyTable({ ...(held.epoch ? { epoch: held.epoch } : {}), seq: held.seq, full: true, assignments: held.assignments });
-    if (recovery) this.restore(recovery);
-    else this.out.topology = encodeTopology(spec);
-    this.activateReady();
-    this.reconcile(now);
-    return this.flush();
+    if (this.st.spec) throw new FailedPreconditionError('the application master core was already started');
+    beginJob(this.st, spec, recovery !== undefined);
+    applyTable(this.st, { ...(held.epoch ? { epoch: held.epoch } : {}), seq: held.seq, full: true, assignments: held.assignments });
+    if (recovery) restore(this.st, recovery);
+    else this.st.out.topology = encodeTopology(spec);
+    activateReady(this.st);
+    reconcile(this.st, now);
+    return flush(this.st);
   }
 
   /**
@@ -478,21 +195,10 @@ export class DagAppMaster {
    * out for `rerunAfterMs` (here or in a later `tick`).
    */
   agentsTimedOut(nodeIds: readonly string[], recoveredNodeIds: readonly string[], now: number): AmEffect[] {
-    if (!this.spec || this.done) return [];
-    for (const n of nodeIds) {
-      if (!n || this.timingOut.has(n)) continue;
-      this.timingOut.set(n, now);
-      const running = this.workers().filter((w) => w.nodeId === n).length;
-      this.log.warn({ node: n, running, policy: this.policy, rerunAfterMs: this.rerunAfterMs }, 'agent timing out; its slots stay reserved');
-    }
-    for (const n of recoveredNodeIds) {
-      if (!this.timingOut.delete(n)) continue;
-      this.log.info({ node: n }, 'agent back from timing out');
-      this.resendStops(n);
-    }
-    this.checkReruns(now);
-    this.reconcile(now);
-    return this.flush();
+    return this.step(now, () => {
+      agentsTimedOut(this.st, nodeIds, recoveredNodeIds, now);
+      checkReruns(this.st, now);
+    });
   }
 
   /**
@@ -502,27 +208,10 @@ export class DagAppMaster {
    * other nodes the statuses are worker events; an adopted worker missing from the list is lost.
    */
   workersListed(nodeId: string, workers: readonly ListedWorker[], now: number): AmEffect[] {
-    if (!this.spec || this.done) return [];
-    if (this.unlisted.delete(nodeId)) {
-      this.log.info({ node: nodeId, workers: workers.length }, 'agent listed its workers; adopting');
-      for (const w of workers) {
-        if (this.done) break;
-        this.learnLate(nodeId, w);
-      }
-      this.resendStops(nodeId);
-    } else {
-      const listed = new Set<string>();
-      for (const w of workers) {
-        if (this.done) break;
-        const id = idOf(w);
-        if (id) listed.add(workerIdOf(id.task, id.instance, id.attempt));
-        this.onWorkerEvent(nodeId, w);
-      }
-      this.dropVanished(nodeId, listed);
-    }
-    this.activateReady();
-    this.reconcile(now);
-    return this.flush();
+    return this.step(now, () => {
+      workersListed(this.st, nodeId, workers);
+      activateReady(this.st);
+    });
   }
 
   /**
@@ -531,865 +220,32 @@ export class DagAppMaster {
    * from an older master than the applied table's.
    */
   assignments(update: AssignmentUpdate, now: number): AmEffect[] {
-    if (!this.spec || this.done) return [];
-    const epoch = update.epoch && update.epoch !== '0' ? update.epoch : this.appliedEpoch;
-    const verdict = acceptTable({ epoch: this.appliedEpoch, seq: BigInt(this.appliedSeq) }, { epoch, seq: BigInt(update.seq), full: update.full });
-    if (verdict.kind === 'stale') throw new StaleEpochError('epoch', epoch, this.appliedEpoch);
-    if (verdict.kind !== 'apply') {
-      const why = verdict.kind === 'out-of-order' ? 'assignment message out of sequence, ignored' : 'older full assignment table ignored';
-      this.log.debug({ epoch, seq: update.seq, appliedEpoch: this.appliedEpoch, applied: this.appliedSeq }, why);
-      return [];
-    }
-    if (verdict.newerMaster && this.appliedEpoch !== '0') {
-      this.log.info({ from: this.appliedEpoch, to: epoch, seq: update.seq, full: update.full, oldSeq: this.appliedSeq }, 'assignments now follow a new master');
-    }
-    this.applyTable({ ...update, epoch });
-    this.reconcile(now);
-    return this.flush();
+    return this.step(now, () => acceptAssignments(this.st, update));
   }
 
   /** Status changes of workers on `nodeId`. Repeated and stale events are ignored. */
   workerEvents(nodeId: string, events: readonly WorkerEvent[], now: number): AmEffect[] {
-    if (!this.spec || this.done) return [];
-    for (const ev of events) {
-      if (this.done) break;
-      this.onWorkerEvent(nodeId, ev);
-    }
-    this.reconcile(now);
-    return this.flush();
+    return this.step(now, () => onWorkerEvents(this.st, nodeId, events));
   }
 
   /** Time passes: returned slots whose drop never showed are settled; timing-out nodes may be given up. */
   tick(now: number): AmEffect[] {
-    if (!this.spec || this.done) return [];
-    this.checkReruns(now);
-    const lost: Lost[] = [];
-    for (const t of this.tasks.values()) {
-      for (const h of [...t.holds.values()]) {
-        if (!h.returning.some((r) => now - r.at >= this.returnSettleMs)) continue;
-        // The master re-placed the slot before we saw the drop: it is ours again.
-        this.log.debug({ su: t.suId, node: h.nodeId }, 'returned slots settled without a drop in the assignment');
-        this.reshape(t, h, lost, () => (h.returning = h.returning.filter((r) => now - r.at < this.returnSettleMs)));
-      }
-    }
-    for (const l of lost) this.evict(l);
-    this.reconcile(now);
-    return this.flush();
-  }
-
-  // ---------------------------------------------------------------- assignments
-
-  private applyTable(update: AssignmentUpdate): void {
-    const reflected = update.full ? update.returnsReflected : undefined;
-    const seen = new Set<string>();
-    const lost: Lost[] = [];
-    for (const a of update.assignments) {
-      const task = this.tasks.get(a.suId);
-      if (!task) continue; // not one of ours (e.g. the AM's own `__am__` slot)
-      seen.add(key(a.suId, a.nodeId));
-      if (a.nodeAddress) this.nodeAddresses.set(a.nodeId, a.nodeAddress);
-      this.setHeld(task, a.nodeId, Math.max(0, Math.floor(a.slots)), reflected, lost);
-    }
-    if (update.full) {
-      for (const t of this.tasks.values()) {
-        for (const nodeId of [...t.holds.keys()]) if (!seen.has(key(t.suId, nodeId))) this.setHeld(t, nodeId, 0, reflected, lost);
-      }
-    }
-    this.appliedSeq = update.seq;
-    if (update.epoch && update.epoch !== '0') this.appliedEpoch = String(BigInt(update.epoch));
-    for (const l of lost) this.evict(l);
-  }
-
-  /**
-   * Sets the master's count for (task, node). With `reflected` (a full table from an UpdateRequests
-   * answer) returns up to that id are known to be in the count and the rest known not to be; else a
-   * drop is taken to settle our own returns first, oldest first, and only the rest as taken away.
-   */
-  private setHeld(task: Task, nodeId: string, slots: number, reflected: number | undefined, lost: Lost[]): void {
-    let h = task.holds.get(nodeId);
-    if (!h) {
-      if (slots === 0) return;
-      h = { nodeId, held: 0, used: 0, returning: [] };
-      task.holds.set(nodeId, h);
-    }
-    const hold = h;
-    this.reshape(task, hold, lost, () => {
-      if (reflected !== undefined) {
-        hold.returning = hold.returning.filter((r) => r.id > reflected);
-      } else {
-        let drop = hold.held - slots;
-        while (drop > 0 && hold.returning.length > 0) {
-          const r = hold.returning[0]!;
-          const n = Math.min(r.n, drop);
-          r.n -= n;
-          drop -= n;
-          if (r.n === 0) hold.returning.shift();
-        }
-      }
-      hold.held = slots;
+    return this.step(now, () => {
+      checkReruns(this.st, now);
+      settleReturns(this.st, now);
     });
   }
 
   /**
-   * Applies `change` to a hold and accounts for the difference in usable slots: more are new
-   * placements (which consumed outstanding requests), fewer than in use means instances lost slots.
+   * One input after `start`: ignored before it and after the finish, and when `input` returns false
+   * (an assignment message not applied); otherwise free slots are bound, surplus returned and
+   * requests sized (placement.ts), and the step's effects flushed.
    */
-  private reshape(task: Task, h: Hold, lost: Lost[], change: () => void): void {
-    const before = effective(h);
-    change();
-    const after = effective(h);
-    if (after > before) this.consumeOutstanding(task, h.nodeId, after - before);
-    const over = h.used - after;
-    if (over > 0) lost.push({ task, nodeId: h.nodeId, count: over, reason: h.held === 0 ? `node lost (${h.nodeId})` : `slot revoked on node ${h.nodeId}` });
-    if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(h.nodeId);
-  }
-
-  /**
-   * Attempts on slots the master took away: shadows (already replaced) go first, quietly; running
-   * instances are stopped and count a failed attempt.
-   */
-  private evict(l: Lost): void {
-    let count = l.count;
-    for (const inst of [...l.task.instances].reverse()) {
-      for (const sh of [...inst.shadows]) {
-        if (count === 0 || sh.nodeId !== l.nodeId) continue;
-        this.log.info({ task: l.task.spec.name, instance: inst.index, attempt: sh.attempt, node: l.nodeId }, 'slot of a replaced attempt lost');
-        this.stopWorker(l.nodeId, workerIdOf(l.task.spec.name, inst.index, sh.attempt));
-        this.dropShadow(l.task, inst, sh);
-        count--;
-      }
-    }
-    const victims = l.task.instances
-      .filter((i) => i.state === 'running' && i.nodeId === l.nodeId)
-      .sort((a, b) => b.index - a.index)
-      .slice(0, count);
-    for (const inst of victims) {
-      if (this.done) return;
-      const workerId = workerIdOf(l.task.spec.name, inst.index, inst.attempt);
-      this.log.warn({ task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId, reason: l.reason, lostSlots: inst.lostSlots + 1 }, 'slot lost; the attempt runs again elsewhere');
-      this.stopWorker(l.nodeId, workerId);
-      this.releaseSlot(l.task, inst);
-      inst.lostAttempt = inst.attempt;
-      inst.lostSlots++;
-      if (inst.lostSlots <= LOST_SLOTS_FREE) inst.reruns++;
-      this.failAttempt(l.task, inst, l.nodeId, l.reason);
-    }
-  }
-
-  // ---------------------------------------------------------------- worker events
-
-  private onWorkerEvent(reportingNode: string, ev: WorkerEvent): void {
-    const id = idOf(ev);
-    if (!id) return;
-    const task = this.tasks.get(id.task);
-    const inst = task?.instances[id.instance];
-    if (!task || !inst) {
-      this.log.debug({ workerId: ev.workerId }, 'event for an unknown worker, ignored');
-      return;
-    }
-    // An attempt we never planned (an earlier AM attempt's): later attempts must get a higher number.
-    if (id.attempt > inst.highest) inst.highest = id.attempt;
-    if (inst.state === 'running' && id.attempt === inst.attempt && sameNode(inst.nodeId, reportingNode)) {
-      this.onCurrentEvent(task, inst, reportingNode, ev);
-      return;
-    }
-    const shadow = inst.shadows.find((sh) => sh.attempt === id.attempt && sameNode(sh.nodeId, reportingNode));
-    if (shadow) {
-      this.onShadowEvent(task, inst, shadow, ev);
-      return;
-    }
-    if (ev.state === 'succeeded' && inst.state === 'pending' && id.attempt === inst.attempt && inst.lostAttempt === inst.attempt) {
-      // Its slot was counted lost, but the attempt got to finish: the work is done.
-      this.log.info({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: reportingNode }, 'attempt counted lost has succeeded; instance done');
-      this.succeed(task, inst, inst.attempt, reportingNode);
-    }
-    // Otherwise an older attempt (or one we never planned): ignored.
-  }
-
-  private onCurrentEvent(task: Task, inst: Instance, reportingNode: string, ev: WorkerEvent): void {
-    const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: inst.nodeId || reportingNode };
-    switch (ev.state) {
-      case 'pending':
-        return;
-      case 'running':
-        if (!inst.started) {
-          inst.started = true;
-          this.log.debug(log, 'instance running');
-        }
-        return;
-      case 'succeeded': {
-        const nodeId = inst.nodeId || reportingNode;
-        this.releaseSlot(task, inst);
-        this.succeed(task, inst, inst.attempt, nodeId);
-        return;
-      }
-      case 'failed':
-      case 'killed':
-      case 'rejected':
-        this.releaseSlot(task, inst);
-        this.failAttempt(task, inst, inst.nodeId || reportingNode, failureReason(ev));
-        return;
-    }
-  }
-
-  /** An event of a replaced (or duplicate adopted) attempt: a success decides the instance, if still open. */
-  private onShadowEvent(task: Task, inst: Instance, sh: Shadow, ev: WorkerEvent): void {
-    const log = { task: task.spec.name, instance: inst.index, attempt: sh.attempt, node: sh.nodeId };
-    switch (ev.state) {
-      case 'pending':
-        return;
-      case 'running':
-        sh.started = true;
-        return;
-      case 'succeeded':
-        this.dropShadow(task, inst, sh);
-        if (inst.state === 'succeeded' || inst.state === 'failed') return;
-        this.log.info({ ...log, replacedBy: inst.state === 'running' ? inst.attempt : 0 }, 'replaced attempt succeeded first; instance done');
-        if (inst.state === 'running') {
-          this.stopWorker(inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
-          this.releaseSlot(task, inst);
-        }
-        this.succeed(task, inst, sh.attempt, sh.nodeId);
-        return;
-      case 'failed':
-      case 'killed':
-      case 'rejected':
-        this.log.debug({ ...log, reason: failureReason(ev) }, 'replaced attempt ended');
-        if (sh.nodeId) inst.failedNodes.add(sh.nodeId);
-        this.dropShadow(task, inst, sh);
-        return;
-    }
-  }
-
-  /** The hold of `task` on `nodeId`, created (0 slots) when absent. */
-  private holdFor(task: Task, nodeId: string): Hold {
-    let h = task.holds.get(nodeId);
-    if (!h) {
-      h = { nodeId, held: 0, used: 0, returning: [] };
-      task.holds.set(nodeId, h);
-    }
-    return h;
-  }
-
-  /** A shadow ended (or was given up): its slot is free. */
-  private dropShadow(task: Task, inst: Instance, sh: Shadow): void {
-    const k = inst.shadows.indexOf(sh);
-    if (k >= 0) inst.shadows.splice(k, 1);
-    const h = task.holds.get(sh.nodeId);
-    if (h) {
-      h.used = Math.max(0, h.used - 1);
-      if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(sh.nodeId);
-    }
-  }
-
-  /** Stops every shadow of a decided instance and frees their slots. */
-  private stopShadows(task: Task, inst: Instance): void {
-    for (const sh of [...inst.shadows]) {
-      this.stopWorker(sh.nodeId, workerIdOf(task.spec.name, inst.index, sh.attempt));
-      this.dropShadow(task, inst, sh);
-    }
-  }
-
-  /** An attempt (planned by an earlier AM attempt) found running: it becomes the instance's current one and keeps its slot. */
-  private adopt(task: Task, inst: Instance, w: ListedWorker): void {
-    this.holdFor(task, w.nodeId).used++;
-    inst.state = 'running';
-    inst.attempt = w.attempt;
-    inst.nodeId = w.nodeId;
-    inst.started = w.state === 'running';
-    inst.adopted = true;
-    inst.lostAttempt = 0;
-    this.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, state: w.state }, 'worker adopted');
-  }
-
-  private addShadow(task: Task, inst: Instance, w: ListedWorker): void {
-    this.holdFor(task, w.nodeId).used++;
-    inst.shadows.push({ attempt: w.attempt, nodeId: w.nodeId, started: w.state === 'running', adopted: true });
-    this.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, current: inst.attempt }, 'older attempt of a running instance adopted as a shadow');
-  }
-
-  private releaseSlot(task: Task, inst: Instance): void {
-    const h = task.holds.get(inst.nodeId);
-    if (h) {
-      h.used = Math.max(0, h.used - 1);
-      if (h.held === 0 && h.used === 0 && h.returning.length === 0) task.holds.delete(inst.nodeId);
-    }
-    inst.nodeId = '';
-    inst.started = false;
-    inst.adopted = false;
-  }
-
-  /** `attempt` on `nodeId` succeeded: the instance is done (logged in the snapshot); other live attempts are stopped. */
-  private succeed(task: Task, inst: Instance, attempt: number, nodeId: string): void {
-    inst.state = 'succeeded';
-    inst.attempt = attempt;
-    this.stopShadows(task, inst);
-    inst.output = this.locate(nodeId, workerIdOf(task.spec.name, inst.index, attempt));
-    this.logEntry({ task: task.spec.name, instance: inst.index, attempt, nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
-    this.log.debug({ task: task.spec.name, instance: inst.index, attempt, node: nodeId }, 'instance succeeded');
-    if (task.state === 'active' && task.instances.every((i) => i.state === 'succeeded')) {
-      this.setTaskState(task, 'succeeded');
-      this.activateReady();
-    }
-  }
-
-  private failAttempt(task: Task, inst: Instance, nodeId: string, reason: string): void {
-    if (nodeId) inst.failedNodes.add(nodeId);
-    inst.lastError = reason;
-    inst.declined = false;
-    const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, reason };
-    // Attempts used: every number handed out (by any AM attempt), less the re-runs of timing-out nodes.
-    const used = Math.max(inst.attempt, inst.highest) - inst.reruns;
-    if (used >= task.maxAttempts) {
-      inst.state = 'failed';
-      this.log.warn(log, 'instance failed for good');
-      this.setTaskState(task, 'failed');
-      const uncounted = inst.reruns > 0 ? ` (plus ${inst.reruns} not counted: lost slots or re-runs off timing-out nodes)` : '';
-      const message = `task "${task.spec.name}" instance ${inst.index} failed after ${plural(used, 'attempt')}${uncounted}: ${reason}`;
-      this.logEntry({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, nodeId, workerId: workerIdOf(task.spec.name, inst.index, inst.attempt), state: 'failed', message });
-      this.finishJob(false, message);
-      return;
-    }
-    inst.state = 'pending';
-    task.retries++;
-    this.log.info({ ...log, maxAttempts: task.maxAttempts }, 'instance failed; will retry');
-  }
-
-  // ---------------------------------------------------------------- task graph
-
-  private setTaskState(task: Task, state: TaskState): void {
-    const from = task.state;
-    task.state = state;
-    this.log.info({ task: task.spec.name, from, to: state, instances: task.instances.length, retries: task.retries }, `task ${state}`);
-  }
-
-  /** Activates every waiting task whose dependencies have all succeeded; finishes the job when all did. */
-  private activateReady(): void {
-    for (let changed = true; changed && !this.done; ) {
-      changed = false;
-      for (const t of this.tasks.values()) {
-        if (t.state !== 'waiting') continue;
-        if (!t.spec.dependsOn.every((d) => this.tasks.get(d)?.state === 'succeeded')) continue;
-        this.setTaskState(t, 'active');
-        // After a restart some instances may already be done or running (adopted).
-        for (const i of t.instances) if (i.state === 'waiting') i.state = 'pending';
-        if (t.instances.every((i) => i.state === 'succeeded')) this.setTaskState(t, 'succeeded');
-        changed = true;
-      }
-    }
-    if (!this.done && [...this.tasks.values()].every((t) => t.state === 'succeeded')) {
-      const n = this.tasks.size;
-      this.finishJob(true, `${plural(n, 'task')} succeeded`);
-    }
-  }
-
-  private finishJob(succeeded: boolean, message: string): void {
-    if (this.done) return;
-    this.done = { succeeded, message };
-    for (const t of this.tasks.values()) {
-      for (const inst of t.instances) {
-        this.stopShadows(t, inst);
-        if (inst.state !== 'running') continue;
-        this.stopWorker(inst.nodeId, workerIdOf(t.spec.name, inst.index, inst.attempt));
-        this.releaseSlot(t, inst);
-        inst.state = 'pending';
-      }
-      for (const h of [...t.holds.values()]) {
-        const n = effective(h);
-        if (n > 0) this.returnSlots(t, h, n, 0);
-      }
-      this.cancelOutstanding(t, Infinity);
-    }
-    this.out.finish = { succeeded, message };
-    if (succeeded) this.log.info({ message }, 'job succeeded');
-    else this.log.warn({ message }, 'job failed');
-  }
-
-  // ---------------------------------------------------------------- slots
-
-  /** Binds free slots, returns unusable ones and sizes the outstanding requests, task by task. */
-  private reconcile(now: number): void {
-    if (this.done) return;
-    // Waiting and finished tasks need no slots: whatever they hold goes back.
-    for (const t of this.tasks.values()) this.reconcileTask(t, now);
-  }
-
-  private reconcileTask(task: Task, now: number): void {
-    const free = new Map<string, number>();
-    for (const [nodeId, h] of byKey(task.holds)) {
-      // Slots on a timing-out node, or one whose workers we do not know yet, are left as they are.
-      if (this.blocked(nodeId)) continue;
-      const n = effective(h) - h.used;
-      if (n > 0) free.set(nodeId, n);
-    }
-    let pending = task.instances.filter((i) => i.state === 'pending');
-    const take = (inst: Instance, nodeId: string): void => {
-      const n = free.get(nodeId)!;
-      if (n <= 1) free.delete(nodeId);
-      else free.set(nodeId, n - 1);
-      this.launch(task, inst, nodeId);
-    };
-    // 1. Every pending instance takes a free slot on a node it has not failed on.
-    for (const inst of pending) {
-      const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n));
-      if (nodeId !== undefined) take(inst, nodeId);
-    }
-    // 2. Instances that already turned down a slot take whatever is left (a one-node cluster).
-    for (const inst of pending) {
-      if (inst.state !== 'pending' || !inst.declined) continue;
-      const nodeId = free.keys().next().value;
-      if (nodeId !== undefined) take(inst, nodeId);
-    }
-    pending = pending.filter((i) => i.state === 'pending');
-    // 3. Free slots left now are surplus, or only on nodes the remaining instances failed on:
-    //    return them (the latter ask for a fresh slot anywhere below).
-    if (free.size > 0) {
-      for (const inst of pending) inst.declined = true;
-      for (const [nodeId, n] of free) this.returnSlots(task, task.holds.get(nodeId)!, n, now);
-    }
-    // 4. Outstanding requests follow what is still needed.
-    const need = pending.length;
-    let outstanding = 0;
-    for (const n of task.outstanding.values()) outstanding += n;
-    if (need > outstanding) {
-      if (!task.unitSent) {
-        task.unitSent = true;
-        this.out.units.push(this.unitOf(task));
-      }
-      const locations = task.requested ? [''] : localitiesOf(task.spec);
-      task.requested = true;
-      spread(need - outstanding, locations).forEach(([loc, n]) => this.addRequest(task, loc, n));
-    } else if (need < outstanding) {
-      this.cancelOutstanding(task, outstanding - need);
-    }
-  }
-
-  private launch(task: Task, inst: Instance, nodeId: string): void {
-    const h = task.holds.get(nodeId)!;
-    h.used++;
-    inst.attempt = Math.max(inst.attempt, inst.highest) + 1;
-    inst.highest = inst.attempt;
-    inst.state = 'running';
-    inst.nodeId = nodeId;
-    inst.started = false;
-    inst.adopted = false;
-    inst.lostAttempt = 0;
-    const plan = this.planOf(task, inst);
-    const list = this.out.plans.get(nodeId);
-    if (list) list.push(plan);
-    else this.out.plans.set(nodeId, [plan]);
-    this.log.debug({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'instance planned');
-  }
-
-  private planOf(task: Task, inst: Instance): WorkerPlan {
-    const spec = this.spec!;
-    const ts = task.spec;
-    const vars: Record<string, string | number> = {
-      instance: inst.index,
-      task: ts.name,
-      job: spec.jobId || spec.name,
-      jobName: spec.name,
-      attempt: inst.attempt,
-      instances: ts.instances,
-    };
-    const env: Record<string, string> = {
-      FUXI_JOB_ID: spec.jobId,
-      FUXI_TASK: ts.name,
-      FUXI_INSTANCE: String(inst.index),
-      FUXI_INSTANCES: String(ts.instances),
-      FUXI_ATTEMPT: String(inst.attempt),
-    };
-    if (ts.dependsOn.length > 0) env.FUXI_UPSTREAM = this.upstreamOf(ts);
-    for (const [k, v] of Object.entries({ ...spec.env, ...ts.command.env })) env[k] = substitute(v, vars);
-    return {
-      workerId: workerIdOf(ts.name, inst.index, inst.attempt),
-      suId: task.suId,
-      task: ts.name,
-      instance: inst.index,
-      attempt: inst.attempt,
-      command: { argv: ts.command.argv.map((a) => substitute(a, vars)), env, cwd: substitute(ts.command.cwd, vars) },
-      resource: ts.resource,
-    };
-  }
-
-  private unitOf(task: Task): ScheduleUnitConfig {
-    return { suId: task.suId, resource: task.spec.resource, priority: task.priority };
-  }
-
-  private returnSlots(task: Task, h: Hold, n: number, now: number): void {
-    if (n <= 0) return;
-    h.returning.push({ n, at: now, id: this.returnEffects + 1 });
-    const k = key(task.suId, h.nodeId);
-    const r = this.out.returns.get(k);
-    if (r) r.slots += n;
-    else this.out.returns.set(k, { suId: task.suId, nodeId: h.nodeId, slots: n });
-    this.log.debug({ su: task.suId, node: h.nodeId, slots: n }, 'returning slots');
-  }
-
-  private stopWorker(nodeId: string, workerId: string): void {
-    if (!nodeId) return;
-    const list = this.out.stops.get(nodeId);
-    if (list) {
-      if (!list.includes(workerId)) list.push(workerId);
-    } else this.out.stops.set(nodeId, [workerId]);
-    if (this.blocked(nodeId)) {
-      const later = this.stopsWhenBack.get(nodeId) ?? new Set<string>();
-      later.add(workerId);
-      this.stopsWhenBack.set(nodeId, later);
-    }
-  }
-
-  /** Sends again the stops a node could not hear while it was timing out or unlisted. */
-  private resendStops(nodeId: string): void {
-    const later = this.stopsWhenBack.get(nodeId);
-    if (!later || this.blocked(nodeId)) return;
-    this.stopsWhenBack.delete(nodeId);
-    for (const w of later) this.stopWorker(nodeId, w);
-  }
-
-  private blocked(nodeId: string): boolean {
-    return this.timingOut.has(nodeId) || this.unlisted.has(nodeId);
-  }
-
-  /** Where worker `workerId` on `nodeId` ran, as far as the assignments tell its address. */
-  private locate(nodeId: string, workerId: string): OutputLocation {
-    return { workerId, nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '' };
-  }
-
-  /**
-   * `FUXI_UPSTREAM` for a task's workers: for every task it depends on, where each instance's
-   * output is, as `{"map": {"hosts": ["10.0.0.7:7071", ...], "outputs": [[hostIndex, "map.0.1"], ...]}}`
-   * (index = instance; hostIndex -1 and "" when unknown). Hosts are listed once, so a thousand
-   * upstream instances on a few dozen hosts stay a few kilobytes. Workers read it with the SDK's
-   * `upstreamOutputs()` and fetch from those agents' data service; no filesystem is shared.
-   */
-  private upstreamOf(ts: TaskSpec): string {
-    const out: Record<string, { hosts: string[]; outputs: Array<[number, string]> }> = {};
-    for (const dep of ts.dependsOn) {
-      const t = this.tasks.get(dep);
-      if (!t) continue;
-      const hosts: string[] = [];
-      const index = new Map<string, number>();
-      const outputs = t.instances.map((i): [number, string] => {
-        const o = i.output;
-        const address = o ? o.nodeAddress || this.nodeAddresses.get(o.nodeId) || '' : '';
-        if (!o || !address) return [-1, o?.workerId ?? ''];
-        let h = index.get(address);
-        if (h === undefined) {
-          h = hosts.length;
-          hosts.push(address);
-          index.set(address, h);
-        }
-        return [h, o.workerId];
-      });
-      out[dep] = { hosts, outputs };
-    }
-    return JSON.stringify(out);
-  }
-
-  private logEntry(e: SnapshotEntry): void {
-    this.out.entries.push(encodeEntry(e));
-  }
-
-  // ---------------------------------------------------------------- agent timing failures
-
-  /**
-   * `rerun` policy: running instances on nodes that have been timing out for `rerunAfterMs` are
-   * re-run elsewhere. The old attempt is stopped (best effort, again when the node is back) and
-   * stays a shadow, holding its slot, until it ends: if it reports success first, it wins.
-   */
-  private checkReruns(now: number): void {
-    if (this.policy !== 'rerun' || this.done) return;
-    for (const [nodeId, since] of byKey(this.timingOut)) {
-      if (now - since < this.rerunAfterMs) continue;
-      for (const t of this.tasks.values()) {
-        for (const inst of t.instances) {
-          if (inst.state !== 'running' || inst.nodeId !== nodeId) continue;
-          inst.shadows.push({ attempt: inst.attempt, nodeId, started: inst.started, adopted: inst.adopted });
-          const workerId = workerIdOf(t.spec.name, inst.index, inst.attempt);
-          this.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, timingOutMs: now - since }, 'agent timing out too long; re-running the instance elsewhere');
-          inst.state = 'pending';
-          inst.nodeId = '';
-          inst.started = false;
-          inst.adopted = false;
-          inst.reruns++;
-          inst.declined = false;
-          this.stopWorker(nodeId, workerId);
-        }
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- restart (AM failover)
-
-  private lookup(task: string, instance: number): { task: Task; inst: Instance } | undefined {
-    const t = this.tasks.get(task);
-    const inst = t?.instances[instance];
-    return t && inst ? { task: t, inst } : undefined;
-  }
-
-  /**
-   * A restarted AM rebuilds its instance table: hard state (the snapshot log) first, then the
-   * workers the agents list (soft state), then what follows from them. Runs before task activation.
-   */
-  private restore(r: Recovery): void {
-    const spec = this.spec!;
-    // 1. The snapshot: successes are done; a failure for good decided the job.
-    let entries: SnapshotEntry[] = [];
-    if (r.snapshot.topology !== '' && !sameTopology(r.snapshot.topology, spec)) {
-      this.log.error({ entries: r.snapshot.entries.length }, 'the snapshot describes another task graph; its log is ignored');
-    } else {
-      if (r.snapshot.topology === '') this.out.topology = encodeTopology(spec);
-      entries = r.snapshot.entries.map(decodeEntry).filter((e): e is SnapshotEntry => e !== undefined);
-    }
-    let failedForGood: SnapshotEntry | undefined;
-    let logged = 0;
-    for (const e of entries) {
-      const x = this.lookup(e.task, e.instance);
-      if (!x) continue;
-      x.inst.highest = Math.max(x.inst.highest, e.attempt);
-      if (e.state === 'failed') {
-        failedForGood ??= e;
-      } else if (x.inst.state !== 'succeeded') {
-        x.inst.state = 'succeeded';
-        x.inst.attempt = e.attempt;
-        if (e.nodeAddress && e.nodeId && !this.nodeAddresses.has(e.nodeId)) this.nodeAddresses.set(e.nodeId, e.nodeAddress);
-        if (e.workerId) x.inst.output = { workerId: e.workerId, nodeId: e.nodeId, nodeAddress: e.nodeAddress ?? this.nodeAddresses.get(e.nodeId) ?? '' };
-        logged++;
-      }
-    }
-
-    // 2. The workers the agents list, by instance.
-    const byInstance = new Map<Instance, { task: Task; list: ListedWorker[] }>();
-    for (const w of r.workers) {
-      const id = idOf(w);
-      const x = id && this.lookup(id.task, id.instance);
-      if (!id || !x) continue;
-      const ws = { ...w, task: id.task, instance: id.instance, attempt: id.attempt };
-      x.inst.highest = Math.max(x.inst.highest, ws.attempt);
-      const g = byInstance.get(x.inst) ?? { task: x.task, list: [] };
-      g.list.push(ws);
-      byInstance.set(x.inst, g);
-    }
-    const failures: Array<{ task: Task; inst: Instance; w: ListedWorker }> = [];
-    let adopted = 0;
-    let doneMeanwhile = 0;
-    const desc = (a: ListedWorker, b: ListedWorker) => b.attempt - a.attempt || (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0);
-    for (const [inst, { task, list }] of byInstance) {
-      const live = list.filter((w) => w.state === 'running' || w.state === 'pending').sort(desc);
-      const stopLive = () => live.forEach((w) => this.stopWorker(w.nodeId, workerIdOf(task.spec.name, inst.index, w.attempt)));
-      if (inst.state === 'succeeded') {
-        stopLive(); // duplicates of a finished instance
-        continue;
-      }
-      const ok = list.filter((w) => w.state === 'succeeded').sort(desc)[0];
-      if (ok) {
-        // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
-        inst.state = 'succeeded';
-        inst.attempt = ok.attempt;
-        inst.output = this.locate(ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
-        this.logEntry({ task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
-        doneMeanwhile++;
-        stopLive();
-        continue;
-      }
-      const [current, ...older] = live;
-      if (current) {
-        this.adopt(task, inst, current);
-        for (const w of older) this.addShadow(task, inst, w);
-        adopted++;
-        continue;
-      }
-      const bad = list.filter((w) => w.state === 'failed' || w.state === 'killed' || w.state === 'rejected').sort(desc);
-      for (const w of bad) if (w.nodeId) inst.failedNodes.add(w.nodeId);
-      // Neither done nor running: it failed while the AM was down (or its retry was never planned).
-      const last = bad[0];
-      if (last) failures.push({ task, inst, w: last });
-    }
-    for (const n of r.unlistedNodes) this.unlisted.add(n);
-
-    // 3. A task's workers exist only once every task it depends on succeeded: infer what the log lacks.
-    const evidence = [...this.tasks.values()].filter((t) => t.instances.some((i) => i.state !== 'waiting') || failures.some((f) => f.task === t));
-    const inferred = new Set<Task>();
-    const visit = (t: Task): void => {
-      for (const d of t.spec.dependsOn) {
-        const dt = this.tasks.get(d);
-        if (!dt || inferred.has(dt)) continue;
-        inferred.add(dt);
-        visit(dt);
-      }
-    };
-    evidence.forEach(visit);
-    for (const t of inferred) {
-      const missing = t.instances.filter((i) => i.state === 'waiting');
-      if (missing.length === 0) continue;
-      this.log.warn({ task: t.spec.name, instances: missing.length }, 'instances missing from the snapshot inferred done (a later task has workers)');
-      for (const i of missing) {
-        i.state = 'succeeded';
-        this.logEntry({ task: t.spec.name, instance: i.index, attempt: i.highest, nodeId: '', workerId: '', state: 'succeeded' });
-      }
-    }
-    this.log.info(
-      { logged, adopted, doneMeanwhile, failedMeanwhile: failures.length, unlistedNodes: [...this.unlisted], workers: r.workers.length },
-      'state recovered from the snapshot and the agents',
-    );
-
-    // 4. The job's fate, if the log already decided it.
-    if (failedForGood) {
-      this.finishJob(false, failedForGood.message ?? `task "${failedForGood.task}" instance ${failedForGood.instance} failed`);
-      return;
-    }
-    // 5. Tasks whose dependencies are done become active; failures seen meanwhile are retried as usual.
-    this.activateReady();
-    for (const f of failures) {
-      if (this.done) return;
-      if (f.task.state !== 'active' || f.inst.state !== 'pending') continue;
-      f.inst.attempt = f.w.attempt;
-      this.failAttempt(f.task, f.inst, f.w.nodeId, `${failureReason(f.w)} while the application master was down`);
-    }
-  }
-
-  /** A worker listed by a node that had not answered at the restart (see `workersListed`). */
-  private learnLate(nodeId: string, raw: ListedWorker): void {
-    const id = idOf(raw);
-    const x = id && this.lookup(id.task, id.instance);
-    if (!id || !x) return;
-    const { task, inst } = x;
-    const w: ListedWorker = { ...raw, task: id.task, instance: id.instance, attempt: id.attempt, nodeId };
-    inst.highest = Math.max(inst.highest, w.attempt);
-    const known = (inst.state === 'running' && inst.attempt === w.attempt && inst.nodeId === nodeId) || inst.shadows.some((sh) => sh.attempt === w.attempt && sh.nodeId === nodeId);
-    if (known) {
-      this.onWorkerEvent(nodeId, w);
-      return;
-    }
-    const workerId = workerIdOf(task.spec.name, inst.index, w.attempt);
-    switch (w.state) {
-      case 'succeeded':
-        if (inst.state === 'succeeded' || inst.state === 'failed') return;
-        this.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: nodeId }, 'instance found done on an agent that answered late');
-        if (inst.state === 'running') {
-          this.stopWorker(inst.nodeId, workerIdOf(task.spec.name, inst.index, inst.attempt));
-          this.releaseSlot(task, inst);
-        }
-        this.succeed(task, inst, w.attempt, nodeId);
-        return;
-      case 'running':
-      case 'pending':
-        if (inst.state === 'succeeded' || inst.state === 'failed') this.stopWorker(nodeId, workerId);
-        else if (inst.state === 'running') this.addShadow(task, inst, w);
-        else this.adopt(task, inst, w);
-        return;
-      default:
-        inst.failedNodes.add(nodeId);
-    }
-  }
-
-  /** Adopted attempts on `nodeId` that its agent no longer lists: lost (their events went elsewhere). */
-  private dropVanished(nodeId: string, listed: ReadonlySet<string>): void {
-    for (const t of this.tasks.values()) {
-      for (const inst of t.instances) {
-        if (this.done) return;
-        for (const sh of [...inst.shadows]) {
-          if (sh.adopted && sh.nodeId === nodeId && !listed.has(workerIdOf(t.spec.name, inst.index, sh.attempt))) this.dropShadow(t, inst, sh);
-        }
-        if (inst.state !== 'running' || !inst.adopted || inst.nodeId !== nodeId) continue;
-        if (listed.has(workerIdOf(t.spec.name, inst.index, inst.attempt))) continue;
-        this.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'adopted worker no longer listed by its agent; counted as failed');
-        this.releaseSlot(t, inst);
-        this.failAttempt(t, inst, nodeId, `worker vanished from the agent of ${nodeId}`);
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- requests
-
-  private addRequest(task: Task, location: string, n: number): void {
-    if (n === 0) return;
-    task.outstanding.set(location, (task.outstanding.get(location) ?? 0) + n);
-    if (task.outstanding.get(location) === 0) task.outstanding.delete(location);
-    const k = key(task.suId, location);
-    const d = this.out.deltas.get(k);
-    if (d) d.delta += n;
-    else this.out.deltas.set(k, { suId: task.suId, location, delta: n });
-  }
-
-  /** New slots on `nodeId` satisfied some of our requests: the node's own first, then any, then racks and other nodes. */
-  private consumeOutstanding(task: Task, nodeId: string, n: number): void {
-    const order = [`node:${nodeId}`, ...locationOrder(task.outstanding)];
-    for (const loc of order) {
-      if (n === 0) return;
-      const have = task.outstanding.get(loc) ?? 0;
-      const m = Math.min(have, n);
-      if (m === 0) continue;
-      n -= m;
-      if (have === m) task.outstanding.delete(loc);
-      else task.outstanding.set(loc, have - m);
-    }
-  }
-
-  /** Asks the master for `n` fewer slots (anywhere first, then racks, then nodes). */
-  private cancelOutstanding(task: Task, n: number): void {
-    for (const loc of locationOrder(task.outstanding)) {
-      if (n <= 0) return;
-      const m = Math.min(task.outstanding.get(loc) ?? 0, n);
-      if (m > 0) this.addRequest(task, loc, -m);
-      n -= m;
-    }
-  }
-
-  // ---------------------------------------------------------------- output
-
-  private flush(): AmEffect[] {
-    const o = this.out;
-    this.out = new Outbox();
-    const effects: AmEffect[] = [];
-    if (o.topology || o.entries.length > 0) effects.push({ kind: 'snapshot', topology: o.topology, entries: o.entries });
-    for (const [nodeId, workerIds] of o.stops) effects.push({ kind: 'stop', nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '', workerIds });
-    const returns = [...o.returns.values()].filter((r) => r.slots > 0);
-    if (returns.length > 0) {
-      this.returnEffects++;
-      effects.push({ kind: 'return', returns });
-    }
-    const deltas = [...o.deltas.values()].filter((d) => d.delta !== 0);
-    if (deltas.length > 0 || o.units.length > 0) effects.push({ kind: 'request', units: o.units, deltas });
-    for (const [nodeId, plans] of o.plans) effects.push({ kind: 'plan', nodeId, nodeAddress: this.nodeAddresses.get(nodeId) ?? '', plans });
-    if (o.finish) effects.push({ kind: 'finish', ...o.finish });
-    return effects;
+  private step(now: number, input: () => boolean | void): AmEffect[] {
+    if (!this.st.spec || this.st.done) return [];
+    if (input() === false) return [];
+    reconcile(this.st, now);
+    return flush(this.st);
   }
 }
 
-/** `''` first, then `rack:*`, then `node:*`, each sorted. */
-function locationOrder(m: ReadonlyMap<string, number>): string[] {
-  const rank = (l: string): number => (l === '' ? 0 : l.startsWith('rack:') ? 1 : 2);
-  return [...m.keys()].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
-}
-
-/** The request locations of a task's locality hint: listed nodes, then listed racks; else anywhere. */
-export function localitiesOf(spec: Pick<TaskSpec, 'locality'>): string[] {
-  const locs = [...spec.locality.nodes.map((n) => `node:${n}`), ...spec.locality.racks.map((r) => `rack:${r}`)];
-  return locs.length > 0 ? [...new Set(locs)] : [''];
-}
-
-/** Spreads `n` over `locations` as evenly as possible (earlier ones get the remainder), dropping zeros. */
-export function spread(n: number, locations: readonly string[]): Array<[string, number]> {
-  const base = Math.floor(n / locations.length);
-  const rest = n % locations.length;
-  return locations.map((l, i): [string, number] => [l, base + (i < rest ? 1 : 0)]).filter(([, c]) => c > 0);
-}
-
-/** Empty ids match any node (events synthesized without one, or from older agents). */
-function sameNode(a: string, b: string): boolean {
-  return !a || !b || a === b;
-}
-
-/** The (task, instance, attempt) of an event: its fields, else parsed from the worker id. */
-function idOf(ev: WorkerEvent): { task: string; instance: number; attempt: number } | undefined {
-  return ev.task ? { task: ev.task, instance: ev.instance, attempt: ev.attempt } : parseWorkerId(ev.workerId);
-}
-
-/** Parses `${task}.${instance}.${attempt}` (the task name may itself contain dots). */
-export function parseWorkerId(workerId: string): { task: string; instance: number; attempt: number } | undefined {
-  const m = /^(.+)\.(\d+)\.(\d+)$/.exec(workerId);
-  if (!m) return undefined;
-  return { task: m[1]!, instance: Number(m[2]), attempt: Number(m[3]) };
-}

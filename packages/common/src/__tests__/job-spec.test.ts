@@ -328,6 +328,14 @@ describe('job spec', () => {
       expect(out).to.not.equal(spec);
     });
 
+    it('rejects a task graph an application master could not run (the AM core relies on this)', () => {
+      const cycle = domainJob([domainTask('a', ['b']), domainTask('b', ['a'])]);
+      expect(invalid(() => validateJobSpec(cycle)).message).to.equal('tasks[0].dependsOn: cycle: a -> b -> a');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a', ['zz'])]))).message).to.equal('tasks[0].dependsOn[0]: unknown task "zz" (tasks in this job: a)');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a'), domainTask('a')]))).message).to.equal('tasks[1].name: duplicate task name "a" (also tasks[0])');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a', [], { instances: -1 })]))).field).to.equal('tasks[0].instances');
+    });
+
     it('fills proto3 zero values with defaults', () => {
       const spec = domainJob([domainTask('a', [], { maxAttempts: 0 })], { quotaGroup: '', amResource: { cpuMilli: 0, memoryMb: 0 } });
       const out = validateJobSpec(spec);

@@ -1,0 +1,259 @@
+/**
+ * The DAG AM core's one state object and its records: the job's tasks, each with its instances
+ * (attempts, shadows, failed nodes, output) and its slots per node (holds) and outstanding
+ * requests; the applied assignment table's (epoch, seq); nodes timing out or not listed yet; the
+ * job's result; and the outbox of one step's effects. Every module of the core is a set of free
+ * functions over `AmState`; `DagAppMaster` (dag-am.ts) is the facade the shell calls.
+ *
+ * Also the small shared helpers: worker ids, map keys and orders, lookups, and the outbox's flush.
+ */
+import { DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, nullLogger, type AgentTimeoutPolicy, type Logger } from '@fuxi/common';
+import { encodeEntry, type SnapshotEntry } from './snapshot.js';
+import type { AmEffect, JobSpec, RequestDelta, ScheduleUnitConfig, SlotReturn, TaskSpec, WorkerEvent, WorkerPlan } from './types.js';
+
+export interface DagAmOptions {
+  log?: Logger;
+  /**
+   * A returned slot whose assigned count has not dropped after this long is taken as gone anyway
+   * (the master coalesced the return with a new placement on the same node). Default 15 s.
+   */
+  returnSettleMs?: number;
+}
+
+export const DEFAULT_RETURN_SETTLE_MS = 15_000;
+
+/** Worker ids are `${task}.${instance}.${attempt}` (instance from 0, attempt from 1). */
+export function workerIdOf(task: string, instance: number, attempt: number): string {
+  return `${task}.${instance}.${attempt}`;
+}
+
+/** Parses `${task}.${instance}.${attempt}` (the task name may itself contain dots). */
+export function parseWorkerId(workerId: string): { task: string; instance: number; attempt: number } | undefined {
+  const m = /^(.+)\.(\d+)\.(\d+)$/.exec(workerId);
+  if (!m) return undefined;
+  return { task: m[1]!, instance: Number(m[2]), attempt: Number(m[3]) };
+}
+
+/** The (task, instance, attempt) of an event: its fields, else parsed from the worker id. */
+export function idOf(ev: WorkerEvent): { task: string; instance: number; attempt: number } | undefined {
+  return ev.task ? { task: ev.task, instance: ev.instance, attempt: ev.attempt } : parseWorkerId(ev.workerId);
+}
+
+export type InstanceState = 'waiting' | 'pending' | 'running' | 'succeeded' | 'failed';
+
+export type TaskState = 'waiting' | 'active' | 'succeeded' | 'failed';
+
+/** An attempt that is still alive but no longer the instance's current one (it holds a slot). */
+export interface Shadow {
+  readonly attempt: number;
+  readonly nodeId: string;
+  started: boolean;
+  /** Planned by an earlier AM attempt: its agent may not send us its events (polled). */
+  readonly adopted: boolean;
+}
+
+/** One instance of a task: its current (or last) attempt, its shadows and what it learnt from failures. */
+export interface Instance {
+  readonly index: number;
+  state: InstanceState;
+  /** The running attempt, or the last one; 0 = never started. */
+  attempt: number;
+  /** Highest attempt number planned or seen (by any AM attempt): the next attempt is one above. */
+  highest: number;
+  /**
+   * Attempts that do not count against maxAttempts: started to replace one on a timing-out node, or
+   * one whose slot was lost (the first LOST_SLOTS_FREE such losses).
+   */
+  reruns: number;
+  /** Attempts that lost their slot (node lost, slot revoked). */
+  lostSlots: number;
+  /** Node of the running attempt ('' when not running). */
+  nodeId: string;
+  /** The agent reported the running attempt RUNNING. */
+  started: boolean;
+  /** The running attempt was planned by an earlier AM attempt (adopted after a restart). */
+  adopted: boolean;
+  /** Older attempts still alive (replaced on a timing-out node, or adopted duplicates): first success wins. */
+  readonly shadows: Shadow[];
+  readonly failedNodes: Set<string>;
+  /** Since its last failure this instance turned down a slot on a node it failed on. */
+  declined: boolean;
+  /** The attempt lost with its node; a late SUCCEEDED of it still counts. 0 = none. */
+  lostAttempt: number;
+  lastError: string;
+  /** Where the succeeded attempt ran: its agent serves the instance's output to later tasks. */
+  output: OutputLocation | undefined;
+}
+
+/** The worker whose output a later task reads, and the agent (data service) that holds it. */
+export interface OutputLocation {
+  readonly workerId: string;
+  readonly nodeId: string;
+  readonly nodeAddress: string;
+}
+
+/** A task of the job: its SU, instances, outstanding requests and holds. */
+export interface Task {
+  readonly spec: TaskSpec;
+  readonly index: number;
+  readonly suId: string;
+  readonly priority: number;
+  readonly maxAttempts: number;
+  state: TaskState;
+  readonly instances: Instance[];
+  retries: number;
+  unitSent: boolean;
+  /** The first request (spread over locality hints) was made. */
+  requested: boolean;
+  /** Location -> outstanding slot count. */
+  readonly outstanding: Map<string, number>;
+  /** Node id -> slots of this SU on it. */
+  readonly holds: Map<string, Hold>;
+}
+
+/** The slots of a task's SU on one node. */
+export interface Hold {
+  readonly nodeId: string;
+  /** Absolute count from the master. */
+  held: number;
+  /** Slots bound to running instances. */
+  used: number;
+  /** Slots returned whose drop the master has not shown yet (oldest first). */
+  returning: Array<{ n: number; at: number; id: number }>;
+}
+
+/** A task of the job as it starts: waiting, its instances never run. */
+export function newTask(job: JobSpec, ts: TaskSpec, index: number): Task {
+  return {
+    spec: ts,
+    index,
+    suId: ts.name,
+    priority: ts.priority !== 0 ? ts.priority : job.priority,
+    maxAttempts: Math.max(1, Math.floor(ts.maxAttempts)),
+    state: 'waiting',
+    instances: Array.from({ length: ts.instances }, (_, i) => newInstance(i)),
+    retries: 0,
+    unitSent: false,
+    requested: false,
+    outstanding: new Map(),
+    holds: new Map(),
+  };
+}
+
+/** An instance never run. */
+function newInstance(index: number): Instance {
+  return {
+    index,
+    state: 'waiting',
+    attempt: 0,
+    highest: 0,
+    reruns: 0,
+    lostSlots: 0,
+    nodeId: '',
+    started: false,
+    adopted: false,
+    shadows: [],
+    failedNodes: new Set<string>(),
+    declined: false,
+    lostAttempt: 0,
+    lastError: '',
+    output: undefined,
+  };
+}
+
+/** Effects accumulated during one step, flushed in a fixed order. */
+export class Outbox {
+  units: ScheduleUnitConfig[] = [];
+  deltas = new Map<string, RequestDelta>();
+  returns = new Map<string, SlotReturn>();
+  plans = new Map<string, WorkerPlan[]>();
+  stops = new Map<string, string[]>();
+  topology = '';
+  entries: string[] = [];
+  finish: { succeeded: boolean; message: string } | undefined;
+}
+
+/** The core's state. Modules read and change it; only the facade flushes the outbox. */
+export class AmState {
+  readonly log: Logger;
+  readonly returnSettleMs: number;
+  spec: JobSpec | undefined;
+  readonly tasks = new Map<string, Task>();
+  readonly nodeAddresses = new Map<string, string>();
+  /** Master epoch of the applied assignment table; `appliedSeq` is in that master's numbering. */
+  appliedEpoch = '0';
+  appliedSeq = 0;
+  /** Number of `return` effects emitted so far; a return's id is its effect's number (from 1). */
+  returnEffects = 0;
+  policy: AgentTimeoutPolicy = DEFAULT_ON_AGENT_TIMEOUT;
+  rerunAfterMs = DEFAULT_RERUN_AFTER_MS;
+  /** Nodes the master reports timing out -> since when (our clock). */
+  readonly timingOut = new Map<string, number>();
+  /** Nodes holding our slots whose workers we do not know yet (their agent did not answer ListWorkers). */
+  readonly unlisted = new Set<string>();
+  /** Stops sent to a node that could not hear them (timing out, unlisted): sent again when it is back. */
+  readonly stopsWhenBack = new Map<string, Set<string>>();
+  done: { succeeded: boolean; message: string } | undefined;
+  out = new Outbox();
+
+  constructor(opts: DagAmOptions = {}) {
+    this.log = opts.log ?? nullLogger;
+    this.returnSettleMs = opts.returnSettleMs ?? DEFAULT_RETURN_SETTLE_MS;
+  }
+}
+
+/** A map key of two strings (SU and node, or SU and location). */
+export function key(a: string, b: string): string {
+  return `${a}\u0000${b}`;
+}
+
+/** A map's entries sorted by key: iteration orders that do not depend on insertion. */
+export function byKey<T>(m: ReadonlyMap<string, T>): Array<[string, T]> {
+  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+/** `1 task`, `2 tasks`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** The task and instance a (task, instance) pair names, if it is one of ours. */
+export function lookup(st: AmState, task: string, instance: number): { task: Task; inst: Instance } | undefined {
+  const t = st.tasks.get(task);
+  const inst = t?.instances[instance];
+  return t && inst ? { task: t, inst } : undefined;
+}
+
+/** Nothing is planned or returned on a node timing out or not listed since a restart, and its stops wait. */
+export function blocked(st: AmState, nodeId: string): boolean {
+  return st.timingOut.has(nodeId) || st.unlisted.has(nodeId);
+}
+
+/** Where worker `workerId` on `nodeId` ran, as far as the assignments tell its address. */
+export function locate(st: AmState, nodeId: string, workerId: string): OutputLocation {
+  return { workerId, nodeId, nodeAddress: st.nodeAddresses.get(nodeId) ?? '' };
+}
+
+/** Appends an entry to the snapshot log (the step's `snapshot` effect). */
+export function logEntry(st: AmState, e: SnapshotEntry): void {
+  st.out.entries.push(encodeEntry(e));
+}
+
+/** The step's effects in the order written on `AmEffect`; the outbox is empty afterwards. */
+export function flush(st: AmState): AmEffect[] {
+  const o = st.out;
+  st.out = new Outbox();
+  const effects: AmEffect[] = [];
+  if (o.topology || o.entries.length > 0) effects.push({ kind: 'snapshot', topology: o.topology, entries: o.entries });
+  for (const [nodeId, workerIds] of o.stops) effects.push({ kind: 'stop', nodeId, nodeAddress: st.nodeAddresses.get(nodeId) ?? '', workerIds });
+  const returns = [...o.returns.values()].filter((r) => r.slots > 0);
+  if (returns.length > 0) {
+    st.returnEffects++;
+    effects.push({ kind: 'return', returns });
+  }
+  const deltas = [...o.deltas.values()].filter((d) => d.delta !== 0);
+  if (deltas.length > 0 || o.units.length > 0) effects.push({ kind: 'request', units: o.units, deltas });
+  for (const [nodeId, plans] of o.plans) effects.push({ kind: 'plan', nodeId, nodeAddress: st.nodeAddresses.get(nodeId) ?? '', plans });
+  if (o.finish) effects.push({ kind: 'finish', ...o.finish });
+  return effects;
+}

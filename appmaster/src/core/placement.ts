@@ -1,0 +1,139 @@
+/**
+ * Placement: every step ends by binding each task's free slots to its pending instances (an
+ * instance that failed on a node prefers another node; one that already turned a slot down takes
+ * any), turning each binding into a worker plan for that node's agent (argv, env and cwd with
+ * `${...}` substituted, `FUXI_*` variables, `FUXI_UPSTREAM`), giving surplus slots back and sizing
+ * the outstanding requests to what is still pending. Nothing is planned or returned on a node that
+ * is timing out or has not listed its workers yet.
+ */
+import { substitute } from '@fuxi/common';
+import { blocked, byKey, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
+import { effective, returnSlots } from './holds.js';
+import { sizeRequests } from './requests.js';
+import type { TaskSpec, WorkerPlan } from './types.js';
+
+/** Binds free slots, returns unusable ones and sizes the outstanding requests, task by task. */
+export function reconcile(st: AmState, now: number): void {
+  if (st.done) return;
+  // Waiting and finished tasks need no slots: whatever they hold goes back.
+  for (const t of st.tasks.values()) reconcileTask(st, t, now);
+}
+
+/** One task's free slots bound (steps 1-2), the rest returned (3), its requests sized (4). */
+function reconcileTask(st: AmState, task: Task, now: number): void {
+  const free = new Map<string, number>();
+  for (const [nodeId, h] of byKey(task.holds)) {
+    // Slots on a timing-out node, or one whose workers we do not know yet, are left as they are.
+    if (blocked(st, nodeId)) continue;
+    const n = effective(h) - h.used;
+    if (n > 0) free.set(nodeId, n);
+  }
+  let pending = task.instances.filter((i) => i.state === 'pending');
+  const take = (inst: Instance, nodeId: string): void => {
+    const n = free.get(nodeId)!;
+    if (n <= 1) free.delete(nodeId);
+    else free.set(nodeId, n - 1);
+    launch(st, task, inst, nodeId);
+  };
+  // 1. Every pending instance takes a free slot on a node it has not failed on.
+  for (const inst of pending) {
+    const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n));
+    if (nodeId !== undefined) take(inst, nodeId);
+  }
+  // 2. Instances that already turned down a slot take whatever is left (a one-node cluster).
+  for (const inst of pending) {
+    if (inst.state !== 'pending' || !inst.declined) continue;
+    const nodeId = free.keys().next().value;
+    if (nodeId !== undefined) take(inst, nodeId);
+  }
+  pending = pending.filter((i) => i.state === 'pending');
+  // 3. Free slots left now are surplus, or only on nodes the remaining instances failed on:
+  //    return them (the latter ask for a fresh slot anywhere below).
+  if (free.size > 0) {
+    for (const inst of pending) inst.declined = true;
+    for (const [nodeId, n] of free) returnSlots(st, task, task.holds.get(nodeId)!, n, now);
+  }
+  // 4. Outstanding requests follow what is still needed.
+  sizeRequests(st, task, pending.length);
+}
+
+/** A new attempt of `inst` on `nodeId`: it uses one of the task's slots there and goes out as a plan. */
+function launch(st: AmState, task: Task, inst: Instance, nodeId: string): void {
+  const h = task.holds.get(nodeId)!;
+  h.used++;
+  inst.attempt = Math.max(inst.attempt, inst.highest) + 1;
+  inst.highest = inst.attempt;
+  inst.state = 'running';
+  inst.nodeId = nodeId;
+  inst.started = false;
+  inst.adopted = false;
+  inst.lostAttempt = 0;
+  const plan = planOf(st, task, inst);
+  const list = st.out.plans.get(nodeId);
+  if (list) list.push(plan);
+  else st.out.plans.set(nodeId, [plan]);
+  st.log.debug({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'instance planned');
+}
+
+/** The worker plan of the instance's current attempt. */
+function planOf(st: AmState, task: Task, inst: Instance): WorkerPlan {
+  const spec = st.spec!;
+  const ts = task.spec;
+  const vars: Record<string, string | number> = {
+    instance: inst.index,
+    task: ts.name,
+    job: spec.jobId || spec.name,
+    jobName: spec.name,
+    attempt: inst.attempt,
+    instances: ts.instances,
+  };
+  const env: Record<string, string> = {
+    FUXI_JOB_ID: spec.jobId,
+    FUXI_TASK: ts.name,
+    FUXI_INSTANCE: String(inst.index),
+    FUXI_INSTANCES: String(ts.instances),
+    FUXI_ATTEMPT: String(inst.attempt),
+  };
+  if (ts.dependsOn.length > 0) env.FUXI_UPSTREAM = upstreamOf(st, ts);
+  for (const [k, v] of Object.entries({ ...spec.env, ...ts.command.env })) env[k] = substitute(v, vars);
+  return {
+    workerId: workerIdOf(ts.name, inst.index, inst.attempt),
+    suId: task.suId,
+    task: ts.name,
+    instance: inst.index,
+    attempt: inst.attempt,
+    command: { argv: ts.command.argv.map((a) => substitute(a, vars)), env, cwd: substitute(ts.command.cwd, vars) },
+    resource: ts.resource,
+  };
+}
+
+/**
+ * `FUXI_UPSTREAM` for a task's workers: for every task it depends on, where each instance's
+ * output is, as `{"map": {"hosts": ["10.0.0.7:7071", ...], "outputs": [[hostIndex, "map.0.1"], ...]}}`
+ * (index = instance; hostIndex -1 and "" when unknown). Hosts are listed once, so a thousand
+ * upstream instances on a few dozen hosts stay a few kilobytes. Workers read it with the SDK's
+ * `upstreamOutputs()` and fetch from those agents' data service; no filesystem is shared.
+ */
+function upstreamOf(st: AmState, ts: TaskSpec): string {
+  const out: Record<string, { hosts: string[]; outputs: Array<[number, string]> }> = {};
+  for (const dep of ts.dependsOn) {
+    const t = st.tasks.get(dep);
+    if (!t) continue;
+    const hosts: string[] = [];
+    const index = new Map<string, number>();
+    const outputs = t.instances.map((i): [number, string] => {
+      const o = i.output;
+      const address = o ? o.nodeAddress || st.nodeAddresses.get(o.nodeId) || '' : '';
+      if (!o || !address) return [-1, o?.workerId ?? ''];
+      let h = index.get(address);
+      if (h === undefined) {
+        h = hosts.length;
+        hosts.push(address);
+        index.set(address, h);
+      }
+      return [h, o.workerId];
+    });
+    out[dep] = { hosts, outputs };
+  }
+  return JSON.stringify(out);
+}
