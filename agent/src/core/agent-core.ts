@@ -14,7 +14,7 @@
  * const delta = core.takeDelta(); // what changed since the last call: the shell writes it to the local checkpoint
  * ```
  *
- * Agent restart (DESIGN.md section 5, "Agent crash"): a fresh core is given the checkpointed state
+ * Agent restart (docs/design.md, "Failover", agent crash): a fresh core is given the checkpointed state
  * with `restore(state, liveness, now)`, where `liveness` says for each worker that was active
  * whether its process is still the same one (pid + start time + boot id), or how it ended. Live
  * workers are re-adopted (they keep their slots), ended ones finish with their real exit code, and

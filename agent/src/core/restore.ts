@@ -1,5 +1,5 @@
 /**
- * Agent restart (DESIGN.md section 5, "Agent crash"): the checkpointed state is loaded into a fresh
+ * Agent restart (docs/design.md, "Failover", agent crash): the checkpointed state is loaded into a fresh
  * core, every worker that was starting or running is re-adopted or finished by what the shell
  * found of its process (`Liveness`), recent final statuses are pushed to the AMs again, and pending
  * plans are held until the grant table is confirmed (`grantsConfirmed`).

@@ -11,7 +11,7 @@
  * and again before each later one until it succeeds or a newer epoch takes over. Workers are never
  * touched by any of this.
  *
- * Local checkpoint and restart (DESIGN.md section 5, "Agent crash"): every change of the core (grants
+ * Local checkpoint and restart (docs/design.md, "Failover", agent crash): every change of the core (grants
  * with their (epoch, seq), master epoch, AM attempt bars, the worker registry) is written to
  * `<workDir>/checkpoint` as one atomic batch before the RPC that caused it is answered, and before
  * a worker is spawned. On start the checkpoint is loaded: workers that still run as the same process

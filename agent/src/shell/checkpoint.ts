@@ -1,5 +1,5 @@
 /**
- * The agent's local checkpoint (DESIGN.md section 4: the agent's hard state): its grant table with
+ * The agent's local checkpoint (docs/design.md, "Hard state and soft state": the agent's hard state): its grant table with
  * the master epoch and the (epoch, seq) it follows, the AM attempt bar and address of every app, and
  * the worker registry (app, worker id, SU, task, instance, attempt, AM attempt and address, command,
  * resource, pid, process start time, boot id, state, exit code). It is written incrementally: every

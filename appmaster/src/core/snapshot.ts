@@ -1,5 +1,5 @@
 /**
- * The DAG AM's hard state (DESIGN.md section 4): the task topology, written once per app, and an
+ * The DAG AM's hard state (docs/design.md, "Hard state and soft state"): the task topology, written once per app, and an
  * append-only log of instances that finished, kept by the master (`SaveAppSnapshot` /
  * `GetAppSnapshot`) and opaque to it. A restarted AM reads both: a logged success is never run
  * again; a logged failure for good fails the job again with the same message.

@@ -6,7 +6,7 @@
  * and that combination selects the row of the paper's Table 3: which soft-state sources each
  * recovery may consult, and when.
  *
- * Pure and deterministic (STYLE.md 1-3): no clock, no I/O; time comes in as `now`, ids are
+ * Pure and deterministic (docs/code-style.md, rules 1-3): no clock, no I/O; time comes in as `now`, ids are
  * `${idPrefix}${counter}`.
  *
  * ```ts

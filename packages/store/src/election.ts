@@ -1,5 +1,5 @@
 /**
- * Master leader election over etcd (DESIGN.md section 5), the algorithm of etcd's Go
+ * Master leader election over etcd (docs/design.md, "Failover"), the algorithm of etcd's Go
  * `concurrency.Election`, plus a local watchdog:
  *
  * - A candidate grants a lease (TTL `ttlSec`, default 5 s) and creates `election/<name>/<lease hex>`

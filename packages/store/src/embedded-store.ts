@@ -3,7 +3,7 @@ import { prefixEnd, type KeyValue, type Store, type StoreOp } from './store.js';
 
 /**
  * The embedded backend: a LevelDB directory on the master's host. One master, no standbys;
- * failover is a restart in place (DESIGN.md section 4).
+ * failover is a restart in place (docs/design.md, "Hard state and soft state").
  */
 export class EmbeddedStore implements Store {
   readonly kind = 'embedded';

@@ -1,5 +1,5 @@
 /**
- * The etcd backend (DESIGN.md sections 4-5): the production and HA store. This file is the only one
+ * The etcd backend (docs/design.md, "Hard state and soft state" and "Failover"): the production and HA store. This file is the only one
  * that imports etcd3; everything the master needs from etcd goes through it:
  *
  * - `EtcdStore` implements `Store` under a key prefix (default `/fuxi/`); `batch` is one etcd txn.

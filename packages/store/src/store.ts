@@ -1,5 +1,5 @@
 /**
- * The store interface: where the master keeps its hard state (DESIGN.md section 4). Keys are
+ * The store interface: where the master keeps its hard state (docs/design.md, "Hard state and soft state"). Keys are
  * `/`-separated paths, values are strings (JSON). Backends: embedded (LevelDB, single host) and
  * in-memory (tests); etcd joins them behind the same interface.
  */

@@ -1,5 +1,5 @@
 /**
- * The fault matrix: every row of the paper's Table 3 (seeds/004 section 4.2.3; DESIGN.md section 5)
+ * The fault matrix: every row of the paper's Table 3 (docs/design.md, "Failover")
  * injected into a real cluster (a real etcd, three masters, two agents, real application masters
  * and real workers, all separate processes on loopback):
  *

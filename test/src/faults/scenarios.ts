@@ -1,5 +1,5 @@
 /**
- * The rows of the paper's Table 3 (seeds/004, section 4.2.3): every combination of a master (FM)
+ * The rows of the paper's Table 3 (docs/design.md, "The fault FSM and Table 3"): every combination of a master (FM)
  * crash, an application-master (AM) crash or timing failure and an agent crash or timing failure
  * that the fault matrix injects, with the state of the system FSM (paper Fig. 5) each one puts the
  * master in.

@@ -1,5 +1,5 @@
 /**
- * One contract suite for every local checkpoint backend (STYLE.md 5): LevelDB and in-memory. Each
+ * One contract suite for every local checkpoint backend (docs/code-style.md, rule 5): LevelDB and in-memory. Each
  * backend is opened through a factory whose `reopen()` gives a new handle on the same data, as an
  * agent restart does.
  */

@@ -1,6 +1,6 @@
 /**
  * Failures other than the master's own, and the fault board that follows them (paper sections
- * 4.1.2, 4.1.3, 4.2; DESIGN.md section 5): AM crash and AM timing failure (a new attempt, on the
+ * 4.1.2, 4.1.3, 4.2; docs/design.md, "Failover"): AM crash and AM timing failure (a new attempt, on the
  * same node when it can, every slot kept), agent timing failure (reserved, AMs told, back with
  * nothing lost, or lost after the agent timeout), and the system FSM states these produce.
  */

@@ -8,7 +8,7 @@ export interface ContractContext {
   cleanup: () => Promise<void>;
 }
 
-/** One contract suite, run against every backend (STYLE.md 5). */
+/** One contract suite, run against every backend (docs/code-style.md, rule 5). */
 export function storeContract(name: string, open: () => Promise<ContractContext>): void {
   describe(`store contract: ${name}`, () => {
     let store: Store;

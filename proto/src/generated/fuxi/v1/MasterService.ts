@@ -183,7 +183,7 @@ export interface MasterServiceClient extends grpc.Client {
   returnSlots(argument: _fuxi_v1_ReturnSlotsRequest, callback: grpc.requestCallback<_fuxi_v1_ReturnSlotsResponse__Output>): grpc.ClientUnaryCall;
   
   /**
-   * The AM's hard state (DESIGN.md section 4): its task topology once, then an append-only log of
+   * The AM's hard state (docs/design.md, "Hard state and soft state"): its task topology once, then an append-only log of
    * finished instances, kept in the master's store so that a restarted AM can resume.
    */
   SaveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
@@ -191,7 +191,7 @@ export interface MasterServiceClient extends grpc.Client {
   SaveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
   SaveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
   /**
-   * The AM's hard state (DESIGN.md section 4): its task topology once, then an append-only log of
+   * The AM's hard state (docs/design.md, "Hard state and soft state"): its task topology once, then an append-only log of
    * finished instances, kept in the master's store so that a restarted AM can resume.
    */
   saveAppSnapshot(argument: _fuxi_v1_SaveAppSnapshotRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SaveAppSnapshotResponse__Output>): grpc.ClientUnaryCall;
@@ -306,7 +306,7 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   ReturnSlots: grpc.handleUnaryCall<_fuxi_v1_ReturnSlotsRequest__Output, _fuxi_v1_ReturnSlotsResponse>;
   
   /**
-   * The AM's hard state (DESIGN.md section 4): its task topology once, then an append-only log of
+   * The AM's hard state (docs/design.md, "Hard state and soft state"): its task topology once, then an append-only log of
    * finished instances, kept in the master's store so that a restarted AM can resume.
    */
   SaveAppSnapshot: grpc.handleUnaryCall<_fuxi_v1_SaveAppSnapshotRequest__Output, _fuxi_v1_SaveAppSnapshotResponse>;
