@@ -16,7 +16,7 @@ import { runPendingAmRestarts } from './am-restart.js';
 import { endJob, newApp } from './jobs.js';
 import { checkRequest, declareUnit, setAsgn } from './ledger.js';
 import { AM_PRIORITY, endFailoverIfSettled, isRegistered, isUnreported, placeholderNode, type AppState, type MasterState, type NodeState } from './master-state.js';
-import { registerAgent, releaseNode, setNodeStatus } from './nodes.js';
+import { noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { nextGrantTable, pushAssignments, pushGrants } from './sync.js';
@@ -133,6 +133,9 @@ function adoptAgentState(st: MasterState, node: NodeState, grants: GrantEntry[])
   if (consult(st, 'FAFullCap', { nodeId }, 'grants adopted; AM claims on the node replaced', { reconnected })) adoptGrants(st, node, grants, touched);
   st.log.info({ nodeId, grants: grants.length, allocated: node.allocated }, 'agent state adopted');
   for (const app of touched) pushAssignments(st, app, [{ nodeId }]);
+  // Its AMs were told it was missing (Algorithm 1): they are told it is back, before their
+  // policies re-run its work elsewhere.
+  if (reconnected) noticeAgents(st, nodeId, false);
 }
 
 /** What AMs claimed on the node is replaced by what the agent holds (degree of confidence). */

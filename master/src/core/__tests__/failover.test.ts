@@ -172,6 +172,8 @@ describe('master failover (soft-state inference)', () => {
     expect(grantMap(push.grants)).to.deep.equal(grantMap(t.held.get('n2')!));
     const asg = ofKind(late, 'assignments').at(-1)!;
     expect(asgnMap(asg.assignments)).to.deep.equal(t.amHeld);
+    // The AM was told n2 was missing: it is told n2 is back, or its policy re-runs n2's work later.
+    expect(ofKind(late, 'agentsTimedOut')).to.deep.equal([{ kind: 'agentsTimedOut', appId: 'job-1', address: 'am-job-1:9000', epoch: NEW_EPOCH, nodeIds: [], recoveredNodeIds: ['n2'] }]);
     t.core.checkInvariants();
   });
 
