@@ -307,8 +307,11 @@ export class Agent {
     while (!this.stopped) {
       try {
         if (this.needRegister) {
-          await this.register();
-          this.heartbeatNow = true;
+          // Our state went with the registration and its answer brought the grant table: the
+          // grant stream opens now and heartbeats keep their interval. Otherwise the first
+          // heartbeat goes out at once to bring the table in line.
+          if (await this.register()) this.watchGrants(this.core.epochSeen);
+          else this.heartbeatNow = true;
           continue;
         }
         // A master rebuilding its soft state asked for ours: it goes out before the next heartbeat.
@@ -373,8 +376,12 @@ export class Agent {
     this.reportEpoch = epoch;
   }
 
-  /** RegisterAgent until a master accepts it (any failure is retried, backing off to 5 s) or stop(). */
-  private async register(): Promise<void> {
+  /**
+   * RegisterAgent until a master accepts it (any failure is retried, backing off to 5 s) or stop().
+   * True when the master took our state with it and answered with its grant table.
+   */
+  private async register(): Promise<boolean> {
+    let adopted = false;
     try {
       await retry(
         async () => {
@@ -391,6 +398,7 @@ export class Agent {
           this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, 'registered with the master');
           if (r.reportState) this.askReport(this.core.epochSeen);
           if (r.stateAdopted) await this.applyAdopted(epoch, r.grantSeq, r.grants);
+          adopted = r.stateAdopted;
         },
         {
           initialMs: 200,
@@ -401,9 +409,10 @@ export class Agent {
         },
       );
     } catch (e) {
-      if (this.stopped) return;
+      if (this.stopped) return false;
       throw e;
     }
+    return adopted;
   }
 
   /**
@@ -412,6 +421,7 @@ export class Agent {
    */
   private async applyAdopted(epoch: string, seq: string, grants: Grant__Output[]): Promise<void> {
     this.reportEpoch = '';
+    this.hbFailures = 0;
     const held = this.core.startsHeld;
     const r = this.core.updateGrants({ epoch, seq: seq || '0', full: true, grants: grants.map(fromWireGrant) }, this.now());
     this.log.info({ epoch, seq: r.appliedSeq, applied: r.applied, grants: grants.length }, 'state taken with the registration; full grant table applied');

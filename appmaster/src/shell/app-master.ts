@@ -310,7 +310,8 @@ export class AppMaster {
     if (c > 0) {
       const from = this.epoch;
       this.epoch = String(BigInt(epoch));
-      if (this.core.started) {
+      // A report that this master answered needs no other.
+      if (this.core.started && source !== 'ReportAppState') {
         this.log.info({ from, to: this.epoch, source }, 'new master epoch; reporting our state');
         this.wantReport();
       }
@@ -777,6 +778,7 @@ export class AppMaster {
     this.assignmentWatch = handle;
     void (async () => {
       let messages = 0;
+      let failure: unknown;
       try {
         for await (const msg of stream) {
           messages++;
@@ -787,13 +789,19 @@ export class AppMaster {
         }
         if (this.assignmentWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages }, 'assignment stream ended by the master');
       } catch (err) {
+        failure = err;
         if (this.assignmentWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages, err: errorMessage(err) }, 'assignment stream failed; assignments come as calls until it is open again');
       }
       if (this.assignmentWatch === handle) {
         this.assignmentWatch = undefined;
-        // The leader went away or stepped down: heartbeat soon (jittered) so that a new leader
-        // hears from us, and closes its aggregation window, without waiting for our next interval.
-        if (!this.stopped) setTimeout(() => this.onTimer(), Math.floor(Math.random() * STREAM_LOSS_HEARTBEAT_MS)).unref();
+        if (this.stopped) return;
+        const jitter = Math.floor(Math.random() * STREAM_LOSS_HEARTBEAT_MS);
+        // The leader went away (the stream was cut) or stepped down (it ended the stream): report
+        // our state soon (jittered), so that a new leader rebuilding its soft state has it at once
+        // (its answer brings our assignment table and the stream opens again); a leader that stayed
+        // takes it as a full resync. A stream refused for another reason: heartbeat soon instead.
+        const leaderGone = failure === undefined || isTransient(failure);
+        setTimeout(() => (leaderGone ? this.wantReport() : this.onTimer()), jitter).unref();
       }
     })();
   }
