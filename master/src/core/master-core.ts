@@ -134,8 +134,10 @@ export class MasterCore {
         if (now - st.recoveryStartMs >= st.cfg.recoveryDeadlineMs) finishRecovery(st);
         return;
       }
-      let changed = tickFailover(st);
-      changed = tickNodes(st) || changed;
+      // Silent agents are marked lost first: work that the failover's releases free (an AM restart
+      // that waited for unreported agents) must not land on an agent being lost in this same tick.
+      let changed = tickNodes(st);
+      changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
       if (changed) runScheduler(st);
     });

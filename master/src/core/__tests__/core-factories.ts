@@ -298,6 +298,12 @@ export class Harness {
     return effects;
   }
 
+  /** AMs go on numbering their requests and returns where they were under `old`. */
+  inheritSeqs(old: Harness): void {
+    for (const [id, n] of old.reqSeq) this.reqSeq.set(id, n);
+    for (const [id, n] of old.retSeq) this.retSeq.set(id, n);
+  }
+
   /** A roster agent registers with this master and reports the grants it holds (its view by default). */
   agentReports(over: Partial<NodeInfo> & { nodeId: string }, grants: GrantEntry[] = this.agents.get(over.nodeId)?.grants ?? []): Effect[] {
     const reg = this.core.registerAgent(mockNodeInfo(over), EPOCH, this.now);

@@ -1032,6 +1032,20 @@ const PROP_AM_STALL = 3 * PROP_TIMEOUT;
 const PROP_MAX_AM_ATTEMPTS = 3;
 /** `FUXI_PROP_RUNS=1000` for a longer run. */
 const PROP_RUNS = Number(process.env.FUXI_PROP_RUNS ?? '') || 300;
+/** A new leader's aggregation window closes this long after it loaded the hard state, at the latest. */
+const PROP_DEADLINE = PROP_TIMEOUT / 4;
+const PROP_CONFIG = {
+  agentTimeoutMs: PROP_TIMEOUT,
+  agentTimingOutMs: PROP_TIMING_OUT,
+  amStallTimeoutMs: PROP_AM_STALL,
+  maxAmAttempts: PROP_MAX_AM_ATTEMPTS,
+  recoveryDeadlineMs: PROP_DEADLINE,
+  amTimeoutMs: 2 * PROP_TIMEOUT,
+  quotaGroups: [
+    { name: 'gold', weight: 2, limit: res(12000, 24576) },
+    { name: 'silver', weight: 1 },
+  ],
+};
 
 type Op =
   | { op: 'submit'; job: number; am: number; group: number; register: boolean }
@@ -1046,7 +1060,8 @@ type Op =
   | { op: 'lag'; nodes: number }
   | { op: 'revive'; node: number; register: boolean }
   | { op: 'staleHeartbeat'; node: number }
-  | { op: 'time'; ms: number };
+  | { op: 'time'; ms: number }
+  | { op: 'takeover'; silentAgents: number; silentAms: number; agentsBack: boolean };
 
 const idx = (n: number) => fc.integer({ min: 0, max: n - 1 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
@@ -1073,6 +1088,12 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('revive' as const), node: idx(4), register: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('staleHeartbeat' as const), node: idx(4) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('time' as const), ms: fc.integer({ min: 1, max: Math.floor(PROP_TIMEOUT / 3) }) }) },
+  // The leader dies and a standby takes over; bit masks pick the agents and AMs that stay silent
+  // through the aggregation window (they report late, or the agents are lost).
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('takeover' as const), silentAgents: fc.integer({ min: 0, max: 15 }), silentAms: fc.integer({ min: 0, max: 255 }), agentsBack: fc.boolean() }),
+  },
 );
 
 const nodeArb = fc.record({ cpu: fc.integer({ min: 2, max: 16 }), mem: fc.integer({ min: 2, max: 16 }), rack: fc.constantFrom('r0', 'r1') });
@@ -1136,7 +1157,7 @@ function checkViews(h: Harness): void {
 function checkEffects(h: Harness, effects: readonly Effect[]): void {
   const healthy = new Set(h.core.listNodes().filter((n) => n.healthy).map((n) => n.info.nodeId));
   for (const e of effects) {
-    if (e.kind === 'grants' || e.kind === 'assignments' || e.kind === 'launchAm' || e.kind === 'stopWorkers' || e.kind === 'agentsTimedOut') expect(e.epoch).to.equal(EPOCH);
+    if (e.kind === 'grants' || e.kind === 'assignments' || e.kind === 'launchAm' || e.kind === 'stopWorkers' || e.kind === 'agentsTimedOut') expect(e.epoch).to.equal(h.core.epoch);
     if (e.kind === 'grants') expect(e.full).to.equal(true);
     // Only old AM attempts are ever stopped one by one; the current one is fenced by its grants.
     if (e.kind === 'stopWorkers' && e.workerIds) {
@@ -1272,7 +1293,45 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
       h.advance(op.ms);
       h.heartbeatAll();
       return h.tick();
+    case 'takeover':
+      throw new Error('takeover replaces the harness: see takeOverOp');
   }
+}
+
+/**
+ * A master failover inside the property run: a new core (the next epoch) loads the old one's hard
+ * state; every agent and AM that is not silent reports what it holds (its view) during the
+ * aggregation window; the window closes at the deadline if anyone is missing (Algorithms 1 and 2);
+ * then the silent AMs report late, and the silent agents either report late or stay silent until
+ * they are lost. Returns the harness of the new leader, with every view consistent again.
+ */
+function takeOverOp(old: Harness, op: Extract<Op, { op: 'takeover' }>): { h: Harness; effects: Effect[] } {
+  const h = new Harness({ epoch: String(BigInt(old.core.epoch) + 1n), config: PROP_CONFIG, now: old.now + 1 });
+  const effects = [...h.takeOver(old)];
+  h.inheritSeqs(old);
+  const registered = old.core.listNodes().filter((n) => n.healthy);
+  const silentAgents = registered.filter((_, i) => (op.silentAgents >> i) & 1);
+  const live = old.core.listJobs().filter((j) => !TERMINAL_STATES.has(j.state) && j.amAddress !== '');
+  const silentAms = live.filter((_, i) => (op.silentAms >> i) & 1).map((j) => j.jobId);
+  const amReports = (id: string) => h.appReports(id, { units: SUS.map((u) => unit(u.suId, u.resource)) });
+  for (const n of registered) if (!silentAgents.includes(n)) effects.push(...h.agentReports(n.info));
+  for (const j of live) if (!silentAms.includes(j.jobId)) effects.push(...amReports(j.jobId));
+  if (h.core.isRecovering) {
+    h.advance(PROP_DEADLINE + 1);
+    h.heartbeatAll();
+    effects.push(...h.tick());
+  }
+  expect(h.core.isRecovering, 'the aggregation window closes by the deadline').to.equal(false);
+  for (const id of silentAms) if (!TERMINAL_STATES.has(h.core.getJob(id).state)) effects.push(...amReports(id));
+  if (op.agentsBack) for (const n of silentAgents) effects.push(...h.agentReports(n.info));
+  if ((!op.agentsBack && silentAgents.length > 0) || registered.length < old.core.listNodes().length) {
+    // Roster agents that never report (silent ones, and those the old leader had lost already)
+    // are lost after the agent timeout; the others heartbeat meanwhile.
+    h.advance(PROP_TIMEOUT + 1);
+    h.heartbeatAll();
+    effects.push(...h.tick());
+  }
+  return { h, effects };
 }
 
 describe('MasterCore properties', function () {
@@ -1281,30 +1340,25 @@ describe('MasterCore properties', function () {
   it('never over-commits a node, and agents and AMs always see what the core allocated', () => {
     fc.assert(
       fc.property(fc.array(nodeArb, { minLength: 1, maxLength: 4 }), fc.array(opArb, { minLength: 10, maxLength: 80, size: 'max' }), (nodeSpecs, ops) => {
-        const h = new Harness({
-          config: {
-            agentTimeoutMs: PROP_TIMEOUT,
-            agentTimingOutMs: PROP_TIMING_OUT,
-            amStallTimeoutMs: PROP_AM_STALL,
-            maxAmAttempts: PROP_MAX_AM_ATTEMPTS,
-            quotaGroups: [
-              { name: 'gold', weight: 2, limit: res(12000, 24576) },
-              { name: 'silver', weight: 1 },
-            ],
-          },
-        });
+        let h = new Harness({ config: PROP_CONFIG });
         const nodeIds = nodeSpecs.map((_, i) => `n${i}`);
         nodeSpecs.forEach((n, i) => h.addNode({ nodeId: `n${i}`, rack: n.rack, capacity: res(n.cpu * 500, n.mem * 1024) }));
-        for (const op of ops) {
+        for (const [i, op] of ops.entries()) {
           let effects: Effect[] = [];
           try {
-            effects = runOp(h, op, nodeIds);
+            if (op.op === 'takeover') ({ h, effects } = takeOverOp(h, op));
+            else effects = runOp(h, op, nodeIds);
           } catch (e) {
             // Bad or out-of-date input is refused with a typed error; nothing else may throw.
             if (!(e instanceof FuxiError)) throw e;
           }
-          checkEffects(h, effects);
-          checkViews(h);
+          try {
+            checkEffects(h, effects);
+            checkViews(h);
+          } catch (e) {
+            if (e instanceof Error) e.message = `after op ${i} (${JSON.stringify(op)}): ${e.message}; effects: ${JSON.stringify(effects.map((x) => x.kind === 'launchAm' ? x : x.kind))}`;
+            throw e;
+          }
         }
         // Ending every job gives every resource back.
         for (const j of h.core.listJobs()) h.kill(j.jobId);
