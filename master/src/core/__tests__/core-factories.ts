@@ -200,8 +200,9 @@ export class Harness {
     const attempt = opts.attempt ?? this.core.getJob(appId).amAttempt;
     const assignmentSeq = opts.assignmentSeq ?? this.ams.get(appId)?.seq ?? 0;
     const r = this.core.updateRequests({ appId, attempt, seq, units: opts.units ?? [], deltas, assignmentSeq, progress: opts.progress ?? [] }, this.now);
+    // Answered "report your state first" (a new leader that has not heard the AM): not taken.
     const prev = this.acceptedReqSeq.get(appId);
-    this.acceptedReqSeq.set(appId, { attempt, seq: prev?.attempt === attempt ? Math.max(seq, prev.seq) : seq });
+    if (!r.reportState) this.acceptedReqSeq.set(appId, { attempt, seq: prev?.attempt === attempt ? Math.max(seq, prev.seq) : seq });
     this.observe(r.effects);
     if (r.full) this.setAm(appId, r.full.seq, r.full.assignments);
     return r;
