@@ -142,22 +142,26 @@ function adoptAgentState(st: MasterState, node: NodeState, grants: GrantEntry[])
 function adoptGrants(st: MasterState, node: NodeState, grants: GrantEntry[], touched: Set<AppState>): void {
   const nodeId = node.info.nodeId;
   // The node's grant table holds every claim on it (setAsgn keeps the two in step).
+  const before = new Map([...node.grants].map(([k, g]) => [k, { appId: g.appId, slots: g.slots }]));
   for (const claim of [...node.grants.values()]) {
     const app = st.apps.get(claim.appId);
     const su = app?.sus.get(claim.suId);
-    if (!app || !su) continue;
-    setAsgn(st, app, su, nodeId, 0);
-    touched.add(app);
+    if (app && su) setAsgn(st, app, su, nodeId, 0);
   }
   const sorted = [...grants].sort((a, b) => (a.appId === b.appId ? (a.suId < b.suId ? -1 : 1) : a.appId < b.appId ? -1 : 1));
   for (const g of sorted) {
     const why = adoptGrant(st, node, g);
     if (why) st.log.warn({ nodeId, appId: g.appId, suId: g.suId, slots: g.slots, reason: why }, 'agent reported a grant this master does not believe; revoking it');
-    else {
-      const app = st.apps.get(g.appId);
-      if (app) touched.add(app);
-    }
   }
+  // Only the apps whose count on the node changed need their table again (most AMs claimed
+  // exactly what the agent holds).
+  for (const [k, g] of node.grants) if (before.get(k)?.slots !== g.slots) markTouched(st, g.appId, touched);
+  for (const [k, b] of before) if (!node.grants.has(k)) markTouched(st, b.appId, touched);
+}
+
+function markTouched(st: MasterState, appId: string, touched: Set<AppState>): void {
+  const app = st.apps.get(appId);
+  if (app) touched.add(app);
 }
 
 /** Adopts one reported grant onto a node; returns why it was not believed, or ''. */

@@ -155,7 +155,8 @@ describe('master failover (soft-state inference)', () => {
     // The claimed slots stay in the AM's table until n2 is declared lost.
     const upd = t.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 1, units: [], deltas: [], assignmentSeq: -1, progress: [] }, 103_100);
     expect(asgnMap(upd.full!.assignments)).to.deep.equal(t.amHeld);
-    // Silent past the agent timeout: lost; the AM's table drops n2.
+    // Silent past the agent timeout (n1 heartbeating): lost; the AM's table drops n2.
+    t.core.heartbeat({ nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: -1, used: { cpuMilli: 0, memoryMb: 0 }, running: 0, pending: 0, amWorkers: [] }, 103_000 + CONFIG.agentTimeoutMs);
     const lost = t.core.tick(103_000 + CONFIG.agentTimeoutMs + 1);
     const asg = ofKind(lost, 'assignments').at(-1)!;
     expect(Object.keys(asgnMap(asg.assignments)).some((k) => k.endsWith('@n2'))).to.equal(false);
@@ -170,10 +171,27 @@ describe('master failover (soft-state inference)', () => {
     const late = agentReports(t, 'n2', 105_000);
     const push = ofKind(late, 'grants').at(-1)!;
     expect(grantMap(push.grants)).to.deep.equal(grantMap(t.held.get('n2')!));
-    const asg = ofKind(late, 'assignments').at(-1)!;
-    expect(asgnMap(asg.assignments)).to.deep.equal(t.amHeld);
+    // The agent holds what the AM claimed: the AM's table is unchanged, so none is pushed.
+    expect(ofKind(late, 'assignments')).to.be.empty;
+    const upd = t.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 1, units: [], deltas: [], assignmentSeq: -1, progress: [] }, 105_001);
+    expect(asgnMap(upd.full!.assignments)).to.deep.equal(t.amHeld);
     // The AM was told n2 was missing: it is told n2 is back, or its policy re-runs n2's work later.
     expect(ofKind(late, 'agentsTimedOut')).to.deep.equal([{ kind: 'agentsTimedOut', appId: 'job-1', address: 'am-job-1:9000', epoch: NEW_EPOCH, nodeIds: [], recoveredNodeIds: ['n2'] }]);
+    t.core.checkInvariants();
+  });
+
+  it('Algorithm 1: an agent that reports late holding less than the AM claimed: the AM gets the corrected table', () => {
+    const old = oldCluster();
+    const t = takeOver(old);
+    agentReports(t, 'n1', 100_010);
+    amReports(t, 100_020);
+    t.core.tick(103_000);
+    const held = t.held.get('n2')!.map((g) => (g.suId === 'map' ? { ...g, slots: g.slots - 1 } : g)).filter((g) => g.slots > 0);
+    const late = agentReports(t, 'n2', 105_000, held);
+    const asg = ofKind(late, 'assignments').at(-1)!;
+    const want: Record<string, number> = { ...t.amHeld, 'map@n2': (t.amHeld['map@n2'] ?? 0) - 1 };
+    if (want['map@n2'] === 0) delete want['map@n2'];
+    expect(asgnMap(asg.assignments)).to.deep.equal(want);
     t.core.checkInvariants();
   });
 
