@@ -25,6 +25,8 @@ export interface HandlerContext {
   readonly address: string;
   readonly pushes: PushStreams;
   readonly jobWatchers: JobWatchers;
+  /** While no live leader is known: resolves once one is (or after a bounded wait). */
+  leaderWait(): Promise<void> | undefined;
   /** Carries out effects; resolves once every store write among them is durable. */
   run(effects: Effect[]): Promise<void>;
 }
@@ -36,6 +38,23 @@ function generatedJobId(name: string): string {
 }
 
 export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
+  return holdWhileLeaderless(handlers(m), m);
+}
+
+/** Each handler first waits while this process knows no live leader (see MasterServer.leaderWait). */
+function holdWhileLeaderless(h: ServiceImpl<MasterServiceDefinition>, m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
+  type Fn = (...args: unknown[]) => Promise<unknown>;
+  const out: Record<string, Fn> = {};
+  for (const [name, fn] of Object.entries(h as unknown as Record<string, Fn>)) {
+    out[name] = (...args) => {
+      const wait = m.leaderWait();
+      return wait ? wait.then(() => fn(...args)) : fn(...args);
+    };
+  }
+  return out as unknown as ServiceImpl<MasterServiceDefinition>;
+}
+
+function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
   const now = () => Date.now();
   return {
     RegisterAgent: async (req) => {

@@ -16,6 +16,8 @@ export interface LeaderProbeOptions {
   observed: () => ObservedLeader | undefined;
   /** Whether this process leads (then it probes nobody). */
   leading: () => boolean;
+  /** The leader of election key `key` refused a connection (called on every refusal). */
+  onRefused?: (key: string) => void;
   log: Logger;
   /** Probe period (default 200 ms); two refusals in a row revoke. */
   periodMs?: number;
@@ -36,6 +38,7 @@ export function startLeaderProbe(o: LeaderProbeOptions): NodeJS.Timeout {
     void probePort(leader.value, 500)
       .then(async (result) => {
         refused = result === 'refused' ? refused + 1 : 0;
+        if (result === 'refused') o.onRefused?.(leader.key);
         if (refused < 2 || o.observed()?.key !== leader.key) return;
         revokedKey = leader.key;
         const leaseHex = leader.key.slice(leader.key.lastIndexOf('/') + 1);

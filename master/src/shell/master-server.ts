@@ -26,6 +26,9 @@ import { PushStreams } from './push-streams.js';
  * leader's address; the leader's epoch is its election key's create revision, and every store
  * write it makes is fenced by that key.
  */
+/** How long a standby holds a call while no live leader is known. */
+const LEADERLESS_HOLD_MS = 1500;
+
 export class MasterServer {
   /** Present while this process leads. */
   private coreOrUndefined: MasterCore | undefined;
@@ -35,6 +38,10 @@ export class MasterServer {
   private leaderStore: Store | undefined;
   private election: LeaderElection | undefined;
   private leaderAddress = '';
+  /** The observed leader refused a connection (its process is likely gone); cleared on a change. */
+  private leaderSuspect = false;
+  /** Calls held by a standby until a leader is known (see leaderWait). */
+  private readonly leaderWaiters = new Set<() => void>();
   private observedLeader: ObservedLeader | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private statsTimer: NodeJS.Timeout | undefined;
@@ -59,6 +66,31 @@ export class MasterServer {
     private readonly log: Logger,
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
+  }
+
+  /**
+   * A standby that knows no live leader (none elected yet, the one it knows refuses connections,
+   * or this process won and is still loading the hard state) holds a call until a leader is known,
+   * for at most LEADERLESS_HOLD_MS, instead of answering at once: the caller is then redirected to
+   * the new leader on the first try, where retrying blind would back off past its election.
+   * Undefined when there is nothing to wait for.
+   */
+  private leaderWait(): Promise<void> | undefined {
+    if (this.coreOrUndefined || !this.election || this.stopping) return undefined;
+    if (this.leaderAddress && !this.leaderSuspect && this.leaderAddress !== this.server.address) return undefined;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.leaderWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, LEADERLESS_HOLD_MS);
+      this.leaderWaiters.add(done);
+    });
+  }
+
+  private wakeLeaderWaiters(): void {
+    for (const wake of [...this.leaderWaiters]) wake();
   }
 
   /** Whether this process leads and still holds its term. */
@@ -105,11 +137,22 @@ export class MasterServer {
         onLeaderChange: (o) => {
           this.observedLeader = o;
           this.leaderAddress = o?.value ?? '';
+          this.leaderSuspect = false;
+          if (this.leaderAddress && this.leaderAddress !== this.server.address) this.wakeLeaderWaiters();
         },
         onCampaignError: (f) => this.log.warn({ attempt: f.attempt, retryInMs: f.retryInMs, err: f.error.message }, 'cannot reach etcd to campaign; retrying'),
       });
       this.election.campaign(this.server.address);
-      this.probeTimer = startLeaderProbe({ etcd, self: this.server.address, observed: () => this.observedLeader, leading: () => this.coreOrUndefined !== undefined, log: this.log });
+      this.probeTimer = startLeaderProbe({
+        etcd,
+        self: this.server.address,
+        observed: () => this.observedLeader,
+        leading: () => this.coreOrUndefined !== undefined,
+        onRefused: (key) => {
+          if (this.observedLeader?.key === key) this.leaderSuspect = true;
+        },
+        log: this.log,
+      });
       return;
     }
     this.store = await openStore(this.cfg.store === 'embedded' ? { kind: 'embedded', dir: this.cfg.dataDir } : { kind: 'memory' });
@@ -153,6 +196,7 @@ export class MasterServer {
     }
     if (this.election && !this.election.isLeader()) return;
     this.coreOrUndefined = core;
+    this.wakeLeaderWaiters();
     this.log.info({ epoch, jobs: jobs.length, agents: roster.length, loadMs: Date.now() - this.becameLeaderAt }, 'became leader');
     await this.run(core.loadHardState(jobs, roster, Date.now()));
     clearInterval(this.statsTimer);
@@ -209,6 +253,7 @@ export class MasterServer {
   async stop(): Promise<void> {
     this.stopping = true;
     this.stopSignal.abort();
+    this.wakeLeaderWaiters();
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.scheduleTimer) clearTimeout(this.scheduleTimer);
     if (this.probeTimer) clearInterval(this.probeTimer);
@@ -377,6 +422,7 @@ export class MasterServer {
       get address() {
         return self.server.address;
       },
+      leaderWait: () => this.leaderWait(),
       pushes: this.pushes,
       jobWatchers: this.jobWatchers,
       run: (effects) => this.run(effects),
