@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -29,10 +29,16 @@ etcd:
 	fi
 	@etcd --version | head -1
 
+# Formats every source file with Prettier (.prettierrc.json); `make lint` (part of `make test`)
+# fails on a file that is not formatted.
+format: install
+	npx prettier --write --log-level warn .
+
 check-gen: install
 	node proto/scripts/gen-types.mjs --check
 
 lint: build
+	npx prettier --check --log-level warn .
 	npx eslint .
 	npx madge --circular --extensions js proto/dist packages/common/dist packages/rpc/dist packages/store/dist master/dist agent/dist appmaster/dist client/dist deploy/dist
 

@@ -15,6 +15,16 @@
  * ```
  */
 export * from './core/types.js';
-export { DagAppMaster, DEFAULT_RETURN_SETTLE_MS, failureReason, localitiesOf, parseWorkerId, spread, validateDag, workerIdOf, type DagAmOptions } from './core/dag-am.js';
+export {
+  DagAppMaster,
+  DEFAULT_RETURN_SETTLE_MS,
+  failureReason,
+  localitiesOf,
+  parseWorkerId,
+  spread,
+  validateDag,
+  workerIdOf,
+  type DagAmOptions,
+} from './core/dag-am.js';
 export { decodeEntry, encodeEntry, encodeTopology, sameTopology, topologyOf, type SnapshotEntry, type Topology } from './core/snapshot.js';
 export { AppMaster, configFromEnv, isSuperseded, type AppMasterConfig, type AppResult } from './shell/app-master.js';

@@ -32,7 +32,9 @@ async function main(): Promise<number> {
     let last = '';
     let final;
     for await (const job of client.watch(jobId)) {
-      const line = job.tasks.map((t) => `${t.name} ${bar(t.succeeded, t.total)} ${t.succeeded}/${t.total}${t.running ? ` (${t.running} running)` : ''}`).join('  ');
+      const line = job.tasks
+        .map((t) => `${t.name} ${bar(t.succeeded, t.total)} ${t.succeeded}/${t.total}${t.running ? ` (${t.running} running)` : ''}`)
+        .join('  ');
       const text = `${job.state.replace('JOB_STATE_', '').toLowerCase()}  ${line}`;
       if (text !== last) log(`  ${text}`);
       last = text;

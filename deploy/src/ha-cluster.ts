@@ -299,7 +299,20 @@ export class HaCluster {
     // With a config file, where to listen and whom to know are the operator's (the file's).
     const where = config
       ? ['--config', config, ...opt('--etcd-prefix', o.etcd.prefix)]
-      : ['--listen', address, '--advertise', address, '--store', 'etcd', '--etcd-endpoints', o.etcd.endpoints.join(','), '--etcd-prefix', o.etcd.prefix ?? '/fuxi/', '--masters', this.masterAddresses.join(',')];
+      : [
+          '--listen',
+          address,
+          '--advertise',
+          address,
+          '--store',
+          'etcd',
+          '--etcd-endpoints',
+          o.etcd.endpoints.join(','),
+          '--etcd-prefix',
+          o.etcd.prefix ?? '/fuxi/',
+          '--masters',
+          this.masterAddresses.join(','),
+        ];
     return [
       ...(o.masterNodeArgs ?? []),
       BIN.master,
@@ -395,7 +408,9 @@ export class HaCluster {
       const l = this.leader();
       if (l && !not.has(l.master.pid) && (opts.afterEpoch === undefined || cmpEpoch(l.epoch, opts.afterEpoch) > 0)) return l;
       if (Date.now() > until) {
-        const seen = this.masters.map((m) => `${m.name} pid ${m.pid} ${this.isServing(m) ? 'up' : 'down'} ${JSON.stringify(this.leadershipOf(m)?.epoch ?? null)}`).join('; ');
+        const seen = this.masters
+          .map((m) => `${m.name} pid ${m.pid} ${this.isServing(m) ? 'up' : 'down'} ${JSON.stringify(this.leadershipOf(m)?.epoch ?? null)}`)
+          .join('; ');
         throw new Error(`no new leader within ${opts.timeoutMs ?? 30_000} ms (${seen})`);
       }
       await sleep(50);

@@ -40,7 +40,8 @@ export function updateGrants(st: CoreState, req: UpdateGrantsInput, now: number)
   const verdict = acceptTable({ epoch: st.grantEpoch, seq: BigInt(st.grantSeq) }, { epoch: req.epoch, seq, full: req.full });
   if (verdict.kind === 'stale') throw new StaleEpochError('epoch', req.epoch, st.grantEpoch);
   if (verdict.kind !== 'apply') {
-    const why = verdict.kind === 'out-of-order' ? 'grant delta out of order; ignored (the next heartbeat brings the full table)' : 'older full grant table ignored';
+    const why =
+      verdict.kind === 'out-of-order' ? 'grant delta out of order; ignored (the next heartbeat brings the full table)' : 'older full grant table ignored';
     st.log.info({ epoch: req.epoch, seq: req.seq, appliedEpoch: st.grantEpoch, applied: st.grantSeq }, why);
     return { appliedSeq: verdict.base.toString(), applied: false, effects: [] };
   }
@@ -129,7 +130,8 @@ export function raiseAmAttempt(st: CoreState, appId: string, attempt: number, no
   app.amAttempt = attempt;
   st.dirtyApps.add(appId);
   const effects: Effect[] = [];
-  if (from > 0) effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
+  if (from > 0)
+    effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
   for (const w of st.workers.values()) {
     if (w.appId === appId && w.state === 'PENDING' && w.amAttempt < attempt) {
       effects.push(...finish(st, w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));

@@ -16,7 +16,12 @@ export function finish(st: CoreState, w: WorkerRecord, state: WorkerState, now: 
   touch(st, w);
   const level = state === 'SUCCEEDED' ? 'info' : state === 'KILLED' ? 'info' : 'warn';
   const effects: Effect[] = [
-    { kind: 'log', level, msg: `worker ${state.toLowerCase()}`, fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, exitCode: w.exitCode, signal: w.signal, message } },
+    {
+      kind: 'log',
+      level,
+      msg: `worker ${state.toLowerCase()}`,
+      fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, exitCode: w.exitCode, signal: w.signal, message },
+    },
   ];
   effects.push(...event(st, w));
   return effects;
@@ -148,7 +153,12 @@ export function workerSpawned(st: CoreState, appId: string, workerId: string, pi
   w.startedAtMs = now;
   touch(st, w);
   const effects: Effect[] = [
-    { kind: 'log', level: 'info', msg: 'worker started', fields: { workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt, pid } },
+    {
+      kind: 'log',
+      level: 'info',
+      msg: 'worker started',
+      fields: { workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt, pid },
+    },
   ];
   effects.push(...event(st, w));
   if (w.stopReason) effects.push({ kind: 'kill', workerId, pid, reason: w.stopReason });
@@ -169,7 +179,15 @@ export function spawnFailed(st: CoreState, appId: string, workerId: string, mess
  * null: unknown, e.g. a re-adopted worker, not the agent's child, that left no exit code; `detail`
  * then says so).
  */
-export function workerExited(st: CoreState, appId: string, workerId: string, exitCode: number | null, signal: string | null, now: number, detail: string): Effect[] {
+export function workerExited(
+  st: CoreState,
+  appId: string,
+  workerId: string,
+  exitCode: number | null,
+  signal: string | null,
+  now: number,
+  detail: string,
+): Effect[] {
   const w = st.workers.get(wkey(appId, workerId));
   if (!w) return [{ kind: 'log', level: 'warn', msg: 'exit of an unknown worker', fields: { workerId, exitCode, signal } }];
   if (isWorkerTerminal(w.state) || w.state === 'PENDING') return [];

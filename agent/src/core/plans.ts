@@ -38,8 +38,10 @@ function validatePlans(plans: readonly PlanInput[], fromMaster: boolean): void {
   plans.forEach((p, i) => {
     if (!p.workerId) throw new InvalidArgumentError(`plans[${i}].workerId`, 'must not be empty');
     if (!p.suId) throw new InvalidArgumentError(`plans[${i}].suId`, 'must not be empty');
-    if (fromMaster && p.suId !== AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `the master may only start application masters (su "${AM_SU}"), got "${p.suId}"`);
-    if (!fromMaster && p.suId === AM_SU) throw new InvalidArgumentError(`plans[${i}].suId`, `su "${AM_SU}" is reserved for application masters started by the master`);
+    if (fromMaster && p.suId !== AM_SU)
+      throw new InvalidArgumentError(`plans[${i}].suId`, `the master may only start application masters (su "${AM_SU}"), got "${p.suId}"`);
+    if (!fromMaster && p.suId === AM_SU)
+      throw new InvalidArgumentError(`plans[${i}].suId`, `su "${AM_SU}" is reserved for application masters started by the master`);
   });
 }
 
@@ -58,7 +60,14 @@ function acceptPlan(st: CoreState, req: StartWorkersInput, p: PlanInput, now: nu
   st.workers.set(wkey(w.appId, w.workerId), w);
   touch(st, w);
   if (w.command.argv.length === 0 || !w.command.argv[0]) return finish(st, w, 'REJECTED', now, 'plan has an empty command (argv)');
-  return [{ kind: 'log', level: 'debug', msg: 'plan accepted', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt } }];
+  return [
+    {
+      kind: 'log',
+      level: 'debug',
+      msg: 'plan accepted',
+      fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, task: w.task, instance: w.instance, attempt: w.attempt },
+    },
+  ];
 }
 
 function pendingWorker(st: CoreState, req: StartWorkersInput, p: PlanInput, now: number): WorkerRecord {

@@ -36,7 +36,10 @@ export function worker(st: CoreState, appId: string, workerId: string): WorkerIn
 
 /** The known workers among `ids` of the app, in the order of `ids` (unknown ones left out). */
 export function workersById(st: CoreState, appId: string, ids: readonly string[]): WorkerInfo[] {
-  return ids.map((id) => st.workers.get(wkey(appId, id))).filter((w): w is WorkerRecord => w !== undefined).map(copyWorker);
+  return ids
+    .map((id) => st.workers.get(wkey(appId, id)))
+    .filter((w): w is WorkerRecord => w !== undefined)
+    .map(copyWorker);
 }
 
 /** Workers of an app (every worker when `appId` is empty), in acceptance order. */

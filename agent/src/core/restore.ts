@@ -51,7 +51,15 @@ export function restore(st: CoreState, saved: AgentState, liveness: (w: WorkerIn
     kind: 'log',
     level: 'info',
     msg: 'state restored from the local checkpoint',
-    fields: { epoch: st.epoch, grantEpoch: st.grantEpoch, grantSeq: st.grantSeq, grants: st.grants.size, adopted: out.adopted.length, ended: out.ended.length, pending: summary(st).pending },
+    fields: {
+      epoch: st.epoch,
+      grantEpoch: st.grantEpoch,
+      grantSeq: st.grantSeq,
+      grants: st.grants.size,
+      adopted: out.adopted.length,
+      ended: out.ended.length,
+      pending: summary(st).pending,
+    },
   });
   return out;
 }
@@ -104,7 +112,12 @@ function readopt(st: CoreState, w: WorkerRecord, l: Alive, now: number, out: Res
   if (!w.startedAtMs) w.startedAtMs = now;
   touch(st, w);
   out.adopted.push(copyWorker(w));
-  out.effects.push({ kind: 'log', level: 'debug', msg: 'worker re-adopted', fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid } });
+  out.effects.push({
+    kind: 'log',
+    level: 'debug',
+    msg: 'worker re-adopted',
+    fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid },
+  });
   out.effects.push(...event(st, w));
   if (w.stopReason) out.effects.push({ kind: 'kill', workerId: w.workerId, pid: w.pid, reason: w.stopReason });
 }

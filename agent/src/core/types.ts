@@ -195,9 +195,7 @@ export interface StateDelta {
  * wrapper recorded (`exited`; `atMs` = when, if known), or gone without a trace (`gone`).
  */
 export type Liveness =
-  | { kind: 'alive'; pid: number; startTime: string; bootId: string }
-  | { kind: 'exited'; exitCode: number; atMs?: number }
-  | { kind: 'gone' };
+  { kind: 'alive'; pid: number; startTime: string; bootId: string } | { kind: 'exited'; exitCode: number; atMs?: number } | { kind: 'gone' };
 
 export interface AgentCoreConfig {
   nodeId: string;

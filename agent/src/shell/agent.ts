@@ -32,7 +32,20 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { AM_SU, backoffMs, cmpInt64, errorMessage, isWorkerTerminal, hostOf, InvalidArgumentError, loopbackAdvertiseProblem, NotFoundError, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
+import {
+  AM_SU,
+  backoffMs,
+  cmpInt64,
+  errorMessage,
+  isWorkerTerminal,
+  hostOf,
+  InvalidArgumentError,
+  loopbackAdvertiseProblem,
+  NotFoundError,
+  nullLogger,
+  UnavailableError,
+  type Logger,
+} from '@fuxi/common';
 import {
   loadFuxiProto,
   type AgentServiceDefinition,
@@ -189,7 +202,8 @@ export class Agent {
     try {
       const t0 = Date.now();
       const saved = await this.checkpoint.load();
-      if (isEmptyState(saved)) await this.persist(); // names the node in a new checkpoint
+      if (isEmptyState(saved))
+        await this.persist(); // names the node in a new checkpoint
       else await this.restore(saved, t0);
     } catch (e) {
       if (this.ownsCheckpoint) await this.checkpoint.close().catch(() => {});
@@ -200,7 +214,9 @@ export class Agent {
     this.server = await startServer({
       bind: this.config.listen,
       ...(this.config.advertise ? { advertise: this.config.advertise } : {}),
-      services: [{ name: 'fuxi.v1.AgentService', definition: proto.AgentService.service, handlers: implement(proto.AgentService.service, this.handlers(), this.log) }],
+      services: [
+        { name: 'fuxi.v1.AgentService', definition: proto.AgentService.service, handlers: implement(proto.AgentService.service, this.handlers(), this.log) },
+      ],
       log: this.log,
     });
     // A loopback address given to a master on another host: it would connect to itself.
@@ -217,7 +233,10 @@ export class Agent {
       this.grantWaitTimer = setTimeout(() => {
         this.grantWaitTimer = undefined;
         if (!this.core.startsHeld || this.stopped) return;
-        this.log.warn({ waitedMs: this.config.restoreGrantWaitMs, grants: this.core.grantTable().length }, 'the master did not confirm the grant table in time: running from the checkpoint grants');
+        this.log.warn(
+          { waitedMs: this.config.restoreGrantWaitMs, grants: this.core.grantTable().length },
+          'the master did not confirm the grant table in time: running from the checkpoint grants',
+        );
         this.fire(this.core.grantsConfirmed(this.now()));
       }, this.config.restoreGrantWaitMs);
     }
@@ -356,7 +375,10 @@ export class Agent {
   private acceptEpoch(epoch: string, method: string): boolean {
     if (!epoch || epoch === '0') return true;
     if (cmpInt64(epoch, this.core.epochSeen) < 0) {
-      this.log.warn({ master: this.master.address, method, epoch, newest: this.core.epochSeen }, 'answer from a deposed master (older epoch) ignored; trying another master');
+      this.log.warn(
+        { master: this.master.address, method, epoch, newest: this.core.epochSeen },
+        'answer from a deposed master (older epoch) ignored; trying another master',
+      );
       this.moveOn();
       return false;
     }
@@ -386,16 +408,24 @@ export class Agent {
       await retry(
         async () => {
           // Our grant table goes along: a master rebuilding its soft state takes it as our report.
-          const r = await this.master.call('RegisterAgent', { node: this.nodeInfo(), epochSeen: this.core.epochSeen, withState: true, grants: this.core.grantTable().map(toWireGrant) }, { retry: true, deadlineMs: 5000 });
+          const r = await this.master.call(
+            'RegisterAgent',
+            { node: this.nodeInfo(), epochSeen: this.core.epochSeen, withState: true, grants: this.core.grantTable().map(toWireGrant) },
+            { retry: true, deadlineMs: 5000 },
+          );
           const epoch = r.epoch || '0';
-          if (!this.acceptEpoch(epoch, 'RegisterAgent')) throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
+          if (!this.acceptEpoch(epoch, 'RegisterAgent'))
+            throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
           this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
           this.needRegister = false;
           this.registeredOnce = true;
           // The master ended our old stream when we registered; the next heartbeat opens a new one.
           this.grantWatch?.cancel();
           this.grantWatch = undefined;
-          this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, 'registered with the master');
+          this.log.info(
+            { master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState },
+            'registered with the master',
+          );
           if (r.reportState) this.askReport(this.core.epochSeen);
           if (r.stateAdopted) await this.applyAdopted(epoch, r.grantSeq, r.grants);
           adopted = r.stateAdopted;
@@ -405,7 +435,8 @@ export class Agent {
           maxMs: 5000,
           retryIf: () => true,
           signal: this.stopping.signal,
-          onRetry: (f) => this.log.warn({ masters: this.config.masters, attempts: f.attempt, err: errorMessage(f.error) }, 'waiting for the master to accept registration'),
+          onRetry: (f) =>
+            this.log.warn({ masters: this.config.masters, attempts: f.attempt, err: errorMessage(f.error) }, 'waiting for the master to accept registration'),
         },
       );
     } catch (e) {
@@ -462,12 +493,19 @@ export class Agent {
       await this.master.call('ReportAgentState', req, { retry: true, deadlineMs: 5000 });
     } catch (e) {
       this.reportFailures++;
-      if (this.reportFailures === 1 || this.reportFailures % 10 === 0) this.log.warn({ master: this.master.address, epoch, failures: this.reportFailures, err: errorMessage(e) }, 'ReportAgentState failed; retrying after the next heartbeat');
+      if (this.reportFailures === 1 || this.reportFailures % 10 === 0)
+        this.log.warn(
+          { master: this.master.address, epoch, failures: this.reportFailures, err: errorMessage(e) },
+          'ReportAgentState failed; retrying after the next heartbeat',
+        );
       return;
     }
     this.reportFailures = 0;
     if (this.reportEpoch === epoch) this.reportEpoch = '';
-    this.log.info({ master: this.master.address, epoch, grants: req.grants?.length ?? 0, workers: req.workers?.length ?? 0, grantSeq: req.grantSeq }, 'full state reported to the master');
+    this.log.info(
+      { master: this.master.address, epoch, grants: req.grants?.length ?? 0, workers: req.workers?.length ?? 0, grantSeq: req.grantSeq },
+      'full state reported to the master',
+    );
   }
 
   private async heartbeat(): Promise<void> {
@@ -476,7 +514,8 @@ export class Agent {
       resp = await this.master.call('Heartbeat', this.heartbeatRequest(), { retry: true, deadlineMs: Math.max(2000, 2 * this.heartbeatIntervalMs) });
     } catch (e) {
       this.hbFailures++;
-      if (this.hbFailures === 1 || this.hbFailures % 20 === 0) this.log.warn({ master: this.master.address, failures: this.hbFailures, err: errorMessage(e) }, 'heartbeat failed');
+      if (this.hbFailures === 1 || this.hbFailures % 20 === 0)
+        this.log.warn({ master: this.master.address, failures: this.hbFailures, err: errorMessage(e) }, 'heartbeat failed');
       return;
     }
     const epoch = resp.epoch && resp.epoch !== '0' ? resp.epoch : this.core.epochSeen;
@@ -491,7 +530,10 @@ export class Agent {
     const held = this.core.startsHeld;
     if (!this.firstHeartbeatMs) {
       this.firstHeartbeatMs = Date.now();
-      this.log.info({ master: this.master.address, epoch, msSinceStart: this.firstHeartbeatMs - this.startedAtMs, restored: this.restoreReport !== undefined }, 'first heartbeat answered');
+      this.log.info(
+        { master: this.master.address, epoch, msSinceStart: this.firstHeartbeatMs - this.startedAtMs, restored: this.restoreReport !== undefined },
+        'first heartbeat answered',
+      );
     }
     if (resp.reportState) this.askReport(epoch);
     if (resp.fullGrants && resp.reportState) {
@@ -503,7 +545,14 @@ export class Agent {
       this.log.info({ epoch, seq: r.appliedSeq, applied: r.applied, grants: resp.grants.length }, 'full grant table from heartbeat');
       await this.run(r.effects);
     }
-    if (held) this.confirmGrants(resp.fullGrants && !resp.reportState ? 'the master sent its full grant table' : resp.reportState ? 'the master takes our grant table (it asked for our state)' : 'the master accepted our grant seq');
+    if (held)
+      this.confirmGrants(
+        resp.fullGrants && !resp.reportState
+          ? 'the master sent its full grant table'
+          : resp.reportState
+            ? 'the master takes our grant table (it asked for our state)'
+            : 'the master accepted our grant seq',
+      );
     this.watchGrants(epoch);
   }
 
@@ -532,7 +581,8 @@ export class Agent {
         }
         if (this.grantWatch === handle) this.log.info({ master: address, epoch, messages }, 'grant stream ended by the master');
       } catch (e) {
-        if (this.grantWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages, err: errorMessage(e) }, 'grant stream failed; grants come as calls until it is open again');
+        if (this.grantWatch === handle && !this.stopped)
+          this.log.info({ master: address, epoch, messages, err: errorMessage(e) }, 'grant stream failed; grants come as calls until it is open again');
       }
       if (this.grantWatch === handle) {
         this.grantWatch = undefined;
@@ -556,10 +606,13 @@ export class Agent {
   /** The next heartbeat goes out within STREAM_LOSS_HEARTBEAT_MS (at a random point of it). */
   private heartbeatSoon(): void {
     if (this.stopped) return;
-    const t = setTimeout(() => {
-      this.heartbeatNow = true;
-      for (const wake of [...this.sleepers]) wake();
-    }, Math.floor(Math.random() * Math.min(STREAM_LOSS_HEARTBEAT_MS, this.heartbeatIntervalMs)));
+    const t = setTimeout(
+      () => {
+        this.heartbeatNow = true;
+        for (const wake of [...this.sleepers]) wake();
+      },
+      Math.floor(Math.random() * Math.min(STREAM_LOSS_HEARTBEAT_MS, this.heartbeatIntervalMs)),
+    );
     t.unref();
   }
 
@@ -570,7 +623,10 @@ export class Agent {
   private confirmGrants(why: string): void {
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     this.grantWaitTimer = undefined;
-    this.log.info({ why, epoch: this.core.epochSeen, grantEpoch: this.core.appliedGrantEpoch, grantSeq: this.core.appliedGrantSeq }, 'grant table confirmed by the master');
+    this.log.info(
+      { why, epoch: this.core.epochSeen, grantEpoch: this.core.appliedGrantEpoch, grantSeq: this.core.appliedGrantSeq },
+      'grant table confirmed by the master',
+    );
     this.fire(this.core.grantsConfirmed(this.now()));
   }
 
@@ -610,7 +666,8 @@ export class Agent {
         } catch (e) {
           this.unwritten = delta;
           this.checkpointFailures++;
-          if (this.checkpointFailures === 1 || this.checkpointFailures % 20 === 0) this.log.error({ failures: this.checkpointFailures, err: errorMessage(e) }, 'local checkpoint write failed; retrying with the next change');
+          if (this.checkpointFailures === 1 || this.checkpointFailures % 20 === 0)
+            this.log.error({ failures: this.checkpointFailures, err: errorMessage(e) }, 'local checkpoint write failed; retrying with the next change');
           throw new UnavailableError(`the agent could not write its local checkpoint: ${errorMessage(e)}`);
         }
         if (this.checkpointFailures > 0) this.log.info({ failures: this.checkpointFailures }, 'local checkpoint writes work again');
@@ -709,7 +766,14 @@ export class Agent {
       StopWorkers: async (req: StopWorkersRequest__Output): Promise<StopWorkersResponse> => {
         const r = this.core.stopWorkers(fromWireStopWorkers(req), this.now());
         await this.run(r.effects);
-        return { workers: this.core.workersById(req.appId, r.workers.map((w) => w.workerId)).map(toWireStatus) };
+        return {
+          workers: this.core
+            .workersById(
+              req.appId,
+              r.workers.map((w) => w.workerId),
+            )
+            .map(toWireStatus),
+        };
       },
       ListWorkers: (req: ListWorkersRequest__Output): ListWorkersResponse => ({ workers: this.core.listWorkers(req.appId).map(toWireStatus) }),
       GetAgentState: (): GetAgentStateResponse => {
@@ -798,7 +862,9 @@ export class Agent {
    */
   private resolveAmCommand(input: ReturnType<typeof fromWireStartWorkers>): ReturnType<typeof fromWireStartWorkers> {
     if (cmpInt64(input.epoch, 0) <= 0) return input;
-    const plans = input.plans.map((p) => (p.suId === AM_SU && p.command.argv.length === 0 ? { ...p, command: { ...p.command, argv: [...this.config.amCommand] } } : p));
+    const plans = input.plans.map((p) =>
+      p.suId === AM_SU && p.command.argv.length === 0 ? { ...p, command: { ...p.command, argv: [...this.config.amCommand] } } : p,
+    );
     return { ...input, plans };
   }
 
@@ -828,4 +894,3 @@ export class Agent {
     return best?.dir;
   }
 }
-

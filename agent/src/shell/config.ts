@@ -101,7 +101,12 @@ export function loadConfigFile(file: string): Record<string, unknown> {
  * Merges `flags` (set ones only) over `file` over host defaults, and validates.
  * `flags` and `file` use the camelCase keys of CONFIG_KEYS.
  */
-export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: Record<string, unknown>, host: HostFacts = hostFacts(), defaultAmCommand: string[] = DEFAULT_AM_COMMAND): AgentConfig {
+export function resolveConfig(
+  flags: Partial<Record<ConfigKey, unknown>>,
+  file: Record<string, unknown>,
+  host: HostFacts = hostFacts(),
+  defaultAmCommand: string[] = DEFAULT_AM_COMMAND,
+): AgentConfig {
   for (const k of Object.keys(file)) {
     if (!(CONFIG_KEYS as readonly string[]).includes(k)) throw new InvalidArgumentError(k, `unknown setting (known: ${CONFIG_KEYS.join(', ')})`);
   }
@@ -124,7 +129,8 @@ export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: 
   if (advertise !== undefined) checkHostPort('advertise', advertise, true);
 
   const nodeId = str('nodeId', pick('nodeId') ?? host.hostname);
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/.test(nodeId)) throw new InvalidArgumentError('nodeId', `must be letters, digits, '.', '_', ':' or '-', got ${JSON.stringify(nodeId)}`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/.test(nodeId))
+    throw new InvalidArgumentError('nodeId', `must be letters, digits, '.', '_', ':' or '-', got ${JSON.stringify(nodeId)}`);
   const rack = str('rack', pick('rack') ?? 'default');
   if (!rack) throw new InvalidArgumentError('rack', 'must not be empty');
 
@@ -153,7 +159,22 @@ export function resolveConfig(flags: Partial<Record<ConfigKey, unknown>>, file: 
   else if (Array.isArray(amRaw) && amRaw.length > 0 && amRaw.every((x) => typeof x === 'string' && x !== '')) amCommand = amRaw as string[];
   else if (amRaw !== undefined) throw new InvalidArgumentError('amCommand', `must be a command line (string or list of strings), got ${JSON.stringify(amRaw)}`);
 
-  return { masters, listen, advertise, nodeId, rack, labels, capacity: { cpuMilli, memoryMb }, workDir, stopGraceMs, pendingTimeoutMs, restoreGrantWaitMs, checkpointSync, logLevel, amCommand };
+  return {
+    masters,
+    listen,
+    advertise,
+    nodeId,
+    rack,
+    labels,
+    capacity: { cpuMilli, memoryMb },
+    workDir,
+    stopGraceMs,
+    pendingTimeoutMs,
+    restoreGrantWaitMs,
+    checkpointSync,
+    logLevel,
+    amCommand,
+  };
 }
 
 function bool(key: string, v: unknown): boolean {
@@ -175,7 +196,8 @@ function numberish(v: unknown): unknown {
 
 function nonNegInt(key: string, v: unknown): number {
   const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(key, `must be a non-negative integer (milliseconds), got ${JSON.stringify(v)}`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+    throw new InvalidArgumentError(key, `must be a non-negative integer (milliseconds), got ${JSON.stringify(v)}`);
   return n;
 }
 

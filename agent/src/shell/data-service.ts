@@ -68,7 +68,8 @@ export class DataService {
     } catch {
       throw new NotFoundError('output', `${req.appId}/${src.workerId}/${rel}`);
     }
-    if (real !== realRoot && !real.startsWith(realRoot + path.sep)) throw new InvalidArgumentError('path', `${JSON.stringify(req.path)} leaves the worker's output directory`);
+    if (real !== realRoot && !real.startsWith(realRoot + path.sep))
+      throw new InvalidArgumentError('path', `${JSON.stringify(req.path)} leaves the worker's output directory`);
     const st = await fs.promises.stat(real);
     if (!st.isFile()) throw new NotFoundError('output', `${req.appId}/${src.workerId}/${rel} (not a regular file)`);
     return { file: real, workerId: src.workerId, size: st.size };
@@ -77,7 +78,8 @@ export class DataService {
   private async serve(req: FetchOutputRequest__Output, call: grpc.ServerWritableStream<FetchOutputRequest__Output, OutputChunk>): Promise<void> {
     const { file, workerId, size } = await this.resolve(req);
     const offset = Number(req.offset || 0);
-    if (!Number.isInteger(offset) || offset < 0 || offset > size) throw new InvalidArgumentError('offset', `must be between 0 and the file size ${size}, got ${req.offset}`);
+    if (!Number.isInteger(offset) || offset < 0 || offset > size)
+      throw new InvalidArgumentError('offset', `must be between 0 and the file size ${size}, got ${req.offset}`);
     let cancelled = false;
     call.on('cancelled', () => (cancelled = true));
     const fh = await fs.promises.open(file, 'r');
@@ -89,7 +91,9 @@ export class DataService {
         const { bytesRead } = await fh.read(buf, 0, OUTPUT_CHUNK, pos);
         if (bytesRead === 0 && !first) break;
         pos += bytesRead;
-        const chunk: OutputChunk = first ? { data: Buffer.from(buf.subarray(0, bytesRead)), size: String(size), workerId } : { data: Buffer.from(buf.subarray(0, bytesRead)) };
+        const chunk: OutputChunk = first
+          ? { data: Buffer.from(buf.subarray(0, bytesRead)), size: String(size), workerId }
+          : { data: Buffer.from(buf.subarray(0, bytesRead)) };
         first = false;
         if (!call.write(chunk)) {
           await new Promise<void>((resolve) => {
@@ -154,11 +158,12 @@ export class DataService {
 
 /** A path relative to an output directory, normalized; throws naming `path` otherwise. */
 export function checkRelativePath(p: string): string {
-  if (!p) throw new InvalidArgumentError('path', 'must name a file in the worker\'s output directory');
+  if (!p) throw new InvalidArgumentError('path', "must name a file in the worker's output directory");
   if (p.includes('\0')) throw new InvalidArgumentError('path', 'must not contain NUL');
   if (path.isAbsolute(p)) throw new InvalidArgumentError('path', `must be relative to the worker's output directory, got ${JSON.stringify(p)}`);
   const norm = path.normalize(p);
-  if (norm === '..' || norm.startsWith('../') || norm === '.') throw new InvalidArgumentError('path', `${JSON.stringify(p)} leaves the worker's output directory`);
+  if (norm === '..' || norm.startsWith('../') || norm === '.')
+    throw new InvalidArgumentError('path', `${JSON.stringify(p)} leaves the worker's output directory`);
   return norm;
 }
 

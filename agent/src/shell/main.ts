@@ -33,7 +33,10 @@ const program = new Command('fuxi-agent')
   .option('--work-dir <dir>', 'worker directories and logs (default /var/lib/fuxi/agent)')
   .option('--stop-grace-ms <ms>', 'SIGTERM to SIGKILL grace when stopping a worker (default 5000)')
   .option('--pending-timeout-ms <ms>', 'a plan without a grant with room is rejected after this (default 60000)')
-  .option('--restore-grant-wait-ms <ms>', 'after a restart, pending plans wait this long for the master to confirm grants, then use the checkpoint (default 5000)')
+  .option(
+    '--restore-grant-wait-ms <ms>',
+    'after a restart, pending plans wait this long for the master to confirm grants, then use the checkpoint (default 5000)',
+  )
   .option('--checkpoint-sync', 'fsync every local checkpoint write (default: off; writes survive an agent crash, not a host crash)')
   .option('--am-command <cmd>', "command line of this node's application master (default: the fuxi-appmaster installed beside this agent)")
   .option('--log-level <level>', 'trace, debug, info, warn, error')

@@ -267,7 +267,14 @@ export class RealProcessDriver implements ProcessDriver {
       const info: ExitInfo =
         code !== null
           ? { appId: w.appId, workerId: w.workerId, pid, exitCode: code, signal: null }
-          : { appId: w.appId, workerId: w.workerId, pid, exitCode: null, signal: null, detail: 'ended without an exit code (killed by a signal; the restarted agent is not its parent, so which one is unknown)' };
+          : {
+              appId: w.appId,
+              workerId: w.workerId,
+              pid,
+              exitCode: null,
+              signal: null,
+              detail: 'ended without an exit code (killed by a signal; the restarted agent is not its parent, so which one is unknown)',
+            };
       this.log.info({ workerId: w.workerId, appId: w.appId, pid, exitCode: code }, 're-adopted worker ended');
       this.exitCb(info);
     }

@@ -135,7 +135,10 @@ function evict(st: AmState, l: Lost): void {
   for (const inst of victims) {
     if (st.done) return;
     const workerId = workerIdOf(l.task.spec.name, inst.index, inst.attempt);
-    st.log.warn({ task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId, reason: l.reason, lostSlots: inst.lostSlots + 1 }, 'slot lost; the attempt runs again elsewhere');
+    st.log.warn(
+      { task: l.task.spec.name, instance: inst.index, attempt: inst.attempt, node: l.nodeId, reason: l.reason, lostSlots: inst.lostSlots + 1 },
+      'slot lost; the attempt runs again elsewhere',
+    );
     stopWorker(st, l.nodeId, workerId);
     releaseSlot(l.task, inst);
     inst.lostAttempt = inst.attempt;

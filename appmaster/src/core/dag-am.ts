@@ -57,7 +57,19 @@ import { declaredUnits, outstandingRequests } from './requests.js';
 import { restore, workersListed } from './restore.js';
 import { encodeTopology } from './snapshot.js';
 import { agentsTimedOut, checkReruns, timingOutNodes } from './timing-out.js';
-import type { AmEffect, Assignment, AssignmentUpdate, JobSpec, ListedWorker, OutstandingRequest, Recovery, RunningWorker, ScheduleUnitConfig, TaskProgress, WorkerEvent } from './types.js';
+import type {
+  AmEffect,
+  Assignment,
+  AssignmentUpdate,
+  JobSpec,
+  ListedWorker,
+  OutstandingRequest,
+  Recovery,
+  RunningWorker,
+  ScheduleUnitConfig,
+  TaskProgress,
+  WorkerEvent,
+} from './types.js';
 import { onWorkerEvents } from './worker-events.js';
 import { isCurrentWorker, liveWorkers, nodesToPoll } from './workers.js';
 
@@ -248,4 +260,3 @@ export class DagAppMaster {
     return flush(this.st);
   }
 }
-

@@ -28,7 +28,15 @@ export function succeed(st: AmState, task: Task, inst: Instance, attempt: number
   inst.attempt = attempt;
   stopShadows(st, task, inst);
   inst.output = locate(st, nodeId, workerIdOf(task.spec.name, inst.index, attempt));
-  logEntry(st, { task: task.spec.name, instance: inst.index, attempt, nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
+  logEntry(st, {
+    task: task.spec.name,
+    instance: inst.index,
+    attempt,
+    nodeId,
+    workerId: inst.output.workerId,
+    nodeAddress: inst.output.nodeAddress,
+    state: 'succeeded',
+  });
   st.log.debug({ task: task.spec.name, instance: inst.index, attempt, node: nodeId }, 'instance succeeded');
   if (task.state === 'active' && task.instances.every((i) => i.state === 'succeeded')) {
     setTaskState(st, task, 'succeeded');
@@ -53,7 +61,15 @@ export function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: str
     setTaskState(st, task, 'failed');
     const uncounted = inst.reruns > 0 ? ` (plus ${inst.reruns} not counted: lost slots or re-runs off timing-out nodes)` : '';
     const message = `task "${task.spec.name}" instance ${inst.index} failed after ${plural(used, 'attempt')}${uncounted}: ${reason}`;
-    logEntry(st, { task: task.spec.name, instance: inst.index, attempt: inst.attempt, nodeId, workerId: workerIdOf(task.spec.name, inst.index, inst.attempt), state: 'failed', message });
+    logEntry(st, {
+      task: task.spec.name,
+      instance: inst.index,
+      attempt: inst.attempt,
+      nodeId,
+      workerId: workerIdOf(task.spec.name, inst.index, inst.attempt),
+      state: 'failed',
+      message,
+    });
     finishJob(st, false, message);
     return;
   }
@@ -70,7 +86,7 @@ function setTaskState(st: AmState, task: Task, state: TaskState): void {
 
 /** Activates every waiting task whose dependencies have all succeeded; finishes the job when all did. */
 export function activateReady(st: AmState): void {
-  for (let changed = true; changed && !st.done; ) {
+  for (let changed = true; changed && !st.done;) {
     changed = false;
     for (const t of st.tasks.values()) {
       if (t.state !== 'waiting') continue;

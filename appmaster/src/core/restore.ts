@@ -137,7 +137,15 @@ function settleInstance(st: AmState, task: Task, inst: Instance, list: ListedWor
     inst.state = 'succeeded';
     inst.attempt = ok.attempt;
     inst.output = locate(st, ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
-    logEntry(st, { task: task.spec.name, instance: inst.index, attempt: ok.attempt, nodeId: ok.nodeId, workerId: inst.output.workerId, nodeAddress: inst.output.nodeAddress, state: 'succeeded' });
+    logEntry(st, {
+      task: task.spec.name,
+      instance: inst.index,
+      attempt: ok.attempt,
+      nodeId: ok.nodeId,
+      workerId: inst.output.workerId,
+      nodeAddress: inst.output.nodeAddress,
+      state: 'succeeded',
+    });
     stopLive();
     return 'done';
   }
@@ -189,7 +197,9 @@ function learnLate(st: AmState, nodeId: string, raw: ListedWorker): void {
   const { task, inst } = x;
   const w: ListedWorker = { ...raw, task: id.task, instance: id.instance, attempt: id.attempt, nodeId };
   inst.highest = Math.max(inst.highest, w.attempt);
-  const known = (inst.state === 'running' && inst.attempt === w.attempt && inst.nodeId === nodeId) || inst.shadows.some((sh) => sh.attempt === w.attempt && sh.nodeId === nodeId);
+  const known =
+    (inst.state === 'running' && inst.attempt === w.attempt && inst.nodeId === nodeId) ||
+    inst.shadows.some((sh) => sh.attempt === w.attempt && sh.nodeId === nodeId);
   if (known) {
     onWorkerEvent(st, nodeId, w);
     return;
@@ -226,7 +236,10 @@ function dropVanished(st: AmState, nodeId: string, listed: ReadonlySet<string>):
       }
       if (inst.state !== 'running' || !inst.adopted || inst.nodeId !== nodeId) continue;
       if (listed.has(workerIdOf(t.spec.name, inst.index, inst.attempt))) continue;
-      st.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId }, 'adopted worker no longer listed by its agent; counted as failed');
+      st.log.warn(
+        { task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId },
+        'adopted worker no longer listed by its agent; counted as failed',
+      );
       releaseSlot(t, inst);
       failAttempt(st, t, inst, nodeId, `worker vanished from the agent of ${nodeId}`);
     }

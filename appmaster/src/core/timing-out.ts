@@ -38,7 +38,10 @@ export function checkReruns(st: AmState, now: number): void {
         if (inst.state !== 'running' || inst.nodeId !== nodeId) continue;
         inst.shadows.push({ attempt: inst.attempt, nodeId, started: inst.started, adopted: inst.adopted });
         const workerId = workerIdOf(t.spec.name, inst.index, inst.attempt);
-        st.log.warn({ task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, timingOutMs: now - since }, 'agent timing out too long; re-running the instance elsewhere');
+        st.log.warn(
+          { task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, timingOutMs: now - since },
+          'agent timing out too long; re-running the instance elsewhere',
+        );
         inst.state = 'pending';
         inst.nodeId = '';
         inst.started = false;

@@ -60,7 +60,10 @@ export function onWorkerEvent(st: AmState, reportingNode: string, ev: WorkerEven
   }
   if (ev.state === 'succeeded' && inst.state === 'pending' && id.attempt === inst.attempt && inst.lostAttempt === inst.attempt) {
     // Its slot was counted lost, but the attempt got to finish: the work is done.
-    st.log.info({ task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: reportingNode }, 'attempt counted lost has succeeded; instance done');
+    st.log.info(
+      { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: reportingNode },
+      'attempt counted lost has succeeded; instance done',
+    );
     succeed(st, task, inst, inst.attempt, reportingNode);
   }
   // Otherwise an older attempt (or one we never planned): ignored.

@@ -69,7 +69,10 @@ export function adopt(st: AmState, task: Task, inst: Instance, w: ListedWorker):
 export function addShadow(st: AmState, task: Task, inst: Instance, w: ListedWorker): void {
   holdFor(task, w.nodeId).used++;
   inst.shadows.push({ attempt: w.attempt, nodeId: w.nodeId, started: w.state === 'running', adopted: true });
-  st.log.info({ task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, current: inst.attempt }, 'older attempt of a running instance adopted as a shadow');
+  st.log.info(
+    { task: task.spec.name, instance: inst.index, attempt: w.attempt, node: w.nodeId, current: inst.attempt },
+    'older attempt of a running instance adopted as a shadow',
+  );
 }
 
 /** Every live attempt: each instance's running one, then older ones still alive (shadows). */

@@ -31,8 +31,26 @@
  * const { succeeded, message } = await am.run(); // resolves after FinishApp
  * ```
  */
-import { backoffMs, cmpInt64, errorMessage, FailedPreconditionError, InvalidArgumentError, StaleEpochError, UnavailableError, validateJobSpec, type JobSpec, type Logger } from '@fuxi/common';
-import { loadFuxiProto, type AgentServiceDefinition, type AgentsTimedOutRequest__Output, type UpdateAssignmentsRequest__Output, type WorkerEventsRequest__Output, type WorkerStatus__Output } from '@fuxi/proto';
+import {
+  backoffMs,
+  cmpInt64,
+  errorMessage,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  StaleEpochError,
+  UnavailableError,
+  validateJobSpec,
+  type JobSpec,
+  type Logger,
+} from '@fuxi/common';
+import {
+  loadFuxiProto,
+  type AgentServiceDefinition,
+  type AgentsTimedOutRequest__Output,
+  type UpdateAssignmentsRequest__Output,
+  type WorkerEventsRequest__Output,
+  type WorkerStatus__Output,
+} from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, MasterConnection, retry, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
 import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, WorkerEvent } from '../core/types.js';
@@ -113,7 +131,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterCon
   const appId = env.FUXI_APP_ID ?? '';
   if (!appId) throw new InvalidArgumentError('FUXI_APP_ID', 'must be set');
   const amAttempt = Number(env.FUXI_AM_ATTEMPT ?? '1');
-  if (!Number.isInteger(amAttempt) || amAttempt < 1) throw new InvalidArgumentError('FUXI_AM_ATTEMPT', `must be a positive integer, got "${env.FUXI_AM_ATTEMPT}"`);
+  if (!Number.isInteger(amAttempt) || amAttempt < 1)
+    throw new InvalidArgumentError('FUXI_AM_ATTEMPT', `must be a positive integer, got "${env.FUXI_AM_ATTEMPT}"`);
   return {
     masters,
     appId,
@@ -246,7 +265,9 @@ export class AppMaster {
           this.checkEpoch(req.epoch, 'UpdateAssignments');
           const epoch = req.epoch && req.epoch !== '0' ? req.epoch : this.epoch;
           if (this.core.started) {
-            this.execute(this.core.assignments({ epoch, seq: int64ToNumber(req.seq), full: req.full, assignments: req.assignments.map(assignmentFromProto) }, Date.now()));
+            this.execute(
+              this.core.assignments({ epoch, seq: int64ToNumber(req.seq), full: req.full, assignments: req.assignments.map(assignmentFromProto) }, Date.now()),
+            );
           }
           return { appliedSeq: String(this.core.assignmentSeqFor(epoch)) };
         },
@@ -367,9 +388,17 @@ export class AppMaster {
       if (res.fullAssignments && !this.reportWanted) {
         // Built from this report: applies like a pushed full table.
         const epoch = res.epoch && res.epoch !== '0' ? res.epoch : this.epoch;
-        this.execute(this.core.assignments({ epoch, seq: int64ToNumber(res.assignmentSeq), full: true, assignments: res.assignments.map(assignmentFromProto) }, Date.now()));
+        this.execute(
+          this.core.assignments(
+            { epoch, seq: int64ToNumber(res.assignmentSeq), full: true, assignments: res.assignments.map(assignmentFromProto) },
+            Date.now(),
+          ),
+        );
       }
-      this.log.info({ epoch: this.epoch, master: this.conn.address, units: req.units.length, requests: req.requests.length, assignments: req.assignments.length }, 'state reported to the master');
+      this.log.info(
+        { epoch: this.epoch, master: this.conn.address, units: req.units.length, requests: req.requests.length, assignments: req.assignments.length },
+        'state reported to the master',
+      );
     }
   }
 
@@ -471,10 +500,13 @@ export class AppMaster {
   /** `ListWorkers` for this app on one agent, retried on UNAVAILABLE until `until`; undefined when it did not answer. */
   private async listWorkers(nodeId: string, address: string, until: number): Promise<ListedWorker[] | undefined> {
     try {
-      const res = await retry(() => this.agent(address).ListWorkers({ appId: this.cfg.appId }, { deadlineMs: Math.max(100, Math.min(this.deadlineMs, until - Date.now())) }), {
-        deadline: until,
-        signal: this.stopping.signal,
-      });
+      const res = await retry(
+        () => this.agent(address).ListWorkers({ appId: this.cfg.appId }, { deadlineMs: Math.max(100, Math.min(this.deadlineMs, until - Date.now())) }),
+        {
+          deadline: until,
+          signal: this.stopping.signal,
+        },
+      );
       return this.listedOf(nodeId, res.workers);
     } catch (e) {
       if (!this.stopped) this.log.warn({ node: nodeId, err: errorMessage(e) }, 'agent did not list its workers');
@@ -530,7 +562,8 @@ export class AppMaster {
         this.heartbeatFailures = 0;
       } catch (e) {
         this.heartbeatFailures++;
-        if (this.heartbeatFailures === 1 || this.heartbeatFailures % 20 === 0) this.log.warn({ failures: this.heartbeatFailures, err: errorMessage(e) }, 'heartbeat to the master failed');
+        if (this.heartbeatFailures === 1 || this.heartbeatFailures % 20 === 0)
+          this.log.warn({ failures: this.heartbeatFailures, err: errorMessage(e) }, 'heartbeat to the master failed');
         // No leader right now (the old one died, the next one is being elected): try again soon,
         // jittered and backing off up to the interval, so the new leader hears from us within its
         // aggregation window instead of an interval later.
@@ -639,8 +672,17 @@ export class AppMaster {
         return;
       }
       const epoch = res.epoch && res.epoch !== '0' ? res.epoch : this.epoch;
-      this.log.debug({ epoch, seq: res.assignmentSeq, appliedEpoch: this.core.assignmentEpoch, applied: this.core.assignmentSeq }, 'full assignment table from the master');
-      const update = { epoch, seq: int64ToNumber(res.assignmentSeq), full: true, assignments: res.assignments.map(assignmentFromProto), returnsReflected: reflected };
+      this.log.debug(
+        { epoch, seq: res.assignmentSeq, appliedEpoch: this.core.assignmentEpoch, applied: this.core.assignmentSeq },
+        'full assignment table from the master',
+      );
+      const update = {
+        epoch,
+        seq: int64ToNumber(res.assignmentSeq),
+        full: true,
+        assignments: res.assignments.map(assignmentFromProto),
+        returnsReflected: reflected,
+      };
       this.execute(this.core.assignments(update, Date.now()));
     }
   }
@@ -653,7 +695,13 @@ export class AppMaster {
   private async saveSnapshot(): Promise<void> {
     this.snapshotQueued = false;
     if (!this.pendingTopology && this.pendingEntries.length === 0) return;
-    const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, topology: this.pendingTopology, seq: String(++this.snapshotSeq), entries: this.pendingEntries };
+    const req = {
+      appId: this.cfg.appId,
+      amAttempt: this.cfg.amAttempt,
+      topology: this.pendingTopology,
+      seq: String(++this.snapshotSeq),
+      entries: this.pendingEntries,
+    };
     this.pendingTopology = '';
     this.pendingEntries = [];
     try {
@@ -689,7 +737,10 @@ export class AppMaster {
           plans = e.plans.filter((p) => this.core.isCurrentWorker(p.workerId));
           if (plans.length === 0) return;
           if (!e.nodeAddress) throw new FailedPreconditionError(`no address known for node ${e.nodeId}`);
-          const res = await this.agent(e.nodeAddress).StartWorkers({ appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, amAddress: this.address, epoch: '0', plans }, { deadlineMs: this.deadlineMs });
+          const res = await this.agent(e.nodeAddress).StartWorkers(
+            { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, amAddress: this.address, epoch: '0', plans },
+            { deadlineMs: this.deadlineMs },
+          );
           this.log.debug({ node: e.nodeId, workers: plans.map((p) => p.workerId) }, 'plans sent');
           this.onWorkerStatuses(e.nodeId, res.workers);
         },
@@ -785,12 +836,18 @@ export class AppMaster {
           if (this.stopped) break;
           const e = msg.epoch && msg.epoch !== '0' ? msg.epoch : this.epoch;
           if (!this.noteEpoch(e, 'WatchAssignments')) break;
-          this.execute(this.core.assignments({ epoch: e, seq: int64ToNumber(msg.seq), full: msg.full, assignments: msg.assignments.map(assignmentFromProto) }, Date.now()));
+          this.execute(
+            this.core.assignments({ epoch: e, seq: int64ToNumber(msg.seq), full: msg.full, assignments: msg.assignments.map(assignmentFromProto) }, Date.now()),
+          );
         }
         if (this.assignmentWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages }, 'assignment stream ended by the master');
       } catch (err) {
         failure = err;
-        if (this.assignmentWatch === handle && !this.stopped) this.log.info({ master: address, epoch, messages, err: errorMessage(err) }, 'assignment stream failed; assignments come as calls until it is open again');
+        if (this.assignmentWatch === handle && !this.stopped)
+          this.log.info(
+            { master: address, epoch, messages, err: errorMessage(err) },
+            'assignment stream failed; assignments come as calls until it is open again',
+          );
       }
       if (this.assignmentWatch === handle) {
         this.assignmentWatch = undefined;

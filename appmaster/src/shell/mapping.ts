@@ -3,12 +3,7 @@
  * int64 strings and enum names stop here. (The job spec is mapped by `jobSpecFromProto` of
  * `@fuxi/rpc`.)
  */
-import type {
-  Assignment__Output,
-  WorkerState__Output,
-  WorkerStatus,
-  WorkerStatus__Output,
-} from '@fuxi/proto';
+import type { Assignment__Output, WorkerState__Output, WorkerStatus, WorkerStatus__Output } from '@fuxi/proto';
 import type { Assignment, ListedWorker, RunningWorker, WorkerEvent, WorkerState } from '../core/types.js';
 
 export function assignmentFromProto(a: Assignment__Output): Assignment {

@@ -4,7 +4,14 @@ import { runCli, type CliClient, type CliDeps } from '../cli/program.js';
 import { FakeAgent, FakeMaster } from './fake-cluster.js';
 import { Capture, mockNode } from './helpers.js';
 
-const GOOD = ['name: wordcount', 'tasks:', '  - name: map', '    instances: 2', '    resources: { cpu: 0.5, memory: 512Mi }', '    command: ["node", "map.mjs"]'].join('\n');
+const GOOD = [
+  'name: wordcount',
+  'tasks:',
+  '  - name: map',
+  '    instances: 2',
+  '    resources: { cpu: 0.5, memory: 512Mi }',
+  '    command: ["node", "map.mjs"]',
+].join('\n');
 
 interface Run {
   code: number;
@@ -81,7 +88,9 @@ describe('fuxi CLI', function () {
 
     it('checks --id, --state, INSTANCE and --attempt', async () => {
       expect((await run(['submit', 'job.yaml', '--id', 'Bad!'])).err).to.match(/^error: --id: must be 1-63 characters/);
-      expect((await run(['list', '--state', 'sleepy'])).err).to.equal('error: --state: unknown state "sleepy" (known: submitted, running, succeeded, failed, killed)\n');
+      expect((await run(['list', '--state', 'sleepy'])).err).to.equal(
+        'error: --state: unknown state "sleepy" (known: submitted, running, succeeded, failed, killed)\n',
+      );
       expect((await run(['logs', 'j', 't', '-1'])).code).to.equal(2);
       expect((await run(['logs', 'j', 't', '0', '--attempt', '0'])).err).to.match(/^error: --attempt: must be an integer >= 1/);
     });
@@ -110,7 +119,8 @@ describe('fuxi CLI', function () {
     let master: FakeMaster;
     let agent: FakeAgent;
     const real = (m: string[]) => new FuxiClient({ masters: m, retryForMs: 2000 });
-    const fuxi = (args: string[], files?: Record<string, string>) => run(['--master', master.address, ...args], { makeClient: real, ...(files ? { files } : {}) });
+    const fuxi = (args: string[], files?: Record<string, string>) =>
+      run(['--master', master.address, ...args], { makeClient: real, ...(files ? { files } : {}) });
 
     beforeEach(async () => {
       master = await new FakeMaster().start();

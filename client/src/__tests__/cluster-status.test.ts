@@ -184,7 +184,10 @@ describe('fuxi cluster status (against a fake master)', function () {
   });
 
   it('-o json, before or after the command: the wire object, int64 as strings', async () => {
-    for (const args of [['-o', 'json', 'cluster', 'status'], ['cluster', 'status', '-o', 'json']]) {
+    for (const args of [
+      ['-o', 'json', 'cluster', 'status'],
+      ['cluster', 'status', '-o', 'json'],
+    ]) {
       const r = await fuxi(args);
       expect(r.code, args.join(' ')).to.equal(0);
       const j = JSON.parse(r.out);
@@ -221,7 +224,14 @@ describe('fuxi cluster status (against a fake master)', function () {
     try {
       const st = await c.clusterStatus();
       expect(st.fsmState).to.equal('S6');
-      expect(st.openEvents[2]).to.deep.equal({ id: 'fault-6', kind: 'AGENT_TIMING', subject: 'n7', sinceMs: String(T + 4000), state: 'open', detail: 'no report' });
+      expect(st.openEvents[2]).to.deep.equal({
+        id: 'fault-6',
+        kind: 'AGENT_TIMING',
+        subject: 'n7',
+        sinceMs: String(T + 4000),
+        state: 'open',
+        detail: 'no report',
+      });
     } finally {
       c.close();
     }

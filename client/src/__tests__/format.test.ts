@@ -4,7 +4,15 @@ import { mockJob, mockNode, mockProgress } from './helpers.js';
 
 describe('cli format', () => {
   it('renders aligned tables without trailing spaces', () => {
-    expect(renderTable(['A', 'LONG'], [['xxx', '1'], ['y', '22']])).to.equal('A    LONG\nxxx  1\ny    22');
+    expect(
+      renderTable(
+        ['A', 'LONG'],
+        [
+          ['xxx', '1'],
+          ['y', '22'],
+        ],
+      ),
+    ).to.equal('A    LONG\nxxx  1\ny    22');
     expect(renderTable(['A', 'B'], [['', '']])).to.equal('A  B\n');
   });
 
@@ -50,7 +58,10 @@ describe('cli format', () => {
   });
 
   it('formats a job list', () => {
-    const jobs = [mockJob({ tasks: [mockProgress('m', { total: 4, succeeded: 1 })] }), mockJob({ jobId: 'other-2', name: 'x', state: 'JOB_STATE_SUCCEEDED', submittedAtMs: '0' })];
+    const jobs = [
+      mockJob({ tasks: [mockProgress('m', { total: 4, succeeded: 1 })] }),
+      mockJob({ jobId: 'other-2', name: 'x', state: 'JOB_STATE_SUCCEEDED', submittedAtMs: '0' }),
+    ];
     const lines = formatJobList(jobs).split('\n');
     expect(lines[0]).to.match(/^JOB\s+NAME\s+STATE\s+QUOTA\s+PRIORITY\s+SUCCEEDED\s+SUBMITTED$/);
     expect(lines[1]).to.match(/^wc-1\s+wordcount\s+RUNNING\s+default\s+0\s+1\/4\s+2026-01-01T00:00:00Z$/);

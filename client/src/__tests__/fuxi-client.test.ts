@@ -159,9 +159,11 @@ describe('FuxiClient (against a fake master)', function () {
 
   it('reports NOT_FOUND when no node has the log', async () => {
     master.nodes = [mockNode('n1', agents[0]!.address), mockNode('dead', '127.0.0.1:1', { healthy: false })];
-    const e = await rejects((async () => {
-      for await (const _ of client.logs('wc', 'map', 9)) void _;
-    })());
+    const e = await rejects(
+      (async () => {
+        for await (const _ of client.logs('wc', 'map', 9)) void _;
+      })(),
+    );
     expect(e).to.be.instanceOf(FuxiError);
     expect((e as FuxiError).code).to.equal('NOT_FOUND');
     expect(e.message).to.equal('log of wc/map/9 (stdout) not found on any node; unreachable nodes: dead');

@@ -3,7 +3,18 @@ import { InvalidArgumentError } from '@fuxi/common';
 import { upstreamOutputs } from '../sdk/outputs.js';
 
 describe('upstream outputs ($FUXI_UPSTREAM)', () => {
-  const env = { FUXI_UPSTREAM: JSON.stringify({ map: { hosts: ['10.0.0.7:7071', '10.0.0.8:7071'], outputs: [[0, 'map.0.1'], [1, 'map.1.2'], [-1, '']] } }) };
+  const env = {
+    FUXI_UPSTREAM: JSON.stringify({
+      map: {
+        hosts: ['10.0.0.7:7071', '10.0.0.8:7071'],
+        outputs: [
+          [0, 'map.0.1'],
+          [1, 'map.1.2'],
+          [-1, ''],
+        ],
+      },
+    }),
+  };
 
   it('lists where each instance of an upstream task ran', () => {
     expect(upstreamOutputs('map', env)).to.deep.equal([

@@ -3,7 +3,9 @@ import { createProgress, finalLine, LineProgress, progressSummary, stateChangeLi
 import { Capture, mockJob, mockProgress } from './helpers.js';
 
 describe('cli progress', () => {
-  const running = mockJob({ tasks: [mockProgress('map', { total: 10, succeeded: 10 }), mockProgress('reduce', { total: 10, succeeded: 2, running: 5, failed: 1, retries: 2 })] });
+  const running = mockJob({
+    tasks: [mockProgress('map', { total: 10, succeeded: 10 }), mockProgress('reduce', { total: 10, succeeded: 2, running: 5, failed: 1, retries: 2 })],
+  });
 
   it('summarizes progress, leaving out zero counts', () => {
     expect(progressSummary(running)).to.equal('RUNNING 12/20 succeeded, 5 running, 1 failed, 2 retries');
@@ -27,7 +29,12 @@ describe('cli progress', () => {
     p.update(running);
     p.update(mockJob({ state: 'JOB_STATE_SUCCEEDED' }));
     p.stop();
-    expect(out.text.split('\n')).to.deep.equal(['job wc-1: SUBMITTED 0/0 succeeded', 'job wc-1: RUNNING 0/0 succeeded', 'job wc-1: SUCCEEDED 0/0 succeeded', '']);
+    expect(out.text.split('\n')).to.deep.equal([
+      'job wc-1: SUBMITTED 0/0 succeeded',
+      'job wc-1: RUNNING 0/0 succeeded',
+      'job wc-1: SUCCEEDED 0/0 succeeded',
+      '',
+    ]);
   });
 
   it('draws a bar on a TTY', () => {

@@ -20,7 +20,14 @@ import { shortState } from '../sdk/job-state.js';
 export function renderTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
   const all = [headers, ...rows];
   const widths = headers.map((_, c) => Math.max(...all.map((r) => (r[c] ?? '').length)));
-  return all.map((r) => headers.map((_, c) => (r[c] ?? '').padEnd(c === headers.length - 1 ? 0 : (widths[c] ?? 0))).join('  ').trimEnd()).join('\n');
+  return all
+    .map((r) =>
+      headers
+        .map((_, c) => (r[c] ?? '').padEnd(c === headers.length - 1 ? 0 : (widths[c] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function fmtResource(r: Resource__Output | null | undefined): string {

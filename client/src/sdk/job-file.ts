@@ -45,4 +45,3 @@ function withFile(e: InvalidArgumentError, file: string): InvalidArgumentError {
   out.message = `${file}: ${e.message}`;
   return out;
 }
-

@@ -6,7 +6,11 @@ import { JOB_ID_PATTERN } from '@fuxi/common';
  * string (e.g. `crypto.randomUUID()`); the result always matches `JOB_ID_PATTERN`.
  */
 export function makeJobId(name: string, random: string): string {
-  const suffix = random.replace(/[^0-9a-f]/gi, '').toLowerCase().slice(0, 12) || '0';
+  const suffix =
+    random
+      .replace(/[^0-9a-f]/gi, '')
+      .toLowerCase()
+      .slice(0, 12) || '0';
   const slug = name
     .toLowerCase()
     .replace(/[^a-z0-9._-]+/g, '-')

@@ -19,7 +19,10 @@ const STATES = ['SUBMITTED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'KILLED'] as cons
 
 /** `running`, `RUNNING` or `JOB_STATE_RUNNING` -> `JOB_STATE_RUNNING`; undefined when unknown. */
 export function parseJobState(s: string): JobStateName | undefined {
-  const up = s.trim().toUpperCase().replace(/^JOB_STATE_/, '');
+  const up = s
+    .trim()
+    .toUpperCase()
+    .replace(/^JOB_STATE_/, '');
   return (STATES as readonly string[]).includes(up) ? (`JOB_STATE_${up}` as JobStateName) : undefined;
 }
 

@@ -40,7 +40,8 @@ export function upstreamOutputs(task: string, env: NodeJS.ProcessEnv = process.e
     throw new InvalidArgumentError('FUXI_UPSTREAM', `is not JSON: ${(e as Error).message}`);
   }
   const t = all[task];
-  if (!t) throw new InvalidArgumentError('task', `${JSON.stringify(task)} is not a task this one depends on (upstream: ${Object.keys(all).join(', ') || 'none'})`);
+  if (!t)
+    throw new InvalidArgumentError('task', `${JSON.stringify(task)} is not a task this one depends on (upstream: ${Object.keys(all).join(', ') || 'none'})`);
   const hosts = Array.isArray(t.hosts) ? (t.hosts as unknown[]).map(String) : [];
   const outputs = Array.isArray(t.outputs) ? (t.outputs as unknown[]) : [];
   return outputs.map((o, instance) => {

@@ -29,7 +29,10 @@ export function onAmWorker(st: MasterState, nodeId: string, am: HeartbeatInput['
   if (am.state === 'pending' || am.state === 'running') return;
   const how = am.signal ? `signal ${am.signal}` : `exit code ${am.exitCode}`;
   const detail = am.message ? `: ${am.message}` : '';
-  st.log.warn({ appId: am.appId, nodeId, state: am.state, exitCode: am.exitCode, signal: am.signal }, 'application master process ended before finishing the app');
+  st.log.warn(
+    { appId: am.appId, nodeId, state: am.state, exitCode: am.exitCode, signal: am.signal },
+    'application master process ended before finishing the app',
+  );
   repostAmFault(st, 'AM_CRASH', app, `application master exited (${how})${detail}`);
 }
 
@@ -64,7 +67,8 @@ export function restartAm(st: MasterState, app: AppState, why: string): void {
   // grants; a new AM would see neither and run those instances again (Table 3, row 13). Its
   // restart waits until every such agent has reported or been declared lost.
   if (unreportedAgents(st) > 0) {
-    if (!app.pendingAmRestart) st.log.warn({ appId: app.appId, reason: why, waitingFor: unreportedAgents(st) }, 'AM restart waits for agents that have not reported');
+    if (!app.pendingAmRestart)
+      st.log.warn({ appId: app.appId, reason: why, waitingFor: unreportedAgents(st) }, 'AM restart waits for agents that have not reported');
     app.pendingAmRestart = why;
     app.amState = 'waiting';
     st.out.push({ kind: 'jobChanged', jobId: app.appId });
@@ -77,7 +81,16 @@ export function restartAm(st: MasterState, app: AppState, why: string): void {
   const node = st.nodes.get(oldNodeId);
   const nodesOfApp = renameGrants(st, app);
   const stopOld = (): void => {
-    if (node) st.out.push({ kind: 'stopWorkers', nodeId: oldNodeId, address: node.info.address, appId: app.appId, epoch: st.epoch, reason: why, workerIds: [`am.${oldAttempt}`] });
+    if (node)
+      st.out.push({
+        kind: 'stopWorkers',
+        nodeId: oldNodeId,
+        address: node.info.address,
+        appId: app.appId,
+        epoch: st.epoch,
+        reason: why,
+        workerIds: [`am.${oldAttempt}`],
+      });
   };
   if (node && node.reported && node.status === 'healthy' && (amSu.asgn.get(oldNodeId) ?? 0) > 0) {
     // Same node: the old AM's slot is the new one's (the agent starts it once the old one is gone).
@@ -85,7 +98,15 @@ export function restartAm(st: MasterState, app: AppState, why: string): void {
     stopOld();
     app.amState = 'launching';
     st.out.push(putJob(app.job));
-    st.out.push({ kind: 'launchAm', appId: app.appId, attempt: app.job.amAttempt, nodeId: oldNodeId, address: node.info.address, resource: amSu.resource, epoch: st.epoch });
+    st.out.push({
+      kind: 'launchAm',
+      appId: app.appId,
+      attempt: app.job.amAttempt,
+      nodeId: oldNodeId,
+      address: node.info.address,
+      resource: amSu.resource,
+      epoch: st.epoch,
+    });
     return;
   }
   if (oldNodeId && (amSu.asgn.get(oldNodeId) ?? 0) > 0) {

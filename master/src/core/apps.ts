@@ -24,7 +24,12 @@ export function requireApp(st: MasterState, appId: string, attempt: number): App
   return app;
 }
 
-export function registerApp(st: MasterState, appId: string, attempt: number, address: string): { spec: JobSpec; assignments: AssignmentEntry[]; seq: number; heartbeatIntervalMs: number } {
+export function registerApp(
+  st: MasterState,
+  appId: string,
+  attempt: number,
+  address: string,
+): { spec: JobSpec; assignments: AssignmentEntry[]; seq: number; heartbeatIntervalMs: number } {
   const app = requireApp(st, appId, attempt);
   app.job.amAddress = address;
   app.lastContactMs = st.now;
@@ -88,7 +93,8 @@ export function updateRequests(st: MasterState, req: RequestsInput): { reportSta
   // that was lost is made up for by the next call after the grace.
   const last = app.lastPush;
   const pushed = app.asgnSeq > pushesBefore && last !== undefined && last.seq === app.asgnSeq && (last.full || req.assignmentSeq === seqBefore);
-  if (req.assignmentSeq !== app.asgnSeq && !pushed && !pushesInFlight(app, req.assignmentSeq, st.now)) return { full: { seq: app.asgnSeq, assignments: assignmentsOf(st, app) } };
+  if (req.assignmentSeq !== app.asgnSeq && !pushed && !pushesInFlight(app, req.assignmentSeq, st.now))
+    return { full: { seq: app.asgnSeq, assignments: assignmentsOf(st, app) } };
   return {};
 }
 
@@ -117,7 +123,11 @@ export function returnSlots(st: MasterState, req: { appId: string; attempt: numb
   }
   pushGrants(st, changed);
   // The AM learns the reduced absolute counts in their own message.
-  pushAssignments(st, app, [...changed].map((nodeId) => ({ nodeId })));
+  pushAssignments(
+    st,
+    app,
+    [...changed].map((nodeId) => ({ nodeId })),
+  );
   scheduleOrDefer(st);
 }
 

@@ -81,7 +81,15 @@ const FC = 'from-checkpoint' as const;
  * from its local Δc checkpoint because the master cannot provide them).
  */
 export const TABLE_3: readonly Table3Row[] = deepFreeze([
-  { row: 1, name: 'FM Crash', state: 'S1', sources: [{ source: 'FAFullCap', timing: NOW }, { source: 'AMFullResReq', timing: NOW }] },
+  {
+    row: 1,
+    name: 'FM Crash',
+    state: 'S1',
+    sources: [
+      { source: 'FAFullCap', timing: NOW },
+      { source: 'AMFullResReq', timing: NOW },
+    ],
+  },
   { row: 2, name: 'FAgent Crash', state: 'S3', sources: [{ source: 'FMFullCap', timing: NOW }] },
   { row: 3, name: 'FAgent Timing', state: 'S3', sources: [{ source: 'FMFullCap', timing: AR }] },
   { row: 4, name: 'AM Crash', state: 'S2', sources: [{ source: 'FMFullAsgnedRes', timing: NOW }] },
@@ -90,15 +98,74 @@ export const TABLE_3: readonly Table3Row[] = deepFreeze([
     row: 6,
     name: 'AMCrash/Timing+FAgentCrash/Timing',
     state: 'S2S3',
-    sources: [{ source: 'FMFullAsgnedRes', timing: NOW }, { source: 'FMFullCap', timing: NOW }],
+    sources: [
+      { source: 'FMFullAsgnedRes', timing: NOW },
+      { source: 'FMFullCap', timing: NOW },
+    ],
   },
-  { row: 7, name: 'FM Crash+AM Crash', state: 'S4', sources: [{ source: 'FAFullCap', timing: NOW }, { source: 'AMFullResReq', timing: NOW }] },
-  { row: 8, name: 'FM Crash+AM Timing', state: 'S4', sources: [{ source: 'FAFullCap', timing: NOW }, { source: 'AMFullResReq', timing: AR }] },
-  { row: 9, name: 'FM Crash+FAgent Crash', state: 'S5', sources: [{ source: 'AMFullResReq', timing: NOW }, { source: 'AMFullAsgnedRes', timing: NOW }] },
-  { row: 10, name: 'FM Crash+FAgent Timing', state: 'S5', sources: [{ source: 'AMFullResReq', timing: NOW }, { source: 'AMFullAsgnedRes', timing: NOW }] },
-  { row: 11, name: 'FM Crash+AM Timing+FAgent Timing', state: 'S6', sources: [{ source: 'FAFullCap', timing: AR }, { source: 'AMFullResReq', timing: AR }] },
-  { row: 12, name: 'FM Crash+AM Timing+FAgent Crash', state: 'S6', sources: [{ source: 'FAFullCap', timing: FC }, { source: 'AMFullResReq', timing: AR }] },
-  { row: 13, name: 'FM Crash+AM Crash+FAgent Timing', state: 'S6', sources: [{ source: 'AMFullResReq', timing: NOW }, { source: 'AMFullAsgnedRes', timing: NOW }] },
+  {
+    row: 7,
+    name: 'FM Crash+AM Crash',
+    state: 'S4',
+    sources: [
+      { source: 'FAFullCap', timing: NOW },
+      { source: 'AMFullResReq', timing: NOW },
+    ],
+  },
+  {
+    row: 8,
+    name: 'FM Crash+AM Timing',
+    state: 'S4',
+    sources: [
+      { source: 'FAFullCap', timing: NOW },
+      { source: 'AMFullResReq', timing: AR },
+    ],
+  },
+  {
+    row: 9,
+    name: 'FM Crash+FAgent Crash',
+    state: 'S5',
+    sources: [
+      { source: 'AMFullResReq', timing: NOW },
+      { source: 'AMFullAsgnedRes', timing: NOW },
+    ],
+  },
+  {
+    row: 10,
+    name: 'FM Crash+FAgent Timing',
+    state: 'S5',
+    sources: [
+      { source: 'AMFullResReq', timing: NOW },
+      { source: 'AMFullAsgnedRes', timing: NOW },
+    ],
+  },
+  {
+    row: 11,
+    name: 'FM Crash+AM Timing+FAgent Timing',
+    state: 'S6',
+    sources: [
+      { source: 'FAFullCap', timing: AR },
+      { source: 'AMFullResReq', timing: AR },
+    ],
+  },
+  {
+    row: 12,
+    name: 'FM Crash+AM Timing+FAgent Crash',
+    state: 'S6',
+    sources: [
+      { source: 'FAFullCap', timing: FC },
+      { source: 'AMFullResReq', timing: AR },
+    ],
+  },
+  {
+    row: 13,
+    name: 'FM Crash+AM Crash+FAgent Timing',
+    state: 'S6',
+    sources: [
+      { source: 'AMFullResReq', timing: NOW },
+      { source: 'AMFullAsgnedRes', timing: NOW },
+    ],
+  },
 ]);
 
 type ClassFault = 'crash' | 'timing' | undefined;

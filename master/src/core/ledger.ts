@@ -78,12 +78,14 @@ export function checkInvariants(st: MasterState): void {
     if (n.reported && !fits(n.allocated, n.info.capacity)) throw new Error(`node ${n.info.nodeId} over-committed`);
     let sum = ZERO;
     for (const g of n.grants.values()) sum = add(sum, scale(g.resource, g.slots));
-    if (sum.cpuMilli !== n.allocated.cpuMilli || sum.memoryMb !== n.allocated.memoryMb) throw new Error(`node ${n.info.nodeId} grants disagree with allocation`);
+    if (sum.cpuMilli !== n.allocated.cpuMilli || sum.memoryMb !== n.allocated.memoryMb)
+      throw new Error(`node ${n.info.nodeId} grants disagree with allocation`);
   }
   const usage = groupUsage(st);
   for (const g of new Set([...usage.keys(), ...st.usage.keys()])) {
     const a = usage.get(g) ?? ZERO;
     const b = st.usage.get(g) ?? ZERO;
-    if (a.cpuMilli !== b.cpuMilli || a.memoryMb !== b.memoryMb) throw new Error(`quota group ${g}: usage ${JSON.stringify(b)} disagrees with the assignments ${JSON.stringify(a)}`);
+    if (a.cpuMilli !== b.cpuMilli || a.memoryMb !== b.memoryMb)
+      throw new Error(`quota group ${g}: usage ${JSON.stringify(b)} disagrees with the assignments ${JSON.stringify(a)}`);
   }
 }

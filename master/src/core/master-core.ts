@@ -21,7 +21,19 @@ import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type So
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { runScheduler } from './scheduling.js';
-import type { AssignmentEntry, ClusterStatusView, Effect, GrantEntry, HeartbeatInput, JobRecord, JobState, NodeInfo, NodeView, SlotReturn, TaskProgress } from './types.js';
+import type {
+  AssignmentEntry,
+  ClusterStatusView,
+  Effect,
+  GrantEntry,
+  HeartbeatInput,
+  JobRecord,
+  JobState,
+  NodeInfo,
+  NodeView,
+  SlotReturn,
+  TaskProgress,
+} from './types.js';
 
 export { DEFAULT_CONFIG, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
 export type { SubmitResult } from './jobs.js';
@@ -145,7 +157,12 @@ export class MasterCore {
 
   // ---------------------------------------------------------------- application masters
 
-  registerApp(appId: string, attempt: number, address: string, now: number): { effects: Effect[]; spec: JobSpec; assignments: AssignmentEntry[]; seq: number; heartbeatIntervalMs: number } {
+  registerApp(
+    appId: string,
+    attempt: number,
+    address: string,
+    now: number,
+  ): { effects: Effect[]; spec: JobSpec; assignments: AssignmentEntry[]; seq: number; heartbeatIntervalMs: number } {
     return this.step(now, () => registerApp(this.st, appId, attempt, address));
   }
 
@@ -233,5 +250,4 @@ export class MasterCore {
   checkInvariants(): void {
     checkInvariants(this.st);
   }
-
 }

@@ -64,7 +64,10 @@ export function releaseNode(st: MasterState, node: NodeState): void {
 export function registerAgent(st: MasterState, info: NodeInfo, epochSeen: string): { heartbeatIntervalMs: number; reportState: boolean } {
   if (BigInt(epochSeen || '0') > BigInt(st.epoch)) throw new StaleEpochError('epoch', st.epoch, epochSeen);
   if (info.capacity.cpuMilli <= 0 || info.capacity.memoryMb <= 0) {
-    throw new InvalidArgumentError('node.capacity', `must be positive in every dimension, got cpuMilli=${info.capacity.cpuMilli} memoryMb=${info.capacity.memoryMb}`);
+    throw new InvalidArgumentError(
+      'node.capacity',
+      `must be positive in every dimension, got cpuMilli=${info.capacity.cpuMilli} memoryMb=${info.capacity.memoryMb}`,
+    );
   }
   const known = st.nodes.get(info.nodeId);
   if (known) reRegister(st, known, info);
@@ -72,7 +75,16 @@ export function registerAgent(st: MasterState, info: NodeInfo, epochSeen: string
     // A node new to this master holds nothing it made; during a failover it may hold grants of
     // the previous master (a roster write lost), so it is asked for its state like the others.
     const reported = !st.recovering;
-    st.nodes.set(info.nodeId, { info, status: reported ? 'healthy' : 'unreported', lastHeartbeatMs: st.now, allocated: ZERO, grantSeq: 0, grants: new Map(), runningWorkers: 0, reported });
+    st.nodes.set(info.nodeId, {
+      info,
+      status: reported ? 'healthy' : 'unreported',
+      lastHeartbeatMs: st.now,
+      allocated: ZERO,
+      grantSeq: 0,
+      grants: new Map(),
+      runningWorkers: 0,
+      reported,
+    });
     st.out.push(putAgent(info));
     st.log.info({ nodeId: info.nodeId, address: info.address, rack: info.rack, capacity: info.capacity }, 'agent registered');
   }
@@ -138,7 +150,13 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
     setNodeStatus(st, node, 'healthy', 'back before it was lost');
     st.log.info({ nodeId: hb.nodeId }, 'agent back from timing out: nothing lost');
     // Table 3 row 3: the master's grants (FMFullCap) are the agent's after it reconnects.
-    st.used({ row: 3, source: 'FMFullCap', timing: 'after-reconnect', subject: hb.nodeId, action: 'the master kept its grants; the agent reconciles with them' });
+    st.used({
+      row: 3,
+      source: 'FMFullCap',
+      timing: 'after-reconnect',
+      subject: hb.nodeId,
+      action: 'the master kept its grants; the agent reconciles with them',
+    });
     noticeAgents(st, hb.nodeId, false);
     runScheduler(st);
   }

@@ -15,7 +15,16 @@ import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } fro
 import { runPendingAmRestarts } from './am-restart.js';
 import { endJob, newApp } from './jobs.js';
 import { checkRequest, declareUnit, setAsgn } from './ledger.js';
-import { AM_PRIORITY, endFailoverIfSettled, isRegistered, isUnreported, placeholderNode, type AppState, type MasterState, type NodeState } from './master-state.js';
+import {
+  AM_PRIORITY,
+  endFailoverIfSettled,
+  isRegistered,
+  isUnreported,
+  placeholderNode,
+  type AppState,
+  type MasterState,
+  type NodeState,
+} from './master-state.js';
 import { noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
@@ -88,7 +97,11 @@ function loadWithoutFailover(st: MasterState, jobs: JobRecord[]): void {
  * `answer` (the state came with the agent's registration) that table is returned for the answer
  * instead of pushed.
  */
-export function reportAgentState(st: MasterState, req: { nodeId: string; epoch: string; grants: GrantEntry[] }, answer = false): { seq: number; grants: GrantEntry[] } | undefined {
+export function reportAgentState(
+  st: MasterState,
+  req: { nodeId: string; epoch: string; grants: GrantEntry[] },
+  answer = false,
+): { seq: number; grants: GrantEntry[] } | undefined {
   const node = st.nodes.get(req.nodeId);
   if (!node || !isRegistered(node)) throw new FailedPreconditionError(`agent "${req.nodeId}" must register before reporting its state`);
   if (req.epoch !== st.epoch) throw new StaleEpochError('epoch', req.epoch, st.epoch);
@@ -151,7 +164,8 @@ function adoptGrants(st: MasterState, node: NodeState, grants: GrantEntry[], tou
   const sorted = [...grants].sort((a, b) => (a.appId === b.appId ? (a.suId < b.suId ? -1 : 1) : a.appId < b.appId ? -1 : 1));
   for (const g of sorted) {
     const why = adoptGrant(st, node, g);
-    if (why) st.log.warn({ nodeId, appId: g.appId, suId: g.suId, slots: g.slots, reason: why }, 'agent reported a grant this master does not believe; revoking it');
+    if (why)
+      st.log.warn({ nodeId, appId: g.appId, suId: g.suId, slots: g.slots, reason: why }, 'agent reported a grant this master does not believe; revoking it');
   }
   // Only the apps whose count on the node changed need their table again (most AMs claimed
   // exactly what the agent holds).
@@ -211,7 +225,11 @@ export interface AppReport {
  * win), and only where the Table 3 row of that agent's failure allows it.
  */
 export function reportAppState(st: MasterState, app: AppState, req: AppReport): void {
-  checkRequest(app, req.units, req.requests.map((r) => ({ suId: r.suId, location: r.location, delta: r.count })));
+  checkRequest(
+    app,
+    req.units,
+    req.requests.map((r) => ({ suId: r.suId, location: r.location, delta: r.count })),
+  );
   app.lastContactMs = st.now;
   if (req.address) app.job.amAddress = req.address;
   const reconnected = !app.reported && app.mockSinceMs > 0;
@@ -223,14 +241,16 @@ export function reportAppState(st: MasterState, app: AppState, req: AppReport): 
     if (!node || !isUnreported(node) || !su || su.suId === AM_SU || a.slots <= 0) continue;
     // To the AM's claims, an agent not heard yet is one the master cannot hear (row 10 / 13).
     const extra = node.status === 'unreported' ? (['AGENT_TIMING'] as const) : [];
-    if (!consult(st, 'AMFullAsgnedRes', { nodeId: a.nodeId, appId: app.appId }, `claim of ${a.slots} ${a.suId} slot(s) reserved`, { extra: [...extra] })) continue;
+    if (!consult(st, 'AMFullAsgnedRes', { nodeId: a.nodeId, appId: app.appId }, `claim of ${a.slots} ${a.suId} slot(s) reserved`, { extra: [...extra] }))
+      continue;
     setAsgn(st, app, su, a.nodeId, Math.max(su.asgn.get(a.nodeId) ?? 0, a.slots));
   }
   const wasReported = app.reported;
   app.reported = true;
   app.mockSinceMs = 0;
   app.amState = 'running';
-  if (!wasReported) st.log.info({ appId: app.appId, units: req.units.length, requests: req.requests.length, claims: req.assignments.length }, 'application state adopted');
+  if (!wasReported)
+    st.log.info({ appId: app.appId, units: req.units.length, requests: req.requests.length, claims: req.assignments.length }, 'application state adopted');
   pushAssignments(st, app, [{ nodeId: '' }]);
   maybeFinishRecovery(st);
   endFailoverIfSettled(st);
@@ -284,7 +304,10 @@ export function finishRecovery(st: MasterState): void {
     appsReported: st.apps.size - missingApps.length,
     appsMissing: missingApps.length,
   };
-  st.log.info({ ...stats, missingAgents: missingAgents.map((n) => n.info.nodeId), missingApps: missingApps.map((a) => a.appId) }, 'soft state recovered; scheduling resumes');
+  st.log.info(
+    { ...stats, missingAgents: missingAgents.map((n) => n.info.nodeId), missingApps: missingApps.map((a) => a.appId) },
+    'soft state recovered; scheduling resumes',
+  );
   st.out.push({ kind: 'recovered', ...stats });
   runPendingAmRestarts(st);
   runScheduler(st);

@@ -72,13 +72,7 @@ export function buildGroups(snapshot: SchedulerSnapshot, total: Resource, out: P
     g.units.push(unit);
   }
   for (const g of groups.values()) {
-    g.units.sort(
-      (a, b) =>
-        b.su.priority - a.su.priority ||
-        a.su.submitSeq - b.su.submitSeq ||
-        cmpStr(a.su.appId, b.su.appId) ||
-        cmpStr(a.su.suId, b.su.suId),
-    );
+    g.units.sort((a, b) => b.su.priority - a.su.priority || a.su.submitSeq - b.su.submitSeq || cmpStr(a.su.appId, b.su.appId) || cmpStr(a.su.suId, b.su.suId));
   }
   return groups;
 }
@@ -111,4 +105,3 @@ export function pickGroup(active: readonly GroupState[]): [number, GroupState | 
 function isValidSlot(r: Resource): boolean {
   return isNonNegative(r) && Number.isFinite(r.cpuMilli) && Number.isFinite(r.memoryMb);
 }
-

@@ -256,4 +256,3 @@ function popPos(h: number[], less: (a: number, b: number) => boolean): number {
   h[p] = last;
   return top;
 }
-

@@ -25,4 +25,3 @@ export class PlanBuilder {
     return { placements: [...this.placements.values()], unsatisfied: [...this.missing.values()] };
   }
 }
-

@@ -48,4 +48,3 @@ export function levelOf(req: Request, node: SchedNode): LocalityLevel {
   if (req.rack !== undefined && node.rack === req.rack) return 'rack';
   return 'any';
 }
-

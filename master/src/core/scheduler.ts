@@ -67,7 +67,8 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
     // How many consecutive one-slot turns would make this same choice.
     const cap = Math.min(req.remaining, quotaRoom, slotsThatFit(r, cluster.free(pick.node)));
     let k = 1;
-    if (isZero(r)) k = cap; // no share moves, so every later turn repeats this one
+    if (isZero(r))
+      k = cap; // no share moves, so every later turn repeats this one
     else while (k < cap && group.winsAfter(k, r, rival, cluster.total) && cluster.winsAfter(pick, k, r)) k++;
 
     cluster.place(pick.node, scale(r, k));
@@ -77,4 +78,3 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
   }
   return out.build();
 }
-

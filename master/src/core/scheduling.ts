@@ -57,7 +57,15 @@ function pendingUnits(st: MasterState): SchedUnit[] {
   for (const app of st.apps.values()) {
     for (const su of app.sus.values()) {
       if (su.requests.size === 0) continue;
-      units.push({ appId: app.appId, suId: su.suId, resource: su.resource, priority: su.priority, quotaGroup: app.job.spec.quotaGroup, submitSeq: app.job.submitSeq, requests: su.requests });
+      units.push({
+        appId: app.appId,
+        suId: su.suId,
+        resource: su.resource,
+        priority: su.priority,
+        quotaGroup: app.job.spec.quotaGroup,
+        submitSeq: app.job.submitSeq,
+        requests: su.requests,
+      });
     }
   }
   return units;
@@ -91,7 +99,15 @@ export function runScheduler(st: MasterState): void {
     app.job.amNodeId = p.nodeId;
     if (app.amState === 'waiting') app.amState = 'launching'; // never demote a registered AM
     app.lastContactMs = st.now;
-    st.out.push({ kind: 'launchAm', appId: app.appId, attempt: app.job.amAttempt, nodeId: p.nodeId, address: node?.info.address ?? '', resource: su.resource, epoch: st.epoch });
+    st.out.push({
+      kind: 'launchAm',
+      appId: app.appId,
+      attempt: app.job.amAttempt,
+      nodeId: p.nodeId,
+      address: node?.info.address ?? '',
+      resource: su.resource,
+      epoch: st.epoch,
+    });
     // The AM's location is hard state (metaAM): a new master must not launch it twice.
     st.out.push(putJob(app.job), { kind: 'jobChanged', jobId: app.appId });
     st.log.info({ appId: app.appId, nodeId: p.nodeId, attempt: app.job.amAttempt }, 'launching application master');

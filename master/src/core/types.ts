@@ -152,4 +152,3 @@ export interface ClusterStatusView {
   nodesLost: number;
   appsRunning: number;
 }
-

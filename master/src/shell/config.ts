@@ -113,7 +113,13 @@ function hostPort(key: string, v: unknown): string {
 }
 
 function list(key: string, v: unknown, each: (k: string, x: unknown) => string): string[] {
-  const items = typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter((x) => x !== '') : v;
+  const items =
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((x) => x.trim())
+          .filter((x) => x !== '')
+      : v;
   if (!Array.isArray(items) || items.length === 0) throw new InvalidArgumentError(key, 'must be a non-empty list (or a comma-separated string)');
   return items.map((x, i) => each(`${key}[${i}]`, x));
 }
@@ -131,17 +137,20 @@ function quotaGroups(key: string, v: unknown): QuotaGroup[] {
     const f = `${key}[${i}]`;
     if (typeof g !== 'object' || g === null) throw new InvalidArgumentError(f, 'must be an object');
     const o = g as Record<string, unknown>;
-    for (const k of Object.keys(o)) if (!['name', 'weight', 'limit'].includes(k)) throw new InvalidArgumentError(`${f}.${k}`, 'unknown field (known: name, weight, limit)');
+    for (const k of Object.keys(o))
+      if (!['name', 'weight', 'limit'].includes(k)) throw new InvalidArgumentError(`${f}.${k}`, 'unknown field (known: name, weight, limit)');
     const name = str(`${f}.name`, o.name);
     if (seen.has(name)) throw new InvalidArgumentError(`${f}.name`, `duplicate quota group "${name}"`);
     seen.add(name);
     const weight = o.weight === undefined ? 1 : Number(o.weight);
-    if (!(weight > 0) || !Number.isFinite(weight)) throw new InvalidArgumentError(`${f}.weight`, `must be a number greater than 0, got ${JSON.stringify(o.weight)}`);
+    if (!(weight > 0) || !Number.isFinite(weight))
+      throw new InvalidArgumentError(`${f}.weight`, `must be a number greater than 0, got ${JSON.stringify(o.weight)}`);
     let limit: Resource | undefined;
     if (o.limit !== undefined) {
       const l = o.limit as Record<string, unknown>;
       if (typeof l !== 'object' || l === null) throw new InvalidArgumentError(`${f}.limit`, 'must be {cpu, memory}');
-      for (const k of Object.keys(l)) if (!['cpu', 'memory'].includes(k)) throw new InvalidArgumentError(`${f}.limit.${k}`, 'unknown field (known: cpu, memory)');
+      for (const k of Object.keys(l))
+        if (!['cpu', 'memory'].includes(k)) throw new InvalidArgumentError(`${f}.limit.${k}`, 'unknown field (known: cpu, memory)');
       limit = { cpuMilli: parseCpu(l.cpu, `${f}.limit.cpu`), memoryMb: parseMemory(l.memory, `${f}.limit.memory`) };
     }
     return limit ? { name, weight, limit } : { name, weight };
@@ -162,7 +171,8 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         cfg.advertise = v === '' ? '' : hostPort(key, v);
         break;
       case 'store':
-        if (v !== 'embedded' && v !== 'memory' && v !== 'etcd') throw new InvalidArgumentError(key, `must be "embedded", "memory" or "etcd", got ${JSON.stringify(v)}`);
+        if (v !== 'embedded' && v !== 'memory' && v !== 'etcd')
+          throw new InvalidArgumentError(key, `must be "embedded", "memory" or "etcd", got ${JSON.stringify(v)}`);
         cfg.store = v;
         break;
       case 'etcdEndpoints':
@@ -190,13 +200,15 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         break;
       case 'amStallTimeoutMs': {
         const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
-        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new InvalidArgumentError(key, `must be an integer >= 0 (0 = never), got ${JSON.stringify(v)}`);
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+          throw new InvalidArgumentError(key, `must be an integer >= 0 (0 = never), got ${JSON.stringify(v)}`);
         cfg.amStallTimeoutMs = n;
         break;
       }
       case 'schedulingIntervalMs': {
         const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
-        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1000) throw new InvalidArgumentError(key, `must be an integer from 0 to 1000 (0 = a scheduling pass per call), got ${JSON.stringify(v)}`);
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1000)
+          throw new InvalidArgumentError(key, `must be an integer from 0 to 1000 (0 = a scheduling pass per call), got ${JSON.stringify(v)}`);
         cfg.schedulingIntervalMs = n;
         break;
       }
@@ -228,7 +240,8 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         cfg.quotaGroups = quotaGroups(key, v);
         break;
       case 'logLevel':
-        if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(String(v))) throw new InvalidArgumentError(key, `must be one of trace, debug, info, warn, error, fatal, silent; got ${JSON.stringify(v)}`);
+        if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(String(v)))
+          throw new InvalidArgumentError(key, `must be one of trace, debug, info, warn, error, fatal, silent; got ${JSON.stringify(v)}`);
         cfg.logLevel = String(v);
         break;
       default:

@@ -13,7 +13,17 @@ import { KEYS } from '../core/store-ops.js';
 import type { Effect } from '../core/types.js';
 import type { JobWatchers } from './job-watchers.js';
 import type { PushStreams } from './push-streams.js';
-import { appReportFromWire, clusterStatusToWire, grantFromWire, heartbeatFromWire, jobInfo, jobStatesFromWire, nodeInfoFromWire, nodeStatusToWire, updateRequestsFromWire } from './wire.js';
+import {
+  appReportFromWire,
+  clusterStatusToWire,
+  grantFromWire,
+  heartbeatFromWire,
+  jobInfo,
+  jobStatesFromWire,
+  nodeInfoFromWire,
+  nodeStatusToWire,
+  updateRequestsFromWire,
+} from './wire.js';
 
 /** What the handlers need of the master process. */
 export interface HandlerContext {
@@ -33,7 +43,12 @@ export interface HandlerContext {
 
 /** A job id from the name, for clients that did not choose one (choosing it makes retries idempotent). */
 function generatedJobId(name: string): string {
-  const base = (name || 'job').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'job';
+  const base =
+    (name || 'job')
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 40) || 'job';
   return `${base}-${randomUUID().slice(0, 8)}`;
 }
 
@@ -96,7 +111,13 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       // A (re)registration starts a new session: an older stream of the app is ended.
       m.pushes.endAssignments(req.appId);
       await m.run(r.effects);
-      return { epoch: m.core.epoch, spec: jobSpecToProto(r.spec), heartbeatIntervalMs: r.heartbeatIntervalMs, assignments: r.assignments, assignmentSeq: String(r.seq) };
+      return {
+        epoch: m.core.epoch,
+        spec: jobSpecToProto(r.spec),
+        heartbeatIntervalMs: r.heartbeatIntervalMs,
+        assignments: r.assignments,
+        assignmentSeq: String(r.seq),
+      };
     },
     UpdateRequests: async (req) => {
       const r = m.core.updateRequests(updateRequestsFromWire(req), now());
@@ -124,7 +145,9 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       return { epoch: m.core.epoch, fullAssignments: table !== undefined, assignmentSeq: String(table?.seq ?? 0), assignments: table?.assignments ?? [] };
     },
     FinishApp: async (req) => {
-      await m.run(m.core.finishApp({ appId: req.appId, attempt: req.amAttempt, succeeded: req.succeeded, message: req.message, progress: req.progress }, now()));
+      await m.run(
+        m.core.finishApp({ appId: req.appId, attempt: req.amAttempt, succeeded: req.succeeded, message: req.message, progress: req.progress }, now()),
+      );
       return {};
     },
     SubmitJob: async (req) => {
@@ -144,7 +167,9 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
     SaveAppSnapshot: async (req) => {
-      await m.run(m.core.saveAppSnapshot({ appId: req.appId, attempt: req.amAttempt, topology: req.topology, seq: Number(req.seq), entries: req.entries }, now()));
+      await m.run(
+        m.core.saveAppSnapshot({ appId: req.appId, attempt: req.amAttempt, topology: req.topology, seq: Number(req.seq), entries: req.entries }, now()),
+      );
       return {};
     },
     GetAppSnapshot: async (req) => {
@@ -161,16 +186,19 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     WatchGrants: async (req, call) => {
       const core = m.core;
       if (!req.nodeId) throw new InvalidArgumentError('nodeId', 'is required');
-      if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
+      if (req.epoch !== core.epoch)
+        throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
       if (!core.knowsNode(req.nodeId)) throw new NotFoundError('node', req.nodeId);
       await m.pushes.holdGrants(req.nodeId, call);
     },
     WatchAssignments: async (req, call) => {
       const core = m.core;
       if (!req.appId) throw new InvalidArgumentError('appId', 'is required');
-      if (req.epoch !== core.epoch) throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
+      if (req.epoch !== core.epoch)
+        throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
       const job = core.getJob(req.appId);
-      if (job.amAttempt !== req.amAttempt) throw new FailedPreconditionError(`am attempt ${req.amAttempt} is not the current one (${job.amAttempt})`, { field: 'amAttempt' });
+      if (job.amAttempt !== req.amAttempt)
+        throw new FailedPreconditionError(`am attempt ${req.amAttempt} is not the current one (${job.amAttempt})`, { field: 'amAttempt' });
       await m.pushes.holdAssignments(req.appId, call);
     },
     WatchJob: async (req, call) => {

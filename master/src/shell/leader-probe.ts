@@ -43,7 +43,9 @@ export function startLeaderProbe(o: LeaderProbeOptions): NodeJS.Timeout {
         revokedKey = leader.key;
         const leaseHex = leader.key.slice(leader.key.lastIndexOf('/') + 1);
         o.log.warn({ leader: leader.value, epoch: leader.epoch }, 'leader refuses connections: revoking its lease');
-        await o.etcd.revokeLease(BigInt(`0x${leaseHex}`).toString()).catch((e: unknown) => o.log.warn({ err: errorMessage(e) }, 'could not revoke the leader lease'));
+        await o.etcd
+          .revokeLease(BigInt(`0x${leaseHex}`).toString())
+          .catch((e: unknown) => o.log.warn({ err: errorMessage(e) }, 'could not revoke the leader lease'));
       })
       .finally(() => {
         busy = false;

@@ -51,7 +51,10 @@ async function main(): Promise<void> {
   cfg = applyConfig(cfg, flags, 'flags');
   // A loopback address told to peers on other hosts (standbys, agents, AMs): they would dial themselves.
   const key = cfg.advertise ? 'advertise' : 'listen';
-  const problem = loopbackAdvertiseProblem(key, advertisedAddress(cfg.listen, portOf(cfg.listen) ?? 0, cfg.advertise || undefined), [...cfg.masters, ...(cfg.store === 'etcd' ? cfg.etcdEndpoints : [])]);
+  const problem = loopbackAdvertiseProblem(key, advertisedAddress(cfg.listen, portOf(cfg.listen) ?? 0, cfg.advertise || undefined), [
+    ...cfg.masters,
+    ...(cfg.store === 'etcd' ? cfg.etcdEndpoints : []),
+  ]);
   if (problem) throw new InvalidArgumentError(key, problem.slice(problem.indexOf(': ') + 2));
   const log = createLogger('master', { level: cfg.logLevel });
   installProcessGuards(log, 'fuxi-master');

@@ -208,7 +208,10 @@ export class MasterServer {
       if (streams) this.log.info(streams, 'grant stream stats');
       const h = this.hardState;
       if (h.bytes !== h.lastBytes) {
-        this.log.info({ bytesTotal: h.bytes, writesTotal: h.writes, bytesPerSec: Math.round(((h.bytes - h.lastBytes) * 1000) / (now - h.lastAt)) }, 'hard state stats');
+        this.log.info(
+          { bytesTotal: h.bytes, writesTotal: h.writes, bytesPerSec: Math.round(((h.bytes - h.lastBytes) * 1000) / (now - h.lastAt)) },
+          'hard state stats',
+        );
       }
       h.lastBytes = h.bytes;
       h.lastAt = now;
@@ -313,7 +316,9 @@ export class MasterServer {
           this.peers
             .agent(e.address)
             .StopWorkers({ appId: e.appId, workerIds: e.workerIds ?? [], amAttempt: 0, epoch: e.epoch, reason: e.reason }, { deadlineMs: 10_000 })
-            .catch((err: unknown) => this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'));
+            .catch((err: unknown) =>
+              this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'),
+            );
           break;
         case 'jobChanged':
           if (this.jobWatchers.has(e.jobId)) this.jobWatchers.notify(this.core.getJob(e.jobId));
@@ -329,10 +334,12 @@ export class MasterServer {
           const store = this.leaderStore!;
           const prefix = e.prefix;
           // Chunked: one etcd transaction holds at most 128 operations.
-          this.storeQueue = this.storeQueue.then(async () => {
-            const keys = (await store.list(prefix)).map((kv) => kv.key);
-            for (let i = 0; i < keys.length; i += 100) await store.batch(keys.slice(i, i + 100).map((key) => ({ type: 'del' as const, key })));
-          }).catch((err: unknown) => this.log.warn({ prefix, err: errorMessage(err) }, 'could not delete finished app state'));
+          this.storeQueue = this.storeQueue
+            .then(async () => {
+              const keys = (await store.list(prefix)).map((kv) => kv.key);
+              for (let i = 0; i < keys.length; i += 100) await store.batch(keys.slice(i, i + 100).map((key) => ({ type: 'del' as const, key })));
+            })
+            .catch((err: unknown) => this.log.warn({ prefix, err: errorMessage(err) }, 'could not delete finished app state'));
           break;
         }
         case 'recovered':
@@ -393,7 +400,9 @@ export class MasterServer {
       res = await retry(
         async () => {
           if (this.stopping || !this.coreOrUndefined) return undefined;
-          return this.peers.agent(e.address).StartWorkers({ appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] }, { deadlineMs: 10_000 });
+          return this.peers
+            .agent(e.address)
+            .StartWorkers({ appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] }, { deadlineMs: 10_000 });
         },
         { maxAttempts: 6, signal: this.stopSignal.signal },
       );

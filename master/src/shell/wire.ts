@@ -67,7 +67,14 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
     used: resourceFromWire(req.used),
     running: req.workers?.running ?? 0,
     pending: req.workers?.pending ?? 0,
-    amWorkers: req.amWorkers.map((w) => ({ appId: w.appId, amAttempt: w.amAttempt, state: workerStateOf(w.state), exitCode: w.exitCode, signal: w.signal, message: w.message })),
+    amWorkers: req.amWorkers.map((w) => ({
+      appId: w.appId,
+      amAttempt: w.amAttempt,
+      state: workerStateOf(w.state),
+      exitCode: w.exitCode,
+      signal: w.signal,
+      message: w.message,
+    })),
   };
 }
 

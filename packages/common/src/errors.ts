@@ -65,7 +65,10 @@ export class StaleEpochError extends FailedPreconditionError {
 
 /** Not the leader (or not ready yet). `leader` is the address to redirect to, when known. */
 export class UnavailableError extends FuxiError {
-  constructor(message: string, readonly leader = '') {
+  constructor(
+    message: string,
+    readonly leader = '',
+  ) {
     super('UNAVAILABLE', message, leader ? { leader } : {});
   }
 }

@@ -293,7 +293,10 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     if (name === '') throw new InvalidArgumentError(`${path}.name`, 'is required');
     if (name === AM_SU) throw new InvalidArgumentError(`${path}.name`, `"${AM_SU}" is reserved for the application master`);
     if (!TASK_NAME_PATTERN.test(name)) {
-      throw new InvalidArgumentError(`${path}.name`, `must be 1-63 characters of letters, digits, '_' or '-' (${TASK_NAME_PATTERN.source}), got ${JSON.stringify(name)}`);
+      throw new InvalidArgumentError(
+        `${path}.name`,
+        `must be 1-63 characters of letters, digits, '_' or '-' (${TASK_NAME_PATTERN.source}), got ${JSON.stringify(name)}`,
+      );
     }
     const first = indexByName.get(name);
     if (first !== undefined && first !== i) throw new InvalidArgumentError(`${path}.name`, `duplicate task name "${name}" (also tasks[${first}])`);
@@ -389,7 +392,10 @@ function findCycle(tasks: readonly TaskSpec[]): string[] | undefined {
   const order = new Map<string, number>();
   tasks.forEach((t, i) => {
     if (!deps.has(t.name)) {
-      deps.set(t.name, t.dependsOn.filter((d) => d !== t.name));
+      deps.set(
+        t.name,
+        t.dependsOn.filter((d) => d !== t.name),
+      );
       order.set(t.name, i);
     }
   });

@@ -17,9 +17,11 @@ export interface CallOptions {
 
 export const DEFAULT_DEADLINE_MS = 10_000;
 
-type UnaryFn<M> = // eslint-disable-next-line @typescript-eslint/no-explicit-any
+type UnaryFn<M> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   M extends MethodDefinition<infer Req, any, any, infer ResOut> ? (req: Req, opts?: CallOptions) => Promise<ResOut> : never;
-type StreamFn<M> = // eslint-disable-next-line @typescript-eslint/no-explicit-any
+type StreamFn<M> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   M extends MethodDefinition<infer Req, any, any, infer ResOut> ? (req: Req, opts?: CallOptions) => ServerStream<ResOut> : never;
 
 /** Unary methods by their proto name; server-streaming ones are under `stream`. */
@@ -69,7 +71,13 @@ export function connect<D>(ctor: ServiceCtor & { service: D }, address: string):
   return out as TypedClient<D>;
 }
 
-function openStream(raw: grpc.Client, def: MethodDefinition<object, object, object, object>, name: string, req: object, opts: CallOptions): ServerStream<object> {
+function openStream(
+  raw: grpc.Client,
+  def: MethodDefinition<object, object, object, object>,
+  name: string,
+  req: object,
+  opts: CallOptions,
+): ServerStream<object> {
   const callOpts: grpc.CallOptions = opts.deadlineMs ? { deadline: new Date(Date.now() + opts.deadlineMs) } : {};
   const call = raw.makeServerStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, req, new grpc.Metadata(), callOpts);
   return {

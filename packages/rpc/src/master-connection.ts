@@ -79,7 +79,7 @@ export class MasterConnection {
         // The next call (retried or not) goes to the next master: a dead or frozen leader must not
         // keep callers that never retry (heartbeats) from finding the new one.
         if (transient && this.addresses.length > 1) {
-            this.current = this.addresses[(this.addresses.indexOf(this.current) + 1) % this.addresses.length] as string;
+          this.current = this.addresses[(this.addresses.indexOf(this.current) + 1) % this.addresses.length] as string;
         }
         if (!transient || !opts.retry) throw e;
         retrier ??= new Retrier({ initialMs: 50, maxMs: 1000, deadline, signal: this.closing.signal });

@@ -126,7 +126,8 @@ export class Retrier {
     const delayMs = backoffMs(this.count, { initialMs: this.initialMs, maxMs: this.maxMs }, o.random ?? Math.random);
     const end = Math.min(o.deadline ?? Infinity, o.retryForMs === undefined ? Infinity : this.firstFailureAt + o.retryForMs);
     if (now + delayMs > end) throw e;
-    if (o.onRetry && (this.count === 1 || this.count % this.every === 0)) o.onRetry({ attempt: this.count, error: e, delayMs, elapsedMs: now - this.firstFailureAt });
+    if (o.onRetry && (this.count === 1 || this.count % this.every === 0))
+      o.onRetry({ attempt: this.count, error: e, delayMs, elapsedMs: now - this.firstFailureAt });
     await this.sleep(delayMs, o.signal);
     if (this.aborted) throw e;
   }

@@ -32,10 +32,11 @@ export type MethodName<D> = keyof { [K in keyof D as string extends K ? never : 
  */
 export type ServiceImpl<D> = { [K in MethodName<D> & keyof D]: Handler<D[K]> };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Handler<M> = M extends MethodDefinition<any, infer Res, infer ReqOut, any>
-  ? (req: ReqOut, call: grpc.ServerUnaryCall<ReqOut, Res> & grpc.ServerWritableStream<ReqOut, Res>) => Promise<Res | void> | Res | void
-  : never;
+export type Handler<M> =
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  M extends MethodDefinition<any, infer Res, infer ReqOut, any>
+    ? (req: ReqOut, call: grpc.ServerUnaryCall<ReqOut, Res> & grpc.ServerWritableStream<ReqOut, Res>) => Promise<Res | void> | Res | void
+    : never;
 
 /** Turns async handlers into grpc-js handlers with error mapping and a debug log per call. */
 export function implement<D extends grpc.ServiceDefinition>(definition: D, impl: ServiceImpl<D>, log: Logger): grpc.UntypedServiceImplementation {

@@ -177,7 +177,10 @@ export class LeaderElection {
     const ttlMs = this.ttlSec * 1000;
     this.marginMs = opts.marginMs ?? Math.round(ttlMs * 0.3);
     if (!(this.marginMs >= 0) || ttlMs - this.marginMs <= ttlMs / 3)
-      throw new InvalidArgumentError('election.marginMs', `must be >= 0 and leave more than ttl/3 (${Math.round(ttlMs / 3)} ms, the keep-alive interval) of the ${ttlMs} ms TTL`);
+      throw new InvalidArgumentError(
+        'election.marginMs',
+        `must be >= 0 and leave more than ttl/3 (${Math.round(ttlMs / 3)} ms, the keep-alive interval) of the ${ttlMs} ms TTL`,
+      );
     this.watchdogIntervalMs = opts.watchdogIntervalMs ?? Math.min(250, Math.max(20, Math.round((ttlMs - this.marginMs) / 10)));
     this.backoffInitialMs = opts.backoffInitialMs ?? 200;
     this.backoffMaxMs = Math.max(this.backoffInitialMs, opts.backoffMaxMs ?? 5000);
@@ -322,7 +325,8 @@ export class LeaderElection {
         if (!(e instanceof TermAborted)) error = e instanceof Error ? e : new Error(String(e));
       }
       // A term that ended before its key was even created counts as a failure (backoff, no hot loop).
-      if (!error && this.running && !term.registered) error = new Error(`campaign ended early: ${term.reason ?? 'unknown'}${term.detail ? `: ${term.detail}` : ''}`);
+      if (!error && this.running && !term.registered)
+        error = new Error(`campaign ended early: ${term.reason ?? 'unknown'}${term.detail ? `: ${term.detail}` : ''}`);
       if (error) this.abortTerm(term, 'etcd-error', error.message);
       else this.abortTerm(term, this.running ? 'etcd-error' : this.stopReason);
       await this.cleanup(term);
@@ -403,12 +407,16 @@ export class LeaderElection {
     if (!mine.kv || mine.kv.createRevision !== myRev) throw new Error(`campaign key ${key} disappeared while waiting (lease expired?)`);
     if (this.clock.now() - term.lastOkAt > this.ttlSec * 1000 - this.marginMs) throw new Error('lease keep-alive too stale to take the leadership');
     term.watches.push(
-      this.backend.watch(key, { fromRevision: incr(mine.revision) }, {
-        onEvent: (e) => {
-          if (e.type === 'delete') this.abortTerm(term, 'key-deleted', `campaign key ${key} deleted`);
+      this.backend.watch(
+        key,
+        { fromRevision: incr(mine.revision) },
+        {
+          onEvent: (e) => {
+            if (e.type === 'delete') this.abortTerm(term, 'key-deleted', `campaign key ${key} deleted`);
+          },
+          onError: (err) => this.abortTerm(term, 'etcd-error', `watch on own key failed: ${err.message}`),
         },
-        onError: (err) => this.abortTerm(term, 'etcd-error', `watch on own key failed: ${err.message}`),
-      }),
+      ),
     );
 
     const leadership: Leadership = { epoch: myRev, key, leaseId: lease.id, value, guard: { key, createRevision: myRev } };
@@ -422,14 +430,18 @@ export class LeaderElection {
 
   private waitDeleted(term: Term, kv: KeyRecord, fromRevision: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const h = this.backend.watch(kv.key, { fromRevision }, {
-        onEvent: (e) => {
-          if (e.type !== 'delete') return;
-          h.cancel();
-          resolve();
+      const h = this.backend.watch(
+        kv.key,
+        { fromRevision },
+        {
+          onEvent: (e) => {
+            if (e.type !== 'delete') return;
+            h.cancel();
+            resolve();
+          },
+          onError: (err) => reject(new Error(`watch on ${kv.key} failed: ${err.message}`)),
         },
-        onError: (err) => reject(new Error(`watch on ${kv.key} failed: ${err.message}`)),
-      });
+      );
       term.watches.push(h);
     });
   }
@@ -519,7 +531,8 @@ export class LeaderElection {
           failures++;
           // The watch will fire again on the next change; also retry soon (200 ms, backing off to 1 s).
           const retryInMs = backoffMs(failures, { initialMs: 200, maxMs: 1000 }, this.random);
-          if (failures === 1 || failures % 10 === 0) this.log.warn({ failures, retryInMs, err: errorMessage(e) }, 'reading the election leader failed; retrying');
+          if (failures === 1 || failures % 10 === 0)
+            this.log.warn({ failures, retryInMs, err: errorMessage(e) }, 'reading the election leader failed; retrying');
           await new Promise<void>((r) => this.clock.setTimeout(r, retryInMs));
           this.refreshAgain = this.observing;
         }
@@ -538,11 +551,15 @@ export class LeaderElection {
         this.setObserved(first.kv);
         failures = 0;
         await new Promise<void>((resolve, reject) => {
-          const h = this.backend.watch(this.keyPrefix, { prefix: true, fromRevision: incr(first.revision) }, {
-            onEvent: () => void this.refresh(),
-            onReconnect: () => void this.refresh(),
-            onError: reject,
-          });
+          const h = this.backend.watch(
+            this.keyPrefix,
+            { prefix: true, fromRevision: incr(first.revision) },
+            {
+              onEvent: () => void this.refresh(),
+              onReconnect: () => void this.refresh(),
+              onError: reject,
+            },
+          );
           this.stopObserverWatch = () => {
             h.cancel();
             resolve();

@@ -26,7 +26,17 @@ import {
   type IRequestOp,
   type Lease,
 } from 'etcd3';
-import { backoffMs, FailedPreconditionError, FuxiError, InternalError, InvalidArgumentError, UnavailableError, errorMessage, nullLogger, type Logger } from '@fuxi/common';
+import {
+  backoffMs,
+  FailedPreconditionError,
+  FuxiError,
+  InternalError,
+  InvalidArgumentError,
+  UnavailableError,
+  errorMessage,
+  nullLogger,
+  type Logger,
+} from '@fuxi/common';
 import type { CoordinationBackend, KeyRecord, LeaseHandle, LeaseListener, StoreGuard, WatchCallbacks, WatchHandle } from './coordination.js';
 import type { KeyValue, Store, StoreOp } from './store.js';
 
@@ -109,7 +119,9 @@ function retryPolicy(maxAttempts: number): Policy {
  * default grows to 30 s): the wait after the `attempt`-th consecutive failure, and the next ones.
  */
 function watchBackoff(attempt = 1): WatchBackoff & { duration: number } {
-  return { duration: backoffMs(attempt, { initialMs: 100, maxMs: 2000 }, Math.random), next: () => watchBackoff(attempt + 1) } as unknown as WatchBackoff & { duration: number };
+  return { duration: backoffMs(attempt, { initialMs: 100, maxMs: 2000 }, Math.random), next: () => watchBackoff(attempt + 1) } as unknown as WatchBackoff & {
+    duration: number;
+  };
 }
 
 /** The range end covering every key that starts with `prefix` (etcd's "prefix + 1"). */
@@ -266,7 +278,8 @@ export class EtcdStore implements GuardableStore {
   /** A view of this store whose every write is fenced by `guard` (see FencedError). Reads are not. */
   withGuard(guard: StoreGuard): Store {
     if (!guard.key) throw new InvalidArgumentError('guard.key', 'must not be empty');
-    if (!/^[1-9][0-9]*$/.test(guard.createRevision)) throw new InvalidArgumentError('guard.createRevision', `not a positive revision: "${guard.createRevision}"`);
+    if (!/^[1-9][0-9]*$/.test(guard.createRevision))
+      throw new InvalidArgumentError('guard.createRevision', `not a positive revision: "${guard.createRevision}"`);
     return new GuardedEtcdStore(this, { ...guard });
   }
 

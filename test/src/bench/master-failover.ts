@@ -245,7 +245,11 @@ class Bench {
     );
     const host: Host = { prefix, child, logFile, agents: [] };
     this.hosts[i] = host;
-    const rec = await new LogTail(logFile, ['host ready']).waitFor((r) => r.msg === 'host ready' && r.pid === child.pid, { what: '"host ready"', child, timeoutMs: 60_000 });
+    const rec = await new LogTail(logFile, ['host ready']).waitFor((r) => r.msg === 'host ready' && r.pid === child.pid, {
+      what: '"host ready"',
+      child,
+      timeoutMs: 60_000,
+    });
     host.agents = rec.agents as Host['agents'];
     return host;
   }
@@ -270,7 +274,8 @@ class Bench {
         for (let a = queue.shift(); a; a = queue.shift()) {
           try {
             const st = await this.agent(a.address).GetAgentState({}, { deadlineMs: 10_000 });
-            for (const w of st.workers) if (w.state === 'WORKER_STATE_RUNNING') out.set(`${w.appId}/${w.workerId}`, { nodeId: a.nodeId, pid: w.pid, task: w.task });
+            for (const w of st.workers)
+              if (w.state === 'WORKER_STATE_RUNNING') out.set(`${w.appId}/${w.workerId}`, { nodeId: a.nodeId, pid: w.pid, task: w.task });
           } catch {
             unreachable++;
           }
@@ -333,7 +338,9 @@ class Bench {
       }
       const until = Date.now() + 120_000;
       for (;;) {
-        const done = (await client.list()).filter((j) => ids.includes(j.jobId) && ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED'].includes(j.state)).length;
+        const done = (await client.list()).filter(
+          (j) => ids.includes(j.jobId) && ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED'].includes(j.state),
+        ).length;
         if (done === ids.length || Date.now() > until) break;
         await new Promise((r) => setTimeout(r, 500));
       }
@@ -417,7 +424,13 @@ class Bench {
     const failedNow = [...jobs.values()].filter((j) => TERMINAL_BAD.has(j.state) && !failedSoFar.has(j.jobId));
     for (const j of failedNow) failedSoFar.add(j.jobId);
     if (restarted.length) say(`run ${i}: ${restarted.length} workers restarted, e.g. ${restarted.slice(0, 5).join(', ')}`);
-    if (failedNow.length) say(`run ${i}: ${failedNow.length} jobs failed, e.g. ${failedNow.slice(0, 3).map((j) => `${j.jobId}: ${j.message}`).join('; ')}`);
+    if (failedNow.length)
+      say(
+        `run ${i}: ${failedNow.length} jobs failed, e.g. ${failedNow
+          .slice(0, 3)
+          .map((j) => `${j.jobId}: ${j.message}`)
+          .join('; ')}`,
+      );
     return {
       takeoverMs,
       recoveredMs,
@@ -495,7 +508,9 @@ async function main(): Promise<number> {
     if (o.load) {
       say('measuring hard-state writes under load (20 jobs/s for 10 s)');
       load = await bench.hardStateUnderLoad(20, 10);
-      say(`under load: ${load.jobs} jobs, ${load.avgBytesPerSec} B/s on average, ${load.peakBytesPerSec} B/s peak (5 s windows), ${load.bytesPerJob} B written per job`);
+      say(
+        `under load: ${load.jobs} jobs, ${load.avgBytesPerSec} B/s on average, ${load.peakBytesPerSec} B/s peak (5 s windows), ${load.bytesPerJob} B written per job`,
+      );
     }
     const workers = [...initial.values()].filter((w) => w.task !== AM_SU).length;
     const result = {
@@ -544,7 +559,11 @@ async function main(): Promise<number> {
         ...runs.map(line),
         `  p50 recovered ${result.p50RecoveredMs} ms (target < ${o.rack ? 2000 : 3000}), p50 takeover ${result.p50TakeoverMs} ms, p50 leader-side recovery ${result.p50LeaderRecoveredMs} ms`,
         `  workers restarted overall ${totalRestarted}, jobs failed ${failed.size}; hard state ${result.checkpointBytesPerJob} bytes per job`,
-        ...(o.load ? [`  hard-state writes under load (${load.jobs} jobs at 20/s): ${load.avgBytesPerSec} B/s average, ${load.peakBytesPerSec} B/s peak, ${load.bytesPerJob} B per job`] : []),
+        ...(o.load
+          ? [
+              `  hard-state writes under load (${load.jobs} jobs at 20/s): ${load.avgBytesPerSec} B/s average, ${load.peakBytesPerSec} B/s peak, ${load.bytesPerJob} B per job`,
+            ]
+          : []),
         `  written to ${out}`,
         '',
       ].join('\n'),
@@ -584,4 +603,3 @@ function readStats(logFile: string, pid: number): { total: number; windows: numb
   }
   return { total, windows };
 }
-

@@ -79,9 +79,9 @@ async function main(): Promise<number> {
       notes: [
         'Scaled down from the paper (300 nodes x 23 cores / 82 GB; 4,000 jobs of 10/100/1,000 instances, 2,000 active, 50 s instances, a fault every 300 s): ' +
           'job sizes, counts, instance time and fault interval are flags (see --help); defaults fit about 20 minutes on 2 cores.',
-        'AMFO is `--master-failover false`: a new leader fails every unfinished job (no soft-state inference), where the paper\'s AMFO re-ran their instances; so AMFO here fails the jobs that NoFO fails on master faults.',
-        'Agent timing failure = the virtual node\'s agent stops heartbeating and handles its RPCs and worker exits only when it resumes; AM timing failure = the AM stops heartbeating and calling the master; master timing failure = SIGSTOP past the lease, then SIGCONT.',
-        'Request handling = client-side round trips of successful calls (the master does not time its handlers); they include the hosts\' event-loop delays.',
+        "AMFO is `--master-failover false`: a new leader fails every unfinished job (no soft-state inference), where the paper's AMFO re-ran their instances; so AMFO here fails the jobs that NoFO fails on master faults.",
+        "Agent timing failure = the virtual node's agent stops heartbeating and handles its RPCs and worker exits only when it resumes; AM timing failure = the AM stops heartbeating and calling the master; master timing failure = SIGSTOP past the lease, then SIGCONT.",
+        "Request handling = client-side round trips of successful calls (the master does not time its handlers); they include the hosts' event-loop delays.",
       ],
     };
     const out = resolve(o.outDir);

@@ -99,7 +99,8 @@ function options(): Options {
   });
   const num = (k: keyof typeof values, min: number, integer = true): number => {
     const n = Number(values[k]);
-    if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) throw new Error(`--${k} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(values[k])}`);
+    if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n)))
+      throw new Error(`--${k} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(values[k])}`);
     return n;
   };
   const ints = (k: 'scales' | 'windows'): number[] => {
@@ -129,7 +130,9 @@ function options(): Options {
     racks: num('racks', 1),
     out: resolve(String(values.out)),
     masterCpuProf: values['master-cpu-prof'] ? resolve(String(values['master-cpu-prof'])) : '',
-    masterNodeFlags: String(values['master-node-flags']).split(' ').filter((f) => f !== ''),
+    masterNodeFlags: String(values['master-node-flags'])
+      .split(' ')
+      .filter((f) => f !== ''),
     pushTransport: ((): 'stream' | 'call' => {
       const t = String(values['push-transport']);
       if (t !== 'stream' && t !== 'call') throw new Error(`--push-transport must be stream or call, got ${JSON.stringify(t)}`);
@@ -374,7 +377,9 @@ async function runScale(o: Options, dir: string, n: number): Promise<ScaleResult
     const beats = c1.heartbeatsOk - c0.heartbeatsOk;
     const hbCpuUs = (hb.cpuNs - idleNsPerNs * hb.wallNs) / beats / 1000;
     const hbRawUs = hb.cpuNs / beats / 1000;
-    say(`heartbeats: ${beats} in ${(hb.wallNs / 1e9).toFixed(1)} s, master ${(hb.utilization * 100).toFixed(1)}% CPU, ${hbCpuUs.toFixed(1)} us/beat above idle`);
+    say(
+      `heartbeats: ${beats} in ${(hb.wallNs / 1e9).toFixed(1)} s, master ${(hb.utilization * 100).toFixed(1)}% CPU, ${hbCpuUs.toFixed(1)} us/beat above idle`,
+    );
     const memReg = await snap('nodes');
 
     // ---- apps: the master launches each AM through a node's StartWorkers.
@@ -574,7 +579,13 @@ async function main(): Promise<void> {
       latencyP99Ms: Object.fromEntries(
         Object.entries(results).map(([k, r]) => [
           k,
-          { target: LATENCY_TARGET_MS, atSaturation: r.latencyMs.p99, atLightLoad: r.lightLoad.latencyMs.p99, withinTargetAt: r.withinLatencyTarget ? `${r.withinLatencyTarget.grantsPerSec} grants/s` : null, met: r.withinLatencyTarget !== null },
+          {
+            target: LATENCY_TARGET_MS,
+            atSaturation: r.latencyMs.p99,
+            atLightLoad: r.lightLoad.latencyMs.p99,
+            withinTargetAt: r.withinLatencyTarget ? `${r.withinLatencyTarget.grantsPerSec} grants/s` : null,
+            met: r.withinLatencyTarget !== null,
+          },
         ]),
       ),
       masterBytesPerRunningWorker: { target: 2048, actual: largest.masterBytesPerRunningWorker, met: largest.masterBytesPerRunningWorker < 2048 },
@@ -612,7 +623,11 @@ async function main(): Promise<void> {
   const line = (k: string, r: ScaleResult) =>
     `${k}: ${r.grantsPerSec} grants/s, p50 ${r.latencyMs.p50} ms, p99 ${r.latencyMs.p99} ms` +
     `${r.withinLatencyTarget ? ` (p99 < ${LATENCY_TARGET_MS} ms up to ${r.withinLatencyTarget.grantsPerSec} grants/s)` : ''}, heartbeat ${r.heartbeatCpuUsPerNodePerBeat} us, ${r.masterBytesPerNode} B/node, ${r.masterBytesPerRunningWorker} B/worker`;
-  process.stdout.write(`${Object.entries(results).map(([k, r]) => line(k, r)).join('\n')}\n`);
+  process.stdout.write(
+    `${Object.entries(results)
+      .map(([k, r]) => line(k, r))
+      .join('\n')}\n`,
+  );
 }
 
 main().then(

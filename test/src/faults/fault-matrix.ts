@@ -152,7 +152,11 @@ function watchFsm(client: FuxiClient, t0: () => number) {
  * Per job: the agent-timeout policy it was submitted with, the one GetJob's spec shows, and the
  * one each of its AM attempts logged at start ("job started"), each as `policy/rerunAfterMs`.
  */
-function policyCheck(c: FaultCluster, specs: ReadonlyArray<{ jobId: string; onAgentTimeout: string; rerunAfterMs: number }>, finals: readonly JobInfo__Output[]) {
+function policyCheck(
+  c: FaultCluster,
+  specs: ReadonlyArray<{ jobId: string; onAgentTimeout: string; rerunAfterMs: number }>,
+  finals: readonly JobInfo__Output[],
+) {
   return specs.map((spec) => {
     const am: string[] = [];
     for (const agent of c.agents) {
@@ -196,443 +200,517 @@ export interface FaultMatrixOptions {
 
 /** Defines the suite: one `it` per scenario, one HA cluster healed between rows. */
 export function defineFaultMatrix(o: FaultMatrixOptions): void {
-describe(o.title, function () {
-  // A row takes 5-10 s when things work; the bound covers every wait of a row timing out.
-  this.timeout(240_000);
-  const startedAt = Date.now();
-  const rows: Row[] = [];
-  /** Every worker / AM pid seen: their groups are killed at the end if they still run. */
-  const pids = new Set<number>();
-  let etcd: EtcdProcess | undefined;
-  let fc: FaultCluster | undefined;
-  let dir = '';
-  let generation = 0;
-  let setupError = '';
-  let anyFailed = false;
+  describe(o.title, function () {
+    // A row takes 5-10 s when things work; the bound covers every wait of a row timing out.
+    this.timeout(240_000);
+    const startedAt = Date.now();
+    const rows: Row[] = [];
+    /** Every worker / AM pid seen: their groups are killed at the end if they still run. */
+    const pids = new Set<number>();
+    let etcd: EtcdProcess | undefined;
+    let fc: FaultCluster | undefined;
+    let dir = '';
+    let generation = 0;
+    let setupError = '';
+    let anyFailed = false;
 
-  async function newCluster(): Promise<FaultCluster> {
-    generation++;
-    const d = join(dir, `cluster-${generation}`);
-    mkdirSync(d, { recursive: true });
-    const placement = o.placement?.();
-    return FaultCluster.start({ dir: d, etcdEndpoint: etcd!.endpoint, prefix: `/faults-${generation}/`, ...(placement ? { placement } : {}) });
-  }
-
-  before(async function () {
-    this.timeout(90_000);
-    try {
-      etcd = await o.setup();
-      dir = mkdtempSync(join(tmpdir(), 'fuxi-faults-'));
-      fc = await newCluster();
-    } catch (e) {
-      setupError = errorMessage(e);
-      throw e;
+    async function newCluster(): Promise<FaultCluster> {
+      generation++;
+      const d = join(dir, `cluster-${generation}`);
+      mkdirSync(d, { recursive: true });
+      const placement = o.placement?.();
+      return FaultCluster.start({ dir: d, etcdEndpoint: etcd!.endpoint, prefix: `/faults-${generation}/`, ...(placement ? { placement } : {}) });
     }
-  });
 
-  beforeEach(async function () {
-    this.timeout(90_000);
-    if (!fc) throw new Error(`no cluster: ${setupError}`);
-    try {
-      const did = await fc.heal();
-      if (did.length) say(`healed: ${did.join(', ')}`);
-    } catch (e) {
-      say(`healing failed (${errorMessage(e)}); starting a fresh cluster`);
-      await fc.stop(pids).catch(() => undefined);
-      fc = await newCluster();
-    }
-  });
-
-  afterEach(function () {
-    if (this.currentTest?.state !== 'passed') anyFailed = true;
-  });
-
-  after(async function () {
-    this.timeout(90_000);
-    writeResults();
-    await fc?.stop(pids).catch((e: unknown) => say(`stopping the cluster: ${errorMessage(e)}`));
-    await etcd?.stop();
-    await o.teardown?.();
-    const keep = anyFailed || !!setupError || process.env.FUXI_FAULT_KEEP === '1';
-    if (dir && !keep) rmSync(dir, { recursive: true, force: true });
-    else if (dir) process.stderr.write(`  (fault matrix logs kept in ${dir})\n`);
-  });
-
-  function writeResults(): void {
-    const failed = rows.filter((r) => !r.passed).map((r) => r.no);
-    const out = {
-      generatedAt: new Date().toISOString(),
-      durationMs: Date.now() - startedAt,
-      host: { cpus: cpus().length },
-      cluster: { ...TIMINGS, instancesPerNode: INSTANCES_PER_NODE, jobsPerRow: 2, rerunAfterMs: RERUN_AFTER_MS, agentRestartDelayMs: AGENT_RESTART_DELAY_MS, clustersStarted: generation },
-      definitions: {
-        healthyWorkersRestarted: 'task workers running before the fault (no node died) that afterwards were not running as the same pid, ended other than by succeeding, or whose instance ran again elsewhere',
-        instancesRescheduled: "max(sum of the jobs' task retries, instances the agents list as having run again: another node, worker id, pid or attempt)",
-        allowedReschedules: "instances on nodes that died, plus a rerun job's instances on an agent timing out longer than its rerunAfterMs",
-        'recoveryMs.master': 'kill -9 of the leader -> the new leader logs "recovery complete"',
-        'recoveryMs.agent': 'the agent\'s own failover: restarted process -> its "first heartbeat answered" (crash), or SIGCONT -> the master hearing from it again (timing); detail.agent.faultToRecoveredMs includes the detection/restart delay',
-        'recoveryMs.am': 'the AM\'s failover: the master starting the next attempt (after detecting the crash or stall) -> that attempt registered (or, for an AM stalled across a master failover, SIGCONT -> its state adopted by the new leader); detail.am.faultToRecoveredMs includes detection',
-      },
-      ...(setupError ? { setupError } : {}),
-      summary: { rows: rows.length, passed: rows.length - failed.length, failed },
-      rows,
-    };
-    try {
-      mkdirSync(dirname(o.out), { recursive: true });
-      writeFileSync(o.out, JSON.stringify(out, null, 2) + '\n');
-      process.stderr.write(`  fault matrix: ${out.summary.passed}/${rows.length} rows passed; written to ${o.out}\n`);
-    } catch (e) {
-      process.stderr.write(`  could not write ${o.out}: ${errorMessage(e)}\n`);
-    }
-  }
-
-  for (const s of o.scenarios) {
-    it(`row ${scenarioLabel(s)}: no healthy worker restarted, both jobs complete`, async function () {
-      const row: Row = {
-        scenario: scenarioLabel(s),
-        no: s.no,
-        faults: { fm: s.fm ?? null, am: s.am ?? null, agent: s.agent ?? null },
-        expectedFsm: s.fsm,
-        jobsCompleted: null,
-        jobsFailed: null,
-        jobsUnfinished: null,
-        healthyWorkersRestarted: null,
-        instancesRescheduled: null,
-        allowedReschedules: null,
-        recoveryMs: { master: null, agent: null, am: null },
-        passed: false,
-        problems: [],
-        durationMs: 0,
-        detail: { cluster: generation },
-      };
-      rows.push(row);
-      const began = Date.now();
+    before(async function () {
+      this.timeout(90_000);
       try {
-        await runRow(s, row);
+        etcd = await o.setup();
+        dir = mkdtempSync(join(tmpdir(), 'fuxi-faults-'));
+        fc = await newCluster();
       } catch (e) {
-        row.problems.push(errorMessage(e));
-      } finally {
-        row.durationMs = Date.now() - began;
+        setupError = errorMessage(e);
+        throw e;
       }
-      const beyond = Math.max(0, (row.instancesRescheduled ?? 0) - (row.allowedReschedules ?? 0));
-      row.passed = row.problems.length === 0 && row.jobsCompleted === 2 && row.jobsFailed === 0 && row.healthyWorkersRestarted === 0 && beyond === 0;
-      say(
-        `row ${row.scenario}: ${row.passed ? 'ok' : 'FAILED'} completed=${row.jobsCompleted} failed=${row.jobsFailed} restarted=${row.healthyWorkersRestarted} rescheduled=${row.instancesRescheduled}` +
-          ` recovery master=${row.recoveryMs.master} agent=${row.recoveryMs.agent} am=${row.recoveryMs.am} (${row.durationMs} ms)`,
-      );
-      if (!row.passed) row.logExcerpt = excerpt(row);
-      expect(
-        { jobsCompleted: row.jobsCompleted, jobsFailed: row.jobsFailed, healthyWorkersRestarted: row.healthyWorkersRestarted, rescheduledBeyondAllowed: beyond },
-        `row ${row.scenario}; problems: ${row.problems.join(' | ') || 'none'}`,
-      ).to.deep.equal({ jobsCompleted: 2, jobsFailed: 0, healthyWorkersRestarted: 0, rescheduledBeyondAllowed: 0 });
-      expect(row.problems, `row ${row.scenario}`).to.deep.equal([]);
     });
-  }
 
-  /** Master warnings and notable lines, agent warnings and the target AM's last lines, around the row. */
-  function excerpt(row: Row): string[] {
-    const from = Number(row.detail.t0 ?? Date.now() - row.durationMs) - 1000;
-    const to = Number(row.detail.t0 ?? 0) + row.durationMs + 1000;
-    const lines: string[] = [];
-    const fmt = (who: string, r: LogRecord) => {
-      const { msg, pid, timeMs, time: _t, level, hostname: _h, name: _n, ...rest } = r as LogRecord & Record<string, unknown>;
-      return `${new Date(timeMs).toISOString().slice(11, 23)} ${who} pid ${pid} ${Number(level) >= 50 ? 'ERROR' : Number(level) >= 40 ? 'WARN' : 'info'} ${msg} ${JSON.stringify(rest).slice(0, 300)}`;
-    };
-    if (!fc) return lines;
-    fc.masterLogs.forEach((t, i) => {
-      t.poll();
-      for (const r of t.records) if (r.timeMs >= from && r.timeMs <= to && (Number(r.level) >= 40 || NOTABLE.has(r.msg))) lines.push(fmt(`master-${i + 1}`, r));
+    beforeEach(async function () {
+      this.timeout(90_000);
+      if (!fc) throw new Error(`no cluster: ${setupError}`);
+      try {
+        const did = await fc.heal();
+        if (did.length) say(`healed: ${did.join(', ')}`);
+      } catch (e) {
+        say(`healing failed (${errorMessage(e)}); starting a fresh cluster`);
+        await fc.stop(pids).catch(() => undefined);
+        fc = await newCluster();
+      }
     });
-    fc.agents.forEach((a, i) => {
-      const t = fc!.agentLog(i);
-      t.poll();
-      for (const r of t.records) if (r.timeMs >= from && r.timeMs <= to && Number(r.level) >= 40) lines.push(fmt(a.nodeId, r));
+
+    afterEach(function () {
+      if (this.currentTest?.state !== 'passed') anyFailed = true;
     });
-    lines.sort();
-    const out = lines.slice(0, 60);
-    if (lines.length > 60) out.push(`... ${lines.length - 60} more lines`);
-    const am = row.detail.am as { appId?: string; node?: string } | undefined;
-    if (am?.appId && am.node) {
-      const agent = fc.agents.find((a) => a.nodeId === am.node);
-      if (agent) {
-        for (let attempt = 1; attempt <= 6; attempt++) {
-          const tail = FaultCluster.tail(FaultCluster.workerStdout(agent, am.appId, `am.${attempt}`), 8);
-          if (tail.length) out.push(`--- ${am.node} ${am.appId} am.${attempt} stdout (last lines)`, ...tail.map((l) => l.slice(0, 400)));
-        }
+
+    after(async function () {
+      this.timeout(90_000);
+      writeResults();
+      await fc?.stop(pids).catch((e: unknown) => say(`stopping the cluster: ${errorMessage(e)}`));
+      await etcd?.stop();
+      await o.teardown?.();
+      const keep = anyFailed || !!setupError || process.env.FUXI_FAULT_KEEP === '1';
+      if (dir && !keep) rmSync(dir, { recursive: true, force: true });
+      else if (dir) process.stderr.write(`  (fault matrix logs kept in ${dir})\n`);
+    });
+
+    function writeResults(): void {
+      const failed = rows.filter((r) => !r.passed).map((r) => r.no);
+      const out = {
+        generatedAt: new Date().toISOString(),
+        durationMs: Date.now() - startedAt,
+        host: { cpus: cpus().length },
+        cluster: {
+          ...TIMINGS,
+          instancesPerNode: INSTANCES_PER_NODE,
+          jobsPerRow: 2,
+          rerunAfterMs: RERUN_AFTER_MS,
+          agentRestartDelayMs: AGENT_RESTART_DELAY_MS,
+          clustersStarted: generation,
+        },
+        definitions: {
+          healthyWorkersRestarted:
+            'task workers running before the fault (no node died) that afterwards were not running as the same pid, ended other than by succeeding, or whose instance ran again elsewhere',
+          instancesRescheduled: "max(sum of the jobs' task retries, instances the agents list as having run again: another node, worker id, pid or attempt)",
+          allowedReschedules: "instances on nodes that died, plus a rerun job's instances on an agent timing out longer than its rerunAfterMs",
+          'recoveryMs.master': 'kill -9 of the leader -> the new leader logs "recovery complete"',
+          'recoveryMs.agent':
+            'the agent\'s own failover: restarted process -> its "first heartbeat answered" (crash), or SIGCONT -> the master hearing from it again (timing); detail.agent.faultToRecoveredMs includes the detection/restart delay',
+          'recoveryMs.am':
+            "the AM's failover: the master starting the next attempt (after detecting the crash or stall) -> that attempt registered (or, for an AM stalled across a master failover, SIGCONT -> its state adopted by the new leader); detail.am.faultToRecoveredMs includes detection",
+        },
+        ...(setupError ? { setupError } : {}),
+        summary: { rows: rows.length, passed: rows.length - failed.length, failed },
+        rows,
+      };
+      try {
+        mkdirSync(dirname(o.out), { recursive: true });
+        writeFileSync(o.out, JSON.stringify(out, null, 2) + '\n');
+        process.stderr.write(`  fault matrix: ${out.summary.passed}/${rows.length} rows passed; written to ${o.out}\n`);
+      } catch (e) {
+        process.stderr.write(`  could not write ${o.out}: ${errorMessage(e)}\n`);
       }
     }
-    return out;
-  }
 
-  async function runRow(s: Scenario, row: Row): Promise<void> {
-    const c = fc!;
-    const detail = row.detail;
-    const client = c.client({ retryForMs: 60_000, deadlineMs: 5000 });
-    const fsmClient = c.client({ retryForMs: 500, deadlineMs: 1000 });
-    let t0 = 0;
-    const fsm = watchFsm(fsmClient, () => t0 || Date.now());
-    const rowDir = join(dir, `row-${s.no}`);
-    mkdirSync(rowDir, { recursive: true });
-    const nodes = c.agents.map((a) => a.nodeId);
-    const stamp = Date.now().toString(36);
-    const specs = [rowJob(`r${s.no}-wait-${stamp}`, rowDir, nodes, 'wait'), rowJob(`r${s.no}-rerun-${stamp}`, rowDir, nodes, 'rerun')];
-    const jobIds = specs.map((x) => x.jobId);
-    const policies = new Map(specs.map((x) => [x.jobId, { policy: x.onAgentTimeout, rerunAfterMs: x.rerunAfterMs }] as const));
-    detail.jobs = jobIds;
-    let released = false;
-    let agentStopped = -1;
-    let amStopped: { pid: number; appId: string } | undefined;
-    try {
-      // ---------------------------------------------------------------- both jobs running everywhere
-      for (const spec of specs) await client.submit(spec);
-      const perJob = nodes.length * INSTANCES_PER_NODE;
-      const before = await until(
-        `both jobs' AMs and ${perJob} instances each running with pids, on every node`,
-        async () => {
-          const ws = (await c.workers()).filter((w) => jobIds.includes(w.appId) && w.state === 'WORKER_STATE_RUNNING' && w.pid > 0);
-          for (const id of jobIds) {
-            const mine = ws.filter((w) => w.appId === id);
-            if (mine.filter(isAmWorker).length !== 1) return undefined;
-            const tasks = mine.filter((w) => !isAmWorker(w));
-            if (tasks.length !== perJob) return undefined;
-            if (!nodes.every((n) => tasks.some((w) => w.nodeId === n))) return undefined;
-          }
-          return ws;
-        },
-        60_000,
-        200,
-      );
-      for (const w of before) pids.add(w.pid);
-      detail.workersBefore = before.filter((w) => !isAmWorker(w)).map((w) => `${workerKey(w)}:${w.pid}`);
-      detail.fsmAtStart = (await client.clusterStatus().catch(() => undefined))?.fsmState ?? null;
-
-      // ---------------------------------------------------------------- targets
-      const amJob = jobIds[0]!;
-      const amWorker = before.find((w) => w.appId === amJob && isAmWorker(w))!;
-      const amAttemptBefore = (await client.get(amJob)).amAttempt || amWorker.attempt;
-      const agentIdx = s.agent ? (s.am ? c.agents.findIndex((a) => a.nodeId !== amWorker.nodeId) : c.agents.findIndex((a) => a.nodeId === amWorker.nodeId)) : -1;
-      const agent = agentIdx >= 0 ? c.agents[agentIdx]! : undefined;
-      if (s.am) detail.am = { appId: amJob, node: amWorker.nodeId, pid: amWorker.pid, attemptBefore: amAttemptBefore };
-      if (agent) detail.agent = { node: agent.nodeId, pid: agent.pid };
-      let oldLeader: LeaderInfo | undefined;
-      if (s.fm) {
-        oldLeader = await c.ha.waitForLeader();
-        detail.master = { killed: oldLeader.master.name, pid: oldLeader.master.pid, epochBefore: oldLeader.epoch };
-      }
-
-      // ---------------------------------------------------------------- inject, all at once
-      t0 = Date.now();
-      detail.t0 = t0;
-      if (oldLeader) c.ha.kill(oldLeader.master, 'SIGKILL');
-      if (s.am === 'crash' && !c.signalWorkerGroup(amWorker.pid, amJob, 'SIGKILL')) throw new Error(`AM of ${amJob} (pid ${amWorker.pid}) was gone before the kill`);
-      if (s.am === 'timing') {
-        if (!c.signalWorkerGroup(amWorker.pid, amJob, 'SIGSTOP')) throw new Error(`AM of ${amJob} (pid ${amWorker.pid}) was gone before SIGSTOP`);
-        amStopped = { pid: amWorker.pid, appId: amJob };
-      }
-      if (agent && s.agent === 'crash') c.signalAgent(agentIdx, 'SIGKILL');
-      if (agent && s.agent === 'timing') {
-        c.signalAgent(agentIdx, 'SIGSTOP');
-        agentStopped = agentIdx;
-      }
-      detail.injectSpreadMs = Date.now() - t0;
-      say(`row ${row.scenario}: injected (${[s.fm && `kill -9 ${oldLeader!.master.name}`, s.am && `${s.am} AM ${amJob} on ${amWorker.nodeId}`, s.agent && `${s.agent} ${agent!.nodeId}`].filter(Boolean).join(', ')})`);
-
-      // ---------------------------------------------------------------- recover
-      const fmTask = (async () => {
-        if (!oldLeader) return;
-        const next = await c.ha.waitForLeader({ notPids: [oldLeader.master.pid], afterEpoch: oldLeader.epoch, timeoutMs: 30_000 });
-        const rec = await c.ha.waitForRecovery(next.master, next.epoch, 30_000);
-        row.recoveryMs.master = rec.timeMs - t0;
-        Object.assign(detail.master as object, {
-          newLeader: next.master.name,
-          epoch: next.epoch,
-          takeoverMs: next.record.timeMs - t0,
-          leaderRecoveredMs: rec.recoveredMs ?? null,
-          aggregationMs: rec.aggregationMs ?? null,
-          agentsMissing: rec.agentsMissing ?? null,
-          appsMissing: rec.appsMissing ?? null,
-        });
-      })();
-      const fmSettled = fmTask.then(
-        () => undefined,
-        () => undefined,
-      );
-
-      const agentTask = (async () => {
-        if (!agent) return;
-        const d = detail.agent as Record<string, unknown>;
-        if (s.agent === 'crash') {
-          await sleep(AGENT_RESTART_DELAY_MS);
-          const restartAt = Date.now();
-          const a = await c.restartAgent(agentIdx);
-          d.restartedPid = a.pid;
-          d.restartedAfterMs = Date.now() - t0;
-          const log = c.agentLog(agentIdx);
-          const rec = await log.waitFor((r) => r.pid === a.pid && r.msg === 'first heartbeat answered', { what: `"first heartbeat answered" from the restarted ${a.nodeId}`, child: a.child, timeoutMs: 30_000 });
-          // The agent's own failover: restarted process -> re-adopted workers, grants back, heartbeating.
-          row.recoveryMs.agent = rec.timeMs - restartAt;
-          d.faultToRecoveredMs = rec.timeMs - t0;
-          const restored = log.last((r) => r.pid === a.pid && r.msg === 'restarted from the local checkpoint');
-          d.restored = restored ? { adopted: restored.adopted, ended: restored.ended, pending: restored.pending, grants: restored.grants } : null;
-          if (!restored) throw new Error(`the restarted ${a.nodeId} did not log "restarted from the local checkpoint"`);
-          return;
-        }
-        let resumeAt = 0;
+    for (const s of o.scenarios) {
+      it(`row ${scenarioLabel(s)}: no healthy worker restarted, both jobs complete`, async function () {
+        const row: Row = {
+          scenario: scenarioLabel(s),
+          no: s.no,
+          faults: { fm: s.fm ?? null, am: s.am ?? null, agent: s.agent ?? null },
+          expectedFsm: s.fsm,
+          jobsCompleted: null,
+          jobsFailed: null,
+          jobsUnfinished: null,
+          healthyWorkersRestarted: null,
+          instancesRescheduled: null,
+          allowedReschedules: null,
+          recoveryMs: { master: null, agent: null, am: null },
+          passed: false,
+          problems: [],
+          durationMs: 0,
+          detail: { cluster: generation },
+        };
+        rows.push(row);
+        const began = Date.now();
         try {
-          if (oldLeader) {
-            await fmSettled;
-            await sleep(AFTER_RECOVERY_HOLD_MS);
-          } else {
-            await c.waitMasterRecord((r) => r.msg === 'agent timing out: slots reserved' && r.nodeId === agent.nodeId && r.timeMs >= t0, `"agent timing out: slots reserved" for ${agent.nodeId}`, 10_000);
-            await sleep(500);
-          }
-          const minUntil = t0 + AGENT_MIN_HOLD_MS;
-          if (Date.now() < minUntil) await sleep(minUntil - Date.now());
+          await runRow(s, row);
+        } catch (e) {
+          row.problems.push(errorMessage(e));
         } finally {
-          resumeAt = Date.now();
-          c.signalAgent(agentIdx, 'SIGCONT');
-          agentStopped = -1;
-          d.heldMs = resumeAt - t0;
+          row.durationMs = Date.now() - began;
         }
-        const rec = await c.waitMasterRecord((r) => AGENT_BACK_MSGS.includes(r.msg) && r.nodeId === agent.nodeId && r.timeMs >= resumeAt - 20, `the master hearing from ${agent.nodeId} again`, 20_000);
-        // Detection is the timing threshold itself; recovery is from the agent running again.
-        row.recoveryMs.agent = rec.timeMs - resumeAt;
-        d.faultToRecoveredMs = rec.timeMs - t0;
-        d.backVia = rec.msg;
-      })();
+        const beyond = Math.max(0, (row.instancesRescheduled ?? 0) - (row.allowedReschedules ?? 0));
+        row.passed = row.problems.length === 0 && row.jobsCompleted === 2 && row.jobsFailed === 0 && row.healthyWorkersRestarted === 0 && beyond === 0;
+        say(
+          `row ${row.scenario}: ${row.passed ? 'ok' : 'FAILED'} completed=${row.jobsCompleted} failed=${row.jobsFailed} restarted=${row.healthyWorkersRestarted} rescheduled=${row.instancesRescheduled}` +
+            ` recovery master=${row.recoveryMs.master} agent=${row.recoveryMs.agent} am=${row.recoveryMs.am} (${row.durationMs} ms)`,
+        );
+        if (!row.passed) row.logExcerpt = excerpt(row);
+        expect(
+          {
+            jobsCompleted: row.jobsCompleted,
+            jobsFailed: row.jobsFailed,
+            healthyWorkersRestarted: row.healthyWorkersRestarted,
+            rescheduledBeyondAllowed: beyond,
+          },
+          `row ${row.scenario}; problems: ${row.problems.join(' | ') || 'none'}`,
+        ).to.deep.equal({ jobsCompleted: 2, jobsFailed: 0, healthyWorkersRestarted: 0, rescheduledBeyondAllowed: 0 });
+        expect(row.problems, `row ${row.scenario}`).to.deep.equal([]);
+      });
+    }
 
-      const amTask = (async () => {
-        if (!s.am) return;
-        const d = detail.am as Record<string, unknown>;
-        let resumeAt = t0;
+    /** Master warnings and notable lines, agent warnings and the target AM's last lines, around the row. */
+    function excerpt(row: Row): string[] {
+      const from = Number(row.detail.t0 ?? Date.now() - row.durationMs) - 1000;
+      const to = Number(row.detail.t0 ?? 0) + row.durationMs + 1000;
+      const lines: string[] = [];
+      const fmt = (who: string, r: LogRecord) => {
+        const { msg, pid, timeMs, time: _t, level, hostname: _h, name: _n, ...rest } = r as LogRecord & Record<string, unknown>;
+        return `${new Date(timeMs).toISOString().slice(11, 23)} ${who} pid ${pid} ${Number(level) >= 50 ? 'ERROR' : Number(level) >= 40 ? 'WARN' : 'info'} ${msg} ${JSON.stringify(rest).slice(0, 300)}`;
+      };
+      if (!fc) return lines;
+      fc.masterLogs.forEach((t, i) => {
+        t.poll();
+        for (const r of t.records)
+          if (r.timeMs >= from && r.timeMs <= to && (Number(r.level) >= 40 || NOTABLE.has(r.msg))) lines.push(fmt(`master-${i + 1}`, r));
+      });
+      fc.agents.forEach((a, i) => {
+        const t = fc!.agentLog(i);
+        t.poll();
+        for (const r of t.records) if (r.timeMs >= from && r.timeMs <= to && Number(r.level) >= 40) lines.push(fmt(a.nodeId, r));
+      });
+      lines.sort();
+      const out = lines.slice(0, 60);
+      if (lines.length > 60) out.push(`... ${lines.length - 60} more lines`);
+      const am = row.detail.am as { appId?: string; node?: string } | undefined;
+      if (am?.appId && am.node) {
+        const agent = fc.agents.find((a) => a.nodeId === am.node);
+        if (agent) {
+          for (let attempt = 1; attempt <= 6; attempt++) {
+            const tail = FaultCluster.tail(FaultCluster.workerStdout(agent, am.appId, `am.${attempt}`), 8);
+            if (tail.length) out.push(`--- ${am.node} ${am.appId} am.${attempt} stdout (last lines)`, ...tail.map((l) => l.slice(0, 400)));
+          }
+        }
+      }
+      return out;
+    }
+
+    async function runRow(s: Scenario, row: Row): Promise<void> {
+      const c = fc!;
+      const detail = row.detail;
+      const client = c.client({ retryForMs: 60_000, deadlineMs: 5000 });
+      const fsmClient = c.client({ retryForMs: 500, deadlineMs: 1000 });
+      let t0 = 0;
+      const fsm = watchFsm(fsmClient, () => t0 || Date.now());
+      const rowDir = join(dir, `row-${s.no}`);
+      mkdirSync(rowDir, { recursive: true });
+      const nodes = c.agents.map((a) => a.nodeId);
+      const stamp = Date.now().toString(36);
+      const specs = [rowJob(`r${s.no}-wait-${stamp}`, rowDir, nodes, 'wait'), rowJob(`r${s.no}-rerun-${stamp}`, rowDir, nodes, 'rerun')];
+      const jobIds = specs.map((x) => x.jobId);
+      const policies = new Map(specs.map((x) => [x.jobId, { policy: x.onAgentTimeout, rerunAfterMs: x.rerunAfterMs }] as const));
+      detail.jobs = jobIds;
+      let released = false;
+      let agentStopped = -1;
+      let amStopped: { pid: number; appId: string } | undefined;
+      try {
+        // ---------------------------------------------------------------- both jobs running everywhere
+        for (const spec of specs) await client.submit(spec);
+        const perJob = nodes.length * INSTANCES_PER_NODE;
+        const before = await until(
+          `both jobs' AMs and ${perJob} instances each running with pids, on every node`,
+          async () => {
+            const ws = (await c.workers()).filter((w) => jobIds.includes(w.appId) && w.state === 'WORKER_STATE_RUNNING' && w.pid > 0);
+            for (const id of jobIds) {
+              const mine = ws.filter((w) => w.appId === id);
+              if (mine.filter(isAmWorker).length !== 1) return undefined;
+              const tasks = mine.filter((w) => !isAmWorker(w));
+              if (tasks.length !== perJob) return undefined;
+              if (!nodes.every((n) => tasks.some((w) => w.nodeId === n))) return undefined;
+            }
+            return ws;
+          },
+          60_000,
+          200,
+        );
+        for (const w of before) pids.add(w.pid);
+        detail.workersBefore = before.filter((w) => !isAmWorker(w)).map((w) => `${workerKey(w)}:${w.pid}`);
+        detail.fsmAtStart = (await client.clusterStatus().catch(() => undefined))?.fsmState ?? null;
+
+        // ---------------------------------------------------------------- targets
+        const amJob = jobIds[0]!;
+        const amWorker = before.find((w) => w.appId === amJob && isAmWorker(w))!;
+        const amAttemptBefore = (await client.get(amJob)).amAttempt || amWorker.attempt;
+        const agentIdx = s.agent
+          ? s.am
+            ? c.agents.findIndex((a) => a.nodeId !== amWorker.nodeId)
+            : c.agents.findIndex((a) => a.nodeId === amWorker.nodeId)
+          : -1;
+        const agent = agentIdx >= 0 ? c.agents[agentIdx]! : undefined;
+        if (s.am) detail.am = { appId: amJob, node: amWorker.nodeId, pid: amWorker.pid, attemptBefore: amAttemptBefore };
+        if (agent) detail.agent = { node: agent.nodeId, pid: agent.pid };
+        let oldLeader: LeaderInfo | undefined;
+        if (s.fm) {
+          oldLeader = await c.ha.waitForLeader();
+          detail.master = { killed: oldLeader.master.name, pid: oldLeader.master.pid, epochBefore: oldLeader.epoch };
+        }
+
+        // ---------------------------------------------------------------- inject, all at once
+        t0 = Date.now();
+        detail.t0 = t0;
+        if (oldLeader) c.ha.kill(oldLeader.master, 'SIGKILL');
+        if (s.am === 'crash' && !c.signalWorkerGroup(amWorker.pid, amJob, 'SIGKILL'))
+          throw new Error(`AM of ${amJob} (pid ${amWorker.pid}) was gone before the kill`);
         if (s.am === 'timing') {
+          if (!c.signalWorkerGroup(amWorker.pid, amJob, 'SIGSTOP')) throw new Error(`AM of ${amJob} (pid ${amWorker.pid}) was gone before SIGSTOP`);
+          amStopped = { pid: amWorker.pid, appId: amJob };
+        }
+        if (agent && s.agent === 'crash') c.signalAgent(agentIdx, 'SIGKILL');
+        if (agent && s.agent === 'timing') {
+          c.signalAgent(agentIdx, 'SIGSTOP');
+          agentStopped = agentIdx;
+        }
+        detail.injectSpreadMs = Date.now() - t0;
+        say(
+          `row ${row.scenario}: injected (${[s.fm && `kill -9 ${oldLeader!.master.name}`, s.am && `${s.am} AM ${amJob} on ${amWorker.nodeId}`, s.agent && `${s.agent} ${agent!.nodeId}`].filter(Boolean).join(', ')})`,
+        );
+
+        // ---------------------------------------------------------------- recover
+        const fmTask = (async () => {
+          if (!oldLeader) return;
+          const next = await c.ha.waitForLeader({ notPids: [oldLeader.master.pid], afterEpoch: oldLeader.epoch, timeoutMs: 30_000 });
+          const rec = await c.ha.waitForRecovery(next.master, next.epoch, 30_000);
+          row.recoveryMs.master = rec.timeMs - t0;
+          Object.assign(detail.master as object, {
+            newLeader: next.master.name,
+            epoch: next.epoch,
+            takeoverMs: next.record.timeMs - t0,
+            leaderRecoveredMs: rec.recoveredMs ?? null,
+            aggregationMs: rec.aggregationMs ?? null,
+            agentsMissing: rec.agentsMissing ?? null,
+            appsMissing: rec.appsMissing ?? null,
+          });
+        })();
+        const fmSettled = fmTask.then(
+          () => undefined,
+          () => undefined,
+        );
+
+        const agentTask = (async () => {
+          if (!agent) return;
+          const d = detail.agent as Record<string, unknown>;
+          if (s.agent === 'crash') {
+            await sleep(AGENT_RESTART_DELAY_MS);
+            const restartAt = Date.now();
+            const a = await c.restartAgent(agentIdx);
+            d.restartedPid = a.pid;
+            d.restartedAfterMs = Date.now() - t0;
+            const log = c.agentLog(agentIdx);
+            const rec = await log.waitFor((r) => r.pid === a.pid && r.msg === 'first heartbeat answered', {
+              what: `"first heartbeat answered" from the restarted ${a.nodeId}`,
+              child: a.child,
+              timeoutMs: 30_000,
+            });
+            // The agent's own failover: restarted process -> re-adopted workers, grants back, heartbeating.
+            row.recoveryMs.agent = rec.timeMs - restartAt;
+            d.faultToRecoveredMs = rec.timeMs - t0;
+            const restored = log.last((r) => r.pid === a.pid && r.msg === 'restarted from the local checkpoint');
+            d.restored = restored ? { adopted: restored.adopted, ended: restored.ended, pending: restored.pending, grants: restored.grants } : null;
+            if (!restored) throw new Error(`the restarted ${a.nodeId} did not log "restarted from the local checkpoint"`);
+            return;
+          }
+          let resumeAt = 0;
           try {
             if (oldLeader) {
               await fmSettled;
               await sleep(AFTER_RECOVERY_HOLD_MS);
             } else {
-              await c.waitMasterRecord((r) => r.msg === 'restarting the application master' && r.appId === amJob && r.timeMs >= t0, `"restarting the application master" for ${amJob}`, TIMINGS.amStallTimeoutMs + 10_000);
-              await sleep(300);
+              await c.waitMasterRecord(
+                (r) => r.msg === 'agent timing out: slots reserved' && r.nodeId === agent.nodeId && r.timeMs >= t0,
+                `"agent timing out: slots reserved" for ${agent.nodeId}`,
+                10_000,
+              );
+              await sleep(500);
             }
-            const minUntil = t0 + TIMINGS.amStallTimeoutMs + 500;
+            const minUntil = t0 + AGENT_MIN_HOLD_MS;
             if (Date.now() < minUntil) await sleep(minUntil - Date.now());
           } finally {
             resumeAt = Date.now();
-            c.signalWorkerGroup(amWorker.pid, amJob, 'SIGCONT');
-            amStopped = undefined;
+            c.signalAgent(agentIdx, 'SIGCONT');
+            agentStopped = -1;
             d.heldMs = resumeAt - t0;
           }
+          const rec = await c.waitMasterRecord(
+            (r) => AGENT_BACK_MSGS.includes(r.msg) && r.nodeId === agent.nodeId && r.timeMs >= resumeAt - 20,
+            `the master hearing from ${agent.nodeId} again`,
+            20_000,
+          );
+          // Detection is the timing threshold itself; recovery is from the agent running again.
+          row.recoveryMs.agent = rec.timeMs - resumeAt;
+          d.faultToRecoveredMs = rec.timeMs - t0;
+          d.backVia = rec.msg;
+        })();
+
+        const amTask = (async () => {
+          if (!s.am) return;
+          const d = detail.am as Record<string, unknown>;
+          let resumeAt = t0;
+          if (s.am === 'timing') {
+            try {
+              if (oldLeader) {
+                await fmSettled;
+                await sleep(AFTER_RECOVERY_HOLD_MS);
+              } else {
+                await c.waitMasterRecord(
+                  (r) => r.msg === 'restarting the application master' && r.appId === amJob && r.timeMs >= t0,
+                  `"restarting the application master" for ${amJob}`,
+                  TIMINGS.amStallTimeoutMs + 10_000,
+                );
+                await sleep(300);
+              }
+              const minUntil = t0 + TIMINGS.amStallTimeoutMs + 500;
+              if (Date.now() < minUntil) await sleep(minUntil - Date.now());
+            } finally {
+              resumeAt = Date.now();
+              c.signalWorkerGroup(amWorker.pid, amJob, 'SIGCONT');
+              amStopped = undefined;
+              d.heldMs = resumeAt - t0;
+            }
+          }
+          const rec = await c.waitMasterRecord(
+            (r) =>
+              r.appId === amJob &&
+              r.timeMs >= t0 &&
+              ((r.msg === 'application master registered' && Number(r.attempt) > amAttemptBefore) ||
+                (s.am === 'timing' && !!oldLeader && r.msg === 'application state adopted' && r.timeMs >= resumeAt - 20)),
+            `the AM of ${amJob} back (attempt > ${amAttemptBefore} registered${s.am === 'timing' && oldLeader ? ', or the stalled one reporting to the new leader' : ''})`,
+            30_000,
+          );
+          // The AM's failover: from the master starting the new attempt (after detecting the crash or
+          // the stall) to that attempt registered; for a stalled AM that reports after a master
+          // failover instead, from its resumption.
+          const restarting =
+            rec.msg === 'application master registered'
+              ? c.masterRecords((r) => r.msg === 'restarting the application master' && r.appId === amJob && r.timeMs >= t0 && r.timeMs <= rec.timeMs).at(-1)
+              : undefined;
+          const from = restarting ? restarting.timeMs : rec.msg === 'application master registered' ? t0 : resumeAt;
+          row.recoveryMs.am = rec.timeMs - from;
+          d.faultToRecoveredMs = rec.timeMs - t0;
+          d.recoveredVia =
+            rec.msg === 'application master registered' ? `attempt ${String(rec.attempt)} registered` : 'the stalled attempt reported to the new leader';
+          if (rec.msg === 'application master registered') {
+            // The replaced attempt must be gone (fenced, or killed by its agent).
+            const gone = await until('the old AM attempt to end', () => !isWorkerWrapper(amWorker.pid, amJob), 10_000, 100).catch(() => false);
+            d.oldAttemptEnded = gone;
+            if (!gone)
+              throw new Error(
+                `AM attempt ${amAttemptBefore} of ${amJob} (pid ${amWorker.pid}) still runs 10 s after attempt ${String(rec.attempt)} registered`,
+              );
+          }
+        })();
+
+        const results = await Promise.allSettled([fmTask, agentTask, amTask]);
+        for (const r of results) if (r.status === 'rejected') row.problems.push(errorMessage(r.reason));
+
+        // ---------------------------------------------------------------- settle, compare, release
+        const settled = await until(
+          'the fault FSM back to S0 with no open events',
+          () => fsm.last()?.state === 'S0' && fsm.last()?.open.length === 0,
+          10_000,
+          100,
+        ).catch(() => false);
+        detail.fsmSettledMs = settled ? Date.now() - t0 : null;
+        if (!settled)
+          row.problems.push(
+            `the fault FSM did not return to S0 with no open events within 10 s of recovery (last seen: ${JSON.stringify(fsm.last() ?? null)})`,
+          );
+        const nodesUp = (await c.ha.agentStates()).length;
+        if (nodesUp !== nodes.length) row.problems.push(`only ${nodesUp} of ${nodes.length} agents answer GetAgentState after recovery`);
+        const afterRecovery = await c.workers();
+        const aliveAtCheck = new Map(before.map((w) => [workerKey(w), isAlive(w.pid)] as const));
+        for (const w of afterRecovery) if (w.pid > 0) pids.add(w.pid);
+
+        writeFileSync(join(rowDir, 'release'), '');
+        released = true;
+        const finals: JobInfo__Output[] = [];
+        let unfinished = 0;
+        const jobsDeadline = Date.now() + JOB_END_TIMEOUT_MS;
+        for (const id of jobIds) {
+          const info = await until(
+            `job ${id} to end`,
+            async () => {
+              const j = await client.get(id);
+              return terminal(j.state) ? j : undefined;
+            },
+            Math.max(1000, jobsDeadline - Date.now()),
+            250,
+          ).catch(async (e: unknown) => {
+            unfinished++;
+            const j = await client.get(id).catch(() => undefined);
+            row.problems.push(
+              `${errorMessage(e)} (state ${j?.state ?? '?'}, AM attempt ${j?.amAttempt ?? '?'}, tasks ${JSON.stringify(j?.tasks.map((t) => [t.name, t.running, t.succeeded, t.failed, t.retries]) ?? [])})`,
+            );
+            await client.kill(id, 'fault matrix: did not end in time').catch(() => undefined);
+            return undefined;
+          });
+          if (info) finals.push(info);
         }
-        const rec = await c.waitMasterRecord(
-          (r) =>
-            r.appId === amJob &&
-            r.timeMs >= t0 &&
-            ((r.msg === 'application master registered' && Number(r.attempt) > amAttemptBefore) || (s.am === 'timing' && !!oldLeader && r.msg === 'application state adopted' && r.timeMs >= resumeAt - 20)),
-          `the AM of ${amJob} back (attempt > ${amAttemptBefore} registered${s.am === 'timing' && oldLeader ? ', or the stalled one reporting to the new leader' : ''})`,
-          30_000,
+        const final = await c.workers();
+
+        // ---------------------------------------------------------------- measure
+        row.jobsCompleted = finals.filter((j) => j.state === 'JOB_STATE_SUCCEEDED').length;
+        row.jobsFailed = finals.filter((j) => j.state !== 'JOB_STATE_SUCCEEDED').length;
+        row.jobsUnfinished = unfinished;
+        for (const j of finals) if (j.state !== 'JOB_STATE_SUCCEEDED') row.problems.push(`job ${j.jobId} ${j.state}: ${j.message}`);
+        detail.jobResults = finals.map((j) => ({
+          jobId: j.jobId,
+          state: j.state,
+          amAttempt: j.amAttempt,
+          tasks: j.tasks.map((t) => ({ name: t.name, succeeded: t.succeeded, failed: t.failed, retries: t.retries })),
+        }));
+
+        const restarted = restartedHealthyWorkers({ before, afterRecovery, final, aliveAtCheck });
+        row.healthyWorkersRestarted = restarted.length;
+        if (restarted.length) detail.restartedWorkers = restarted;
+
+        const resched = rescheduledInstances(
+          finals.map((j) => ({ appId: j.jobId, tasks: j.tasks })),
+          before,
+          [...afterRecovery, ...final],
         );
-        // The AM's failover: from the master starting the new attempt (after detecting the crash or
-        // the stall) to that attempt registered; for a stalled AM that reports after a master
-        // failover instead, from its resumption.
-        const restarting = rec.msg === 'application master registered' ? c.masterRecords((r) => r.msg === 'restarting the application master' && r.appId === amJob && r.timeMs >= t0 && r.timeMs <= rec.timeMs).at(-1) : undefined;
-        const from = restarting ? restarting.timeMs : rec.msg === 'application master registered' ? t0 : resumeAt;
-        row.recoveryMs.am = rec.timeMs - from;
-        d.faultToRecoveredMs = rec.timeMs - t0;
-        d.recoveredVia = rec.msg === 'application master registered' ? `attempt ${String(rec.attempt)} registered` : 'the stalled attempt reported to the new leader';
-        if (rec.msg === 'application master registered') {
-          // The replaced attempt must be gone (fenced, or killed by its agent).
-          const gone = await until('the old AM attempt to end', () => !isWorkerWrapper(amWorker.pid, amJob), 10_000, 100).catch(() => false);
-          d.oldAttemptEnded = gone;
-          if (!gone) throw new Error(`AM attempt ${amAttemptBefore} of ${amJob} (pid ${amWorker.pid}) still runs 10 s after attempt ${String(rec.attempt)} registered`);
+        row.instancesRescheduled = Math.max(resched.byRetries, resched.byRuns);
+        if (resched.instances.length) detail.rescheduled = resched.instances;
+        const held = (detail.agent as { heldMs?: number } | undefined)?.heldMs;
+        const timingNodes = new Map<string, number>(
+          agent && s.agent === 'timing' && held !== undefined ? [[agent.nodeId, held + TIMINGS.heartbeatIntervalMs]] : [],
+        );
+        row.allowedReschedules = allowedReschedules({ before, deadNodes: new Set(), timingNodes, policies });
+
+        // Nothing acknowledged is lost, nothing ran twice: every instance of a completed job ran to
+        // its end exactly once (its done files hold one pid per run).
+        const runs = new Map<string, number>();
+        for (const f of readdirSync(rowDir).filter((x) => x.startsWith('done-'))) {
+          const inst = f.replace(/^done-/, '').replace(/-\d+$/, '');
+          const n = readFileSync(join(rowDir, f), 'utf8').split('\n').filter(Boolean).length;
+          runs.set(inst, (runs.get(inst) ?? 0) + n);
         }
-      })();
+        const succeeded = (w: WorkerRef) => finals.some((j) => j.jobId === w.appId && j.state === 'JOB_STATE_SUCCEEDED');
+        const taskWorkers = before.filter((w) => !isAmWorker(w));
+        const runsOf = (w: WorkerRef) => runs.get(`${w.appId}-${w.task}-${w.instance}`) ?? 0;
+        const missing = taskWorkers.filter((w) => succeeded(w) && runsOf(w) === 0);
+        if (missing.length) row.problems.push(`no output from ${missing.map((w) => `${w.appId}/${w.task}/${w.instance}`).join(', ')}`);
+        const twice = taskWorkers.filter((w) => runsOf(w) > 1);
+        if (twice.length) detail.completedMoreThanOnce = twice.map((w) => `${w.appId}/${w.task}/${w.instance} x${runsOf(w)}`);
 
-      const results = await Promise.allSettled([fmTask, agentTask, amTask]);
-      for (const r of results) if (r.status === 'rejected') row.problems.push(errorMessage(r.reason));
+        // The AMs run the policy their job asked for.
+        const amPolicies = policyCheck(c, specs, finals);
+        detail.policies = amPolicies;
+        for (const p of amPolicies) {
+          const bad = p.am.filter((x) => x !== p.asked);
+          if (bad.length)
+            row.problems.push(`the AM of ${p.jobId} runs with onAgentTimeout ${bad.join(', ')}; the job asked for ${p.asked} (GetJob's spec says ${p.spec})`);
+        }
 
-      // ---------------------------------------------------------------- settle, compare, release
-      const settled = await until('the fault FSM back to S0 with no open events', () => fsm.last()?.state === 'S0' && fsm.last()?.open.length === 0, 10_000, 100).catch(() => false);
-      detail.fsmSettledMs = settled ? Date.now() - t0 : null;
-      if (!settled) row.problems.push(`the fault FSM did not return to S0 with no open events within 10 s of recovery (last seen: ${JSON.stringify(fsm.last() ?? null)})`);
-      const nodesUp = (await c.ha.agentStates()).length;
-      if (nodesUp !== nodes.length) row.problems.push(`only ${nodesUp} of ${nodes.length} agents answer GetAgentState after recovery`);
-      const afterRecovery = await c.workers();
-      const aliveAtCheck = new Map(before.map((w) => [workerKey(w), isAlive(w.pid)] as const));
-      for (const w of afterRecovery) if (w.pid > 0) pids.add(w.pid);
-
-      writeFileSync(join(rowDir, 'release'), '');
-      released = true;
-      const finals: JobInfo__Output[] = [];
-      let unfinished = 0;
-      const jobsDeadline = Date.now() + JOB_END_TIMEOUT_MS;
-      for (const id of jobIds) {
-        const info = await until(`job ${id} to end`, async () => {
-          const j = await client.get(id);
-          return terminal(j.state) ? j : undefined;
-        }, Math.max(1000, jobsDeadline - Date.now()), 250).catch(async (e: unknown) => {
-          unfinished++;
-          const j = await client.get(id).catch(() => undefined);
-          row.problems.push(`${errorMessage(e)} (state ${j?.state ?? '?'}, AM attempt ${j?.amAttempt ?? '?'}, tasks ${JSON.stringify(j?.tasks.map((t) => [t.name, t.running, t.succeeded, t.failed, t.retries]) ?? [])})`);
-          await client.kill(id, 'fault matrix: did not end in time').catch(() => undefined);
-          return undefined;
-        });
-        if (info) finals.push(info);
+        detail.fsmStates = fsm.seen;
+        detail.fsmReached = fsm.seen.some((x) => x.state === s.fsm);
+      } finally {
+        if (agentStopped >= 0) c.signalAgent(agentStopped, 'SIGCONT');
+        if (amStopped) c.signalWorkerGroup(amStopped.pid, amStopped.appId, 'SIGCONT');
+        if (!released) writeFileSync(join(rowDir, 'release'), '');
+        await fsm.stop();
+        detail.fsmStates ??= fsm.seen;
+        client.close();
+        fsmClient.close();
       }
-      const final = await c.workers();
-
-      // ---------------------------------------------------------------- measure
-      row.jobsCompleted = finals.filter((j) => j.state === 'JOB_STATE_SUCCEEDED').length;
-      row.jobsFailed = finals.filter((j) => j.state !== 'JOB_STATE_SUCCEEDED').length;
-      row.jobsUnfinished = unfinished;
-      for (const j of finals) if (j.state !== 'JOB_STATE_SUCCEEDED') row.problems.push(`job ${j.jobId} ${j.state}: ${j.message}`);
-      detail.jobResults = finals.map((j) => ({ jobId: j.jobId, state: j.state, amAttempt: j.amAttempt, tasks: j.tasks.map((t) => ({ name: t.name, succeeded: t.succeeded, failed: t.failed, retries: t.retries })) }));
-
-      const restarted = restartedHealthyWorkers({ before, afterRecovery, final, aliveAtCheck });
-      row.healthyWorkersRestarted = restarted.length;
-      if (restarted.length) detail.restartedWorkers = restarted;
-
-      const resched = rescheduledInstances(finals.map((j) => ({ appId: j.jobId, tasks: j.tasks })), before, [...afterRecovery, ...final]);
-      row.instancesRescheduled = Math.max(resched.byRetries, resched.byRuns);
-      if (resched.instances.length) detail.rescheduled = resched.instances;
-      const held = (detail.agent as { heldMs?: number } | undefined)?.heldMs;
-      const timingNodes = new Map<string, number>(agent && s.agent === 'timing' && held !== undefined ? [[agent.nodeId, held + TIMINGS.heartbeatIntervalMs]] : []);
-      row.allowedReschedules = allowedReschedules({ before, deadNodes: new Set(), timingNodes, policies });
-
-      // Nothing acknowledged is lost, nothing ran twice: every instance of a completed job ran to
-      // its end exactly once (its done files hold one pid per run).
-      const runs = new Map<string, number>();
-      for (const f of readdirSync(rowDir).filter((x) => x.startsWith('done-'))) {
-        const inst = f.replace(/^done-/, '').replace(/-\d+$/, '');
-        const n = readFileSync(join(rowDir, f), 'utf8').split('\n').filter(Boolean).length;
-        runs.set(inst, (runs.get(inst) ?? 0) + n);
-      }
-      const succeeded = (w: WorkerRef) => finals.some((j) => j.jobId === w.appId && j.state === 'JOB_STATE_SUCCEEDED');
-      const taskWorkers = before.filter((w) => !isAmWorker(w));
-      const runsOf = (w: WorkerRef) => runs.get(`${w.appId}-${w.task}-${w.instance}`) ?? 0;
-      const missing = taskWorkers.filter((w) => succeeded(w) && runsOf(w) === 0);
-      if (missing.length) row.problems.push(`no output from ${missing.map((w) => `${w.appId}/${w.task}/${w.instance}`).join(', ')}`);
-      const twice = taskWorkers.filter((w) => runsOf(w) > 1);
-      if (twice.length) detail.completedMoreThanOnce = twice.map((w) => `${w.appId}/${w.task}/${w.instance} x${runsOf(w)}`);
-
-      // The AMs run the policy their job asked for.
-      const amPolicies = policyCheck(c, specs, finals);
-      detail.policies = amPolicies;
-      for (const p of amPolicies) {
-        const bad = p.am.filter((x) => x !== p.asked);
-        if (bad.length) row.problems.push(`the AM of ${p.jobId} runs with onAgentTimeout ${bad.join(', ')}; the job asked for ${p.asked} (GetJob's spec says ${p.spec})`);
-      }
-
-      detail.fsmStates = fsm.seen;
-      detail.fsmReached = fsm.seen.some((x) => x.state === s.fsm);
-    } finally {
-      if (agentStopped >= 0) c.signalAgent(agentStopped, 'SIGCONT');
-      if (amStopped) c.signalWorkerGroup(amStopped.pid, amStopped.appId, 'SIGCONT');
-      if (!released) writeFileSync(join(rowDir, 'release'), '');
-      await fsm.stop();
-      detail.fsmStates ??= fsm.seen;
-      client.close();
-      fsmClient.close();
     }
-  }
-});
+  });
 }

@@ -86,7 +86,11 @@ export interface TaskRetries {
 }
 
 /** Instances that ran another attempt: by the jobs' retries, and by the attempts the agents list. */
-export function rescheduledInstances(jobs: ReadonlyArray<{ appId: string; tasks: readonly TaskRetries[] }>, before: readonly WorkerRef[], seen: readonly WorkerRef[]): { byRetries: number; byRuns: number; instances: string[] } {
+export function rescheduledInstances(
+  jobs: ReadonlyArray<{ appId: string; tasks: readonly TaskRetries[] }>,
+  before: readonly WorkerRef[],
+  seen: readonly WorkerRef[],
+): { byRetries: number; byRuns: number; instances: string[] } {
   const byRetries = jobs.reduce((n, j) => n + j.tasks.reduce((m, t) => m + Math.max(0, t.retries), 0), 0);
   const rerun = [...otherRuns(before, seen).keys()].sort();
   return { byRetries, byRuns: rerun.length, instances: rerun };

@@ -52,7 +52,10 @@ export function scenarioLabel(s: Scenario): string {
 export function selectedScenarios(env: string | undefined = process.env.FUXI_FAULT_ROWS): Scenario[] {
   if (!env || env.trim() === '') return [...SCENARIOS];
   const wanted = new Set<number>();
-  for (const part of env.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of env
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^(\d+)(?:-(\d+))?$/.exec(part);
     if (!m) throw new Error(`FUXI_FAULT_ROWS: "${part}" is not a row number or a range like 8-13`);
     const from = Number(m[1]);

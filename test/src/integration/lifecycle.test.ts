@@ -47,7 +47,14 @@ describe('job lifecycle (real processes)', function () {
       env: { WC_INPUT: join(exampleDir, 'input', 'corpus.txt'), WC_REDUCERS: '4' },
       tasks: [
         { name: 'map', instances: 20, resources: { cpu: 0.2, memory: 128 }, command: ['node', 'map.mjs', '${instance}', '${instances}'], cwd: exampleDir },
-        { name: 'reduce', instances: 4, resources: { cpu: 0.2, memory: 128 }, command: ['node', 'reduce.mjs', '${instance}'], cwd: exampleDir, dependsOn: ['map'] },
+        {
+          name: 'reduce',
+          instances: 4,
+          resources: { cpu: 0.2, memory: 128 },
+          command: ['node', 'reduce.mjs', '${instance}'],
+          cwd: exampleDir,
+          dependsOn: ['map'],
+        },
       ],
     });
     const { jobId } = await client.submit(spec);
@@ -65,7 +72,15 @@ describe('job lifecycle (real processes)', function () {
   it('completes a job whose instances fail twice and then succeed', async () => {
     const spec = job({
       name: 'flaky',
-      tasks: [{ name: 'flaky', instances: 4, resources: { cpu: 0.1, memory: 64 }, command: 'if [ "$FUXI_ATTEMPT" -le 2 ]; then echo "attempt $FUXI_ATTEMPT fails" >&2; exit 1; fi; echo ok', maxAttempts: 3 }],
+      tasks: [
+        {
+          name: 'flaky',
+          instances: 4,
+          resources: { cpu: 0.1, memory: 64 },
+          command: 'if [ "$FUXI_ATTEMPT" -le 2 ]; then echo "attempt $FUXI_ATTEMPT fails" >&2; exit 1; fi; echo ok',
+          maxAttempts: 3,
+        },
+      ],
     });
     const { jobId } = await client.submit(spec);
     const end = await finalState(jobId);
@@ -142,7 +157,8 @@ describe('job lifecycle (real processes)', function () {
     const ids = await Promise.all(specs.map((s) => client.submit(s).then((r) => r.jobId)));
     let samples = 0;
     let maxCpu = 0;
-    const done = () => Promise.all(ids.map((id) => client.get(id))).then((js) => js.every((j) => ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED'].includes(j.state)));
+    const done = () =>
+      Promise.all(ids.map((id) => client.get(id))).then((js) => js.every((j) => ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED'].includes(j.state)));
     while (!(await done())) {
       for (const [address, cap] of capacity) {
         const agent = connect(loadFuxiProto().AgentService, address);
@@ -180,11 +196,27 @@ describe('job lifecycle (real processes)', function () {
       ['malformed YAML', 'name: x\ntasks: [\n', /YAML|JSON/i],
       ['unknown field', 'name: x\ntasks:\n  - name: a\n    instnaces: 2\n    resources: {cpu: 1, memory: 10}\n    command: "true"\n', /tasks\[0\].*instnaces/],
       ['zero cpu', 'name: x\ntasks:\n  - name: a\n    instances: 2\n    resources: {cpu: 0, memory: 10}\n    command: "true"\n', /tasks\[0\]\.resources\.cpu/],
-      ['negative memory', 'name: x\ntasks:\n  - name: a\n    instances: 2\n    resources: {cpu: 1, memory: -5}\n    command: "true"\n', /tasks\[0\]\.resources\.memory/],
-      ['cyclic dependsOn', 'name: x\ntasks:\n  - {name: a, instances: 1, resources: {cpu: 1, memory: 10}, command: "true", dependsOn: [b]}\n  - {name: b, instances: 1, resources: {cpu: 1, memory: 10}, command: "true", dependsOn: [a]}\n', /cycle/],
+      [
+        'negative memory',
+        'name: x\ntasks:\n  - name: a\n    instances: 2\n    resources: {cpu: 1, memory: -5}\n    command: "true"\n',
+        /tasks\[0\]\.resources\.memory/,
+      ],
+      [
+        'cyclic dependsOn',
+        'name: x\ntasks:\n  - {name: a, instances: 1, resources: {cpu: 1, memory: 10}, command: "true", dependsOn: [b]}\n  - {name: b, instances: 1, resources: {cpu: 1, memory: 10}, command: "true", dependsOn: [a]}\n',
+        /cycle/,
+      ],
       ['missing command', 'name: x\ntasks:\n  - {name: a, instances: 1, resources: {cpu: 1, memory: 10}}\n', /tasks\[0\]\.command/],
-      ['duplicate task names', 'name: x\ntasks:\n  - {name: a, instances: 1, resources: {cpu: 1, memory: 10}, command: "true"}\n  - {name: a, instances: 1, resources: {cpu: 1, memory: 10}, command: "true"}\n', /duplicate/],
-      ['instance larger than every node', 'name: x\ntasks:\n  - {name: a, instances: 1, resources: {cpu: 64, memory: 10}, command: "true"}\n', /tasks\[0\]\.resources.*larger than every node/],
+      [
+        'duplicate task names',
+        'name: x\ntasks:\n  - {name: a, instances: 1, resources: {cpu: 1, memory: 10}, command: "true"}\n  - {name: a, instances: 1, resources: {cpu: 1, memory: 10}, command: "true"}\n',
+        /duplicate/,
+      ],
+      [
+        'instance larger than every node',
+        'name: x\ntasks:\n  - {name: a, instances: 1, resources: {cpu: 64, memory: 10}, command: "true"}\n',
+        /tasks\[0\]\.resources.*larger than every node/,
+      ],
     ];
     for (const [what, text, pattern] of cases) {
       it(`fuxi submit rejects ${what}, naming the field, and creates nothing`, async () => {
@@ -204,9 +236,7 @@ describe('job lifecycle (real processes)', function () {
       const master = connect(loadFuxiProto().MasterService, cluster.masterAddress);
       const before = (await client.list()).length;
       try {
-        const tasks = [
-          { name: 'a', instances: 1, resource: { cpuMilli: 0, memoryMb: 10 }, command: { argv: ['true'] }, maxAttempts: 1 },
-        ];
+        const tasks = [{ name: 'a', instances: 1, resource: { cpuMilli: 0, memoryMb: 10 }, command: { argv: ['true'] }, maxAttempts: 1 }];
         const err = await master.SubmitJob({ spec: { jobId: 'raw-1', name: 'raw', tasks } }).then(
           () => undefined,
           (e: unknown) => e,
@@ -219,9 +249,7 @@ describe('job lifecycle (real processes)', function () {
             spec: {
               jobId: 'raw-2',
               name: 'raw',
-              tasks: [
-                { name: 'a', instances: 1, resource: { cpuMilli: 100, memoryMb: 10 }, command: { argv: ['true'] }, maxAttempts: 1, dependsOn: ['a'] },
-              ],
+              tasks: [{ name: 'a', instances: 1, resource: { cpuMilli: 100, memoryMb: 10 }, command: { argv: ['true'] }, maxAttempts: 1, dependsOn: ['a'] }],
             },
           })
           .then(
@@ -250,7 +278,10 @@ describe('job lifecycle (real processes)', function () {
   describe('CLI', () => {
     it('submit --wait, status, list, nodes and logs work end to end', async () => {
       const file = join(cluster.opts.dir, 'hello.yaml');
-      writeFileSync(file, 'id: hello-cli\nname: hello\ntasks:\n  - name: greet\n    instances: 3\n    resources: {cpu: 0.1, memory: 32Mi}\n    command: ["sh", "-c", "echo hello from ${instance}"]\n');
+      writeFileSync(
+        file,
+        'id: hello-cli\nname: hello\ntasks:\n  - name: greet\n    instances: 3\n    resources: {cpu: 0.1, memory: 32Mi}\n    command: ["sh", "-c", "echo hello from ${instance}"]\n',
+      );
       const cli = (args: string[]) => run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, ...args]);
       const sub = await cli(['submit', file, '--wait']);
       expect(sub.stdout).to.match(/hello-cli/);

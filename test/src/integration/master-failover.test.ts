@@ -83,7 +83,8 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
   async function workers(): Promise<SeenWorker[]> {
     const out: SeenWorker[] = [];
     for (const { agent, state } of await ha!.agentStates()) {
-      for (const w of state.workers as WorkerStatus__Output[]) out.push({ nodeId: agent.nodeId, appId: w.appId, workerId: w.workerId, pid: w.pid, state: w.state });
+      for (const w of state.workers as WorkerStatus__Output[])
+        out.push({ nodeId: agent.nodeId, appId: w.appId, workerId: w.workerId, pid: w.pid, state: w.state });
     }
     return out;
   }
@@ -136,8 +137,23 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
       name,
       env: { WC_INPUT: join(exampleDir, 'input', 'corpus.txt'), GATE_DIR: out, WC_REDUCERS: String(REDUCERS) },
       tasks: [
-        { name: 'map', instances: MAPS, resources: { cpu: 0.2, memory: 64 }, command: ['sh', '-c', gate, 'map', '${instance}', '${instances}'], cwd: exampleDir, maxAttempts: 3 },
-        { name: 'reduce', instances: REDUCERS, resources: { cpu: 0.2, memory: 64 }, command: ['node', 'reduce.mjs', '${instance}'], cwd: exampleDir, dependsOn: ['map'], maxAttempts: 3 },
+        {
+          name: 'map',
+          instances: MAPS,
+          resources: { cpu: 0.2, memory: 64 },
+          command: ['sh', '-c', gate, 'map', '${instance}', '${instances}'],
+          cwd: exampleDir,
+          maxAttempts: 3,
+        },
+        {
+          name: 'reduce',
+          instances: REDUCERS,
+          resources: { cpu: 0.2, memory: 64 },
+          command: ['node', 'reduce.mjs', '${instance}'],
+          cwd: exampleDir,
+          dependsOn: ['map'],
+          maxAttempts: 3,
+        },
       ],
     });
   }
@@ -214,7 +230,11 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     const stamp = Date.now().toString(36);
     const submitAll = (async () => {
       for (let i = 0; i < N; i++) {
-        const spec = job({ id: `burst-${stamp}-${i}`, name: `burst-${i}`, tasks: [{ name: 't', instances: 1, resources: { cpu: 0.1, memory: 32 }, command: 'true' }] });
+        const spec = job({
+          id: `burst-${stamp}-${i}`,
+          name: `burst-${i}`,
+          tasks: [{ name: 't', instances: 1, resources: { cpu: 0.1, memory: 32 }, command: 'true' }],
+        });
         // The SDK retries across the masters; on top of that, retry the same id until acknowledged.
         for (let attempt = 0; ; attempt++) {
           try {
@@ -247,10 +267,15 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     expect([...listed].sort()).to.deep.equal([...acked].sort());
     // ... and they all run to completion.
     for (const id of acked) {
-      const j = await until(`${id} finished`, async () => {
-        const info = await client.get(id);
-        return ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED'].includes(info.state) ? info : undefined;
-      }, 60_000, 250);
+      const j = await until(
+        `${id} finished`,
+        async () => {
+          const info = await client.get(id);
+          return ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED'].includes(info.state) ? info : undefined;
+        },
+        60_000,
+        250,
+      );
       expect(j.state, `${id}: ${j.message}`).to.equal('JOB_STATE_SUCCEEDED');
     }
     if (errors > 0) process.stderr.write(`      (${errors} submit calls failed and were retried)\n`);
@@ -275,7 +300,9 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
       // the new leader and reported to it. Checked at the end, so the checks of the old leader's
       // return below run either way.
       if (Number(recovery.agentsMissing) > 0 || Number(recovery.appsMissing) > 0) {
-        takeoverProblems.push(`the new leader's aggregation missed ${String(recovery.agentsMissing)} agents and ${String(recovery.appsMissing)} apps (they kept calling the stopped leader)`);
+        takeoverProblems.push(
+          `the new leader's aggregation missed ${String(recovery.agentsMissing)} agents and ${String(recovery.appsMissing)} apps (they kept calling the stopped leader)`,
+        );
       }
       const behind = before.filter((b) => b.state.epoch !== next.epoch).map((b) => `${b.agent.nodeId} at epoch ${b.state.epoch}`);
       if (behind.length) takeoverProblems.push(`before the old leader resumed, agents had not moved to epoch ${next.epoch}: ${behind.join(', ')}`);
@@ -283,7 +310,10 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
       const runningBefore = new Map((await workers()).filter((w) => w.state === 'WORKER_STATE_RUNNING').map((w) => [key(w), w.pid] as const));
       ha!.kill(old.master, 'SIGCONT');
       resumed = true;
-      await old.master.log.waitFor((r) => r.msg === 'stepped down' && r.pid === old.master.pid, { what: '"stepped down" from the old leader', timeoutMs: 20_000 });
+      await old.master.log.waitFor((r) => r.msg === 'stepped down' && r.pid === old.master.pid, {
+        what: '"stepped down" from the old leader',
+        timeoutMs: 20_000,
+      });
       await sleep(3000);
 
       const after = await ha!.agentStates();
@@ -301,11 +331,20 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
       // The deposed leader stays up as a standby: same process, campaigning again, no crash.
       expect(isAlive(old.master.pid), 'the deposed leader is still running').to.equal(true);
       const tail = new LogTail(old.master.logFile, ['stepped down', 'campaigning', 'unhandled rejection (a bug); exiting']);
-      await tail.waitFor((r) => r.pid === old.master.pid && r.msg === 'campaigning' && r.timeMs >= (tail.last((x) => x.pid === old.master.pid && x.msg === 'stepped down')?.timeMs ?? Infinity), {
-        what: '"campaigning" again after stepping down',
-        timeoutMs: 20_000,
-      });
-      expect(tail.records.filter((r) => r.pid === old.master.pid && r.msg.includes('unhandled')), 'no unhandled error').to.deep.equal([]);
+      await tail.waitFor(
+        (r) =>
+          r.pid === old.master.pid &&
+          r.msg === 'campaigning' &&
+          r.timeMs >= (tail.last((x) => x.pid === old.master.pid && x.msg === 'stepped down')?.timeMs ?? Infinity),
+        {
+          what: '"campaigning" again after stepping down',
+          timeoutMs: 20_000,
+        },
+      );
+      expect(
+        tail.records.filter((r) => r.pid === old.master.pid && r.msg.includes('unhandled')),
+        'no unhandled error',
+      ).to.deep.equal([]);
     } finally {
       if (!resumed) ha!.kill(old.master, 'SIGCONT');
       writeFileSync(join(out, 'release'), '');

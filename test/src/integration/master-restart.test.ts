@@ -79,12 +79,23 @@ describe('embedded master restart in place (real processes)', function () {
 
   it('jobs submitted before the restart are all there afterwards, none duplicated', async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await client.submit(job({ id: `keep-${i}`, name: 'keep', tasks: [{ name: 't', instances: 1, resources: { cpu: 0.1, memory: 32 }, command: 'true' }] }))).jobId);
+    for (let i = 0; i < 5; i++)
+      ids.push(
+        (
+          await client.submit(
+            job({ id: `keep-${i}`, name: 'keep', tasks: [{ name: 't', instances: 1, resources: { cpu: 0.1, memory: 32 }, command: 'true' }] }),
+          )
+        ).jobId,
+      );
     cluster.signal(cluster.master, 'SIGKILL');
     await until('old master gone', () => !isAlive(cluster.master.pid));
     await cluster.startMaster();
     const all = (await client.list()).map((j) => j.jobId);
-    for (const id of ids) expect(all.filter((x) => x === id), id).to.have.length(1);
+    for (const id of ids)
+      expect(
+        all.filter((x) => x === id),
+        id,
+      ).to.have.length(1);
     for (const id of ids) {
       let last;
       for await (const j of client.watch(id)) last = j;

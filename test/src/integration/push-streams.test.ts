@@ -47,13 +47,20 @@ describe('push streams (real processes)', function () {
     await stopCluster(cluster, failed);
   });
 
-  it('runs a job with every grant pushed on the agents\' streams and no UpdateGrants call', async () => {
-    const { jobId } = await client.submit(job({ name: 'streams', tasks: [{ name: 't', instances: 6, resources: { cpu: 0.2, memory: 64 }, command: 'sleep 0.3; echo ok' }] }));
+  it("runs a job with every grant pushed on the agents' streams and no UpdateGrants call", async () => {
+    const { jobId } = await client.submit(
+      job({ name: 'streams', tasks: [{ name: 't', instances: 6, resources: { cpu: 0.2, memory: 64 }, command: 'sleep 0.3; echo ok' }] }),
+    );
     let end;
     for await (const j of client.watch(jobId)) end = j;
     expect(end!.state, end!.message).to.equal('JOB_STATE_SUCCEEDED');
     // The master logs its stream counters every 5 s: all three agents hold a stream.
-    const stats = await until('grant stream stats', () => logRecords(cluster.master.logFile, 'grant stream stats').find((r) => Number(r.written) > 0), 20_000, 250);
+    const stats = await until(
+      'grant stream stats',
+      () => logRecords(cluster.master.logFile, 'grant stream stats').find((r) => Number(r.written) > 0),
+      20_000,
+      250,
+    );
     expect(stats.open).to.equal(3);
     // The agents were registered before the job: no push needed a call (calls that fail log this).
     expect(logRecords(cluster.master.logFile, 'grant push failed; the next heartbeat heals it')).to.deep.equal([]);

@@ -116,8 +116,23 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
       name,
       env: spec.env,
       tasks: [
-        { name: 'map', instances: 12, resources: { cpu: 0.2, memory: 64 }, command: ['bash', '-c', gate, 'map', '${instance}', '${instances}'], cwd: WORDCOUNT_DIR, maxAttempts: 3 },
-        { name: 'reduce', instances: 4, resources: { cpu: 0.2, memory: 64 }, command: ['node', 'reduce.mjs', '${instance}'], cwd: WORDCOUNT_DIR, dependsOn: ['map'], maxAttempts: 3 },
+        {
+          name: 'map',
+          instances: 12,
+          resources: { cpu: 0.2, memory: 64 },
+          command: ['bash', '-c', gate, 'map', '${instance}', '${instances}'],
+          cwd: WORDCOUNT_DIR,
+          maxAttempts: 3,
+        },
+        {
+          name: 'reduce',
+          instances: 4,
+          resources: { cpu: 0.2, memory: 64 },
+          command: ['node', 'reduce.mjs', '${instance}'],
+          cwd: WORDCOUNT_DIR,
+          dependsOn: ['map'],
+          maxAttempts: 3,
+        },
       ],
     });
   }
@@ -166,7 +181,8 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
     // The reducers' results, fetched by the CLI from the hosts that ran them.
     const counts = new Map<string, number>();
     for (let r = 0; r < 4; r++) {
-      for (const [w, c] of Object.entries(JSON.parse(await fuxi('fetch', jobId, 'reduce', String(r), 'counts.json')) as Record<string, number>)) counts.set(w, (counts.get(w) ?? 0) + c);
+      for (const [w, c] of Object.entries(JSON.parse(await fuxi('fetch', jobId, 'reduce', String(r), 'counts.json')) as Record<string, number>))
+        counts.set(w, (counts.get(w) ?? 0) + c);
     }
     expect(Object.fromEntries(counts)).to.deep.equal(Object.fromEntries(await expectedCounts(wordcountSpec())));
     // Logs, read by the CLI from the agent hosts that ran the workers.
@@ -199,7 +215,10 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
       await expectCorrect(jobId, spec);
       const info = await client.get(jobId);
       expect(info.amAttempt, 'the AM was never restarted').to.equal(1);
-      expect(info.tasks.map((t) => [t.name, t.retries]), 'no instance re-ran').to.deep.equal([
+      expect(
+        info.tasks.map((t) => [t.name, t.retries]),
+        'no instance re-ran',
+      ).to.deep.equal([
         ['map', 0],
         ['reduce', 0],
       ]);
@@ -226,13 +245,23 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
       for (const pid of theirs.values()) expect(isAlive(pid), `worker ${pid} outlives its agent`).to.equal(true);
       const again = await ha.startAgent(i);
       expect(again.address, 'the agent is back at its address').to.equal(victim.address);
-      const rec = await until('the restarted agent to report its re-adopted workers', async () => (await ha.agentStates()).find((s) => s.agent.nodeId === nodeId), 30_000);
-      expect(rec.state.workers.filter((w) => w.appId === jobId && w.state === 'WORKER_STATE_RUNNING').length, `${maps} maps and maybe the AM re-adopted`).to.be.at.least(maps);
+      const rec = await until(
+        'the restarted agent to report its re-adopted workers',
+        async () => (await ha.agentStates()).find((s) => s.agent.nodeId === nodeId),
+        30_000,
+      );
+      expect(
+        rec.state.workers.filter((w) => w.appId === jobId && w.state === 'WORKER_STATE_RUNNING').length,
+        `${maps} maps and maybe the AM re-adopted`,
+      ).to.be.at.least(maps);
       await expectUnchanged(pids, 'after the agent restarted');
       gate = await release(port);
       await expectCorrect(jobId, spec);
       const info = await client.get(jobId);
-      expect(info.tasks.map((t) => [t.name, t.retries]), 'no instance re-ran').to.deep.equal([
+      expect(
+        info.tasks.map((t) => [t.name, t.retries]),
+        'no instance re-ran',
+      ).to.deep.equal([
         ['map', 0],
         ['reduce', 0],
       ]);

@@ -48,12 +48,13 @@ async function main(): Promise<number> {
   }
   const prefix = typeof values.prefix === 'string' ? values.prefix : RACK_PREFIX;
   if (cmd === 'up') {
-    const hosts = typeof values.hosts === 'string'
-      ? values.hosts.split(',').map((h) => {
-          const [name, octet] = h.split(':');
-          return { name: name ?? '', octet: Number(octet) };
-        })
-      : RACK_HOSTS;
+    const hosts =
+      typeof values.hosts === 'string'
+        ? values.hosts.split(',').map((h) => {
+            const [name, octet] = h.split(':');
+            return { name: name ?? '', octet: Number(octet) };
+          })
+        : RACK_HOSTS;
     const opts: RackOptions = { prefix, subnet: typeof values.subnet === 'string' ? values.subnet : RACK_SUBNET, hosts };
     const rack = await Rack.create(opts);
     writeFileSync(stateFile(prefix), JSON.stringify(opts));

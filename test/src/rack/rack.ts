@@ -52,7 +52,7 @@ const TABLE = 'fuxirack';
 function sh(cmd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
   });
@@ -317,11 +317,12 @@ export class Rack {
       await must('ip', ['netns', 'exec', h.netns, 'nft', 'flush', 'chain', 'inet', TABLE, 'in']);
       await must('ip', ['netns', 'exec', h.netns, 'nft', 'flush', 'chain', 'inet', TABLE, 'out']);
       this.isolated.delete(h.name);
-      for (const k of [...this.cuts]) if (k.split('|').includes(h.name)) {
-        const other = k.split('|').find((n) => n !== h.name) ?? h.name;
-        await this.deleteRules(this.host(other), `cut-${h.name}`);
-        this.cuts.delete(k);
-      }
+      for (const k of [...this.cuts])
+        if (k.split('|').includes(h.name)) {
+          const other = k.split('|').find((n) => n !== h.name) ?? h.name;
+          await this.deleteRules(this.host(other), `cut-${h.name}`);
+          this.cuts.delete(k);
+        }
     }
   }
 

@@ -95,7 +95,8 @@ function parse(): HostOptions {
   };
   if (!values.master) throw new Error('--master is required (host:port[,host:port...])');
   for (const k of ['log-level', 'agent-log-level'] as const) if (!LEVELS.includes(values[k])) throw new Error(`--${k} must be one of ${LEVELS.join(', ')}`);
-  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(values.prefix)) throw new Error(`--prefix must be letters, digits, '.', '_' or '-', got ${JSON.stringify(values.prefix)}`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(values.prefix))
+    throw new Error(`--prefix must be letters, digits, '.', '_' or '-', got ${JSON.stringify(values.prefix)}`);
   return {
     masters: values.master,
     nodes: int('nodes', values.nodes, 1),
@@ -138,7 +139,16 @@ async function main(): Promise<void> {
     const nodeId = `${o.prefix}-n${String(i + 1).padStart(width, '0')}`;
     const nlog = agentLog.child({ nodeId });
     const cfg = resolveConfig(
-      { master: o.masters, listen: `${o.listenHost}:0`, nodeId, rack: `${o.prefix}-rack-${i % o.racks}`, cpu: o.cpu, memory: o.memory, workDir: join(workDir, nodeId), logLevel: o.agentLogLevel },
+      {
+        master: o.masters,
+        listen: `${o.listenHost}:0`,
+        nodeId,
+        rack: `${o.prefix}-rack-${i % o.racks}`,
+        cpu: o.cpu,
+        memory: o.memory,
+        workDir: join(workDir, nodeId),
+        logLevel: o.agentLogLevel,
+      },
       {},
     );
     const driver = new SimProcessDriver({ pids, log: nlog, runAppMaster: (spec) => startInProcessAm(spec, nlog), ...(o.control ? { observer: counts } : {}) });
@@ -172,7 +182,8 @@ async function main(): Promise<void> {
         case 'pause-agent': {
           const i = node(args[0]);
           const ms = Number(args[1] ?? '0');
-          if (i === undefined || busy.has(i) || !(ms >= 0)) return reply(id, false, { err: i === undefined ? 'unknown node' : busy.has(i) ? 'node is already failing' : 'bad ms' });
+          if (i === undefined || busy.has(i) || !(ms >= 0))
+            return reply(id, false, { err: i === undefined ? 'unknown node' : busy.has(i) ? 'node is already failing' : 'bad ms' });
           busy.add(i);
           const nodeId = configs[i]!.nodeId;
           reply(id, true, { nodeId });
@@ -181,7 +192,14 @@ async function main(): Promise<void> {
               .then((r) => log.info({ nodeId, pausedMs: ms, recoveredMs: r.recoveredMs }, 'agent resumed'))
               .finally(() => busy.delete(i));
           } else {
-            void restartAgent(agents[i]!, { config: configs[i]!, driver: drivers[i]!, checkpoint: checkpoints[i]!, log: logs[i]!, tickMs: o.tickMs, downMs: ms })
+            void restartAgent(agents[i]!, {
+              config: configs[i]!,
+              driver: drivers[i]!,
+              checkpoint: checkpoints[i]!,
+              log: logs[i]!,
+              tickMs: o.tickMs,
+              downMs: ms,
+            })
               .then((r) => {
                 agents[i] = r.agent;
                 log.info({ nodeId, downMs: ms, recoveredMs: r.recoveredMs, adopted: r.adopted, ended: r.ended, address: r.agent.address }, 'agent restarted');
@@ -203,7 +221,9 @@ async function main(): Promise<void> {
           return reply(id, resumed !== undefined, { appId, nodeId: configs[i]!.nodeId });
         }
         case 'list-ams':
-          return reply(id, true, { ams: drivers.flatMap((d, i) => d.appMasters().map((a) => ({ appId: a.appId, amAttempt: a.amAttempt, nodeId: configs[i]!.nodeId }))) });
+          return reply(id, true, {
+            ams: drivers.flatMap((d, i) => d.appMasters().map((a) => ({ appId: a.appId, amAttempt: a.amAttempt, nodeId: configs[i]!.nodeId }))),
+          });
         case 'stats':
           return reply(id, true, { apps: counts.toJSON(), rpc: Object.fromEntries([...(timings ?? new Map())].map(([k, h]) => [k, h.toJSON()])) });
         default:
@@ -265,7 +285,10 @@ class InstanceCounts implements SimDriverObserver {
 
   toJSON(): Record<string, unknown> {
     return Object.fromEntries(
-      [...this.apps].map(([appId, a]) => [appId, { spawns: a.spawns, amSpawns: a.amSpawns, killed: a.killed, failed: a.failed, spawned: [...a.spawned], succeeded: [...a.succeeded] }]),
+      [...this.apps].map(([appId, a]) => [
+        appId,
+        { spawns: a.spawns, amSpawns: a.amSpawns, killed: a.killed, failed: a.failed, spawned: [...a.spawned], succeeded: [...a.succeeded] },
+      ]),
     );
   }
 }

@@ -82,6 +82,12 @@ export class Histogram {
   }
 
   toJSON(): HistogramJson {
-    return { count: this.count, sum: this.sum, sumSq: this.sumSq, max: this.max, buckets: Object.fromEntries([...this.buckets].map(([k, v]) => [String(k), v])) };
+    return {
+      count: this.count,
+      sum: this.sum,
+      sumSq: this.sumSq,
+      max: this.max,
+      buckets: Object.fromEntries([...this.buckets].map(([k, v]) => [String(k), v])),
+    };
   }
 }

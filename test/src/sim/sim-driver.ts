@@ -153,7 +153,8 @@ export class SimProcessDriver implements ProcessDriver {
     } else {
       const ms = envInt(spec.env, 'SIM_DURATION_MS', this.opts.defaultDurationMs ?? DEFAULT_SIM_DURATION_MS);
       const failP = envProbability(spec.env, 'SIM_FAIL_PROBABILITY');
-      const code = failP > 0 && draw(`${spec.appId}/${spec.workerId}`) < failP ? envInt(spec.env, 'SIM_FAIL_EXIT_CODE', 1) : envInt(spec.env, 'SIM_EXIT_CODE', 0);
+      const code =
+        failP > 0 && draw(`${spec.appId}/${spec.workerId}`) < failP ? envInt(spec.env, 'SIM_FAIL_EXIT_CODE', 1) : envInt(spec.env, 'SIM_EXIT_CODE', 0);
       w.timer = setTimeout(() => this.finish(w, code, null), ms);
     }
     return { pid, startTime: String(pid), bootId: 'sim' };

@@ -7,7 +7,17 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { FailedPreconditionError, res, StaleEpochError, type Resource } from '@fuxi/common';
 import { AM_SU } from '@fuxi/common';
-import { AgentCore, ENDED_WHILE_DOWN, type AgentState, type Effect, type GrantEntry, type Liveness, type PlanInput, type StartWorkersInput, type WorkerInfo } from '../agent-core.js';
+import {
+  AgentCore,
+  ENDED_WHILE_DOWN,
+  type AgentState,
+  type Effect,
+  type GrantEntry,
+  type Liveness,
+  type PlanInput,
+  type StartWorkersInput,
+  type WorkerInfo,
+} from '../agent-core.js';
 import { applyDelta, emptyState, isEmptyState, mergeDeltas } from '../state-delta.js';
 
 // ---------------------------------------------------------------- factories
@@ -56,7 +66,8 @@ function crashedNode(): AgentState {
   core.registered('3');
   core.updateGrants({ epoch: '3', seq: '5', full: true, grants: [grant('app1', 'map', 4, 2)] }, 0);
   const spawnAll = (effects: Effect[], now: number) => {
-    for (const s of spawns(effects)) core.workerSpawned('app1', s.worker.workerId, 100 + Number(s.worker.workerId.slice(1)), `st-${s.worker.workerId}`, now, 'boot-1');
+    for (const s of spawns(effects))
+      core.workerSpawned('app1', s.worker.workerId, 100 + Number(s.worker.workerId.slice(1)), `st-${s.worker.workerId}`, now, 'boot-1');
   };
   // w0..w3 start at once; w4 when w0 has finished.
   spawnAll(core.startWorkers(startReq([plan('w0'), plan('w1'), plan('w2'), plan('w3'), plan('w4')], { amAttempt: 2 }), 10).effects, 20);
@@ -123,8 +134,19 @@ describe('AgentCore restart (checkpoint deltas and restore)', () => {
 
     it('replaying every delta in order gives state(), whatever the inputs (property)', () => {
       const op = fc.oneof(
-        fc.record({ k: fc.constant('grant' as const), full: fc.boolean(), slots: fc.integer({ min: 0, max: 3 }), su: fc.constantFrom('map', 'red'), am: fc.integer({ min: 0, max: 3 }) }),
-        fc.record({ k: fc.constant('plan' as const), id: fc.integer({ min: 0, max: 6 }), su: fc.constantFrom('map', 'red'), am: fc.integer({ min: 1, max: 3 }) }),
+        fc.record({
+          k: fc.constant('grant' as const),
+          full: fc.boolean(),
+          slots: fc.integer({ min: 0, max: 3 }),
+          su: fc.constantFrom('map', 'red'),
+          am: fc.integer({ min: 0, max: 3 }),
+        }),
+        fc.record({
+          k: fc.constant('plan' as const),
+          id: fc.integer({ min: 0, max: 6 }),
+          su: fc.constantFrom('map', 'red'),
+          am: fc.integer({ min: 1, max: 3 }),
+        }),
         fc.record({ k: fc.constant('spawned' as const), id: fc.integer({ min: 0, max: 6 }) }),
         fc.record({ k: fc.constant('exit' as const), id: fc.integer({ min: 0, max: 6 }), code: fc.integer({ min: 0, max: 2 }) }),
         fc.record({ k: fc.constant('stop' as const), id: fc.integer({ min: 0, max: 6 }), am: fc.integer({ min: 1, max: 3 }) }),
@@ -148,7 +170,8 @@ describe('AgentCore restart (checkpoint deltas and restore)', () => {
                   core.updateGrants({ epoch: String(epoch), seq: String(seq), full: o.full, grants: [grant('app1', o.su, o.slots, o.am)] }, now);
                   break;
                 case 'plan':
-                  for (const s of spawns(core.startWorkers(startReq([plan(`w${o.id}`, { suId: o.su })], { amAttempt: o.am }), now).effects)) pids.set(s.worker.workerId, 1000 + pids.size);
+                  for (const s of spawns(core.startWorkers(startReq([plan(`w${o.id}`, { suId: o.su })], { amAttempt: o.am }), now).effects))
+                    pids.set(s.worker.workerId, 1000 + pids.size);
                   break;
                 case 'spawned':
                   core.workerSpawned('app1', `w${o.id}`, pids.get(`w${o.id}`) ?? 1, String(o.id), now, 'b');
@@ -258,7 +281,7 @@ describe('AgentCore restart (checkpoint deltas and restore)', () => {
       expect(core.grantsConfirmed(1004)).to.be.empty;
     });
 
-    it('a grant message applied from the master releases the hold (the master\'s table wins)', () => {
+    it("a grant message applied from the master releases the hold (the master's table wins)", () => {
       const core = mockCore();
       core.restore(crashedNode(), alive, 1000);
       // The master's full table (same epoch, newer seq): 5 slots now.
@@ -268,7 +291,7 @@ describe('AgentCore restart (checkpoint deltas and restore)', () => {
       expect(spawns(r.effects).map((s) => s.worker.workerId)).to.deep.equal(['w5']);
     });
 
-    it('kills no more than the master\'s table allows when it shrank while the agent was down', () => {
+    it("kills no more than the master's table allows when it shrank while the agent was down", () => {
       const core = mockCore();
       core.restore(crashedNode(), alive, 1000);
       const r = core.updateGrants({ epoch: '3', seq: '6', full: true, grants: [grant('app1', 'map', 2, 2)] }, 1001);
@@ -354,7 +377,7 @@ describe('AgentCore restart (checkpoint deltas and restore)', () => {
   });
 
   describe('Grant.am_attempt (the master fences an old AM attempt)', () => {
-    it('raises the app\'s bar: plans and stops of older attempts are refused, their pending plans rejected', () => {
+    it("raises the app's bar: plans and stops of older attempts are refused, their pending plans rejected", () => {
       const core = mockCore();
       core.updateGrants({ epoch: '1', seq: '1', full: false, grants: [grant('app1', 'map', 1, 1)] }, 0);
       const r = core.startWorkers(startReq([plan('w1'), plan('w2')], { amAttempt: 1 }), 1);

@@ -44,7 +44,8 @@ function withGrant(core: AgentCore, slots: number, seq = '1'): Effect[] {
 /** Reports every spawn effect back as spawned with pid 1000+i. */
 function spawnAll(core: AgentCore, effects: Effect[], now = 1): Effect[] {
   const out: Effect[] = [];
-  for (const s of spawns(effects)) out.push(...core.workerSpawned(s.worker.appId, s.worker.workerId, 1000 + Number(s.worker.workerId.replace(/\D/g, '') || 0), '12345', now));
+  for (const s of spawns(effects))
+    out.push(...core.workerSpawned(s.worker.appId, s.worker.workerId, 1000 + Number(s.worker.workerId.replace(/\D/g, '') || 0), '12345', now));
   return out;
 }
 
@@ -290,7 +291,10 @@ describe('AgentCore', () => {
 
     it('rejects a malformed grant', () => {
       const core = mockCore();
-      expect(() => core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', 'map', -1)] }, 0)).to.throw(InvalidArgumentError, /grants\[0\]\.slots/);
+      expect(() => core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', 'map', -1)] }, 0)).to.throw(
+        InvalidArgumentError,
+        /grants\[0\]\.slots/,
+      );
     });
   });
 

@@ -78,7 +78,10 @@ describe('agent core grants', () => {
       const gap = updateGrants(st, { epoch: '1', seq: '5', full: false, grants: [grant('a', 2)] }, 1);
       const older = updateGrants(st, { epoch: '1', seq: '2', full: true, grants: [] }, 2);
       expect([gap.applied, gap.appliedSeq, older.applied, older.appliedSeq]).to.deep.equal([false, '3', false, '3']);
-      expect(lines.slice(1)).to.deep.equal(['info grant delta out of order; ignored (the next heartbeat brings the full table)', 'info older full grant table ignored']);
+      expect(lines.slice(1)).to.deep.equal([
+        'info grant delta out of order; ignored (the next heartbeat brings the full table)',
+        'info older full grant table ignored',
+      ]);
       expect(grantTable(st).map((g) => g.slots)).to.deep.equal([1]);
     });
 
@@ -108,7 +111,10 @@ describe('agent core grants', () => {
       startWorkers(st, { appId: 'a', amAttempt: 1, amAddress: 'am:1', epoch: '0', plans: [plan('w2')] }, 3); // no room: PENDING
       const effects = raiseAmAttempt(st, 'a', 2, 4, 'grant');
       expect(states(st)).to.deep.equal(['w1:RUNNING', 'w2:REJECTED']);
-      expect(effects.filter((e) => e.kind === 'log').map((e) => e.kind === 'log' && e.msg)).to.deep.equal(['AM attempt bar raised: older attempts are fenced', 'worker rejected']);
+      expect(effects.filter((e) => e.kind === 'log').map((e) => e.kind === 'log' && e.msg)).to.deep.equal([
+        'AM attempt bar raised: older attempts are fenced',
+        'worker rejected',
+      ]);
       expect(raiseAmAttempt(st, 'a', 1, 5, 'grant')).to.be.empty;
       expect(st.apps.get('a')?.amAttempt).to.equal(2);
       expect(() => checkAmAttempt(st, 'a', 1)).to.throw(StaleEpochError);

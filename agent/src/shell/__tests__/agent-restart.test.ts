@@ -121,7 +121,11 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     const a1 = await startAgent();
     await waitFor(() => master.heartbeats.length >= 1, 10_000, 'heartbeats');
     await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 3, resource: SLOT, amAttempt: 1 }]);
-    const started = await startWorkers(a1, [plan('long-0', ['sleep', '30'], 0), plan('long-1', ['sleep', '30'], 1), plan('exit-7', ['sh', '-c', 'sleep 1; exit 7'], 2)]);
+    const started = await startWorkers(a1, [
+      plan('long-0', ['sleep', '30'], 0),
+      plan('long-1', ['sleep', '30'], 1),
+      plan('exit-7', ['sh', '-c', 'sleep 1; exit 7'], 2),
+    ]);
     expect(started.map((w) => [w.workerId, w.state])).to.deep.equal([
       ['long-0', 'WORKER_STATE_RUNNING'],
       ['long-1', 'WORKER_STATE_RUNNING'],
@@ -169,7 +173,12 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     const after = am.events.slice(eventsBefore).map((e) => e.event);
     const ev7 = after.find((e) => e.workerId === 'exit-7');
     expect([ev7?.state, ev7?.exitCode, ev7?.nodeId]).to.deep.equal(['WORKER_STATE_FAILED', 7, 'node-r']);
-    expect(after.filter((e) => e.workerId.startsWith('long-')).map((e) => [e.workerId, e.state, e.pid]).sort()).to.deep.equal([
+    expect(
+      after
+        .filter((e) => e.workerId.startsWith('long-'))
+        .map((e) => [e.workerId, e.state, e.pid])
+        .sort(),
+    ).to.deep.equal([
       ['long-0', 'WORKER_STATE_RUNNING', pid['long-0']],
       ['long-1', 'WORKER_STATE_RUNNING', pid['long-1']],
     ]);
@@ -262,7 +271,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     expect((await state(a)).used).to.deep.equal({ cpuMilli: 0, memoryMb: 0 });
   });
 
-  it('follows the master\'s grant table when it changed while the agent was down, and keeps the AM attempt bar', async () => {
+  it("follows the master's grant table when it changed while the agent was down, and keeps the AM attempt bar", async () => {
     const a1 = await startAgent();
     await grant(a1, '1', [
       { appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 2 },
@@ -293,7 +302,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     expect(a2.log('grant table confirmed by the master')).to.not.equal(undefined);
   });
 
-  it('runs from the checkpoint\'s grants when the master cannot be reached (Table 3 row 12: From Checkpoint)', async () => {
+  it("runs from the checkpoint's grants when the master cannot be reached (Table 3 row 12: From Checkpoint)", async () => {
     const a1 = await startAgent();
     await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1 }]);
     const [w] = await startWorkers(a1, [plan('one', ['sleep', '30'])]);
@@ -372,7 +381,15 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     pids.push(r.workers[0]!.pid);
     saved = await cp.reopen().load();
     const w = saved.workers[0]!;
-    expect([w.workerId, w.state, w.pid, w.startTime, w.bootId, w.amAttempt, w.amAddress]).to.deep.equal(['w1', 'RUNNING', r.workers[0]!.pid, readStartTime(r.workers[0]!.pid), readBootId(), 3, am.address]);
+    expect([w.workerId, w.state, w.pid, w.startTime, w.bootId, w.amAttempt, w.amAddress]).to.deep.equal([
+      'w1',
+      'RUNNING',
+      r.workers[0]!.pid,
+      readStartTime(r.workers[0]!.pid),
+      readBootId(),
+      3,
+      am.address,
+    ]);
     expect(w.command.argv).to.deep.equal(['sleep', '30']);
     expect(saved.apps).to.deep.equal([{ appId: 'app1', amAttempt: 3, amAddress: am.address }]);
   });

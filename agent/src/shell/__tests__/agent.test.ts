@@ -120,7 +120,17 @@ describe('Agent shell (in-process, fake master and AM)', function () {
       appId: 'app1',
       amAttempt: 1,
       amAddress: am.address,
-      plans: [{ workerId: 'app1-map-0-1', suId: 'map', task: 'map', instance: 0, attempt: 1, command: { argv: ['sh', '-c', 'echo hello-${instance}-$FUXI_NODE_ID'] }, resource: slot }],
+      plans: [
+        {
+          workerId: 'app1-map-0-1',
+          suId: 'map',
+          task: 'map',
+          instance: 0,
+          attempt: 1,
+          command: { argv: ['sh', '-c', 'echo hello-${instance}-$FUXI_NODE_ID'] },
+          resource: slot,
+        },
+      ],
     });
     expect(start.workers[0]?.state).to.equal('WORKER_STATE_PENDING');
     const g = await c.UpdateGrants({ epoch: '3', seq: '1', full: false, grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: slot }] });
@@ -184,7 +194,17 @@ describe('Agent shell (in-process, fake master and AM)', function () {
       appId: 'app1',
       amAttempt: 1,
       amAddress: am.address,
-      plans: [{ workerId: 'app1-map-1-1', suId: 'map', task: 'map', instance: 1, attempt: 1, command: { argv: ['sh', '-c', 'echo tick; exec sleep 60'] }, resource: slot }],
+      plans: [
+        {
+          workerId: 'app1-map-1-1',
+          suId: 'map',
+          task: 'map',
+          instance: 1,
+          attempt: 1,
+          command: { argv: ['sh', '-c', 'echo tick; exec sleep 60'] },
+          resource: slot,
+        },
+      ],
     });
     expect(start.workers[0]?.state).to.equal('WORKER_STATE_RUNNING');
     const pid = start.workers[0]?.pid ?? 0;
@@ -207,7 +227,12 @@ describe('Agent shell (in-process, fake master and AM)', function () {
   it('runs an AM process from the master and reports it in heartbeats, not as events', async () => {
     const c = agentClient();
     await c.UpdateGrants({ epoch: '3', seq: '8', full: false, grants: [{ appId: 'app2', suId: '__am__', slots: 1, resource: slot }] });
-    const r = await c.StartWorkers({ appId: 'app2', amAttempt: 1, epoch: '3', plans: [{ workerId: 'app2-am-1', suId: '__am__', task: '__am__', command: { argv: ['sh', '-c', 'exit 4'] }, resource: slot }] });
+    const r = await c.StartWorkers({
+      appId: 'app2',
+      amAttempt: 1,
+      epoch: '3',
+      plans: [{ workerId: 'app2-am-1', suId: '__am__', task: '__am__', command: { argv: ['sh', '-c', 'exit 4'] }, resource: slot }],
+    });
     pids.push(r.workers[0]?.pid ?? 0);
     await waitFor(() => heartbeats.some((h) => h.amWorkers.some((w) => w.workerId === 'app2-am-1' && w.state === 'WORKER_STATE_FAILED' && w.exitCode === 4)));
     expect(amEvents.some((e) => e.appId === 'app2')).to.equal(false);

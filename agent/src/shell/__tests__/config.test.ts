@@ -38,7 +38,17 @@ describe('agent config', () => {
   it('lets flags override the file', () => {
     const c = resolveConfig(
       { cpu: '500m', stopGraceMs: '100' },
-      { master: ['a:1', 'b:2'], cpu: 2, memory: '8Gi', nodeId: 'n7', rack: 'r2', labels: { zone: 'z1' }, workDir: '/w', pendingTimeoutMs: 5000, logLevel: 'debug' },
+      {
+        master: ['a:1', 'b:2'],
+        cpu: 2,
+        memory: '8Gi',
+        nodeId: 'n7',
+        rack: 'r2',
+        labels: { zone: 'z1' },
+        workDir: '/w',
+        pendingTimeoutMs: 5000,
+        logLevel: 'debug',
+      },
       HOST,
     );
     expect(c.masters).to.deep.equal(['a:1', 'b:2']);
@@ -52,7 +62,10 @@ describe('agent config', () => {
     expect(resolveConfig({ master: 'a:1,b:2', labels: 'x=1,y=2' }, {}, HOST).labels).to.deep.equal({ x: '1', y: '2' });
     // --checkpoint-sync is a bare flag (true); files may say true / false.
     expect(resolveConfig({ master: 'a:1', checkpointSync: true }, { checkpointSync: false }, HOST).checkpointSync).to.equal(true);
-    expect(resolveConfig({ master: 'a:1' }, { checkpointSync: 'true', restoreGrantWaitMs: 250 }, HOST)).to.include({ checkpointSync: true, restoreGrantWaitMs: 250 });
+    expect(resolveConfig({ master: 'a:1' }, { checkpointSync: 'true', restoreGrantWaitMs: 250 }, HOST)).to.include({
+      checkpointSync: true,
+      restoreGrantWaitMs: 250,
+    });
   });
 
   it('names the offending key', () => {

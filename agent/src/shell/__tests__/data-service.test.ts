@@ -33,7 +33,10 @@ describe('agent data service', () => {
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-data-'));
     workers = [];
-    svc = new DataService({ workDir: dir, workers: { byId: (a, w) => workers.find((x) => x.appId === a && x.workerId === w), list: (a) => workers.filter((x) => x.appId === a) } });
+    svc = new DataService({
+      workDir: dir,
+      workers: { byId: (a, w) => workers.find((x) => x.appId === a && x.workerId === w), list: (a) => workers.filter((x) => x.appId === a) },
+    });
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 

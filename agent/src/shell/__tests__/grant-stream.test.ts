@@ -85,7 +85,12 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
     call.write({ epoch: '5', seq: '9', full: false, grants: [{ appId: 'a3', suId: 'x', slots: 1, resource: slot }] });
     await waitFor(() => agent.core.appliedGrantSeq === '2');
     await new Promise((r) => setTimeout(r, 100));
-    expect(agent.core.grantTable().map((g) => `${g.appId}/${g.suId}=${g.slots}`).sort()).to.deep.equal(['a1/map=2', 'a2/red=1']);
+    expect(
+      agent.core
+        .grantTable()
+        .map((g) => `${g.appId}/${g.suId}=${g.slots}`)
+        .sort(),
+    ).to.deep.equal(['a1/map=2', 'a2/red=1']);
     // The agent's own UpdateGrants still works alongside (the master's fallback).
     const c = connect(proto.AgentService, agent.address);
     try {

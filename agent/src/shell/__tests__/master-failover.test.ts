@@ -134,7 +134,10 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
   async function startAgent(addresses: string[]): Promise<Agent> {
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-ha-'));
     log = new RecordingLogger();
-    const cfg = resolveConfig({ master: addresses.join(','), nodeId: 'node-a', cpu: '2', memory: '1Gi', workDir, stopGraceMs: 500, pendingTimeoutMs: 20_000 }, {});
+    const cfg = resolveConfig(
+      { master: addresses.join(','), nodeId: 'node-a', cpu: '2', memory: '1Gi', workDir, stopGraceMs: 500, pendingTimeoutMs: 20_000 },
+      {},
+    );
     agent = new Agent(cfg, { log, tickMs: 100, sendEvents: async () => {} });
     await agent.start();
     return agent;
@@ -217,7 +220,14 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
     expect(a.core.epochSeen).to.equal('4');
 
     // The new master's full table (its own seq 1, below the old 7) applies.
-    m2.nextHeartbeat = { fullGrants: true, grantSeq: '1', grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot }, { appId: 'app3', suId: 'x', slots: 1, resource: slot }] };
+    m2.nextHeartbeat = {
+      fullGrants: true,
+      grantSeq: '1',
+      grants: [
+        { appId: 'app1', suId: 'map', slots: 2, resource: slot },
+        { appId: 'app3', suId: 'x', slots: 1, resource: slot },
+      ],
+    };
     await waitFor(() => a.core.appliedGrantEpoch === '4', 5_000, 'the new full table');
     expect(a.core.appliedGrantSeq).to.equal('1');
     expect(a.core.grantTable().map((g) => g.appId)).to.deep.equal(['app1', 'app3']);

@@ -4,7 +4,18 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../core/agent-core.js';
 import { spawn } from 'node:child_process';
-import { RealProcessDriver, groupAlive, readBootId, readPidFile, readProcStat, readStartTime, safeName, sameProcessAlive, workerDir, type ExitInfo } from '../process-driver.js';
+import {
+  RealProcessDriver,
+  groupAlive,
+  readBootId,
+  readPidFile,
+  readProcStat,
+  readStartTime,
+  safeName,
+  sameProcessAlive,
+  workerDir,
+  type ExitInfo,
+} from '../process-driver.js';
 import { alive, waitFor } from './helpers.js';
 
 /** Pids of every live process in process group `pgid` (from /proc). */
@@ -178,7 +189,12 @@ describe('RealProcessDriver (real processes)', function () {
     it('finds a running worker alive by pid + start time + boot id', async () => {
       const r = await driver.spawn(spec('p-alive', ['sleep', '30']));
       started.push(r.pid);
-      expect(again.probe({ appId: 'app1', workerId: 'p-alive', pid: r.pid, startTime: r.startTime, bootId: r.bootId })).to.deep.equal({ kind: 'alive', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+      expect(again.probe({ appId: 'app1', workerId: 'p-alive', pid: r.pid, startTime: r.startTime, bootId: r.bootId })).to.deep.equal({
+        kind: 'alive',
+        pid: r.pid,
+        startTime: r.startTime,
+        bootId: r.bootId,
+      });
       driver.kill(r.pid, 100);
       await exitOf('p-alive');
     });
@@ -210,7 +226,12 @@ describe('RealProcessDriver (real processes)', function () {
       started.push(r.pid);
       const dir = workerDir(workDir, 'app1', 'p-nopid');
       await waitFor(() => readPidFile(dir) > 0);
-      expect(again.probe({ appId: 'app1', workerId: 'p-nopid', pid: 0, startTime: '', bootId: '' })).to.deep.equal({ kind: 'alive', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+      expect(again.probe({ appId: 'app1', workerId: 'p-nopid', pid: 0, startTime: '', bootId: '' })).to.deep.equal({
+        kind: 'alive',
+        pid: r.pid,
+        startTime: r.startTime,
+        bootId: r.bootId,
+      });
       // A pid file naming some other live process (ours) is not believed.
       fs.writeFileSync(path.join(dir, 'pid'), `${process.pid}\n`);
       expect(again.probe({ appId: 'app1', workerId: 'p-nopid', pid: 0, startTime: '', bootId: '' })).to.deep.equal({ kind: 'gone' });

@@ -78,7 +78,11 @@ export class FakeMaster {
         return {};
       },
     });
-    this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, handlers, nullLogger) }] });
+    this.server = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, handlers, nullLogger) }],
+    });
     return this;
   }
 
@@ -107,7 +111,11 @@ export class FakeAm {
         return {};
       },
     });
-    this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers: implement(def, handlers, nullLogger) }] });
+    this.server = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers: implement(def, handlers, nullLogger) }],
+    });
     return this;
   }
 

@@ -25,7 +25,12 @@ function recovery(spec: JobSpec, entries: string[], workers: ListedWorker[] = []
 }
 
 /** A restarted core (attempt > 1): `held` from RegisterApp, then the recovery. */
-function restart(spec: JobSpec, held: ReturnType<typeof asg>[], rec: Recovery, opts: ConstructorParameters<typeof Harness>[0] = {}): { h: Harness; fx: AmEffect[] } {
+function restart(
+  spec: JobSpec,
+  held: ReturnType<typeof asg>[],
+  rec: Recovery,
+  opts: ConstructorParameters<typeof Harness>[0] = {},
+): { h: Harness; fx: AmEffect[] } {
   const h = new Harness(opts);
   h.seq = 4;
   const fx = h.am.start(spec, { seq: h.seq, assignments: held }, h.now, rec);
@@ -49,7 +54,9 @@ describe('DagAppMaster: snapshot (hard state)', () => {
     h.assign(asg('map', 'n1', 1), asg('map', 'n2', 1));
     expect(snapshotsOf(h.events('n1', ev('map.0.1', 'running')))).to.deep.equal([]);
     fx = h.succeed('n1', 'map.0.1');
-    expect(entriesOf(fx)).to.deep.equal([{ task: 'map', instance: 0, attempt: 1, nodeId: 'n1', workerId: 'map.0.1', nodeAddress: 'n1.addr:7071', state: 'succeeded' }]);
+    expect(entriesOf(fx)).to.deep.equal([
+      { task: 'map', instance: 0, attempt: 1, nodeId: 'n1', workerId: 'map.0.1', nodeAddress: 'n1.addr:7071', state: 'succeeded' },
+    ]);
     // The entry goes out before the request for the next task (same step, one FIFO queue in the shell).
     fx = h.succeed('n2', 'map.1.1');
     expect(fx.map((e) => e.kind)).to.deep.equal(['snapshot', 'return', 'request']);
@@ -63,7 +70,15 @@ describe('DagAppMaster: snapshot (hard state)', () => {
     h.assign(asg('map', 'n1', 1));
     const fx = h.events('n1', ev('map.0.1', 'failed', { exitCode: 2 }));
     expect(entriesOf(fx)).to.deep.equal([
-      { task: 'map', instance: 0, attempt: 1, nodeId: 'n1', workerId: 'map.0.1', state: 'failed', message: 'task "map" instance 0 failed after 1 attempt: exit code 2' },
+      {
+        task: 'map',
+        instance: 0,
+        attempt: 1,
+        nodeId: 'n1',
+        workerId: 'map.0.1',
+        state: 'failed',
+        message: 'task "map" instance 0 failed after 1 attempt: exit code 2',
+      },
     ]);
   });
 
@@ -71,7 +86,14 @@ describe('DagAppMaster: snapshot (hard state)', () => {
     expect(decodeEntry('nope')).to.equal(undefined);
     expect(decodeEntry('{"task":"map","instance":-1,"attempt":1,"state":"succeeded"}')).to.equal(undefined);
     expect(decodeEntry('{"task":"map","instance":0,"attempt":1,"state":"running"}')).to.equal(undefined);
-    expect(decodeEntry('{"task":"map","instance":0,"attempt":1,"state":"succeeded"}')).to.deep.equal({ task: 'map', instance: 0, attempt: 1, nodeId: '', workerId: '', state: 'succeeded' });
+    expect(decodeEntry('{"task":"map","instance":0,"attempt":1,"state":"succeeded"}')).to.deep.equal({
+      task: 'map',
+      instance: 0,
+      attempt: 1,
+      nodeId: '',
+      workerId: '',
+      state: 'succeeded',
+    });
   });
 });
 
@@ -119,7 +141,9 @@ describe('DagAppMaster: restart (AM failover)', () => {
     const spec = three();
     const rec = recovery(spec, [done('map', 0)], [listed('map.1.1', 'n1', 'succeeded'), listed('map.2.1', 'n2', 'running')]);
     const { h, fx } = restart(spec, [asg('map', 'n1', 1), asg('map', 'n2', 1)], rec);
-    expect(entriesOf(fx)).to.deep.equal([{ task: 'map', instance: 1, attempt: 1, nodeId: 'n1', workerId: 'map.1.1', nodeAddress: 'n1.addr:7071', state: 'succeeded' }]);
+    expect(entriesOf(fx)).to.deep.equal([
+      { task: 'map', instance: 1, attempt: 1, nodeId: 'n1', workerId: 'map.1.1', nodeAddress: 'n1.addr:7071', state: 'succeeded' },
+    ]);
     expect(returnsOf(fx)).to.deep.equal([{ suId: 'map', nodeId: 'n1', slots: 1 }]);
     expect(planIds(fx)).to.deep.equal([]);
     expect(h.progressOf('map')).to.deep.include({ succeeded: 2, running: 1 });
@@ -163,7 +187,15 @@ describe('DagAppMaster: restart (AM failover)', () => {
 
   it('fails the job again when the snapshot logs a failure for good', () => {
     const spec = three();
-    const failed = encodeEntry({ task: 'map', instance: 2, attempt: 3, nodeId: 'n2', workerId: 'map.2.3', state: 'failed', message: 'task "map" instance 2 failed after 3 attempts: exit code 1' });
+    const failed = encodeEntry({
+      task: 'map',
+      instance: 2,
+      attempt: 3,
+      nodeId: 'n2',
+      workerId: 'map.2.3',
+      state: 'failed',
+      message: 'task "map" instance 2 failed after 3 attempts: exit code 1',
+    });
     const { fx } = restart(spec, [asg('map', 'n1', 1)], recovery(spec, [done('map', 0), failed], [listed('map.1.1', 'n1', 'running')]));
     expect(finishOf(fx)).to.deep.equal({ kind: 'finish', succeeded: false, message: 'task "map" instance 2 failed after 3 attempts: exit code 1' });
     expect(stopsOf(fx)).to.deep.equal(['map.1.1']);
@@ -357,15 +389,32 @@ describe('DagAppMaster: where upstream outputs are (FUXI_UPSTREAM)', () => {
     h.succeed('n1', 'map.0.1');
     h.succeed('n2', 'map.1.1');
     const fx = h.assign(asg('map', 'n1', 1), asg('map', 'n2', 1), asg('reduce', 'n2', 1));
-    expect(upstreamOf(fx)).to.deep.equal({ map: { hosts: ['n1.addr:7071', 'n2.addr:7071'], outputs: [[0, 'map.0.1'], [1, 'map.1.1']] } });
+    expect(upstreamOf(fx)).to.deep.equal({
+      map: {
+        hosts: ['n1.addr:7071', 'n2.addr:7071'],
+        outputs: [
+          [0, 'map.0.1'],
+          [1, 'map.1.1'],
+        ],
+      },
+    });
     expect(plansOf(fx).filter((p) => p.task === 'map')).to.deep.equal([]);
   });
 
   it('knows them after a restart from the snapshot, also for nodes that no longer hold its slots', () => {
     const s = spec();
-    const entry = (i: number, node: string) => encodeEntry({ task: 'map', instance: i, attempt: 1, nodeId: node, workerId: `map.${i}.1`, nodeAddress: `${node}.addr:7071`, state: 'succeeded' });
+    const entry = (i: number, node: string) =>
+      encodeEntry({ task: 'map', instance: i, attempt: 1, nodeId: node, workerId: `map.${i}.1`, nodeAddress: `${node}.addr:7071`, state: 'succeeded' });
     const { h } = restart(s, [], recovery(s, [entry(0, 'n5'), entry(1, 'n6')]));
     const fx = h.assign(asg('reduce', 'n1', 1));
-    expect(upstreamOf(fx)).to.deep.equal({ map: { hosts: ['n5.addr:7071', 'n6.addr:7071'], outputs: [[0, 'map.0.1'], [1, 'map.1.1']] } });
+    expect(upstreamOf(fx)).to.deep.equal({
+      map: {
+        hosts: ['n5.addr:7071', 'n6.addr:7071'],
+        outputs: [
+          [0, 'map.0.1'],
+          [1, 'map.1.1'],
+        ],
+      },
+    });
   });
 });

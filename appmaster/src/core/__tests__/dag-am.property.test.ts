@@ -23,7 +23,10 @@ function rng(seed: number): () => number {
 
 const NODES = ['n1', 'n2', 'n3'];
 
-function simulate(seed: number, failRate: number): { result: { succeeded: boolean; message: string }; violations: string[]; succeededIds: Set<string>; total: number } {
+function simulate(
+  seed: number,
+  failRate: number,
+): { result: { succeeded: boolean; message: string }; violations: string[]; succeededIds: Set<string>; total: number } {
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const spec = mockJob([

@@ -3,8 +3,7 @@ import { FailedPreconditionError, StaleEpochError } from '@fuxi/common';
 import { localitiesOf, spread } from '../dag-am.js';
 import { asg, deltasOf, ev, finishOf, Harness, mockJob, mockTask, planIds, plansOf, returnsOf, stopsOf, unitsOf } from './factories.js';
 
-const twoStage = () =>
-  mockJob([mockTask({ name: 'map', instances: 4 }), mockTask({ name: 'reduce', instances: 2, dependsOn: ['map'], priority: 9 })]);
+const twoStage = () => mockJob([mockTask({ name: 'map', instances: 4 }), mockTask({ name: 'reduce', instances: 2, dependsOn: ['map'], priority: 9 })]);
 
 describe('DagAppMaster', () => {
   describe('a 2-stage DAG', () => {
@@ -58,7 +57,11 @@ describe('DagAppMaster', () => {
       const h = new Harness();
       const task = mockTask({
         instances: 3,
-        command: { argv: ['sh', '-c', 'echo ${job} ${task} ${instance}/${instances} try ${attempt} ${unknown}'], env: { OUT: '/out/${task}-${instance}', SHARED: 'task' }, cwd: '/w/${job}' },
+        command: {
+          argv: ['sh', '-c', 'echo ${job} ${task} ${instance}/${instances} try ${attempt} ${unknown}'],
+          env: { OUT: '/out/${task}-${instance}', SHARED: 'task' },
+          cwd: '/w/${job}',
+        },
       });
       h.start(mockJob([task], { env: { SHARED: 'job', ONLY_JOB: '${task}' } }));
       const fx = h.assign(asg('map', 'n1', 1));
@@ -72,7 +75,16 @@ describe('DagAppMaster', () => {
           resource: { cpuMilli: 1000, memoryMb: 1024 },
           command: {
             argv: ['sh', '-c', 'echo job-1 map 0/3 try 1 ${unknown}'],
-            env: { FUXI_JOB_ID: 'job-1', FUXI_TASK: 'map', FUXI_INSTANCE: '0', FUXI_INSTANCES: '3', FUXI_ATTEMPT: '1', OUT: '/out/map-0', SHARED: 'task', ONLY_JOB: 'map' },
+            env: {
+              FUXI_JOB_ID: 'job-1',
+              FUXI_TASK: 'map',
+              FUXI_INSTANCE: '0',
+              FUXI_INSTANCES: '3',
+              FUXI_ATTEMPT: '1',
+              OUT: '/out/map-0',
+              SHARED: 'task',
+              ONLY_JOB: 'map',
+            },
             cwd: '/w/job-1',
           },
         },
@@ -298,7 +310,11 @@ describe('DagAppMaster', () => {
       expect(planIds(fx)).to.deep.equal(['map.0.2']);
       fx = h.events('n3', ev('map.0.2', 'failed', { exitCode: 3, message: 'Error: input missing' }));
       const finish = finishOf(fx);
-      expect(finish).to.deep.equal({ kind: 'finish', succeeded: false, message: 'task "map" instance 0 failed after 2 attempts: exit code 3 (Error: input missing)' });
+      expect(finish).to.deep.equal({
+        kind: 'finish',
+        succeeded: false,
+        message: 'task "map" instance 0 failed after 2 attempts: exit code 3 (Error: input missing)',
+      });
       expect(fx.map((e) => e.kind)).to.deep.equal(['snapshot', 'stop', 'stop', 'return', 'finish']);
       expect(stopsOf(fx).sort()).to.deep.equal(['map.1.1', 'map.2.1']);
       expect(fx.filter((e) => e.kind === 'stop').map((e) => e.kind === 'stop' && e.nodeAddress)).to.deep.equal(['n1.addr:7071', 'n2.addr:7071']);
@@ -315,7 +331,9 @@ describe('DagAppMaster', () => {
       let h = new Harness();
       h.start(mockJob([mockTask({ maxAttempts: 1 })]));
       h.assign(asg('map', 'n1', 1));
-      expect(finishOf(h.events('n1', ev('map.0.1', 'failed', { signal: 'SIGSEGV' })))?.message).to.equal('task "map" instance 0 failed after 1 attempt: killed by signal SIGSEGV');
+      expect(finishOf(h.events('n1', ev('map.0.1', 'failed', { signal: 'SIGSEGV' })))?.message).to.equal(
+        'task "map" instance 0 failed after 1 attempt: killed by signal SIGSEGV',
+      );
       h = new Harness();
       h.start(mockJob([mockTask({ maxAttempts: 1 })]));
       h.assign(asg('map', 'n1', 1));
@@ -372,7 +390,9 @@ describe('DagAppMaster', () => {
       fx = h.assign(asg('map', 'n6', 1));
       expect(planIds(fx)).to.deep.equal(['map.0.5']);
       fx = h.am.assignments({ seq: ++h.seq, full: true, assignments: [asg('map', 'n2', 1)] }, h.now);
-      expect(finishOf(fx)?.message).to.equal('task "map" instance 0 failed after 2 attempts (plus 3 not counted: lost slots or re-runs off timing-out nodes): node lost (n6)');
+      expect(finishOf(fx)?.message).to.equal(
+        'task "map" instance 0 failed after 2 attempts (plus 3 not counted: lost slots or re-runs off timing-out nodes): node lost (n6)',
+      );
     });
 
     it('still counts real failures after lost slots: an attempt that fails uses one of maxAttempts', () => {

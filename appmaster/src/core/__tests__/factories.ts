@@ -21,7 +21,18 @@ export function mockTask(over: Partial<TaskSpec> = {}): TaskSpec {
 }
 
 export function mockJob(tasks: TaskSpec[], over: Partial<JobSpec> = {}): JobSpec {
-  return { jobId: 'job-1', name: 'wordcount', quotaGroup: 'default', priority: 5, env: {}, amResource: res(500, 512), tasks, onAgentTimeout: 'rerun', rerunAfterMs: 30_000, ...over };
+  return {
+    jobId: 'job-1',
+    name: 'wordcount',
+    quotaGroup: 'default',
+    priority: 5,
+    env: {},
+    amResource: res(500, 512),
+    tasks,
+    onAgentTimeout: 'rerun',
+    rerunAfterMs: 30_000,
+    ...over,
+  };
 }
 
 export function asg(suId: string, nodeId: string, slots: number): Assignment {

@@ -84,7 +84,10 @@ describe('AM core modules', () => {
       addRequest(st, task, 'rack:r1', 1);
       addRequest(st, task, '', 2);
       consumeOutstanding(task, 'n2', 2);
-      expect([...task.outstanding]).to.deep.equal([['rack:r1', 1], ['', 1]]);
+      expect([...task.outstanding]).to.deep.equal([
+        ['rack:r1', 1],
+        ['', 1],
+      ]);
       cancelOutstanding(st, task, 1);
       expect([...task.outstanding]).to.deep.equal([['rack:r1', 1]]);
       expect(st.out.deltas.get('map\u0000')?.delta).to.equal(1);

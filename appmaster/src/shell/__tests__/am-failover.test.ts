@@ -55,16 +55,24 @@ describe('AppMaster shell: AM failover and agent timing failures (fake master an
     expect((await am(m, 1).run()).succeeded).to.equal(true);
     expect(m.snapshot.topology).to.equal(encodeTopology(validateJobSpec(jobSpecFromProto(spec))));
     expect(m.snapshotCalls.filter((c) => c.topology !== '')).to.have.length(1);
-    expect(entries(m).map((e) => `${e.workerId}:${e.state}`).sort()).to.deep.equal(
-      ['map.0.1', 'map.1.1', 'map.2.1', 'map.3.1', 'reduce.0.1', 'reduce.1.1'].map((w) => `${w}:succeeded`),
-    );
+    expect(
+      entries(m)
+        .map((e) => `${e.workerId}:${e.state}`)
+        .sort(),
+    ).to.deep.equal(['map.0.1', 'map.1.1', 'map.2.1', 'map.3.1', 'reduce.0.1', 'reduce.1.1'].map((w) => `${w}:succeeded`));
     const seqs = m.snapshotCalls.map((c) => Number(c.seq));
     expect(seqs).to.deep.equal(seqs.map((_, i) => i + 1));
     // Every map entry reached the master before the request for reduce did (one FIFO queue).
     const nth = (name: string, k: number) => m.calls.map((c, i) => [c, i] as const).filter(([c]) => c === name)[k]?.[1] ?? -1;
-    const reduceRequest = nth('UpdateRequests', m.requests.findIndex((r) => r.deltas.some((d) => d.suId === 'reduce' && d.delta > 0)));
+    const reduceRequest = nth(
+      'UpdateRequests',
+      m.requests.findIndex((r) => r.deltas.some((d) => d.suId === 'reduce' && d.delta > 0)),
+    );
     let mapEntries = 0;
-    const lastMapSave = nth('SaveAppSnapshot', m.snapshotCalls.findIndex((c) => (mapEntries += c.entries.filter((e) => decodeEntry(e)?.task === 'map').length) === 4));
+    const lastMapSave = nth(
+      'SaveAppSnapshot',
+      m.snapshotCalls.findIndex((c) => (mapEntries += c.entries.filter((e) => decodeEntry(e)?.task === 'map').length) === 4),
+    );
     expect(lastMapSave).to.be.greaterThan(-1);
     expect(reduceRequest).to.be.greaterThan(lastMapSave);
   });
@@ -76,7 +84,8 @@ describe('AppMaster shell: AM failover and agent timing failures (fake master an
     // What attempt 1 left: map.0 and map.1 logged done; map.2.1 still running on n1; map.3.1 failed
     // on n2 while no AM was there; one map slot on each node.
     m.snapshot.topology = encodeTopology(validateJobSpec(jobSpecFromProto(spec)));
-    for (const i of [0, 1]) m.snapshot.entries.push(encodeEntry({ task: 'map', instance: i, attempt: 1, nodeId: 'n1', workerId: `map.${i}.1`, state: 'succeeded' }));
+    for (const i of [0, 1])
+      m.snapshot.entries.push(encodeEntry({ task: 'map', instance: i, attempt: 1, nodeId: 'n1', workerId: `map.${i}.1`, state: 'succeeded' }));
     m.asgn.set('map|n1', 1);
     m.asgn.set('map|n2', 1);
     m.seq = 3;
@@ -96,7 +105,11 @@ describe('AppMaster shell: AM failover and agent timing failures (fake master an
     expect(m.calls.indexOf('GetAppSnapshot')).to.be.lessThan(m.calls.indexOf('RegisterApp'));
     expect(n1.listCalls).to.be.greaterThan(pollsBefore);
     // Nothing done or running was started again; the failed instance got a higher attempt number.
-    expect(plans().map((p) => p.workerId).sort()).to.deep.equal(['map.3.2', 'reduce.0.1', 'reduce.1.1']);
+    expect(
+      plans()
+        .map((p) => p.workerId)
+        .sort(),
+    ).to.deep.equal(['map.3.2', 'reduce.0.1', 'reduce.1.1']);
     expect(agents.flatMap((x) => x.started).every((s) => s.amAttempt === 2 && s.amAddress === a.address)).to.equal(true);
     expect(agents.flatMap((x) => x.stopped)).to.deep.equal([]);
     expect(m.finished).to.deep.include({ amAttempt: 2, succeeded: true });
@@ -105,7 +118,11 @@ describe('AppMaster shell: AM failover and agent timing failures (fake master an
       ['reduce', 2, 0],
     ]);
     // The log now holds every instance once; attempt 2 did not rewrite the topology.
-    expect(entries(m).map((e) => e.workerId).sort()).to.deep.equal(['map.0.1', 'map.1.1', 'map.2.1', 'map.3.2', 'reduce.0.1', 'reduce.1.1']);
+    expect(
+      entries(m)
+        .map((e) => e.workerId)
+        .sort(),
+    ).to.deep.equal(['map.0.1', 'map.1.1', 'map.2.1', 'map.3.2', 'reduce.0.1', 'reduce.1.1']);
     expect(entries(m).find((e) => e.workerId === 'map.2.1')).to.deep.include({ nodeId: 'n1', state: 'succeeded' });
     expect(m.snapshotCalls.every((c) => c.amAttempt === 2 && c.topology === '')).to.equal(true);
     expect([...m.asgn.values()].every((n) => n === 0)).to.equal(true);

@@ -51,7 +51,10 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     // Plans carry the AM's address and attempt, and substituted commands.
     const starts = agents.flatMap((x) => x.started);
     expect(starts.every((s) => s.amAddress === a.address && s.amAttempt === 1 && s.appId === 'app-1' && s.epoch === '0')).to.equal(true);
-    const plans = agents.flatMap((x) => x.plans).map((p) => p.workerId).sort();
+    const plans = agents
+      .flatMap((x) => x.plans)
+      .map((p) => p.workerId)
+      .sort();
     expect(plans).to.deep.equal(['map.0.1', 'map.1.1', 'map.2.1', 'map.3.1', 'reduce.0.1', 'reduce.1.1']);
     expect(agents.flatMap((x) => x.plans).find((p) => p.workerId === 'map.2.1')?.command?.argv).to.deep.equal(['true', 'map', '2']);
   });
@@ -113,6 +116,10 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
     expect(code).to.equal(1);
     expect(() => configFromEnv({ FUXI_MASTER: 'a:1', FUXI_APP_ID: 'x', FUXI_AM_ATTEMPT: 'zero' }, nullLogger)).to.throw('FUXI_AM_ATTEMPT');
-    expect(configFromEnv({ FUXI_MASTER: 'a:1, b:2', FUXI_APP_ID: 'x' }, nullLogger)).to.deep.include({ masters: ['a:1', 'b:2'], amAttempt: 1, bind: '127.0.0.1:0' });
+    expect(configFromEnv({ FUXI_MASTER: 'a:1, b:2', FUXI_APP_ID: 'x' }, nullLogger)).to.deep.include({
+      masters: ['a:1', 'b:2'],
+      amAttempt: 1,
+      bind: '127.0.0.1:0',
+    });
   });
 });

@@ -296,7 +296,16 @@ export class FakeAgent {
           const workers: WorkerStatus[] = [];
           for (const plan of req.plans) {
             const outcome = this.behaviour(plan);
-            const base = { workerId: plan.workerId, appId: req.appId, suId: plan.suId, task: plan.task, instance: plan.instance, attempt: plan.attempt, amAttempt: req.amAttempt, nodeId: this.nodeId };
+            const base = {
+              workerId: plan.workerId,
+              appId: req.appId,
+              suId: plan.suId,
+              task: plan.task,
+              instance: plan.instance,
+              attempt: plan.attempt,
+              amAttempt: req.amAttempt,
+              nodeId: this.nodeId,
+            };
             if (outcome.state === 'rejected') {
               workers.push({ ...base, state: 'WORKER_STATE_REJECTED', message: outcome.message });
               continue;
@@ -366,5 +375,14 @@ export function wireJob(over: Partial<JobSpec> = {}, maxAttempts = 3): JobSpec {
     locality: { nodes: [], racks: [] },
     priority: 0,
   });
-  return { jobId: 'job-1', name: 'wordcount', quotaGroup: 'default', priority: 1, env: {}, amResource: { cpuMilli: 100, memoryMb: 256 }, tasks: [task('map', 4, []), task('reduce', 2, ['map'])], ...over };
+  return {
+    jobId: 'job-1',
+    name: 'wordcount',
+    quotaGroup: 'default',
+    priority: 1,
+    env: {},
+    amResource: { cpuMilli: 100, memoryMb: 256 },
+    tasks: [task('map', 4, []), task('reduce', 2, ['map'])],
+    ...over,
+  };
 }

@@ -46,7 +46,8 @@ describe('AppMaster shell across master failovers (fake masters and agents on lo
     return masters;
   }
 
-  const am = (ms: FakeMaster[]) => new AppMaster({ masters: ms.map((m) => m.address), appId: 'app-1', amAttempt: 1, nodeId: 'n1', log: nullLogger, deadlineMs: 3000 });
+  const am = (ms: FakeMaster[]) =>
+    new AppMaster({ masters: ms.map((m) => m.address), appId: 'app-1', amAttempt: 1, nodeId: 'n1', log: nullLogger, deadlineMs: 3000 });
   const plans = (task?: string) => agents.flatMap((x) => x.plans).filter((p) => !task || p.task === task);
   /** UpdateRequests a master received after its first ReportAppState. */
   const afterReport = (m: FakeMaster) => m.requests.slice(m.calls.slice(0, m.calls.indexOf('ReportAppState')).filter((c) => c === 'UpdateRequests').length);

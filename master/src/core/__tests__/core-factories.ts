@@ -6,7 +6,20 @@
 import { add, normalizeJobSpec, nullLogger, res, scale, ZERO } from '@fuxi/common';
 import type { JobSpec, Resource } from '@fuxi/common';
 import { DEFAULT_CONFIG, MasterCore, type MasterCoreConfig } from '../master-core.js';
-import { TERMINAL_STATES, type AmWorkerReport, type AssignmentEntry, type Effect, type GrantEntry, type HeartbeatInput, type JobRecord, type NodeInfo, type RequestDelta, type SlotReturn, type TaskProgress, type UnitConfig } from '../types.js';
+import {
+  TERMINAL_STATES,
+  type AmWorkerReport,
+  type AssignmentEntry,
+  type Effect,
+  type GrantEntry,
+  type HeartbeatInput,
+  type JobRecord,
+  type NodeInfo,
+  type RequestDelta,
+  type SlotReturn,
+  type TaskProgress,
+  type UnitConfig,
+} from '../types.js';
 
 export const EPOCH = '7';
 
@@ -246,7 +259,16 @@ export class Harness {
 
   /** A heartbeat claiming the grant seq the agent view holds, unless `over.grantSeq` says otherwise. */
   heartbeat(nodeId: string, over: Partial<HeartbeatInput> = {}) {
-    const hb: HeartbeatInput = { nodeId, epoch: this.core.epoch, grantSeq: this.agents.get(nodeId)?.seq ?? 0, used: ZERO, running: 0, pending: 0, amWorkers: [], ...over };
+    const hb: HeartbeatInput = {
+      nodeId,
+      epoch: this.core.epoch,
+      grantSeq: this.agents.get(nodeId)?.seq ?? 0,
+      used: ZERO,
+      running: 0,
+      pending: 0,
+      amWorkers: [],
+      ...over,
+    };
     const r = this.core.heartbeat(hb, this.now);
     this.observe(r.effects);
     if (r.full) this.agents.set(nodeId, { seq: r.full.seq, grants: r.full.grants });
@@ -255,7 +277,12 @@ export class Harness {
 
   /** Heartbeats from every node in `ids` (default: every healthy node). */
   heartbeatAll(ids?: string[]): void {
-    for (const id of ids ?? this.core.listNodes().filter((n) => n.healthy).map((n) => n.info.nodeId)) this.heartbeat(id);
+    for (const id of ids ??
+      this.core
+        .listNodes()
+        .filter((n) => n.healthy)
+        .map((n) => n.info.nodeId))
+      this.heartbeat(id);
   }
 
   tick(): Effect[] {
@@ -315,7 +342,10 @@ export class Harness {
   }
 
   /** The AM of `appId` reports its units, outstanding requests and the slots it holds (its view by default). */
-  appReports(appId: string, opts: { units?: UnitConfig[]; requests?: Array<{ suId: string; location: string; count: number }>; claims?: Record<string, number> } = {}): Effect[] {
+  appReports(
+    appId: string,
+    opts: { units?: UnitConfig[]; requests?: Array<{ suId: string; location: string; count: number }>; claims?: Record<string, number> } = {},
+  ): Effect[] {
     const claims = opts.claims ?? this.amSlots(appId);
     const effects = this.core.reportAppState(
       {

@@ -51,9 +51,7 @@ export function mockSnapshot(parts: SnapshotParts = {}): SchedulerSnapshot {
 /** `count` nodes `n00..` spread round-robin over `racks` racks `r0..`, all alike. */
 export function mockNodes(count: number, racks = 1, over: Partial<SchedNode> = {}): SchedNode[] {
   const width = String(Math.max(0, count - 1)).length;
-  return Array.from({ length: count }, (_, i) =>
-    mockNode({ id: `n${String(i).padStart(width, '0')}`, rack: `r${i % racks}`, ...over }),
-  );
+  return Array.from({ length: count }, (_, i) => mockNode({ id: `n${String(i).padStart(width, '0')}`, rack: `r${i % racks}`, ...over }));
 }
 
 // ---- reading plans --------------------------------------------------------------------------------

@@ -46,7 +46,11 @@ function agentReports(t: Takeover, nodeId: string, now: number, grants = t.held.
   return [...reg.effects, ...t.core.reportAgentState({ nodeId, epoch: NEW_EPOCH, grants }, now)];
 }
 
-function amReports(t: Takeover, now: number, over: { claims?: Record<string, number>; requests?: Array<{ suId: string; location: string; count: number }> } = {}): Effect[] {
+function amReports(
+  t: Takeover,
+  now: number,
+  over: { claims?: Record<string, number>; requests?: Array<{ suId: string; location: string; count: number }> } = {},
+): Effect[] {
   const claims = over.claims ?? t.amHeld;
   return t.core.reportAppState(
     {
@@ -96,16 +100,24 @@ describe('master failover (soft-state inference)', () => {
     t.core.checkInvariants();
   });
 
-  it('takes the grant table sent with a registration as the agent\'s report, and answers with its own table instead of pushing it', () => {
+  it("takes the grant table sent with a registration as the agent's report, and answers with its own table instead of pushing it", () => {
     const old = oldCluster();
     const t = takeOver(old);
     const reg = t.core.registerAgent(mockNodeInfo({ nodeId: 'n1' }), NEW_EPOCH, 100_010, t.held.get('n1'));
     expect(reg.reportState, 'no separate report is asked for').to.equal(false);
     expect(reg.adopted, 'the answer carries the table').to.not.equal(undefined);
     expect(grantMap(reg.adopted!.grants)).to.deep.equal(grantMap(t.held.get('n1')!));
-    expect(ofKind(reg.effects, 'grants').filter((g) => g.nodeId === 'n1'), 'not pushed as well').to.be.empty;
+    expect(
+      ofKind(reg.effects, 'grants').filter((g) => g.nodeId === 'n1'),
+      'not pushed as well',
+    ).to.be.empty;
     // The agent's heartbeat with the answer's seq needs no table; the rest of the failover is as before.
-    expect(t.core.heartbeat({ nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: reg.adopted!.seq, used: { cpuMilli: 0, memoryMb: 0 }, running: 0, pending: 0, amWorkers: [] }, 100_011).full).to.equal(undefined);
+    expect(
+      t.core.heartbeat(
+        { nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: reg.adopted!.seq, used: { cpuMilli: 0, memoryMb: 0 }, running: 0, pending: 0, amWorkers: [] },
+        100_011,
+      ).full,
+    ).to.equal(undefined);
     agentReports(t, 'n2', 100_020);
     const rec = recovered(amReports(t, 100_030));
     expect(rec[0]).to.deep.include({ agentsMissing: 0, appsMissing: 0, agentsReported: 2 });
@@ -156,7 +168,10 @@ describe('master failover (soft-state inference)', () => {
     const upd = t.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 1, units: [], deltas: [], assignmentSeq: -1, progress: [] }, 103_100);
     expect(asgnMap(upd.full!.assignments)).to.deep.equal(t.amHeld);
     // Silent past the agent timeout (n1 heartbeating): lost; the AM's table drops n2.
-    t.core.heartbeat({ nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: -1, used: { cpuMilli: 0, memoryMb: 0 }, running: 0, pending: 0, amWorkers: [] }, 103_000 + CONFIG.agentTimeoutMs);
+    t.core.heartbeat(
+      { nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: -1, used: { cpuMilli: 0, memoryMb: 0 }, running: 0, pending: 0, amWorkers: [] },
+      103_000 + CONFIG.agentTimeoutMs,
+    );
     const lost = t.core.tick(103_000 + CONFIG.agentTimeoutMs + 1);
     const asg = ofKind(lost, 'assignments').at(-1)!;
     expect(Object.keys(asgnMap(asg.assignments)).some((k) => k.endsWith('@n2'))).to.equal(false);
@@ -176,7 +191,9 @@ describe('master failover (soft-state inference)', () => {
     const upd = t.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 1, units: [], deltas: [], assignmentSeq: -1, progress: [] }, 105_001);
     expect(asgnMap(upd.full!.assignments)).to.deep.equal(t.amHeld);
     // The AM was told n2 was missing: it is told n2 is back, or its policy re-runs n2's work later.
-    expect(ofKind(late, 'agentsTimedOut')).to.deep.equal([{ kind: 'agentsTimedOut', appId: 'job-1', address: 'am-job-1:9000', epoch: NEW_EPOCH, nodeIds: [], recoveredNodeIds: ['n2'] }]);
+    expect(ofKind(late, 'agentsTimedOut')).to.deep.equal([
+      { kind: 'agentsTimedOut', appId: 'job-1', address: 'am-job-1:9000', epoch: NEW_EPOCH, nodeIds: [], recoveredNodeIds: ['n2'] },
+    ]);
     t.core.checkInvariants();
   });
 
@@ -186,7 +203,10 @@ describe('master failover (soft-state inference)', () => {
     agentReports(t, 'n1', 100_010);
     amReports(t, 100_020);
     t.core.tick(103_000);
-    const held = t.held.get('n2')!.map((g) => (g.suId === 'map' ? { ...g, slots: g.slots - 1 } : g)).filter((g) => g.slots > 0);
+    const held = t.held
+      .get('n2')!
+      .map((g) => (g.suId === 'map' ? { ...g, slots: g.slots - 1 } : g))
+      .filter((g) => g.slots > 0);
     const late = agentReports(t, 'n2', 105_000, held);
     const asg = ofKind(late, 'assignments').at(-1)!;
     const want: Record<string, number> = { ...t.amHeld, 'map@n2': (t.amHeld['map@n2'] ?? 0) - 1 };
@@ -219,7 +239,8 @@ describe('master failover (soft-state inference)', () => {
     agentReports(t, 'n1', 100_010);
     agentReports(t, 'n2', 100_020);
     t.core.tick(103_000);
-    const hb = (nodeId: string, now: number) => t.core.heartbeat({ nodeId, epoch: NEW_EPOCH, grantSeq: 1, used: SLOT, running: 2, pending: 0, amWorkers: [] }, now);
+    const hb = (nodeId: string, now: number) =>
+      t.core.heartbeat({ nodeId, epoch: NEW_EPOCH, grantSeq: 1, used: SLOT, running: 2, pending: 0, amWorkers: [] }, now);
     for (let now = 105_000; now < 103_000 + CONFIG.amTimeoutMs; now += 5000) {
       hb('n1', now);
       hb('n2', now);
@@ -229,7 +250,11 @@ describe('master failover (soft-state inference)', () => {
     const fx = t.core.tick(103_000 + CONFIG.amTimeoutMs + 1);
     expect(t.core.getJob('job-1').state).to.equal('failed');
     expect(t.core.getJob('job-1').message).to.match(/did not report/);
-    expect(ofKind(fx, 'stopWorkers').map((s) => s.nodeId).sort()).to.deep.equal(['n1', 'n2']);
+    expect(
+      ofKind(fx, 'stopWorkers')
+        .map((s) => s.nodeId)
+        .sort(),
+    ).to.deep.equal(['n1', 'n2']);
     for (const n of t.core.listNodes()) expect(n.allocated).to.deep.equal({ cpuMilli: 0, memoryMb: 0 });
   });
 
@@ -286,19 +311,27 @@ describe('master failover (soft-state inference)', () => {
     const t = takeOver(old);
     agentReports(t, 'n1', 100_010);
     agentReports(t, 'n2', 100_020);
-    const r = t.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 9, units: [unit()], deltas: [delta('map', 3)], assignmentSeq: 0, progress: [] }, 100_030);
+    const r = t.core.updateRequests(
+      { appId: 'job-1', attempt: 1, seq: 9, units: [unit()], deltas: [delta('map', 3)], assignmentSeq: 0, progress: [] },
+      100_030,
+    );
     expect(r.reportState).to.equal(true);
     expect(r.effects).to.be.empty;
     // Returns are applied at once (a finished AM must not wait on its report to give slots back).
     const held = grantMap(t.held.get('n1')!)['job-1/map']!;
     const ret = t.core.returnSlots({ appId: 'job-1', attempt: 1, seq: 1, returns: [{ suId: 'map', nodeId: 'n1', slots: 1 }] }, 100_031);
     expect(grantMap(ofKind(ret, 'grants').at(-1)!.grants)['job-1/map'] ?? 0).to.equal(held - 1);
-    expect(() => t.core.reportAppState({ appId: 'job-1', attempt: 2, address: '', units: [], requests: [], assignments: [] }, 100_032)).to.throw(StaleEpochError);
+    expect(() => t.core.reportAppState({ appId: 'job-1', attempt: 2, address: '', units: [], requests: [], assignments: [] }, 100_032)).to.throw(
+      StaleEpochError,
+    );
     // The report carries the outstanding requests (including what the ignored delta asked).
     amReports(t, 100_040, { requests: [{ suId: 'map', location: '', count: 3 }] });
     expect(t.core.isRecovering).to.equal(false);
     // After recovery the next UpdateRequests is applied normally, its seq above the old ones.
-    const after = t.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 10, units: [], deltas: [delta('map', -3)], assignmentSeq: -1, progress: [] }, 100_050);
+    const after = t.core.updateRequests(
+      { appId: 'job-1', attempt: 1, seq: 10, units: [], deltas: [delta('map', -3)], assignmentSeq: -1, progress: [] },
+      100_050,
+    );
     expect(after.reportState).to.equal(undefined);
   });
 

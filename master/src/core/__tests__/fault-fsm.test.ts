@@ -87,7 +87,7 @@ function post(board: FaultBoard, kind: FaultKind, now = T0): FaultEvent {
 
 describe('fault FSM and Table 3', () => {
   describe('TABLE_3', () => {
-    it('has exactly the paper\'s 13 rows, numbered 1..13, with the paper\'s cells', () => {
+    it("has exactly the paper's 13 rows, numbered 1..13, with the paper's cells", () => {
       expect(TABLE_3).to.have.length(13);
       expect(TABLE_3.map((r) => r.row)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
       for (const p of PAPER) {

@@ -19,7 +19,10 @@ function cluster(): Harness {
   return h;
 }
 
-function takeOver(old: Harness, now = 100_000): { core: MasterCore; held: Map<string, GrantEntry[]>; claims: Array<{ suId: string; nodeId: string; slots: number }> } {
+function takeOver(
+  old: Harness,
+  now = 100_000,
+): { core: MasterCore; held: Map<string, GrantEntry[]>; claims: Array<{ suId: string; nodeId: string; slots: number }> } {
   const jobs = old.core.listJobs().map((j) => JSON.parse(JSON.stringify(j)) as JobRecord);
   const roster = old.core.listNodes().map((n) => ({ nodeId: n.info.nodeId, address: n.info.address }));
   const core = new MasterCore(NEW_EPOCH, CONFIG, nullLogger);
@@ -41,14 +44,22 @@ function amReports(core: MasterCore, claims: Array<{ suId: string; nodeId: strin
   core.reportAppState({ appId: 'job-1', attempt: 1, address: 'am-job-1:9000', units: [unit('map', SLOT)], requests: [], assignments: claims }, now);
 }
 
-const uses = (core: MasterCore, pred: (u: SourceUse) => boolean = () => true) => core.sourceUses().filter(pred).map((u) => `${u.row} ${u.source} ${u.timing} ${u.subject}`);
+const uses = (core: MasterCore, pred: (u: SourceUse) => boolean = () => true) =>
+  core
+    .sourceUses()
+    .filter(pred)
+    .map((u) => `${u.row} ${u.source} ${u.timing} ${u.subject}`);
 
 describe('fault FSM handlers and Table 3 rows', () => {
   it('row 1 (FM crash): the window asks agents (FAFullCap) and AMs (AMFullResReq); both are used now', () => {
     const t = takeOver(cluster());
     expect(t.core.faults.state).to.equal('S1');
     report(t.core, 'n1', t.held.get('n1')!, 100_010);
-    amReports(t.core, t.claims.filter((c) => c.nodeId === 'n1'), 100_020);
+    amReports(
+      t.core,
+      t.claims.filter((c) => c.nodeId === 'n1'),
+      100_020,
+    );
     report(t.core, 'n2', t.held.get('n2')!, 100_030);
     expect(uses(t.core)).to.deep.equal(['1 FAFullCap now ', '1 AMFullResReq now ', '1 FAFullCap now n1', '1 AMFullResReq now job-1', '1 FAFullCap now n2']);
     expect(t.core.isRecovering).to.equal(false);
@@ -134,7 +145,10 @@ describe('fault FSM handlers and Table 3 rows', () => {
     t.core.tick(103_100);
     const amNode = t.core.getJob('job-1').amNodeId;
     expect(amNode).to.equal('n1');
-    const e = t.core.heartbeat({ nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: 0, used: SLOT, running: 1, pending: 0, amWorkers: [amReport('job-1', { state: 'failed', exitCode: 1 })] }, 103_200).effects;
+    const e = t.core.heartbeat(
+      { nodeId: 'n1', epoch: NEW_EPOCH, grantSeq: 0, used: SLOT, running: 1, pending: 0, amWorkers: [amReport('job-1', { state: 'failed', exitCode: 1 })] },
+      103_200,
+    ).effects;
     expect(ofKind(e, 'launchAm')).to.deep.equal([]);
     expect(uses(t.core, (u) => u.subject === 'job-1').at(-1)).to.equal('13 AMFullAsgnedRes now job-1');
     report(t.core, 'n2', t.held.get('n2')!, 104_000);

@@ -9,14 +9,33 @@ import { res, StaleEpochError, ZERO } from '@fuxi/common';
 import { DEFAULT_CONFIG } from '../master-core.js';
 import { AM_SU } from '@fuxi/common';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
-import { AM_RES, amReport, asgnMap, EPOCH, grantMap, Harness, type HarnessOptions, indexOfKind, mockNodeInfo, mockSpec, ofKind, SLOT } from './core-factories.js';
+import {
+  AM_RES,
+  amReport,
+  asgnMap,
+  EPOCH,
+  grantMap,
+  Harness,
+  type HarnessOptions,
+  indexOfKind,
+  mockNodeInfo,
+  mockSpec,
+  ofKind,
+  SLOT,
+} from './core-factories.js';
 
 const TIMING_OUT = DEFAULT_CONFIG.agentTimingOutMs;
 const TIMEOUT = DEFAULT_CONFIG.agentTimeoutMs;
 
 /** job-1: AM on n1, map slots n1:1 n2:2 (n1 rack r1, n2 rack r2), AM registered at am-job-1:9000. */
 function busy(opts: HarnessOptions = {}): Harness {
-  const h = new Harness({ nodes: [{ nodeId: 'n1', rack: 'r1' }, { nodeId: 'n2', rack: 'r2' }], ...opts });
+  const h = new Harness({
+    nodes: [
+      { nodeId: 'n1', rack: 'r1' },
+      { nodeId: 'n2', rack: 'r2' },
+    ],
+    ...opts,
+  });
   h.start();
   h.ask('job-1', 3);
   expect(h.core.getJob('job-1')).to.include({ amNodeId: 'n1', amAttempt: 1 });
@@ -26,7 +45,13 @@ function busy(opts: HarnessOptions = {}): Harness {
 
 /** a: AM on n1, map n1:2 n2:1. b: AM on n2 and nothing else. Both registered. */
 function twoApps(opts: HarnessOptions = {}): Harness {
-  const h = new Harness({ nodes: [{ nodeId: 'n1', rack: 'r1' }, { nodeId: 'n2', rack: 'r2' }], ...opts });
+  const h = new Harness({
+    nodes: [
+      { nodeId: 'n1', rack: 'r1' },
+      { nodeId: 'n2', rack: 'r2' },
+    ],
+    ...opts,
+  });
   h.submit(mockSpec({ id: 'a' }));
   h.submit(mockSpec({ id: 'b' }));
   h.registerApp('a');
@@ -85,7 +110,9 @@ describe('AM failover', () => {
     it('fences the old attempt and hands the new one the slots the app holds', () => {
       const h = busy();
       dies(h, 'n1', 'job-1');
-      expect(() => h.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 99, units: [], deltas: [], assignmentSeq: 0, progress: [] }, h.now)).to.throw(StaleEpochError);
+      expect(() => h.core.updateRequests({ appId: 'job-1', attempt: 1, seq: 99, units: [], deltas: [], assignmentSeq: 0, progress: [] }, h.now)).to.throw(
+        StaleEpochError,
+      );
       expect(() => h.core.registerApp('job-1', 1, 'old:1', h.now)).to.throw(StaleEpochError);
       // The stopped old AM is reported killed: that is attempt 1, not the current one.
       expect(h.heartbeat('n1', { amWorkers: [amReport('job-1', { amAttempt: 1, state: 'killed', signal: 'SIGTERM' })] }).effects).to.deep.equal([]);
@@ -211,7 +238,9 @@ describe('AM failover', () => {
       expect(openFaults(h)).to.deep.equal([['AM_TIMING', 'job-1', 'recovering']]);
       expect(h.core.faults.state).to.equal('S2');
       // The old AM wakes up: it is fenced.
-      expect(() => h.core.returnSlots({ appId: 'job-1', attempt: 1, seq: 50, returns: [{ suId: 'map', nodeId: 'n2', slots: 2 }] }, h.now)).to.throw(StaleEpochError);
+      expect(() => h.core.returnSlots({ appId: 'job-1', attempt: 1, seq: 50, returns: [{ suId: 'map', nodeId: 'n2', slots: 2 }] }, h.now)).to.throw(
+        StaleEpochError,
+      );
       expect(allocations(h)).to.deep.equal(before);
       h.registerApp('job-1');
       expect(h.core.faults.state).to.equal('S0');
@@ -457,11 +486,16 @@ describe('fault FSM states of the master core', () => {
 
 describe('AM snapshot (hard state of the AM)', () => {
   const save = (h: Harness, req: { topology?: string; seq: number; entries: string[]; attempt?: number }) =>
-    h.core.saveAppSnapshot({ appId: 'job-1', attempt: req.attempt ?? h.core.getJob('job-1').amAttempt, topology: req.topology ?? '', seq: req.seq, entries: req.entries }, h.now);
+    h.core.saveAppSnapshot(
+      { appId: 'job-1', attempt: req.attempt ?? h.core.getJob('job-1').amAttempt, topology: req.topology ?? '', seq: req.seq, entries: req.entries },
+      h.now,
+    );
 
   it('writes the topology once and log entries idempotently by seq', () => {
     const h = busy();
-    expect(save(h, { topology: '{"tasks":1}', seq: 0, entries: [] })).to.deep.equal([{ kind: 'store', ops: [{ type: 'put', key: 'apps/job-1/topology', value: '{"tasks":1}' }] }]);
+    expect(save(h, { topology: '{"tasks":1}', seq: 0, entries: [] })).to.deep.equal([
+      { kind: 'store', ops: [{ type: 'put', key: 'apps/job-1/topology', value: '{"tasks":1}' }] },
+    ]);
     expect(save(h, { topology: '{"tasks":2}', seq: 0, entries: [] })).to.deep.equal([]);
     const first = save(h, { seq: 1, entries: ['{"i":0}', '{"i":1}'] });
     expect(first).to.deep.equal([

@@ -57,7 +57,12 @@ function expectInvalid(fn: () => unknown, field: string): InvalidArgumentError {
 
 /** Two 8-core / 16 GiB nodes n1 (rack r1) and n2 (rack r2). */
 function twoNodes(): Harness {
-  return new Harness({ nodes: [{ nodeId: 'n1', rack: 'r1' }, { nodeId: 'n2', rack: 'r2' }] });
+  return new Harness({
+    nodes: [
+      { nodeId: 'n1', rack: 'r1' },
+      { nodeId: 'n2', rack: 'r2' },
+    ],
+  });
 }
 
 describe('MasterCore', () => {
@@ -287,7 +292,13 @@ describe('MasterCore', () => {
     });
 
     it('honours node and rack locality', () => {
-      const h = new Harness({ nodes: [{ nodeId: 'a1', rack: 'ra' }, { nodeId: 'b1', rack: 'rb' }, { nodeId: 'b2', rack: 'rb' }] });
+      const h = new Harness({
+        nodes: [
+          { nodeId: 'a1', rack: 'ra' },
+          { nodeId: 'b1', rack: 'rb' },
+          { nodeId: 'b2', rack: 'rb' },
+        ],
+      });
       h.start();
       h.request('job-1', [delta('map', 2, 'node:a1'), delta('map', 2, 'rack:rb')], { units: [unit('map')] });
       expect(h.amSlots('job-1')).to.deep.equal({ 'map@a1': 2, 'map@b1': 1, 'map@b2': 1 });
@@ -419,7 +430,10 @@ describe('MasterCore', () => {
       h.ask('big', 150); // one slot per node and then some: more than 64 (unit, node) entries
       // The master's table, as an UpdateRequests answer gives it to an AM that holds none (an old
       // request seq, so nothing is applied).
-      const full = () => asgnMap(h.core.updateRequests({ appId: 'big', attempt: 1, seq: 0, units: [], deltas: [], assignmentSeq: -1, progress: [] }, h.now).full?.assignments ?? []);
+      const full = () =>
+        asgnMap(
+          h.core.updateRequests({ appId: 'big', attempt: 1, seq: 0, units: [], deltas: [], assignmentSeq: -1, progress: [] }, h.now).full?.assignments ?? [],
+        );
       const entries = Object.keys(full()).length;
       expect(entries).to.be.greaterThan(64);
       const nodeId = [...h.ams.get('big')!.slots.keys()][0]!.split('@')[1]!;
@@ -695,7 +709,12 @@ describe('MasterCore', () => {
     });
 
     it('lists nodes by id with capacity, allocation and free resources', () => {
-      const h = new Harness({ nodes: [{ nodeId: 'b', rack: 'rb' }, { nodeId: 'a', rack: 'ra', labels: { gpu: 'no' } }] });
+      const h = new Harness({
+        nodes: [
+          { nodeId: 'b', rack: 'rb' },
+          { nodeId: 'a', rack: 'ra', labels: { gpu: 'no' } },
+        ],
+      });
       h.start();
       const nodes = h.core.listNodes();
       expect(nodes.map((n) => n.info.nodeId)).to.deep.equal(['a', 'b']);
@@ -752,7 +771,11 @@ describe('MasterCore', () => {
       expect(ofKind(r.effects, 'stopWorkers').map((s) => [s.nodeId, s.workerIds])).to.deep.equal([['n1', ['am.1']]]);
       expect(h.totalAllocated()).to.deep.equal(allocated);
       // Every grant of the app names attempt 2; n1's table changed in this very call: the reply carries it in full.
-      expect(ofKind(r.effects, 'grants').map((g) => g.nodeId).sort()).to.deep.equal(['n1', 'n2']);
+      expect(
+        ofKind(r.effects, 'grants')
+          .map((g) => g.nodeId)
+          .sort(),
+      ).to.deep.equal(['n1', 'n2']);
       expect(r.full?.grants.map((g) => g.amAttempt)).to.deep.equal([2, 2]);
 
       const maxAttempts = DEFAULT_CONFIG.maxAmAttempts;
@@ -767,7 +790,11 @@ describe('MasterCore', () => {
       expect(job.message).to.contain('exit code 9').and.to.contain('out of memory').and.to.contain(`no AM attempts left (${maxAttempts})`);
       expect(job.finishedAtMs).to.equal(h.now);
       expect(ofKind(last.effects, 'launchAm')).to.deep.equal([]);
-      expect(ofKind(last.effects, 'stopWorkers').map((s) => s.nodeId).sort()).to.deep.equal(['n1', 'n2']);
+      expect(
+        ofKind(last.effects, 'stopWorkers')
+          .map((s) => s.nodeId)
+          .sort(),
+      ).to.deep.equal(['n1', 'n2']);
       expect(h.totalAllocated()).to.deep.equal(ZERO);
       expect(last.full?.grants).to.deep.equal([]);
     });
@@ -790,7 +817,11 @@ describe('MasterCore', () => {
       const h = twoNodes();
       h.start();
       const r = h.heartbeat('n1', {
-        amWorkers: [amReport('job-1', { amAttempt: 0, state: 'failed', exitCode: 1 }), amReport('ghost', { state: 'failed' }), amReport('job-1', { state: 'pending' })],
+        amWorkers: [
+          amReport('job-1', { amAttempt: 0, state: 'failed', exitCode: 1 }),
+          amReport('ghost', { state: 'failed' }),
+          amReport('job-1', { state: 'pending' }),
+        ],
       });
       expect(r.effects).to.deep.equal([]);
       expect(h.core.getJob('job-1').state).to.equal('running');
@@ -819,7 +850,10 @@ describe('MasterCore', () => {
 
     /** Lets `lost` go silent past the timeout while the others keep heartbeating, then ticks. */
     function lose(h: Harness, lost: string[]): ReturnType<Harness['tick']> {
-      const alive = h.core.listNodes().filter((n) => n.healthy && !lost.includes(n.info.nodeId)).map((n) => n.info.nodeId);
+      const alive = h.core
+        .listNodes()
+        .filter((n) => n.healthy && !lost.includes(n.info.nodeId))
+        .map((n) => n.info.nodeId);
       h.advance(TIMEOUT / 2);
       h.heartbeatAll(alive);
       h.advance(TIMEOUT / 2 + 1);
@@ -919,7 +953,13 @@ describe('MasterCore', () => {
       // Each node has room for exactly one AM-sized slot. a: AM on n1, a task slot on n2; x: AM on
       // n3; c waits. n1 and n2 go silent together: a's AM must restart (its node is lost) and its
       // slot on n2 frees up, but n2 is lost too, so neither a's new AM nor c may be launched there.
-      const h = new Harness({ nodes: [{ nodeId: 'n1', capacity: AM_RES }, { nodeId: 'n2', capacity: AM_RES }, { nodeId: 'n3', capacity: AM_RES }] });
+      const h = new Harness({
+        nodes: [
+          { nodeId: 'n1', capacity: AM_RES },
+          { nodeId: 'n2', capacity: AM_RES },
+          { nodeId: 'n3', capacity: AM_RES },
+        ],
+      });
       const tiny = (id: string) => mockSpec({ id, tasks: [{ name: 'map', instances: 1, resources: { cpu: '100m', memory: 64 }, command: ['true'] }] });
       h.start(tiny('a'));
       h.ask('a', 1, '', 'map', AM_RES);
@@ -944,7 +984,12 @@ describe('MasterCore', () => {
   describe('quota groups', () => {
     it('share capacity by weight when both groups wait for it', () => {
       const h = new Harness({
-        config: { quotaGroups: [{ name: 'gold', weight: 3 }, { name: 'silver', weight: 1 }] },
+        config: {
+          quotaGroups: [
+            { name: 'gold', weight: 3 },
+            { name: 'silver', weight: 1 },
+          ],
+        },
         nodes: [{ nodeId: 'n1' }, { nodeId: 'n2' }],
       });
       const small = { cpu: '100m', memory: 128 };
@@ -1067,12 +1112,24 @@ const idx = (n: number) => fc.integer({ min: 0, max: n - 1 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 3,
-    arbitrary: fc.record({ op: fc.constant('submit' as const), job: idx(JOB_PICKS), am: idx(AM_SIZES.length), group: idx(GROUP_NAMES.length), register: fc.boolean() }),
+    arbitrary: fc.record({
+      op: fc.constant('submit' as const),
+      job: idx(JOB_PICKS),
+      am: idx(AM_SIZES.length),
+      group: idx(GROUP_NAMES.length),
+      register: fc.boolean(),
+    }),
   },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('register' as const), job: idx(JOB_PICKS) }) },
   {
     weight: 8,
-    arbitrary: fc.record({ op: fc.constant('request' as const), job: idx(JOB_PICKS), su: idx(SUS.length), loc: idx(LOCS.length), n: fc.integer({ min: -3, max: 6 }) }),
+    arbitrary: fc.record({
+      op: fc.constant('request' as const),
+      job: idx(JOB_PICKS),
+      su: idx(SUS.length),
+      loc: idx(LOCS.length),
+      n: fc.integer({ min: -3, max: 6 }),
+    }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('retry' as const), job: idx(JOB_PICKS), su: idx(SUS.length), n: fc.integer({ min: 1, max: 4 }) }) },
   // Gives back some of what the job holds (pick indexes its grants, the AM's own included).
@@ -1092,7 +1149,12 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   // through the aggregation window (they report late, or the agents are lost).
   {
     weight: 1,
-    arbitrary: fc.record({ op: fc.constant('takeover' as const), silentAgents: fc.integer({ min: 0, max: 15 }), silentAms: fc.integer({ min: 0, max: 255 }), agentsBack: fc.boolean() }),
+    arbitrary: fc.record({
+      op: fc.constant('takeover' as const),
+      silentAgents: fc.integer({ min: 0, max: 15 }),
+      silentAms: fc.integer({ min: 0, max: 255 }),
+      agentsBack: fc.boolean(),
+    }),
   },
 );
 
@@ -1155,14 +1217,23 @@ function checkViews(h: Harness): void {
 }
 
 function checkEffects(h: Harness, effects: readonly Effect[]): void {
-  const healthy = new Set(h.core.listNodes().filter((n) => n.healthy).map((n) => n.info.nodeId));
+  const healthy = new Set(
+    h.core
+      .listNodes()
+      .filter((n) => n.healthy)
+      .map((n) => n.info.nodeId),
+  );
   for (const e of effects) {
-    if (e.kind === 'grants' || e.kind === 'assignments' || e.kind === 'launchAm' || e.kind === 'stopWorkers' || e.kind === 'agentsTimedOut') expect(e.epoch).to.equal(h.core.epoch);
+    if (e.kind === 'grants' || e.kind === 'assignments' || e.kind === 'launchAm' || e.kind === 'stopWorkers' || e.kind === 'agentsTimedOut')
+      expect(e.epoch).to.equal(h.core.epoch);
     if (e.kind === 'grants') expect(e.full).to.equal(true);
     // Only old AM attempts are ever stopped one by one; the current one is fenced by its grants.
     if (e.kind === 'stopWorkers' && e.workerIds) {
       const attempt = h.core.getJob(e.appId).amAttempt;
-      for (const w of e.workerIds) expect(w, `stops the current AM of ${e.appId}`).to.match(/^am\.\d+$/).and.to.not.equal(`am.${attempt}`);
+      for (const w of e.workerIds)
+        expect(w, `stops the current AM of ${e.appId}`)
+          .to.match(/^am\.\d+$/)
+          .and.to.not.equal(`am.${attempt}`);
     }
   }
   // The last launch of an app still going is where its current attempt runs.
@@ -1256,7 +1327,10 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
     }
     case 'lose': {
       const lost = new Set(nodeIds.filter((_, i) => (op.nodes >> i) & 1));
-      const alive = h.core.listNodes().filter((n) => n.healthy && !lost.has(n.info.nodeId)).map((n) => n.info.nodeId);
+      const alive = h.core
+        .listNodes()
+        .filter((n) => n.healthy && !lost.has(n.info.nodeId))
+        .map((n) => n.info.nodeId);
       h.advance(PROP_TIMEOUT + 1);
       h.heartbeatAll(alive);
       return h.tick();
@@ -1264,7 +1338,10 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
     case 'lag': {
       // Late, not lost: whatever is allocated on them stays (nothing new is placed there).
       const late = new Set(nodeIds.filter((_, i) => (op.nodes >> i) & 1));
-      const alive = h.core.listNodes().filter((n) => n.healthy && !late.has(n.info.nodeId)).map((n) => n.info.nodeId);
+      const alive = h.core
+        .listNodes()
+        .filter((n) => n.healthy && !late.has(n.info.nodeId))
+        .map((n) => n.info.nodeId);
       const before = new Map(h.core.listNodes().map((n) => [n.info.nodeId, n.allocated]));
       h.advance(PROP_TIMING_OUT + 1);
       h.heartbeatAll(alive);
@@ -1356,7 +1433,8 @@ describe('MasterCore properties', function () {
             checkEffects(h, effects);
             checkViews(h);
           } catch (e) {
-            if (e instanceof Error) e.message = `after op ${i} (${JSON.stringify(op)}): ${e.message}; effects: ${JSON.stringify(effects.map((x) => x.kind === 'launchAm' ? x : x.kind))}`;
+            if (e instanceof Error)
+              e.message = `after op ${i} (${JSON.stringify(op)}): ${e.message}; effects: ${JSON.stringify(effects.map((x) => (x.kind === 'launchAm' ? x : x.kind)))}`;
             throw e;
           }
         }

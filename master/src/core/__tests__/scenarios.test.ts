@@ -57,7 +57,11 @@ function render(cases: Array<Case & { actual: string }>): string {
   return `${cases.map((c) => `${c.lead ? `${c.lead}\n` : ''}${c.command}\n----\n${c.actual}`).join('\n\n')}\n`;
 }
 
-const grantsText = (gs: readonly GrantEntry[]) => gs.map((g) => `${g.appId}/${g.suId}=${g.slots}`).sort().join(' ');
+const grantsText = (gs: readonly GrantEntry[]) =>
+  gs
+    .map((g) => `${g.appId}/${g.suId}=${g.slots}`)
+    .sort()
+    .join(' ');
 
 function renderEffect(e: Effect): string {
   switch (e.kind) {
@@ -70,7 +74,10 @@ function renderEffect(e: Effect): string {
     case 'launchAm':
       return `launch AM ${e.appId} attempt=${e.attempt} on ${e.nodeId}`;
     case 'assignments':
-      return `assignments -> ${e.appId} seq=${e.seq}${e.full ? ' full' : ''} [${e.assignments.map((a) => `${a.suId}@${a.nodeId}=${a.slots}`).sort().join(' ')}]`;
+      return `assignments -> ${e.appId} seq=${e.seq}${e.full ? ' full' : ''} [${e.assignments
+        .map((a) => `${a.suId}@${a.nodeId}=${a.slots}`)
+        .sort()
+        .join(' ')}]`;
     case 'agentsTimedOut':
       return `tell AM ${e.appId}: timing out [${e.nodeIds.join(' ')}] back [${(e.recoveredNodeIds ?? []).join(' ')}]`;
     case 'stopWorkers':
@@ -174,7 +181,9 @@ class Scenario {
 }
 
 describe('master core scenarios (testdata transcripts)', () => {
-  const files = readdirSync(TESTDATA).filter((f) => f.endsWith('.txt')).sort();
+  const files = readdirSync(TESTDATA)
+    .filter((f) => f.endsWith('.txt'))
+    .sort();
   it('has transcripts', () => expect(files.length).to.be.greaterThan(0));
   for (const file of files) {
     it(file.replace(/\.txt$/, '').replace(/-/g, ' '), () => {

@@ -50,9 +50,9 @@ const groupsArb: fc.Arbitrary<QuotaGroup[]> = fc
   .tuple(
     ...GROUPS.map((name) =>
       fc.option(
-        fc.record({ weight: fc.integer({ min: 1, max: 4 }), limit: fc.option(resource(16, 16), { nil: undefined }) }).map(({ weight, limit }) =>
-          limit === undefined ? { name, weight } : { name, weight, limit },
-        ),
+        fc
+          .record({ weight: fc.integer({ min: 1, max: 4 }), limit: fc.option(resource(16, 16), { nil: undefined }) })
+          .map(({ weight, limit }) => (limit === undefined ? { name, weight } : { name, weight, limit })),
         { nil: undefined },
       ),
     ),
@@ -72,7 +72,11 @@ const uniformArb: fc.Arbitrary<SchedulerSnapshot> = fc
   .record({
     nodes: fc.array(fc.tuple(fc.constantFrom('r0', 'r1'), fc.boolean()), { maxLength: 6 }).map((ns) =>
       ns.map(([rack, busy], i) => ({
-        id: NODE_IDS[i] ?? `n${i}`, rack, capacity: res(2000, 2048), allocated: busy ? res(1000, 1024) : ZERO, schedulable: true,
+        id: NODE_IDS[i] ?? `n${i}`,
+        rack,
+        capacity: res(2000, 2048),
+        allocated: busy ? res(1000, 1024) : ZERO,
+        schedulable: true,
       })),
     ),
     units: fc.array(
@@ -89,7 +93,11 @@ const uniformArb: fc.Arbitrary<SchedulerSnapshot> = fc
     mockSnapshot({
       nodes,
       units: units.map(({ big, quotaGroup, requests }, i) => ({
-        appId: `app-${i}`, suId: 'su', quotaGroup, priority: 0, submitSeq: i,
+        appId: `app-${i}`,
+        suId: 'su',
+        quotaGroup,
+        priority: 0,
+        submitSeq: i,
         resource: big ? res(1000, 1024) : res(500, 512),
         requests: new Map(requests.map(([loc, n]) => [loc, n])),
       })),
@@ -280,7 +288,10 @@ describe('scheduler properties', () => {
     fc.assert(
       fc.property(nodesArb, fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 40 }), (nodes, cores, slots) => {
         const slot = res(cores * 500, 512);
-        const snap = mockSnapshot({ nodes, units: [{ appId: 'a', suId: 's', resource: slot, priority: 0, quotaGroup: 'g', submitSeq: 0, requests: new Map([['', slots]]) }] });
+        const snap = mockSnapshot({
+          nodes,
+          units: [{ appId: 'a', suId: 's', resource: slot, priority: 0, quotaGroup: 'g', submitSeq: 0, requests: new Map([['', slots]]) }],
+        });
         const plan = schedule(snap);
         let room = 0;
         for (const n of nodes) {
@@ -309,7 +320,10 @@ function referenceSchedule(snap: SchedulerSnapshot): Plan {
   const usage = new Map<string, Resource>();
   const todo = snap.units.map((u) => ({
     u,
-    reqs: [...u.requests].filter(([, n]) => n > 0).map(([loc, n]) => ({ loc, n })).sort((a, b) => kind(a.loc) - kind(b.loc) || cmp(a.loc, b.loc)),
+    reqs: [...u.requests]
+      .filter(([, n]) => n > 0)
+      .map(([loc, n]) => ({ loc, n }))
+      .sort((a, b) => kind(a.loc) - kind(b.loc) || cmp(a.loc, b.loc)),
   }));
   todo.sort((a, b) => b.u.priority - a.u.priority || a.u.submitSeq - b.u.submitSeq || cmp(a.u.appId, b.u.appId) || cmp(a.u.suId, b.u.suId));
   const placements = new Map<string, Placement>();
@@ -320,12 +334,10 @@ function referenceSchedule(snap: SchedulerSnapshot): Plan {
     m.slots += slots;
     unsatisfied.set(k, m);
   };
-  const best = (ns: SchedNode[], r: Resource): SchedNode | undefined =>
-    ns.filter((n) => room(n, r)).sort((a, b) => load(a) - load(b) || cmp(a.id, b.id))[0];
+  const best = (ns: SchedNode[], r: Resource): SchedNode | undefined => ns.filter((n) => room(n, r)).sort((a, b) => load(a) - load(b) || cmp(a.id, b.id))[0];
   for (;;) {
     const open = todo.filter((t) => t.reqs.some((q) => q.n > 0));
-    const share = (g: string): number =>
-      dominantShare(usage.get(g) ?? snap.groupUsage.get(g) ?? ZERO, total) / (snap.groups.get(g)?.weight ?? 1);
+    const share = (g: string): number => dominantShare(usage.get(g) ?? snap.groupUsage.get(g) ?? ZERO, total) / (snap.groups.get(g)?.weight ?? 1);
     const group = [...new Set(open.map((t) => t.u.quotaGroup))].sort((a, b) => share(a) - share(b) || cmp(a, b))[0];
     const t = open.find((x) => x.u.quotaGroup === group);
     const q = t?.reqs.find((x) => x.n > 0);
@@ -340,7 +352,13 @@ function referenceSchedule(snap: SchedulerSnapshot): Plan {
     const wantedNode = q.loc.startsWith('node:') ? snap.nodes.get(q.loc.slice(5)) : undefined;
     const rack = wantedNode?.rack ?? (q.loc.startsWith('rack:') ? q.loc.slice(5) : undefined);
     const onNode = nodes.find((n) => n.id === wantedNode?.id && room(n, r));
-    const n = onNode ?? best(nodes.filter((x) => x.rack === rack), r) ?? best(nodes, r);
+    const n =
+      onNode ??
+      best(
+        nodes.filter((x) => x.rack === rack),
+        r,
+      ) ??
+      best(nodes, r);
     if (n === undefined) {
       miss(t.u, q.n, 'no-capacity');
       q.n = 0;

@@ -43,11 +43,7 @@ describe('scheduler', () => {
 
     it('skips unschedulable and zero-capacity nodes', () => {
       const snap = mockSnapshot({
-        nodes: [
-          mockNode({ id: 'down', schedulable: false }),
-          mockNode({ id: 'empty', capacity: ZERO }),
-          mockNode({ id: 'ok', capacity: res(2000, 2048) }),
-        ],
+        nodes: [mockNode({ id: 'down', schedulable: false }), mockNode({ id: 'empty', capacity: ZERO }), mockNode({ id: 'ok', capacity: res(2000, 2048) })],
         units: [mockUnit({ requests: { '': 5 } }), mockUnit({ suId: 'tiny', resource: ZERO, requests: { '': 3 } })],
       });
       const plan = schedule(snap);
@@ -84,9 +80,7 @@ describe('scheduler', () => {
 
     it('puts a node request on that node, in one merged placement', () => {
       const plan = schedule(mockSnapshot({ nodes, units: [mockUnit({ requests: { 'node:n2': 5 } })] }));
-      expect(plan.placements).to.deep.equal([
-        { appId: 'app-1', suId: 'su-1', nodeId: 'n2', slots: 5, location: 'node:n2', localityLevel: 'node' },
-      ]);
+      expect(plan.placements).to.deep.equal([{ appId: 'app-1', suId: 'su-1', nodeId: 'n2', slots: 5, location: 'node:n2', localityLevel: 'node' }]);
     });
 
     it('relaxes node > rack > any', () => {
@@ -123,12 +117,10 @@ describe('scheduler', () => {
     it('uses the rack of an unschedulable requested node', () => {
       const down = nodes.map((n) => (n.id === 'n0' ? { ...n, schedulable: false } : n));
       const plan = schedule(mockSnapshot({ nodes: down, units: [mockUnit({ requests: { 'node:n0': 3 } })] }));
-      expect(plan.placements).to.deep.equal([
-        { appId: 'app-1', suId: 'su-1', nodeId: 'n2', slots: 3, location: 'node:n0', localityLevel: 'rack' },
-      ]);
+      expect(plan.placements).to.deep.equal([{ appId: 'app-1', suId: 'su-1', nodeId: 'n2', slots: 3, location: 'node:n0', localityLevel: 'rack' }]);
     });
 
-    it('serves node requests before the same unit\'s any requests', () => {
+    it("serves node requests before the same unit's any requests", () => {
       const small = mockNodes(2, 2, { capacity: res(2000, 2048) });
       const plan = schedule(mockSnapshot({ nodes: small, units: [mockUnit({ requests: { '': 2, 'node:n1': 2 } })] }));
       expect(plan.placements.find((p) => p.location === 'node:n1')).to.include({ nodeId: 'n1', slots: 2, localityLevel: 'node' });
@@ -139,11 +131,7 @@ describe('scheduler', () => {
   describe('spreading', () => {
     it('puts any-requests on the least-loaded node, ties by node id', () => {
       const snap = mockSnapshot({
-        nodes: [
-          mockNode({ id: 'c', allocated: res(4000, 0) }),
-          mockNode({ id: 'b' }),
-          mockNode({ id: 'a' }),
-        ],
+        nodes: [mockNode({ id: 'c', allocated: res(4000, 0) }), mockNode({ id: 'b' }), mockNode({ id: 'a' })],
         units: [mockUnit({ requests: { '': 3 } })],
       });
       const plan = schedule(snap);
@@ -166,9 +154,7 @@ describe('scheduler', () => {
         nodes: [mockNode({ id: 'small', capacity: res(1000, 1024) }), mockNode({ id: 'big', capacity: res(16000, 32768), allocated: res(8000, 0) })],
         units: [mockUnit({ resource: res(2000, 1024), requests: { '': 2 } })],
       });
-      expect(schedule(snap).placements).to.deep.equal([
-        { appId: 'app-1', suId: 'su-1', nodeId: 'big', slots: 2, location: '', localityLevel: 'any' },
-      ]);
+      expect(schedule(snap).placements).to.deep.equal([{ appId: 'app-1', suId: 'su-1', nodeId: 'big', slots: 2, location: '', localityLevel: 'any' }]);
     });
   });
 
@@ -194,10 +180,7 @@ describe('scheduler', () => {
       const plan = schedule(
         mockSnapshot({
           nodes: scarce,
-          units: [
-            mockUnit({ appId: 'late', submitSeq: 7, requests: { '': 3 } }),
-            mockUnit({ appId: 'early', submitSeq: 2, requests: { '': 2 } }),
-          ],
+          units: [mockUnit({ appId: 'late', submitSeq: 7, requests: { '': 3 } }), mockUnit({ appId: 'early', submitSeq: 2, requests: { '': 2 } })],
         }),
       );
       expect(slotsByUnit(plan).get('early/su-1')).to.equal(2);
@@ -208,10 +191,7 @@ describe('scheduler', () => {
       const plan = schedule(
         mockSnapshot({
           nodes: scarce,
-          units: [
-            mockUnit({ appId: 'big', priority: 9, resource: res(4000, 1024) }),
-            mockUnit({ appId: 'small', priority: 0, requests: { '': 3 } }),
-          ],
+          units: [mockUnit({ appId: 'big', priority: 9, resource: res(4000, 1024) }), mockUnit({ appId: 'small', priority: 0, requests: { '': 3 } })],
         }),
       );
       expect(slotsByUnit(plan).get('small/su-1')).to.equal(3);
@@ -222,11 +202,17 @@ describe('scheduler', () => {
   describe('quota groups', () => {
     // 4 nodes x 4 cores = 16 one-core slots; cpu is the dominant dimension.
     const nodes = mockNodes(4, 2, { capacity: res(4000, 65536) });
-    const demand = (group: string, slots = 100): ReturnType<typeof mockUnit> =>
-      mockUnit({ appId: `app-${group}`, quotaGroup: group, requests: { '': slots } });
+    const demand = (group: string, slots = 100): ReturnType<typeof mockUnit> => mockUnit({ appId: `app-${group}`, quotaGroup: group, requests: { '': slots } });
 
     it('shares a scarce cluster 1:1 between equal weights', () => {
-      const snap = mockSnapshot({ nodes, units: [demand('a'), demand('b')], groups: [{ name: 'a', weight: 1 }, { name: 'b', weight: 1 }] });
+      const snap = mockSnapshot({
+        nodes,
+        units: [demand('a'), demand('b')],
+        groups: [
+          { name: 'a', weight: 1 },
+          { name: 'b', weight: 1 },
+        ],
+      });
       const plan = schedule(snap);
       expect(slotsByUnit(plan).get('app-a/su-1')).to.equal(8);
       expect(slotsByUnit(plan).get('app-b/su-1')).to.equal(8);
@@ -243,13 +229,20 @@ describe('scheduler', () => {
     });
 
     it('shares a scarce cluster 3:1 by weight', () => {
-      const snap = mockSnapshot({ nodes, units: [demand('a'), demand('b')], groups: [{ name: 'a', weight: 3 }, { name: 'b', weight: 1 }] });
+      const snap = mockSnapshot({
+        nodes,
+        units: [demand('a'), demand('b')],
+        groups: [
+          { name: 'a', weight: 3 },
+          { name: 'b', weight: 1 },
+        ],
+      });
       const plan = schedule(snap);
       expect(slotsByUnit(plan).get('app-a/su-1')).to.equal(12);
       expect(slotsByUnit(plan).get('app-b/su-1')).to.equal(4);
     });
 
-    it('counts the group\'s current usage', () => {
+    it("counts the group's current usage", () => {
       const snap = mockSnapshot({
         nodes: mockNodes(4, 2, { capacity: res(4000, 65536), allocated: res(2000, 0) }), // 8 slots used by a, 8 free
         units: [demand('a'), demand('b')],

@@ -26,7 +26,10 @@ describe('backoffMs', () => {
       for (let n = 1; n <= 12; n++) {
         for (const r of [0, 0.3, 0.77, 0.999]) {
           const old = Math.round(Math.min(interval, 250 * 2 ** Math.min(n - 1, 10)) * (0.5 + r / 2));
-          expect(backoffMs(n, { initialMs: 250, maxMs: interval }, () => r), `interval ${interval} n ${n} r ${r}`).to.equal(old);
+          expect(
+            backoffMs(n, { initialMs: 250, maxMs: interval }, () => r),
+            `interval ${interval} n ${n} r ${r}`,
+          ).to.equal(old);
         }
       }
     }

@@ -1,14 +1,6 @@
 import { expect } from 'chai';
 import { InvalidArgumentError } from '../errors.js';
-import {
-  DEFAULT_AM_RESOURCE,
-  normalizeJobSpec,
-  parseJobSpecText,
-  topoOrder,
-  validateJobSpec,
-  type JobSpec,
-  type TaskSpec,
-} from '../job-spec.js';
+import { DEFAULT_AM_RESOURCE, normalizeJobSpec, parseJobSpecText, topoOrder, validateJobSpec, type JobSpec, type TaskSpec } from '../job-spec.js';
 
 /** Runs `fn`, expects an InvalidArgumentError, returns it. */
 function invalid(fn: () => unknown): InvalidArgumentError {
@@ -54,7 +46,18 @@ function domainTask(name: string, dependsOn: string[] = [], over: Partial<TaskSp
 }
 
 function domainJob(tasks: TaskSpec[], over: Partial<JobSpec> = {}): JobSpec {
-  return { jobId: '', name: 'j', quotaGroup: 'default', priority: 0, env: {}, amResource: { ...DEFAULT_AM_RESOURCE }, tasks, onAgentTimeout: 'rerun', rerunAfterMs: 30_000, ...over };
+  return {
+    jobId: '',
+    name: 'j',
+    quotaGroup: 'default',
+    priority: 0,
+    env: {},
+    amResource: { ...DEFAULT_AM_RESOURCE },
+    tasks,
+    onAgentTimeout: 'rerun',
+    rerunAfterMs: 30_000,
+    ...over,
+  };
 }
 
 describe('job spec', () => {
@@ -213,8 +216,18 @@ describe('job spec', () => {
     describe('rejects', () => {
       const cases: Array<[string, unknown, string, RegExp | string]> = [
         ['a non-mapping', [1, 2], '', /must be a mapping.*got a list/],
-        ['an unknown top-level field', userJob({ taks: [] }), '', /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs\); did you mean "tasks"\?$/],
-        ['an unknown task field', userTask(1, { instnaces: 3 }), 'tasks[1]', /^unknown field "instnaces" \(known: name, instances, resources, command, env, cwd, maxAttempts, dependsOn, locality, priority\); did you mean "instances"\?$/],
+        [
+          'an unknown top-level field',
+          userJob({ taks: [] }),
+          '',
+          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs\); did you mean "tasks"\?$/,
+        ],
+        [
+          'an unknown task field',
+          userTask(1, { instnaces: 3 }),
+          'tasks[1]',
+          /^unknown field "instnaces" \(known: name, instances, resources, command, env, cwd, maxAttempts, dependsOn, locality, priority\); did you mean "instances"\?$/,
+        ],
         ['the domain name "resource"', userTask(0, { resource: { cpu: 1, memory: 1 } }), 'tasks[0]', /unknown field "resource".*did you mean "resources"/],
         ['an unknown resource field', userTask(0, { resources: { cpu: 1, mem: 1 } }), 'tasks[0].resources', /^unknown field "mem" \(known: cpu, memory\)/],
         ['an unknown am field', userJob({ am: { cpu: 1, memory: 1, gpu: 1 } }), 'am', /unknown field "gpu"/],
@@ -331,8 +344,12 @@ describe('job spec', () => {
     it('rejects a task graph an application master could not run (the AM core relies on this)', () => {
       const cycle = domainJob([domainTask('a', ['b']), domainTask('b', ['a'])]);
       expect(invalid(() => validateJobSpec(cycle)).message).to.equal('tasks[0].dependsOn: cycle: a -> b -> a');
-      expect(invalid(() => validateJobSpec(domainJob([domainTask('a', ['zz'])]))).message).to.equal('tasks[0].dependsOn[0]: unknown task "zz" (tasks in this job: a)');
-      expect(invalid(() => validateJobSpec(domainJob([domainTask('a'), domainTask('a')]))).message).to.equal('tasks[1].name: duplicate task name "a" (also tasks[0])');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a', ['zz'])]))).message).to.equal(
+        'tasks[0].dependsOn[0]: unknown task "zz" (tasks in this job: a)',
+      );
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a'), domainTask('a')]))).message).to.equal(
+        'tasks[1].name: duplicate task name "a" (also tasks[0])',
+      );
       expect(invalid(() => validateJobSpec(domainJob([domainTask('a', [], { instances: -1 })]))).field).to.equal('tasks[0].instances');
     });
 
@@ -353,8 +370,14 @@ describe('job spec', () => {
       const timeOnly = { ...domainJob([domainTask('a')]), onAgentTimeout: '', rerunAfterMs: 700 } as unknown as JobSpec;
       expect(validateJobSpec(timeOnly)).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 700 });
       // A set policy keeps an explicit 0.
-      expect(validateJobSpec(domainJob([domainTask('a')], { onAgentTimeout: 'rerun', rerunAfterMs: 0 }))).to.deep.include({ onAgentTimeout: 'rerun', rerunAfterMs: 0 });
-      expect(validateJobSpec(domainJob([domainTask('a')], { onAgentTimeout: 'wait', rerunAfterMs: 0 }))).to.deep.include({ onAgentTimeout: 'wait', rerunAfterMs: 0 });
+      expect(validateJobSpec(domainJob([domainTask('a')], { onAgentTimeout: 'rerun', rerunAfterMs: 0 }))).to.deep.include({
+        onAgentTimeout: 'rerun',
+        rerunAfterMs: 0,
+      });
+      expect(validateJobSpec(domainJob([domainTask('a')], { onAgentTimeout: 'wait', rerunAfterMs: 0 }))).to.deep.include({
+        onAgentTimeout: 'wait',
+        rerunAfterMs: 0,
+      });
       const bad = { ...domainJob([domainTask('a')]), onAgentTimeout: 'never' } as unknown as JobSpec;
       expect(invalid(() => validateJobSpec(bad)).message).to.equal('onAgentTimeout: must be "wait" or "rerun", got "never"');
       expect(invalid(() => validateJobSpec(domainJob([domainTask('a')], { rerunAfterMs: -5 }))).field).to.equal('rerunAfterMs');
@@ -365,7 +388,10 @@ describe('job spec', () => {
 
     it('gives the same messages as normalize for the same problems', () => {
       const pairs: Array<[Record<string, unknown>, JobSpec]> = [
-        [userTask(1, { resources: { cpu: -1, memory: 1 } }), domainJob([domainTask('map'), domainTask('reduce', [], { resource: { cpuMilli: -1000, memoryMb: 1 } })])],
+        [
+          userTask(1, { resources: { cpu: -1, memory: 1 } }),
+          domainJob([domainTask('map'), domainTask('reduce', [], { resource: { cpuMilli: -1000, memoryMb: 1 } })]),
+        ],
         [userTask(0, { resources: { cpu: 1, memory: 0 } }), domainJob([domainTask('map', [], { resource: { cpuMilli: 1000, memoryMb: 0 } })])],
         [userTask(0, { command: [] }), domainJob([domainTask('map', [], { command: { argv: [], env: {}, cwd: '' } })])],
         [userTask(1, { name: 'map', dependsOn: [] }), domainJob([domainTask('map'), domainTask('map')])],
@@ -409,7 +435,9 @@ describe('job spec', () => {
       });
 
       it('rejects an instance that fits on no node', () => {
-        const e = invalid(() => validateJobSpec(domainJob([domainTask('a'), domainTask('b', [], { resource: { cpuMilli: 16000, memoryMb: 512 } })]), { nodeCapacities: caps }));
+        const e = invalid(() =>
+          validateJobSpec(domainJob([domainTask('a'), domainTask('b', [], { resource: { cpuMilli: 16000, memoryMb: 512 } })]), { nodeCapacities: caps }),
+        );
         expect(e.message).to.equal('tasks[1].resources: cpu=16 mem=512Mi is larger than every node (largest: cpu=8 mem=8Gi)');
       });
 

@@ -77,7 +77,10 @@ describe('job spec <-> proto mapping', () => {
       expect(e).to.be.instanceOf(InvalidArgumentError);
       expect((e as Error).message).to.equal('tasks[0].resources.cpu: must be greater than 0, got 0');
     }
-    const fixed = validateJobSpec({ ...domain, tasks: domain.tasks.map((t) => ({ ...t, resource: { cpuMilli: 1, memoryMb: 1 }, command: { ...t.command, argv: ['true'] } })) });
+    const fixed = validateJobSpec({
+      ...domain,
+      tasks: domain.tasks.map((t) => ({ ...t, resource: { cpuMilli: 1, memoryMb: 1 }, command: { ...t.command, argv: ['true'] } })),
+    });
     expect(fixed.quotaGroup).to.equal('default');
     expect(fixed.amResource).to.deep.equal(DEFAULT_AM_RESOURCE);
     expect(fixed.tasks[0]?.maxAttempts).to.equal(3);

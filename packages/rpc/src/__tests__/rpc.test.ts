@@ -113,11 +113,15 @@ describe('rpc plumbing', () => {
 });
 
 describe('gRPC errors from a broken connection', () => {
-  const serviceError = (code: grpc.status, details: string) => Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() }) as grpc.ServiceError;
+  const serviceError = (code: grpc.status, details: string) =>
+    Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() }) as grpc.ServiceError;
 
   it('are UNAVAILABLE: the peer died or the link dropped under the call', async () => {
     const { fromGrpcError } = await import('../errors.js');
-    const broken = fromGrpcError(serviceError(grpc.status.INTERNAL, 'Received RST_STREAM with code 2 triggered by internal client error: Session closed with error code 2'), 'Heartbeat');
+    const broken = fromGrpcError(
+      serviceError(grpc.status.INTERNAL, 'Received RST_STREAM with code 2 triggered by internal client error: Session closed with error code 2'),
+      'Heartbeat',
+    );
     expect(broken.code).to.equal('UNAVAILABLE');
     expect(fromGrpcError(serviceError(grpc.status.INTERNAL, 'internal error: boom'), 'Heartbeat').code).to.equal('INTERNAL');
   });

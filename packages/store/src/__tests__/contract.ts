@@ -98,4 +98,3 @@ export function storeContract(name: string, open: () => Promise<ContractContext>
     });
   });
 }
-

@@ -2,7 +2,16 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { EtcdStore, FakeClock, FencedError, LeaderElection, type CampaignFailure, type Leadership, type LeaderElectionOptions, type StepDown } from '../index.js';
+import {
+  EtcdStore,
+  FakeClock,
+  FencedError,
+  LeaderElection,
+  type CampaignFailure,
+  type Leadership,
+  type LeaderElectionOptions,
+  type StepDown,
+} from '../index.js';
 import { prepareEtcd, startEtcd, type EtcdProcess } from '../etcd-fixture.js';
 
 const TTL = 2; // seconds; watchdog limit = 2000 - 600 = 1400 ms
@@ -128,7 +137,10 @@ describe('leader election on etcd', function () {
     await sleep(300);
     expect(a.leaders.length).to.equal(1);
     let err: unknown;
-    await a.store.withGuard(first.guard).put('k', 'v').catch((e) => (err = e));
+    await a.store
+      .withGuard(first.guard)
+      .put('k', 'v')
+      .catch((e) => (err = e));
     expect(err).to.be.instanceOf(FencedError);
   });
 

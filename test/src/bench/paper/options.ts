@@ -72,10 +72,14 @@ export const DEFAULT_CASES = 'FT/none,FT/single-crash,FT/single-timing,FT/sim-cr
 
 export function parseCases(s: string): CaseSpec[] {
   const out: CaseSpec[] = [];
-  for (const item of s.split(',').map((x) => x.trim()).filter(Boolean)) {
+  for (const item of s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
     const [mode, faults] = item.split('/');
     if (!mode || !(mode in MODES)) throw new Error(`--cases: unknown mode ${JSON.stringify(mode)} in "${item}" (known: ${Object.keys(MODES).join(', ')})`);
-    if (!faults || !(FAULT_TYPES as readonly string[]).includes(faults)) throw new Error(`--cases: unknown fault type ${JSON.stringify(faults)} in "${item}" (known: ${FAULT_TYPES.join(', ')})`);
+    if (!faults || !(FAULT_TYPES as readonly string[]).includes(faults))
+      throw new Error(`--cases: unknown fault type ${JSON.stringify(faults)} in "${item}" (known: ${FAULT_TYPES.join(', ')})`);
     out.push({ mode: mode as Mode, faults: faults as FaultType });
   }
   if (out.length === 0) throw new Error('--cases: at least one case');
@@ -131,7 +135,11 @@ export const USAGE = `node test/dist/bench/paper-eval.js [--flag value ...]
   --keep (keep logs)  --quiet (no progress on stderr)`;
 
 export function parseOptions(argv: string[], defaultOutDir: string): PaperEvalOptions {
-  const options: Record<string, { type: 'string' | 'boolean'; default?: string | boolean }> = { keep: { type: 'boolean', default: false }, quiet: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } };
+  const options: Record<string, { type: 'string' | 'boolean'; default?: string | boolean }> = {
+    keep: { type: 'boolean', default: false },
+    quiet: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  };
   for (const [k, v] of Object.entries(FLAGS)) options[k] = { type: 'string', default: v };
   const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
   if (values.help) {
@@ -141,7 +149,8 @@ export function parseOptions(argv: string[], defaultOutDir: string): PaperEvalOp
   const str = (k: keyof typeof FLAGS): string => String(values[k]);
   const num = (k: keyof typeof FLAGS, min: number, integer = true): number => {
     const n = Number(str(k));
-    if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) throw new Error(`--${k} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(str(k))}`);
+    if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n)))
+      throw new Error(`--${k} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(str(k))}`);
     return n;
   };
   const triple = (k: 'sizes' | 'mix'): [number, number, number] => {

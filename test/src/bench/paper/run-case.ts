@@ -33,7 +33,15 @@ import { CATEGORIES, jobSpec, makeWorkload, rng, type Category, type PlannedJob 
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const TERMINAL = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
-const MASTER_MSGS = ['became leader', 'recovery complete', 'application master registered', 'restarting the application master', 'agent timing out: slots reserved', 'job ended', 'stepped down'];
+const MASTER_MSGS = [
+  'became leader',
+  'recovery complete',
+  'application master registered',
+  'restarting the application master',
+  'agent timing out: slots reserved',
+  'job ended',
+  'stepped down',
+];
 
 /** Teardowns of the cases running now (the benchmark's signal handler runs them). */
 export const activeTeardowns = new Set<() => Promise<void>>();
@@ -210,7 +218,9 @@ export async function runCase(c: CaseSpec, o: PaperEvalOptions, env: CaseEnv, ca
         if (!killedPids.has(m.pid)) {
           if (pausedPids.has(m.pid)) masterExitsAfterResume++;
           else masterUnexpectedExits++;
-          say(`${m.name} (pid ${m.pid}) exited on its own (${String(m.child.exitCode ?? m.child.signalCode)})${pausedPids.has(m.pid) ? ' after SIGCONT' : ''}; restarting it`);
+          say(
+            `${m.name} (pid ${m.pid}) exited on its own (${String(m.child.exitCode ?? m.child.signalCode)})${pausedPids.has(m.pid) ? ' after SIGCONT' : ''}; restarting it`,
+          );
         }
         void sleep(o.masterRestartMs)
           .then(() => (finished ? undefined : ha.restartMaster(m.index)))
@@ -240,7 +250,9 @@ export async function runCase(c: CaseSpec, o: PaperEvalOptions, env: CaseEnv, ca
         if (which === 'agent') parts.push(injectAgents(kind, at));
         for (const r of await Promise.all(parts)) {
           faults.push(r);
-          say(`fault ${k + 1} at ${Math.round(r.atMs / 1000)} s: ${r.component} ${r.kind} ${r.skipped ? `skipped (${r.skipped})` : `${r.targets.length} (${r.targets.slice(0, 4).join(', ')}${r.targets.length > 4 ? ', ...' : ''})`}`);
+          say(
+            `fault ${k + 1} at ${Math.round(r.atMs / 1000)} s: ${r.component} ${r.kind} ${r.skipped ? `skipped (${r.skipped})` : `${r.targets.length} (${r.targets.slice(0, 4).join(', ')}${r.targets.length > 4 ? ', ...' : ''})`}`,
+          );
         }
       }
     })().catch((e: unknown) => {
@@ -292,7 +304,9 @@ export async function runCase(c: CaseSpec, o: PaperEvalOptions, env: CaseEnv, ca
 
     async function injectAms(kind: 'crash' | 'timing', at: number): Promise<FaultRecord> {
       const rec: FaultRecord = { atMs: at - t0, component: 'am', kind, targets: [] };
-      const lists = await Promise.all(hosts.map(async (h) => ({ h, ams: ((await h.command('list-ams')).ams ?? []) as Array<{ appId: string; amAttempt: number }> })));
+      const lists = await Promise.all(
+        hosts.map(async (h) => ({ h, ams: ((await h.command('list-ams')).ams ?? []) as Array<{ appId: string; amAttempt: number }> })),
+      );
       const all = lists.flatMap(({ h, ams }) => ams.map((a) => ({ h, ...a })));
       if (all.length === 0) return { ...rec, skipped: 'no AM running' };
       const n = Math.max(1, Math.round(o.faultFraction * all.length));
@@ -347,14 +361,17 @@ export async function runCase(c: CaseSpec, o: PaperEvalOptions, env: CaseEnv, ca
       }
       await sleep(1000);
       try {
-        for (const j of await client.list({ states: ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED'] })) if (byId.has(j.jobId) && TERMINAL.has(j.state)) final.set(j.jobId, j);
+        for (const j of await client.list({ states: ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED'] }))
+          if (byId.has(j.jobId) && TERMINAL.has(j.state)) final.set(j.jobId, j);
       } catch (e) {
         say(`ListJobs failed: ${String(e).slice(0, 160)}`);
       }
       if (Date.now() - lastReport > 15_000) {
         lastReport = Date.now();
         const failed = [...final.values()].filter((j) => j.state !== 'JOB_STATE_SUCCEEDED').length;
-        say(`${Math.round((Date.now() - t0) / 1000)} s: ${submitted.length} submitted, ${final.size} ended (${failed} failed), leader ${ha.leader()?.master.name ?? '-'}`);
+        say(
+          `${Math.round((Date.now() - t0) / 1000)} s: ${submitted.length} submitted, ${final.size} ended (${failed} failed), leader ${ha.leader()?.master.name ?? '-'}`,
+        );
       }
     }
     const durationMs = Date.now() - t0;
@@ -382,7 +399,16 @@ export async function runCase(c: CaseSpec, o: PaperEvalOptions, env: CaseEnv, ca
     const masterRecords = masterLogs.flatMap((t) => t.records);
 
     const jobs = emptyRows<JobRow>(() => ({ submitted: 0, completed: 0, failed: 0, unfinished: 0 }));
-    const instances = emptyRows<InstanceRow>(() => ({ submitted: 0, completed: 0, rescheduled: 0, reschedRatio: 0, reschedOfCompleted: 0, executions: 0, killed: 0, failedExits: 0 }));
+    const instances = emptyRows<InstanceRow>(() => ({
+      submitted: 0,
+      completed: 0,
+      rescheduled: 0,
+      reschedRatio: 0,
+      reschedOfCompleted: 0,
+      executions: 0,
+      killed: 0,
+      failedExits: 0,
+    }));
     const perApp = mergeHostStats(stats.map((s) => (s.apps ?? {}) as Record<string, HostAppStats>));
     const jcts: number[] = [];
     const failureReasons: Record<string, number> = {};
@@ -505,7 +531,9 @@ interface HostAppStats {
   succeeded: string[];
 }
 
-function mergeHostStats(perHost: Array<Record<string, HostAppStats>>): Map<string, { spawns: number; killed: number; failed: number; spawned: Set<string>; succeeded: Set<string> }> {
+function mergeHostStats(
+  perHost: Array<Record<string, HostAppStats>>,
+): Map<string, { spawns: number; killed: number; failed: number; spawned: Set<string>; succeeded: Set<string> }> {
   const out = new Map<string, { spawns: number; killed: number; failed: number; spawned: Set<string>; succeeded: Set<string> }>();
   for (const apps of perHost) {
     for (const [appId, a] of Object.entries(apps)) {

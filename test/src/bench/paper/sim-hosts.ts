@@ -80,7 +80,11 @@ export class SimHost {
     child.stdin?.on('error', () => undefined);
     const host = new SimHost(o, child, logFile, new LogTail(logFile, HOST_LOG_MSGS));
     try {
-      const rec = await host.log.waitFor((r) => r.msg === 'host ready' && r.pid === child.pid, { what: '"host ready"', child, timeoutMs: o.startTimeoutMs ?? 120_000 });
+      const rec = await host.log.waitFor((r) => r.msg === 'host ready' && r.pid === child.pid, {
+        what: '"host ready"',
+        child,
+        timeoutMs: o.startTimeoutMs ?? 120_000,
+      });
       host.agents = rec.agents as SimHost['agents'];
     } catch (e) {
       await terminate(child);
@@ -102,7 +106,11 @@ export class SimHost {
     const id = `c${this.nextId++}`;
     if (!this.child.stdin || this.child.stdin.destroyed) throw new Error(`${this.opts.prefix}: control channel closed`);
     this.child.stdin.write(`${id} ${[cmd, ...args].join(' ')}\n`);
-    return this.log.waitFor((r) => r.msg === 'control reply' && r.id === id && r.pid === this.child.pid, { what: `reply to ${cmd}`, child: this.child, timeoutMs: 60_000 });
+    return this.log.waitFor((r) => r.msg === 'control reply' && r.id === id && r.pid === this.child.pid, {
+      what: `reply to ${cmd}`,
+      child: this.child,
+      timeoutMs: 60_000,
+    });
   }
 
   /** Records of `msg` logged since the host started (e.g. "agent restarted"). */

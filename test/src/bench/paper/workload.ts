@@ -82,6 +82,14 @@ export function jobSpec(j: PlannedJob, o: WorkloadOptions): JobSpec {
     name: `paper-${j.category}`,
     env: { SIM_DURATION_MS: String(j.instanceMs), ...(o.instanceFailure > 0 ? { SIM_FAIL_PROBABILITY: String(o.instanceFailure) } : {}) },
     am: { cpu: o.amCpu, memory: o.amMemory },
-    tasks: [{ name: 'work', instances: j.instances, resources: { cpu: o.instanceCpu, memory: o.instanceMemory }, command: ['sim-worker', '${instance}'], maxAttempts: o.maxAttempts }],
+    tasks: [
+      {
+        name: 'work',
+        instances: j.instances,
+        resources: { cpu: o.instanceCpu, memory: o.instanceMemory },
+        command: ['sim-worker', '${instance}'],
+        maxAttempts: o.maxAttempts,
+      },
+    ],
   });
 }

@@ -13,7 +13,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Resource } from '@fuxi/common';
-import { loadFuxiProto, type AppMasterServiceDefinition, type Assignment__Output, type MasterServiceDefinition, type ReturnSlotsRequest, type UpdateRequestsRequest } from '@fuxi/proto';
+import {
+  loadFuxiProto,
+  type AppMasterServiceDefinition,
+  type Assignment__Output,
+  type MasterServiceDefinition,
+  type ReturnSlotsRequest,
+  type UpdateRequestsRequest,
+} from '@fuxi/proto';
 import { RawGrpcServer, type RawGrpcClient } from './raw-grpc.js';
 
 /** The one schedule unit every benchmark app asks slots for. */
@@ -40,7 +47,6 @@ interface Hold {
 }
 
 const RETRY_MS = 50;
-
 
 let services: { am: AppMasterServiceDefinition; master: MasterServiceDefinition } | undefined;
 function defs(): { am: AppMasterServiceDefinition; master: MasterServiceDefinition } {
@@ -152,9 +158,12 @@ export class FakeAm {
       );
     }
     this.lastRequestAt = performance.now();
-    this.heartbeat = setInterval(() => {
-      if (!this.busy && performance.now() - this.lastRequestAt >= this.heartbeatMs) this.sendRequest(0);
-    }, Math.max(50, Math.floor(this.heartbeatMs / 4)));
+    this.heartbeat = setInterval(
+      () => {
+        if (!this.busy && performance.now() - this.lastRequestAt >= this.heartbeatMs) this.sendRequest(0);
+      },
+      Math.max(50, Math.floor(this.heartbeatMs / 4)),
+    );
   }
 
   /** One line of state, for error messages. */

@@ -19,8 +19,6 @@ import { loadFuxiProto, type Grant__Output, type WorkerStatus } from '@fuxi/prot
 import { FakeAm, type AmMode, type GrantSink } from './fake-am.js';
 import { RawGrpcClient, RawGrpcError, RawGrpcServer } from './raw-grpc.js';
 
-
-
 export interface LoadOptions {
   master: string;
   nodes: number;

@@ -209,7 +209,10 @@ export class RawGrpcServer {
     stream.on('error', () => undefined);
     const h = this.handlers.get(String(headers[HTTP2_HEADER_PATH]));
     if (!h) {
-      stream.respond({ [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc', 'grpc-status': '12', 'grpc-message': 'unimplemented' }, { endStream: true });
+      stream.respond(
+        { [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc', 'grpc-status': '12', 'grpc-message': 'unimplemented' },
+        { endStream: true },
+      );
       return;
     }
     const authority = String(headers[HTTP2_HEADER_AUTHORITY] ?? '');
@@ -224,7 +227,12 @@ export class RawGrpcServer {
         const code = e instanceof RawGrpcError ? e.code : 13;
         if (!stream.destroyed) {
           stream.respond(
-            { [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(String(e instanceof Error ? e.message : e)) },
+            {
+              [HTTP2_HEADER_STATUS]: 200,
+              [HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
+              'grpc-status': String(code),
+              'grpc-message': encodeURIComponent(String(e instanceof Error ? e.message : e)),
+            },
             { endStream: true },
           );
         }

@@ -3,7 +3,19 @@ import { allowedReschedules, rescheduledInstances, restartedHealthyWorkers, work
 import { SCENARIOS, selectedScenarios } from '../scenarios.js';
 
 function w(nodeId: string, task: string, instance: number, pid: number, over: Partial<WorkerRef> = {}): WorkerRef {
-  return { nodeId, appId: 'app', workerId: `${task}.${instance}.1`, suId: task, task, instance, attempt: 1, amAttempt: 1, pid, state: 'WORKER_STATE_RUNNING', ...over };
+  return {
+    nodeId,
+    appId: 'app',
+    workerId: `${task}.${instance}.1`,
+    suId: task,
+    task,
+    instance,
+    attempt: 1,
+    amAttempt: 1,
+    pid,
+    state: 'WORKER_STATE_RUNNING',
+    ...over,
+  };
 }
 const alive = (ws: WorkerRef[], up = true) => new Map(ws.map((x) => [workerKey(x), up] as const));
 const done = (x: WorkerRef): WorkerRef => ({ ...x, state: 'WORKER_STATE_SUCCEEDED' });

@@ -16,9 +16,21 @@ const server = (bytes: number) => `require('net').createServer((s) => s.end(Buff
 
 function leftovers(): string[] {
   const out: string[] = [];
-  out.push(...execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(`${PREFIX}-`)));
-  out.push(...execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(` ${PREFIX}-`)));
-  out.push(...execFileSync('ip', ['route', 'show'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`${SUBNET}.`)));
+  out.push(
+    ...execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.startsWith(`${PREFIX}-`)),
+  );
+  out.push(
+    ...execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(` ${PREFIX}-`)),
+  );
+  out.push(
+    ...execFileSync('ip', ['route', 'show'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.includes(`${SUBNET}.`)),
+  );
   return out;
 }
 
@@ -29,7 +41,15 @@ describe('the rack: hosts in network namespaces', function () {
   before(async function () {
     const reason = Rack.preflight();
     if (reason) throw new Error(reason);
-    rack = await Rack.create({ prefix: PREFIX, subnet: SUBNET, hosts: [{ name: 'h1', octet: 11 }, { name: 'h2', octet: 12 }, { name: 'h3', octet: 13 }] });
+    rack = await Rack.create({
+      prefix: PREFIX,
+      subnet: SUBNET,
+      hosts: [
+        { name: 'h1', octet: 11 },
+        { name: 'h2', octet: 12 },
+        { name: 'h3', octet: 13 },
+      ],
+    });
     rack.spawn('h1', process.execPath, ['-e', server(1_000_000)]);
     await until(async () => (await fetchFrom('h2', 'h1')).code === 0);
   });
@@ -41,7 +61,15 @@ describe('the rack: hosts in network namespaces', function () {
   async function fetchFrom(from: string, to: string, timeoutMs = 2000): Promise<{ code: number; ms: number }> {
     const ip = rack!.host(to).ip;
     const t0 = Date.now();
-    const r = await rack!.exec(from, process.execPath, ['-e', `const s=require('net').connect(9000,'${ip}');s.setTimeout(${timeoutMs},()=>process.exit(3));s.on('data',()=>{});s.on('end',()=>process.exit(0));s.on('error',()=>process.exit(2))`], { timeoutMs: 60_000 });
+    const r = await rack!.exec(
+      from,
+      process.execPath,
+      [
+        '-e',
+        `const s=require('net').connect(9000,'${ip}');s.setTimeout(${timeoutMs},()=>process.exit(3));s.on('data',()=>{});s.on('end',()=>process.exit(0));s.on('error',()=>process.exit(2))`,
+      ],
+      { timeoutMs: 60_000 },
+    );
     return { code: r.code, ms: Date.now() - t0 };
   }
 
@@ -77,7 +105,10 @@ describe('the rack: hosts in network namespaces', function () {
     await rack!.isolate('h1');
     expect((await fetchFrom('h2', 'h1')).code).to.not.equal(0);
     expect(await fromTester('h1')).to.equal(false);
-    const local = await rack!.exec('h1', process.execPath, ['-e', "const s=require('net').connect(9000,'127.0.0.1');s.on('data',()=>{});s.on('end',()=>process.exit(0));s.on('error',()=>process.exit(2))"]);
+    const local = await rack!.exec('h1', process.execPath, [
+      '-e',
+      "const s=require('net').connect(9000,'127.0.0.1');s.on('data',()=>{});s.on('end',()=>process.exit(0));s.on('error',()=>process.exit(2))",
+    ]);
     expect(local.code, 'loopback inside the isolated host').to.equal(0);
     await rack!.healAll();
     expect((await fetchFrom('h2', 'h1')).code).to.equal(0);

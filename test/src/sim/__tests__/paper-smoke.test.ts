@@ -43,23 +43,61 @@ describe('paper evaluation benchmark (smoke, tiny configuration)', function () {
 
   it('runs FT under one simultaneous crash fault and writes the report (JSON, Markdown, SVG)', async () => {
     const args = [
-      '--cases', 'FT/sim-crash',
-      '--nodes', '20', '--hosts', '1',
-      '--jobs', '10', '--active', '5', '--size-scale', '0.05', '--instance-ms', '1500',
-      '--first-fault-ms', '1000', '--fault-interval-ms', '600000',
-      '--lease-ttl-sec', '2', '--recovery-deadline-ms', '3000', '--agent-down-ms', '300',
-      '--max-case-ms', '120000', '--out-dir', out, '--quiet',
+      '--cases',
+      'FT/sim-crash',
+      '--nodes',
+      '20',
+      '--hosts',
+      '1',
+      '--jobs',
+      '10',
+      '--active',
+      '5',
+      '--size-scale',
+      '0.05',
+      '--instance-ms',
+      '1500',
+      '--first-fault-ms',
+      '1000',
+      '--fault-interval-ms',
+      '600000',
+      '--lease-ttl-sec',
+      '2',
+      '--recovery-deadline-ms',
+      '3000',
+      '--agent-down-ms',
+      '300',
+      '--max-case-ms',
+      '120000',
+      '--out-dir',
+      out,
+      '--quiet',
     ];
     const r = await run(args, 160_000);
     expect(r.code, r.out).to.equal(0);
     for (const f of ['paper-eval.json', 'paper-eval.md', 'paper-eval-jct-cdf.svg']) expect(existsSync(join(out, f)), f).to.equal(true);
 
-    const report = JSON.parse(readFileSync(join(out, 'paper-eval.json'), 'utf8')) as Record<string, unknown> & { cases: Array<Record<string, any>>; checks: unknown[] }; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const report = JSON.parse(readFileSync(join(out, 'paper-eval.json'), 'utf8')) as Record<string, unknown> & {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      cases: Array<Record<string, any>>;
+      checks: unknown[];
+    };
     expect(report).to.include.keys('generatedAt', 'config', 'cases', 'checks', 'notes');
     expect(report.cases).to.have.length(1);
     const c = report.cases[0]!;
     expect(c).to.include({ name: 'FT/sim-crash', mode: 'FT', faults: 'sim-crash' });
-    expect(c).to.include.keys('durationMs', 'jobs', 'instances', 'overheadUsPerInstance', 'recovery', 'requestHandling', 'master', 'jct', 'faultsInjected', 'events');
+    expect(c).to.include.keys(
+      'durationMs',
+      'jobs',
+      'instances',
+      'overheadUsPerInstance',
+      'recovery',
+      'requestHandling',
+      'master',
+      'jct',
+      'faultsInjected',
+      'events',
+    );
     for (const k of ['small', 'medium', 'large', 'total']) {
       expect(c.jobs[k]).to.have.keys('submitted', 'completed', 'failed', 'unfinished');
       expect(c.instances[k]).to.include.keys('submitted', 'completed', 'rescheduled', 'reschedRatio', 'reschedOfCompleted');

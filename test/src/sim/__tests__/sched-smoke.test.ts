@@ -26,7 +26,27 @@ describe('scheduler benchmark (smoke)', function () {
 
   it('runs 50 nodes for a moment and writes the results JSON', async () => {
     const out = join(dir, 'sched.json');
-    const args = [BENCH, '--scales', '50', '--apps', '4', '--windows', '8', '--fill', '0.25', '--warmup-ms', '300', '--duration-ms', '1000', '--hb-phase-ms', '600', '--idle-ms', '300', '--out', out];
+    const args = [
+      BENCH,
+      '--scales',
+      '50',
+      '--apps',
+      '4',
+      '--windows',
+      '8',
+      '--fill',
+      '0.25',
+      '--warmup-ms',
+      '300',
+      '--duration-ms',
+      '1000',
+      '--hb-phase-ms',
+      '600',
+      '--idle-ms',
+      '300',
+      '--out',
+      out,
+    ];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (b: Buffer) => (output += b.toString()));

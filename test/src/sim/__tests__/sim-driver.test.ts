@@ -80,7 +80,8 @@ describe('SimProcessDriver', () => {
       const d = new SimProcessDriver({ pids: new PidCounter() });
       const exits = new Map<string, number | null>();
       d.onExit((e) => exits.set(e.workerId, e.exitCode));
-      for (let i = 0; i < 400; i++) await d.spawn(spec({ workerId: `map.${i}.1`, instance: i, env: { SIM_DURATION_MS: '5', SIM_FAIL_PROBABILITY: '0.25', SIM_FAIL_EXIT_CODE: '9' } }));
+      for (let i = 0; i < 400; i++)
+        await d.spawn(spec({ workerId: `map.${i}.1`, instance: i, env: { SIM_DURATION_MS: '5', SIM_FAIL_PROBABILITY: '0.25', SIM_FAIL_EXIT_CODE: '9' } }));
       await sleep(60);
       return exits;
     };

@@ -38,7 +38,10 @@ describe('simulated agent host (embedded master)', function () {
 
   it('registers 20 virtual nodes and runs jobs to completion with in-process AMs', async () => {
     const logFile = join(dir, 'host.log');
-    host = startNodeProcess([HOST, '--master', cluster!.masterAddress, '--nodes', '20', '--prefix', 'h1', '--cpu', '4', '--memory', '8Gi', '--work-dir', join(dir, 'h1')], logFile);
+    host = startNodeProcess(
+      [HOST, '--master', cluster!.masterAddress, '--nodes', '20', '--prefix', 'h1', '--cpu', '4', '--memory', '8Gi', '--work-dir', join(dir, 'h1')],
+      logFile,
+    );
     const ready = await new LogTail(logFile, ['host ready']).waitFor((r) => r.msg === 'host ready', { what: '"host ready"', child: host });
     const agents = ready.agents as Array<{ nodeId: string; address: string }>;
     expect(agents).to.have.length(20);
@@ -46,7 +49,11 @@ describe('simulated agent host (embedded master)', function () {
     const client = cluster!.client();
     try {
       const specs = [0, 1, 2].map((i) =>
-        job({ name: `sim-${i}`, env: { SIM_DURATION_MS: '300' }, tasks: [{ name: 'work', instances: 10, resources: { cpu: 1, memory: 256 }, command: ['sim-worker'] }] }),
+        job({
+          name: `sim-${i}`,
+          env: { SIM_DURATION_MS: '300' },
+          tasks: [{ name: 'work', instances: 10, resources: { cpu: 1, memory: 256 }, command: ['sim-worker'] }],
+        }),
       );
       const ids = await Promise.all(specs.map((s) => client.submit(s).then((r) => r.jobId)));
       // While they run, the agents report fake pids.
