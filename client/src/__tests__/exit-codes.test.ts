@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as grpc from '@grpc/grpc-js';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, UnavailableError } from '@fuxi/common';
+import { AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError, UnavailableError } from '@fuxi/common';
 import { RpcError } from '@fuxi/rpc';
 import { errorLine, EXIT, exitCodeFor } from '../cli/exit-codes.js';
 
@@ -10,6 +10,9 @@ describe('cli exit codes', () => {
   it('maps typed errors through their code', () => {
     expect(exitCodeFor(new InvalidArgumentError('name', 'is required'))).to.equal(EXIT.USAGE);
     expect(exitCodeFor(new NotFoundError('job', 'x'))).to.equal(EXIT.NOT_FOUND);
+    expect(exitCodeFor(new AlreadyExistsError('job', 'wc', 'with a different spec (tasks[0].instances: 4, not 2)')), 'an id taken by another spec').to.equal(
+      EXIT.USAGE,
+    );
     expect(exitCodeFor(new UnavailableError('no leader'))).to.equal(EXIT.UNAVAILABLE);
     expect(exitCodeFor(new FailedPreconditionError('finished'))).to.equal(EXIT.OTHER);
   });
@@ -20,7 +23,7 @@ describe('cli exit codes', () => {
     expect(exitCodeFor(rpc('UNAVAILABLE', 'x'))).to.equal(4);
     expect(exitCodeFor(rpc('DEADLINE_EXCEEDED', 'x'))).to.equal(4);
     expect(exitCodeFor(rpc('INTERNAL', 'x'))).to.equal(5);
-    expect(exitCodeFor(rpc('ALREADY_EXISTS', 'x'))).to.equal(5);
+    expect(exitCodeFor(rpc('ALREADY_EXISTS', 'x'))).to.equal(2);
   });
 
   it('maps commander errors to usage, help to ok', () => {

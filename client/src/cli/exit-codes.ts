@@ -8,7 +8,10 @@ export const EXIT = {
   OK: 0,
   /** `submit --wait`: the job failed or was killed. */
   JOB_FAILED: 1,
-  /** Bad usage or invalid input (INVALID_ARGUMENT), e.g. a job spec that does not validate. */
+  /**
+   * Bad usage or invalid input (INVALID_ARGUMENT), e.g. a job spec that does not validate; or a
+   * job id that already names a job with another spec (ALREADY_EXISTS).
+   */
   USAGE: 2,
   NOT_FOUND: 3,
   /** No master answered (UNAVAILABLE, DEADLINE_EXCEEDED). */
@@ -20,7 +23,7 @@ export const EXIT_CODES_HELP = [
   'Exit codes:',
   '  0  ok',
   '  1  the job failed or was killed (submit --wait)',
-  '  2  usage error or invalid input (INVALID_ARGUMENT)',
+  '  2  usage error or invalid input (INVALID_ARGUMENT), or the job id is taken by another spec',
   '  3  not found (job, task instance, log)',
   '  4  master unavailable',
   '  5  other errors',
@@ -28,6 +31,7 @@ export const EXIT_CODES_HELP = [
 
 const BY_CODE: Partial<Record<ErrorCode, number>> = {
   INVALID_ARGUMENT: EXIT.USAGE,
+  ALREADY_EXISTS: EXIT.USAGE,
   NOT_FOUND: EXIT.NOT_FOUND,
   UNAVAILABLE: EXIT.UNAVAILABLE,
   DEADLINE_EXCEEDED: EXIT.UNAVAILABLE,

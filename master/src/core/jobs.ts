@@ -3,9 +3,9 @@
  * the end of a job (every slot released, its workers stopped when it failed or was killed, its
  * app state deleted from the store).
  */
-import { AM_SU, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { AlreadyExistsError, AM_SU, firstDifference, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { setAsgn } from './ledger.js';
-import { AM_PRIORITY, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
+import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { pushGrants } from './sync.js';
@@ -18,7 +18,13 @@ export interface SubmitResult {
 
 export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
   const existing = st.jobs.get(submitted.jobId);
-  if (existing) return { jobId: submitted.jobId, created: false };
+  if (existing) {
+    // A retry of the same submission is answered as done; another spec under the same id is refused.
+    const diff = firstDifference(existing.spec, validateJobSpec(submitted));
+    if (diff) throw new AlreadyExistsError('job', submitted.jobId, `with a different spec (${diff})`);
+    return { jobId: submitted.jobId, created: false };
+  }
+  checkSpecSize(st, submitted);
   const capacities = [...st.nodes.values()].filter((n) => n.status !== 'lost' && isRegistered(n)).map((n) => n.info.capacity);
   // The validator's copy has proto3 zero values replaced by defaults (quota group, AM resource).
   const spec = validateJobSpec(submitted, capacities.length > 0 ? { nodeCapacities: capacities } : {});
@@ -43,6 +49,18 @@ export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
   startAttempt(st, job);
   st.log.info({ jobId: job.jobId, name: spec.name, tasks: spec.tasks.length }, 'job submitted');
   return { jobId: job.jobId, created: true };
+}
+
+/**
+ * A job's record must fit one store write: a spec over `maxJobSpecBytes` (kept below the store's
+ * request limit, etcd's --max-request-bytes) is refused before anything changes.
+ */
+function checkSpecSize(st: MasterState, spec: JobSpec): void {
+  const limit = st.cfg.maxJobSpecBytes ?? DEFAULT_CONFIG.maxJobSpecBytes ?? 0;
+  if (limit <= 0) return;
+  const bytes = new TextEncoder().encode(JSON.stringify(spec)).length;
+  if (bytes > limit)
+    throw new InvalidArgumentError('spec', `is ${bytes} bytes as stored; the limit is ${limit} (maxJobSpecBytes, below the store's request limit)`);
 }
 
 export function getJob(st: MasterState, jobId: string): JobRecord {

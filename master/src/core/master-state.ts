@@ -38,6 +38,12 @@ export interface MasterCoreConfig {
    * of them (`runDueSchedule`) at most this often. 0 (default): a pass inside every such call.
    */
   schedulingIntervalMs?: number;
+  /**
+   * A job spec larger than this (bytes, as stored) is refused with INVALID_ARGUMENT before anything
+   * changes: the job's record must fit one store write. Keep it below the store's request limit
+   * (etcd's --max-request-bytes, 1.5 MiB by default). Default 1 MiB; 0 = no limit.
+   */
+  maxJobSpecBytes?: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -50,6 +56,7 @@ export const DEFAULT_CONFIG: MasterCoreConfig = {
   agentTimingOutMs: 3000,
   amStallTimeoutMs: 30_000,
   maxAmAttempts: 4,
+  maxJobSpecBytes: 1024 * 1024,
 };
 
 /** AM slots go before the tasks of any job: an app cannot progress without its AM. */

@@ -34,6 +34,8 @@ export interface MasterConfig {
   schedulingIntervalMs: number;
   /** AM attempts per job before it fails. */
   maxAmAttempts: number;
+  /** Job specs above this many bytes are refused (keep below etcd's --max-request-bytes; 0 = no limit). */
+  maxJobSpecBytes: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
   masterFailover: boolean;
   heartbeatIntervalMs: number;
@@ -60,6 +62,7 @@ const KEYS = [
   'amStallTimeoutMs',
   'schedulingIntervalMs',
   'maxAmAttempts',
+  'maxJobSpecBytes',
   'masterFailover',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
@@ -85,6 +88,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     amStallTimeoutMs: 30_000,
     schedulingIntervalMs: 2,
     maxAmAttempts: 4,
+    maxJobSpecBytes: 1024 * 1024,
     masterFailover: true,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 60_000,
@@ -215,6 +219,13 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'maxAmAttempts':
         cfg.maxAmAttempts = positiveInt(key, v);
         break;
+      case 'maxJobSpecBytes': {
+        const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+          throw new InvalidArgumentError(key, `must be an integer >= 0 (bytes; 0 = no limit), got ${JSON.stringify(v)}`);
+        cfg.maxJobSpecBytes = n;
+        break;
+      }
       case 'masterFailover':
         if (v !== true && v !== false && v !== 'true' && v !== 'false') throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
         cfg.masterFailover = v === true || v === 'true';

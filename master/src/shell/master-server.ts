@@ -38,6 +38,8 @@ export class MasterServer {
   private leaderStore: Store | undefined;
   private election: LeaderElection | undefined;
   private leaderAddress = '';
+  /** Counts terms of leadership in this process; a write queued in an ended term is not made. */
+  private term = 0;
   /** The observed leader refused a connection (its process is likely gone); cleared on a change. */
   private leaderSuspect = false;
   /** Calls held by a standby until a leader is known (see leaderWait). */
@@ -64,6 +66,8 @@ export class MasterServer {
   constructor(
     private readonly cfg: MasterConfig,
     private readonly log: Logger,
+    /** `store`: used instead of opening the configured embedded or memory store (tests inject faults with it). */
+    private readonly deps: { store?: Store } = {},
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
   }
@@ -155,7 +159,7 @@ export class MasterServer {
       });
       return;
     }
-    this.store = await openStore(this.cfg.store === 'embedded' ? { kind: 'embedded', dir: this.cfg.dataDir } : { kind: 'memory' });
+    this.store = this.deps.store ?? (await openStore(this.cfg.store === 'embedded' ? { kind: 'embedded', dir: this.cfg.dataDir } : { kind: 'memory' }));
     const epoch = String(BigInt((await this.store.get(KEYS.epoch)) ?? '0') + 1n);
     await this.store.put(KEYS.epoch, epoch);
     this.log.info({ address: this.server.address, role: 'leader', store: this.store.kind }, 'master ready');
@@ -180,6 +184,7 @@ export class MasterServer {
         amStallTimeoutMs: this.cfg.amStallTimeoutMs,
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,
+        maxJobSpecBytes: this.cfg.maxJobSpecBytes,
         masterFailover: this.cfg.masterFailover,
       },
       this.log.child({ component: 'core', epoch }),
@@ -238,9 +243,41 @@ export class MasterServer {
     this.log.error({ what, err: e instanceof Error ? (e.stack ?? e.message) : String(e) }, 'background work failed');
   }
 
+  /**
+   * A hard-state write failed, so this term's memory may hold what the store lacks. The leader
+   * steps down at once and leadership is rebuilt from the store like any new leader's: with etcd it
+   * resigns and campaigns again (another master, or this one, takes over and loads the hard state);
+   * with the embedded store it reloads in place under a new epoch, retrying while the store fails.
+   */
+  private abdicate(err: unknown): void {
+    this.log.error({ err: errorMessage(err) }, 'a hard-state write failed: giving up this term to rebuild from the store');
+    this.stepDown('a hard-state write failed');
+    if (this.election) {
+      const election = this.election;
+      void election
+        .resign()
+        .catch(() => undefined)
+        .then(() => {
+          if (!this.stopping) election.campaign(this.server.address);
+        });
+      return;
+    }
+    void retry(
+      async () => {
+        if (this.stopping) return;
+        const epoch = String(BigInt((await this.store.get(KEYS.epoch)) ?? '0') + 1n);
+        await this.store.put(KEYS.epoch, epoch);
+        await this.becomeLeader(epoch, this.store);
+        if (!this.coreOrUndefined) throw new UnavailableError('could not load the hard state');
+      },
+      { initialMs: 200, maxMs: 5000, retryIf: () => !this.stopping, signal: this.stopSignal.signal },
+    ).catch((e: unknown) => this.backgroundFailed('rebuilding from the store', e));
+  }
+
   /** Stops acting at once: no command, push or write leaves this process after this. */
   private stepDown(reason: string): void {
     if (!this.coreOrUndefined) return;
+    this.term++;
     this.coreOrUndefined = undefined;
     this.leaderStore = undefined;
     clearInterval(this.tickTimer);
@@ -286,10 +323,11 @@ export class MasterServer {
         case 'store': {
           const ops = e.ops;
           const store = this.leaderStore!;
-          this.storeQueue = this.storeQueue.then(
-            () => store.batch(ops),
-            () => store.batch(ops),
-          );
+          const term = this.term;
+          // Writes of a term that ended (a failed write made this master abdicate) are not made.
+          const write = () =>
+            term === this.term ? store.batch(ops) : Promise.reject(new UnavailableError('the master is rebuilding its state from the store'));
+          this.storeQueue = this.storeQueue.then(write, write);
           for (const op of ops) {
             const bytes = op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
             this.hardState.bytes += bytes;
@@ -297,8 +335,15 @@ export class MasterServer {
             this.log.debug({ key: op.key, bytes }, 'hard state written');
           }
           writes = this.storeQueue.catch((err: unknown) => {
-            if (err instanceof FencedError) this.stepDown('fenced: a newer leader owns the store');
-            throw err;
+            if (err instanceof FencedError) {
+              this.stepDown('fenced: a newer leader owns the store');
+              throw err;
+            }
+            if (err instanceof UnavailableError) throw err;
+            // Memory is now ahead of the store: give up this term and rebuild from the store, so
+            // nothing the store lacks is ever shown or acknowledged.
+            if (term === this.term) this.abdicate(err);
+            throw new UnavailableError(`a hard-state write failed (${errorMessage(err)}); the master is rebuilding its state from the store: retry`, '');
           });
           break;
         }

@@ -44,8 +44,9 @@ export class NotFoundError extends FuxiError {
 }
 
 export class AlreadyExistsError extends FuxiError {
-  constructor(kind: string, id: string) {
-    super('ALREADY_EXISTS', `${kind} "${id}" already exists`);
+  /** `detail` says how the existing one differs from what was asked for, e.g. "with a different spec (...)". */
+  constructor(kind: string, id: string, detail = '') {
+    super('ALREADY_EXISTS', `${kind} "${id}" already exists${detail ? ` ${detail}` : ''}`);
   }
 }
 

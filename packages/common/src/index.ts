@@ -20,3 +20,4 @@ export * from './job-spec.js';
 export * from './fsm-state.js';
 export * from './address.js';
 export * from './protocol.js';
+export * from './first-difference.js';

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import {
+  AlreadyExistsError,
   DEFAULT_AM_RESOURCE,
   FailedPreconditionError,
   fits,
@@ -103,14 +104,27 @@ describe('MasterCore', () => {
       expect(h.allocated('n2')).to.deep.equal(ZERO);
     });
 
-    it('is idempotent for the same jobId: created=false, no effects, nothing allocated twice', () => {
+    it('is idempotent for the same jobId and spec: created=false, no effects, nothing allocated twice', () => {
       const h = twoNodes();
       h.submit();
-      const again = h.submit(mockSpec({ name: 'another name' }));
+      const again = h.submit(mockSpec());
       expect(again).to.deep.equal({ created: false, effects: [] });
       expect(h.core.listJobs()).to.have.length(1);
+      expect(h.totalAllocated()).to.deep.equal(AM_RES);
+    });
+
+    it('refuses another spec under an existing jobId (ALREADY_EXISTS naming the first differing field), changing nothing', () => {
+      const h = twoNodes();
+      h.submit();
+      expect(() => h.submit(mockSpec({ name: 'another name' }))).to.throw(AlreadyExistsError, 'name: "another name", not "word count"');
       expect(h.core.getJob('job-1').spec.name).to.equal('word count');
       expect(h.totalAllocated()).to.deep.equal(AM_RES);
+    });
+
+    it('refuses a spec over maxJobSpecBytes before anything changes', () => {
+      const h = new Harness({ config: { maxJobSpecBytes: 4096 }, nodes: [{ nodeId: 'n1' }] });
+      expect(() => h.submit(mockSpec({ env: { BLOB: 'x'.repeat(5000) } }))).to.throw(InvalidArgumentError, /limit is 4096/);
+      expect(h.core.listJobs()).to.deep.equal([]);
     });
 
     it('keeps resubmits idempotent after the job ended', () => {

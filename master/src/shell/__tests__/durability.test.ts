@@ -1,0 +1,106 @@
+/**
+ * Durable before acknowledged, against a real MasterServer over gRPC on loopback with an in-memory
+ * store whose writes can be made to fail: a failed hard-state write is an UNAVAILABLE answer and
+ * the master rebuilds its state from the store (nothing the store lacks is shown afterwards); a
+ * retry then creates the job exactly once; another spec under the same id is ALREADY_EXISTS; an
+ * oversized spec is INVALID_ARGUMENT before anything changes.
+ */
+import { expect } from 'chai';
+import { normalizeJobSpec, nullLogger } from '@fuxi/common';
+import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
+import { connect, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
+import { MemoryStore, type StoreOp } from '@fuxi/store';
+import { defaultConfig } from '../config.js';
+import { MasterServer } from '../master-server.js';
+
+/** A memory store whose writes fail while `failing` is set. */
+class FlakyStore extends MemoryStore {
+  failing = false;
+  override async batch(ops: readonly StoreOp[]): Promise<void> {
+    if (this.failing) throw new Error('injected store fault: write refused');
+    return super.batch(ops);
+  }
+  override async put(key: string, value: string): Promise<void> {
+    if (this.failing) throw new Error('injected store fault: write refused');
+    return super.put(key, value);
+  }
+}
+
+const spec = (id: string, over: Record<string, unknown> = {}) =>
+  jobSpecToProto(normalizeJobSpec({ id, name: id, tasks: [{ name: 'map', instances: 2, resources: { cpu: 1, memory: 256 }, command: ['true'] }], ...over }));
+
+async function rpcError(p: Promise<unknown>): Promise<RpcError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof RpcError) return e;
+    throw e;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('master: durable before acknowledged (store faults)', function () {
+  this.timeout(20_000);
+  let server: MasterServer;
+  let store: FlakyStore;
+  let client: TypedClient<MasterServiceDefinition>;
+
+  beforeEach(async () => {
+    store = new FlakyStore();
+    server = new MasterServer({ ...defaultConfig(['true']), listen: '127.0.0.1:0', store: 'memory', maxJobSpecBytes: 64 * 1024 }, nullLogger, { store });
+    await server.start();
+    client = connect(loadFuxiProto().MasterService, server.address);
+  });
+
+  afterEach(async () => {
+    client.close();
+    await server.stop();
+  });
+
+  /** Lists job ids once the master answers again (it rebuilds after a failed write). */
+  async function jobIds(): Promise<string[]> {
+    const until = Date.now() + 10_000;
+    for (;;) {
+      try {
+        return (await client.ListJobs({ states: [] }, { deadlineMs: 2000 })).jobs.map((j) => j.jobId).sort();
+      } catch (e) {
+        if (Date.now() > until) throw e;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  it('answers a failed write with UNAVAILABLE, rebuilds from the store, and a retry creates the job once', async () => {
+    expect((await client.SubmitJob({ spec: spec('kept') })).created).to.equal(true);
+    store.failing = true;
+    const err = await rpcError(client.SubmitJob({ spec: spec('lost') }));
+    expect(err.code).to.equal('UNAVAILABLE');
+    expect(err.message).to.match(/hard-state write failed/);
+    store.failing = false;
+    // The job whose write failed was never acknowledged and is not shown; the stored one is.
+    expect(await jobIds()).to.deep.equal(['kept']);
+    expect(server.epoch, 'a new term under a new epoch').to.not.equal('1');
+    // The client's retry creates it exactly once.
+    expect((await client.SubmitJob({ spec: spec('lost') })).created).to.equal(true);
+    expect((await client.SubmitJob({ spec: spec('lost') })).created).to.equal(false);
+    expect(await jobIds()).to.deep.equal(['kept', 'lost']);
+    expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/kept', 'jobs/lost']);
+  });
+
+  it('refuses another spec under an existing id with ALREADY_EXISTS naming the first differing field', async () => {
+    expect((await client.SubmitJob({ spec: spec('wc') })).created).to.equal(true);
+    const err = await rpcError(
+      client.SubmitJob({ spec: spec('wc', { tasks: [{ name: 'map', instances: 4, resources: { cpu: 1, memory: 256 }, command: ['true'] }] }) }),
+    );
+    expect(err.code).to.equal('ALREADY_EXISTS');
+    expect(err.message).to.include('tasks[0].instances: 4, not 2');
+  });
+
+  it('refuses a spec over maxJobSpecBytes with INVALID_ARGUMENT before anything changes', async () => {
+    const err = await rpcError(client.SubmitJob({ spec: spec('big', { env: { BLOB: 'x'.repeat(100 * 1024) } }) }));
+    expect(err.code).to.equal('INVALID_ARGUMENT');
+    expect(err.message).to.match(/spec.*limit is 65536 \(maxJobSpecBytes/);
+    expect(await jobIds()).to.deep.equal([]);
+    expect(await store.list('jobs/')).to.deep.equal([]);
+  });
+});
