@@ -155,7 +155,7 @@ function adoptAgentState(st: MasterState, node: NodeState, grants: GrantEntry[])
 function adoptGrants(st: MasterState, node: NodeState, grants: GrantEntry[], touched: Set<AppState>): void {
   const nodeId = node.info.nodeId;
   // The node's grant table holds every claim on it (setAsgn keeps the two in step).
-  const before = new Map([...node.grants].map(([k, g]) => [k, { appId: g.appId, slots: g.slots }]));
+  const before = new Map([...node.grants].map(([k, g]) => [k, { appId: g.appId, suId: g.suId, slots: g.slots }]));
   for (const claim of [...node.grants.values()]) {
     const app = st.apps.get(claim.appId);
     const su = app?.sus.get(claim.suId);
@@ -169,8 +169,9 @@ function adoptGrants(st: MasterState, node: NodeState, grants: GrantEntry[], tou
   }
   // Only the apps whose count on the node changed need their table again (most AMs claimed
   // exactly what the agent holds).
-  for (const [k, g] of node.grants) if (before.get(k)?.slots !== g.slots) markTouched(st, g.appId, touched);
-  for (const [k, b] of before) if (!node.grants.has(k)) markTouched(st, b.appId, touched);
+  // (The AM's own slot is not in its assignment table.)
+  for (const [k, g] of node.grants) if (g.suId !== AM_SU && before.get(k)?.slots !== g.slots) markTouched(st, g.appId, touched);
+  for (const [k, b] of before) if (b.suId !== AM_SU && !node.grants.has(k)) markTouched(st, b.appId, touched);
 }
 
 function markTouched(st: MasterState, appId: string, touched: Set<AppState>): void {

@@ -18,7 +18,8 @@
  *   make bench-failover
  *   node test/dist/bench/master-failover.js [--kills 5] [--apps 50] [--instances 20] [--hosts 2] [--nodes-per-host 100] [--lease-ttl-sec 5] [--keep]
  *
- * `--cpu-prof DIR` writes CPU profiles of the masters and simulated hosts (on their normal exit).
+ * `--cpu-prof DIR` writes CPU profiles of the masters and simulated hosts (on their normal exit);
+ * `--node-args "FLAGS"` passes node flags to both (e.g. `--max-semi-space-size=64`).
  *
  * `--rack` (make bench-failover-rack): the same on the rack of network namespaces (test/src/rack):
  * etcd and each master on a host of its own, started from deploy/config/cluster/master.yaml, and
@@ -73,6 +74,8 @@ interface Options {
   submitRate: number;
   /** Write CPU profiles of masters and simulated hosts here (written when each exits normally). */
   cpuProfDir: string;
+  /** Extra `node` flags for masters and simulated hosts (e.g. GC settings), split on spaces. */
+  nodeArgs: string[];
   /** Measure hard-state writes under a load of short jobs after the kills. */
   load: boolean;
 }
@@ -100,6 +103,7 @@ function options(): Options {
       'agent-timing-out-ms': { type: 'string', default: '0' },
       'submit-rate': { type: 'string', default: '0' },
       'cpu-prof': { type: 'string' },
+      'node-args': { type: 'string' },
     },
     strict: true,
   });
@@ -129,6 +133,7 @@ function options(): Options {
     agentTimingOutMs: int('agent-timing-out-ms', 0),
     submitRate: int('submit-rate', 0),
     cpuProfDir: typeof values['cpu-prof'] === 'string' ? resolve(values['cpu-prof']) : '',
+    nodeArgs: typeof values['node-args'] === 'string' ? values['node-args'].split(/\s+/).filter(Boolean) : [],
   };
 }
 
@@ -205,7 +210,7 @@ class Bench {
       logLevel: 'info',
       startTimeoutMs: 60_000,
       ...(o.agentTimingOutMs > 0 ? { masterArgs: ['--agent-timing-out-ms', String(o.agentTimingOutMs)] } : {}),
-      ...(o.cpuProfDir ? { masterNodeArgs: ['--cpu-prof', '--cpu-prof-dir', o.cpuProfDir] } : {}),
+      masterNodeArgs: [...o.nodeArgs, ...(o.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProfDir] : [])],
     });
     const l = this.ha.leader();
     say(`${o.masters} masters up (${this.ha.masterAddresses.join(', ')}); leader ${l?.master.name} epoch ${l?.epoch}`);
@@ -221,6 +226,7 @@ class Bench {
     const logFile = join(this.dir, `${prefix}.log`);
     const child = startNodeProcess(
       [
+        ...this.o.nodeArgs,
         ...(this.o.cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', this.o.cpuProfDir] : []),
         HOST_BIN,
         '--master',
