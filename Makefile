@@ -82,9 +82,10 @@ bench-failover: build etcd
 # Benchmark (not a test): master failover on the rack. etcd and each of 3 masters on its own host
 # (started from deploy/config/cluster/master.yaml), 1,002 simulated nodes on 3 agent hosts, 2,000
 # apps; kills the leader 5 times and writes bench-results/master-failover-rack.json.
-# BENCH_FAILOVER_RACK_ARGS passes options (see test/src/bench/master-failover.ts).
+# BENCH_FAILOVER_RACK_ARGS passes options (see test/src/bench/master-failover.ts). Masters (and the
+# simulated hosts) run with --max-semi-space-size=64, as deploy/systemd/fuxi-master.service runs the master.
 bench-failover-rack: build etcd rack-tools
-	node test/dist/bench/master-failover.js --rack --hosts 3 --nodes-per-host 334 --apps 2000 --instances 1 \
+	node test/dist/bench/master-failover.js --rack --hosts 3 --nodes-per-host 334 --apps 2000 --instances 1 --node-args=--max-semi-space-size=64 \
 	  --heartbeat-interval-ms 2000 --am-heartbeat-interval-ms 5000 --agent-timing-out-ms 10000 --agent-timeout-ms 60000 \
 	  --recovery-deadline-ms 3000 --submit-rate 40 --settle-ms 5000 --no-load $(BENCH_FAILOVER_RACK_ARGS)
 

@@ -19,7 +19,7 @@ export interface LeaderProbeOptions {
   /** The leader of election key `key` refused a connection (called on every refusal). */
   onRefused?: (key: string) => void;
   log: Logger;
-  /** Probe period (default 200 ms); two refusals in a row revoke. */
+  /** Probe period (default 100 ms); two refusals in a row revoke. */
   periodMs?: number;
 }
 
@@ -50,7 +50,7 @@ export function startLeaderProbe(o: LeaderProbeOptions): NodeJS.Timeout {
       .finally(() => {
         busy = false;
       });
-  }, o.periodMs ?? 200);
+  }, o.periodMs ?? 100);
   timer.unref();
   return timer;
 }
