@@ -36,6 +36,7 @@ import {
   AM_SU,
   backoffMs,
   cmpInt64,
+  FailedPreconditionError,
   errorMessage,
   isWorkerTerminal,
   hostOf,
@@ -576,6 +577,7 @@ export class Agent {
         for await (const msg of stream) {
           messages++;
           if (messages === 1) this.log.debug({ master: address, epoch }, 'grant stream open');
+          this.checkPushEpoch(msg.epoch, 'WatchGrants');
           const r = this.core.updateGrants(fromWireUpdateGrants(msg), this.now());
           await this.run(r.effects);
         }
@@ -748,22 +750,43 @@ export class Agent {
     await this.run(next);
   }
 
+  /**
+   * A master command or push may not raise the epoch this agent follows: only a registration or
+   * heartbeat answer does (acceptEpoch), so one forged message (say epoch 2^63-1) cannot make the
+   * agent refuse the real master from then on. A newer epoch is refused (FAILED_PRECONDITION) and
+   * the agent heartbeats soon, which registers it with a real new leader if there is one.
+   */
+  private checkPushEpoch(epoch: string, method: string): void {
+    if (!epoch || cmpInt64(epoch, this.core.epochSeen) <= 0) return;
+    this.log.warn({ method, epoch, confirmed: this.core.epochSeen }, 'command from a master epoch no registration confirmed; refused');
+    this.heartbeatSoon();
+    throw new FailedPreconditionError(
+      `epoch ${epoch} is newer than the master this agent registered with (${this.core.epochSeen}): not taken until a registration or heartbeat answer confirms it`,
+      {
+        field: 'epoch',
+      },
+    );
+  }
+
   // ------------------------------------------------------------------ AgentService
 
   private handlers(): ServiceImpl<AgentServiceDefinition> {
     return {
       UpdateGrants: async (req: UpdateGrantsRequest__Output): Promise<UpdateGrantsResponse> => {
+        this.checkPushEpoch(req.epoch, 'UpdateGrants');
         const r = this.core.updateGrants(fromWireUpdateGrants(req), this.now());
         await this.run(r.effects);
         return { appliedSeq: r.appliedSeq };
       },
       StartWorkers: async (req: StartWorkersRequest__Output): Promise<StartWorkersResponse> => {
+        this.checkPushEpoch(req.epoch, 'StartWorkers');
         const input = this.resolveAmCommand(fromWireStartWorkers(req));
         const r = this.core.startWorkers(input, this.now());
         await this.run(r.effects);
         return { workers: this.core.workersById(input.appId, [...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
       },
       StopWorkers: async (req: StopWorkersRequest__Output): Promise<StopWorkersResponse> => {
+        this.checkPushEpoch(req.epoch, 'StopWorkers');
         const r = this.core.stopWorkers(fromWireStopWorkers(req), this.now());
         await this.run(r.effects);
         return {

@@ -70,6 +70,11 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     master.grants = grants;
     const c = connect(proto.AgentService, a.address);
     try {
+      // A push is taken only under an epoch the master's answer confirmed: wait for the registration.
+      for (let t0 = Date.now(); (await c.GetAgentState({})).epoch !== master.epoch;) {
+        if (Date.now() - t0 > 10_000) throw new Error('timed out waiting for the registration answer');
+        await new Promise((r) => setTimeout(r, 50));
+      }
       const r = await c.UpdateGrants({ epoch: master.epoch, seq, full: true, grants });
       expect(r.appliedSeq).to.equal(seq);
     } finally {
@@ -369,6 +374,7 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     const cp = new MemoryCheckpoint();
     const a = newAgent(cp);
     await a.start();
+    await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
     const c = connect(proto.AgentService, a.address);
     const g = await c.UpdateGrants({ epoch: '5', seq: '4', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 3 }] });
     expect(g.appliedSeq).to.equal('4');
@@ -398,6 +404,7 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     const cp = new MemoryCheckpoint();
     const a = newAgent(cp);
     await a.start();
+    await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
     const c = connect(proto.AgentService, a.address);
     await c.UpdateGrants({ epoch: '5', seq: '1', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1 }] });
     const writes = cp.writes;
@@ -431,6 +438,7 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     const cp = new MemoryCheckpoint();
     const a1 = newAgent(cp);
     await a1.start();
+    await waitFor(() => a1.core.epochSeen === '5', 10_000, 'the registration answer');
     const c = connect(proto.AgentService, a1.address);
     master.seq = '1';
     master.grants = [{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 1 }];

@@ -270,6 +270,36 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
     expect(alive(pid)).to.equal(true);
   });
 
+  it('refuses a push from a master epoch no answer confirmed (a forged 2^63-1) and keeps serving the real master', async () => {
+    const m = await fakeMaster('5');
+    const a = await startAgent([m.address]);
+    await waitFor(() => m.heartbeats.length >= 1, 10_000, 'heartbeats to the leader');
+    const pid = await runWorkers(a, '5', '2');
+    const c = connect(proto.AgentService, a.address);
+    const forged = '9223372036854775807';
+    let code = '';
+    try {
+      await c.UpdateGrants({ epoch: forged, seq: '1', full: true, grants: [] });
+    } catch (e) {
+      code = (e as { code?: string }).code ?? '';
+    }
+    expect(code, 'the forged push is refused').to.equal('FAILED_PRECONDITION');
+    expect(a.core.epochSeen).to.equal('5');
+    expect(a.core.grantTable()).to.have.length(1);
+    // The real master's next push is taken, and the worker runs on.
+    const r = await c.UpdateGrants({ epoch: '5', seq: '3', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot }] });
+    expect(r.appliedSeq).to.equal('3');
+    c.close();
+    // Heartbeats go on with the real master, under its epoch (nothing raised it, so nothing persisted it).
+    const before = m.heartbeats.length;
+    await waitFor(() => m.heartbeats.length >= before + 2, 5_000, 'heartbeats after the forged push');
+    expect(m.heartbeats.at(-1)?.epoch).to.equal('5');
+    expect(a.core.epochSeen).to.equal('5');
+    expect(alive(pid)).to.equal(true);
+    expect(a.core.worker('app1', 'map.0.1')?.state).to.equal('RUNNING');
+    expect(log.has('warn', /no registration confirmed/)).to.equal(true);
+  });
+
   it('ignores answers from a deposed master (older epoch): no grants applied, no report, moves on', async () => {
     const good = await fakeMaster('5');
     const deposed = await fakeMaster('4');
