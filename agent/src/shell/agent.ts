@@ -113,6 +113,8 @@ const LOG_CHUNK = 64 * 1024;
 const FOLLOW_POLL_MS = 200;
 /** After losing the grant stream, the next heartbeat goes out within this (jittered). */
 const STREAM_LOSS_HEARTBEAT_MS = 1000;
+/** How long a command under an unconfirmed newer master epoch waits for an answer confirming it. */
+const PUSH_EPOCH_CONFIRM_MS = 3000;
 
 export class Agent {
   readonly core: AgentCore;
@@ -132,6 +134,8 @@ export class Agent {
   private tickTimer: NodeJS.Timeout | undefined;
   private loop: Promise<void> | undefined;
   private readonly sleepers = new Set<() => void>();
+  /** Commands held until an answer confirms their master epoch (confirmPushEpoch). */
+  private readonly epochWaiters = new Set<() => void>();
   private hbFailures = 0;
   /** Epoch of the master that asked for our full state and has not got it yet ('' = none). */
   private reportEpoch = '';
@@ -386,6 +390,7 @@ export class Agent {
     const before = this.core.epochSeen;
     this.core.registered(epoch);
     if (this.core.epochSeen !== before) void this.persist().catch(() => {}); // the fencing bar survives a restart
+    for (const wake of [...this.epochWaiters]) wake();
     if (this.reportEpoch && cmpInt64(this.reportEpoch, epoch) < 0) {
       this.log.info({ owedTo: this.reportEpoch, epoch }, 'state report owed to an older master dropped: a newer one took over');
       this.reportEpoch = '';
@@ -577,7 +582,7 @@ export class Agent {
         for await (const msg of stream) {
           messages++;
           if (messages === 1) this.log.debug({ master: address, epoch }, 'grant stream open');
-          this.checkPushEpoch(msg.epoch, 'WatchGrants');
+          await this.confirmPushEpoch(msg.epoch, 'WatchGrants');
           const r = this.core.updateGrants(fromWireUpdateGrants(msg), this.now());
           await this.run(r.effects);
         }
@@ -753,18 +758,32 @@ export class Agent {
   /**
    * A master command or push may not raise the epoch this agent follows: only a registration or
    * heartbeat answer does (acceptEpoch), so one forged message (say epoch 2^63-1) cannot make the
-   * agent refuse the real master from then on. A newer epoch is refused (FAILED_PRECONDITION) and
-   * the agent heartbeats soon, which registers it with a real new leader if there is one.
+   * agent refuse the real master from then on. A new leader may command the agent before the
+   * agent has read that leader's answer to its registration, so a newer epoch is held for up to
+   * PUSH_EPOCH_CONFIRM_MS while the agent heartbeats soon; an answer confirming it lets the command
+   * through, otherwise it is refused (FAILED_PRECONDITION).
    */
-  private checkPushEpoch(epoch: string, method: string): void {
-    if (!epoch || cmpInt64(epoch, this.core.epochSeen) <= 0) return;
-    this.log.warn({ method, epoch, confirmed: this.core.epochSeen }, 'command from a master epoch no registration confirmed; refused');
+  private async confirmPushEpoch(epoch: string, method: string): Promise<void> {
+    const unconfirmed = () => !!epoch && cmpInt64(epoch, this.core.epochSeen) > 0;
+    if (!unconfirmed()) return;
     this.heartbeatSoon();
+    const until = Date.now() + PUSH_EPOCH_CONFIRM_MS;
+    while (unconfirmed() && !this.stopped && Date.now() < until) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(t);
+          this.epochWaiters.delete(done);
+          resolve();
+        };
+        const t = setTimeout(done, until - Date.now());
+        this.epochWaiters.add(done);
+      });
+    }
+    if (!unconfirmed()) return;
+    this.log.warn({ method, epoch, confirmed: this.core.epochSeen }, 'command from a master epoch no registration confirmed; refused');
     throw new FailedPreconditionError(
       `epoch ${epoch} is newer than the master this agent registered with (${this.core.epochSeen}): not taken until a registration or heartbeat answer confirms it`,
-      {
-        field: 'epoch',
-      },
+      { field: 'epoch' },
     );
   }
 
@@ -773,20 +792,20 @@ export class Agent {
   private handlers(): ServiceImpl<AgentServiceDefinition> {
     return {
       UpdateGrants: async (req: UpdateGrantsRequest__Output): Promise<UpdateGrantsResponse> => {
-        this.checkPushEpoch(req.epoch, 'UpdateGrants');
+        await this.confirmPushEpoch(req.epoch, 'UpdateGrants');
         const r = this.core.updateGrants(fromWireUpdateGrants(req), this.now());
         await this.run(r.effects);
         return { appliedSeq: r.appliedSeq };
       },
       StartWorkers: async (req: StartWorkersRequest__Output): Promise<StartWorkersResponse> => {
-        this.checkPushEpoch(req.epoch, 'StartWorkers');
+        await this.confirmPushEpoch(req.epoch, 'StartWorkers');
         const input = this.resolveAmCommand(fromWireStartWorkers(req));
         const r = this.core.startWorkers(input, this.now());
         await this.run(r.effects);
         return { workers: this.core.workersById(input.appId, [...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
       },
       StopWorkers: async (req: StopWorkersRequest__Output): Promise<StopWorkersResponse> => {
-        this.checkPushEpoch(req.epoch, 'StopWorkers');
+        await this.confirmPushEpoch(req.epoch, 'StopWorkers');
         const r = this.core.stopWorkers(fromWireStopWorkers(req), this.now());
         await this.run(r.effects);
         return {

@@ -87,6 +87,20 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/kept', 'jobs/lost']);
   });
 
+  it('a kill whose write failed is not shown as killed after the rebuild; its retry kills the job once', async () => {
+    expect((await client.SubmitJob({ spec: spec('victim') })).created).to.equal(true);
+    store.failing = true;
+    const err = await rpcError(client.KillJob({ jobId: 'victim', reason: 'first try' }));
+    expect(err.code).to.equal('UNAVAILABLE');
+    store.failing = false;
+    expect(await jobIds()).to.deep.equal(['victim']);
+    const shown = await client.GetJob({ jobId: 'victim' });
+    expect(shown.job?.state, 'the unacknowledged kill left no trace').to.not.equal('JOB_STATE_KILLED');
+    const killed = await client.KillJob({ jobId: 'victim', reason: 'retry' });
+    expect(killed.job?.state).to.equal('JOB_STATE_KILLED');
+    expect(JSON.parse((await store.get('jobs/victim'))!)).to.deep.include({ state: 'killed' });
+  });
+
   it('refuses another spec under an existing id with ALREADY_EXISTS naming the first differing field', async () => {
     expect((await client.SubmitJob({ spec: spec('wc') })).created).to.equal(true);
     const err = await rpcError(
