@@ -5,6 +5,7 @@
  * of free functions over this object; `MasterCore` is the facade the shell calls.
  */
 import { ZERO, type Logger, type Resource } from '@fuxi/common';
+import type { DetectorConfig, FailureDetector } from './detectors.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
 import type { Effect, GrantEntry, JobRecord, NodeInfo } from './types.js';
@@ -28,6 +29,11 @@ export interface MasterCoreConfig {
   amTimeoutMs: number;
   /** An agent silent this long is timing out: not schedulable, its slots reserved, its AMs told. */
   agentTimingOutMs: number;
+  /**
+   * Which detector decides that an agent is timing out (detectors.ts); default the fixed
+   * `agentTimingOutMs`. Adaptive kinds use `agentTimingOutMs` until they have enough arrivals.
+   */
+  failureDetector?: DetectorConfig;
   /** An AM silent this long is stalled: a new attempt starts and the old one is fenced (0 = never). */
   amStallTimeoutMs: number;
   /** AM attempts per job before the job fails. */
@@ -219,6 +225,8 @@ const SOURCE_LOG = 500;
 /** The master core's state. Modules read and change it; only the facade empties the outbox. */
 export class MasterState {
   readonly nodes = new Map<string, NodeState>();
+  /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */
+  readonly detectors = new Map<string, FailureDetector>();
   readonly jobs = new Map<string, JobRecord>();
   readonly apps = new Map<string, AppState>();
   readonly groups: Map<string, QuotaGroup>;

@@ -5,6 +5,7 @@
  */
 import { AM_SU, fits, InvalidArgumentError, StaleEpochError, sub, ZERO } from '@fuxi/common';
 import { onAmWorker, repostAmFault } from './am-restart.js';
+import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { isLive, isRegistered, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
 import { runScheduler } from './scheduling.js';
@@ -21,6 +22,8 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   if (from === to) return;
   node.status = to;
   const nodeId = node.info.nodeId;
+  // A lost agent's history says nothing of how it beats when it is back: its detector starts over.
+  if (to === 'lost') st.detectors.delete(nodeId);
   if (to === 'timing-out' || to === 'missing') st.faults.post('AGENT_TIMING', nodeId, st.now, why);
   else if (from === 'timing-out' || from === 'missing') st.faults.resolve('AGENT_TIMING', nodeId, st.now, why);
 }
@@ -78,13 +81,14 @@ export function registerAgent(st: MasterState, info: NodeInfo, epochSeen: string
     st.nodes.set(info.nodeId, {
       info,
       status: reported ? 'healthy' : 'unreported',
-      lastHeartbeatMs: st.now,
+      lastHeartbeatMs: -1,
       allocated: ZERO,
       grantSeq: 0,
       grants: new Map(),
       runningWorkers: 0,
       reported,
     });
+    heard(st, st.nodes.get(info.nodeId)!);
     st.out.push(putAgent(info));
     st.log.info({ nodeId: info.nodeId, address: info.address, rack: info.rack, capacity: info.capacity }, 'agent registered');
   }
@@ -101,7 +105,7 @@ function reRegister(st: MasterState, known: NodeState, info: NodeInfo): void {
   const rebooted = known.reported && known.info.bootId !== '' && info.bootId !== '' && known.info.bootId !== info.bootId;
   const wasTimingOut = known.status === 'timing-out';
   known.info = info;
-  known.lastHeartbeatMs = st.now;
+  heard(st, known);
   if (known.reported) {
     if (known.status !== 'healthy') st.log.info({ nodeId: info.nodeId }, 'agent is back');
     setNodeStatus(st, known, 'healthy', 're-registered');
@@ -140,11 +144,11 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
   // A roster placeholder has not registered with this master yet (no capacity known).
   if (!node || !isRegistered(node)) return { reregister: true };
   if (!node.reported) {
-    node.lastHeartbeatMs = st.now;
+    heard(st, node);
     return { reregister: false, reportState: true };
   }
   if (hb.epoch && hb.epoch !== '0' && BigInt(hb.epoch) > BigInt(st.epoch)) throw new StaleEpochError('epoch', st.epoch, hb.epoch);
-  node.lastHeartbeatMs = st.now;
+  heard(st, node);
   node.runningWorkers = hb.running;
   if (node.status === 'timing-out') {
     setNodeStatus(st, node, 'healthy', 'back before it was lost');
@@ -170,9 +174,27 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
   return { reregister: false };
 }
 
+/** The agent was heard from (registration, heartbeat, report): its failure detector learns the arrival. */
+export function heard(st: MasterState, node: NodeState): void {
+  node.lastHeartbeatMs = st.now;
+  let d = st.detectors.get(node.info.nodeId);
+  if (!d) {
+    d = createDetector(st.cfg.failureDetector ?? { kind: 'fixed', timeoutMs: st.cfg.agentTimingOutMs });
+    st.detectors.set(node.info.nodeId, d);
+  }
+  d.heartbeat(st.now);
+}
+
+/** The agent's detector suspects it now (the fixed rule: silent past agentTimingOutMs). */
+function suspected(st: MasterState, node: NodeState): boolean {
+  const d = st.detectors.get(node.info.nodeId);
+  return d ? d.suspicion(st.now) >= 1 : st.now - node.lastHeartbeatMs > st.cfg.agentTimingOutMs;
+}
+
 /**
  * Periodic: reported agents silent past agentTimeoutMs are lost (their slots released), those
- * silent past agentTimingOutMs are timing out (their slots reserved, their AMs told).
+ * their failure detector suspects (by default: silent past agentTimingOutMs) are timing out
+ * (their slots reserved, their AMs told).
  */
 export function tickNodes(st: MasterState): boolean {
   // Mark every silent agent lost before releasing any: work freed by one lost agent (a failed
@@ -184,7 +206,7 @@ export function tickNodes(st: MasterState): boolean {
   }
   let changed = lost.length > 0;
   for (const node of st.nodes.values()) {
-    if (!node.reported || node.status !== 'healthy' || st.now - node.lastHeartbeatMs <= st.cfg.agentTimingOutMs) continue;
+    if (!node.reported || node.status !== 'healthy' || !suspected(st, node)) continue;
     st.log.warn({ nodeId: node.info.nodeId, silentMs: st.now - node.lastHeartbeatMs }, 'agent timing out: slots reserved');
     setNodeStatus(st, node, 'timing-out', `silent for ${st.now - node.lastHeartbeatMs} ms`);
     changed = true;

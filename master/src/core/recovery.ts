@@ -25,7 +25,7 @@ import {
   type MasterState,
   type NodeState,
 } from './master-state.js';
-import { noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
+import { heard, noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { nextGrantTable, pushAssignments, pushGrants } from './sync.js';
@@ -105,7 +105,7 @@ export function reportAgentState(
   const node = st.nodes.get(req.nodeId);
   if (!node || !isRegistered(node)) throw new FailedPreconditionError(`agent "${req.nodeId}" must register before reporting its state`);
   if (req.epoch !== st.epoch) throw new StaleEpochError('epoch', req.epoch, st.epoch);
-  node.lastHeartbeatMs = st.now;
+  heard(st, node);
   const first = !node.reported;
   if (first) adoptAgentState(st, node, req.grants);
   const table = answer ? nextGrantTable(node) : undefined;

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { parse as parseYaml } from 'yaml';
+import { parseDetectorConfig, type DetectorConfig } from '../core/detectors.js';
 import type { QuotaGroup } from '../core/scheduler.js';
 
 export interface MasterConfig {
@@ -28,6 +29,12 @@ export interface MasterConfig {
   amTimeoutMs: number;
   /** An agent silent this long is timing out: reserved, not schedulable, its AMs told. */
   agentTimingOutMs: number;
+  /**
+   * Which heartbeat failure detector decides that an agent is timing out (`{kind, ...params}`;
+   * kinds fixed, chen, bertier, phi, sfd: master/src/core/detectors.ts). Default: fixed, after
+   * agentTimingOutMs of silence. Unset parameters take the kind's defaults (`resolvedDetector`).
+   */
+  failureDetector: Record<string, unknown>;
   /** An AM silent this long gets a new attempt; the old one is fenced (0 = never). */
   amStallTimeoutMs: number;
   /** Batch scheduling: one pass for all requests and returns at most this often (0 = a pass per call). */
@@ -59,6 +66,7 @@ const KEYS = [
   'recoveryDeadlineMs',
   'amTimeoutMs',
   'agentTimingOutMs',
+  'failureDetector',
   'amStallTimeoutMs',
   'schedulingIntervalMs',
   'maxAmAttempts',
@@ -85,6 +93,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     recoveryDeadlineMs: 5000,
     amTimeoutMs: 30_000,
     agentTimingOutMs: 3000,
+    failureDetector: { kind: 'fixed' },
     amStallTimeoutMs: 30_000,
     schedulingIntervalMs: 2,
     maxAmAttempts: 4,
@@ -202,6 +211,10 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'agentTimingOutMs':
         cfg.agentTimingOutMs = positiveInt(key, v);
         break;
+      case 'failureDetector':
+        parseDetectorConfig(v, cfg.agentTimingOutMs, key);
+        cfg.failureDetector = v as Record<string, unknown>;
+        break;
       case 'amStallTimeoutMs': {
         const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
         if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
@@ -266,6 +279,11 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
     throw new InvalidArgumentError('agentTimeoutMs', `must be greater than agentTimingOutMs (${cfg.agentTimingOutMs})`);
   }
   return cfg;
+}
+
+/** The failure detector the config asks for, with the kind's defaults and agentTimingOutMs as its bootstrap. */
+export function resolvedDetector(cfg: MasterConfig): DetectorConfig {
+  return parseDetectorConfig(cfg.failureDetector, cfg.agentTimingOutMs);
 }
 
 export function readConfigFile(path: string): Record<string, unknown> {

@@ -13,7 +13,7 @@ import { MasterCore } from '../core/master-core.js';
 import { AM_SU } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
 import type { Effect, JobRecord } from '../core/types.js';
-import type { MasterConfig } from './config.js';
+import { resolvedDetector, type MasterConfig } from './config.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
@@ -181,6 +181,7 @@ export class MasterServer {
         recoveryDeadlineMs: this.cfg.recoveryDeadlineMs,
         amTimeoutMs: this.cfg.amTimeoutMs,
         agentTimingOutMs: this.cfg.agentTimingOutMs,
+        failureDetector: resolvedDetector(this.cfg),
         amStallTimeoutMs: this.cfg.amStallTimeoutMs,
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,

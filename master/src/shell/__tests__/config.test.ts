@@ -1,0 +1,26 @@
+import { expect } from 'chai';
+import { applyConfig, defaultConfig, resolvedDetector } from '../config.js';
+
+describe('master config: failureDetector', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('defaults to the fixed timeout of agentTimingOutMs', () => {
+    expect(resolvedDetector(applyConfig(base, { agentTimingOutMs: 4000 }, 'flags'))).to.deep.equal({ kind: 'fixed', timeoutMs: 4000 });
+  });
+
+  it('takes a kind with some parameters; the rest are the defaults, agentTimingOutMs the bootstrap', () => {
+    const cfg = applyConfig(base, { failureDetector: { kind: 'phi', threshold: 10 }, agentTimingOutMs: 5000 }, 'master.yaml');
+    expect(resolvedDetector(cfg)).to.deep.include({ kind: 'phi', threshold: 10, minStdMs: 50, bootstrapMs: 5000 });
+    // Flags applied later keep the file's detector.
+    expect(resolvedDetector(applyConfig(cfg, { logLevel: 'warn' }, 'flags'))).to.deep.include({ kind: 'phi', threshold: 10 });
+  });
+
+  it('names the file, the field and the reason of a bad value', () => {
+    expect(() => applyConfig(base, { failureDetector: { kind: 'psychic' } }, 'master.yaml')).to.throw(
+      /master\.yaml: failureDetector\.kind: must be one of fixed, chen, bertier, phi, sfd/,
+    );
+    expect(() => applyConfig(base, { failureDetector: { kind: 'sfd', alphaMs: 3 } }, 'master.yaml')).to.throw(
+      /failureDetector\.alphaMs: is not a parameter of the sfd detector/,
+    );
+  });
+});
