@@ -39,6 +39,8 @@ export interface HandlerContext {
   leaderWait(): Promise<void> | undefined;
   /** Carries out effects; resolves once every store write among them is durable. */
   run(effects: Effect[]): Promise<void>;
+  /** A Heartbeat call arrived from `nodeId` (recorded when `recordHeartbeats` is set). */
+  heartbeatArrived?(nodeId: string): void;
 }
 
 /** A job id from the name, for clients that did not choose one (choosing it makes retries idempotent). */
@@ -91,6 +93,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       };
     },
     Heartbeat: async (req) => {
+      m.heartbeatArrived?.(req.nodeId);
       const r = m.core.heartbeat(heartbeatFromWire(req), now());
       await m.run(r.effects);
       return {

@@ -14,6 +14,7 @@ import { AM_SU } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
 import type { Effect, JobRecord } from '../core/types.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
+import { HeartbeatRecorder } from './heartbeat-recorder.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
@@ -54,6 +55,8 @@ export class MasterServer {
   private readonly peers = new Peers();
   private readonly jobWatchers = new JobWatchers();
   private readonly pushes: PushStreams;
+  /** Heartbeat arrivals to a file (`recordHeartbeats`). */
+  private readonly recorder: HeartbeatRecorder | undefined;
   private storeQueue: Promise<void> = Promise.resolve();
   /** Batch scheduling: the pending pass's timer, and when the last pass ran. */
   private scheduleTimer: NodeJS.Timeout | undefined;
@@ -70,6 +73,7 @@ export class MasterServer {
     private readonly deps: { store?: Store } = {},
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
+    this.recorder = cfg.recordHeartbeats ? HeartbeatRecorder.open(cfg.recordHeartbeats) : undefined;
   }
 
   /**
@@ -301,6 +305,7 @@ export class MasterServer {
     if (this.statsTimer) clearInterval(this.statsTimer);
     this.jobWatchers.clear();
     this.pushes.reset();
+    await this.recorder?.close();
     await this.election?.close().catch(() => undefined);
     this.coreOrUndefined = undefined;
     await this.server?.shutdown(1000);
@@ -478,6 +483,7 @@ export class MasterServer {
         return self.server.address;
       },
       leaderWait: () => this.leaderWait(),
+      heartbeatArrived: this.recorder ? (nodeId: string) => this.recorder!.arrival(nodeId, Date.now()) : undefined,
       pushes: this.pushes,
       jobWatchers: this.jobWatchers,
       run: (effects) => this.run(effects),
