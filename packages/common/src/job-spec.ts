@@ -51,7 +51,16 @@ export interface JobSpec {
   priority: number;
   /** Extra environment for every worker of the job. */
   env: Record<string, string>;
+  /**
+   * The AM's own slot. Zero (proto3 unset) = the default of its mode: `DEFAULT_SHARED_AM_RESOURCE`
+   * for a hosted AM, `DEFAULT_AM_RESOURCE` for a dedicated one.
+   */
   amResource: Resource;
+  /**
+   * Where the job's application master runs: 'shared' (default) inside the node's AM host, a
+   * long-lived process holding many AMs; 'dedicated' in a process of its own (isolation).
+   */
+  amMode: AmMode;
   tasks: TaskSpec[];
   /**
    * What the AM does when an agent running its workers is timing out (the master keeps their slots
@@ -65,11 +74,21 @@ export interface JobSpec {
 
 export type AgentTimeoutPolicy = 'wait' | 'rerun';
 
+export type AmMode = 'shared' | 'dedicated';
+
 // ---------------------------------------------------------------------------------------------
 // Constants
 
-/** Resources of a job's application master when the spec gives none: 100m cpu, 256 MB. */
+/** Resources of a dedicated application master (its own process) when the spec gives none: 100m cpu, 256 MB. */
 export const DEFAULT_AM_RESOURCE: Resource = Object.freeze({ cpuMilli: 100, memoryMb: 256 });
+/**
+ * Resources of a hosted application master (inside the node's AM host) when the spec gives none:
+ * what one more AM costs a running host (docs/architecture.md, "The AM host"); the host's own base
+ * is held back by its agent.
+ */
+export const DEFAULT_SHARED_AM_RESOURCE: Resource = Object.freeze({ cpuMilli: 20, memoryMb: 32 });
+export const DEFAULT_AM_MODE: AmMode = 'shared';
+export const AM_MODES: readonly AmMode[] = ['shared', 'dedicated'];
 export const DEFAULT_QUOTA_GROUP = 'default';
 export const DEFAULT_MAX_ATTEMPTS = 3;
 export const DEFAULT_ON_AGENT_TIMEOUT: AgentTimeoutPolicy = 'rerun';
@@ -86,6 +105,7 @@ const INT32_MIN = -(2 ** 31);
 const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs'] as const;
 const TASK_FIELDS = ['name', 'instances', 'resources', 'command', 'env', 'cwd', 'maxAttempts', 'dependsOn', 'locality', 'priority'] as const;
 const RESOURCE_FIELDS = ['cpu', 'memory'] as const;
+const AM_FIELDS = ['mode', 'cpu', 'memory'] as const;
 const LOCALITY_FIELDS = ['nodes', 'racks'] as const;
 
 // ---------------------------------------------------------------------------------------------
@@ -119,7 +139,8 @@ export function parseJobSpecText(text: string, source?: string): unknown {
 // User format -> domain
 
 /**
- * Converts the user format (see docs: `id`, `name`, `quotaGroup`, `priority`, `env`, `am`, `tasks`
+ * Converts the user format (see docs: `id`, `name`, `quotaGroup`, `priority`, `env`, `am` (`shared`
+ * (default) / `dedicated`, or `{ mode, cpu, memory }`), `tasks`
  * with `resources`, `command`, ..., `onAgentTimeout: wait | rerun` (default rerun) and
  * `rerunAfterMs` (default 30000)) to a `JobSpec`, applies defaults and runs `validateJobSpec`.
  * Shape problems (unknown fields, wrong types) are checked first, over the whole document, then
@@ -136,10 +157,7 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   if (quotaGroup === '') throw new InvalidArgumentError('quotaGroup', 'must not be empty (omit it for "default")');
   const priority = optInteger(top.priority, 'priority') ?? 0;
   const env = optEnv(top.env, 'env');
-  let amResource: Resource = DEFAULT_AM_RESOURCE;
-  if (top.am !== undefined && top.am !== null) {
-    amResource = userResource(top.am, 'am');
-  }
+  const { amResource, amMode } = userAm(top.am);
 
   if (top.tasks === undefined || top.tasks === null) throw new InvalidArgumentError('tasks', 'is required (a list of tasks)');
   if (!Array.isArray(top.tasks)) throw new InvalidArgumentError('tasks', `must be a list of tasks, got ${describe(top.tasks)}`);
@@ -155,10 +173,32 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
     priority,
     env,
     amResource: { ...amResource },
+    amMode,
     tasks,
     onAgentTimeout: onAgentTimeout as AgentTimeoutPolicy,
     rerunAfterMs,
   });
+}
+
+/**
+ * `am`: absent (a shared AM with the default slot), a mode (`am: dedicated`), or a mapping with an
+ * optional `mode` and the AM's slot (`cpu` and `memory` together, or neither: the mode's default).
+ */
+function userAm(raw: unknown): { amResource: Resource; amMode: AmMode } {
+  const zero = { cpuMilli: 0, memoryMb: 0 };
+  if (raw === undefined || raw === null) return { amResource: zero, amMode: DEFAULT_AM_MODE };
+  if (typeof raw === 'string') return { amResource: zero, amMode: userAmMode(raw, 'am') };
+  const am = asObject(raw, 'am', 'must be "shared", "dedicated" or a mapping like { mode: dedicated, cpu: 0.5, memory: 512Mi }');
+  checkKnown(am, 'am', AM_FIELDS);
+  const amMode = am.mode === undefined || am.mode === null ? DEFAULT_AM_MODE : userAmMode(am.mode, 'am.mode');
+  const slot = Object.fromEntries(Object.entries(am).filter(([k]) => k !== 'mode'));
+  if (Object.keys(slot).length === 0) return { amResource: zero, amMode };
+  return { amResource: userResource(slot, 'am'), amMode };
+}
+
+function userAmMode(raw: unknown, path: string): AmMode {
+  if (typeof raw === 'string' && AM_MODES.includes(raw as AmMode)) return raw as AmMode;
+  throw new InvalidArgumentError(path, `must be "shared" (the node's AM host) or "dedicated" (a process of its own), got ${describe(raw)}`);
 }
 
 function userTask(raw: unknown, path: string): TaskSpec {
@@ -235,7 +275,8 @@ export interface ValidateOptions {
 /**
  * Checks a domain spec; throws the first problem as `InvalidArgumentError` with a user-facing field
  * path. Returns a copy with proto3 zero values replaced by defaults (the only zero values that are
- * not errors): `quotaGroup` '' -> 'default', `amResource` {0,0} -> `DEFAULT_AM_RESOURCE`, a task's
+ * not errors): `quotaGroup` '' -> 'default', `amMode` '' -> 'shared', `amResource` {0,0} -> the
+ * mode's default (`DEFAULT_SHARED_AM_RESOURCE` or `DEFAULT_AM_RESOURCE`), a task's
  * `maxAttempts` 0 -> 3, `onAgentTimeout` '' (or absent) -> 'rerun' and, when `onAgentTimeout` was
  * unset too, `rerunAfterMs` 0 (or absent) -> 30000 (an explicit policy keeps an explicit 0: re-run
  * at once). Everything else is returned as given.
@@ -247,7 +288,8 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     quotaGroup: spec.quotaGroup || DEFAULT_QUOTA_GROUP,
     priority: spec.priority ?? 0,
     env: { ...(spec.env ?? {}) },
-    amResource: isZeroResource(spec.amResource) ? { ...DEFAULT_AM_RESOURCE } : { ...(spec.amResource as Resource) },
+    amResource: { cpuMilli: 0, memoryMb: 0 },
+    amMode: DEFAULT_AM_MODE,
     tasks: [],
     onAgentTimeout: DEFAULT_ON_AGENT_TIMEOUT,
     rerunAfterMs: DEFAULT_RERUN_AFTER_MS,
@@ -262,6 +304,14 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
   if (out.name.length > MAX_NAME_LENGTH) throw new InvalidArgumentError('name', `must be at most ${MAX_NAME_LENGTH} characters, got ${out.name.length}`);
   checkInt32(out.priority, 'priority');
   checkEnv(out.env, 'env');
+  // proto3: '' is "unset", the default mode.
+  const amMode: unknown = spec.amMode ?? '';
+  if (amMode !== '' && !AM_MODES.includes(amMode as AmMode)) {
+    throw new InvalidArgumentError('am.mode', `must be "shared" or "dedicated", got ${describe(amMode)}`);
+  }
+  if (amMode !== '') out.amMode = amMode as AmMode;
+  const defaultAm = out.amMode === 'dedicated' ? DEFAULT_AM_RESOURCE : DEFAULT_SHARED_AM_RESOURCE;
+  out.amResource = isZeroResource(spec.amResource) ? { ...defaultAm } : { ...(spec.amResource as Resource) };
   checkResource(out.amResource, 'am');
   const capacities = opts.nodeCapacities ?? [];
   checkFitsSomeNode(out.amResource, 'am', capacities);

@@ -73,6 +73,7 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
     priority: spec.priority,
     tasks: spec.tasks.map(taskSpecToProto),
     amResource: resourceToProto(spec.amResource),
+    amMode: spec.amMode,
     env: { ...spec.env },
     onAgentTimeout: spec.onAgentTimeout,
     rerunAfterMs: spec.rerunAfterMs,
@@ -81,7 +82,7 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
 
 /**
  * Also accepts the input type (e.g. a spec built in memory, not decoded from the wire).
- * `onAgentTimeout` is passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
+ * `onAgentTimeout` and `amMode` are passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
  * sent (0 when unset): `validateJobSpec` checks both and fills the defaults ('rerun', and 30000 ms
  * when the policy is unset too).
  */
@@ -93,6 +94,7 @@ export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
     priority: p.priority ?? 0,
     env: { ...(p.env ?? {}) },
     amResource: resourceFromProto(p.amResource),
+    amMode: (p.amMode ?? '') as JobSpec['amMode'],
     tasks: (p.tasks ?? []).map(taskSpecFromProto),
     onAgentTimeout: (p.onAgentTimeout ?? '') as JobSpec['onAgentTimeout'],
     rerunAfterMs: p.rerunAfterMs ?? 0,

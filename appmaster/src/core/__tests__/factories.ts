@@ -28,6 +28,7 @@ export function mockJob(tasks: TaskSpec[], over: Partial<JobSpec> = {}): JobSpec
     priority: 5,
     env: {},
     amResource: res(500, 512),
+    amMode: 'shared',
     tasks,
     onAgentTimeout: 'rerun',
     rerunAfterMs: 30_000,

@@ -1,6 +1,15 @@
 import { expect } from 'chai';
 import { InvalidArgumentError } from '../errors.js';
-import { DEFAULT_AM_RESOURCE, normalizeJobSpec, parseJobSpecText, topoOrder, validateJobSpec, type JobSpec, type TaskSpec } from '../job-spec.js';
+import {
+  DEFAULT_AM_RESOURCE,
+  DEFAULT_SHARED_AM_RESOURCE,
+  normalizeJobSpec,
+  parseJobSpecText,
+  topoOrder,
+  validateJobSpec,
+  type JobSpec,
+  type TaskSpec,
+} from '../job-spec.js';
 
 /** Runs `fn`, expects an InvalidArgumentError, returns it. */
 function invalid(fn: () => unknown): InvalidArgumentError {
@@ -52,7 +61,8 @@ function domainJob(tasks: TaskSpec[], over: Partial<JobSpec> = {}): JobSpec {
     quotaGroup: 'default',
     priority: 0,
     env: {},
-    amResource: { ...DEFAULT_AM_RESOURCE },
+    amResource: { ...DEFAULT_SHARED_AM_RESOURCE },
+    amMode: 'shared',
     tasks,
     onAgentTimeout: 'rerun',
     rerunAfterMs: 30_000,
@@ -103,7 +113,8 @@ describe('job spec', () => {
         quotaGroup: 'default',
         priority: 0,
         env: {},
-        amResource: { cpuMilli: 100, memoryMb: 256 },
+        amResource: { cpuMilli: 20, memoryMb: 32 },
+        amMode: 'shared',
         tasks: [
           {
             name: 'map',
@@ -357,8 +368,36 @@ describe('job spec', () => {
       const spec = domainJob([domainTask('a', [], { maxAttempts: 0 })], { quotaGroup: '', amResource: { cpuMilli: 0, memoryMb: 0 } });
       const out = validateJobSpec(spec);
       expect(out.quotaGroup).to.equal('default');
-      expect(out.amResource).to.deep.equal(DEFAULT_AM_RESOURCE);
+      expect(out.amResource).to.deep.equal(DEFAULT_SHARED_AM_RESOURCE);
+      expect(out.amMode).to.equal('shared');
       expect(out.tasks[0]?.maxAttempts).to.equal(3);
+      const unsetMode = { ...spec, amMode: '' } as unknown as JobSpec;
+      expect(validateJobSpec(unsetMode)).to.deep.include({ amMode: 'shared', amResource: DEFAULT_SHARED_AM_RESOURCE });
+      expect(validateJobSpec({ ...spec, amMode: 'dedicated' })).to.deep.include({ amMode: 'dedicated', amResource: DEFAULT_AM_RESOURCE });
+      const badMode = { ...spec, amMode: 'own' } as unknown as JobSpec;
+      expect(invalid(() => validateJobSpec(badMode)).message).to.equal('am.mode: must be "shared" or "dedicated", got "own"');
+    });
+
+    it('reads the AM mode: a word, or a mapping with the slot', () => {
+      expect(normalizeJobSpec(userJob({}))).to.deep.include({ amMode: 'shared', amResource: DEFAULT_SHARED_AM_RESOURCE });
+      expect(normalizeJobSpec(userJob({ am: 'dedicated' }))).to.deep.include({ amMode: 'dedicated', amResource: DEFAULT_AM_RESOURCE });
+      expect(normalizeJobSpec(userJob({ am: 'shared' }))).to.deep.include({ amMode: 'shared', amResource: DEFAULT_SHARED_AM_RESOURCE });
+      expect(normalizeJobSpec(userJob({ am: { mode: 'dedicated' } }))).to.deep.include({ amMode: 'dedicated', amResource: DEFAULT_AM_RESOURCE });
+      expect(normalizeJobSpec(userJob({ am: { mode: 'dedicated', cpu: 0.5, memory: '1Gi' } }))).to.deep.include({
+        amMode: 'dedicated',
+        amResource: { cpuMilli: 500, memoryMb: 1024 },
+      });
+      // A slot without a mode keeps the default mode (shared) with that slot.
+      expect(normalizeJobSpec(userJob({ am: { cpu: 0.2, memory: 64 } }))).to.deep.include({ amMode: 'shared', amResource: { cpuMilli: 200, memoryMb: 64 } });
+      expect(invalid(() => normalizeJobSpec(userJob({ am: 'own' }))).message).to.equal(
+        'am: must be "shared" (the node\'s AM host) or "dedicated" (a process of its own), got "own"',
+      );
+      expect(invalid(() => normalizeJobSpec(userJob({ am: { mode: 3 } }))).field).to.equal('am.mode');
+      expect(invalid(() => normalizeJobSpec(userJob({ am: { mode: 'dedicated', cpu: 1 } }))).field).to.equal('am.memory');
+      expect(invalid(() => normalizeJobSpec(userJob({ am: { mdoe: 'dedicated' } }))).message).to.match(
+        /unknown field "mdoe" \(known: mode, cpu, memory\); did you mean "mode"\?/,
+      );
+      expect(invalid(() => normalizeJobSpec(userJob({ am: 5 }))).field).to.equal('am');
     });
 
     it('fills an unset agent-timeout policy (proto3 zero values) and checks a set one', () => {

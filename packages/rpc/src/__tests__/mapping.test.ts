@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { DEFAULT_AM_RESOURCE, InvalidArgumentError, normalizeJobSpec, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { DEFAULT_SHARED_AM_RESOURCE, InvalidArgumentError, normalizeJobSpec, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { loadFuxiProto, type SubmitJobRequest, type SubmitJobRequest__Output } from '@fuxi/proto';
 import { jobSpecFromProto, jobSpecToProto } from '../mapping.js';
 
@@ -54,6 +54,7 @@ describe('job spec <-> proto mapping', () => {
       priority: 0,
       env: {},
       amResource: { cpuMilli: 0, memoryMb: 0 },
+      amMode: '',
       tasks: [
         {
           name: 't',
@@ -82,7 +83,8 @@ describe('job spec <-> proto mapping', () => {
       tasks: domain.tasks.map((t) => ({ ...t, resource: { cpuMilli: 1, memoryMb: 1 }, command: { ...t.command, argv: ['true'] } })),
     });
     expect(fixed.quotaGroup).to.equal('default');
-    expect(fixed.amResource).to.deep.equal(DEFAULT_AM_RESOURCE);
+    expect(fixed.amResource).to.deep.equal(DEFAULT_SHARED_AM_RESOURCE);
+    expect(fixed.amMode).to.equal('shared');
     expect(fixed.tasks[0]?.maxAttempts).to.equal(3);
     expect([fixed.onAgentTimeout, fixed.rerunAfterMs]).to.deep.equal(['rerun', 30_000]);
   });
@@ -96,6 +98,13 @@ describe('job spec <-> proto mapping', () => {
     expect([now.onAgentTimeout, now.rerunAfterMs]).to.deep.equal(['rerun', 0]);
     const bad = jobSpecFromProto(overTheWire({ spec: { ...jobSpecToProto(spec), onAgentTimeout: 'sometimes' } }).spec!);
     expect(() => validateJobSpec(bad)).to.throw(InvalidArgumentError, 'onAgentTimeout: must be "wait" or "rerun", got "sometimes"');
+  });
+
+  it('maps the AM mode both ways', () => {
+    const dedicated = { ...spec, amMode: 'dedicated' as const };
+    const decoded = overTheWire({ spec: jobSpecToProto(dedicated) });
+    expect(decoded.spec?.amMode).to.equal('dedicated');
+    expect(jobSpecFromProto(decoded.spec!)).to.deep.equal(dedicated);
   });
 
   it('maps an empty proto spec', () => {

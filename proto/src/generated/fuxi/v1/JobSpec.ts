@@ -27,6 +27,11 @@ export interface JobSpec {
    */
   'onAgentTimeout'?: (string);
   'rerunAfterMs'?: (number);
+  /**
+   * Where the application master runs: "shared" (the node's AM host, many AMs in one process) or
+   * "dedicated" (a process of its own). Default "shared".
+   */
+  'amMode'?: (string);
 }
 
 export interface JobSpec__Output {
@@ -53,4 +58,9 @@ export interface JobSpec__Output {
    */
   'onAgentTimeout': (string);
   'rerunAfterMs': (number);
+  /**
+   * Where the application master runs: "shared" (the node's AM host, many AMs in one process) or
+   * "dedicated" (a process of its own). Default "shared".
+   */
+  'amMode': (string);
 }
