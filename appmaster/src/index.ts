@@ -28,3 +28,4 @@ export {
 } from './core/dag-am.js';
 export { decodeEntry, encodeEntry, encodeTopology, sameTopology, topologyOf, type SnapshotEntry, type Topology } from './core/snapshot.js';
 export { AppMaster, configFromEnv, isSuperseded, type AppMasterConfig, type AppResult } from './shell/app-master.js';
+export { AmHost, DEFAULT_THREAD_INSTANCES, type AmHostOptions, type HostedAppMaster } from './shell/am-host.js';

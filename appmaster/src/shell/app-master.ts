@@ -183,6 +183,9 @@ export class AppMaster {
   /** The open WatchAssignments stream: to which master, in which epoch. */
   private assignmentWatch: { address: string; epoch: string; cancel(): void } | undefined;
   private settle!: { resolve: (r: AppResult) => void; reject: (e: unknown) => void };
+  /** While set (pause()), inputs and timers wait for it. */
+  private held: { promise: Promise<void>; release: () => void } | undefined;
+  private shuttingDown: Promise<void> | undefined;
   private readonly done: Promise<AppResult>;
 
   constructor(private readonly cfg: AppMasterConfig) {
@@ -261,7 +264,8 @@ export class AppMaster {
     const handlers = implement(
       def,
       {
-        UpdateAssignments: (req: UpdateAssignmentsRequest__Output) => {
+        UpdateAssignments: async (req: UpdateAssignmentsRequest__Output) => {
+          await this.held?.promise;
           this.checkEpoch(req.epoch, 'UpdateAssignments');
           const epoch = req.epoch && req.epoch !== '0' ? req.epoch : this.epoch;
           if (this.core.started) {
@@ -271,11 +275,13 @@ export class AppMaster {
           }
           return { appliedSeq: String(this.core.assignmentSeqFor(epoch)) };
         },
-        WorkerEvents: (req: WorkerEventsRequest__Output) => {
+        WorkerEvents: async (req: WorkerEventsRequest__Output) => {
+          await this.held?.promise;
           this.onWorkerStatuses(req.nodeId, req.events);
           return {};
         },
-        AgentsTimedOut: (req: AgentsTimedOutRequest__Output) => {
+        AgentsTimedOut: async (req: AgentsTimedOutRequest__Output) => {
+          await this.held?.promise;
           this.checkEpoch(req.epoch, 'AgentsTimedOut');
           this.log.warn({ nodes: req.nodeIds, recovered: req.recoveredNodeIds }, 'master reports agents timing out');
           if (this.core.started) {
@@ -527,7 +533,7 @@ export class AppMaster {
 
   /** Polls the agents of adopted workers (and of agents that did not answer yet): one ListWorkers each. */
   private poll(): void {
-    if (this.stopped || this.polling || !this.core.started || this.core.result) return;
+    if (this.stopped || this.held || this.polling || !this.core.started || this.core.result) return;
     const nodes = this.core.nodesToPoll();
     if (nodes.length === 0) return;
     this.polling = true;
@@ -550,7 +556,7 @@ export class AppMaster {
   }
 
   private onTimer(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.held) return;
     this.execute(this.core.tick(Date.now()));
     if (this.heartbeatQueued || this.core.result) return;
     this.heartbeatQueued = true;
@@ -617,6 +623,7 @@ export class AppMaster {
 
   private enqueueMaster(fn: () => Promise<void>): void {
     this.masterQueue = this.masterQueue.then(async () => {
+      await this.held?.promise;
       if (this.stopped) return;
       try {
         await this.reportIfWanted();
@@ -833,6 +840,7 @@ export class AppMaster {
       try {
         for await (const msg of stream) {
           messages++;
+          await this.held?.promise;
           if (this.stopped) break;
           const e = msg.epoch && msg.epoch !== '0' ? msg.epoch : this.epoch;
           if (!this.noteEpoch(e, 'WatchAssignments')) break;
@@ -863,7 +871,45 @@ export class AppMaster {
     })();
   }
 
-  private async shutdown(): Promise<void> {
+  /**
+   * Ends this AM from outside (its worker is being stopped, or its host gave up on it): run()
+   * rejects with `reason` and everything shuts down (server, streams, timers, connections, the
+   * retries of calls in flight). No FinishApp: what happens to the app is the master's decision.
+   */
+  stop(reason = 'stopped'): Promise<void> {
+    this.fatal(new Error(reason));
+    this.held?.release();
+    return this.shutdown();
+  }
+
+  /**
+   * Fault injection: a timing failure of this AM alone, as the master and the agents see it. Until
+   * the returned function is called, its heartbeat timer and polls do nothing, master calls wait in
+   * their queue, and calls and stream messages to it wait before they are looked at (callers see
+   * their deadlines pass). Used by the AM host's fault commands (tests of a hosted AM that stalls).
+   */
+  pause(): () => void {
+    if (!this.held) {
+      let release!: () => void;
+      const promise = new Promise<void>((r) => (release = r));
+      this.held = { promise, release };
+      this.log.warn({}, 'paused (fault injection)');
+    }
+    const held = this.held;
+    return () => {
+      if (this.held !== held) return;
+      this.held = undefined;
+      held.release();
+      this.log.warn({}, 'resumed (fault injection)');
+    };
+  }
+
+  private shutdown(): Promise<void> {
+    this.shuttingDown ??= this.shutdownOnce();
+    return this.shuttingDown;
+  }
+
+  private async shutdownOnce(): Promise<void> {
     this.stopped = true;
     this.stopping.abort();
     this.assignmentWatch?.cancel();

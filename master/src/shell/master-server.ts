@@ -10,7 +10,7 @@ import { loadFuxiProto, type StartWorkersResponse__Output } from '@fuxi/proto';
 import { implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
 import { EtcdStore, FencedError, LeaderElection, openStore, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
-import { AM_SU } from '@fuxi/common';
+import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
 import type { Effect, JobRecord } from '../core/types.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
@@ -434,6 +434,7 @@ export class MasterServer {
       FUXI_AM_ATTEMPT: String(e.attempt),
       FUXI_NODE_ID: e.nodeId,
       FUXI_LOG_LEVEL: this.cfg.logLevel,
+      ...this.amPlacementEnv(e.appId),
     };
     const plan = {
       workerId: `am.${e.attempt}`,
@@ -466,6 +467,21 @@ export class MasterServer {
     if (st && (st.state === 'WORKER_STATE_REJECTED' || st.state === 'WORKER_STATE_FAILED')) {
       await this.run(this.core.amLaunchFailed(e.appId, e.attempt, st.message || st.state, Date.now()));
     }
+  }
+
+  /**
+   * What the agent needs to decide where the AM runs: its mode (`FUXI_AM_MODE`: shared, in the
+   * node's AM host, or dedicated) and the job's size (`FUXI_AM_INSTANCES`, every task's instances
+   * together: the host gives a large job's AM a thread of its own).
+   */
+  private amPlacementEnv(appId: string): Record<string, string> {
+    let spec;
+    try {
+      spec = this.core.getJob(appId).spec;
+    } catch {
+      return {};
+    }
+    return { FUXI_AM_MODE: spec.amMode || DEFAULT_AM_MODE, FUXI_AM_INSTANCES: String(spec.tasks.reduce((n, t) => n + t.instances, 0)) };
   }
 
   /** What the RPC handlers see of this process. */

@@ -1,0 +1,235 @@
+/**
+ * The AM host: hosted AMs run to FinishApp on the main loop and in a thread (fake masters and
+ * agents on loopback), and one AM's exception, stall or stop never reaches its neighbours: in the
+ * class (the wall's attribution, stop graces) and in the `fuxi-amhost` binary over its socket.
+ */
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { encodeLine, LineDecoder, nullLogger, type AmHostExitEvent, type HostedAmSpec } from '@fuxi/common';
+import { AmHost, type HostedAppMaster } from '../am-host.js';
+import { FakeAgent, FakeMaster, wireJob } from './fakes.js';
+
+const HOST_MAIN = fileURLToPath(new URL('../am-host-main.js', import.meta.url));
+
+async function waitFor(cond: () => boolean, ms = 15_000, what = 'condition'): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A fake AM the test drives: it runs until told, and can raise an error from its own async context. */
+class ScriptedAm implements HostedAppMaster {
+  private settle!: { resolve: () => void; reject: (e: unknown) => void };
+  private readonly done = new Promise<void>((resolve, reject) => (this.settle = { resolve, reject }));
+  stops: string[] = [];
+  paused = 0;
+  /** Called in the AM's context once it runs (set by the test). */
+  onRun: (() => void) | undefined;
+  ignoreStop = false;
+
+  run(): Promise<unknown> {
+    this.onRun?.();
+    return this.done;
+  }
+  finish(): void {
+    this.settle.resolve();
+  }
+  stop(reason: string): Promise<void> {
+    this.stops.push(reason);
+    if (!this.ignoreStop) this.settle.reject(new Error(reason));
+    return Promise.resolve();
+  }
+  pause(): () => void {
+    this.paused++;
+    return () => this.paused--;
+  }
+}
+
+describe('AM host', function () {
+  this.timeout(60_000);
+  let dir = '';
+  const masters: FakeMaster[] = [];
+  const agents: FakeAgent[] = [];
+  const children: ChildProcess[] = [];
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-amhost-'));
+  });
+  afterEach(async () => {
+    for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null && c.pid) process.kill(c.pid, 'SIGKILL');
+    await Promise.all(masters.splice(0).map((m) => m.stop()));
+    await Promise.all(agents.splice(0).map((a) => a.stop()));
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function fakeCluster(appId: string): Promise<FakeMaster> {
+    const as = await Promise.all([`${appId}-n1`, `${appId}-n2`].map((id) => new FakeAgent(id).start()));
+    const m = await new FakeMaster(wireJob({ jobId: appId }), as).start();
+    for (const a of as) a.master = m;
+    agents.push(...as);
+    masters.push(m);
+    return m;
+  }
+
+  /** What an agent gives a hosted AM (FakeMaster serves app-1 whatever the key). */
+  function amSpec(key: string, m: FakeMaster | undefined, env: Record<string, string> = {}): HostedAmSpec {
+    return {
+      key,
+      appId: 'app-1',
+      workerId: 'am.1',
+      dir: path.join(dir, key),
+      env: { FUXI_MASTER: m?.address ?? '127.0.0.1:1', FUXI_APP_ID: 'app-1', FUXI_AM_ATTEMPT: '1', FUXI_NODE_ID: 'n1', FUXI_LOG_LEVEL: 'info', ...env },
+    };
+  }
+
+  it('runs hosted AMs to FinishApp, on the main loop and in a thread, with their own logs and exit files', async () => {
+    const [a, b] = [await fakeCluster('job-a'), await fakeCluster('job-b')];
+    const host = new AmHost({ log: nullLogger, threadInstances: 10 });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    expect(host.start(amSpec('small', a, { FUXI_AM_INSTANCES: '6' }))).to.deep.equal({ thread: false });
+    expect(host.start(amSpec('large', b, { FUXI_AM_INSTANCES: '50' }))).to.deep.equal({ thread: true });
+    expect(host.start(amSpec('small', a, { FUXI_AM_INSTANCES: '6' }))).to.deep.equal({ thread: false }); // repeated: no-op
+    expect(host.list().map((x) => [x.key, x.thread])).to.deep.equal([
+      ['small', false],
+      ['large', true],
+    ]);
+    await waitFor(() => exits.length === 2, 30_000, 'both AMs to end');
+    expect(exits.map((e) => [e.key, e.exitCode, e.signal]).sort()).to.deep.equal([
+      ['large', 0, null],
+      ['small', 0, null],
+    ]);
+    expect(a.finished?.succeeded).to.equal(true);
+    expect(b.finished?.succeeded).to.equal(true);
+    for (const key of ['small', 'large']) {
+      expect(fs.readFileSync(path.join(dir, key, 'exit'), 'utf8').trim()).to.equal('0');
+      await waitFor(() => fs.readFileSync(path.join(dir, key, 'stdout'), 'utf8').includes('"application finished"'), 5000, `${key}'s log`);
+    }
+    expect(host.size).to.equal(0);
+    host.close();
+  });
+
+  it('attributes an error to the AM whose code raised it and ends that AM alone; its leftovers are ignored', async () => {
+    const ams = new Map<string, ScriptedAm>();
+    const attributed: Array<[string, boolean]> = [];
+    const host: AmHost = new AmHost({
+      log: nullLogger,
+      crashGraceMs: 200,
+      createAm: (spec) => {
+        const am = new ScriptedAm();
+        // Timers the thrower's own code sets carry its async context, as its gRPC callbacks do.
+        if (spec.key === 'thrower')
+          am.onRun = () => {
+            setTimeout(() => attributed.push(['boom', host.attribute(new Error('boom'))]), 20);
+            setTimeout(() => attributed.push(['late', host.attribute(new Error('late'))]), 400);
+          };
+        ams.set(spec.key, am);
+        return am;
+      },
+    });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    host.start(amSpec('thrower', undefined));
+    host.start(amSpec('neighbour', undefined));
+    // Outside every AM's context nothing is attributed: that would be the host's own bug.
+    expect(host.attribute(new Error('host'))).to.equal(false);
+    await waitFor(() => exits.length === 1, 5000, 'the thrower to end');
+    expect(exits[0]).to.deep.include({ key: 'thrower', exitCode: 1, signal: null });
+    expect(exits[0]!.message).to.match(/uncaught error: boom/);
+    expect(ams.get('thrower')!.stops).to.have.length(1);
+    expect(fs.readFileSync(path.join(dir, 'thrower', 'exit'), 'utf8').trim()).to.equal('1');
+    expect(host.list().map((x) => x.key)).to.deep.equal(['neighbour']);
+    await waitFor(() => attributed.length === 2, 5000, 'the leftover callback');
+    // The leftover is the ended AM's: taken (not a host bug) and ignored (no second exit).
+    expect(attributed).to.deep.equal([
+      ['boom', true],
+      ['late', true],
+    ]);
+    expect(exits).to.have.length(1);
+    expect(ams.get('neighbour')!.stops).to.deep.equal([]);
+    ams.get('neighbour')!.finish();
+    await waitFor(() => exits.length === 2, 5000, 'the neighbour to end');
+    expect(exits[1]).to.deep.include({ key: 'neighbour', exitCode: 0 });
+    host.close();
+  });
+
+  it('stops an AM within its grace even when it does not end by itself; pauses and resumes one', async () => {
+    const ams = new Map<string, ScriptedAm>();
+    const host = new AmHost({ log: nullLogger, createAm: (spec) => ams.set(spec.key, new ScriptedAm()).get(spec.key)! });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    host.start(amSpec('stubborn', undefined));
+    host.start(amSpec('polite', undefined));
+    ams.get('stubborn')!.ignoreStop = true;
+    expect(host.fault('polite', 'pause')).to.equal(true);
+    expect(host.fault('polite', 'pause')).to.equal(true);
+    expect(ams.get('polite')!.paused).to.equal(1);
+    host.fault('polite', 'resume');
+    expect(ams.get('polite')!.paused).to.equal(0);
+    expect(host.fault('nobody', 'throw')).to.equal(false);
+    expect(host.stop('polite', 5000)).to.equal(true);
+    expect(host.stop('stubborn', 300)).to.equal(true);
+    expect(host.stop('nobody', 300)).to.equal(false);
+    await waitFor(() => exits.length === 2, 5000, 'both stops');
+    expect(exits.map((e) => [e.key, e.exitCode, e.signal])).to.deep.equal([
+      ['polite', 1, null],
+      ['stubborn', null, 'SIGKILL'],
+    ]);
+    expect(fs.readFileSync(path.join(dir, 'stubborn', 'exit'), 'utf8').trim()).to.equal('137');
+    host.close();
+  });
+
+  it('as the fuxi-amhost binary: an exception thrown inside one AM (main loop or thread) ends it alone; its neighbour finishes', async () => {
+    const stuck = await fakeCluster('job-stuck');
+    stuck.down = true; // its AMs keep retrying RegisterApp until the fault ends them
+    const fine = await fakeCluster('job-fine');
+    fine.delayNextAnswerMs = 1500;
+    const socket = path.join(dir, 'host.sock');
+    const child = spawn(process.execPath, [HOST_MAIN, '--socket', socket, '--thread-instances', '100', '--log-level', 'warn'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let out = '';
+    child.stdout?.on('data', (d) => (out += String(d)));
+    child.stderr?.on('data', (d) => (out += String(d)));
+    await waitFor(() => fs.existsSync(socket), 10_000, 'the host socket');
+    const conn = net.connect(socket);
+    const lines = new LineDecoder();
+    const msgs: Array<Record<string, unknown>> = [];
+    conn.on('data', (c) => msgs.push(...(lines.push(c) as Array<Record<string, unknown>>)));
+    let id = 0;
+    const call = async (req: Record<string, unknown>) => {
+      const n = ++id;
+      conn.write(encodeLine({ id: n, ...req }));
+      await waitFor(() => msgs.some((m) => m.id === n), 10_000, `answer ${n}`);
+      return msgs.find((m) => m.id === n)!;
+    };
+    expect(await call({ op: 'hello', role: 'agent' })).to.deep.include({ ok: true, ams: [] });
+    expect(await call({ op: 'start', am: amSpec('inline-thrower', stuck, { FUXI_AM_INSTANCES: '6' }) })).to.deep.include({ ok: true, thread: false });
+    expect(await call({ op: 'start', am: amSpec('thread-thrower', stuck, { FUXI_AM_INSTANCES: '500' }) })).to.deep.include({ ok: true, thread: true });
+    expect(await call({ op: 'start', am: amSpec('neighbour', fine, { FUXI_AM_INSTANCES: '6' }) })).to.deep.include({ ok: true, thread: false });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await call({ op: 'fault', key: 'inline-thrower', fault: 'throw' })).to.deep.include({ ok: true });
+    expect(await call({ op: 'fault', key: 'thread-thrower', fault: 'throw' })).to.deep.include({ ok: true });
+    expect(await call({ op: 'fault', key: 'nobody', fault: 'throw' })).to.deep.include({ ok: false });
+    const exitOf = (key: string) => msgs.find((m) => m.ev === 'exit' && m.key === key);
+    await waitFor(() => !!exitOf('inline-thrower') && !!exitOf('thread-thrower'), 15_000, 'both throwers to end');
+    expect(exitOf('inline-thrower')).to.deep.include({ exitCode: 1, signal: null });
+    expect(exitOf('thread-thrower')).to.deep.include({ exitCode: 1, signal: null });
+    expect(String(exitOf('thread-thrower')!.message)).to.match(/fault injection/);
+    await waitFor(() => !!exitOf('neighbour'), 30_000, 'the neighbour to finish');
+    expect(exitOf('neighbour'), out).to.deep.include({ exitCode: 0 });
+    expect(fine.finished?.succeeded).to.equal(true);
+    expect(child.exitCode, out).to.equal(null);
+    const st = (await call({ op: 'stats' })) as { stats: { ams: number; pid: number } };
+    expect(st.stats).to.deep.include({ ams: 0, pid: child.pid });
+    conn.destroy();
+  });
+});

@@ -1,0 +1,384 @@
+/**
+ * The AM host: many application masters in one long-lived process (`fuxi-amhost`, one per node,
+ * started by its agent), so that a small job does not pay for a Node process of its own
+ * (docs/architecture.md, "The AM host").
+ *
+ * Each hosted AM is what a dedicated one is: a real `AppMaster` with its own configuration (the
+ * environment its agent would have given its process), its own core, snapshot, attempt and
+ * epoch, its own gRPC server and address towards the master and the agents, and its own log
+ * (`<worker dir>/stdout`). Its end is its worker's exit: exit code 0 once FinishApp went through,
+ * 1 on a fatal error, written to `<worker dir>/exit` (as a worker's wrapper does) and reported to
+ * the agent.
+ *
+ * Isolation:
+ * - **Exceptions.** Every AM runs in an async context of its own (AsyncLocalStorage): an uncaught
+ *   exception or unhandled rejection is attributed to the AM whose code raised it (`attribute`),
+ *   and that AM alone is ended with exit code 1, so its master restarts it as a new attempt, as it
+ *   restarts a dedicated AM that crashed. Only an error no AM owns ends the host.
+ * - **Large jobs.** An AM whose job has at least `threadInstances` instances (`FUXI_AM_INSTANCES`,
+ *   from the master) runs in a worker thread of its own, with its own event loop: however long its
+ *   core steps take, they never delay the grants of the AMs on the main loop. Small AMs share the
+ *   main loop (a thread costs ~155 ms of CPU and ~20 MB to load the AM's modules again).
+ *
+ * ```ts
+ * const host = new AmHost({ log, threadInstances: 10_000 });
+ * host.onExit((e) => agentConnection.write(encodeLine(e)));
+ * host.start({ key: 'job-1/am.1', appId: 'job-1', workerId: 'am.1', dir, env });
+ * process.on('uncaughtException', (e) => host.attribute(e) || process.exit(1));
+ * ```
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { Worker } from 'node:worker_threads';
+import { pino } from 'pino';
+import { errorMessage, type AmHostExitEvent, type AmHostStats, type HostedAmFault, type HostedAmInfo, type HostedAmSpec, type Logger } from '@fuxi/common';
+import { AppMaster, configFromEnv } from './app-master.js';
+
+/** What the host needs of an application master (AppMaster; tests give fakes). */
+export interface HostedAppMaster {
+  /** Resolves when the app is finished (exit code 0); rejects on a fatal error (1). */
+  run(): Promise<unknown>;
+  stop(reason: string): Promise<void>;
+  pause(): () => void;
+}
+
+export interface AmHostOptions {
+  log: Logger;
+  /** AMs of jobs with at least this many instances run in a worker thread (default 10,000; 0: every AM). */
+  threadInstances?: number;
+  /** Log level of the hosted AMs whose environment sets none (FUXI_LOG_LEVEL; default info). */
+  logLevel?: string;
+  /** How long an AM the wall threw out may take to shut down before it counts as ended (default 2 s). */
+  crashGraceMs?: number;
+  /** Replaces the real AppMaster on the main loop (tests). */
+  createAm?: (spec: HostedAmSpec, log: Logger) => HostedAppMaster;
+  /** The worker thread's entry (default ./am-thread.js; tests). */
+  threadEntry?: URL;
+}
+
+export const DEFAULT_THREAD_INSTANCES = 10_000;
+
+/** The async context of one hosted AM: whatever its code schedules carries it. */
+interface AmContext {
+  readonly key: string;
+  ended: boolean;
+}
+
+const contexts = new AsyncLocalStorage<AmContext>();
+
+/** Exit code written for an AM that ended by a signal (as a shell reports it). */
+const SIGKILL_STATUS = 137;
+
+interface Hosted {
+  readonly info: HostedAmInfo;
+  readonly spec: HostedAmSpec;
+  readonly ctx: AmContext;
+  begin(): void;
+  stop(graceMs: number): void;
+  fault(f: HostedAmFault): void;
+  /** The wall caught an exception of this AM. */
+  crashed(e: unknown): void;
+}
+
+/** A pino logger writing to the AM's `<dir>/stdout`, as a dedicated AM's stdout would be. */
+function amLog(spec: HostedAmSpec, level: string): { log: Logger; close(): void } {
+  fs.mkdirSync(spec.dir, { recursive: true });
+  const dest = pino.destination({ dest: path.join(spec.dir, 'stdout'), sync: false, append: true });
+  const log = pino({ name: 'appmaster', level, base: { pid: process.pid, hosted: true }, timestamp: pino.stdTimeFunctions.isoTime }, dest);
+  return {
+    log: log as unknown as Logger,
+    close: () => {
+      try {
+        dest.flushSync();
+      } catch {
+        /* not open yet, or closed */
+      }
+      dest.end();
+    },
+  };
+}
+
+/** Writes `<dir>/exit` atomically (a restarted agent reads how the AM ended). */
+function writeExitFile(dir: string, code: number): void {
+  try {
+    fs.writeFileSync(path.join(dir, 'exit.tmp'), `${code}\n`);
+    fs.renameSync(path.join(dir, 'exit.tmp'), path.join(dir, 'exit'));
+  } catch {
+    /* the directory is gone: nobody will read it */
+  }
+}
+
+export class AmHost {
+  private readonly log: Logger;
+  private readonly ams = new Map<string, Hosted>();
+  private exitCb: (e: AmHostExitEvent) => void = () => {};
+  private readonly loop: IntervalHistogram;
+  readonly threadInstances: number;
+
+  constructor(private readonly opts: AmHostOptions) {
+    this.log = opts.log;
+    this.threadInstances = opts.threadInstances ?? DEFAULT_THREAD_INSTANCES;
+    this.loop = monitorEventLoopDelay({ resolution: 10 });
+    this.loop.enable();
+  }
+
+  /** Registers the exit callback (one). */
+  onExit(cb: (e: AmHostExitEvent) => void): void {
+    this.exitCb = cb;
+  }
+
+  get size(): number {
+    return this.ams.size;
+  }
+
+  list(): HostedAmInfo[] {
+    return [...this.ams.values()].map((a) => ({ ...a.info }));
+  }
+
+  /**
+   * Starts an AM; answers whether it runs in a thread. Starting a key that runs already is a no-op
+   * (an agent repeating itself after a reconnect).
+   */
+  start(spec: HostedAmSpec): { thread: boolean } {
+    const running = this.ams.get(spec.key);
+    if (running) return { thread: running.info.thread };
+    const instances = Number(spec.env.FUXI_AM_INSTANCES ?? '');
+    const thread = Number.isFinite(instances) && instances >= this.threadInstances && !this.opts.createAm;
+    const info: HostedAmInfo = { key: spec.key, appId: spec.appId, workerId: spec.workerId, thread, startedAtMs: Date.now() };
+    const level = spec.env.FUXI_LOG_LEVEL || this.opts.logLevel || 'info';
+    const done = (h: Hosted, exitCode: number | null, signal: string | null, message: string) => this.ended(h, exitCode, signal, message);
+    const am = thread ? new ThreadAm(info, spec, level, done, this.opts.threadEntry) : new InlineAm(info, spec, level, done, this.opts);
+    this.ams.set(spec.key, am);
+    this.log.info({ key: spec.key, appId: spec.appId, workerId: spec.workerId, thread, ams: this.ams.size }, 'hosted application master started');
+    am.begin();
+    return { thread };
+  }
+
+  /** Stops an AM (its worker is being stopped); false when the host does not run it. */
+  stop(key: string, graceMs: number): boolean {
+    const am = this.ams.get(key);
+    if (!am) return false;
+    am.stop(graceMs);
+    return true;
+  }
+
+  /** Fault injection (tests): false when the host does not run `key`. */
+  fault(key: string, f: HostedAmFault): boolean {
+    const am = this.ams.get(key);
+    if (!am) return false;
+    this.log.warn({ key, fault: f }, 'fault injected into a hosted application master');
+    am.fault(f);
+    return true;
+  }
+
+  /**
+   * The wall: an uncaught exception or unhandled rejection raised in a hosted AM's async context
+   * ends that AM alone. True when some AM owned it (running: thrown out; ended already: a leftover
+   * callback of it, logged); false when it is the host's own, a bug that ends the host.
+   */
+  attribute(e: unknown): boolean {
+    const ctx = contexts.getStore();
+    if (!ctx) return false;
+    const am = this.ams.get(ctx.key);
+    if (ctx.ended || !am || am.ctx !== ctx) {
+      this.log.warn({ key: ctx.key, err: describe(e) }, 'error from an application master that has ended; ignored');
+      return true;
+    }
+    this.log.error({ key: ctx.key, err: describe(e) }, 'uncaught error in a hosted application master: it alone is ended');
+    am.crashed(e);
+    return true;
+  }
+
+  stats(reset = false): AmHostStats {
+    const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+    const cpu = process.cpuUsage();
+    const h = this.loop;
+    const out: AmHostStats = {
+      pid: process.pid,
+      ams: this.ams.size,
+      threads: [...this.ams.values()].filter((a) => a.info.thread).length,
+      rssMb: Math.round(process.memoryUsage().rss / 1048576),
+      cpuMs: Math.round((cpu.user + cpu.system) / 1000),
+      loopDelayMs: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), samples: h.count },
+    };
+    if (reset) h.reset();
+    return out;
+  }
+
+  /** Stops every AM (the host is going away on purpose) and the loop monitor. */
+  close(graceMs = 1000): void {
+    for (const am of this.ams.values()) am.stop(graceMs);
+    this.loop.disable();
+  }
+
+  private ended(am: Hosted, exitCode: number | null, signal: string | null, message: string): void {
+    if (this.ams.get(am.info.key) !== am) return;
+    am.ctx.ended = true;
+    this.ams.delete(am.info.key);
+    writeExitFile(am.spec.dir, exitCode ?? SIGKILL_STATUS);
+    this.log.info({ key: am.info.key, exitCode, signal, message, ams: this.ams.size }, 'hosted application master ended');
+    this.exitCb({ ev: 'exit', key: am.info.key, appId: am.info.appId, workerId: am.info.workerId, exitCode, signal, message });
+  }
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? (e.stack ?? e.message) : String(e);
+}
+
+type Done = (h: Hosted, exitCode: number | null, signal: string | null, message: string) => void;
+
+/** An AM on the host's main event loop, in an async context of its own. */
+class InlineAm implements Hosted {
+  readonly ctx: AmContext;
+  private am: HostedAppMaster | undefined;
+  private logFile: { log: Logger; close(): void } | undefined;
+  private resume: (() => void) | undefined;
+  private over = false;
+  private crash: string | undefined;
+  private graceTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly info: HostedAmInfo,
+    readonly spec: HostedAmSpec,
+    private readonly level: string,
+    private readonly done: Done,
+    private readonly opts: AmHostOptions,
+  ) {
+    this.ctx = { key: info.key, ended: false };
+  }
+
+  begin(): void {
+    contexts.run(this.ctx, () => {
+      try {
+        this.logFile = amLog(this.spec, this.level);
+        const log = this.logFile.log;
+        this.am = this.opts.createAm ? this.opts.createAm(this.spec, log) : new AppMaster(configFromEnv(this.spec.env, log));
+      } catch (e) {
+        this.logFile?.log.error({ err: errorMessage(e) }, 'application master could not start');
+        setImmediate(() => this.end(1, null, `could not start: ${errorMessage(e)}`));
+        return;
+      }
+      this.am.run().then(
+        () => this.end(this.crash ? 1 : 0, null, this.crash ?? 'finished'),
+        (e: unknown) => this.end(1, null, this.crash ?? errorMessage(e)),
+      );
+    });
+  }
+
+  stop(graceMs: number): void {
+    if (this.over) return;
+    void this.am?.stop('stopped by its agent').catch(() => undefined);
+    this.deadline(graceMs, 'did not end within its stop grace; abandoned');
+  }
+
+  fault(f: HostedAmFault): void {
+    if (this.over) return;
+    if (f === 'throw') {
+      contexts.run(this.ctx, () =>
+        setImmediate(() => {
+          throw new Error('fault injection: an exception inside the application master');
+        }),
+      );
+    } else if (f === 'pause') this.resume ??= this.am?.pause();
+    else {
+      this.resume?.();
+      this.resume = undefined;
+    }
+  }
+
+  crashed(e: unknown): void {
+    if (this.over) return;
+    this.crash ??= `uncaught error: ${errorMessage(e)}`;
+    this.logFile?.log.error({ err: describe(e) }, 'uncaught error in this application master; the host ends it');
+    void this.am?.stop(this.crash).catch(() => undefined);
+    this.deadline(this.opts.crashGraceMs ?? 2000, this.crash);
+  }
+
+  private deadline(ms: number, message: string): void {
+    if (this.graceTimer) return;
+    this.graceTimer = setTimeout(() => this.end(this.crash ? 1 : null, this.crash ? null : 'SIGKILL', message), ms);
+    this.graceTimer.unref();
+  }
+
+  private end(exitCode: number | null, signal: string | null, message: string): void {
+    if (this.over) return;
+    this.over = true;
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.logFile?.log.info({ exitCode, signal, message }, 'application master ended');
+    this.logFile?.close();
+    this.done(this, exitCode, signal, message);
+  }
+}
+
+/** Messages between the host and an AM's worker thread (am-thread.ts). */
+export type ThreadCommand = { op: 'stop'; reason: string } | { op: 'fault'; fault: HostedAmFault };
+export interface ThreadData {
+  spec: HostedAmSpec;
+  level: string;
+}
+
+/** An AM in a worker thread of its own: its core steps never hold up the main loop. */
+class ThreadAm implements Hosted {
+  readonly ctx: AmContext;
+  private worker: Worker | undefined;
+  private over = false;
+  private error: string | undefined;
+  private terminated = false;
+  private graceTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly info: HostedAmInfo,
+    readonly spec: HostedAmSpec,
+    private readonly level: string,
+    private readonly done: Done,
+    private readonly entry: URL = new URL('./am-thread.js', import.meta.url),
+  ) {
+    this.ctx = { key: info.key, ended: false };
+  }
+
+  begin(): void {
+    const data: ThreadData = { spec: this.spec, level: this.level };
+    const w = new Worker(this.entry, { workerData: data, stdout: false, stderr: false });
+    this.worker = w;
+    // An exception the thread does not catch ends the thread (and only it): exit code 1.
+    w.on('error', (e) => {
+      this.error = `uncaught error: ${errorMessage(e)}`;
+    });
+    w.on('exit', (code) => {
+      if (this.terminated) this.end(null, 'SIGKILL', 'did not end within its stop grace; thread terminated');
+      else this.end(code === 0 ? 0 : 1, null, this.error ?? (code === 0 ? 'finished' : `thread exited with code ${code}`));
+    });
+  }
+
+  stop(graceMs: number): void {
+    if (this.over || !this.worker) return;
+    this.post({ op: 'stop', reason: 'stopped by its agent' });
+    if (this.graceTimer) return;
+    this.graceTimer = setTimeout(() => {
+      this.terminated = true;
+      void this.worker?.terminate();
+    }, graceMs);
+    this.graceTimer.unref();
+  }
+
+  fault(f: HostedAmFault): void {
+    this.post({ op: 'fault', fault: f });
+  }
+
+  crashed(): void {
+    // Errors inside the thread end the thread by themselves; nothing of it runs on this loop.
+  }
+
+  private post(cmd: ThreadCommand): void {
+    if (!this.over) this.worker?.postMessage(cmd);
+  }
+
+  private end(exitCode: number | null, signal: string | null, message: string): void {
+    if (this.over) return;
+    this.over = true;
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.done(this, exitCode, signal, message);
+  }
+}

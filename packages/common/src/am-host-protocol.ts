@@ -1,0 +1,111 @@
+/**
+ * The AM host's local channel: what an agent (and a test's fault injector) says to the node's
+ * `fuxi-amhost` process and what it answers, as one JSON object per line over a unix socket in the
+ * agent's work dir (docs/architecture.md, "The AM host"). Types and the line framing only; the host
+ * (`@fuxi/appmaster`) and the agent's client (`@fuxi/agent`) do the I/O.
+ *
+ * Every request carries an `id`; the answer carries the same `id` and `ok` (with `error` when
+ * false). The host pushes `exit` events, unasked, to the connection that said `hello` as the agent
+ * last.
+ *
+ * ```ts
+ * const lines = new LineDecoder();
+ * socket.on('data', (chunk) => { for (const msg of lines.push(chunk)) handle(msg); });
+ * socket.write(encodeLine({ id: 1, op: 'start', am: { key, appId, workerId, dir, env } }));
+ * ```
+ */
+
+/** One hosted AM to start: an `__am__` worker of its agent. */
+export interface HostedAmSpec {
+  /** Names the AM in every later request and event; unique in the host (the agent uses `appId/workerId`). */
+  key: string;
+  appId: string;
+  workerId: string;
+  /** The worker's directory: the AM logs to `stdout` there and the host writes `exit` there when it ends. */
+  dir: string;
+  /** What a dedicated AM would find in its environment (FUXI_MASTER, FUXI_APP_ID, FUXI_AM_ATTEMPT, ...). */
+  env: Record<string, string>;
+}
+
+/** A hosted AM as the host lists it (running: started and not ended). */
+export interface HostedAmInfo {
+  key: string;
+  appId: string;
+  workerId: string;
+  /** Runs in a worker thread of its own (a large job), not on the host's main event loop. */
+  thread: boolean;
+  startedAtMs: number;
+}
+
+/** Fault injection (tests): an exception inside the AM; its master traffic stalled; stall ended. */
+export type HostedAmFault = 'throw' | 'pause' | 'resume';
+
+export type AmHostRequest =
+  /** `agent`: this connection gets the exit events from now on (an agent after its restart). */
+  | { id: number; op: 'hello'; role: 'agent' | 'control' }
+  | { id: number; op: 'start'; am: HostedAmSpec }
+  /** Stops the AM (its worker is being stopped): ended within `graceMs`, whatever it does. */
+  | { id: number; op: 'stop'; key: string; graceMs: number }
+  | { id: number; op: 'list' }
+  | { id: number; op: 'ping' }
+  | { id: number; op: 'fault'; key: string; fault: HostedAmFault }
+  /** The host's own numbers (benchmarks); `reset` starts a new event-loop delay window. */
+  | { id: number; op: 'stats'; reset?: boolean };
+
+/** The host's process and event loop, as `stats` answers. */
+export interface AmHostStats {
+  pid: number;
+  ams: number;
+  threads: number;
+  rssMb: number;
+  /** CPU time of the whole host process (every thread) since it started. */
+  cpuMs: number;
+  /** Delay of the host's main event loop since the last reset (perf_hooks.monitorEventLoopDelay). */
+  loopDelayMs: { p50: number; p99: number; max: number; samples: number };
+}
+
+export type AmHostAnswer =
+  { id: number; ok: true; pid: number; ams?: HostedAmInfo[]; thread?: boolean; stats?: AmHostStats } | { id: number; ok: false; error: string };
+
+/** A hosted AM ended (finished, failed, stopped, or thrown out by the host's wall). */
+export interface AmHostExitEvent {
+  ev: 'exit';
+  key: string;
+  appId: string;
+  workerId: string;
+  /** 0: FinishApp went through; 1: a fatal error (or an exception the wall caught); null with `signal`. */
+  exitCode: number | null;
+  /** 'SIGKILL' when the host had to abandon it (a thread terminated, a stop past its grace). */
+  signal: string | null;
+  message: string;
+}
+
+export type AmHostEvent = AmHostExitEvent;
+
+/** One message as a line. */
+export function encodeLine(msg: unknown): string {
+  return JSON.stringify(msg) + '\n';
+}
+
+/** Splits a byte stream into JSON messages, one per line; a line that is not JSON is skipped (counted). */
+export class LineDecoder {
+  private rest = '';
+  /** Lines that were not JSON. */
+  malformed = 0;
+
+  push(chunk: Buffer | string): unknown[] {
+    const text = this.rest + (typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
+    const lines = text.split('\n');
+    this.rest = lines.pop() ?? '';
+    const out: unknown[] = [];
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      try {
+        out.push(JSON.parse(line));
+      } catch {
+        this.malformed++;
+      }
+    }
+    return out;
+  }
+}
