@@ -4,7 +4,8 @@
  * their whole process family, output and exit code in files), the local checkpoint
  * (`LevelCheckpoint` / `MemoryCheckpoint`: grants and the worker registry, restored on restart) and
  * the shell (`Agent`: gRPC server, master registration and heartbeats, re-adoption of live workers
- * after a restart).
+ * after a restart) and the node's AM host as the agent sees it (`HostedAmDriver`,
+ * `AmHostSupervisor`, `AmHostConnection`: many AMs in one `fuxi-amhost` process).
  *
  * ```ts
  * import { Agent, resolveConfig } from '@fuxi/agent';
@@ -20,3 +21,6 @@ export * from './shell/event-sender.js';
 export * from './shell/config.js';
 export * from './shell/wire.js';
 export * from './shell/agent.js';
+export * from './shell/am-host-client.js';
+export * from './shell/am-host-supervisor.js';
+export * from './shell/hosted-am-driver.js';

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { FuxiClient } from '@fuxi/client';
 import { loadFuxiProto, type GetAgentStateResponse__Output } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
-import { agentArgs, BIN, freePort, hasExited, isAlive, startNodeProcess, waitExit, type AgentProcess, type ProcessInfo } from './local-cluster.js';
+import { agentArgs, BIN, freePort, hasExited, isAlive, killAmHosts, startNodeProcess, waitExit, type AgentProcess, type ProcessInfo } from './local-cluster.js';
 
 // ------------------------------------------------------------------------------------ log tail
 
@@ -506,5 +506,6 @@ export class HaCluster {
         /* already gone */
       }
     }
+    if (opts.killWorkers) killAmHosts(this.agents.filter(Boolean).map((a) => a.workDir));
   }
 }

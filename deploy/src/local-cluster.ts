@@ -23,6 +23,7 @@ export const BIN = {
   master: join(repo, 'master', 'dist', 'shell', 'main.js'),
   agent: join(repo, 'agent', 'dist', 'shell', 'main.js'),
   appmaster: join(repo, 'appmaster', 'dist', 'shell', 'main.js'),
+  amhost: join(repo, 'appmaster', 'dist', 'shell', 'am-host-main.js'),
   cli: join(repo, 'client', 'dist', 'cli', 'main.js'),
 };
 
@@ -161,6 +162,41 @@ export function agentArgs(
   ];
 }
 
+/**
+ * The pid of the AM host an agent started (its work dir's `amhost/host.json`), when that process
+ * still runs with the recorded start time (never a reused pid); undefined otherwise.
+ */
+export function amHostPid(workDir: string): number | undefined {
+  let rec: { pid?: unknown; startTime?: unknown };
+  try {
+    rec = JSON.parse(readFileSync(join(workDir, 'amhost', 'host.json'), 'utf8')) as typeof rec;
+  } catch {
+    return undefined;
+  }
+  if (typeof rec.pid !== 'number' || rec.pid <= 0) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${rec.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] === 'Z' || fields[19] !== rec.startTime) return undefined;
+  } catch {
+    return undefined;
+  }
+  return rec.pid;
+}
+
+/** Kills the AM hosts of these agent work dirs (their process groups), by recorded pid and start time. */
+export function killAmHosts(workDirs: Iterable<string>): void {
+  for (const dir of workDirs) {
+    const pid = amHostPid(dir);
+    if (pid === undefined) continue;
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -282,8 +318,8 @@ export class LocalCluster {
   }
 
   /**
-   * Stops agents, then the master (SIGTERM, then SIGKILL). Workers survive agent stops by
-   * design; with `killWorkers` their process groups are killed too, by pid.
+   * Stops agents, then the master (SIGTERM, then SIGKILL). Workers (and AM hosts) survive agent
+   * stops by design; with `killWorkers` their process groups are killed too, by pid.
    */
   async stop(opts: { killWorkers?: boolean } = {}): Promise<void> {
     const workers = opts.killWorkers ? await this.workerPids().catch(() => []) : [];
@@ -308,5 +344,6 @@ export class LocalCluster {
         /* already gone */
       }
     }
+    if (opts.killWorkers) killAmHosts(this.agents.filter(Boolean).map((a) => a.workDir));
   }
 }

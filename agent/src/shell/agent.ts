@@ -35,6 +35,8 @@ import type * as grpc from '@grpc/grpc-js';
 import {
   AM_SU,
   backoffMs,
+  DEFAULT_AM_MODE,
+  sub,
   cmpInt64,
   FailedPreconditionError,
   errorMessage,
@@ -46,6 +48,7 @@ import {
   nullLogger,
   UnavailableError,
   type Logger,
+  type Resource,
 } from '@fuxi/common';
 import {
   loadFuxiProto,
@@ -75,13 +78,18 @@ import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
 import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './process-driver.js';
+import { AmHostSupervisor } from './am-host-supervisor.js';
+import { AM_HOSTED_ENV, HostedAmDriver } from './hosted-am-driver.js';
 import { DataService } from './data-service.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
 
 export interface AgentDeps {
   log?: Logger;
-  /** Default: RealProcessDriver in `workDir`. */
+  /**
+   * Default: RealProcessDriver in `workDir`, behind HostedAmDriver (the node's AM host) when
+   * `amHost` is on. A driver given here hosts no AMs.
+   */
   driver?: ProcessDriver;
   /** Replaces the WorkerEvents gRPC call (tests). */
   sendEvents?: SendFn;
@@ -120,6 +128,10 @@ export class Agent {
   readonly core: AgentCore;
   private readonly log: Logger;
   private readonly driver: ProcessDriver;
+  /** Set when AMs of this node run in its AM host. */
+  private readonly hosted: HostedAmDriver | undefined;
+  /** What this node offers the cluster: its capacity, less the AM host's reserve when it hosts AMs. */
+  readonly capacity: Resource;
   private readonly events: EventSender;
   private readonly data: DataService;
   private master: MasterConnection;
@@ -164,8 +176,24 @@ export class Agent {
   ) {
     this.log = deps.log ?? nullLogger;
     this.now = deps.now ?? Date.now;
-    this.core = new AgentCore({ nodeId: config.nodeId, capacity: config.capacity, pendingTimeoutMs: config.pendingTimeoutMs }, this.log.child({ c: 'core' }));
-    this.driver = deps.driver ?? new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
+    if (!deps.driver && config.amHost) {
+      const real = new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
+      const host = new AmHostSupervisor({
+        workDir: config.workDir,
+        command: config.amHostCommand,
+        threadInstances: config.amHostThreadInstances,
+        logLevel: config.logLevel,
+        log: this.log.child({ c: 'amhost' }),
+      });
+      this.hosted = new HostedAmDriver(real, host, { workDir: config.workDir, log: this.log.child({ c: 'driver' }) });
+      this.driver = this.hosted;
+      // The host's own base is held back; each hosted AM's slot is granted on top of it.
+      this.capacity = sub(config.capacity, config.amHostReserve);
+    } else {
+      this.driver = deps.driver ?? new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
+      this.capacity = config.capacity;
+    }
+    this.core = new AgentCore({ nodeId: config.nodeId, capacity: this.capacity, pendingTimeoutMs: config.pendingTimeoutMs }, this.log.child({ c: 'core' }));
     this.driver.onExit((e) => this.fire(this.core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, this.now(), e.detail)));
     this.events = new EventSender({ nodeId: config.nodeId, log: this.log.child({ c: 'events' }), ...(deps.sendEvents ? { send: deps.sendEvents } : {}) });
     this.master = this.connectMaster(config.masters);
@@ -207,6 +235,7 @@ export class Agent {
     try {
       const t0 = Date.now();
       const saved = await this.checkpoint.load();
+      await this.driver.attach?.(); // the AM host of an earlier run, before its AMs are probed
       if (isEmptyState(saved))
         await this.persist(); // names the node in a new checkpoint
       else await this.restore(saved, t0);
@@ -250,7 +279,8 @@ export class Agent {
         address: this.address,
         nodeId: this.config.nodeId,
         rack: this.config.rack,
-        capacity: this.config.capacity,
+        capacity: this.capacity,
+        ...(this.hosted ? { amHost: { reserve: this.config.amHostReserve, threadInstances: this.config.amHostThreadInstances } } : {}),
         workDir: this.config.workDir,
         masters: this.config.masters,
         ...(this.restoreReport ? { restored: this.restoreReport } : {}),
@@ -317,7 +347,7 @@ export class Agent {
       nodeId: this.config.nodeId,
       address: this.address,
       rack: this.config.rack,
-      capacity: toWireResource(this.config.capacity),
+      capacity: toWireResource(this.capacity),
       labels: this.config.labels,
       bootId: readBootId(),
     };
@@ -901,12 +931,17 @@ export class Agent {
   /**
    * An application-master plan from the master with no command means "this node's built-in AM":
    * the command is resolved here, on the node that runs it (`amCommand`), not on the master's host.
+   * When the node hosts AMs and the job did not ask for a dedicated one (`FUXI_AM_MODE`), the plan
+   * is marked to run in the AM host (`FUXI_AM_HOSTED`); the command stays, for a host that cannot start.
    */
   private resolveAmCommand(input: ReturnType<typeof fromWireStartWorkers>): ReturnType<typeof fromWireStartWorkers> {
     if (cmpInt64(input.epoch, 0) <= 0) return input;
-    const plans = input.plans.map((p) =>
-      p.suId === AM_SU && p.command.argv.length === 0 ? { ...p, command: { ...p.command, argv: [...this.config.amCommand] } } : p,
-    );
+    const plans = input.plans.map((p) => {
+      if (p.suId !== AM_SU || p.command.argv.length > 0) return p;
+      const hosted = !!this.hosted && (p.command.env.FUXI_AM_MODE || DEFAULT_AM_MODE) !== 'dedicated';
+      const env = hosted ? { ...p.command.env, [AM_HOSTED_ENV]: '1' } : p.command.env;
+      return { ...p, command: { ...p.command, argv: [...this.config.amCommand], env } };
+    });
     return { ...input, plans };
   }
 

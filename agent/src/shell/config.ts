@@ -39,6 +39,20 @@ export interface AgentConfig {
    * installed on the host that runs it.
    */
   amCommand: string[];
+  /**
+   * Runs the built-in AM of jobs that do not ask for `am: dedicated` inside this node's AM host
+   * (`fuxi-amhost`, one long-lived process holding many AMs) instead of a process each. Default true.
+   */
+  amHost: boolean;
+  /** This installation's `fuxi-amhost` (the appmaster package beside this one), run by this Node. */
+  amHostCommand: string[];
+  /**
+   * Held back from the capacity offered to the cluster while hosting is on: the host process's own
+   * base (each hosted AM's `__am__` slot is granted on top of it). Default 50m cpu, 96 MB.
+   */
+  amHostReserve: Resource;
+  /** AMs of jobs with at least this many instances run in a worker thread of the host. Default 10,000. */
+  amHostThreadInstances: number;
 }
 
 /** Keys accepted in a config file (and, in kebab-case, as flags). */
@@ -58,6 +72,11 @@ export const CONFIG_KEYS = [
   'checkpointSync',
   'logLevel',
   'amCommand',
+  'amHost',
+  'amHostCommand',
+  'amHostCpu',
+  'amHostMemory',
+  'amHostThreadInstances',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 
@@ -74,6 +93,10 @@ export function hostFacts(): HostFacts {
 export const DEFAULT_LISTEN = '127.0.0.1:0';
 /** This installation's `fuxi-appmaster` (the appmaster package beside this one), run by this Node. */
 export const DEFAULT_AM_COMMAND = [process.execPath, fileURLToPath(new URL('../../../appmaster/dist/shell/main.js', import.meta.url))];
+export const DEFAULT_AM_HOST_COMMAND = [process.execPath, fileURLToPath(new URL('../../../appmaster/dist/shell/am-host-main.js', import.meta.url))];
+/** The AM host process's own base (measured: docs/architecture.md, "The AM host"). */
+export const DEFAULT_AM_HOST_RESERVE: Resource = Object.freeze({ cpuMilli: 50, memoryMb: 96 });
+export const DEFAULT_AM_HOST_THREAD_INSTANCES = 10_000;
 export const DEFAULT_WORK_DIR = '/var/lib/fuxi/agent';
 export const DEFAULT_RESTORE_GRANT_WAIT_MS = 5000;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -106,6 +129,7 @@ export function resolveConfig(
   file: Record<string, unknown>,
   host: HostFacts = hostFacts(),
   defaultAmCommand: string[] = DEFAULT_AM_COMMAND,
+  defaultAmHostCommand: string[] = DEFAULT_AM_HOST_COMMAND,
 ): AgentConfig {
   for (const k of Object.keys(file)) {
     if (!(CONFIG_KEYS as readonly string[]).includes(k)) throw new InvalidArgumentError(k, `unknown setting (known: ${CONFIG_KEYS.join(', ')})`);
@@ -153,11 +177,21 @@ export function resolveConfig(
   const logLevel = str('logLevel', pick('logLevel') ?? process.env.FUXI_LOG_LEVEL ?? 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
-  const amRaw = pick('amCommand');
-  let amCommand = defaultAmCommand;
-  if (typeof amRaw === 'string' && amRaw.trim() !== '') amCommand = amRaw.trim().split(/\s+/);
-  else if (Array.isArray(amRaw) && amRaw.length > 0 && amRaw.every((x) => typeof x === 'string' && x !== '')) amCommand = amRaw as string[];
-  else if (amRaw !== undefined) throw new InvalidArgumentError('amCommand', `must be a command line (string or list of strings), got ${JSON.stringify(amRaw)}`);
+  const amCommand = commandLine('amCommand', pick('amCommand'), defaultAmCommand);
+  const amHost = bool('amHost', pick('amHost') ?? true);
+  const amHostCommand = commandLine('amHostCommand', pick('amHostCommand'), defaultAmHostCommand);
+  const reserveCpuRaw = pick('amHostCpu');
+  const reserveMemRaw = pick('amHostMemory');
+  const amHostReserve: Resource = {
+    cpuMilli: reserveCpuRaw === undefined ? DEFAULT_AM_HOST_RESERVE.cpuMilli : parseCpu(numberish(reserveCpuRaw), 'amHostCpu'),
+    memoryMb: reserveMemRaw === undefined ? DEFAULT_AM_HOST_RESERVE.memoryMb : parseMemory(numberish(reserveMemRaw), 'amHostMemory'),
+  };
+  if (amHost && (amHostReserve.cpuMilli >= cpuMilli || amHostReserve.memoryMb >= memoryMb))
+    throw new InvalidArgumentError(
+      amHostReserve.cpuMilli >= cpuMilli ? 'amHostCpu' : 'amHostMemory',
+      `the AM host's reserve must be smaller than the node's capacity (cpu ${cpuMilli}m, memory ${memoryMb} MB)`,
+    );
+  const amHostThreadInstances = nonNegInt('amHostThreadInstances', pick('amHostThreadInstances') ?? DEFAULT_AM_HOST_THREAD_INSTANCES, 'an instance count');
 
   return {
     masters,
@@ -174,7 +208,18 @@ export function resolveConfig(
     checkpointSync,
     logLevel,
     amCommand,
+    amHost,
+    amHostCommand,
+    amHostReserve,
+    amHostThreadInstances,
   };
+}
+
+function commandLine(key: string, v: unknown, dflt: string[]): string[] {
+  if (v === undefined) return dflt;
+  if (typeof v === 'string' && v.trim() !== '') return v.trim().split(/\s+/);
+  if (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x !== '')) return v as string[];
+  throw new InvalidArgumentError(key, `must be a command line (string or list of strings), got ${JSON.stringify(v)}`);
 }
 
 function bool(key: string, v: unknown): boolean {
@@ -194,10 +239,10 @@ function numberish(v: unknown): unknown {
   return typeof v === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(v) ? Number(v) : v;
 }
 
-function nonNegInt(key: string, v: unknown): number {
+function nonNegInt(key: string, v: unknown, what = 'milliseconds'): number {
   const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
-    throw new InvalidArgumentError(key, `must be a non-negative integer (milliseconds), got ${JSON.stringify(v)}`);
+    throw new InvalidArgumentError(key, `must be a non-negative integer (${what}), got ${JSON.stringify(v)}`);
   return n;
 }
 

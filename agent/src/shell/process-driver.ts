@@ -86,6 +86,11 @@ export interface ProcessDriver {
   probe?(w: RegisteredWorker): Liveness;
   /** Watches a re-adopted worker (not the agent's child) and reports its exit through onExit. */
   adopt?(w: RegisteredWorker): void;
+  /**
+   * After an agent restart, before `probe`: finds again what the driver supervises besides workers
+   * (the AM host, hosted-am-driver.ts).
+   */
+  attach?(): Promise<void>;
 }
 
 export interface RealProcessDriverOptions {

@@ -119,7 +119,7 @@ function serve(o: ReturnType<typeof options>, log: Logger): void {
   });
   server.listen(o.socket, () => {
     fs.chmodSync(o.socket, 0o600);
-    log.info({ socket: o.socket, pid: process.pid, threadInstances: o.threadInstances }, 'AM host ready');
+    log.info({ socket: o.socket, threadInstances: o.threadInstances }, 'AM host ready');
   });
   server.on('error', (e) => {
     log.error({ socket: o.socket, err: errorMessage(e) }, 'AM host cannot listen; exiting');

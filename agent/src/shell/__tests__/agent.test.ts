@@ -105,7 +105,8 @@ describe('Agent shell (in-process, fake master and AM)', function () {
     const reg = registrations[0];
     expect(reg?.node?.nodeId).to.equal('node-a');
     expect(reg?.node?.address).to.equal(agent.address);
-    expect(reg?.node?.capacity).to.deep.equal({ cpuMilli: 2000, memoryMb: 1024 });
+    // 2 cores and 1 GiB, less what the AM host's own base holds back (50m, 96 MB).
+    expect(reg?.node?.capacity).to.deep.equal({ cpuMilli: 1950, memoryMb: 928 });
     expect(reg?.node?.rack).to.equal('default');
     expect(reg?.node?.bootId).to.match(/^[0-9a-f-]{36}$/);
     const hb = heartbeats[heartbeats.length - 1];

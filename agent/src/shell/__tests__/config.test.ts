@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { InvalidArgumentError } from '@fuxi/common';
-import { DEFAULT_AM_COMMAND, loadConfigFile, resolveConfig, type HostFacts } from '../config.js';
+import { DEFAULT_AM_COMMAND, DEFAULT_AM_HOST_COMMAND, loadConfigFile, resolveConfig, type HostFacts } from '../config.js';
 
 const HOST: HostFacts = { hostname: 'box1', cpus: 4, totalMemoryMb: 8192 };
 
@@ -25,7 +25,34 @@ describe('agent config', () => {
       checkpointSync: false,
       logLevel: c.logLevel,
       amCommand: DEFAULT_AM_COMMAND,
+      amHost: true,
+      amHostCommand: DEFAULT_AM_HOST_COMMAND,
+      amHostReserve: { cpuMilli: 50, memoryMb: 96 },
+      amHostThreadInstances: 10_000,
     });
+  });
+
+  it('configures the AM host: on by default, its command, reserve and thread threshold', () => {
+    const c = resolveConfig(
+      { master: 'm:1', amHost: 'false', amHostCpu: '100m', amHostMemory: '200Mi', amHostThreadInstances: '500' },
+      { amHostCommand: '/opt/fuxi/bin/amhost --x' },
+      HOST,
+    );
+    expect(c).to.deep.include({
+      amHost: false,
+      amHostCommand: ['/opt/fuxi/bin/amhost', '--x'],
+      amHostReserve: { cpuMilli: 100, memoryMb: 200 },
+      amHostThreadInstances: 500,
+    });
+    expect(() => resolveConfig({ master: 'm:1', amHost: 'maybe' }, {}, HOST)).to.throw(InvalidArgumentError, /^amHost: must be true or false/);
+    expect(() => resolveConfig({ master: 'm:1', cpu: '1', amHostCpu: '2' }, {}, HOST)).to.throw(
+      InvalidArgumentError,
+      /^amHostCpu: the AM host's reserve must be smaller/,
+    );
+    expect(() => resolveConfig({ master: 'm:1', amHostThreadInstances: '-1' }, {}, HOST)).to.throw(
+      InvalidArgumentError,
+      /amHostThreadInstances.*instance count/,
+    );
   });
 
   it("runs this installation's application master unless amCommand says otherwise", () => {
