@@ -8,6 +8,8 @@
  *   checkpoint is there, so it re-adopts its workers);
  * - signals to a worker's process group (the `sh` wrapper an agent starts every worker under),
  *   checked against /proc first so that a reused pid is never hit;
+ * - a hosted AM's faults through its node's AM host (`faultHostedAm`: an exception inside it, a
+ *   stall of its master traffic and its end) and signals to the AM host itself (`signalAmHost`);
  * - `heal()`: back to every master and agent running, a leader, every node healthy.
  *
  * Everything is stopped by pid (`stop()`), worker groups included.
@@ -22,7 +24,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HaCluster, hasExited, isAlive, LogTail, waitExit, type AgentProcess, type ClusterPlacement, type LogRecord } from '@fuxi/deploy';
+import { AmHostConnection, readHostRecord, type HostRecord } from '@fuxi/agent';
+import type { HostedAmFault } from '@fuxi/common';
+import { amHostPid, HaCluster, hasExited, isAlive, LogTail, waitExit, type AgentProcess, type ClusterPlacement, type LogRecord } from '@fuxi/deploy';
 import type { FuxiClient } from '@fuxi/client';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import type { WorkerRef } from './metrics.js';
@@ -169,6 +173,58 @@ export class FaultCluster {
     }
   }
 
+  /** The AM host of node `nodeId`, when its recorded process runs (pid and start time). */
+  amHost(nodeId: string): HostRecord | undefined {
+    const a = this.ha.agents.find((x) => x.nodeId === nodeId);
+    if (!a) return undefined;
+    const rec = readHostRecord(a.workDir);
+    return rec && amHostPid(a.workDir) === rec.pid ? rec : undefined;
+  }
+
+  /** True when an AM worker runs in its node's AM host (its pid is the host's). */
+  isHosted(w: Pick<WorkerRef, 'nodeId' | 'pid'>): boolean {
+    return w.pid > 0 && this.amHost(w.nodeId)?.pid === w.pid;
+  }
+
+  /** Injects a fault into a hosted AM through its node's AM host; false when the host does not run it. */
+  async faultHostedAm(w: Pick<WorkerRef, 'nodeId' | 'appId' | 'workerId'>, fault: HostedAmFault): Promise<boolean> {
+    return this.withHost(w.nodeId, async (c) => {
+      await c.request({ op: 'fault', key: `${w.appId}/${w.workerId}`, fault });
+      return true;
+    }).catch(() => false);
+  }
+
+  /** True while the node's AM host runs the AM worker (false when the host is gone). */
+  async hostedAmRunning(w: Pick<WorkerRef, 'nodeId' | 'appId' | 'workerId'>): Promise<boolean> {
+    return this.withHost(w.nodeId, async (c) => ((await c.request({ op: 'list' })).ams ?? []).some((a) => a.key === `${w.appId}/${w.workerId}`)).catch(
+      () => false,
+    );
+  }
+
+  /** Sends `sig` to the process group of node `nodeId`'s AM host (checked by pid and start time); false when none runs. */
+  signalAmHost(nodeId: string, sig: NodeJS.Signals): boolean {
+    const rec = this.amHost(nodeId);
+    if (!rec) return false;
+    try {
+      process.kill(-rec.pid, sig);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async withHost<T>(nodeId: string, fn: (c: AmHostConnection) => Promise<T>): Promise<T> {
+    const rec = this.amHost(nodeId);
+    if (!rec) throw new Error(`no AM host runs on ${nodeId}`);
+    const c = await AmHostConnection.open(rec.socket, { timeoutMs: 3000 });
+    try {
+      await c.request({ op: 'hello', role: 'control' }, 3000);
+      return await fn(c);
+    } finally {
+      c.close();
+    }
+  }
+
   /** Sends a signal to agent `i` by pid. */
   signalAgent(i: number, sig: NodeJS.Signals): void {
     const a = this.ha.agents[i]!;
@@ -193,6 +249,7 @@ export class FaultCluster {
     for (let i = 0; i < this.ha.agents.length; i++) {
       const a = this.ha.agents[i]!;
       if (!hasExited(a.child) && isAlive(a.pid)) process.kill(a.pid, 'SIGCONT');
+      this.signalAmHost(a.nodeId, 'SIGCONT');
     }
     for (const m of this.ha.masters) {
       if (hasExited(m.child)) {

@@ -3,12 +3,14 @@
  * injected into a real cluster (a real etcd, three masters, two agents, real application masters
  * and real workers, all separate processes on loopback):
  *
- * - crash = `kill -9` (the leader, an AM's process group, an agent; a crashed agent is started
- *   again a second later with the same flags and work dir, while a crashed master's standby takes
- *   over);
+ * - crash = `kill -9` (the leader, an agent, a dedicated AM's process group, the AM host; a crashed
+ *   agent is started again a second later with the same flags and work dir, while a crashed
+ *   master's standby takes over); a hosted AM (the default) crashes alone by an exception inside it,
+ *   which the host's wall turns into its end;
  * - timing failure = SIGSTOP held past the component's detection threshold (an agent past
- *   `agentTimingOutMs`, well before `agentTimeoutMs`; an AM past `amStallTimeoutMs`; with a master
- *   crash in the row, until the new leader has finished its recovery without them), then SIGCONT;
+ *   `agentTimingOutMs`, well before `agentTimeoutMs`; an AM or the AM host past `amStallTimeoutMs`;
+ *   with a master crash in the row, until the new leader has finished its recovery without them),
+ *   then SIGCONT; a hosted AM stalls alone (its master traffic and inputs held by the host), then resumes;
  * - faults of one row are injected within the same millisecond or so.
  *
  * Each row runs two jobs (one `wait`, one `rerun` with a threshold far above the holds) whose
@@ -79,7 +81,7 @@ type Ms = number | null;
 interface Row {
   scenario: string;
   no: number;
-  faults: { fm: string | null; am: string | null; agent: string | null };
+  faults: { fm: string | null; am: string | null; agent: string | null; amHost: string | null };
   expectedFsm: string;
   jobsCompleted: number | null;
   jobsFailed: number | null;
@@ -305,7 +307,7 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
         const row: Row = {
           scenario: scenarioLabel(s),
           no: s.no,
-          faults: { fm: s.fm ?? null, am: s.am ?? null, agent: s.agent ?? null },
+          faults: { fm: s.fm ?? null, am: s.am ?? null, agent: s.agent ?? null, amHost: s.amHost ?? null },
           expectedFsm: s.fsm,
           jobsCompleted: null,
           jobsFailed: null,
@@ -401,7 +403,8 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
       detail.jobs = jobIds;
       let released = false;
       let agentStopped = -1;
-      let amStopped: { pid: number; appId: string } | undefined;
+      let amStopped: { pid: number; appId: string; hosted?: WorkerRef } | undefined;
+      let hostStopped: string | undefined;
       try {
         // ---------------------------------------------------------------- both jobs running everywhere
         for (const spec of specs) await client.submit(spec);
@@ -436,7 +439,23 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
             : c.agents.findIndex((a) => a.nodeId === amWorker.nodeId)
           : -1;
         const agent = agentIdx >= 0 ? c.agents[agentIdx]! : undefined;
-        if (s.am) detail.am = { appId: amJob, node: amWorker.nodeId, pid: amWorker.pid, attemptBefore: amAttemptBefore };
+        // The AM fault of the row: of the target AM alone (`am`), or of the AM host that holds it (`amHost`).
+        const amFault = s.am ?? s.amHost;
+        const hosted = c.isHosted(amWorker);
+        if (s.amHost && !hosted) throw new Error(`the AM of ${amJob} is not hosted (pid ${amWorker.pid}): no AM host to fail`);
+        if (amFault)
+          detail.am = {
+            appId: amJob,
+            node: amWorker.nodeId,
+            pid: amWorker.pid,
+            attemptBefore: amAttemptBefore,
+            hosted,
+            ...(s.amHost
+              ? { hostedAms: before.filter((w) => isAmWorker(w) && w.nodeId === amWorker.nodeId && w.pid === amWorker.pid).map((w) => w.appId) }
+              : {}),
+          };
+        /** The target AM (attempt before the fault) no longer runs. */
+        const oldAmGone = async (): Promise<boolean> => (hosted ? !(await c.hostedAmRunning(amWorker)) : !isWorkerWrapper(amWorker.pid, amJob));
         if (agent) detail.agent = { node: agent.nodeId, pid: agent.pid };
         let oldLeader: LeaderInfo | undefined;
         if (s.fm) {
@@ -448,11 +467,17 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
         t0 = Date.now();
         detail.t0 = t0;
         if (oldLeader) c.ha.kill(oldLeader.master, 'SIGKILL');
-        if (s.am === 'crash' && !c.signalWorkerGroup(amWorker.pid, amJob, 'SIGKILL'))
-          throw new Error(`AM of ${amJob} (pid ${amWorker.pid}) was gone before the kill`);
+        if (s.am === 'crash' && !(hosted ? await c.faultHostedAm(amWorker, 'throw') : c.signalWorkerGroup(amWorker.pid, amJob, 'SIGKILL')))
+          throw new Error(`AM of ${amJob} (pid ${amWorker.pid}${hosted ? ', hosted' : ''}) was gone before the crash`);
         if (s.am === 'timing') {
-          if (!c.signalWorkerGroup(amWorker.pid, amJob, 'SIGSTOP')) throw new Error(`AM of ${amJob} (pid ${amWorker.pid}) was gone before SIGSTOP`);
-          amStopped = { pid: amWorker.pid, appId: amJob };
+          if (!(hosted ? await c.faultHostedAm(amWorker, 'pause') : c.signalWorkerGroup(amWorker.pid, amJob, 'SIGSTOP')))
+            throw new Error(`AM of ${amJob} (pid ${amWorker.pid}${hosted ? ', hosted' : ''}) was gone before its stall`);
+          amStopped = { pid: amWorker.pid, appId: amJob, ...(hosted ? { hosted: amWorker } : {}) };
+        }
+        if (s.amHost === 'crash' && !c.signalAmHost(amWorker.nodeId, 'SIGKILL')) throw new Error(`the AM host of ${amWorker.nodeId} was gone before the kill`);
+        if (s.amHost === 'timing') {
+          if (!c.signalAmHost(amWorker.nodeId, 'SIGSTOP')) throw new Error(`the AM host of ${amWorker.nodeId} was gone before SIGSTOP`);
+          hostStopped = amWorker.nodeId;
         }
         if (agent && s.agent === 'crash') c.signalAgent(agentIdx, 'SIGKILL');
         if (agent && s.agent === 'timing') {
@@ -461,7 +486,14 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
         }
         detail.injectSpreadMs = Date.now() - t0;
         say(
-          `row ${row.scenario}: injected (${[s.fm && `kill -9 ${oldLeader!.master.name}`, s.am && `${s.am} AM ${amJob} on ${amWorker.nodeId}`, s.agent && `${s.agent} ${agent!.nodeId}`].filter(Boolean).join(', ')})`,
+          `row ${row.scenario}: injected (${[
+            s.fm && `kill -9 ${oldLeader!.master.name}`,
+            s.am && `${s.am} ${hosted ? 'hosted ' : ''}AM ${amJob} on ${amWorker.nodeId}`,
+            s.amHost && `${s.amHost} of the AM host of ${amWorker.nodeId} (AM ${amJob})`,
+            s.agent && `${s.agent} ${agent!.nodeId}`,
+          ]
+            .filter(Boolean)
+            .join(', ')})`,
         );
 
         // ---------------------------------------------------------------- recover
@@ -541,10 +573,10 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
         })();
 
         const amTask = (async () => {
-          if (!s.am) return;
+          if (!amFault) return;
           const d = detail.am as Record<string, unknown>;
           let resumeAt = t0;
-          if (s.am === 'timing') {
+          if (amFault === 'timing') {
             try {
               if (oldLeader) {
                 await fmSettled;
@@ -561,7 +593,11 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
               if (Date.now() < minUntil) await sleep(minUntil - Date.now());
             } finally {
               resumeAt = Date.now();
-              c.signalWorkerGroup(amWorker.pid, amJob, 'SIGCONT');
+              if (s.amHost) {
+                c.signalAmHost(amWorker.nodeId, 'SIGCONT');
+                hostStopped = undefined;
+              } else if (hosted) await c.faultHostedAm(amWorker, 'resume');
+              else c.signalWorkerGroup(amWorker.pid, amJob, 'SIGCONT');
               amStopped = undefined;
               d.heldMs = resumeAt - t0;
             }
@@ -571,8 +607,8 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
               r.appId === amJob &&
               r.timeMs >= t0 &&
               ((r.msg === 'application master registered' && Number(r.attempt) > amAttemptBefore) ||
-                (s.am === 'timing' && !!oldLeader && r.msg === 'application state adopted' && r.timeMs >= resumeAt - 20)),
-            `the AM of ${amJob} back (attempt > ${amAttemptBefore} registered${s.am === 'timing' && oldLeader ? ', or the stalled one reporting to the new leader' : ''})`,
+                (amFault === 'timing' && !!oldLeader && r.msg === 'application state adopted' && r.timeMs >= resumeAt - 20)),
+            `the AM of ${amJob} back (attempt > ${amAttemptBefore} registered${amFault === 'timing' && oldLeader ? ', or the stalled one reporting to the new leader' : ''})`,
             30_000,
           );
           // The AM's failover: from the master starting the new attempt (after detecting the crash or
@@ -589,7 +625,7 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
             rec.msg === 'application master registered' ? `attempt ${String(rec.attempt)} registered` : 'the stalled attempt reported to the new leader';
           if (rec.msg === 'application master registered') {
             // The replaced attempt must be gone (fenced, or killed by its agent).
-            const gone = await until('the old AM attempt to end', () => !isWorkerWrapper(amWorker.pid, amJob), 10_000, 100).catch(() => false);
+            const gone = await until('the old AM attempt to end', oldAmGone, 10_000, 100).catch(() => false);
             d.oldAttemptEnded = gone;
             if (!gone)
               throw new Error(
@@ -704,7 +740,9 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
         detail.fsmReached = fsm.seen.some((x) => x.state === s.fsm);
       } finally {
         if (agentStopped >= 0) c.signalAgent(agentStopped, 'SIGCONT');
-        if (amStopped) c.signalWorkerGroup(amStopped.pid, amStopped.appId, 'SIGCONT');
+        if (amStopped?.hosted) await c.faultHostedAm(amStopped.hosted, 'resume');
+        else if (amStopped) c.signalWorkerGroup(amStopped.pid, amStopped.appId, 'SIGCONT');
+        if (hostStopped) c.signalAmHost(hostStopped, 'SIGCONT');
         if (!released) writeFileSync(join(rowDir, 'release'), '');
         await fsm.stop();
         detail.fsmStates ??= fsm.seen;

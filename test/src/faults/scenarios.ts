@@ -7,6 +7,11 @@
  * Row 6 of the paper is "AM crash/timing + agent crash/timing"; the matrix runs it as AM crash +
  * agent timing, on different nodes (rows 11-13 cover the other AM / agent kinds together with a
  * master crash).
+ *
+ * AMs run in their node's AM host by default, so an AM fault of rows 4-13 is a fault of that one
+ * hosted AM (crash: an exception inside it, which the host's wall turns into its end; timing: its
+ * master traffic stalled). Rows 14 and 15, beyond the paper, fail the AM host itself (every AM it
+ * holds at once): kill -9, and SIGSTOP past the AM stall timeout.
  */
 
 /** How a component fails: `crash` = kill -9; `timing` = SIGSTOP past its detection threshold, then SIGCONT. */
@@ -20,6 +25,8 @@ export interface Scenario {
   fm?: 'crash';
   am?: FailureKind;
   agent?: FailureKind;
+  /** The AM host holding the target AM, with every AM in it. */
+  amHost?: FailureKind;
   /** The FSM state of the row (S1 master, S2 AM, S3 agent, S4 master+AM, S5 master+agent, S6 all three, S2S3 AM+agent). */
   fsm: string;
 }
@@ -38,6 +45,8 @@ export const SCENARIOS: readonly Scenario[] = [
   { no: 11, name: 'FM crash + AM timing + agent timing', fm: 'crash', am: 'timing', agent: 'timing', fsm: 'S6' },
   { no: 12, name: 'FM crash + AM timing + agent crash', fm: 'crash', am: 'timing', agent: 'crash', fsm: 'S6' },
   { no: 13, name: 'FM crash + AM crash + agent timing', fm: 'crash', am: 'crash', agent: 'timing', fsm: 'S6' },
+  { no: 14, name: 'AM host crash', amHost: 'crash', fsm: 'S2' },
+  { no: 15, name: 'AM host timing', amHost: 'timing', fsm: 'S2' },
 ];
 
 /** `3 agent timing` */
@@ -63,6 +72,6 @@ export function selectedScenarios(env: string | undefined = process.env.FUXI_FAU
     for (let n = from; n <= to; n++) wanted.add(n);
   }
   const rows = SCENARIOS.filter((s) => wanted.has(s.no));
-  if (rows.length === 0) throw new Error(`FUXI_FAULT_ROWS=${env} selects no row of Table 3 (1-${SCENARIOS.length})`);
+  if (rows.length === 0) throw new Error(`FUXI_FAULT_ROWS=${env} selects no row of the matrix (1-${SCENARIOS.length})`);
   return rows;
 }

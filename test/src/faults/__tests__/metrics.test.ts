@@ -64,9 +64,13 @@ describe('fault matrix metrics', () => {
     expect(allowedReschedules({ before, deadNodes: new Set(), timingNodes: new Map([['n2', 60_000]]), policies: wait })).to.equal(0);
   });
 
-  it('has the 13 rows of Table 3; FUXI_FAULT_ROWS selects some', () => {
-    expect(SCENARIOS.map((s) => s.no)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
-    expect(selectedScenarios('').length).to.equal(13);
+  it('has the 13 rows of Table 3 and the AM host rows; FUXI_FAULT_ROWS selects some', () => {
+    expect(SCENARIOS.map((s) => s.no)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    expect(SCENARIOS.filter((s) => s.amHost).map((s) => [s.no, s.amHost, s.fsm])).to.deep.equal([
+      [14, 'crash', 'S2'],
+      [15, 'timing', 'S2'],
+    ]);
+    expect(selectedScenarios('').length).to.equal(15);
     expect(selectedScenarios('1, 8-10').map((s) => s.no)).to.deep.equal([1, 8, 9, 10]);
     expect(() => selectedScenarios('x')).to.throw(/FUXI_FAULT_ROWS/);
   });
