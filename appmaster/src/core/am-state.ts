@@ -55,7 +55,8 @@ export interface Shadow {
 /** One instance of a task: its current (or last) attempt, its shadows and what it learnt from failures. */
 export interface Instance {
   readonly index: number;
-  state: InstanceState;
+  /** Changed only through `setInstanceState`, which keeps the task's counts. */
+  readonly state: InstanceState;
   /** The running attempt, or the last one; 0 = never started. */
   attempt: number;
   /** Highest attempt number planned or seen (by any AM attempt): the next attempt is one above. */
@@ -101,6 +102,10 @@ export interface Task {
   readonly maxAttempts: number;
   state: TaskState;
   readonly instances: Instance[];
+  /** How many instances are in each state (kept by `setInstanceState`: no step scans every instance). */
+  readonly counts: Record<InstanceState, number>;
+  /** No instance below this index is pending (placement looks for pending ones from here). */
+  pendingFrom: number;
   retries: number;
   unitSent: boolean;
   /** The first request (spread over locality hints) was made. */
@@ -132,12 +137,33 @@ export function newTask(job: JobSpec, ts: TaskSpec, index: number): Task {
     maxAttempts: Math.max(1, Math.floor(ts.maxAttempts)),
     state: 'waiting',
     instances: Array.from({ length: ts.instances }, (_, i) => newInstance(i)),
+    counts: { waiting: ts.instances, pending: 0, running: 0, succeeded: 0, failed: 0 },
+    pendingFrom: 0,
     retries: 0,
     unitSent: false,
     requested: false,
     outstanding: new Map(),
     holds: new Map(),
   };
+}
+
+/** Moves an instance to `state`, keeping its task's counts and pending cursor. */
+export function setInstanceState(task: Task, inst: Instance, state: InstanceState): void {
+  if (inst.state === state) return;
+  task.counts[inst.state]--;
+  task.counts[state]++;
+  (inst as { state: InstanceState }).state = state;
+  if (state === 'pending' && inst.index < task.pendingFrom) task.pendingFrom = inst.index;
+}
+
+/** The task's pending instances in index order, from its cursor, while `more()` says so. */
+export function* pendingInstances(task: Task, more: () => boolean = () => true): Generator<Instance> {
+  const all = task.instances;
+  while (task.pendingFrom < all.length && all[task.pendingFrom]!.state !== 'pending') task.pendingFrom++;
+  for (let k = task.pendingFrom; k < all.length && more(); k++) {
+    const inst = all[k]!;
+    if (inst.state === 'pending') yield inst;
+  }
 }
 
 /** An instance never run. */

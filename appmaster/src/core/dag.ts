@@ -7,7 +7,7 @@
  * `validateJobSpec`, so dependencies are known and acyclic.
  */
 import { DEFAULT_RERUN_AFTER_MS } from '@fuxi/common';
-import { locate, newTask, logEntry, plural, workerIdOf, type AmState, type Instance, type Task, type TaskState } from './am-state.js';
+import { locate, newTask, setInstanceState, logEntry, plural, workerIdOf, type AmState, type Instance, type Task, type TaskState } from './am-state.js';
 import { effective, returnSlots } from './holds.js';
 import { cancelOutstanding } from './requests.js';
 import type { JobSpec, TaskProgress } from './types.js';
@@ -24,7 +24,7 @@ export function beginJob(st: AmState, spec: JobSpec, restart: boolean): void {
 
 /** `attempt` on `nodeId` succeeded: the instance is done (logged in the snapshot); other live attempts are stopped. */
 export function succeed(st: AmState, task: Task, inst: Instance, attempt: number, nodeId: string): void {
-  inst.state = 'succeeded';
+  setInstanceState(task, inst, 'succeeded');
   inst.attempt = attempt;
   stopShadows(st, task, inst);
   inst.output = locate(st, nodeId, workerIdOf(task.spec.name, inst.index, attempt));
@@ -38,7 +38,7 @@ export function succeed(st: AmState, task: Task, inst: Instance, attempt: number
     state: 'succeeded',
   });
   st.log.debug({ task: task.spec.name, instance: inst.index, attempt, node: nodeId }, 'instance succeeded');
-  if (task.state === 'active' && task.instances.every((i) => i.state === 'succeeded')) {
+  if (task.state === 'active' && task.counts.succeeded === task.instances.length) {
     setTaskState(st, task, 'succeeded');
     activateReady(st);
   }
@@ -56,7 +56,7 @@ export function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: str
   // Attempts used: every number handed out (by any AM attempt), less the re-runs of timing-out nodes.
   const used = Math.max(inst.attempt, inst.highest) - inst.reruns;
   if (used >= task.maxAttempts) {
-    inst.state = 'failed';
+    setInstanceState(task, inst, 'failed');
     st.log.warn(log, 'instance failed for good');
     setTaskState(st, task, 'failed');
     const uncounted = inst.reruns > 0 ? ` (plus ${inst.reruns} not counted: lost slots or re-runs off timing-out nodes)` : '';
@@ -73,7 +73,7 @@ export function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: str
     finishJob(st, false, message);
     return;
   }
-  inst.state = 'pending';
+  setInstanceState(task, inst, 'pending');
   task.retries++;
   st.log.info({ ...log, maxAttempts: task.maxAttempts }, 'instance failed; will retry');
 }
@@ -93,8 +93,8 @@ export function activateReady(st: AmState): void {
       if (!t.spec.dependsOn.every((d) => st.tasks.get(d)?.state === 'succeeded')) continue;
       setTaskState(st, t, 'active');
       // After a restart some instances may already be done or running (adopted).
-      for (const i of t.instances) if (i.state === 'waiting') i.state = 'pending';
-      if (t.instances.every((i) => i.state === 'succeeded')) setTaskState(st, t, 'succeeded');
+      if (t.counts.waiting > 0) for (const i of t.instances) if (i.state === 'waiting') setInstanceState(t, i, 'pending');
+      if (t.counts.succeeded === t.instances.length) setTaskState(st, t, 'succeeded');
       changed = true;
     }
   }
@@ -114,7 +114,7 @@ export function finishJob(st: AmState, succeeded: boolean, message: string): voi
       if (inst.state !== 'running') continue;
       stopWorker(st, inst.nodeId, workerIdOf(t.spec.name, inst.index, inst.attempt));
       releaseSlot(t, inst);
-      inst.state = 'pending';
+      setInstanceState(t, inst, 'pending');
     }
     for (const h of [...t.holds.values()]) {
       const n = effective(h);
@@ -130,13 +130,15 @@ export function finishJob(st: AmState, succeeded: boolean, message: string): voi
 /** Each task's instance counts by state, and its retries. */
 export function progress(st: AmState): TaskProgress[] {
   return [...st.tasks.values()].map((t) => {
-    const p: TaskProgress = { name: t.spec.name, total: t.instances.length, pending: 0, running: 0, succeeded: 0, failed: 0, retries: t.retries };
-    for (const i of t.instances) {
-      if (i.state === 'running') p.running++;
-      else if (i.state === 'succeeded') p.succeeded++;
-      else if (i.state === 'failed') p.failed++;
-      else p.pending++;
-    }
-    return p;
+    const c = t.counts;
+    return {
+      name: t.spec.name,
+      total: t.instances.length,
+      pending: c.waiting + c.pending,
+      running: c.running,
+      succeeded: c.succeeded,
+      failed: c.failed,
+      retries: t.retries,
+    };
   });
 }

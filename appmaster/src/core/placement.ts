@@ -7,7 +7,7 @@
  * is timing out or has not listed its workers yet.
  */
 import { substitute } from '@fuxi/common';
-import { blocked, byKey, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
+import { blocked, byKey, pendingInstances, setInstanceState, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
 import { effective, returnSlots } from './holds.js';
 import { sizeRequests } from './requests.js';
 import type { TaskSpec, WorkerPlan } from './types.js';
@@ -28,33 +28,35 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
     const n = effective(h) - h.used;
     if (n > 0) free.set(nodeId, n);
   }
-  let pending = task.instances.filter((i) => i.state === 'pending');
   const take = (inst: Instance, nodeId: string): void => {
     const n = free.get(nodeId)!;
     if (n <= 1) free.delete(nodeId);
     else free.set(nodeId, n - 1);
     launch(st, task, inst, nodeId);
   };
-  // 1. Every pending instance takes a free slot on a node it has not failed on.
-  for (const inst of pending) {
+  // 1. Every pending instance (in index order) takes a free slot on a node it has not failed on.
+  //    Once no slot is free nothing else can happen, so the walk stops there: a step costs the
+  //    slots it binds, not the task's size.
+  const seen: Instance[] = [];
+  for (const inst of pendingInstances(task, () => free.size > 0)) {
+    seen.push(inst);
     const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n));
     if (nodeId !== undefined) take(inst, nodeId);
   }
   // 2. Instances that already turned down a slot take whatever is left (a one-node cluster).
-  for (const inst of pending) {
+  for (const inst of seen) {
     if (inst.state !== 'pending' || !inst.declined) continue;
     const nodeId = free.keys().next().value;
     if (nodeId !== undefined) take(inst, nodeId);
   }
-  pending = pending.filter((i) => i.state === 'pending');
-  // 3. Free slots left now are surplus, or only on nodes the remaining instances failed on:
-  //    return them (the latter ask for a fresh slot anywhere below).
+  // 3. Free slots left now are surplus, or only on nodes the remaining instances failed on (every
+  //    pending instance was seen): return them (the latter ask for a fresh slot anywhere below).
   if (free.size > 0) {
-    for (const inst of pending) inst.declined = true;
+    for (const inst of seen) if (inst.state === 'pending') inst.declined = true;
     for (const [nodeId, n] of free) returnSlots(st, task, task.holds.get(nodeId)!, n, now);
   }
   // 4. Outstanding requests follow what is still needed.
-  sizeRequests(st, task, pending.length);
+  sizeRequests(st, task, task.counts.pending);
 }
 
 /** A new attempt of `inst` on `nodeId`: it uses one of the task's slots there and goes out as a plan. */
@@ -63,7 +65,7 @@ function launch(st: AmState, task: Task, inst: Instance, nodeId: string): void {
   h.used++;
   inst.attempt = Math.max(inst.attempt, inst.highest) + 1;
   inst.highest = inst.attempt;
-  inst.state = 'running';
+  setInstanceState(task, inst, 'running');
   inst.nodeId = nodeId;
   inst.started = false;
   inst.adopted = false;

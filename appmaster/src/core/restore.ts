@@ -8,7 +8,7 @@
  * `workersListed` brings their workers; nodes running adopted workers are polled, and an adopted
  * worker its agent no longer lists is lost. New attempts always get a number above every one seen.
  */
-import { idOf, locate, logEntry, lookup, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
+import { idOf, locate, setInstanceState, logEntry, lookup, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
 import { activateReady, failAttempt, finishJob, succeed } from './dag.js';
 import { decodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
 import type { ListedWorker, Recovery } from './types.js';
@@ -76,7 +76,7 @@ function replayLog(st: AmState, entries: readonly SnapshotEntry[]): { logged: nu
     if (e.state === 'failed') {
       failedForGood ??= e;
     } else if (x.inst.state !== 'succeeded') {
-      x.inst.state = 'succeeded';
+      setInstanceState(x.task, x.inst, 'succeeded');
       x.inst.attempt = e.attempt;
       if (e.nodeAddress && e.nodeId && !st.nodeAddresses.has(e.nodeId)) st.nodeAddresses.set(e.nodeId, e.nodeAddress);
       if (e.workerId) x.inst.output = { workerId: e.workerId, nodeId: e.nodeId, nodeAddress: e.nodeAddress ?? st.nodeAddresses.get(e.nodeId) ?? '' };
@@ -134,7 +134,7 @@ function settleInstance(st: AmState, task: Task, inst: Instance, list: ListedWor
   const ok = list.filter((w) => w.state === 'succeeded').sort(newestFirst)[0];
   if (ok) {
     // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
-    inst.state = 'succeeded';
+    setInstanceState(task, inst, 'succeeded');
     inst.attempt = ok.attempt;
     inst.output = locate(st, ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
     logEntry(st, {
@@ -183,7 +183,7 @@ function inferDone(st: AmState, failures: readonly Failure[]): void {
     if (missing.length === 0) continue;
     st.log.warn({ task: t.spec.name, instances: missing.length }, 'instances missing from the snapshot inferred done (a later task has workers)');
     for (const i of missing) {
-      i.state = 'succeeded';
+      setInstanceState(t, i, 'succeeded');
       logEntry(st, { task: t.spec.name, instance: i.index, attempt: i.highest, nodeId: '', workerId: '', state: 'succeeded' });
     }
   }

@@ -6,7 +6,7 @@
  * keeps its slot as a shadow until it ends, and whichever attempt succeeds first wins. With `wait`
  * nothing happens. A node that recovers before the threshold loses nothing.
  */
-import { byKey, workerIdOf, type AmState } from './am-state.js';
+import { byKey, setInstanceState, workerIdOf, type AmState } from './am-state.js';
 import { liveWorkers, resendStops, stopWorker } from './workers.js';
 
 /** Nodes the master reports timing out start their clock; nodes back get the stops they missed. */
@@ -42,7 +42,7 @@ export function checkReruns(st: AmState, now: number): void {
           { task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, timingOutMs: now - since },
           'agent timing out too long; re-running the instance elsewhere',
         );
-        inst.state = 'pending';
+        setInstanceState(t, inst, 'pending');
         inst.nodeId = '';
         inst.started = false;
         inst.adopted = false;

@@ -4,7 +4,7 @@
  * an earlier AM attempt, releasing their slots, and stopping workers (a stop a node cannot hear
  * while it times out or is unlisted is sent again when it is back). Also the views over them.
  */
-import { blocked, parseWorkerId, workerIdOf, type AmState, type Instance, type Shadow, type Task } from './am-state.js';
+import { blocked, parseWorkerId, setInstanceState, workerIdOf, type AmState, type Instance, type Shadow, type Task } from './am-state.js';
 import { freeSlot, holdFor } from './holds.js';
 import type { ListedWorker, RunningWorker } from './types.js';
 
@@ -56,7 +56,7 @@ export function stopShadows(st: AmState, task: Task, inst: Instance): void {
 /** An attempt (planned by an earlier AM attempt) found running: it becomes the instance's current one and keeps its slot. */
 export function adopt(st: AmState, task: Task, inst: Instance, w: ListedWorker): void {
   holdFor(task, w.nodeId).used++;
-  inst.state = 'running';
+  setInstanceState(task, inst, 'running');
   inst.attempt = w.attempt;
   inst.nodeId = w.nodeId;
   inst.started = w.state === 'running';

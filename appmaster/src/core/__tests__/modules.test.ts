@@ -4,7 +4,7 @@
  * DagAppMaster tests cover how they combine.
  */
 import { expect } from 'chai';
-import { AmState, flush, newTask, parseWorkerId, workerIdOf } from '../am-state.js';
+import { AmState, flush, newTask, parseWorkerId, pendingInstances, setInstanceState, workerIdOf, type InstanceState } from '../am-state.js';
 import { effective, forgetIfEmpty, freeSlot, holdFor, returnSlots } from '../holds.js';
 import { addRequest, cancelOutstanding, consumeOutstanding, outstandingRequests, sizeRequests } from '../requests.js';
 import { mockJob, mockTask } from './factories.js';
@@ -36,6 +36,30 @@ describe('AM core modules', () => {
       expect(flush(st).map((e) => e.kind)).to.deep.equal(['snapshot', 'stop', 'return', 'request', 'plan', 'finish']);
       expect(st.returnEffects).to.equal(1);
       expect(flush(st)).to.deep.equal([]);
+    });
+
+    it('keeps per-state instance counts and finds pending instances in index order from its cursor', () => {
+      const st = stateWith({ name: 'map', instances: 50 });
+      const task = st.tasks.get('map')!;
+      const states: InstanceState[] = ['waiting', 'pending', 'running', 'succeeded', 'failed'];
+      // A fixed pseudo-random walk of state changes (LCG), checked against a recount at every step.
+      let seed = 7;
+      const next = (n: number) => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed % n;
+      };
+      for (let step = 0; step < 2000; step++) {
+        const inst = task.instances[next(50)]!;
+        setInstanceState(task, inst, states[next(states.length)]!);
+        if (step % 7 === 0) {
+          // A partial walk (as placement does when slots run out) moves the cursor on.
+          let left = next(5);
+          for (const _ of pendingInstances(task, () => left-- > 0)) void _;
+        }
+        const recount = Object.fromEntries(states.map((s) => [s, task.instances.filter((i) => i.state === s).length]));
+        expect(task.counts).to.deep.equal(recount);
+        expect([...pendingInstances(task)].map((i) => i.index)).to.deep.equal(task.instances.filter((i) => i.state === 'pending').map((i) => i.index));
+      }
     });
   });
 
