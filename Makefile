@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-am-host
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -112,3 +112,10 @@ clean:
 # crashes; writes bench-results/detectors.json and detectors.svg.
 bench-detectors: build
 	node test/dist/bench/detectors.js $(BENCH_DETECTORS_ARGS)
+
+# Benchmark (not a test): the AM host against dedicated AM processes. CPU and memory per job's AM
+# on a local cluster; one core step of a 100,000-instance job; the AM host's main-loop delay and its
+# neighbours' job times beside a 100,000-instance job (simulated nodes, one real fuxi-amhost), with
+# that job's AM in a thread and on the main loop. Writes bench-results/am-host.json.
+bench-am-host: build
+	node test/dist/bench/am-host.js $(BENCH_AM_HOST_ARGS)

@@ -6,7 +6,8 @@
  * `FUXI_BIND_HOST:0`) and FUXI_NODE_HOST (the host as peers reach it; the AM advertises
  * `FUXI_NODE_HOST:<bound port>`, never loopback on a rack). FUXI_AM_BIND and FUXI_AM_ADVERTISE
  * override both; FUXI_LOG_LEVEL is optional. Exits 0 once FinishApp went through (whether the job succeeded or failed), 1 on a fatal
- * error (the master then restarts the AM or fails the job).
+ * error (the master then restarts the AM or fails the job), 143 on SIGTERM (its agent stops it).
+ * Its last log line carries the process's CPU time (`cpuMs`).
  */
 import { createLogger, errorMessage } from '@fuxi/common';
 import { AppMaster, configFromEnv } from './app-master.js';
@@ -19,10 +20,17 @@ async function main(): Promise<number> {
   };
   process.on('uncaughtException', fail('uncaught exception'));
   process.on('unhandledRejection', fail('unhandled rejection'));
+  // Stopped by its agent (the app is over, or a newer attempt runs): gone at once, as before, with its CPU time logged.
+  process.on('SIGTERM', () => {
+    const cpu = process.cpuUsage();
+    log.info({ cpuMs: Math.round((cpu.user + cpu.system) / 1000) }, 'application master stopped (SIGTERM)');
+    process.exit(143);
+  });
   try {
     const am = new AppMaster(configFromEnv(process.env, log));
     const result = await am.run();
-    log.info({ succeeded: result.succeeded, message: result.message }, 'application master exiting');
+    const cpu = process.cpuUsage();
+    log.info({ succeeded: result.succeeded, message: result.message, cpuMs: Math.round((cpu.user + cpu.system) / 1000) }, 'application master exiting');
     return 0;
   } catch (e) {
     log.error({ err: errorMessage(e) }, 'application master failed');

@@ -60,8 +60,8 @@ export interface AmHostStats {
   rssMb: number;
   /** CPU time of the whole host process (every thread) since it started. */
   cpuMs: number;
-  /** Delay of the host's main event loop since the last reset (perf_hooks.monitorEventLoopDelay). */
-  loopDelayMs: { p50: number; p99: number; max: number; samples: number };
+  /** Delay of the host's main event loop since the last reset (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval). */
+  loopDelayMs: { p50: number; p99: number; p999: number; max: number; samples: number };
 }
 
 export type AmHostAnswer =

@@ -9,7 +9,7 @@
  *
  *   node test/dist/sim/agent-host.js --master a:1,b:2,c:3 --nodes 100 --prefix sim1 --cpu 23 --memory 82Gi
  *     [--racks 5] [--work-dir DIR] [--pid-base 5000000] [--log-level info] [--agent-log-level warn] [--tick-ms 1000]
- *     [--listen-host 127.0.0.1] [--control]
+ *     [--listen-host 127.0.0.1] [--control] [--am-host] [--am-host-thread-instances 10000]
  *
  * Node ids are `<prefix>-nNNN`, racks `<prefix>-rack-K`; each node gets `<work-dir>/<nodeId>` (the
  * work dir defaults to a temp dir, removed on exit). A worker's plan may set SIM_DURATION_MS
@@ -36,6 +36,10 @@
  *                                   succeeded: [keys]}}, rpc: {method: HistogramJson}} (keys "task:instance")
  *
  * With `--control` every master call of the host's agents and AMs is timed (rpc-timing.ts).
+ *
+ * `--am-host`: the AMs of every virtual node run in one real `fuxi-amhost` process (its socket and
+ * record under `<work-dir>/amhost`) instead of in this process; AMs of jobs with at least
+ * `--am-host-thread-instances` instances get a thread there. The AM fault commands do not apply.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,6 +53,7 @@ import { levelFilter, startInProcessAm } from './in-process-am.js';
 import { instrumentMasterCalls } from './rpc-timing.js';
 import { AM_SU } from '@fuxi/common';
 import { PidCounter, SimProcessDriver, SIM_PID_BASE, type SimDriverObserver } from './sim-driver.js';
+import { SharedAmHost } from './shared-am-host.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
@@ -67,6 +72,9 @@ interface HostOptions {
   control: boolean;
   /** Where the virtual agents bind (port 0 each): 127.0.0.1, or 0.0.0.0 on a rack host. */
   listenHost: string;
+  /** AMs run in one real AM host process. */
+  amHost: boolean;
+  amHostThreadInstances: number;
 }
 
 function parse(): HostOptions {
@@ -85,6 +93,8 @@ function parse(): HostOptions {
       'tick-ms': { type: 'string', default: '1000' },
       'listen-host': { type: 'string', default: '127.0.0.1' },
       control: { type: 'boolean', default: false },
+      'am-host': { type: 'boolean', default: false },
+      'am-host-thread-instances': { type: 'string', default: '10000' },
     },
     strict: true,
   });
@@ -111,6 +121,8 @@ function parse(): HostOptions {
     tickMs: int('tick-ms', values['tick-ms'], 10),
     listenHost: String(values['listen-host']),
     control: values.control,
+    amHost: values['am-host'],
+    amHostThreadInstances: int('am-host-thread-instances', values['am-host-thread-instances'], 0),
   };
 }
 
@@ -135,6 +147,7 @@ async function main(): Promise<void> {
   const checkpoints: MemoryCheckpoint[] = [];
   const logs: Logger[] = [];
   const width = String(o.nodes).length;
+  const shared = o.amHost ? new SharedAmHost({ workDir, threadInstances: o.amHostThreadInstances, log: log.child({ c: 'amhost' }) }) : undefined;
   for (let i = 0; i < o.nodes; i++) {
     const nodeId = `${o.prefix}-n${String(i + 1).padStart(width, '0')}`;
     const nlog = agentLog.child({ nodeId });
@@ -151,7 +164,12 @@ async function main(): Promise<void> {
       },
       {},
     );
-    const driver = new SimProcessDriver({ pids, log: nlog, runAppMaster: (spec) => startInProcessAm(spec, nlog), ...(o.control ? { observer: counts } : {}) });
+    const driver = new SimProcessDriver({
+      pids,
+      log: nlog,
+      runAppMaster: (spec) => (shared ? shared.run(spec) : startInProcessAm(spec, nlog)),
+      ...(o.control ? { observer: counts } : {}),
+    });
     const checkpoint = new MemoryCheckpoint();
     drivers.push(driver);
     configs.push(cfg);
@@ -247,6 +265,7 @@ async function main(): Promise<void> {
     setTimeout(() => process.exit(0), 5000).unref();
     void Promise.allSettled(agents.map((a) => a.stop())).then(() => {
       for (const d of drivers) d.shutdown();
+      shared?.close();
       if (ownDir) rmSync(workDir, { recursive: true, force: true });
       process.exit(0);
     });
