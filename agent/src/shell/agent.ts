@@ -239,6 +239,7 @@ export class Agent {
       if (isEmptyState(saved))
         await this.persist(); // names the node in a new checkpoint
       else await this.restore(saved, t0);
+      this.hosted?.restored(this.config.stopGraceMs);
     } catch (e) {
       if (this.ownsCheckpoint) await this.checkpoint.close().catch(() => {});
       this.checkpointClosed = true;

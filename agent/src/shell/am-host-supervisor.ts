@@ -216,6 +216,21 @@ export class AmHostSupervisor {
     this.known.set(key, { appId, workerId });
   }
 
+  /**
+   * After the restore: AMs the adopted host runs that no worker of the checkpoint claimed (their
+   * registry entries were lost) are stopped; nothing would ever watch or stop them otherwise.
+   */
+  stopUnclaimed(graceMs: number): void {
+    const conn = this.conn;
+    if (!conn) return;
+    for (const key of this.listed) {
+      if (this.known.has(key)) continue;
+      this.log.warn({ key }, 'AM in the AM host that no worker of the checkpoint names: stopped');
+      conn.request({ op: 'stop', key, graceMs }, graceMs + 5000).catch(() => undefined);
+    }
+    this.listed.clear();
+  }
+
   /** Stops watching; the host and its AMs keep running (like workers across an agent restart). */
   close(): void {
     this.closed = true;

@@ -108,6 +108,11 @@ export class HostedAmDriver implements ProcessDriver {
     else this.inner.adopt?.(w);
   }
 
+  /** After the agent's restore (every live worker adopted): the host's AMs no worker claimed are stopped. */
+  restored(graceMs: number): void {
+    this.host.stopUnclaimed(graceMs);
+  }
+
   close(): void {
     this.inner.close();
     this.host.close();

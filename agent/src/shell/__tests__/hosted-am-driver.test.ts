@@ -1,0 +1,136 @@
+/**
+ * HostedAmDriver with a real `fuxi-amhost`: hosted AM workers go to the host (pid and start time
+ * of the host, worker dir with cmd.json and exit file), everything else to the inner driver; a stop
+ * of a hosted AM never reaches the inner driver; across a driver restart the host is re-adopted
+ * (its running AMs probe alive, ended ones by their exit file) and AMs no worker claims are
+ * stopped; the host's death is every hosted AM's exit. The hosted AMs point at a master that does
+ * not exist, so they keep running (retrying registration) until stopped.
+ */
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AM_SU, nullLogger } from '@fuxi/common';
+import type { Liveness, SpawnSpec, WorkerRef } from '../../core/agent-core.js';
+import { AmHostSupervisor, readHostRecord } from '../am-host-supervisor.js';
+import { AM_HOSTED_ENV, HostedAmDriver } from '../hosted-am-driver.js';
+import { readExitFile, workerDir, type ExitInfo, type ProcessDriver, type RegisteredWorker, type SpawnResult } from '../process-driver.js';
+import { alive, waitFor } from './helpers.js';
+
+const HOST_MAIN = fileURLToPath(new URL('../../../../appmaster/dist/shell/am-host-main.js', import.meta.url));
+
+/** Records what reaches the inner (real) driver. */
+class InnerFake implements ProcessDriver {
+  spawned: string[] = [];
+  killed: Array<[number, string]> = [];
+  probed: string[] = [];
+  private cb: (e: ExitInfo) => void = () => {};
+  spawn(spec: SpawnSpec): Promise<SpawnResult> {
+    this.spawned.push(spec.workerId);
+    return Promise.resolve({ pid: 5_000_001, startTime: '1', bootId: '' });
+  }
+  kill(pid: number, _graceMs?: number, w?: WorkerRef): void {
+    this.killed.push([pid, w?.workerId ?? '']);
+  }
+  onExit(cb: (e: ExitInfo) => void): void {
+    this.cb = cb;
+  }
+  logPath(): string {
+    return '';
+  }
+  probe(w: RegisteredWorker): Liveness {
+    this.probed.push(w.workerId);
+    return { kind: 'gone' };
+  }
+  close(): void {
+    void this.cb;
+  }
+}
+
+describe('HostedAmDriver (real fuxi-amhost)', function () {
+  this.timeout(60_000);
+  let workDir = '';
+  const drivers: HostedAmDriver[] = [];
+
+  beforeEach(() => {
+    workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-hosted-'));
+  });
+  afterEach(() => {
+    for (const d of drivers.splice(0)) d.close();
+    const rec = readHostRecord(workDir);
+    if (rec && alive(rec.pid)) process.kill(-rec.pid, 'SIGKILL');
+    fs.rmSync(workDir, { recursive: true, force: true });
+  });
+
+  function driver(inner = new InnerFake()): { d: HostedAmDriver; inner: InnerFake; exits: ExitInfo[] } {
+    const host = new AmHostSupervisor({ workDir, command: [process.execPath, HOST_MAIN], threadInstances: 10_000, log: nullLogger, pingMs: 200 });
+    const d = new HostedAmDriver(inner, host, { workDir });
+    const exits: ExitInfo[] = [];
+    d.onExit((e) => exits.push(e));
+    drivers.push(d);
+    return { d, inner, exits };
+  }
+
+  const amSpec = (appId: string, hosted = true): SpawnSpec => ({
+    workerId: 'am.1',
+    appId,
+    suId: AM_SU,
+    task: AM_SU,
+    instance: 0,
+    attempt: 1,
+    argv: ['/nonexistent/fuxi-appmaster'],
+    env: { FUXI_MASTER: '127.0.0.1:1', FUXI_APP_ID: appId, FUXI_AM_ATTEMPT: '1', FUXI_LOG_LEVEL: 'warn', ...(hosted ? { [AM_HOSTED_ENV]: '1' } : {}) },
+    cwd: '',
+  });
+
+  it('starts hosted AMs in the host, other workers in the inner driver; a hosted stop never reaches the inner driver', async () => {
+    const { d, inner, exits } = driver();
+    const a = await d.spawn(amSpec('app-a'));
+    const b = await d.spawn(amSpec('app-b'));
+    const rec = readHostRecord(workDir)!;
+    expect([a.pid, a.startTime, b.pid]).to.deep.equal([rec.pid, rec.startTime, rec.pid]);
+    expect(JSON.parse(fs.readFileSync(path.join(workerDir(workDir, 'app-a', 'am.1'), 'cmd.json'), 'utf8'))).to.include({ hosted: true, appId: 'app-a' });
+    await d.spawn(amSpec('app-c', false));
+    await d.spawn({ ...amSpec('app-d'), suId: 'map', task: 'map', workerId: 'map.0.1' }); // not an AM: marker ignored
+    expect(inner.spawned).to.deep.equal(['am.1', 'map.0.1']);
+    d.kill(rec.pid, 500, { appId: 'app-a', workerId: 'am.1' });
+    await waitFor(() => exits.length === 1, 10_000, 'the stopped AM to exit');
+    expect(exits[0]).to.deep.include({ appId: 'app-a', workerId: 'am.1', pid: rec.pid });
+    expect(readExitFile(workerDir(workDir, 'app-a', 'am.1'))).to.not.equal(null);
+    // A stop of an AM that has ended, by the host's pid, goes nowhere (never to the inner driver).
+    d.kill(rec.pid, 500, { appId: 'app-a', workerId: 'am.1' });
+    d.kill(5_000_001, 500, { appId: 'app-c', workerId: 'am.1' });
+    expect(inner.killed).to.deep.equal([[5_000_001, 'am.1']]);
+    expect(alive(rec.pid)).to.equal(true);
+    expect(exits).to.have.length(1);
+  });
+
+  it('across a restart: re-adopts the host, probes its AMs, stops the ones no worker claims; the host dying ends every AM it held', async () => {
+    const first = driver();
+    await first.d.spawn(amSpec('app-a'));
+    await first.d.spawn(amSpec('app-b'));
+    await first.d.spawn(amSpec('app-orphan'));
+    const rec = readHostRecord(workDir)!;
+    first.d.kill(rec.pid, 500, { appId: 'app-b', workerId: 'am.1' });
+    await waitFor(() => first.exits.length === 1, 10_000, 'app-b to end');
+    first.d.close(); // the agent stops; the host and app-a, app-orphan keep running
+
+    const second = driver();
+    await second.d.attach();
+    const reg = (appId: string): RegisteredWorker => ({ appId, workerId: 'am.1', pid: rec.pid, startTime: rec.startTime, bootId: rec.bootId });
+    expect(second.d.probe(reg('app-a'))).to.deep.equal({ kind: 'alive', pid: rec.pid, startTime: rec.startTime, bootId: rec.bootId });
+    expect(second.d.probe(reg('app-b'))).to.deep.include({ kind: 'exited' });
+    expect(second.d.probe({ ...reg('app-x'), pid: 4242, startTime: '9' })).to.deep.equal({ kind: 'gone' });
+    expect(second.inner.probed).to.deep.equal(['am.1']); // only the non-host worker went to the inner driver
+    second.d.adopt(reg('app-a'));
+    second.d.restored(500); // app-orphan: no worker of the checkpoint claims it
+    await waitFor(() => fs.existsSync(path.join(workerDir(workDir, 'app-orphan', 'am.1'), 'exit')), 10_000, 'the unclaimed AM to be stopped');
+    expect(second.exits).to.deep.equal([]);
+    // kill -9 of the host: its adopted AM ends with it.
+    process.kill(-rec.pid, 'SIGKILL');
+    await waitFor(() => second.exits.length === 1, 10_000, 'the hosted AM to end with its host');
+    expect(second.exits[0]).to.deep.include({ appId: 'app-a', workerId: 'am.1', pid: rec.pid, exitCode: null });
+    expect(second.exits[0]!.detail).to.match(/ended with the AM host/);
+  });
+});
