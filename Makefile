@@ -49,7 +49,8 @@ integration: build
 	npx mocha --config .mocharc.integration.json
 
 # Every row of the paper's Table 3 (crash = kill -9, timing = SIGSTOP past the detection threshold,
-# then SIGCONT), each alone and combined, against real processes and a real etcd; writes
+# then SIGCONT; a hosted AM fails alone through its AM host), each alone and combined, and the AM
+# host's own crash and pause (rows 14, 15), against real processes and a real etcd; writes
 # bench-results/fault-matrix.json. FUXI_FAULT_ROWS=8-13 runs a subset.
 test-faults: build etcd
 	npx mocha --config .mocharc.faults.json
