@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import {
   AlreadyExistsError,
   DEFAULT_AM_RESOURCE,
+  DEFAULT_SHARED_AM_RESOURCE,
   FailedPreconditionError,
   fits,
   FuxiError,
@@ -13,6 +14,7 @@ import {
   StaleEpochError,
   sub,
   ZERO,
+  type JobSpec,
 } from '@fuxi/common';
 import { DEFAULT_CONFIG, MasterCore } from '../master-core.js';
 import { AM_SU } from '@fuxi/common';
@@ -182,15 +184,19 @@ describe('MasterCore', () => {
       expect(h.core.getJob('job-1').amNodeId).to.equal('n9');
     });
 
-    it('applies the validator defaults to proto3 zero values (quota group "", AM resource 0)', () => {
+    it('applies the validator defaults to proto3 zero values (quota group "", AM mode "", AM resource 0)', () => {
       const h = twoNodes();
-      const spec = { ...mockSpec(), quotaGroup: '', amResource: { cpuMilli: 0, memoryMb: 0 } };
+      const spec = { ...mockSpec(), quotaGroup: '', amMode: '', amResource: { cpuMilli: 0, memoryMb: 0 } } as unknown as JobSpec;
       const { effects } = h.submit(spec);
       const job = h.core.getJob('job-1');
       expect(job.spec.quotaGroup).to.equal('default');
-      expect(job.spec.amResource).to.deep.equal(DEFAULT_AM_RESOURCE);
-      expect(ofKind(effects, 'launchAm')[0]?.resource).to.deep.equal(DEFAULT_AM_RESOURCE);
-      expect(h.allocated('n1')).to.deep.equal(DEFAULT_AM_RESOURCE);
+      expect(job.spec.amMode).to.equal('shared');
+      expect(job.spec.amResource).to.deep.equal(DEFAULT_SHARED_AM_RESOURCE);
+      expect(ofKind(effects, 'launchAm')[0]?.resource).to.deep.equal(DEFAULT_SHARED_AM_RESOURCE);
+      expect(h.allocated('n1')).to.deep.equal(DEFAULT_SHARED_AM_RESOURCE);
+      // A dedicated AM's default slot is larger.
+      h.submit({ ...spec, jobId: 'job-2', amMode: 'dedicated' });
+      expect(h.core.getJob('job-2').spec.amResource).to.deep.equal(DEFAULT_AM_RESOURCE);
     });
 
     it('lists jobs in submission order and filters by state; getJob of an unknown id is NOT_FOUND', () => {
