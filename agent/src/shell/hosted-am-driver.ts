@@ -63,13 +63,18 @@ export class HostedAmDriver implements ProcessDriver {
     await fs.promises.mkdir(dir, { recursive: true });
     for (const f of ['exit', 'exit.tmp', 'pid', 'family']) await fs.promises.rm(path.join(dir, f), { force: true });
     await fs.promises.writeFile(path.join(dir, 'cmd.json'), JSON.stringify({ ...spec, hosted: true, startedAt: new Date().toISOString() }, null, 2) + '\n');
-    try {
-      return await this.host.start({ key: keyOf(spec), appId: spec.appId, workerId: spec.workerId, dir, env: spec.env });
-    } catch (e) {
-      if (!(e instanceof UnavailableError) || this.host.pid > 0) throw e;
-      // No host could be started at all: the AM runs in a process of its own instead.
-      this.log.warn({ appId: spec.appId, workerId: spec.workerId, err: errorMessage(e) }, 'AM host unavailable; running the AM as a dedicated process');
-      return this.inner.spawn(spec);
+    const am = { key: keyOf(spec), appId: spec.appId, workerId: spec.workerId, dir, env: spec.env };
+    // A host that died under the request is replaced once; when none can be started at all, the
+    // AM runs in a process of its own instead.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.host.start(am);
+      } catch (e) {
+        if (!(e instanceof UnavailableError) || this.host.pid > 0) throw e;
+        if (attempt < 2) continue;
+        this.log.warn({ appId: spec.appId, workerId: spec.workerId, err: errorMessage(e) }, 'AM host unavailable; running the AM as a dedicated process');
+        return this.inner.spawn(spec);
+      }
     }
   }
 

@@ -106,6 +106,15 @@ describe('HostedAmDriver (real fuxi-amhost)', function () {
     expect(exits).to.have.length(1);
   });
 
+  it('runs a hosted AM as a process of its own when no AM host can be started', async () => {
+    const inner = new InnerFake();
+    const host = new AmHostSupervisor({ workDir, command: [path.join(workDir, 'no-such-amhost')], threadInstances: 10_000, log: nullLogger });
+    const d = new HostedAmDriver(inner, host, { workDir });
+    drivers.push(d);
+    expect(await d.spawn(amSpec('app-a'))).to.deep.include({ pid: 5_000_001 });
+    expect(inner.spawned).to.deep.equal(['am.1']);
+  });
+
   it('across a restart: re-adopts the host, probes its AMs, stops the ones no worker claims; the host dying ends every AM it held', async () => {
     const first = driver();
     await first.d.spawn(amSpec('app-a'));
