@@ -112,9 +112,12 @@ export class StoreOutOfSpaceError extends ResourceExhaustedError {
   }
 }
 
-/** etcd's NOSPACE answer (gRPC RESOURCE_EXHAUSTED, "database space exceeded"). */
+/**
+ * etcd's NOSPACE answer: gRPC RESOURCE_EXHAUSTED with "database space exceeded" (grpc-js also says
+ * RESOURCE_EXHAUSTED for a message over its size limit, which is not etcd being full).
+ */
 function isNoSpace(e: unknown): boolean {
-  return e instanceof GRPCResourceExhastedError || (e instanceof Error && /database space exceeded/.test(e.message));
+  return e instanceof GRPCResourceExhastedError && /database space exceeded/.test(e.message);
 }
 
 /** A read at a revision that etcd has compacted away ("required revision has been compacted"). */
@@ -221,7 +224,9 @@ export class EtcdStore implements GuardableStore {
       ...(opts.auth ? { auth: opts.auth } : {}),
       dialTimeout: timeout,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
-      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000 },
+      // No limit on the size of an answer (grpc-js's default is 4 MiB): a page of `list` holds up
+      // to listPageSize values, and a job spec alone may be up to maxJobSpecBytes (1 MiB).
+      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.max_receive_message_length': -1 },
       faultHandling: {
         host: () => retryPolicy(1),
         global: retryPolicy(Math.max(2, hosts.length)),

@@ -108,6 +108,18 @@ describe('etcd store faults', function () {
       await etcd?.stop();
     });
 
+    it('lists a page larger than 4 MiB (six job specs of 1 MiB, the largest maxJobSpecBytes allows by default)', async () => {
+      const store = await EtcdStore.open({ endpoints: [etcd.endpoint], prefix: uniquePrefix() });
+      try {
+        const big = 'j'.repeat(1024 * 1024);
+        for (let i = 0; i < 6; i++) await store.put(`jobs/${i}`, big);
+        const got = await store.list('jobs/');
+        expect(got.map((kv) => kv.value.length)).to.deep.equal(Array(6).fill(big.length));
+      } finally {
+        await store.close();
+      }
+    });
+
     it('a listing whose revision is compacted between two pages reads again at the current revision', async () => {
       const msgs: string[] = [];
       const prefix = uniquePrefix();
