@@ -516,11 +516,21 @@ export class MasterServer {
         case 'assignments':
           this.pushes.push(e);
           break;
-        case 'launchAm':
-          // The agent gets the AM's grant before its plan.
+        case 'launchAm': {
+          // The agent gets the AM's grant before its plan. The AM starts only once the writes
+          // before it (its job's record) are durable and the term still holds: an AM of a job the
+          // store lacks would run against a leader that does not know it, and collide with the
+          // job's AM when the client submits it again.
           this.pushes.flush();
-          void this.launchAm(e).catch((err: unknown) => this.backgroundFailed('launching an application master', err));
+          const term = this.term;
+          void this.storeQueue
+            .then(
+              () => (term === this.term ? this.launchAm(e) : undefined),
+              () => undefined,
+            )
+            .catch((err: unknown) => this.backgroundFailed('launching an application master', err));
           break;
+        }
         case 'stopWorkers':
           this.pushes.flush();
           this.peers
