@@ -5,6 +5,7 @@
  *   their deadline, never a hang or a crash; the leader that cannot renew its lease steps down and
  *   stays up; after SIGCONT a leader is elected among the same processes (no restart), the agent is
  *   back, and a submission cut by the stall exists exactly once after the client's retry;
+ * - etcd down (killed for 8 s, then started again on its data): the same, without the hang;
  * - etcd restarted after compacting the revisions the masters' watches resume from: every watch
  *   meets the compaction, and the masters read again and go on (same processes, a leader, jobs run).
  *
@@ -45,7 +46,7 @@ function master(m: MasterProcess) {
   return connect(loadFuxiProto().MasterService, m.address);
 }
 
-describe('etcd faults under real masters (stall, compaction)', function () {
+describe('etcd faults under real masters (stall, outage, compaction)', function () {
   this.timeout(180_000);
   let etcd: EtcdProcess | undefined;
   let ha: HaCluster | undefined;
@@ -139,6 +140,36 @@ describe('etcd faults under real masters (stall, compaction)', function () {
     expect(ids.filter((id) => id === 'during-stall')).to.have.length(1);
     expect(ids).to.include('before-stall');
     expect((await client.waitFor('during-stall')).state).to.equal('JOB_STATE_SUCCEEDED');
+  });
+
+  it('etcd down (killed) for 8 s: calls get UNAVAILABLE, the leader steps down and stays up, service resumes once etcd is back', async () => {
+    const before = await ha!.waitForLeader({ timeoutMs: 60_000 });
+    await ha!.waitForRecovery(before.master, before.epoch, 60_000);
+    const started = pids();
+    const t0 = Date.now();
+    await etcd!.kill();
+    try {
+      const spec = jobSpecToProto(quick('during-outage'));
+      const submit = await directCall(before.master, 12_000, (c) => c.SubmitJob({ spec }, { deadlineMs: 12_000 }));
+      expect(submit.code, 'SubmitJob while etcd is down').to.equal('UNAVAILABLE');
+      expect(submit.ms).to.be.lessThan(12_000);
+      await before.master.log.waitFor((r) => r.msg === 'stepped down' && r.pid === before.master.pid && r.timeMs >= t0, {
+        what: 'the leader stepping down',
+        timeoutMs: 8000,
+        child: before.master.child,
+      });
+      expect(started.every(isAlive), 'every master is up').to.equal(true);
+      await sleep(Math.max(0, 8000 - (Date.now() - t0)));
+    } finally {
+      await etcd!.start();
+    }
+    const after = await ha!.waitForLeader({ afterEpoch: before.epoch, timeoutMs: 60_000 });
+    await ha!.waitForRecovery(after.master, after.epoch, 60_000);
+    expect(pids()).to.deep.equal(started);
+    await ha!.waitForNodes(1, 30_000);
+    await client.submit(quick('during-outage'));
+    expect((await client.list()).filter((j) => j.jobId === 'during-outage')).to.have.length(1);
+    expect((await client.waitFor('during-outage')).state).to.equal('JOB_STATE_SUCCEEDED');
   });
 
   it('etcd restarted after compacting the revisions the watches resume from: the masters read again and go on', async () => {
