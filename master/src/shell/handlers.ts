@@ -213,8 +213,8 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       return { topology, entries };
     },
     GetClusterStatus: async () => {
-      const conditions = await m.conditions();
       const core = m.core;
+      const conditions = await m.conditions();
       return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch, conditions);
     },
     WatchGrants: async (req, call) => {
