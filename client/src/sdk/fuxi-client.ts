@@ -44,6 +44,14 @@ export interface SubmitResult {
   created: boolean;
 }
 
+/** One job of `submitMany`: taken (created, or already there) or refused with its own error. */
+export interface BatchSubmitResult extends SubmitResult {
+  error?: FuxiError;
+}
+
+/** `submitMany` splits its jobs into SubmitJobs calls of at most this many specs and bytes. */
+export const SUBMIT_BATCH = { maxJobs: 1000, maxBytes: 2 * 1024 * 1024 };
+
 export interface LogOptions {
   stream?: 'stdout' | 'stderr';
   /** Attempt number; 0 or absent = the latest attempt. */
@@ -76,6 +84,49 @@ export class FuxiClient {
     if (!checked.jobId) checked.jobId = makeJobId(checked.name, randomUUID());
     const res = await this.connection.call('SubmitJob', { spec: jobSpecToProto(checked) }, this.callOpts(true));
     return { jobId: res.jobId || checked.jobId, created: res.created };
+  }
+
+  /**
+   * Submits many jobs with few calls (SubmitJobs, split below the call and store limits): each is
+   * validated here, given an id when it has none, and taken or refused on its own; results come in
+   * the order of `specs`. Idempotent by id like `submit`: a retried batch finds its jobs
+   * (`created: false`). A spec that fails validation here is not sent.
+   */
+  async submitMany(specs: readonly JobSpec[]): Promise<BatchSubmitResult[]> {
+    const results: BatchSubmitResult[] = new Array(specs.length);
+    let batch: Array<{ at: number; proto: ReturnType<typeof jobSpecToProto> }> = [];
+    let bytes = 0;
+    const send = async () => {
+      if (batch.length === 0) return;
+      const sent = batch;
+      batch = [];
+      bytes = 0;
+      const res = await this.connection.call('SubmitJobs', { specs: sent.map((b) => b.proto) }, this.callOpts(true));
+      res.results.forEach((r, i) => {
+        const at = sent[i]!.at;
+        results[at] = r.errorCode
+          ? { jobId: r.jobId, created: false, error: new FuxiError(r.errorCode as FuxiError['code'], r.errorMessage) }
+          : { jobId: r.jobId, created: r.created };
+      });
+    };
+    for (let i = 0; i < specs.length; i++) {
+      let checked: JobSpec;
+      try {
+        checked = validateJobSpec(specs[i]!);
+      } catch (e) {
+        if (!(e instanceof FuxiError)) throw e;
+        results[i] = { jobId: specs[i]!.jobId, created: false, error: e };
+        continue;
+      }
+      if (!checked.jobId) checked.jobId = makeJobId(checked.name, randomUUID());
+      const proto = jobSpecToProto(checked);
+      const size = Buffer.byteLength(JSON.stringify(proto));
+      if (batch.length >= SUBMIT_BATCH.maxJobs || (batch.length > 0 && bytes + size > SUBMIT_BATCH.maxBytes)) await send();
+      batch.push({ at: i, proto });
+      bytes += size;
+    }
+    await send();
+    return results;
   }
 
   async get(jobId: string): Promise<JobInfo__Output> {

@@ -1,9 +1,9 @@
 /**
- * Jobs: submission (validated, persisted, its first AM attempt requested), lookups, kills, and
+ * Jobs: submission (validated, persisted, its first AM attempt requested; one or a batch), lookups, kills, and
  * the end of a job (every slot released, its workers stopped when it failed or was killed, its
  * app state deleted from the store).
  */
-import { AlreadyExistsError, AM_SU, firstDifference, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { runScheduler } from './scheduling.js';
@@ -49,6 +49,29 @@ export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
   startAttempt(st, job);
   st.log.info({ jobId: job.jobId, name: spec.name, tasks: spec.tasks.length }, 'job submitted');
   return { jobId: job.jobId, created: true };
+}
+
+/** One job of a batch submission: taken (created or already there) or refused with its own error. */
+export interface BatchSubmitResult {
+  jobId: string;
+  created: boolean;
+  error?: FuxiError;
+}
+
+/**
+ * Many submissions in one input (SubmitJobs): each is taken or refused on its own exactly as
+ * `submitJob` would (a refused one changes nothing), in order, so an id twice in one batch is
+ * created once and then found.
+ */
+export function submitJobs(st: MasterState, specs: readonly JobSpec[]): BatchSubmitResult[] {
+  return specs.map((spec) => {
+    try {
+      return submitJob(st, spec);
+    } catch (e) {
+      if (e instanceof FuxiError) return { jobId: spec.jobId, created: false, error: e };
+      throw e;
+    }
+  });
 }
 
 /**

@@ -64,10 +64,13 @@ export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefi
 
 type Method = keyof ServiceImpl<MasterServiceDefinition>;
 
+/** Job specs per SubmitJobs call (a larger batch is split by the client SDK, `submitMany`). */
+export const MAX_BATCH_JOBS = 1000;
+
 /** Calls that change nothing: served from memory (a fresh load of the store) while the store is full. */
 const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob']);
 /** Changes that clients ask for: refused with RESOURCE_EXHAUSTED while the store is full. */
-const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'KillJob']);
+const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob']);
 
 /**
  * While etcd is out of space every call that could change state is refused before the core sees it,
@@ -194,6 +197,27 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       // Acknowledge only once the job is durable in the store.
       await m.run(effects);
       return result;
+    },
+    SubmitJobs: async (req) => {
+      if (req.specs.length === 0) throw new InvalidArgumentError('specs', 'must hold at least one job spec');
+      if (req.specs.length > MAX_BATCH_JOBS) throw new InvalidArgumentError('specs', `holds ${req.specs.length} job specs; at most ${MAX_BATCH_JOBS} per call`);
+      const specs = req.specs.map((p) => {
+        const spec = jobSpecFromProto(p);
+        if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
+        return spec;
+      });
+      const { results, effects } = m.core.submitJobs(specs, now());
+      // Acknowledged only once every taken job is durable (their writes go out in store batches
+      // below the store's request limit: master-server.ts `run`).
+      await m.run(effects);
+      return {
+        results: results.map((r) => ({
+          jobId: r.jobId,
+          created: r.created,
+          errorCode: r.error?.code ?? '',
+          errorMessage: r.error?.message ?? '',
+        })),
+      };
     },
     GetJob: async (req) => ({ job: jobInfo(m.core.getJob(req.jobId), true) }),
     ListJobs: async (req) => ({ jobs: m.core.listJobs(jobStatesFromWire(req.states)).map((j) => jobInfo(j)) }),

@@ -68,6 +68,9 @@ export type { StopWorkersRequest, StopWorkersRequest__Output } from './fuxi/v1/S
 export type { StopWorkersResponse, StopWorkersResponse__Output } from './fuxi/v1/StopWorkersResponse.js';
 export type { SubmitJobRequest, SubmitJobRequest__Output } from './fuxi/v1/SubmitJobRequest.js';
 export type { SubmitJobResponse, SubmitJobResponse__Output } from './fuxi/v1/SubmitJobResponse.js';
+export type { SubmitJobResult, SubmitJobResult__Output } from './fuxi/v1/SubmitJobResult.js';
+export type { SubmitJobsRequest, SubmitJobsRequest__Output } from './fuxi/v1/SubmitJobsRequest.js';
+export type { SubmitJobsResponse, SubmitJobsResponse__Output } from './fuxi/v1/SubmitJobsResponse.js';
 export type { TaskProgress, TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
 export type { TaskSpec, TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
 export type { UpdateAssignmentsRequest, UpdateAssignmentsRequest__Output } from './fuxi/v1/UpdateAssignmentsRequest.js';

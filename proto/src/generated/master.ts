@@ -50,6 +50,9 @@ import type { ScheduleUnitConfig as _fuxi_v1_ScheduleUnitConfig, ScheduleUnitCon
 import type { SlotReturn as _fuxi_v1_SlotReturn, SlotReturn__Output as _fuxi_v1_SlotReturn__Output } from './fuxi/v1/SlotReturn.js';
 import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__Output as _fuxi_v1_SubmitJobRequest__Output } from './fuxi/v1/SubmitJobRequest.js';
 import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from './fuxi/v1/SubmitJobResponse.js';
+import type { SubmitJobResult as _fuxi_v1_SubmitJobResult, SubmitJobResult__Output as _fuxi_v1_SubmitJobResult__Output } from './fuxi/v1/SubmitJobResult.js';
+import type { SubmitJobsRequest as _fuxi_v1_SubmitJobsRequest, SubmitJobsRequest__Output as _fuxi_v1_SubmitJobsRequest__Output } from './fuxi/v1/SubmitJobsRequest.js';
+import type { SubmitJobsResponse as _fuxi_v1_SubmitJobsResponse, SubmitJobsResponse__Output as _fuxi_v1_SubmitJobsResponse__Output } from './fuxi/v1/SubmitJobsResponse.js';
 import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fuxi_v1_TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
 import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
@@ -122,6 +125,9 @@ export interface ProtoGrpcType {
       SlotReturn: MessageTypeDefinition<_fuxi_v1_SlotReturn, _fuxi_v1_SlotReturn__Output>
       SubmitJobRequest: MessageTypeDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobRequest__Output>
       SubmitJobResponse: MessageTypeDefinition<_fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobResponse__Output>
+      SubmitJobResult: MessageTypeDefinition<_fuxi_v1_SubmitJobResult, _fuxi_v1_SubmitJobResult__Output>
+      SubmitJobsRequest: MessageTypeDefinition<_fuxi_v1_SubmitJobsRequest, _fuxi_v1_SubmitJobsRequest__Output>
+      SubmitJobsResponse: MessageTypeDefinition<_fuxi_v1_SubmitJobsResponse, _fuxi_v1_SubmitJobsResponse__Output>
       TaskProgress: MessageTypeDefinition<_fuxi_v1_TaskProgress, _fuxi_v1_TaskProgress__Output>
       TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
       UpdateRequestsRequest: MessageTypeDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsRequest__Output>
