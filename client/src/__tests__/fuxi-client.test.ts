@@ -58,6 +58,23 @@ describe('FuxiClient (against a fake master)', function () {
     expect(again.map((r) => r.created)).to.deep.equal([false, false, false, false, false]);
   });
 
+  it('submitArray: one member per index with its id, environment and array fields', async () => {
+    const seen: unknown[] = [];
+    const orig = client.submitMany.bind(client);
+    client.submitMany = async (specs) => {
+      seen.push(...specs.map((x) => ({ id: x.jobId, env: x.env, array: x.array })));
+      return orig(specs);
+    };
+    const spec = {
+      ...normalizeJobSpec({ name: 'sweep', tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }] }),
+      jobId: 'sw',
+    };
+    const { arrayId, results } = await client.submitArray(spec, { indices: [0, 1, 7], maxRunning: 2 });
+    expect(arrayId).to.equal('sw');
+    expect(results.map((r) => r.jobId)).to.deep.equal(['sw_0', 'sw_1', 'sw_7']);
+    expect(seen[2]).to.deep.equal({ id: 'sw_7', env: { FUXI_ARRAY_ID: 'sw', FUXI_ARRAY_INDEX: '7' }, array: { id: 'sw', index: 7, maxRunning: 2 } });
+  });
+
   it('submits with a client-made id and gets the job', async () => {
     const res = await client.submit(spec());
     expect(res.created).to.equal(true);

@@ -129,15 +129,37 @@ export class FuxiClient {
     return results;
   }
 
+  /**
+   * A job array (Slurm's `--array`): one job per index in `indices`, each with its own id
+   * `<arrayId>_<index>`, state and workers, and `FUXI_ARRAY_ID` / `FUXI_ARRAY_INDEX` in its workers'
+   * environment; at most `maxRunning` members run at once (0 = no limit: the master holds the rest
+   * and starts them in index order as members end). `arrayId` defaults to the spec's id, or one
+   * made from its name. Submitted with `submitMany`, so idempotent like it.
+   */
+  async submitArray(
+    spec: JobSpec,
+    opts: { indices: readonly number[]; maxRunning?: number; arrayId?: string },
+  ): Promise<{ arrayId: string; results: BatchSubmitResult[] }> {
+    const arrayId = opts.arrayId || spec.jobId || makeJobId(spec.name, randomUUID());
+    const maxRunning = opts.maxRunning ?? 0;
+    const specs = opts.indices.map((index) => ({
+      ...spec,
+      jobId: `${arrayId}_${index}`,
+      env: { ...spec.env, FUXI_ARRAY_ID: arrayId, FUXI_ARRAY_INDEX: String(index) },
+      array: { id: arrayId, index, maxRunning },
+    }));
+    return { arrayId, results: await this.submitMany(specs) };
+  }
+
   async get(jobId: string): Promise<JobInfo__Output> {
     const res = await this.connection.call('GetJob', { jobId }, this.callOpts(true));
     if (!res.job) throw new NotFoundError('job', jobId);
     return res.job;
   }
 
-  /** Jobs, optionally only those in `states` (e.g. `['JOB_STATE_RUNNING']`). */
-  async list(opts: { states?: readonly JobStateName[] } = {}): Promise<JobInfo__Output[]> {
-    const res = await this.connection.call('ListJobs', { states: [...(opts.states ?? [])] }, this.callOpts(true));
+  /** Jobs, optionally only those in `states` (e.g. `['JOB_STATE_RUNNING']`) or of job array `arrayId`. */
+  async list(opts: { states?: readonly JobStateName[]; arrayId?: string } = {}): Promise<JobInfo__Output[]> {
+    const res = await this.connection.call('ListJobs', { states: [...(opts.states ?? [])], arrayId: opts.arrayId ?? '' }, this.callOpts(true));
     return res.jobs;
   }
 

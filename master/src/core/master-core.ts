@@ -99,8 +99,9 @@ export class MasterCore {
     return getJob(this.st, jobId);
   }
 
-  listJobs(states: readonly JobState[] = []): JobRecord[] {
-    return listJobs(this.st, states);
+  /** Jobs in `states` (all when empty), only the members of job array `arrayId` when given. */
+  listJobs(states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
+    return listJobs(this.st, states, arrayId);
   }
 
   killJob(jobId: string, reason: string, now: number): Effect[] {

@@ -220,7 +220,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       };
     },
     GetJob: async (req) => ({ job: jobInfo(m.core.getJob(req.jobId), true) }),
-    ListJobs: async (req) => ({ jobs: m.core.listJobs(jobStatesFromWire(req.states)).map((j) => jobInfo(j)) }),
+    ListJobs: async (req) => ({ jobs: m.core.listJobs(jobStatesFromWire(req.states), req.arrayId).map((j) => jobInfo(j)) }),
     KillJob: async (req) => {
       await m.run(m.core.killJob(req.jobId, req.reason, now()));
       return { job: jobInfo(m.core.getJob(req.jobId)) };

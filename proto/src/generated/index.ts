@@ -25,6 +25,7 @@ export type { Grant, Grant__Output } from './fuxi/v1/Grant.js';
 export type { GrantUpdate, GrantUpdate__Output } from './fuxi/v1/GrantUpdate.js';
 export type { HeartbeatRequest, HeartbeatRequest__Output } from './fuxi/v1/HeartbeatRequest.js';
 export type { HeartbeatResponse, HeartbeatResponse__Output } from './fuxi/v1/HeartbeatResponse.js';
+export type { JobArray, JobArray__Output } from './fuxi/v1/JobArray.js';
 export type { JobInfo, JobInfo__Output } from './fuxi/v1/JobInfo.js';
 export type { JobSpec, JobSpec__Output } from './fuxi/v1/JobSpec.js';
 export { JobState } from './fuxi/v1/JobState.js';

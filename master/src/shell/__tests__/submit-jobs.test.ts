@@ -97,6 +97,24 @@ describe('master: SubmitJobs (many jobs in one call)', function () {
     expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/x', 'jobs/y']);
   });
 
+  it('a job array: members held past maxRunning, listed by array id, admitted as members end', async () => {
+    const specs = Array.from({ length: 4 }, (_, i) => ({ ...spec(`arr_${i}`), array: { id: 'arr', index: i, maxRunning: 1 } }));
+    await client.SubmitJobs({ specs });
+    await client.SubmitJob({ spec: spec('other') });
+    const members = async () =>
+      (await client.ListJobs({ states: [], arrayId: 'arr' })).jobs.map((j) => [j.jobId, j.amAttempt, j.message.startsWith('held') ? 'held' : j.state]);
+    expect(await members()).to.deep.equal([
+      ['arr_0', 1, 'JOB_STATE_SUBMITTED'],
+      ['arr_1', 0, 'held'],
+      ['arr_2', 0, 'held'],
+      ['arr_3', 0, 'held'],
+    ]);
+    await client.KillJob({ jobId: 'arr_0', reason: 'next' });
+    expect((await members())[1]).to.deep.equal(['arr_1', 1, 'JOB_STATE_SUBMITTED']);
+    // The array survives the store: its members' records hold it.
+    expect(JSON.parse((await store.get('jobs/arr_3'))!).spec.array).to.deep.equal({ id: 'arr', index: 3, maxRunning: 1 });
+  });
+
   it('refuses an empty batch and one over the per-call limit, naming the field', async () => {
     for (const specs of [[], Array.from({ length: 1001 }, (_, i) => spec(`z-${i}`))]) {
       let msg = '';
