@@ -236,6 +236,55 @@ export class FuxiClient {
   }
 
   /**
+   * Waits until every job in `jobIds` (and every member of job array `arrayId`) is terminal, on one
+   * WatchJobs stream however many there are (the master's cost is per change, not per job), and
+   * returns their final states by id. `onChange` sees every change (only ends with `endsOnly`).
+   * Survives master failover: the stream is opened again (after a backoff) for the jobs not yet
+   * ended. Throws NOT_FOUND for an unknown job or array.
+   */
+  async waitAll(
+    target: { jobIds?: readonly string[]; arrayId?: string },
+    opts: { onChange?: (job: JobInfo__Output) => void; endsOnly?: boolean } = {},
+  ): Promise<Map<string, JobInfo__Output>> {
+    const final = new Map<string, JobInfo__Output>();
+    let pending = [...new Set(target.jobIds ?? [])];
+    let arrayId = target.arrayId ?? '';
+    const retrier = new Retrier({ retryForMs: this.retryForMs, retryIf: (e) => isTransientError(e) || (e instanceof RpcError && e.leader !== '') });
+    for (;;) {
+      // A unary call first finds the leader (and retries while none answers).
+      await this.connection.call('GetClusterStatus', {}, this.callOpts(true));
+      const stream = this.connection.client().stream.WatchJobs({ jobIds: pending, arrayId, endsOnly: opts.endsOnly ?? false });
+      const seen = new Set<string>();
+      let failure: unknown;
+      try {
+        for await (const info of stream) {
+          retrier.reset();
+          seen.add(info.jobId);
+          opts.onChange?.(info);
+          if (isTerminal(info.state)) final.set(info.jobId, info);
+        }
+      } catch (e) {
+        failure = e;
+      } finally {
+        stream.cancel();
+      }
+      if (failure === undefined) {
+        // The stream ended: every job it watched is terminal.
+        return final;
+      }
+      if (failure instanceof RpcError && (failure.code === 'NOT_FOUND' || failure.code === 'INVALID_ARGUMENT')) throw failure;
+      // Watch again only what has not ended (an array's members are known once their first state came).
+      if (arrayId && seen.size > 0 && !opts.endsOnly) {
+        pending = [...new Set([...pending, ...seen])];
+        arrayId = '';
+      }
+      pending = pending.filter((id) => !final.has(id));
+      if (pending.length === 0 && !arrayId) return final;
+      await retrier.failed(failure);
+    }
+  }
+
+  /**
    * A worker's stdout or stderr, as raw chunks. Asks every node's agent in turn (healthy nodes
    * first); the first that does not answer NOT_FOUND has the log. Throws NOT_FOUND when none has it.
    */

@@ -68,7 +68,7 @@ type Method = keyof ServiceImpl<MasterServiceDefinition>;
 export const MAX_BATCH_JOBS = 1000;
 
 /** Calls that change nothing: served from memory (a fresh load of the store) while the store is full. */
-const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob']);
+const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob', 'WatchJobs']);
 /** Changes that clients ask for: refused with RESOURCE_EXHAUSTED while the store is full. */
 const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob']);
 
@@ -264,6 +264,16 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     WatchJob: async (req, call) => {
       await m.jobWatchers.serve(m.core.getJob(req.jobId), call);
+    },
+    WatchJobs: async (req, call) => {
+      if (req.jobIds.length === 0 && !req.arrayId) throw new InvalidArgumentError('jobIds', 'name at least one job, or give arrayId');
+      const jobs = new Map(req.jobIds.map((id) => [id, m.core.getJob(id)] as const));
+      if (req.arrayId) {
+        const members = m.core.listJobs([], req.arrayId);
+        if (members.length === 0) throw new NotFoundError('job array', req.arrayId);
+        for (const j of members) jobs.set(j.jobId, j);
+      }
+      await m.jobWatchers.serveMany([...jobs.values()], call, req.endsOnly);
     },
   };
 }

@@ -83,6 +83,7 @@ export type { UpdateRequestsResponse, UpdateRequestsResponse__Output } from './f
 export type { WatchAssignmentsRequest, WatchAssignmentsRequest__Output } from './fuxi/v1/WatchAssignmentsRequest.js';
 export type { WatchGrantsRequest, WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 export type { WatchJobRequest, WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
+export type { WatchJobsRequest, WatchJobsRequest__Output } from './fuxi/v1/WatchJobsRequest.js';
 export type { WorkerEventsRequest, WorkerEventsRequest__Output } from './fuxi/v1/WorkerEventsRequest.js';
 export type { WorkerEventsResponse, WorkerEventsResponse__Output } from './fuxi/v1/WorkerEventsResponse.js';
 export type { WorkerPlan, WorkerPlan__Output } from './fuxi/v1/WorkerPlan.js';

@@ -61,6 +61,7 @@ import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateR
 import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from './fuxi/v1/WatchAssignmentsRequest.js';
 import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
+import type { WatchJobsRequest as _fuxi_v1_WatchJobsRequest, WatchJobsRequest__Output as _fuxi_v1_WatchJobsRequest__Output } from './fuxi/v1/WatchJobsRequest.js';
 import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from './fuxi/v1/WorkerStatus.js';
 import type { WorkerSummary as _fuxi_v1_WorkerSummary, WorkerSummary__Output as _fuxi_v1_WorkerSummary__Output } from './fuxi/v1/WorkerSummary.js';
 
@@ -137,6 +138,7 @@ export interface ProtoGrpcType {
       WatchAssignmentsRequest: MessageTypeDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_WatchAssignmentsRequest__Output>
       WatchGrantsRequest: MessageTypeDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_WatchGrantsRequest__Output>
       WatchJobRequest: MessageTypeDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_WatchJobRequest__Output>
+      WatchJobsRequest: MessageTypeDefinition<_fuxi_v1_WatchJobsRequest, _fuxi_v1_WatchJobsRequest__Output>
       WorkerState: EnumTypeDefinition
       WorkerStatus: MessageTypeDefinition<_fuxi_v1_WorkerStatus, _fuxi_v1_WorkerStatus__Output>
       WorkerSummary: MessageTypeDefinition<_fuxi_v1_WorkerSummary, _fuxi_v1_WorkerSummary__Output>

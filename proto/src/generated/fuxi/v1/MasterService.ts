@@ -42,6 +42,7 @@ import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateR
 import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from '../../fuxi/v1/WatchAssignmentsRequest.js';
 import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from '../../fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from '../../fuxi/v1/WatchJobRequest.js';
+import type { WatchJobsRequest as _fuxi_v1_WatchJobsRequest, WatchJobsRequest__Output as _fuxi_v1_WatchJobsRequest__Output } from '../../fuxi/v1/WatchJobsRequest.js';
 
 /**
  * The master: agents, application masters and clients all talk to it.
@@ -281,6 +282,19 @@ export interface MasterServiceClient extends grpc.Client {
   watchJob(argument: _fuxi_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
   watchJob(argument: _fuxi_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
   
+  /**
+   * Many jobs on one stream (`fuxi wait` on many, a job array): the current state of each, then
+   * every change, until every one of them is terminal.
+   */
+  WatchJobs(argument: _fuxi_v1_WatchJobsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  WatchJobs(argument: _fuxi_v1_WatchJobsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  /**
+   * Many jobs on one stream (`fuxi wait` on many, a job array): the current state of each, then
+   * every change, until every one of them is terminal.
+   */
+  watchJobs(argument: _fuxi_v1_WatchJobsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  watchJobs(argument: _fuxi_v1_WatchJobsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  
 }
 
 /**
@@ -361,6 +375,12 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   
   WatchJob: grpc.handleServerStreamingCall<_fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo>;
   
+  /**
+   * Many jobs on one stream (`fuxi wait` on many, a job array): the current state of each, then
+   * every change, until every one of them is terminal.
+   */
+  WatchJobs: grpc.handleServerStreamingCall<_fuxi_v1_WatchJobsRequest__Output, _fuxi_v1_JobInfo>;
+  
 }
 
 export interface MasterServiceDefinition extends grpc.ServiceDefinition {
@@ -384,4 +404,5 @@ export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   WatchAssignments: MethodDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_AssignmentUpdate, _fuxi_v1_WatchAssignmentsRequest__Output, _fuxi_v1_AssignmentUpdate__Output>
   WatchGrants: MethodDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_GrantUpdate, _fuxi_v1_WatchGrantsRequest__Output, _fuxi_v1_GrantUpdate__Output>
   WatchJob: MethodDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo__Output>
+  WatchJobs: MethodDefinition<_fuxi_v1_WatchJobsRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobsRequest__Output, _fuxi_v1_JobInfo__Output>
 }
