@@ -95,12 +95,12 @@ export function formatJobList(jobs: readonly JobInfo__Output[]): string {
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';
   return renderTable(
-    ['NODE', 'ADDRESS', 'RACK', 'HEALTHY', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS'],
+    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS'],
     nodes.map((n) => [
       n.node?.nodeId ?? '?',
       n.node?.address ?? '',
       n.node?.rack || '-',
-      n.healthy ? 'yes' : 'no',
+      n.state || (n.healthy ? 'ready' : 'not ready'),
       fmtResource(n.node?.capacity),
       fmtResource(n.allocated),
       fmtResource(n.free),
