@@ -3,10 +3,9 @@
  * every daemon.
  */
 import * as grpc from '@grpc/grpc-js';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
-import type { MethodDefinition } from '@grpc/proto-loader';
-import { fuxiPackageDefinition } from '@fuxi/proto';
+import type { HealthImplementation, ServingStatus } from 'grpc-health-check';
+import type { MethodDefinition, PackageDefinition } from '@grpc/proto-loader';
+import { fuxiFileDescriptorProtos } from '@fuxi/proto';
 import { isWildcardHost, type Logger } from '@fuxi/common';
 import * as os from 'node:os';
 import { toGrpcError } from './errors.js';
@@ -125,9 +124,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
   for (const s of opts.services) server.addService(s.definition, s.handlers);
   const names = opts.services.map((s) => s.name);
+  // Loaded here, not at import: a client of this package (the CLI) never pays for them.
+  const [{ HealthImplementation }, { ReflectionService }] = await Promise.all([import('grpc-health-check'), import('@grpc/reflection')]);
   const health = new HealthImplementation(Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]) as Record<string, ServingStatus>);
   health.addToServer(server);
-  new ReflectionService(fuxiPackageDefinition()).addToServer(server);
+  // Reflection reads only the `fileDescriptorProtos` of each entry: the encoded .proto files.
+  new ReflectionService({ 'fuxi.v1': { fileDescriptorProtos: fuxiFileDescriptorProtos() } } as unknown as PackageDefinition).addToServer(server);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(opts.bind, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });
