@@ -13,8 +13,6 @@
 import * as grpc from '@grpc/grpc-js';
 import type * as protoLoader from '@grpc/proto-loader';
 import protobuf from 'protobufjs/light.js';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { FILE_DESCRIPTOR_PROTOS, FUXI_DESCRIPTOR, GENERATED_LOADER_OPTIONS } from './generated/descriptor.js';
 import type { AgentServiceDefinition } from './generated/fuxi/v1/AgentService.js';
 import type { AppMasterServiceDefinition } from './generated/fuxi/v1/AppMasterService.js';
@@ -29,9 +27,7 @@ export const LOADER_OPTIONS: protoLoader.Options = {
   enums: String,
 };
 
-/** Root folder of the `.proto` files (the include dir), for tools that read the sources. */
-export const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
-/** Every `.proto` file, in the order the generator loads them (sorted). */
+/** Every `.proto` file (relative to `proto/`, the include dir), in the order the generator loads them. */
 export const PROTO_FILES = ['fuxi/v1/agent.proto', 'fuxi/v1/appmaster.proto', 'fuxi/v1/common.proto', 'fuxi/v1/master.proto'];
 export const SERVICE_NAMES = ['fuxi.v1.MasterService', 'fuxi.v1.AgentService', 'fuxi.v1.AppMasterService'] as const;
 
@@ -55,12 +51,23 @@ function deserializer(type: protobuf.Type): (buf: Buffer) => object {
   return (buf) => type.toObject(type.decode(buf), CONVERSION);
 }
 
-function serviceDefinition(root: protobuf.Root, name: string): grpc.ServiceDefinition {
-  const def: Record<string, grpc.MethodDefinition<object, object>> = {};
+let root: protobuf.Root | undefined;
+const definitions = new Map<string, grpc.ServiceDefinition>();
+
+/**
+ * One service's definition, built on first use. Types are resolved and their codecs generated
+ * lazily too (by protobufjs, on first encode or decode), so a process pays only for what it uses.
+ */
+function serviceDefinition(name: string): grpc.ServiceDefinition {
+  let def = definitions.get(name);
+  if (def) return def;
+  root ??= protobuf.Root.fromJSON(FUXI_DESCRIPTOR as protobuf.INamespace);
+  const methods: Record<string, grpc.MethodDefinition<object, object>> = {};
   for (const m of root.lookupService(name).methodsArray) {
+    m.resolve();
     const req = m.resolvedRequestType!;
     const res = m.resolvedResponseType!;
-    def[m.name] = {
+    methods[m.name] = {
       path: `/${name}/${m.name}`,
       requestStream: !!m.requestStream,
       responseStream: !!m.responseStream,
@@ -71,10 +78,10 @@ function serviceDefinition(root: protobuf.Root, name: string): grpc.ServiceDefin
       originalName: m.name.charAt(0).toLowerCase() + m.name.slice(1),
     };
   }
+  def = methods;
+  definitions.set(name, def);
   return def;
 }
-
-let cachedDefinition: protoLoader.PackageDefinition | undefined;
 
 /**
  * The package definition of the three Fuxi services, built from the precompiled descriptor. Each
@@ -83,11 +90,7 @@ let cachedDefinition: protoLoader.PackageDefinition | undefined;
  * proto-loader adds are not built (nothing reads them; reflection uses `fuxiFileDescriptorProtos`).
  */
 export function fuxiPackageDefinition(): protoLoader.PackageDefinition {
-  if (!cachedDefinition) {
-    const root = protobuf.Root.fromJSON(FUXI_DESCRIPTOR as protobuf.INamespace).resolveAll() as protobuf.Root;
-    cachedDefinition = Object.fromEntries(SERVICE_NAMES.map((n) => [n, serviceDefinition(root, n)])) as unknown as protoLoader.PackageDefinition;
-  }
-  return cachedDefinition;
+  return Object.fromEntries(SERVICE_NAMES.map((n) => [n, serviceDefinition(n)])) as unknown as protoLoader.PackageDefinition;
 }
 
 /** Each `.proto` file as an encoded FileDescriptorProto: what server reflection serves. */
@@ -95,8 +98,31 @@ export function fuxiFileDescriptorProtos(): Buffer[] {
   return FILE_DESCRIPTOR_PROTOS.map((b) => Buffer.from(b, 'base64'));
 }
 
-/** Loads `fuxi.v1` and returns its three service constructors. */
+const constructors = new Map<string, grpc.ServiceClientConstructor>();
+
+function clientConstructor(name: (typeof SERVICE_NAMES)[number]): grpc.ServiceClientConstructor {
+  let c = constructors.get(name);
+  if (!c) {
+    c = grpc.makeClientConstructor(serviceDefinition(name), name.slice(name.lastIndexOf('.') + 1), {});
+    constructors.set(name, c);
+  }
+  return c;
+}
+
+/**
+ * The three service constructors of `fuxi.v1` (as `grpc.loadPackageDefinition` makes them), each
+ * built when first read.
+ */
 export function loadFuxiProto(): FuxiServices {
-  const root = grpc.loadPackageDefinition(fuxiPackageDefinition()) as unknown as { fuxi: { v1: FuxiServices } };
-  return root.fuxi.v1;
+  return {
+    get MasterService() {
+      return clientConstructor('fuxi.v1.MasterService') as FuxiServices['MasterService'];
+    },
+    get AgentService() {
+      return clientConstructor('fuxi.v1.AgentService') as FuxiServices['AgentService'];
+    },
+    get AppMasterService() {
+      return clientConstructor('fuxi.v1.AppMasterService') as FuxiServices['AppMasterService'];
+    },
+  };
 }

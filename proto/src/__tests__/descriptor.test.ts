@@ -1,10 +1,14 @@
 import { expect } from 'chai';
 import * as protoLoader from '@grpc/proto-loader';
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs/light.js';
 import { FUXI_DESCRIPTOR } from '../generated/descriptor.js';
-import { fuxiFileDescriptorProtos, fuxiPackageDefinition, LOADER_OPTIONS, PROTO_DIR, PROTO_FILES, SERVICE_NAMES } from '../index.js';
+import { fuxiFileDescriptorProtos, fuxiPackageDefinition, LOADER_OPTIONS, PROTO_FILES, SERVICE_NAMES } from '../index.js';
+
+/** proto/ (the include dir of the .proto files), from proto/dist/__tests__. */
+const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 type Method = protoLoader.MethodDefinition<object, object>;
 
