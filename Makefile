@@ -8,7 +8,7 @@ NPM ?= npm
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
 	@echo "make test   - install what the tests need, build, lint, run unit and integration tests"
-	@echo "make build  - compile every package (tsc -b)"
+	@echo "make build  - compile every package (tsc -b) and bundle the fuxi CLI"
 
 # npm packages, installed exactly as locked; re-run when the lock file changes.
 node_modules/.install-stamp: package.json package-lock.json
@@ -17,8 +17,10 @@ node_modules/.install-stamp: package.json package-lock.json
 
 install: node_modules/.install-stamp
 
+# tsc, then the one-file `fuxi` CLI and its code cache (scripts/bundle.mjs).
 build: install
 	npx tsc -b
+	node scripts/bundle.mjs
 
 # Debian's etcd-server, for the suites that run a real etcd.
 etcd:

@@ -23,7 +23,8 @@ export const BIN = {
   master: join(repo, 'master', 'dist', 'shell', 'main.js'),
   agent: join(repo, 'agent', 'dist', 'shell', 'main.js'),
   appmaster: join(repo, 'appmaster', 'dist', 'shell', 'main.js'),
-  cli: join(repo, 'client', 'dist', 'cli', 'main.js'),
+  /** The bundled CLI (`fuxi`'s bin; scripts/bundle.mjs). */
+  cli: join(repo, 'client', 'dist', 'cli', 'start.cjs'),
 };
 
 export interface LocalClusterOptions {

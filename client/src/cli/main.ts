@@ -18,7 +18,8 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-const code = await runCli(process.argv.slice(2), {
+// No top-level await: scripts/bundle.mjs bundles this file as CommonJS (see start.cts).
+void runCli(process.argv.slice(2), {
   // gRPC and the wire contract load only when a command talks to the cluster.
   makeClient: async (masters) => {
     const { FuxiClient } = await import('../sdk/fuxi-client.js');
@@ -28,7 +29,8 @@ const code = await runCli(process.argv.slice(2), {
   stderr: process.stderr,
   readFile: (path) => readFileSync(path, 'utf8'),
   writeRaw,
+}).then((code) => {
+  process.exitCode = code;
+  // gRPC channels can keep the loop alive for a moment after close(); do not wait for them.
+  setTimeout(() => process.exit(code), 1000).unref();
 });
-process.exitCode = code;
-// gRPC channels can keep the loop alive for a moment after close(); do not wait for them.
-setTimeout(() => process.exit(code), 1000).unref();
