@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-cli
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -96,6 +96,13 @@ bench-failover-rack: build etcd rack-tools
 # writes bench-results/sched.json. BENCH_SCHED_ARGS passes options (e.g. --scales 1000).
 bench-sched: build
 	node test/dist/bench/sched.js $(BENCH_SCHED_ARGS)
+
+# Benchmark (not a test): cold starts on a local cluster (a master, one agent): the median and p90
+# wall time of 20 `fuxi submit` runs of a /bin/true job (cliColdStartMs) and of `fuxi --help`, and
+# each job's AM from its start to its registration; writes bench-results/cli.json.
+# BENCH_CLI_ARGS passes options (--runs, --cli, --am-command; see test/src/bench/cli.ts).
+bench-cli: build
+	node test/dist/bench/cli.js $(BENCH_CLI_ARGS)
 
 # Benchmark (not a test): the paper's failover evaluation (Tables 4-8, Figure 10), scaled down:
 # real etcd + 3 masters, 300 simulated nodes, the 10/100/1,000-instance job mix, faults injected

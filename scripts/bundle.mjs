@@ -1,13 +1,18 @@
 #!/usr/bin/env node
-// After `tsc -b` (`make build`, `npm run bundle`): bundles the `fuxi` CLI into one CommonJS file,
-// client/dist/fuxi.cjs, with esbuild, so a cold `fuxi` reads one file instead of resolving and
-// loading a few hundred modules; writes its V8 code cache (see client/src/cli/start.cts, the bin
-// that runs it); and marks every workspace `bin` executable (npm links them at install time,
-// before the build writes them). --metafile also writes what went into the bundle (fuxi.cjs.meta.json).
+// After `tsc -b` (`make build`, `npm run bundle`): bundles the programs whose cold start matters
+// into one CommonJS file each with esbuild, so a new process reads one file instead of resolving
+// and loading a few hundred modules:
+//   fuxi            client/dist/fuxi.cjs            (bundle: fuxi.bundle.cjs)
+//   fuxi-appmaster  appmaster/dist/fuxi-appmaster.cjs (bundle: fuxi-appmaster.bundle.cjs; one per job)
+// Each bin is scripts/bundle-launcher.cjs, which runs the bundle with a V8 code cache, written
+// here by a warm-up run of each (loopback only: a master at 127.0.0.1:1 that is not there). Also marks every workspace
+// `bin` executable (npm links them at install time, before the build writes them).
+// --metafile also writes what went into each bundle (<bundle>.meta.json).
 import { build } from 'esbuild';
-import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -27,41 +32,69 @@ const noPino = {
   },
 };
 
-/** One CommonJS file for Node 20 (see start.cts for why not ESM). */
-async function bundle(entry, outfile, plugins) {
+const BUNDLES = [
+  {
+    entry: 'client/dist/cli/main.js',
+    bin: 'client/dist/fuxi.cjs',
+    plugins: [noPino],
+    // A submit to a master that is not there runs the spec reader, the client, the wire encoding
+    // and a connection attempt; it must exit 4 (master unavailable).
+    warmUp: { args: ['submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'], env: { FUXI_RETRY_MS: '0' }, exit: 4 },
+  },
+  {
+    entry: 'appmaster/dist/shell/main.js',
+    bin: 'appmaster/dist/fuxi-appmaster.cjs',
+    plugins: [],
+    // An AM whose master is not there starts its server and retries RegisterApp until stopped:
+    // the launcher writes the cache 0.5 s in, then the run is stopped.
+    warmUp: { args: [], env: { FUXI_MASTER: '127.0.0.1:1', FUXI_APP_ID: 'warm-up', FUXI_LOG_LEVEL: 'silent' }, untilCache: true },
+  },
+];
+
+/** Runs the bin once so that the launcher writes the bundle's code cache; false if it did not. */
+async function warmUp(bin, cache, w) {
+  const child = spawn(process.execPath, [bin, ...w.args], { env: { ...process.env, ...w.env }, stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  if (w.untilCache) {
+    for (let i = 0; i < 200 && !existsSync(cache) && child.exitCode === null; i++) await sleep(50);
+    child.kill('SIGKILL');
+  }
+  const code = await exited;
+  if ((!w.untilCache && code !== w.exit) || !existsSync(cache)) {
+    console.error(`bundle.mjs: ${bin} failed its warm-up run (exit ${code}${w.untilCache ? '' : `, expected ${w.exit}`}):\n${stderr}`);
+    return false;
+  }
+  return true;
+}
+
+for (const b of BUNDLES) {
+  const bundle = join(root, b.bin.replace(/\.cjs$/, '.bundle.cjs'));
   const result = await build({
-    entryPoints: [join(root, entry)],
-    outfile: join(root, outfile),
+    entryPoints: [join(root, b.entry)],
+    outfile: bundle,
     bundle: true,
     platform: 'node',
     format: 'cjs',
     target: 'node20',
     minify: true,
-    // Server-only packages (health, reflection) and what grpc-js loads only for channelz / ORCA:
-    // left to Node's resolver from the installation's node_modules, never loaded by the CLI.
+    // What only health and reflection load, on their first call (packages/rpc introspection.ts),
+    // and what grpc-js loads only for channelz / ORCA: left to Node's resolver, from the
+    // installation's node_modules. import.meta.url (for createRequire) is the bundle's own URL.
     external: ['@grpc/proto-loader', '@grpc/reflection', 'grpc-health-check'],
-    plugins,
+    define: { 'import.meta.url': '__bundleUrl' },
+    banner: { js: "var __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    plugins: b.plugins,
     logLevel: 'warning',
     metafile: process.argv.includes('--metafile'),
   });
-  if (result.metafile) writeFileSync(join(root, `${outfile}.meta.json`), JSON.stringify(result.metafile));
-}
-
-await bundle('client/dist/cli/main.js', 'client/dist/fuxi.cjs', [noPino]);
-
-// The code cache: a submit to a master that is not there runs the spec reader, the client, the
-// wire encoding and a connection attempt; the launcher writes the cache when the run exits.
-const cache = join(root, 'client/dist/fuxi.cjs.cache');
-rmSync(cache, { force: true });
-const warm = spawnSync(
-  process.execPath,
-  [join(root, 'client/dist/cli/start.cjs'), 'submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'],
-  { env: { ...process.env, FUXI_RETRY_MS: '0' }, encoding: 'utf8', timeout: 60_000 },
-);
-if (warm.status !== 4 || !existsSync(cache)) {
-  // Exit 4 = master unavailable, as expected; anything else means the bundle is broken.
-  console.error(`bundle.mjs: the bundled CLI failed its warm-up run (exit ${warm.status}):\n${warm.stderr}`);
-  process.exit(1);
+  if (result.metafile) writeFileSync(`${bundle}.meta.json`, JSON.stringify(result.metafile));
+  const bin = join(root, b.bin);
+  copyFileSync(join(root, 'scripts', 'bundle-launcher.cjs'), bin);
+  chmodSync(bin, 0o755);
+  rmSync(`${bundle}.cache`, { force: true });
+  if (b.warmUp && !(await warmUp(bin, `${bundle}.cache`, b.warmUp))) process.exit(1);
 }
 
 const workspaces = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces;

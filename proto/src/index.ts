@@ -55,12 +55,14 @@ let root: protobuf.Root | undefined;
 const definitions = new Map<string, grpc.ServiceDefinition>();
 
 /**
- * One service's definition, built on first use. Types are resolved and their codecs generated
- * lazily too (by protobufjs, on first encode or decode), so a process pays only for what it uses.
+ * One service's definition, built on first use. protobufjs generates each type's codec on its
+ * first encode or decode, so a process pays only for the messages it uses.
  */
 function serviceDefinition(name: string): grpc.ServiceDefinition {
   let def = definitions.get(name);
   if (def) return def;
+  // Root.fromJSON resolves every type's features (proto3 packs repeated scalars): skipping that
+  // changes the encoding (the descriptor test compares bytes with proto-loader's).
   root ??= protobuf.Root.fromJSON(FUXI_DESCRIPTOR as protobuf.INamespace);
   const methods: Record<string, grpc.MethodDefinition<object, object>> = {};
   for (const m of root.lookupService(name).methodsArray) {

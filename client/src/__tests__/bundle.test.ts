@@ -1,6 +1,6 @@
 /**
- * The bundled CLI as `make build` leaves it (client/dist/fuxi.cjs, its code cache and the bin
- * that runs it, dist/cli/start.cjs), run as a separate process: help, local validation, an
+ * The bundled CLI as `make build` leaves it (client/dist/fuxi.bundle.cjs, its code cache, and the
+ * bin that runs it, dist/fuxi.cjs), run as a separate process: help, local validation, an
  * unreachable master and a real submit; and a copy of the two files alone in a temp folder, so
  * the bundle needs nothing from node_modules.
  */
@@ -13,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { FakeMaster } from './fake-cluster.js';
 
 const clientDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(clientDir, 'dist', 'cli', 'start.cjs');
+const BIN = join(clientDir, 'dist', 'fuxi.cjs');
+const BUNDLE = join(clientDir, 'dist', 'fuxi.bundle.cjs');
 
 interface Result {
   code: number;
@@ -44,8 +45,7 @@ describe('bundled fuxi CLI (build output)', function () {
   it('is the package bin, one bundle with its code cache', () => {
     const pkg = JSON.parse(readFileSync(join(clientDir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
     expect(join(clientDir, pkg.bin.fuxi!)).to.equal(BIN);
-    for (const f of [BIN, join(clientDir, 'dist', 'fuxi.cjs'), join(clientDir, 'dist', 'fuxi.cjs.cache')])
-      expect(existsSync(f), `${f} (make build writes it)`).to.equal(true);
+    for (const f of [BIN, BUNDLE, `${BUNDLE}.cache`]) expect(existsSync(f), `${f} (make build writes it)`).to.equal(true);
   });
 
   it('prints help (exit 0) and rejects a bad spec locally (exit 2)', async () => {
@@ -76,13 +76,13 @@ describe('bundled fuxi CLI (build output)', function () {
 
       // The two files alone (no node_modules above them), without a cache: it runs and writes one.
       const alone = join(dir, 'alone');
-      mkdirSync(join(alone, 'dist', 'cli'), { recursive: true });
-      copyFileSync(BIN, join(alone, 'dist', 'cli', 'start.cjs'));
-      copyFileSync(join(clientDir, 'dist', 'fuxi.cjs'), join(alone, 'dist', 'fuxi.cjs'));
-      const copy = await fuxi(join(alone, 'dist', 'cli', 'start.cjs'), ['--master', master.address, 'submit', spec, '--id', 'bundle-2']);
+      mkdirSync(alone);
+      copyFileSync(BIN, join(alone, 'fuxi.cjs'));
+      copyFileSync(BUNDLE, join(alone, 'fuxi.bundle.cjs'));
+      const copy = await fuxi(join(alone, 'fuxi.cjs'), ['--master', master.address, 'submit', spec, '--id', 'bundle-2']);
       expect(copy.code, copy.stderr).to.equal(0);
       expect(copy.stdout).to.equal('bundle-2\n');
-      expect(existsSync(join(alone, 'dist', 'fuxi.cjs.cache'))).to.equal(true);
+      expect(existsSync(join(alone, 'fuxi.bundle.cjs.cache'))).to.equal(true);
       expect([...master.jobs.keys()]).to.include.members(['bundle-1', 'bundle-2']);
     } finally {
       await master.stop();
