@@ -5,12 +5,12 @@
 //   fuxi            client/dist/fuxi.cjs            (bundle: fuxi.bundle.cjs)
 //   fuxi-appmaster  appmaster/dist/fuxi-appmaster.cjs (bundle: fuxi-appmaster.bundle.cjs; one per job)
 // Each bin is scripts/bundle-launcher.cjs, which runs the bundle with a V8 code cache, written
-// here by a warm-up run of each (loopback only: a master at 127.0.0.1:1 that is not there). Also marks every workspace
-// `bin` executable (npm links them at install time, before the build writes them).
+// here by a warm-up run of each (loopback only: a master at 127.0.0.1:1 that is not there). Also
+// makes every workspace `bin` executable and links it in node_modules/.bin (for npx).
 // --metafile also writes what went into each bundle (<bundle>.meta.json).
 import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -97,11 +97,21 @@ for (const b of BUNDLES) {
   if (b.warmUp && !(await warmUp(bin, `${bundle}.cache`, b.warmUp))) process.exit(1);
 }
 
+// Workspace bins: executable, and linked in node_modules/.bin as npm links them (npm skips a bin
+// whose file does not exist yet, and on a fresh clone `npm ci` runs before the build).
 const workspaces = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces;
 for (const ws of workspaces) {
   const pkg = JSON.parse(readFileSync(join(root, ws, 'package.json'), 'utf8'));
-  for (const bin of Object.values(pkg.bin ?? {})) {
+  for (const [name, bin] of Object.entries(pkg.bin ?? {})) {
     const file = join(root, ws, bin);
-    if (existsSync(file)) chmodSync(file, 0o755);
+    if (!existsSync(file)) continue;
+    chmodSync(file, 0o755);
+    const link = join(root, 'node_modules', '.bin', name);
+    const target = join('..', pkg.name, bin);
+    if (!existsSync(link) || readlinkSync(link) !== target) {
+      rmSync(link, { force: true });
+      mkdirSync(dirname(link), { recursive: true });
+      symlinkSync(target, link);
+    }
   }
 }

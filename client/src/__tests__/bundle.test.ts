@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,9 +42,11 @@ describe('bundled fuxi CLI (build output)', function () {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('is the package bin, one bundle with its code cache', () => {
+  it('is the package bin (linked for npx), one bundle with its code cache', () => {
     const pkg = JSON.parse(readFileSync(join(clientDir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
     expect(join(clientDir, pkg.bin.fuxi!)).to.equal(BIN);
+    // What `npx fuxi` runs (the build links it when npm could not).
+    expect(realpathSync(join(clientDir, '..', 'node_modules', '.bin', 'fuxi'))).to.equal(realpathSync(BIN));
     for (const f of [BIN, BUNDLE, `${BUNDLE}.cache`]) expect(existsSync(f), `${f} (make build writes it)`).to.equal(true);
   });
 
