@@ -113,4 +113,5 @@ bench-paper: build etcd
 
 clean:
 	npx tsc -b --clean
+	rm -f client/dist/fuxi.* appmaster/dist/fuxi-appmaster.*
 	rm -rf bench-results

@@ -13,10 +13,15 @@
 // V8 rejects (another Node version) counts as none. A failure to write (a read-only installation)
 // only means running without one. The timer, not 'exit', because an AM is often stopped by a
 // signal at the end of its job.
+//
+// A bundle older than one of its sources (<name>.bundle.cjs.inputs.json lists them: this
+// repository's compiled files it was built from) is not run: `tsc -b` alone updates the module tree
+// but not the bundle, so the module tree runs instead, with a warning, and runs what was compiled.
 'use strict';
 const { readFileSync, renameSync, rmSync, statSync, writeFileSync } = require('node:fs');
 const { createRequire } = require('node:module');
-const { dirname } = require('node:path');
+const { basename, dirname, join } = require('node:path');
+const { pathToFileURL } = require('node:url');
 const { Script, constants } = require('node:vm');
 
 const bundle = __filename.replace(/\.cjs$/, '.bundle.cjs');
@@ -24,40 +29,73 @@ const cacheFile = `${bundle}.cache`;
 const HEADER = 24; // the bundle's mtimeMs and size, and 1 for a complete cache: three float64s
 const COMPLETE_AFTER_MS = 500;
 const { mtimeMs, size } = statSync(bundle);
-// The CommonJS module wrapper; the bundle's #! line is blanked (same line numbers in traces).
-const source = `(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, 'utf8').replace(/^#!.*/, '')}\n})`;
-let cachedData;
-let complete = false;
-try {
-  const c = readFileSync(cacheFile);
-  if (c.length > HEADER && c.readDoubleLE(0) === mtimeMs && c.readDoubleLE(8) === size) {
-    cachedData = c.subarray(HEADER);
-    complete = c.readDoubleLE(16) === 1;
+
+/** The module tree's entry, when a source of the bundle is newer than the bundle; else undefined. */
+function staleBundle() {
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(`${bundle}.inputs.json`, 'utf8'));
+  } catch {
+    return undefined; // a bundle without its manifest (copied alone): run it
   }
-} catch {
-  /* no cache yet */
-}
-const script = new Script(source, { filename: bundle, cachedData, importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER });
-const none = cachedData === undefined || script.cachedDataRejected;
-if (none || !complete) {
-  let written = false;
-  const write = (isComplete) => {
-    if (written) return;
-    written = true;
-    const tmp = `${cacheFile}.${process.pid}`;
+  for (const input of manifest.inputs) {
+    let t;
     try {
-      const header = Buffer.alloc(HEADER);
-      header.writeDoubleLE(mtimeMs, 0);
-      header.writeDoubleLE(size, 8);
-      header.writeDoubleLE(isComplete ? 1 : 0, 16);
-      writeFileSync(tmp, Buffer.concat([header, script.createCachedData()]));
-      renameSync(tmp, cacheFile); // atomic: a concurrent start reads the old cache or the new one
+      t = statSync(join(dirname(bundle), input)).mtimeMs;
     } catch {
-      rmSync(tmp, { force: true }); // cannot write beside the bundle: run without a cache
+      continue; // an installation without that file
     }
-  };
-  if (none) process.once('exit', () => write(false));
-  setTimeout(() => write(true), COMPLETE_AFTER_MS).unref();
+    if (t > mtimeMs) {
+      process.stderr.write(`${basename(__filename)}: ${input} is newer than ${basename(bundle)} (make build rebuilds it); running the module tree\n`);
+      return join(dirname(bundle), manifest.tree);
+    }
+  }
+  return undefined;
 }
-const mod = { exports: {} };
-script.runInThisContext()(mod.exports, createRequire(bundle), mod, bundle, dirname(bundle));
+
+const tree = staleBundle();
+if (tree !== undefined) {
+  import(pathToFileURL(tree).href);
+} else {
+  runBundle();
+}
+
+function runBundle() {
+  // The CommonJS module wrapper; the bundle's #! line is blanked (same line numbers in traces).
+  const source = `(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, 'utf8').replace(/^#!.*/, '')}\n})`;
+  let cachedData;
+  let complete = false;
+  try {
+    const c = readFileSync(cacheFile);
+    if (c.length > HEADER && c.readDoubleLE(0) === mtimeMs && c.readDoubleLE(8) === size) {
+      cachedData = c.subarray(HEADER);
+      complete = c.readDoubleLE(16) === 1;
+    }
+  } catch {
+    /* no cache yet */
+  }
+  const script = new Script(source, { filename: bundle, cachedData, importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER });
+  const none = cachedData === undefined || script.cachedDataRejected;
+  if (none || !complete) {
+    let written = false;
+    const write = (isComplete) => {
+      if (written) return;
+      written = true;
+      const tmp = `${cacheFile}.${process.pid}`;
+      try {
+        const header = Buffer.alloc(HEADER);
+        header.writeDoubleLE(mtimeMs, 0);
+        header.writeDoubleLE(size, 8);
+        header.writeDoubleLE(isComplete ? 1 : 0, 16);
+        writeFileSync(tmp, Buffer.concat([header, script.createCachedData()]));
+        renameSync(tmp, cacheFile); // atomic: a concurrent start reads the old cache or the new one
+      } catch {
+        rmSync(tmp, { force: true }); // cannot write beside the bundle: run without a cache
+      }
+    };
+    if (none) process.once('exit', () => write(false));
+    setTimeout(() => write(true), COMPLETE_AFTER_MS).unref();
+  }
+  const mod = { exports: {} };
+  script.runInThisContext()(mod.exports, createRequire(bundle), mod, bundle, dirname(bundle));
+}

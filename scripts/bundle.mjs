@@ -11,7 +11,7 @@
 import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
@@ -87,9 +87,15 @@ for (const b of BUNDLES) {
     banner: { js: "var __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
     plugins: b.plugins,
     logLevel: 'warning',
-    metafile: process.argv.includes('--metafile'),
+    metafile: true,
   });
-  if (result.metafile) writeFileSync(`${bundle}.meta.json`, JSON.stringify(result.metafile));
+  if (process.argv.includes('--metafile')) writeFileSync(`${bundle}.meta.json`, JSON.stringify(result.metafile));
+  // The repository's files it was built from, for the launcher's staleness check (paths relative
+  // to the bundle), and the module tree's entry to run instead when one is newer.
+  const inputs = Object.keys(result.metafile.inputs)
+    .filter((f) => !f.includes('node_modules/') && !f.includes(':'))
+    .map((f) => relative(dirname(bundle), join(root, f)));
+  writeFileSync(`${bundle}.inputs.json`, `${JSON.stringify({ tree: relative(dirname(bundle), join(root, b.entry)), inputs }, null, 1)}\n`);
   const bin = join(root, b.bin);
   copyFileSync(join(root, 'scripts', 'bundle-launcher.cjs'), bin);
   chmodSync(bin, 0o755);

@@ -1,12 +1,12 @@
 /**
  * The bundled CLI as `make build` leaves it (client/dist/fuxi.bundle.cjs, its code cache, and the
  * bin that runs it, dist/fuxi.cjs), run as a separate process: help, local validation, an
- * unreachable master and a real submit; and a copy of the two files alone in a temp folder, so
- * the bundle needs nothing from node_modules.
+ * unreachable master and a real submit; a copy of the two files alone in a temp folder, so the
+ * bundle needs nothing from node_modules; and a bundle older than a source is not run.
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,5 +89,26 @@ describe('bundled fuxi CLI (build output)', function () {
     } finally {
       await master.stop();
     }
+  });
+
+  it('runs the module tree instead of a bundle older than one of its sources (tsc -b without make build)', async () => {
+    const stale = join(dir, 'stale');
+    mkdirSync(stale);
+    copyFileSync(BIN, join(stale, 'fuxi.cjs'));
+    copyFileSync(BUNDLE, join(stale, 'fuxi.bundle.cjs'));
+    writeFileSync(join(stale, 'fuxi.bundle.cjs.inputs.json'), JSON.stringify({ tree: 'tree.mjs', inputs: ['missing.js', 'input.js'] }));
+    writeFileSync(join(stale, 'tree.mjs'), "process.stdout.write('module tree ' + process.argv.slice(2).join(' ') + '\\n');\n");
+    writeFileSync(join(stale, 'input.js'), '');
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(join(stale, 'fuxi.bundle.cjs'), past, past);
+    const r = await fuxi(join(stale, 'fuxi.cjs'), ['--help']);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.equal('module tree --help\n');
+    expect(r.stderr).to.equal('fuxi.cjs: input.js is newer than fuxi.bundle.cjs (make build rebuilds it); running the module tree\n');
+    // Sources older than the bundle: the bundle runs.
+    utimesSync(join(stale, 'input.js'), new Date(Date.now() - 120_000), new Date(Date.now() - 120_000));
+    const fresh = await fuxi(join(stale, 'fuxi.cjs'), ['--help']);
+    expect(fresh.stdout).to.include('Exit codes:');
+    expect(fresh.stderr).to.equal('');
   });
 });
