@@ -31,7 +31,8 @@ async function run(args: string[], over: Partial<CliDeps> & { files?: Record<str
       ((m) => {
         masters.push(m);
         return new Proxy({} as CliClient, {
-          get: (_t, p) => (p === 'close' ? () => {} : () => Promise.reject(new Error(`unexpected call ${String(p)}`))),
+          // Not a thenable (makeClient may return a promise of the client, which is awaited).
+          get: (_t, p) => (p === 'then' ? undefined : p === 'close' ? () => {} : () => Promise.reject(new Error(`unexpected call ${String(p)}`))),
         });
       }),
     stdout,

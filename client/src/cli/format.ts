@@ -41,6 +41,12 @@ export function fmtTime(ms: string | number | undefined): string {
   return new Date(n).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/** The last line of `submit --wait`. */
+export function finalLine(job: JobInfo__Output): string {
+  const state = shortState(job.state);
+  return `job ${job.jobId} ${state}${job.message ? `: ${job.message}` : ''}`;
+}
+
 /** The sum over tasks. */
 export function totals(tasks: readonly TaskProgress__Output[]): Omit<TaskProgress__Output, 'name'> {
   const t = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0 };
