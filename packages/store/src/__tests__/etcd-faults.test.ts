@@ -187,15 +187,15 @@ describe('etcd store faults', function () {
         await admin.compact();
         const stepDowns: StepDown[] = [];
         const failures: CampaignFailure[] = [];
-        const a = new LeaderElection(behind((await open()).coordination()), { ttlSec: 2 });
-        const b = new LeaderElection(behind((await open()).coordination()), { ttlSec: 2 });
+        const a = new LeaderElection(behind((await open()).coordination()), { ttlSec: 5 });
+        const b = new LeaderElection(behind((await open()).coordination()), { ttlSec: 5 });
         elections.push(a, b);
         for (const e of [a, b]) {
           e.on('stepDown', (s) => stepDowns.push(s));
           e.on('campaignError', (f) => failures.push(f));
         }
         a.campaign('a:1');
-        const la = await a.waitForLeadership(10_000);
+        const la = await a.waitForLeadership(30_000);
         b.campaign('b:1');
         await until('b observes a as the leader', () => b.leader() === 'a:1');
         // Each kind of watch met the compaction: the observers', a's own key, b's wait for a's key.
@@ -210,7 +210,7 @@ describe('etcd store faults', function () {
         ).to.deep.equal([]);
         // b still waits on a's key: when a resigns, b takes over without campaigning again.
         await a.resign();
-        const lb = await b.waitForLeadership(10_000);
+        const lb = await b.waitForLeadership(30_000);
         expect(BigInt(lb.epoch) > BigInt(la.epoch)).to.equal(true);
         expect(failures).to.deep.equal([]);
       } finally {
