@@ -54,6 +54,8 @@ export class FakeMaster {
 
   /** Batch sizes of the SubmitJobs calls received. */
   batches: number[] = [];
+  /** Job id -> its job array's id. */
+  arrayOf = new Map<string, string>();
 
   async start(): Promise<this> {
     const def = loadFuxiProto().MasterService.service;
@@ -64,6 +66,7 @@ export class FakeMaster {
         return {
           results: req.specs.map((p) => {
             const spec = jobSpecFromProto(p);
+            if (spec.array) this.arrayOf.set(spec.jobId, spec.array.id);
             const created = !this.jobs.has(spec.jobId);
             if (created) this.jobs.set(spec.jobId, { jobId: spec.jobId, name: spec.name, state: 'JOB_STATE_SUBMITTED' } as JobInfo__Output);
             return {
@@ -108,9 +111,13 @@ export class FakeMaster {
         this.calls.push('GetJob');
         return { job: this.job(req.jobId) };
       },
-      ListJobs: async (req: { states: string[] }) => {
+      ListJobs: async (req: { states: string[]; arrayId: string }) => {
         this.calls.push('ListJobs');
-        return { jobs: [...this.jobs.values()].filter((j) => req.states.length === 0 || req.states.includes(j.state)) };
+        return {
+          jobs: [...this.jobs.values()].filter(
+            (j) => (req.states.length === 0 || req.states.includes(j.state)) && (!req.arrayId || this.arrayOf.get(j.jobId) === req.arrayId),
+          ),
+        };
       },
       KillJob: async (req: { jobId: string; reason: string }) => {
         this.calls.push('KillJob');
@@ -126,6 +133,34 @@ export class FakeMaster {
         this.calls.push('GetClusterStatus');
         return { ...this.clusterStatus, leader: this.clusterStatus.leader || this.address };
       },
+      WatchJobs: streaming(async (req: { jobIds: string[]; arrayId: string; endsOnly: boolean }, call) => {
+        this.calls.push('WatchJobs');
+        const ids = new Set(req.jobIds);
+        for (const [id, a] of this.arrayOf) if (req.arrayId && a === req.arrayId) ids.add(id);
+        const open = new Set([...ids].filter((id) => !TERMINAL.has(this.job(id).state)));
+        await new Promise<void>((resolve) => {
+          const sends: Array<[string, (j: JobInfo__Output) => void]> = [];
+          const done = () => {
+            for (const [id, f] of sends) this.watchers.get(id)?.delete(f);
+            call.end();
+            resolve();
+          };
+          const send = (j: JobInfo__Output) => {
+            if (!req.endsOnly || TERMINAL.has(j.state)) call.write(j);
+            if (TERMINAL.has(j.state)) open.delete(j.jobId);
+            if (open.size === 0) done();
+          };
+          for (const id of open) {
+            const set = this.watchers.get(id) ?? new Set();
+            this.watchers.set(id, set);
+            set.add(send);
+            sends.push([id, send]);
+          }
+          call.on('cancelled', done);
+          for (const id of ids) send(this.job(id));
+          if (ids.size === 0) done();
+        });
+      }),
       WatchJob: streaming(async (req: { jobId: string }, call) => {
         this.calls.push('WatchJob');
         const first = this.job(req.jobId);

@@ -97,6 +97,21 @@ export function formatJobList(jobs: readonly JobInfo__Output[]): string {
   );
 }
 
+/** `fuxi status ARRAY`: members by state, then the members that did not succeed. */
+export function formatArrayStatus(arrayId: string, members: readonly JobInfo__Output[]): string {
+  const by = new Map<string, number>();
+  for (const m of members) by.set(shortState(m.state), (by.get(shortState(m.state)) ?? 0) + 1);
+  const held = members.filter((m) => m.message.startsWith('held')).length;
+  const lines = [
+    `array:   ${arrayId} (${members.length} jobs)`,
+    `states:  ${[...by.entries()].map(([s, n]) => `${n} ${s}`).join(', ')}${held ? ` (${held} held by the array's limit)` : ''}`,
+  ];
+  const bad = members.filter((m) => m.state === 'JOB_STATE_FAILED' || m.state === 'JOB_STATE_KILLED');
+  for (const m of bad.slice(0, 20)) lines.push(`  ${m.jobId}: ${shortState(m.state)}${m.message ? ` (${m.message})` : ''}`);
+  if (bad.length > 20) lines.push(`  ... and ${bad.length - 20} more`);
+  return lines.join('\n');
+}
+
 /** `fuxi nodes`. */
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';

@@ -4,17 +4,49 @@
  * ones. `runCli` never throws and never exits: it returns the exit code.
  */
 import { Command, Option } from 'commander';
-import { InvalidArgumentError } from '@fuxi/common';
+import { FuxiError, InvalidArgumentError } from '@fuxi/common';
 import type { JobInfo__Output, NodeStatus__Output } from '@fuxi/proto';
 import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js';
 import { defaultMasters, splitAddresses } from '../sdk/masters.js';
 import { JOB_STATE_NAMES, parseJobState, type JobStateName } from '../sdk/job-state.js';
 import { errorLine, EXIT, EXIT_CODES_HELP, exitCodeFor, isCommanderError } from './exit-codes.js';
-import { finalLine, formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
+import { finalLine, formatArrayStatus, formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
 import type { ProgressStream } from './progress.js';
 
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
-export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'fetchOutput' | 'clusterStatus' | 'close'>;
+export type CliClient = Pick<
+  FuxiClient,
+  'submit' | 'submitMany' | 'submitArray' | 'get' | 'list' | 'kill' | 'waitFor' | 'waitAll' | 'nodes' | 'logs' | 'fetchOutput' | 'clusterStatus' | 'close'
+>;
+
+const ENDED = new Set<string>(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
+const isEnded = (j: JobInfo__Output) => ENDED.has(j.state);
+
+/** The members of job array `id`, or undefined when `id` names a job (or nothing) rather than an array. */
+async function arrayMembers(c: CliClient, id: string): Promise<JobInfo__Output[] | undefined> {
+  const members = await c.list({ arrayId: id });
+  return members.length > 0 ? members : undefined;
+}
+
+/** `call` on a job; when no job has the id but a job array does, the array's members instead. */
+async function orArray(call: () => Promise<JobInfo__Output>, c: CliClient, id: string): Promise<JobInfo__Output | JobInfo__Output[]> {
+  try {
+    return await call();
+  } catch (e) {
+    if (!(e instanceof FuxiError && e.code === 'NOT_FOUND')) throw e;
+    const members = await arrayMembers(c, id);
+    if (!members) throw e;
+    return members;
+  }
+}
+
+/** Splits ids into job array ids and job ids. */
+async function splitArrays(c: CliClient, ids: readonly string[]): Promise<{ jobIds: string[]; arrayIds: string[] }> {
+  const jobIds: string[] = [];
+  const arrayIds: string[] = [];
+  for (const id of ids) ((await arrayMembers(c, id)) ? arrayIds : jobIds).push(id);
+  return { jobIds, arrayIds };
+}
 
 export interface CliOutput extends ProgressStream {
   write(chunk: string | Uint8Array): unknown;
@@ -62,15 +94,55 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .addHelpText('after', `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]`);
 
   program
-    .command('submit <file>')
-    .description('submit a job spec (YAML or JSON); prints the job id')
-    .option('--wait', 'wait until the job finishes; exit 0 if it succeeded, 1 if it failed or was killed')
-    .option('--id <id>', 'job id (makes resubmission idempotent); default: the spec\'s "id", or generated')
-    .action(async (file: string, o: { wait?: boolean; id?: string }, cmd: Command) => {
+    .command('submit [file]')
+    .description('submit a job spec (YAML or JSON); prints the job id. -f submits many (JSON Lines); --array makes a job array')
+    .option('--wait', 'wait until the job (every job) finishes; exit 0 if all succeeded, 1 if any failed or was killed')
+    .option('--id <id>', 'job id (makes resubmission idempotent); default: the spec\'s "id", or generated. With --array: the array\'s id')
+    .option('-f, --jobs <file>', 'many jobs, one JSON job spec per line (JSON Lines), checked first, submitted in few calls')
+    .option('--array <indices>', 'a job array: one job <id>_<index> per index (0-999, 1,3,5-9, 0-99:10), %N = at most N running (0-999%50)')
+    .action(async (file: string | undefined, o: { wait?: boolean; id?: string; jobs?: string; array?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
+      if (o.jobs !== undefined && (file !== undefined || o.array !== undefined || o.id !== undefined))
+        throw new InvalidArgumentError('--jobs', 'takes the jobs from its file: give no job file, --id or --array with it');
+      if (o.jobs === undefined && file === undefined) throw new InvalidArgumentError('file', 'a job spec file is required (or -f FILE.jsonl)');
       // Modules only this command needs are loaded here (YAML and spec validation, the progress bar).
-      const { loadSpec } = await import('../sdk/job-file.js');
-      const spec = loadSpec(file, o.id, deps.readFile);
+      const jobFile = await import('../sdk/job-file.js');
+      if (o.jobs !== undefined || o.array !== undefined) {
+        let results: Array<{ jobId: string; created: boolean; error?: Error }>;
+        let arrayId = '';
+        if (o.jobs !== undefined) {
+          const specs = jobFile.loadSpecLines(o.jobs, deps.readFile);
+          results = await (await getClient(opts)).submitMany(specs);
+        } else {
+          const { parseArraySpec } = await import('../sdk/job-array.js');
+          const { indices, maxRunning } = parseArraySpec(o.array!);
+          const spec = jobFile.loadSpec(file!, o.id, deps.readFile);
+          const r = await (await getClient(opts)).submitArray(spec, { indices, maxRunning, ...(o.id ? { arrayId: o.id } : {}) });
+          arrayId = r.arrayId;
+          results = r.results;
+        }
+        const refused = results.filter((r) => r.error);
+        const rows = results.map((r) => ({ jobId: r.jobId, created: r.created, error: r.error?.message ?? '' }));
+        emit(opts, arrayId ? { arrayId, jobs: rows } : rows, () =>
+          [
+            ...(arrayId ? [`array ${arrayId}: ${results.length} jobs`] : []),
+            ...rows.map((r) => `${r.jobId}\t${r.error ? `refused: ${r.error}` : r.created ? 'submitted' : 'already existed'}`),
+          ].join('\n'),
+        );
+        if (refused.length > 0) {
+          err(`error: ${refused.length} of ${results.length} jobs refused`);
+          code = EXIT.USAGE;
+          return;
+        }
+        if (!o.wait) return;
+        const c = await getClient(opts);
+        const ends = await c.waitAll(arrayId ? { arrayId } : { jobIds: results.map((r) => r.jobId) }, { endsOnly: true });
+        const bad = [...ends.values()].filter((j) => j.state !== 'JOB_STATE_SUCCEEDED');
+        err(`${ends.size - bad.length} of ${ends.size} jobs succeeded${bad.length ? `; not: ${bad.map((j) => `${j.jobId} (${j.state})`).join(', ')}` : ''}`);
+        code = bad.length === 0 ? EXIT.OK : EXIT.JOB_FAILED;
+        return;
+      }
+      const spec = jobFile.loadSpec(file!, o.id, deps.readFile);
       const c = await getClient(opts);
       const res: SubmitResult = await c.submit(spec);
       if (!o.wait) {
@@ -93,12 +165,32 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     });
 
   program
+    .command('wait <jobs...>')
+    .description('wait until the jobs (job ids, or job array ids) finish; exit 0 if all succeeded, 1 if any failed or was killed')
+    .action(async (ids: string[], _o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const c = await getClient(opts);
+      const { jobIds, arrayIds } = await splitArrays(c, ids);
+      const ends = new Map<string, JobInfo__Output>();
+      for (const arrayId of arrayIds) for (const [k, v] of await c.waitAll({ arrayId }, { endsOnly: true })) ends.set(k, v);
+      if (jobIds.length > 0) for (const [k, v] of await c.waitAll({ jobIds }, { endsOnly: true })) ends.set(k, v);
+      const all = [...ends.values()];
+      const bad = all.filter((j) => j.state !== 'JOB_STATE_SUCCEEDED');
+      emit(opts, all, () => all.map((j) => finalLine(j)).join('\n'));
+      code = bad.length === 0 ? EXIT.OK : EXIT.JOB_FAILED;
+    });
+
+  program
     .command('status <job>')
     .description('show a job: state, message, per-task progress, AM node')
     .action(async (jobId: string, _o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const c = await getClient(opts);
-      const job = await c.get(jobId);
+      const job = await orArray(() => c.get(jobId), c, jobId);
+      if (Array.isArray(job)) {
+        emit(opts, job, () => formatArrayStatus(jobId, job));
+        return;
+      }
       emit(opts, job, () => formatJobStatus(job));
     });
 
@@ -106,11 +198,12 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .command('list')
     .description('list jobs')
     .option('--state <state>', `only jobs in this state (${JOB_STATE_NAMES.join(', ')}); repeatable or comma-separated`, collect, [])
-    .action(async (o: { state: string[] }, cmd: Command) => {
+    .option('--array <id>', 'only the members of this job array')
+    .action(async (o: { state: string[]; array?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const states = parseStates(o.state);
       const c = await getClient(opts);
-      const jobs = await c.list(states.length ? { states } : {});
+      const jobs = await c.list({ ...(states.length ? { states } : {}), ...(o.array ? { arrayId: o.array } : {}) });
       emit(opts, jobs, () => formatJobList(jobs));
     });
 
@@ -121,7 +214,14 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .action(async (jobId: string, o: { reason?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const c = await getClient(opts);
-      const job = await c.kill(jobId, o.reason ?? '');
+      const job = await orArray(() => c.kill(jobId, o.reason ?? ''), c, jobId);
+      if (Array.isArray(job)) {
+        // A job array: every member that has not ended.
+        const killed: JobInfo__Output[] = [];
+        for (const m of job) killed.push(isEnded(m) ? m : await c.kill(m.jobId, o.reason ?? ''));
+        emit(opts, killed, () => `array ${jobId}: ${killed.filter((k) => k.state === 'JOB_STATE_KILLED').length} of ${killed.length} jobs killed`);
+        return;
+      }
       emit(opts, job, () => finalLine(job));
     });
 
