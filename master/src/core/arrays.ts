@@ -1,8 +1,9 @@
 /**
  * Job arrays (Slurm's `--array 0-999%50`): every member is a job of its own, and at most
  * `maxRunning` members of an array are active (their AM asked for or running) at once. A member
- * over the limit is held: submitted, no AM yet (`amAttempt` 0). When an active member ends, held
- * members are admitted in index order. The decisions live here; jobs.ts starts the attempts.
+ * over the limit is held: submitted, no AM, `held` in its stored record (so a new leader holds it
+ * too). When an active member ends, held members are admitted in index order (their record written
+ * again). The decisions live here; jobs.ts starts the attempts.
  */
 import type { MasterState } from './master-state.js';
 import { TERMINAL_STATES, type JobRecord } from './types.js';
@@ -16,13 +17,13 @@ export function indexMember(st: MasterState, job: JobRecord): void {
   set.add(job.jobId);
 }
 
-/** A member that has never started (held, or just submitted). */
-export function notStarted(job: JobRecord): boolean {
-  return job.amAttempt === 0 && !TERMINAL_STATES.has(job.state);
+/** A member held by its array's limit (or just submitted, before the decision). */
+export function isHeld(job: JobRecord): boolean {
+  return job.held === true && !TERMINAL_STATES.has(job.state);
 }
 
 function active(job: JobRecord): boolean {
-  return job.amAttempt > 0 && !TERMINAL_STATES.has(job.state);
+  return job.held !== true && !TERMINAL_STATES.has(job.state);
 }
 
 /** Members of `arrayId`, in index order. */
@@ -37,7 +38,7 @@ export function members(st: MasterState, arrayId: string): JobRecord[] {
 /** The held members of `arrayId` that may start now (in index order), within its maxRunning. */
 export function admissible(st: MasterState, arrayId: string): JobRecord[] {
   const all = members(st, arrayId);
-  const waiting = all.filter(notStarted);
+  const waiting = all.filter(isHeld);
   const limit = Math.max(0, ...all.map((j) => j.spec.array?.maxRunning ?? 0));
   if (limit === 0) return waiting;
   const room = limit - all.filter(active).length;

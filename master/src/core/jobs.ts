@@ -47,9 +47,14 @@ export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
   };
   st.jobs.set(job.jobId, job);
   indexMember(st, job);
+  if (spec.array) {
+    // Decided before the record is written: a held member is written held.
+    job.held = true;
+    if (admissible(st, spec.array.id).includes(job)) job.held = false;
+    else job.message = heldMessage(st, job);
+  }
   st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
-  if (spec.array && !admissible(st, spec.array.id).includes(job)) job.message = heldMessage(st, job);
-  else startAttempt(st, job);
+  if (!job.held) startAttempt(st, job);
   st.log.info({ jobId: job.jobId, name: spec.name, tasks: spec.tasks.length }, 'job submitted');
   return { jobId: job.jobId, created: true };
 }
@@ -106,7 +111,8 @@ export function admitArrayMembers(st: MasterState, arrayIds: Iterable<string> = 
   for (const id of arrayIds) {
     for (const job of admissible(st, id)) {
       job.message = '';
-      st.out.push({ kind: 'jobChanged', jobId: job.jobId });
+      job.held = false;
+      st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
       startAttempt(st, job);
     }
   }

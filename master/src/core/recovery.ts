@@ -13,7 +13,7 @@
  */
 import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } from '@fuxi/common';
 import { runPendingAmRestarts } from './am-restart.js';
-import { indexMember, notStarted } from './arrays.js';
+import { indexMember, isHeld } from './arrays.js';
 import { admitArrayMembers, endJob, newApp } from './jobs.js';
 import { checkRequest, declareUnit, setAsgn } from './ledger.js';
 import {
@@ -70,7 +70,7 @@ export function openAggregation(st: MasterState): void {
     indexMember(st, j);
     if (TERMINAL_STATES.has(j.state)) continue;
     // A job array member held for its array's limit has no app until it is admitted (below).
-    if (j.spec.array && notStarted(j)) continue;
+    if (isHeld(j)) continue;
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);

@@ -32,6 +32,8 @@ export interface JobRecord {
   amNodeId: string;
   amAddress: string;
   progress: TaskProgress[];
+  /** A job array member held by its array's maxRunning (arrays.ts); written, so a new leader holds it too. */
+  held?: boolean;
 }
 
 export interface NodeInfo {

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import type { JobRecord } from '../types.js';
 import { Harness, mockSpec } from './core-factories.js';
 
 const member = (i: number, maxRunning = 2, id = 'arr') => ({ ...mockSpec({ id: `${id}_${i}` }), array: { id, index: i, maxRunning } });
@@ -56,5 +57,15 @@ describe('master core: job arrays', () => {
       ['arr_2', 1, 'submitted'],
       ['arr_3', 0, 'submitted'],
     ]);
+  });
+
+  it('a new leader reads held from the records: an admitted member written before its attempt counted is not held again', () => {
+    const old = new Harness({ nodes: [{ nodeId: 'n1' }] });
+    for (let i = 0; i < 4; i++) old.submit(member(i));
+    // As the store has them: a record written at submission, before the attempt was counted.
+    const records = old.core.listJobs().map((j) => ({ ...(JSON.parse(JSON.stringify(j)) as JobRecord), amAttempt: 0 }));
+    const h = new Harness({ nodes: [], epoch: '9' });
+    h.core.loadHardState(records, [{ nodeId: 'n1', address: 'n1:1' }], h.now);
+    expect(view(h).map((v) => v[3])).to.deep.equal(['', '', 'held', 'held']);
   });
 });
