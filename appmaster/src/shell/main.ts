@@ -8,10 +8,14 @@
  * override both; FUXI_LOG_LEVEL is optional. Exits 0 once FinishApp went through (whether the job succeeded or failed), 1 on a fatal
  * error (the master then restarts the AM or fails the job).
  */
-import { createLogger, errorMessage } from '@fuxi/common';
+import { createLogger, errorMessage, FUXI_VERSION } from '@fuxi/common';
 import { AppMaster, configFromEnv } from './app-master.js';
 
 async function main(): Promise<number> {
+  if (process.argv.includes('--version') || process.argv.includes('-V')) {
+    process.stdout.write(`${FUXI_VERSION}\n`);
+    return 0;
+  }
   const log = createLogger('appmaster');
   const fail = (what: string) => (e: unknown) => {
     log.error({ err: e instanceof Error ? (e.stack ?? e.message) : String(e) }, what);

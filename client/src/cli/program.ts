@@ -4,7 +4,7 @@
  * ones. `runCli` never throws and never exits: it returns the exit code.
  */
 import { Command, Option } from 'commander';
-import { FuxiError, InvalidArgumentError } from '@fuxi/common';
+import { FUXI_VERSION, FuxiError, InvalidArgumentError } from '@fuxi/common';
 import type { JobInfo__Output, NodeStatus__Output } from '@fuxi/proto';
 import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js';
 import { defaultMasters, splitAddresses } from '../sdk/masters.js';
@@ -85,6 +85,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   const emit = (opts: GlobalOpts, json: unknown, table: () => string) => out(opts.output === 'json' ? toJson(json) : table());
 
   const program = new Command('fuxi')
+    .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
     .description('Submit, inspect and kill Fuxi jobs; list nodes; read worker logs; show the cluster status.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => deps.stdout.write(s), writeErr: (s) => deps.stderr.write(s) })

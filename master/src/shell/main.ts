@@ -6,7 +6,7 @@
  *   fuxi-master --config /etc/fuxi/master.yaml
  */
 import { Command } from 'commander';
-import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf } from '@fuxi/common';
+import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf, FUXI_VERSION } from '@fuxi/common';
 import { advertisedAddress, installProcessGuards } from '@fuxi/rpc';
 import { applyConfig, defaultConfig, readConfigFile } from './config.js';
 import { MasterServer } from './master-server.js';
@@ -18,6 +18,7 @@ import { MasterServer } from './master-server.js';
 const defaultAm: string[] = [];
 
 const program = new Command('fuxi-master')
+  .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
   .description('Fuxi-TS master: matches resource requests to machines')
   .option('-c, --config <file>', 'YAML or JSON config file (keys as the long flags, camelCase)')
   .option('--listen <host:port>', 'address to bind (default 127.0.0.1:7070)')

@@ -65,6 +65,9 @@ async function loadHardState(store: Store): Promise<HardState> {
   return { jobs, roster };
 }
 
+/** How often the health status is brought up to date. */
+const HEALTH_CHECK_MS = 200;
+
 export class MasterServer {
   /** Present while this process leads. */
   private coreOrUndefined: MasterCore | undefined;
@@ -91,6 +94,9 @@ export class MasterServer {
   private observedLeader: ObservedLeader | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private statsTimer: NodeJS.Timeout | undefined;
+  /** Keeps grpc.health.v1 truthful (`updateHealth`). */
+  private healthTimer: NodeJS.Timeout | undefined;
+  private serving: 'SERVING' | 'NOT_SERVING' | undefined;
   /** Hard-state writes since this process started leading (bytes of keys and values). */
   private readonly hardState = { bytes: 0, writes: 0, lastBytes: 0, lastAt: 0 };
   private becameLeaderAt = 0;
@@ -145,6 +151,20 @@ export class MasterServer {
   }
 
   /** Whether this process leads, still holds its term and may act (not holding still for space). */
+  /**
+   * grpc.health.v1 tells the truth: SERVING only on the leader once its recovery (the aggregation
+   * window) is over and the store takes writes; NOT_SERVING on a standby, during aggregation, while
+   * it holds still for etcd space, and once it stops. Load balancers and probes can use it.
+   */
+  private updateHealth(): void {
+    const ok = !this.stopping && this.isLeading() && !this.core.isRecovering && !this.storeFull;
+    const status = ok ? 'SERVING' : 'NOT_SERVING';
+    if (status === this.serving) return;
+    this.serving = status;
+    this.server.setServing(status);
+    this.log.info({ status }, 'health');
+  }
+
   private isLeading(): boolean {
     return this.coreOrUndefined !== undefined && !this.storeFull && (!this.election || this.election.isLeader());
   }
@@ -176,6 +196,9 @@ export class MasterServer {
       log: this.log,
       services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, masterHandlers(this.handlerContext()), this.log) }],
     });
+    this.updateHealth();
+    this.healthTimer = setInterval(() => this.updateHealth(), HEALTH_CHECK_MS);
+    this.healthTimer.unref();
     if (this.cfg.store === 'etcd') {
       const etcd = await EtcdStore.open({ endpoints: this.cfg.etcdEndpoints, prefix: this.cfg.etcdPrefix, log: this.log.child({ component: 'etcd' }) });
       this.store = etcd;
@@ -441,6 +464,8 @@ export class MasterServer {
   async stop(): Promise<void> {
     this.stopping = true;
     this.stopSignal.abort();
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.updateHealth();
     this.wakeLeaderWaiters();
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.scheduleTimer) clearTimeout(this.scheduleTimer);

@@ -21,3 +21,4 @@ export * from './fsm-state.js';
 export * from './address.js';
 export * from './protocol.js';
 export * from './first-difference.js';
+export * from './version.js';
