@@ -16,7 +16,20 @@ import type { ProgressStream } from './progress.js';
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
 export type CliClient = Pick<
   FuxiClient,
-  'submit' | 'submitMany' | 'submitArray' | 'get' | 'list' | 'kill' | 'waitFor' | 'waitAll' | 'nodes' | 'logs' | 'fetchOutput' | 'clusterStatus' | 'close'
+  | 'submit'
+  | 'submitMany'
+  | 'submitArray'
+  | 'get'
+  | 'list'
+  | 'listPage'
+  | 'kill'
+  | 'waitFor'
+  | 'waitAll'
+  | 'nodes'
+  | 'logs'
+  | 'fetchOutput'
+  | 'clusterStatus'
+  | 'close'
 >;
 
 const ENDED = new Set<string>(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
@@ -200,10 +213,26 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .description('list jobs')
     .option('--state <state>', `only jobs in this state (${JOB_STATE_NAMES.join(', ')}); repeatable or comma-separated`, collect, [])
     .option('--array <id>', 'only the members of this job array')
-    .action(async (o: { state: string[]; array?: string }, cmd: Command) => {
+    .option('--limit <n>', 'at most n jobs (a page; the next one starts with --after)')
+    .option('--after <job>', 'the page after this job (submission order)')
+    .action(async (o: { state: string[]; array?: string; limit?: string; after?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const states = parseStates(o.state);
       const c = await getClient(opts);
+      if (o.limit !== undefined || o.after !== undefined) {
+        const limit = o.limit === undefined ? 0 : Number(o.limit);
+        if (!Number.isInteger(limit) || limit < (o.limit === undefined ? 0 : 1))
+          throw new InvalidArgumentError('--limit', `must be a whole number >= 1, got ${JSON.stringify(o.limit)}`);
+        const page = await c.listPage({
+          ...(states.length ? { states } : {}),
+          ...(o.array ? { arrayId: o.array } : {}),
+          limit,
+          ...(o.after ? { after: o.after } : {}),
+        });
+        emit(opts, page, () => formatJobList(page.jobs));
+        if (page.nextAfter && opts.output !== 'json') err(`more: fuxi list --limit ${limit} --after ${page.nextAfter}`);
+        return;
+      }
       const jobs = await c.list({ ...(states.length ? { states } : {}), ...(o.array ? { arrayId: o.array } : {}) });
       emit(opts, jobs, () => formatJobList(jobs));
     });

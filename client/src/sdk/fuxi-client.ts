@@ -139,6 +139,21 @@ export class FuxiClient {
     return { arrayId, results: await this.submitMany(specs) };
   }
 
+  /** A page of jobs in submission order: at most `limit` after job `after`; `nextAfter` ('' at the end) continues. */
+  async listPage(opts: {
+    states?: readonly JobStateName[];
+    arrayId?: string;
+    limit: number;
+    after?: string;
+  }): Promise<{ jobs: JobInfo__Output[]; nextAfter: string }> {
+    const res = await this.connection.call(
+      'ListJobs',
+      { states: [...(opts.states ?? [])], arrayId: opts.arrayId ?? '', limit: opts.limit, after: opts.after ?? '' },
+      this.callOpts(true),
+    );
+    return { jobs: res.jobs, nextAfter: res.nextAfter };
+  }
+
   async get(jobId: string): Promise<JobInfo__Output> {
     const res = await this.connection.call('GetJob', { jobId }, this.callOpts(true));
     if (!res.job) throw new NotFoundError('job', jobId);

@@ -106,6 +106,28 @@ export function listJobs(st: MasterState, states: readonly JobState[] = [], arra
   return states.length === 0 ? all : all.filter((j) => states.includes(j.state));
 }
 
+/**
+ * One page of `listJobs`: at most `limit` jobs (0 = all) after job `after` in submission order;
+ * `nextAfter` ('' on the last page) continues. An `after` no job has (deleted by retention, say) is
+ * NOT_FOUND naming the field.
+ */
+export function listJobsPage(
+  st: MasterState,
+  q: { states?: readonly JobState[]; arrayId?: string; limit?: number; after?: string },
+): { jobs: JobRecord[]; nextAfter: string } {
+  let all = listJobs(st, q.states ?? [], q.arrayId ?? '');
+  if (q.after) {
+    const from = st.jobs.get(q.after);
+    if (!from) throw new NotFoundError('after', q.after);
+    all = all.filter((j) => j.submitSeq > from.submitSeq);
+  }
+  const limit = q.limit ?? 0;
+  if (limit < 0) throw new InvalidArgumentError('limit', `must be >= 0 (0 = no limit), got ${limit}`);
+  if (limit === 0 || all.length <= limit) return { jobs: all, nextAfter: '' };
+  const jobs = all.slice(0, limit);
+  return { jobs, nextAfter: jobs[jobs.length - 1]!.jobId };
+}
+
 /** Starts the held members of job arrays that have room (after a member ended, or a failover). */
 export function admitArrayMembers(st: MasterState, arrayIds: Iterable<string> = st.arrays.keys()): void {
   for (const id of arrayIds) {

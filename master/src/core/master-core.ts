@@ -15,10 +15,11 @@ import type { JobSpec, Logger } from '@fuxi/common';
 import { amLaunchFailed, finishApp, registerApp, returnSlots, saveAppSnapshot, tickAms, updateRequests, requireApp, type RequestsInput } from './apps.js';
 import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
-import { getJob, killJob, listJobs, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
+import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
 import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
+import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { runScheduler } from './scheduling.js';
 import type {
@@ -99,6 +100,11 @@ export class MasterCore {
     return getJob(this.st, jobId);
   }
 
+  /** A page of jobs (jobs.ts `listJobsPage`). */
+  listJobsPage(q: { states?: readonly JobState[]; arrayId?: string; limit?: number; after?: string }): { jobs: JobRecord[]; nextAfter: string } {
+    return listJobsPage(this.st, q);
+  }
+
   /** Jobs in `states` (all when empty), only the members of job array `arrayId` when given. */
   listJobs(states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
     return listJobs(this.st, states, arrayId);
@@ -158,6 +164,7 @@ export class MasterCore {
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
       if (changed) runScheduler(st);
+      tickRetention(st);
     });
   }
 

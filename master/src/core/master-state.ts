@@ -50,6 +50,10 @@ export interface MasterCoreConfig {
    * (etcd's --max-request-bytes, 1.5 MiB by default). Default 1 MiB; 0 = no limit.
    */
   maxJobSpecBytes?: number;
+  /** A finished job is deleted this long after it ended (retention.ts; default 7 days). */
+  jobRetentionMs?: number;
+  /** At most this many finished jobs are kept; the oldest ends are deleted first (default 100,000). */
+  jobRetentionCount?: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -230,6 +234,8 @@ export class MasterState {
   readonly jobs = new Map<string, JobRecord>();
   /** Job array id -> member job ids (arrays.ts). */
   readonly arrays = new Map<string, Set<string>>();
+  /** When retention last ran (retention.ts). */
+  lastRetentionMs = 0;
   readonly apps = new Map<string, AppState>();
   readonly groups: Map<string, QuotaGroup>;
   /** Allocation per quota group (every app), kept in step by `setAsgn` (ledger.ts). */

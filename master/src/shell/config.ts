@@ -46,6 +46,10 @@ export interface MasterConfig {
   maxAmAttempts: number;
   /** Job specs above this many bytes are refused (keep below etcd's --max-request-bytes; 0 = no limit). */
   maxJobSpecBytes: number;
+  /** A finished job is deleted this long after it ended. */
+  jobRetentionMs: number;
+  /** At most this many finished jobs are kept (the oldest ends are deleted first). */
+  jobRetentionCount: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
   masterFailover: boolean;
   heartbeatIntervalMs: number;
@@ -75,6 +79,8 @@ const KEYS = [
   'schedulingIntervalMs',
   'maxAmAttempts',
   'maxJobSpecBytes',
+  'jobRetentionMs',
+  'jobRetentionCount',
   'masterFailover',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
@@ -105,6 +111,8 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     schedulingIntervalMs: 2,
     maxAmAttempts: 4,
     maxJobSpecBytes: 1024 * 1024,
+    jobRetentionMs: 7 * 24 * 3600 * 1000,
+    jobRetentionCount: 100_000,
     masterFailover: true,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 60_000,
@@ -249,6 +257,12 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         cfg.maxJobSpecBytes = n;
         break;
       }
+      case 'jobRetentionMs':
+        cfg.jobRetentionMs = positiveInt(key, v);
+        break;
+      case 'jobRetentionCount':
+        cfg.jobRetentionCount = positiveInt(key, v);
+        break;
       case 'masterFailover':
         if (v !== true && v !== false && v !== 'true' && v !== 'false') throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
         cfg.masterFailover = v === true || v === 'true';

@@ -220,7 +220,10 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       };
     },
     GetJob: async (req) => ({ job: jobInfo(m.core.getJob(req.jobId), true) }),
-    ListJobs: async (req) => ({ jobs: m.core.listJobs(jobStatesFromWire(req.states), req.arrayId).map((j) => jobInfo(j)) }),
+    ListJobs: async (req) => {
+      const page = m.core.listJobsPage({ states: jobStatesFromWire(req.states), arrayId: req.arrayId, limit: req.limit, after: req.after });
+      return { jobs: page.jobs.map((j) => jobInfo(j)), nextAfter: page.nextAfter };
+    },
     KillJob: async (req) => {
       await m.run(m.core.killJob(req.jobId, req.reason, now()));
       return { job: jobInfo(m.core.getJob(req.jobId)) };

@@ -247,6 +247,8 @@ export class MasterServer {
         recoveryDeadlineMs: this.cfg.recoveryDeadlineMs,
         amTimeoutMs: this.cfg.amTimeoutMs,
         agentTimingOutMs: this.cfg.agentTimingOutMs,
+        jobRetentionMs: this.cfg.jobRetentionMs,
+        jobRetentionCount: this.cfg.jobRetentionCount,
         failureDetector: resolvedDetector(this.cfg),
         amStallTimeoutMs: this.cfg.amStallTimeoutMs,
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,

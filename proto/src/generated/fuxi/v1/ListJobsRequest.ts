@@ -11,6 +11,12 @@ export interface ListJobsRequest {
    * Only the members of this job array ('' = every job).
    */
   'arrayId'?: (string);
+  /**
+   * A page: at most `limit` jobs (0 = all), in submission order, after the job `after` ('' = from
+   * the first); `next_after` in the answer continues.
+   */
+  'limit'?: (number);
+  'after'?: (string);
 }
 
 export interface ListJobsRequest__Output {
@@ -22,4 +28,10 @@ export interface ListJobsRequest__Output {
    * Only the members of this job array ('' = every job).
    */
   'arrayId': (string);
+  /**
+   * A page: at most `limit` jobs (0 = all), in submission order, after the job `after` ('' = from
+   * the first); `next_after` in the answer continues.
+   */
+  'limit': (number);
+  'after': (string);
 }
