@@ -340,9 +340,9 @@ export class MasterServer {
               this.stepDown('fenced: a newer leader owns the store');
               throw err;
             }
-            if (err instanceof UnavailableError) throw err;
-            // Memory is now ahead of the store: give up this term and rebuild from the store, so
-            // nothing the store lacks is ever shown or acknowledged.
+            // Memory is now ahead of the store (an UNAVAILABLE write, too, may or may not have been
+            // applied): give up this term and rebuild from the store, so nothing the store lacks is
+            // ever shown or acknowledged (a retry must not be answered from this term's memory).
             if (term === this.term) this.abdicate(err);
             throw new UnavailableError(`a hard-state write failed (${errorMessage(err)}); the master is rebuilding its state from the store: retry`, '');
           });

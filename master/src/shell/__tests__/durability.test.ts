@@ -6,22 +6,23 @@
  * oversized spec is INVALID_ARGUMENT before anything changes.
  */
 import { expect } from 'chai';
-import { normalizeJobSpec, nullLogger } from '@fuxi/common';
+import { normalizeJobSpec, nullLogger, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
 import { connect, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
 
-/** A memory store whose writes fail while `failing` is set. */
+/** A memory store whose writes fail while `failing` is set (with `fault`, else a plain error). */
 class FlakyStore extends MemoryStore {
   failing = false;
+  fault: () => Error = () => new Error('injected store fault: write refused');
   override async batch(ops: readonly StoreOp[]): Promise<void> {
-    if (this.failing) throw new Error('injected store fault: write refused');
+    if (this.failing) throw this.fault();
     return super.batch(ops);
   }
   override async put(key: string, value: string): Promise<void> {
-    if (this.failing) throw new Error('injected store fault: write refused');
+    if (this.failing) throw this.fault();
     return super.put(key, value);
   }
 }
@@ -85,6 +86,19 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect((await client.SubmitJob({ spec: spec('lost') })).created).to.equal(false);
     expect(await jobIds()).to.deep.equal(['kept', 'lost']);
     expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/kept', 'jobs/lost']);
+  });
+
+  it('a write that fails UNAVAILABLE (it may not have been applied) also rebuilds: a retry is not answered from memory', async () => {
+    store.fault = () => new UnavailableError('etcd batch: injected: connection dropped');
+    store.failing = true;
+    const err = await rpcError(client.SubmitJob({ spec: spec('maybe') }));
+    expect(err.code).to.equal('UNAVAILABLE');
+    store.failing = false;
+    // Had the master kept its term, this retry would be answered created: false from memory
+    // while the store has no such job (the job lost at the next failover).
+    expect(await jobIds()).to.deep.equal([]);
+    expect((await client.SubmitJob({ spec: spec('maybe') })).created).to.equal(true);
+    expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/maybe']);
   });
 
   it('a kill whose write failed is not shown as killed after the rebuild; its retry kills the job once', async () => {
