@@ -39,6 +39,13 @@ export interface HandlerContext {
   leaderWait(): Promise<void> | undefined;
   /** Carries out effects; resolves once every store write among them is durable. */
   run(effects: Effect[]): Promise<void>;
+  /**
+   * Resolves once every store write queued so far is durable; UNAVAILABLE if the term ended first
+   * (a write failed, or the leader stepped down). A client's answer taken from memory waits for it,
+   * so nothing the store may lack is shown or acknowledged (a retried submit answered
+   * `created: false`, a read of a job whose creation or end is still being written).
+   */
+  durable(): Promise<void>;
 }
 
 /** A job id from the name, for clients that did not choose one (choosing it makes retries idempotent). */
@@ -155,15 +162,27 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       const spec = jobSpecFromProto(req.spec);
       if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
       const { result, effects } = m.core.submitJob(spec, now());
-      // Acknowledge only once the job is durable in the store.
+      // Acknowledge only once the job is durable in the store (also when it existed: a retry
+      // may arrive while the first call's write is still under way).
       await m.run(effects);
+      await m.durable();
       return result;
     },
-    GetJob: async (req) => ({ job: jobInfo(m.core.getJob(req.jobId), true) }),
-    ListJobs: async (req) => ({ jobs: m.core.listJobs(jobStatesFromWire(req.states)).map((j) => jobInfo(j)) }),
+    GetJob: async (req) => {
+      const job = jobInfo(m.core.getJob(req.jobId), true);
+      await m.durable();
+      return { job };
+    },
+    ListJobs: async (req) => {
+      const jobs = m.core.listJobs(jobStatesFromWire(req.states)).map((j) => jobInfo(j));
+      await m.durable();
+      return { jobs };
+    },
     KillJob: async (req) => {
       await m.run(m.core.killJob(req.jobId, req.reason, now()));
-      return { job: jobInfo(m.core.getJob(req.jobId)) };
+      const job = jobInfo(m.core.getJob(req.jobId));
+      await m.durable();
+      return { job };
     },
     ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
     SaveAppSnapshot: async (req) => {

@@ -17,7 +17,10 @@ import { MasterServer } from '../master-server.js';
 class FlakyStore extends MemoryStore {
   failing = false;
   fault: () => Error = () => new Error('injected store fault: write refused');
+  /** While set, writes wait for it (a slow store). */
+  gate: Promise<void> | undefined;
   override async batch(ops: readonly StoreOp[]): Promise<void> {
+    if (this.gate) await this.gate;
     if (this.failing) throw this.fault();
     return super.batch(ops);
   }
@@ -99,6 +102,32 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect(await jobIds()).to.deep.equal([]);
     expect((await client.SubmitJob({ spec: spec('maybe') })).created).to.equal(true);
     expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/maybe']);
+  });
+
+  it('a retry or a read while the job is still being written waits for the write: nothing not durable is acknowledged or shown', async () => {
+    let release!: () => void;
+    store.gate = new Promise<void>((r) => (release = r));
+    const first = client.SubmitJob({ spec: spec('slow') });
+    const settled = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: unknown) => (e instanceof RpcError ? e.code : String(e)),
+      );
+    const firstDone = settled(first);
+    await new Promise((r) => setTimeout(r, 100));
+    // The job is in memory, its write is not done: a retry and reads must wait for it.
+    const outcomes = [settled(client.SubmitJob({ spec: spec('slow') })), settled(client.GetJob({ jobId: 'slow' })), settled(client.ListJobs({ states: [] }))];
+    const early = await Promise.race([Promise.all(outcomes), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+    if (early !== 'waiting') release(); // let the next test run
+    expect(early, 'answered before the write was durable').to.equal('waiting');
+    // The write fails: none of them is answered from memory.
+    store.failing = true;
+    store.gate = undefined;
+    release();
+    expect(await firstDone).to.equal('UNAVAILABLE');
+    expect(await Promise.all(outcomes)).to.deep.equal(['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE']);
+    store.failing = false;
+    expect(await jobIds()).to.deep.equal([]);
   });
 
   it('a kill whose write failed is not shown as killed after the rebuild; its retry kills the job once', async () => {
