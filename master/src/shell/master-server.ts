@@ -352,11 +352,18 @@ export class MasterServer {
         case 'assignments':
           this.pushes.push(e);
           break;
-        case 'launchAm':
+        case 'launchAm': {
           // The agent gets the AM's grant before its plan.
           this.pushes.flush();
-          void this.launchAm(e).catch((err: unknown) => this.backgroundFailed('launching an application master', err));
+          // The plan leaves once every write queued before it is durable, within this term: an AM
+          // never runs for a job or an attempt the store lacks. (It did: a submit whose write was
+          // lost still started its AM, and when the id was submitted again the agent answered the
+          // new AM's plan with that old worker's exit, failing the new job.)
+          const term = this.term;
+          const launch = () => (term === this.term ? this.launchAm(e) : undefined);
+          void this.storeQueue.then(launch, launch).catch((err: unknown) => this.backgroundFailed('launching an application master', err));
           break;
+        }
         case 'stopWorkers':
           this.pushes.flush();
           this.peers
