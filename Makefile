@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -117,3 +117,10 @@ bench-paper: build etcd
 clean:
 	npx tsc -b --clean
 	rm -rf bench-results
+
+# Benchmark (not a test): replays the heartbeat traces in test/data/heartbeats (recorded with the
+# master's --record-heartbeats; `node test/dist/bench/record-heartbeats.js` records one on a local
+# cluster under load) through every failure detector and a grid of parameters, with injected
+# crashes; writes bench-results/detectors.json and detectors.svg.
+bench-detectors: build
+	node test/dist/bench/detectors.js $(BENCH_DETECTORS_ARGS)

@@ -1,9 +1,10 @@
 /**
  * @fuxi/agent: the Fuxi-TS node agent. A pure core (`AgentCore`: grants x plans -> spawns, kills,
- * events), a process driver (`RealProcessDriver`: workers in their own process groups, output and
- * exit code in files), the local checkpoint (`LevelCheckpoint` / `MemoryCheckpoint`: grants and the
- * worker registry, restored on restart) and the shell (`Agent`: gRPC server, master registration and
- * heartbeats, re-adoption of live workers after a restart).
+ * events), a process driver (`RealProcessDriver`: workers in their own process groups, stopped with
+ * their whole process family, output and exit code in files), the local checkpoint
+ * (`LevelCheckpoint` / `MemoryCheckpoint`: grants and the worker registry, restored on restart) and
+ * the shell (`Agent`: gRPC server, master registration and heartbeats, re-adoption of live workers
+ * after a restart).
  *
  * ```ts
  * import { Agent, resolveConfig } from '@fuxi/agent';

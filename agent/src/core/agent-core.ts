@@ -4,7 +4,7 @@
  * The agent starts a worker only when it holds BOTH a grant with room (from the master) and a plan
  * (from the application master, or from the master itself for AM processes). Every input is a
  * method that updates the state and returns the effects the shell must carry out: spawn a process,
- * kill a process group, push a worker event to an AM, log.
+ * kill a worker (its whole process family), push a worker event to an AM, log.
  *
  * ```ts
  * const core = new AgentCore({ nodeId: 'n1', capacity: res(8000, 16384) });

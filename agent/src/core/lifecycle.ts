@@ -41,7 +41,7 @@ export function requestStop(st: CoreState, w: WorkerRecord, reason: string): Eff
   w.message = reason;
   touch(st, w);
   // A STARTING worker is killed as soon as its pid is known (workerSpawned).
-  if (w.state === 'RUNNING' && w.pid > 0) return [{ kind: 'kill', workerId: w.workerId, pid: w.pid, reason }];
+  if (w.state === 'RUNNING' && w.pid > 0) return [{ kind: 'kill', appId: w.appId, workerId: w.workerId, pid: w.pid, reason }];
   return [];
 }
 
@@ -161,7 +161,7 @@ export function workerSpawned(st: CoreState, appId: string, workerId: string, pi
     },
   ];
   effects.push(...event(st, w));
-  if (w.stopReason) effects.push({ kind: 'kill', workerId, pid, reason: w.stopReason });
+  if (w.stopReason) effects.push({ kind: 'kill', appId: w.appId, workerId, pid, reason: w.stopReason });
   return effects;
 }
 

@@ -119,7 +119,7 @@ function readopt(st: CoreState, w: WorkerRecord, l: Alive, now: number, out: Res
     fields: { workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, pid: w.pid },
   });
   out.effects.push(...event(st, w));
-  if (w.stopReason) out.effects.push({ kind: 'kill', workerId: w.workerId, pid: w.pid, reason: w.stopReason });
+  if (w.stopReason) out.effects.push({ kind: 'kill', appId: w.appId, workerId: w.workerId, pid: w.pid, reason: w.stopReason });
 }
 
 /** The process ended while the agent was down: finished with its recorded exit code (and time), if any. */

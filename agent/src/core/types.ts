@@ -111,7 +111,7 @@ export interface SpawnSpec {
 
 export type Effect =
   | { kind: 'spawn'; worker: SpawnSpec }
-  | { kind: 'kill'; workerId: string; pid: number; reason: string }
+  | { kind: 'kill'; appId: string; workerId: string; pid: number; reason: string }
   /** Push to the AM of `appId` at `amAddress` (never for AM processes). */
   | { kind: 'event'; appId: string; amAddress: string; status: WorkerInfo }
   | { kind: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields: Record<string, unknown> };

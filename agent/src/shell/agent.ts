@@ -712,8 +712,8 @@ export class Agent {
           spawns.push(failure === undefined ? this.spawn(e.worker) : this.refuseSpawn(e.worker));
           break;
         case 'kill':
-          this.log.info({ workerId: e.workerId, pid: e.pid, reason: e.reason }, 'stopping worker');
-          this.driver.kill(e.pid, this.config.stopGraceMs);
+          this.log.info({ appId: e.appId, workerId: e.workerId, pid: e.pid, reason: e.reason }, 'stopping worker');
+          this.driver.kill(e.pid, this.config.stopGraceMs, { appId: e.appId, workerId: e.workerId });
           break;
         case 'event':
           this.events.push(e.appId, e.amAddress, toWireStatus(e.status));

@@ -4,10 +4,17 @@
  * Each worker gets a directory `<workDir>/apps/<appId>/<workerId>/` holding `cmd.json` (what was
  * run), `pid` (the wrapper's pid, written by the wrapper itself first thing), `stdout`, `stderr`,
  * `out/` (the worker's output directory, `$FUXI_OUTPUT_DIR`: what it writes there the agent's data
- * service serves to other workers of its job once it succeeded) and, once it ends, `exit` (its exit code; written by the wrapper via `exit.tmp` + rename, so it
- * survives an agent restart). The worker runs under a `/bin/sh` wrapper in its own session and
- * process group (`detached`), with no pipes to the agent, so it outlives the agent. Kill = SIGTERM
- * to the whole group, then SIGKILL after a grace period.
+ * service serves to other workers of its job once it succeeded), `family` (the worker's marker, see
+ * below) and, once it ends, `exit` (its exit code; written by the wrapper via `exit.tmp` + rename, so
+ * it survives an agent restart). The worker runs under a `/bin/sh` wrapper in its own session and
+ * process group (`detached`), with no pipes to the agent, so it outlives the agent.
+ *
+ * Kill = the worker's whole process family (worker-families.ts, core/process-family.ts): every
+ * launch gets a unique marker in its environment (`FUXI_WORKER_FAMILY`, also in the `family` file,
+ * so a restarted agent knows it), and the family is every process carrying it, the root, the members
+ * remembered from samples of /proc taken while the worker lives, and all their descendants. SIGTERM
+ * to all of it, then after a grace SIGSTOP and SIGKILL to whatever is left, until nothing is; so
+ * children that called `setsid` or double-forked die too. Never by name, never a reused pid.
  *
  * After an agent restart, `probe()` tells whether a registered worker is still the same process
  * (pid + /proc start time + host boot id; never a reused pid) and `adopt()` watches one that is:
@@ -21,10 +28,13 @@
  * ```
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { nullLogger, type Logger } from '@fuxi/common';
-import type { Liveness, SpawnSpec } from '../core/agent-core.js';
+import type { Liveness, SpawnSpec, WorkerRef } from '../core/agent-core.js';
+import { FAMILY_ENV } from '../core/process-family.js';
+import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
 
 export interface SpawnResult {
   pid: number;
@@ -58,13 +68,16 @@ export interface RegisteredWorker {
 export interface ProcessDriver {
   /** Starts a worker; rejects when it cannot be started. */
   spawn(spec: SpawnSpec): Promise<SpawnResult>;
-  /** Stops the worker's process group: SIGTERM, then SIGKILL after `graceMs` if still alive. */
-  kill(pid: number, graceMs?: number): void;
+  /**
+   * Stops the worker whose root process is `pid`, with everything it started (the real driver: its
+   * whole process family): SIGTERM, then SIGKILL after `graceMs` to whatever is left.
+   */
+  kill(pid: number, graceMs?: number, worker?: WorkerRef): void;
   /** Registers the exit callback (one per driver). */
   onExit(cb: (e: ExitInfo) => void): void;
   /** Where the worker's stdout / stderr go ('' when the driver keeps no files). */
   logPath(appId: string, workerId: string, stream: 'stdout' | 'stderr'): string;
-  /** Cancels pending SIGKILL timers and stops watching (the workers themselves are left running). */
+  /** Cancels running stops and stops watching (the workers themselves are left running). */
   close(): void;
   /**
    * After an agent restart: is the registered worker's process still the same one, or how did it
@@ -83,6 +96,10 @@ export interface RealProcessDriverOptions {
   baseEnv?: Record<string, string | undefined>;
   /** How often re-adopted workers are checked for liveness (default 500 ms). */
   adoptPollMs?: number;
+  /** How often the process families of live workers are sampled from /proc (default 1000 ms). */
+  familySampleMs?: number;
+  /** How often a running stop looks at /proc again (default 100 ms). */
+  familyPollMs?: number;
   log?: Logger;
 }
 
@@ -183,6 +200,19 @@ export function readExitFile(dir: string): number | null {
   }
 }
 
+/** The file in a worker's directory that holds its family marker. */
+export const FAMILY_FILE = 'family';
+
+/** Reads `<dir>/family` (the worker's marker), or '' (a worker launched without one). */
+export function readFamilyFile(dir: string): string {
+  try {
+    const text = fs.readFileSync(path.join(dir, FAMILY_FILE), 'utf8').trim();
+    return /^[A-Za-z0-9-]+$/.test(text) ? text : '';
+  } catch {
+    return '';
+  }
+}
+
 /** Reads `<dir>/pid` (written by the wrapper), or 0. */
 export function readPidFile(dir: string): number {
   try {
@@ -205,7 +235,7 @@ function readCmdline(pid: number): string[] | undefined {
 export class RealProcessDriver implements ProcessDriver {
   private exitCb: (e: ExitInfo) => void = () => {};
   private readonly children = new Map<number, ChildProcess>();
-  private readonly killTimers = new Set<NodeJS.Timeout>();
+  private readonly families: WorkerFamilies;
   private readonly log: Logger;
   private readonly graceMs: number;
   /** Re-adopted workers by pid. */
@@ -215,6 +245,11 @@ export class RealProcessDriver implements ProcessDriver {
   constructor(private readonly opts: RealProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
     this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+    this.families = new WorkerFamilies({
+      log: this.log,
+      ...(opts.familySampleMs !== undefined ? { sampleMs: opts.familySampleMs } : {}),
+      ...(opts.familyPollMs !== undefined ? { pollMs: opts.familyPollMs } : {}),
+    });
   }
 
   /**
@@ -248,6 +283,8 @@ export class RealProcessDriver implements ProcessDriver {
   adopt(w: RegisteredWorker): void {
     if (w.pid <= 0) return;
     this.adopted.set(w.pid, { ...w });
+    const marker = readFamilyFile(workerDir(this.opts.workDir, w.appId, w.workerId));
+    this.families.track(w.pid, { appId: w.appId, workerId: w.workerId, root: { pid: w.pid, startTime: w.startTime }, marker });
     if (!this.pollTimer) {
       this.pollTimer = setInterval(() => this.pollAdopted(), this.opts.adoptPollMs ?? DEFAULT_ADOPT_POLL_MS);
       this.pollTimer.unref();
@@ -263,6 +300,7 @@ export class RealProcessDriver implements ProcessDriver {
     for (const [pid, w] of this.adopted) {
       if (sameProcessAlive(pid, w.startTime)) continue;
       this.adopted.delete(pid);
+      this.families.rootEnded(pid);
       const code = readExitFile(workerDir(this.opts.workDir, w.appId, w.workerId));
       const info: ExitInfo =
         code !== null
@@ -299,6 +337,9 @@ export class RealProcessDriver implements ProcessDriver {
     await fs.promises.rm(path.join(dir, 'exit'), { force: true });
     await fs.promises.rm(path.join(dir, 'pid'), { force: true });
     await fs.promises.mkdir(path.join(dir, OUTPUT_SUBDIR), { recursive: true });
+    // A new marker per launch (a reused worker id gets another): written before the process exists.
+    const marker = randomUUID();
+    await fs.promises.writeFile(path.join(dir, FAMILY_FILE), marker + '\n');
     await fs.promises.writeFile(path.join(dir, 'cmd.json'), JSON.stringify({ ...spec, startedAt: new Date().toISOString() }, null, 2) + '\n');
     const cwd = spec.cwd || dir;
     const st = await fs.promises.stat(cwd).catch(() => undefined);
@@ -307,6 +348,7 @@ export class RealProcessDriver implements ProcessDriver {
     for (const [k, v] of Object.entries(this.opts.baseEnv ?? process.env)) if (v !== undefined) env[k] = v;
     Object.assign(env, spec.env);
     env.FUXI_OUTPUT_DIR = path.join(dir, OUTPUT_SUBDIR);
+    env[FAMILY_ENV] = marker;
     return new Promise<SpawnResult>((resolve, reject) => {
       let child: ChildProcess;
       try {
@@ -324,6 +366,7 @@ export class RealProcessDriver implements ProcessDriver {
       child.once('error', (e) => this.log.warn({ workerId: spec.workerId, pid, err: e.message }, 'worker process error'));
       child.once('exit', (code, signal) => {
         this.children.delete(pid);
+        this.families.rootEnded(pid);
         const fromFile = readExitFile(dir);
         const info: ExitInfo =
           fromFile !== null
@@ -334,36 +377,48 @@ export class RealProcessDriver implements ProcessDriver {
         this.exitCb(info);
       });
       child.unref();
-      resolve({ pid, startTime: readStartTime(pid), bootId: readBootId() });
+      const startTime = readStartTime(pid);
+      this.families.track(pid, { appId: spec.appId, workerId: spec.workerId, root: { pid, startTime }, marker });
+      resolve({ pid, startTime, bootId: readBootId() });
     });
   }
 
-  kill(pid: number, graceMs = this.graceMs): void {
+  /**
+   * Stops the worker's whole process family. A worker this driver neither started nor adopted is
+   * found through `worker`: its marker file, and its root when the wrapper's pid file names `pid`
+   * and that process's command line names the worker's directory. Nothing else is ever signalled.
+   */
+  kill(pid: number, graceMs = this.graceMs, worker?: WorkerRef): void {
     if (pid <= 0) return;
-    try {
-      process.kill(-pid, 'SIGTERM');
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ESRCH') return; // already gone
-      this.log.warn({ pid, err: String(e) }, 'SIGTERM to worker group failed');
+    if (this.families.has(pid)) {
+      this.families.stop(pid, graceMs);
+      return;
     }
-    const t = setTimeout(() => {
-      this.killTimers.delete(t);
-      if (!groupAlive(pid)) return;
-      this.log.warn({ pid, graceMs }, 'worker group still alive after grace; sending SIGKILL');
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* gone meanwhile */
-      }
-    }, graceMs);
-    t.unref();
-    this.killTimers.add(t);
+    const rec = worker ? this.familyOnDisk(pid, worker) : undefined;
+    if (!rec) {
+      this.log.warn({ pid, ...worker }, 'kill of a process that is no known worker: nothing signalled');
+      return;
+    }
+    this.families.stop(pid, graceMs, rec);
+  }
+
+  /** The family record of a worker from its directory (after its root's exit, or of an unknown run). */
+  private familyOnDisk(pid: number, w: WorkerRef): FamilyRecord | undefined {
+    const dir = workerDir(this.opts.workDir, w.appId, w.workerId);
+    const marker = readFamilyFile(dir);
+    const st = readPidFile(dir) === pid ? readProcStat(pid) : undefined;
+    const root = st && (readCmdline(pid) ?? []).includes(dir) ? { pid, startTime: st.startTime } : undefined;
+    if (!marker && !root) return undefined;
+    return { appId: w.appId, workerId: w.workerId, marker, ...(root ? { root } : {}) };
+  }
+
+  /** Number of stops still running (a family is dropped once nothing of it is left). */
+  get stopsRunning(): number {
+    return this.families.stopping;
   }
 
   close(): void {
-    for (const t of this.killTimers) clearTimeout(t);
-    this.killTimers.clear();
+    this.families.close();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;
     this.adopted.clear();

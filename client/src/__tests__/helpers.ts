@@ -52,6 +52,7 @@ export function mockClusterStatus(over: Partial<ClusterStatus__Output> = {}): Cl
     nodesTimingOut: 0,
     nodesLost: 0,
     appsRunning: 2,
+    conditions: [],
     ...over,
   };
 }

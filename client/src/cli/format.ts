@@ -153,7 +153,7 @@ export function formatFaultEvents(events: readonly FaultEvent__Output[], nowMs: 
   );
 }
 
-/** `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, open fault events. */
+/** `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, conditions (when any), open fault events. */
 export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): string {
   const lines = [
     `leader:    ${st.leader || '-'}`,
@@ -163,7 +163,12 @@ export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): s
     `nodes:     ${st.nodesHealthy} healthy, ${st.nodesTimingOut} timing out, ${st.nodesLost} lost`,
     `apps:      ${st.appsRunning} running`,
   ];
-  return `${lines.join('\n')}\n\nopen fault events:\n${formatFaultEvents(st.openEvents, nowMs)}`;
+  // Conditions an operator must act on (e.g. etcd out of space) come before the fault events.
+  const conditions = (st.conditions ?? []).map(
+    (c) => `  ${c.type}${Number(c.sinceMs) > 0 ? ` for ${fmtDuration(nowMs - Number(c.sinceMs))}` : ''}: ${c.message}`,
+  );
+  const conditionBlock = conditions.length > 0 ? `\n\nconditions:\n${conditions.join('\n')}` : '';
+  return `${lines.join('\n')}${conditionBlock}\n\nopen fault events:\n${formatFaultEvents(st.openEvents, nowMs)}`;
 }
 
 /** JSON for `-o json`: 2-space indented; Buffers as base64 strings. */

@@ -6,12 +6,12 @@
  * - `chen` (Chen, Toueg and Aguilera, "On the Quality of Service of Failure Detectors", 2002): the
  *   next arrival is estimated from the last `windowSize` arrivals,
  *   EA(k+1) = mean over the window of (A(i) + (k+1-i) * interval), with the interval estimated from
- *   the window; suspect at EA + a constant safety margin `alphaMs`.
+ *   the window (least squares); suspect at EA + a constant safety margin `alphaMs`.
  * - `bertier` (Bertier, Marin and Sens, DSN 2002): Chen's estimate, with the margin computed the way
  *   Jacobson estimates round-trip times: error = A - EA - delay; delay += gamma * error;
  *   var += gamma * (|error| - var); margin = beta * delay + phi * var, at least `minMarginMs` and
- *   four times the mean absolute deviation of the inter-arrival times in the window (a metronome
- *   host is not suspected at the instant its beat is due, nor a jittery one after a calm spell).
+ *   the jitter the window has shown (`floor`: a metronome host is not suspected at the instant its
+ *   beat is due, nor a jittery one after a calm spell).
  * - `phi` (Hayashibara et al., "The phi Accrual Failure Detector", SRDS 2004): inter-arrival times
  *   in a window are taken as normal (mean, standard deviation at least `minStdMs`);
  *   phi(t) = -log10(1 - F(t - A(last))); suspect when phi reaches `threshold`.
@@ -72,7 +72,7 @@ export function defaultDetectorConfig(kind: DetectorKind, timeoutMs: number): De
     case 'chen':
       return { kind, alphaMs: 200, ...common };
     case 'bertier':
-      return { kind, beta: 1, phi: 4, gamma: 0.1, minMarginMs: 20, ...common };
+      return { kind, beta: 1, phi: 4, gamma: 0.1, minMarginMs: 50, ...common };
     case 'phi':
       return { kind, threshold: 8, minStdMs: 50, ...common };
     case 'sfd':
@@ -176,10 +176,25 @@ class Arrivals {
   get last(): number {
     return this.a.length > 0 ? this.a[this.a.length - 1]! : -Infinity;
   }
-  /** Mean inter-arrival time over the window. */
+  /**
+   * The inter-arrival time over the window: the least-squares slope of arrival time against arrival
+   * number (Chen's formula takes the sending period as known; agents also beat early at times, so
+   * it is estimated, and the slope's error shrinks with the window where first-to-last does not).
+   */
   interval(): number {
     const n = this.a.length;
-    return n < 2 ? 0 : (this.a[n - 1]! - this.a[0]!) / (n - 1);
+    if (n < 2) return 0;
+    const mi = (n - 1) / 2;
+    let mean = 0;
+    for (const t of this.a) mean += t;
+    mean /= n;
+    let num = 0;
+    let den = 0;
+    for (let i = 0; i < n; i++) {
+      num += (i - mi) * (this.a[i]! - mean);
+      den += (i - mi) ** 2;
+    }
+    return num / den;
   }
   /** EA(k+1) = mean over the window of A(i) + (k+1-i) * interval. */
   expectedNext(): number {
@@ -188,6 +203,17 @@ class Arrivals {
     let sum = 0;
     for (let i = 0; i < n; i++) sum += this.a[i]! + (n - i) * d;
     return sum / n;
+  }
+  /** The largest distance of an arrival in the window from the least-squares line through them. */
+  maxResidual(): number {
+    const n = this.a.length;
+    if (n < 2) return 0;
+    const slope = this.interval();
+    const mi = (n - 1) / 2;
+    const mean = this.a.reduce((x, t) => x + t, 0) / n;
+    let worst = 0;
+    for (let i = 0; i < n; i++) worst = Math.max(worst, Math.abs(this.a[i]! - (mean + (i - mi) * slope)));
+    return worst;
   }
   /** Mean absolute deviation of the inter-arrival times in the window. */
   jitter(): number {
@@ -225,6 +251,14 @@ class MarginDetector implements FailureDetector {
     // for suspicion only from minSamples on.
     this.next = this.arrivals.length >= 2 ? this.arrivals.expectedNext() : Infinity;
   }
+  /**
+   * The least margin an adaptive one may shrink to: the jitter the window has shown (four mean
+   * absolute deviations of its gaps, and twice its largest distance from the fitted line, since an
+   * arrival as early as that one may be followed by one as late).
+   */
+  protected floor(): number {
+    return Math.max(4 * this.arrivals.jitter(), 2 * this.arrivals.maxResidual());
+  }
   /** Called before `now` joins the window (the estimate still predicts it). */
   protected observe(_now: number, _late: boolean): void {}
   suspectAt(): number {
@@ -245,13 +279,17 @@ class BertierDetector extends MarginDetector {
   private delay = 0;
   private variance = 0;
   constructor(private readonly b: Extract<DetectorConfig, { kind: 'bertier' }>) {
-    super(b, () => Math.max(this.b.minMarginMs, 4 * this.arrivals.jitter(), this.b.beta * this.delay + this.b.phi * this.variance));
+    super(b, () => Math.max(this.b.minMarginMs, this.floor(), this.b.beta * this.delay + this.b.phi * this.variance));
   }
+  private observed = 0;
   protected override observe(now: number): void {
     if (this.next === Infinity) return;
+    // Until 1/gamma errors are in, a plain running mean (a moving average started at 0 would
+    // understate the margin for its first few dozen beats).
+    const g = Math.max(this.b.gamma, 1 / ++this.observed);
     const error = now - this.next - this.delay;
-    this.delay += this.b.gamma * error;
-    this.variance += this.b.gamma * (Math.abs(error) - this.variance);
+    this.delay += g * error;
+    this.variance += g * (Math.abs(error) - this.variance);
   }
 }
 
@@ -260,7 +298,7 @@ class SelfTuningDetector extends MarginDetector {
   private marginMs: number;
   private firstMs = NaN;
   constructor(private readonly s: Extract<DetectorConfig, { kind: 'sfd' }>) {
-    super(s, () => Math.max(this.marginMs, 4 * this.arrivals.jitter()));
+    super(s, () => Math.max(this.marginMs, this.floor()));
     this.marginMs = s.initialMarginMs;
   }
   protected override observe(now: number, late: boolean): void {

@@ -4,8 +4,8 @@
  * A standby's `core` throws UNAVAILABLE with the leader's address (the redirect).
  */
 import { randomUUID } from 'node:crypto';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
-import type { MasterServiceDefinition } from '@fuxi/proto';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
+import type { Condition, MasterServiceDefinition } from '@fuxi/proto';
 import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
 import type { MasterCore } from '../core/master-core.js';
@@ -37,6 +37,10 @@ export interface HandlerContext {
   readonly jobWatchers: JobWatchers;
   /** While no live leader is known: resolves once one is (or after a bounded wait). */
   leaderWait(): Promise<void> | undefined;
+  /** Set while etcd is out of space: the leader serves reads only. */
+  storeFull(): { sinceMs: number; message: string } | undefined;
+  /** Conditions for `GetClusterStatus` (the store out of space). */
+  conditions(): Promise<Condition[]>;
   /** Carries out effects; resolves once every store write among them is durable. */
   run(effects: Effect[]): Promise<void>;
   /**
@@ -46,6 +50,8 @@ export interface HandlerContext {
    * `created: false`, a read of a job whose creation or end is still being written).
    */
   durable(): Promise<void>;
+  /** A Heartbeat call arrived from `nodeId` (recorded when `recordHeartbeats` is set). */
+  heartbeatArrived?(nodeId: string): void;
 }
 
 /** A job id from the name, for clients that did not choose one (choosing it makes retries idempotent). */
@@ -60,7 +66,36 @@ function generatedJobId(name: string): string {
 }
 
 export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
-  return holdWhileLeaderless(handlers(m), m);
+  return holdWhileLeaderless(refuseChangesWhileStoreFull(handlers(m), m), m);
+}
+
+type Method = keyof ServiceImpl<MasterServiceDefinition>;
+
+/** Calls that change nothing: served from memory (a fresh load of the store) while the store is full. */
+const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob']);
+/** Changes that clients ask for: refused with RESOURCE_EXHAUSTED while the store is full. */
+const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'KillJob']);
+
+/**
+ * While etcd is out of space every call that could change state is refused before the core sees it,
+ * so nothing the store lacks is ever in memory: clients get RESOURCE_EXHAUSTED (what to do is in
+ * the message); agents and AMs get UNAVAILABLE, which they retry (they keep their workers), until
+ * the leader has room again and leadership is rebuilt.
+ */
+function refuseChangesWhileStoreFull(h: ServiceImpl<MasterServiceDefinition>, m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
+  type Fn = (...args: unknown[]) => Promise<unknown>;
+  const out: Record<string, Fn> = {};
+  for (const [name, fn] of Object.entries(h as unknown as Record<string, Fn>)) {
+    out[name] = READS.has(name as Method)
+      ? fn
+      : (...args) => {
+          const full = m.storeFull();
+          if (!full) return fn(...args);
+          if (CLIENT_CHANGES.has(name as Method)) return Promise.reject(new ResourceExhaustedError('store space', full.message));
+          return Promise.reject(new UnavailableError(`the store is out of space; the master makes no changes until it has room: retry later`, ''));
+        };
+  }
+  return out as unknown as ServiceImpl<MasterServiceDefinition>;
 }
 
 /** Each handler first waits while this process knows no live leader (see MasterServer.leaderWait). */
@@ -98,6 +133,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       };
     },
     Heartbeat: async (req) => {
+      m.heartbeatArrived?.(req.nodeId);
       const r = m.core.heartbeat(heartbeatFromWire(req), now());
       await m.run(r.effects);
       return {
@@ -200,7 +236,8 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     GetClusterStatus: async () => {
       const core = m.core;
-      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch);
+      const conditions = await m.conditions();
+      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch, conditions);
     },
     WatchGrants: async (req, call) => {
       const core = m.core;

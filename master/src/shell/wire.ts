@@ -6,6 +6,7 @@
 import type { Resource } from '@fuxi/common';
 import type {
   ClusterStatus,
+  Condition,
   Grant__Output,
   HeartbeatRequest__Output,
   JobInfo,
@@ -134,7 +135,7 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
   };
 }
 
-export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch: string): ClusterStatus {
+export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch: string, conditions: Condition[] = []): ClusterStatus {
   return {
     leader,
     epoch,
@@ -145,5 +146,6 @@ export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch
     nodesTimingOut: st.nodesTimingOut,
     nodesLost: st.nodesLost,
     appsRunning: st.appsRunning,
+    conditions,
   };
 }

@@ -7,6 +7,7 @@ export type { Assignment, Assignment__Output } from './fuxi/v1/Assignment.js';
 export type { AssignmentUpdate, AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
 export type { ClusterStatus, ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 export type { Command, Command__Output } from './fuxi/v1/Command.js';
+export type { Condition, Condition__Output } from './fuxi/v1/Condition.js';
 export type { FaultEvent, FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 export type { FetchOutputRequest, FetchOutputRequest__Output } from './fuxi/v1/FetchOutputRequest.js';
 export type { FinishAppRequest, FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';

@@ -5,6 +5,7 @@ import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_
 import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
+import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Condition__Output } from './fuxi/v1/Condition.js';
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from './fuxi/v1/FinishAppResponse.js';
@@ -70,6 +71,7 @@ export interface ProtoGrpcType {
       AssignmentUpdate: MessageTypeDefinition<_fuxi_v1_AssignmentUpdate, _fuxi_v1_AssignmentUpdate__Output>
       ClusterStatus: MessageTypeDefinition<_fuxi_v1_ClusterStatus, _fuxi_v1_ClusterStatus__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
+      Condition: MessageTypeDefinition<_fuxi_v1_Condition, _fuxi_v1_Condition__Output>
       FaultEvent: MessageTypeDefinition<_fuxi_v1_FaultEvent, _fuxi_v1_FaultEvent__Output>
       FinishAppRequest: MessageTypeDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppRequest__Output>
       FinishAppResponse: MessageTypeDefinition<_fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppResponse__Output>

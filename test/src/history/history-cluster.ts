@@ -22,6 +22,7 @@ import type { ChildProcess } from 'node:child_process';
 import { HaCluster, hasExited, REPO_ROOT, waitExit, type ClusterPlacement, type HaClusterOptions } from '@fuxi/deploy';
 import { startEtcdCluster, type EtcdProcess } from '../etcd-harness.js';
 import { Rack } from '../rack/rack.js';
+import { CLUSTER_CONFIG, etcdFlagsFromEnvFile } from '../rack/rack-cluster.js';
 import type { DaemonExit, RunningWorker } from './checker.js';
 
 export const ETCD_HOSTS = ['e1', 'e2', 'e3'] as const;
@@ -84,8 +85,12 @@ export class HistoryCluster {
         ETCD_HOSTS.map((name) => ({ name, host: rack.host(name).ip, wrap: rack.wrap(name) })),
         {
           startTimeoutMs: 60_000,
-          // Small, so the nemesis can fill it; the masters' own history is compacted every minute.
-          extraArgs: ['--quota-backend-bytes', String(opts.etcdQuotaBytes), '--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1m'],
+          // deploy/config/cluster/etcd.env's settings, but a small quota, so the nemesis can fill
+          // it, and the masters' own history compacted every minute.
+          extraArgs: [
+            ...withoutFlags(etcdFlagsFromEnvFile(CLUSTER_CONFIG.etcd), ['--quota-backend-bytes', '--auto-compaction-mode', '--auto-compaction-retention']),
+            ...['--quota-backend-bytes', String(opts.etcdQuotaBytes), '--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1m'],
+          ],
         },
       );
       const configs = writeConfigs(
@@ -208,6 +213,13 @@ export class HistoryCluster {
     await sleep(100);
     await this.rack.destroy();
   }
+}
+
+/** `flags` (pairs of flag and value) without the pairs of `drop`. */
+function withoutFlags(flags: string[], drop: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < flags.length; i += 2) if (!drop.includes(flags[i]!)) out.push(flags[i]!, flags[i + 1]!);
+  return out;
 }
 
 /**

@@ -3,7 +3,8 @@
  * who made it, what it asked, when it was invoked and when it completed, and its outcome:
  *
  * - `ok`: the master answered (the call took effect);
- * - `fail`: a definite refusal (INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND): the call did not
+ * - `fail`: a definite refusal (INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND, and RESOURCE_EXHAUSTED,
+ *   which the master answers when etcd is out of space and nothing was written): the call did not
  *   take effect;
  * - `unknown`: anything else (UNAVAILABLE, DEADLINE_EXCEEDED, a broken connection, a timeout):
  *   the call may or may not have taken effect.
@@ -58,7 +59,7 @@ export interface Op {
 export type OpResult = Pick<Op, 'created' | 'job' | 'jobs'>;
 
 /** Codes that mean the call did not take effect. */
-export const DEFINITE_FAILURES: ReadonlySet<string> = new Set(['INVALID_ARGUMENT', 'ALREADY_EXISTS', 'NOT_FOUND']);
+export const DEFINITE_FAILURES: ReadonlySet<string> = new Set(['INVALID_ARGUMENT', 'ALREADY_EXISTS', 'NOT_FOUND', 'RESOURCE_EXHAUSTED']);
 
 /** A call's failure as an outcome: definite failures are `fail`, everything else `unknown`. */
 export function classifyFailure(e: unknown): { outcome: Outcome; error: string; message: string } {

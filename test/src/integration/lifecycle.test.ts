@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadFuxiProto } from '@fuxi/proto';
@@ -143,6 +143,59 @@ describe('job lifecycle (real processes)', function () {
     const info = await client.get(jobId);
     expect(info.state).to.equal('JOB_STATE_KILLED');
     expect(info.message).to.equal('test says stop');
+  });
+
+  it('fuxi kill also ends children a worker detached (setsid, double fork): their files stop growing', async () => {
+    const dir = join(cluster.opts.dir, 'detached');
+    mkdirSync(dir, { recursive: true });
+    // Each instance starts two grandchildren that append to a file every 100 ms: one in its own
+    // session (setsid), one reparented to init (double fork); then it sleeps.
+    const loop = 'echo $$ > "$PIDF"; while :; do echo x >> "$OUT"; sleep 0.1; done';
+    const script =
+      'OUT="$D/$FUXI_INSTANCE-setsid.out" PIDF="$D/$FUXI_INSTANCE-setsid.pid" setsid sh -c "$LOOP" & ' +
+      '(OUT="$D/$FUXI_INSTANCE-dfork.out" PIDF="$D/$FUXI_INSTANCE-dfork.pid" sh -c "$LOOP" &); sleep 600';
+    const spec = job({
+      name: 'detachers',
+      env: { D: dir, LOOP: loop },
+      tasks: [{ name: 'detach', instances: 2, resources: { cpu: 0.2, memory: 64 }, command: ['sh', '-c', script] }],
+    });
+    const files = [0, 1].flatMap((i) => [`${i}-setsid`, `${i}-dfork`]).map((n) => join(dir, n));
+    const size = (f: string) => (existsSync(f) ? statSync(f).size : 0);
+    // Alive and not a zombie (an orphan's zombie lasts until init reaps it).
+    const running = (pid: number) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+      } catch {
+        return false;
+      }
+    };
+    const pids: number[] = [];
+    try {
+      const { jobId } = await client.submit(spec);
+      await until('every grandchild writing', () => files.every((f) => size(`${f}.out`) > 0 && existsSync(`${f}.pid`)));
+      for (const f of files) pids.push(Number(readFileSync(`${f}.pid`, 'utf8').trim()));
+      const before = files.map((f) => size(`${f}.out`));
+      await until('every file growing', () => files.every((f, i) => size(`${f}.out`) > before[i]!));
+      const killed = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'kill', jobId, '--reason', 'detached test']);
+      expect(killed.stdout).to.match(/KILLED/);
+      await until('every grandchild gone', () => pids.every((p) => !running(p)), 30_000);
+      const after = files.map((f) => size(`${f}.out`));
+      await sleep(1000);
+      expect(
+        files.map((f) => size(`${f}.out`)),
+        'the files stopped growing',
+      ).to.deep.equal(after);
+      expect((await client.get(jobId)).state).to.equal('JOB_STATE_KILLED');
+    } finally {
+      for (const p of pids) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    }
   });
 
   it('never over-commits a node (checked from agent reports while jobs compete)', async () => {

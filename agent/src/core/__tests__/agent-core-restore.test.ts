@@ -248,7 +248,7 @@ describe('AgentCore restart (checkpoint deltas and restore)', () => {
       expect(ws.w3?.message).to.contain(ENDED_WHILE_DOWN);
       expect(ws.w5?.state).to.equal('PENDING');
       // w4 was being stopped when the agent died: the kill goes out again.
-      expect(kills(r.effects)).to.deep.equal([{ kind: 'kill', workerId: 'w4', pid: 104, reason: 'speculation lost' }]);
+      expect(kills(r.effects)).to.deep.equal([{ kind: 'kill', appId: 'app1', workerId: 'w4', pid: 104, reason: 'speculation lost' }]);
       // Every re-adopted or ended worker's status goes to the AM (and w0, finished 950 ms ago).
       expect(events(r.effects).map((e) => [e.status.workerId, e.status.state, e.amAddress])).to.deep.equal([
         ['w0', 'SUCCEEDED', '127.0.0.1:9000'],

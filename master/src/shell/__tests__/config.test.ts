@@ -4,8 +4,12 @@ import { applyConfig, defaultConfig, resolvedDetector } from '../config.js';
 describe('master config: failureDetector', () => {
   const base = defaultConfig(['fuxi-appmaster']);
 
-  it('defaults to the fixed timeout of agentTimingOutMs', () => {
-    expect(resolvedDetector(applyConfig(base, { agentTimingOutMs: 4000 }, 'flags'))).to.deep.equal({ kind: 'fixed', timeoutMs: 4000 });
+  it('defaults to bertier, with agentTimingOutMs until it has learnt; fixed takes agentTimingOutMs', () => {
+    expect(resolvedDetector(applyConfig(base, { agentTimingOutMs: 4000 }, 'flags'))).to.deep.include({ kind: 'bertier', bootstrapMs: 4000 });
+    expect(resolvedDetector(applyConfig(base, { agentTimingOutMs: 4000, failureDetector: { kind: 'fixed' } }, 'flags'))).to.deep.equal({
+      kind: 'fixed',
+      timeoutMs: 4000,
+    });
   });
 
   it('takes a kind with some parameters; the rest are the defaults, agentTimingOutMs the bootstrap', () => {

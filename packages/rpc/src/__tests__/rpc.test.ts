@@ -128,12 +128,13 @@ describe('gRPC errors from a broken connection', () => {
 });
 
 describe('process guards', () => {
-  it('tell weather (unavailable peers, fenced writes of a deposed leader) from bugs', async () => {
+  it('tell weather (unavailable peers, a full store, fenced writes of a deposed leader) from bugs', async () => {
     const { isWeather } = await import('../process-guards.js');
-    const { FailedPreconditionError, InternalError } = await import('@fuxi/common');
+    const { FailedPreconditionError, InternalError, ResourceExhaustedError } = await import('@fuxi/common');
     class FencedError extends FailedPreconditionError {}
     expect(isWeather(new UnavailableError('not the leader', ''))).to.equal(true);
     expect(isWeather(new FencedError('fenced: guard key gone'))).to.equal(true);
+    expect(isWeather(new ResourceExhaustedError('etcd', 'etcd is out of space'))).to.equal(true);
     expect(isWeather(new FailedPreconditionError('stale'))).to.equal(false);
     expect(isWeather(new InternalError('boom'))).to.equal(false);
     expect(isWeather(new TypeError('x is undefined'))).to.equal(false);

@@ -168,6 +168,7 @@ describe('history checker', () => {
     expect(classifyFailure(new FuxiError('ALREADY_EXISTS', 'x')).outcome).to.equal('fail');
     expect(classifyFailure(new FuxiError('NOT_FOUND', 'x')).outcome).to.equal('fail');
     expect(classifyFailure(new FuxiError('INVALID_ARGUMENT', 'x')).outcome).to.equal('fail');
+    expect(classifyFailure(new FuxiError('RESOURCE_EXHAUSTED', 'etcd is out of space')).outcome).to.equal('fail');
     expect(classifyFailure(new FuxiError('UNAVAILABLE', 'x')).outcome).to.equal('unknown');
     expect(classifyFailure(new FuxiError('DEADLINE_EXCEEDED', 'x')).outcome).to.equal('unknown');
     expect(classifyFailure(new FuxiError('INTERNAL', 'x')).outcome).to.equal('unknown');

@@ -1,0 +1,231 @@
+/**
+ * Tracking and stopping workers' process families (who is in one: core/process-family.ts).
+ *
+ * While a worker lives, its family is sampled from /proc every `sampleMs` and its members are
+ * remembered (pid + start time), so a descendant that scrubs its environment and is then reparented
+ * to init is still known. A stop runs in two phases over fresh snapshots every `pollMs`:
+ *
+ * 1. **TERM**: every member gets SIGTERM (and SIGCONT, so a stopped one can act on it); members
+ *    that appear later get theirs when they are first seen. Ends early when the family is empty.
+ * 2. **KILL**, once `graceMs` has passed: the family is frozen (SIGSTOP to every member, then a
+ *    new snapshot, until one finds no member it has not stopped: a stopped process cannot fork),
+ *    then every member gets SIGKILL; repeated every `pollMs` until no member is left.
+ *
+ * Every signal goes to a pid only while it still has the start time the snapshot saw
+ * (`signalProcess`). One snapshot per tick serves every family.
+ *
+ * ```ts
+ * const families = new WorkerFamilies({ log });
+ * families.track(pid, { appId, workerId, root: { pid, startTime }, marker });
+ * families.stop(pid, 5000); // later
+ * ```
+ */
+import { nullLogger, type Logger } from '@fuxi/common';
+import { FAMILY_ENV, familyOf, newMembers, procKey, type ProcEntry, type ProcId } from '../core/process-family.js';
+import { ProcTable, signalProcess } from './proc-table.js';
+
+/** What identifies one worker's family. */
+export interface FamilyRecord {
+  appId: string;
+  workerId: string;
+  /** The worker's root process (the wrapper); absent when unknown. */
+  root?: ProcId;
+  /** The worker's marker (`FUXI_WORKER_FAMILY`); '' when it was launched without one. */
+  marker: string;
+}
+
+export interface WorkerFamiliesOptions {
+  /** How often live families are sampled (default 1000 ms). */
+  sampleMs?: number;
+  /** How often a stop looks again while it runs (default 100 ms). */
+  pollMs?: number;
+  log?: Logger;
+  /** Pids never signalled, on top of the agent, its parent and init. */
+  exclude?: number[];
+  /** The process table (default: /proc). */
+  table?: { read(): ProcEntry[] };
+}
+
+export const DEFAULT_FAMILY_SAMPLE_MS = 1000;
+export const DEFAULT_FAMILY_POLL_MS = 100;
+/** A family still alive this long after its SIGKILL is reported again (a process stuck in D state). */
+const STUCK_WARN_MS = 10_000;
+
+interface Stopping {
+  startedAt: number;
+  deadline: number;
+  graceMs: number;
+  phase: 'term' | 'kill';
+  /** Members that got SIGTERM (pid:startTime). */
+  termed: Set<string>;
+  lastWarn: number;
+}
+
+interface Family {
+  rec: FamilyRecord;
+  /** Members seen by the last sample. */
+  known: ProcId[];
+  /** The root ended (its exit was reported); the family is kept only while a stop runs. */
+  rootEnded: boolean;
+  stopping?: Stopping;
+}
+
+export class WorkerFamilies {
+  private readonly families = new Map<number, Family>();
+  private readonly log: Logger;
+  private readonly sampleMs: number;
+  private readonly pollMs: number;
+  private readonly exclude: number[];
+  private readonly table: { read(): ProcEntry[] };
+  private timer: NodeJS.Timeout | undefined;
+  private timerDue = 0;
+  private closed = false;
+
+  constructor(opts: WorkerFamiliesOptions = {}) {
+    this.log = opts.log ?? nullLogger;
+    this.sampleMs = opts.sampleMs ?? DEFAULT_FAMILY_SAMPLE_MS;
+    this.pollMs = opts.pollMs ?? DEFAULT_FAMILY_POLL_MS;
+    this.exclude = [0, 1, process.pid, process.ppid, ...(opts.exclude ?? [])];
+    this.table = opts.table ?? new ProcTable(FAMILY_ENV);
+  }
+
+  /** Starts sampling the family of the worker whose root is `key` (its pid). */
+  track(key: number, rec: FamilyRecord): void {
+    if (this.closed) return;
+    const had = this.families.get(key);
+    if (had) had.rec = rec;
+    else this.families.set(key, { rec, known: rec.root ? [rec.root] : [], rootEnded: false });
+    this.schedule();
+  }
+
+  has(key: number): boolean {
+    return this.families.has(key);
+  }
+
+  /** Number of stops still running. */
+  get stopping(): number {
+    let n = 0;
+    for (const f of this.families.values()) if (f.stopping) n++;
+    return n;
+  }
+
+  /** The root's exit was seen: the family is forgotten unless a stop is still running. */
+  rootEnded(key: number): void {
+    const f = this.families.get(key);
+    if (!f) return;
+    if (f.stopping) f.rootEnded = true;
+    else this.families.delete(key);
+  }
+
+  /**
+   * Stops the family of `key` (tracked, or `rec` when it is not): SIGTERM now, SIGKILL after
+   * `graceMs`, until none is left. A second stop of a family already stopping changes nothing.
+   */
+  stop(key: number, graceMs: number, rec?: FamilyRecord): void {
+    if (this.closed) return;
+    let f = this.families.get(key);
+    if (!f) {
+      if (!rec) return;
+      f = { rec, known: rec.root ? [rec.root] : [], rootEnded: true };
+      this.families.set(key, f);
+    }
+    if (f.stopping) return;
+    const now = Date.now();
+    f.stopping = { startedAt: now, deadline: now + graceMs, graceMs, phase: 'term', termed: new Set(), lastWarn: now };
+    this.tick();
+  }
+
+  /** Stops sampling and abandons running stops (the processes are left as they are). */
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.families.clear();
+  }
+
+  private query(f: Family) {
+    return { ...(f.rec.root ? { root: f.rec.root } : {}), marker: f.rec.marker, known: f.known, exclude: this.exclude };
+  }
+
+  private tick(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.closed || this.families.size === 0) return;
+    const now = Date.now();
+    let snap = this.table.read();
+    const killing: Array<[number, Family]> = [];
+    for (const [key, f] of this.families) {
+      const members = familyOf(snap, this.query(f));
+      f.known = members.map((m) => ({ pid: m.pid, startTime: m.startTime }));
+      const s = f.stopping;
+      if (!s) continue;
+      if (members.length === 0) {
+        this.log.info({ appId: f.rec.appId, workerId: f.rec.workerId, pid: key, ms: now - s.startedAt, phase: s.phase }, 'worker process family stopped');
+        this.families.delete(key);
+        continue;
+      }
+      if (s.phase === 'term') {
+        const fresh = newMembers(members, s.termed);
+        for (const m of fresh) {
+          s.termed.add(procKey(m));
+          if (signalProcess(m, 'SIGTERM')) signalProcess(m, 'SIGCONT');
+        }
+        if (fresh.length > 0 && s.termed.size > fresh.length)
+          this.log.info({ appId: f.rec.appId, workerId: f.rec.workerId, pids: fresh.map((m) => m.pid) }, 'new members of a stopping worker family got SIGTERM');
+        if (now < s.deadline) continue;
+        s.phase = 'kill';
+        this.log.warn(
+          { appId: f.rec.appId, workerId: f.rec.workerId, pid: key, graceMs: s.graceMs, left: members.map((m) => m.pid) },
+          'worker family still alive after grace; freezing and sending SIGKILL',
+        );
+      } else if (now - s.lastWarn >= STUCK_WARN_MS) {
+        s.lastWarn = now;
+        this.log.warn(
+          { appId: f.rec.appId, workerId: f.rec.workerId, pid: key, left: members.map((m) => `${m.pid}:${m.state}`) },
+          'worker family still alive after SIGKILL',
+        );
+      }
+      killing.push([key, f]);
+    }
+    if (killing.length > 0) snap = this.freeze(killing, snap);
+    for (const [, f] of killing) {
+      const members = familyOf(snap, this.query(f));
+      f.known = members.map((m) => ({ pid: m.pid, startTime: m.startTime }));
+      for (const m of members) signalProcess(m, 'SIGKILL');
+    }
+    this.schedule();
+  }
+
+  /**
+   * SIGSTOP to every member of every family in `killing`, then a new snapshot, until one shows no
+   * member not yet stopped (a stopped process cannot fork). Returns the last snapshot.
+   */
+  private freeze(killing: Array<[number, Family]>, snap: ProcEntry[]): ProcEntry[] {
+    const stopped = new Set<string>();
+    for (let round = 0; round < 100; round++) {
+      let fresh = 0;
+      for (const [, f] of killing) {
+        for (const m of newMembers(familyOf(snap, this.query(f)), stopped)) {
+          stopped.add(procKey(m));
+          signalProcess(m, 'SIGSTOP');
+          fresh++;
+        }
+      }
+      if (fresh === 0) break;
+      snap = this.table.read();
+    }
+    return snap;
+  }
+
+  private schedule(): void {
+    if (this.closed || this.families.size === 0) return;
+    let busy = false;
+    for (const f of this.families.values()) if (f.stopping) busy = true;
+    const due = Date.now() + (busy ? this.pollMs : this.sampleMs);
+    if (this.timer && this.timerDue <= due) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerDue = due;
+    this.timer = setTimeout(() => this.tick(), due - Date.now());
+    this.timer.unref();
+  }
+}
