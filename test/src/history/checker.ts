@@ -12,18 +12,43 @@
  * - `vanished`: a job shown (by an acknowledged submit, an ALREADY_EXISTS, a get, a kill or a list)
  *   is missing from a read invoked after that (NOT_FOUND, left out of a list) or from the end.
  * - `regressed`: a job shown in a terminal state is later shown (or ends) in another state.
- * - `wrongEnd`: the job ended as its calls do not allow: killed without any kill invoked, not
- *   killed although a kill was acknowledged while it ran, or failed (the workload's jobs succeed
- *   unless killed).
- * - `unfinished`: not terminal after healing and waiting.
+ * - `wrongEnd`: the job ended as its calls do not allow: killed without any kill invoked, or not
+ *   killed although a kill was acknowledged while it ran.
  * - `orphanWorker`: a worker (or AM) of a finished job still runs, by its agent's account or as a
  *   process on its host.
  * - `daemonExit`: a master or agent exited that no fault killed.
+ *
+ * Those are safety anomalies. Two more are about liveness, reported beside them:
+ *
+ * - `failed`: the job failed (the workload's jobs succeed unless killed, so a fault made it fail).
+ * - `unfinished`: not terminal after healing and waiting.
  */
 import type { JobView, Op } from './history.js';
 
-export const ANOMALY_KINDS = ['lost', 'duplicated', 'phantom', 'vanished', 'regressed', 'wrongEnd', 'unfinished', 'orphanWorker', 'daemonExit'] as const;
+export const ANOMALY_KINDS = [
+  'lost',
+  'duplicated',
+  'phantom',
+  'vanished',
+  'regressed',
+  'wrongEnd',
+  'orphanWorker',
+  'daemonExit',
+  'failed',
+  'unfinished',
+] as const;
 export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
+/** The kinds that break a guarantee (the others, `failed` and `unfinished`, are about liveness). */
+export const SAFETY_KINDS: ReadonlySet<AnomalyKind> = new Set([
+  'lost',
+  'duplicated',
+  'phantom',
+  'vanished',
+  'regressed',
+  'wrongEnd',
+  'orphanWorker',
+  'daemonExit',
+]);
 
 export interface Anomaly {
   kind: AnomalyKind;
@@ -233,7 +258,7 @@ export function checkHistory(ops: readonly Op[], final: FinalState): CheckResult
         ks.map((k) => k.index),
       );
     } else if (end.state === 'JOB_STATE_FAILED') {
-      add('wrongEnd', id, 'failed (the workload only fails a job by killing it)');
+      add('failed', id, `failed (the workload's jobs succeed unless killed)`);
     }
   }
 

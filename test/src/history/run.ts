@@ -12,7 +12,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FuxiClient } from '@fuxi/client';
-import { checkHistory, type CheckResult, type FinalState } from './checker.js';
+import { checkHistory, SAFETY_KINDS, type CheckResult, type FinalState } from './checker.js';
 import { HistoryCluster } from './history-cluster.js';
 import { HistoryRecorder, type JobView } from './history.js';
 import { Nemesis, type FaultKind } from './nemesis.js';
@@ -54,7 +54,11 @@ export interface HistorySummary {
   vanished: number;
   regressed: number;
   wrongEnd: number;
+  /** Liveness: jobs that failed, and jobs not finished after healing. */
+  failed: number;
   unfinished: number;
+  /** Anomalies that break a guarantee (everything but `failed` and `unfinished`). */
+  safetyAnomalies: number;
   faultsTotal: number;
   faultVariants: Record<string, number>;
   settleTimeouts: number;
@@ -88,7 +92,7 @@ export async function runHistory(o: HistoryRunOptions): Promise<HistorySummary> 
     leaseTtlSec: LEASE_TTL_SEC,
     heartbeatIntervalMs: 500,
     agentTimeoutMs: 120_000,
-    amTimeoutMs: 120_000,
+    amTimeoutMs: 30_000,
     etcdQuotaBytes: 24 * 1024 * 1024,
     logLevel: 'info',
   });
@@ -147,7 +151,9 @@ export async function runHistory(o: HistoryRunOptions): Promise<HistorySummary> 
       vanished: res.counts.vanished,
       regressed: res.counts.regressed,
       wrongEnd: res.counts.wrongEnd,
+      failed: res.counts.failed,
       unfinished: res.counts.unfinished,
+      safetyAnomalies: res.anomalies.filter((a) => SAFETY_KINDS.has(a.kind)).length,
       faultsTotal: nemesis.faults.length,
       faultVariants: nemesis.variants(),
       settleTimeouts: nemesis.settleTimeouts,

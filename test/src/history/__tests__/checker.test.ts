@@ -138,7 +138,7 @@ describe('history checker', () => {
   });
 
   it('a failed job and a job still running at the end are reported', () => {
-    expect(kinds(history(submit('j1', 'ok')), final([view('j1', 'JOB_STATE_FAILED')]))).to.deep.equal(['wrongEnd']);
+    expect(kinds(history(submit('j1', 'ok')), final([view('j1', 'JOB_STATE_FAILED')]))).to.deep.equal(['failed']);
     expect(kinds(history(submit('j1', 'ok')), final([view('j1', R)]))).to.deep.equal(['unfinished']);
   });
 
