@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -124,3 +124,9 @@ clean:
 # crashes; writes bench-results/detectors.json and detectors.svg.
 bench-detectors: build
 	node test/dist/bench/detectors.js $(BENCH_DETECTORS_ARGS)
+
+# Benchmark (not a test): many small jobs on a local cluster with 16 slots (separate CLI submits,
+# SDK submitMany, a job array, one 1,000-instance job, submit latency); writes
+# bench-results/throughput.json. BENCH_THROUGHPUT_ARGS="--jobs 200 --ten-thousand" and the like.
+bench-throughput: build
+	node test/dist/bench/throughput.js $(BENCH_THROUGHPUT_ARGS)

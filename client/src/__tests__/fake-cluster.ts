@@ -52,9 +52,29 @@ export class FakeMaster {
     return this.server.address;
   }
 
+  /** Batch sizes of the SubmitJobs calls received. */
+  batches: number[] = [];
+
   async start(): Promise<this> {
     const def = loadFuxiProto().MasterService.service;
     const impl: Record<string, unknown> = {
+      SubmitJobs: async (req: { specs: Array<Parameters<typeof jobSpecFromProto>[0]> }) => {
+        this.calls.push('SubmitJobs');
+        this.batches.push(req.specs.length);
+        return {
+          results: req.specs.map((p) => {
+            const spec = jobSpecFromProto(p);
+            const created = !this.jobs.has(spec.jobId);
+            if (created) this.jobs.set(spec.jobId, { jobId: spec.jobId, name: spec.name, state: 'JOB_STATE_SUBMITTED' } as JobInfo__Output);
+            return {
+              jobId: spec.jobId,
+              created,
+              errorCode: spec.name === 'refuse-me' ? 'INVALID_ARGUMENT' : '',
+              errorMessage: spec.name === 'refuse-me' ? 'quotaGroup: unknown' : '',
+            };
+          }),
+        };
+      },
       SubmitJob: async (req: { spec: Parameters<typeof jobSpecFromProto>[0] | null }) => {
         this.calls.push('SubmitJob');
         const spec = validateJobSpec(jobSpecFromProto(req.spec ?? {}));

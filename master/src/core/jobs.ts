@@ -1,9 +1,10 @@
 /**
- * Jobs: submission (validated, persisted, its first AM attempt requested), lookups, kills, and
+ * Jobs: submission (validated, persisted, its first AM attempt requested; one or a batch), lookups, kills, and
  * the end of a job (every slot released, its workers stopped when it failed or was killed, its
  * app state deleted from the store).
  */
-import { AlreadyExistsError, AM_SU, firstDifference, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { admissible, heldMessage, indexMember } from './arrays.js';
 import { setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { runScheduler } from './scheduling.js';
@@ -45,10 +46,35 @@ export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
     progress: spec.tasks.map((t) => ({ name: t.name, total: t.instances, pending: t.instances, running: 0, succeeded: 0, failed: 0, retries: 0 })),
   };
   st.jobs.set(job.jobId, job);
+  indexMember(st, job);
   st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
-  startAttempt(st, job);
+  if (spec.array && !admissible(st, spec.array.id).includes(job)) job.message = heldMessage(st, job);
+  else startAttempt(st, job);
   st.log.info({ jobId: job.jobId, name: spec.name, tasks: spec.tasks.length }, 'job submitted');
   return { jobId: job.jobId, created: true };
+}
+
+/** One job of a batch submission: taken (created or already there) or refused with its own error. */
+export interface BatchSubmitResult {
+  jobId: string;
+  created: boolean;
+  error?: FuxiError;
+}
+
+/**
+ * Many submissions in one input (SubmitJobs): each is taken or refused on its own exactly as
+ * `submitJob` would (a refused one changes nothing), in order, so an id twice in one batch is
+ * created once and then found.
+ */
+export function submitJobs(st: MasterState, specs: readonly JobSpec[]): BatchSubmitResult[] {
+  return specs.map((spec) => {
+    try {
+      return submitJob(st, spec);
+    } catch (e) {
+      if (e instanceof FuxiError) return { jobId: spec.jobId, created: false, error: e };
+      throw e;
+    }
+  });
 }
 
 /**
@@ -69,9 +95,21 @@ export function getJob(st: MasterState, jobId: string): JobRecord {
   return j;
 }
 
-export function listJobs(st: MasterState, states: readonly JobState[] = []): JobRecord[] {
-  const all = [...st.jobs.values()].sort((a, b) => a.submitSeq - b.submitSeq);
+export function listJobs(st: MasterState, states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
+  const from = arrayId ? [...(st.arrays.get(arrayId) ?? [])].map((id) => st.jobs.get(id)!).filter(Boolean) : [...st.jobs.values()];
+  const all = from.sort((a, b) => a.submitSeq - b.submitSeq);
   return states.length === 0 ? all : all.filter((j) => states.includes(j.state));
+}
+
+/** Starts the held members of job arrays that have room (after a member ended, or a failover). */
+export function admitArrayMembers(st: MasterState, arrayIds: Iterable<string> = st.arrays.keys()): void {
+  for (const id of arrayIds) {
+    for (const job of admissible(st, id)) {
+      job.message = '';
+      st.out.push({ kind: 'jobChanged', jobId: job.jobId });
+      startAttempt(st, job);
+    }
+  }
 }
 
 export function killJob(st: MasterState, jobId: string, reason: string): void {
@@ -133,6 +171,7 @@ export function endJob(st: MasterState, job: JobRecord, state: JobState, message
     }
   }
   st.out.push(putJob(job), { kind: 'deletePrefix', prefix: KEYS.appPrefix(job.jobId) }, { kind: 'jobChanged', jobId: job.jobId });
+  if (job.spec.array) admitArrayMembers(st, [job.spec.array.id]);
   runScheduler(st);
   endFailoverIfSettled(st);
   st.log.info({ jobId: job.jobId, state, message }, 'job ended');

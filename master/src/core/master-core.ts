@@ -15,7 +15,7 @@ import type { JobSpec, Logger } from '@fuxi/common';
 import { amLaunchFailed, finishApp, registerApp, returnSlots, saveAppSnapshot, tickAms, updateRequests, requireApp, type RequestsInput } from './apps.js';
 import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
-import { getJob, killJob, listJobs, submitJob, type SubmitResult } from './jobs.js';
+import { getJob, killJob, listJobs, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
 import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
@@ -36,7 +36,7 @@ import type {
 } from './types.js';
 
 export { DEFAULT_CONFIG, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
-export type { SubmitResult } from './jobs.js';
+export type { BatchSubmitResult, SubmitResult } from './jobs.js';
 
 export class MasterCore {
   private readonly st: MasterState;
@@ -90,12 +90,18 @@ export class MasterCore {
     return this.step(now, () => ({ result: submitJob(this.st, spec) }));
   }
 
+  /** Many submissions in one input: each taken or refused on its own (jobs.ts `submitJobs`). */
+  submitJobs(specs: readonly JobSpec[], now: number): { results: BatchSubmitResult[]; effects: Effect[] } {
+    return this.step(now, () => ({ results: submitJobs(this.st, specs) }));
+  }
+
   getJob(jobId: string): JobRecord {
     return getJob(this.st, jobId);
   }
 
-  listJobs(states: readonly JobState[] = []): JobRecord[] {
-    return listJobs(this.st, states);
+  /** Jobs in `states` (all when empty), only the members of job array `arrayId` when given. */
+  listJobs(states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
+    return listJobs(this.st, states, arrayId);
   }
 
   killJob(jobId: string, reason: string, now: number): Effect[] {

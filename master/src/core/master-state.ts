@@ -228,6 +228,8 @@ export class MasterState {
   /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */
   readonly detectors = new Map<string, FailureDetector>();
   readonly jobs = new Map<string, JobRecord>();
+  /** Job array id -> member job ids (arrays.ts). */
+  readonly arrays = new Map<string, Set<string>>();
   readonly apps = new Map<string, AppState>();
   readonly groups: Map<string, QuotaGroup>;
   /** Allocation per quota group (every app), kept in step by `setAsgn` (ledger.ts). */

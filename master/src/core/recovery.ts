@@ -13,7 +13,8 @@
  */
 import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } from '@fuxi/common';
 import { runPendingAmRestarts } from './am-restart.js';
-import { endJob, newApp } from './jobs.js';
+import { indexMember, notStarted } from './arrays.js';
+import { admitArrayMembers, endJob, newApp } from './jobs.js';
 import { checkRequest, declareUnit, setAsgn } from './ledger.js';
 import {
   AM_PRIORITY,
@@ -66,13 +67,17 @@ export function openAggregation(st: MasterState): void {
   for (const j of [...loading.jobs].sort((a, b) => a.submitSeq - b.submitSeq)) {
     st.submitSeq = Math.max(st.submitSeq, j.submitSeq);
     st.jobs.set(j.jobId, j);
+    indexMember(st, j);
     if (TERMINAL_STATES.has(j.state)) continue;
+    // A job array member held for its array's limit has no app until it is admitted (below).
+    if (j.spec.array && notStarted(j)) continue;
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);
     app.sus.set(AM_SU, { suId: AM_SU, resource: j.spec.amResource, priority: AM_PRIORITY, requests: placed ? new Map() : new Map([['', 1]]), asgn: new Map() });
     st.apps.set(app.appId, app);
   }
+  admitArrayMembers(st);
   st.log.info({ jobs: loading.jobs.length, unfinished: st.apps.size, roster: loading.roster.length }, 'hard state loaded; aggregating soft state');
 }
 
@@ -81,6 +86,7 @@ function loadWithoutFailover(st: MasterState, jobs: JobRecord[]): void {
   for (const j of [...jobs].sort((a, b) => a.submitSeq - b.submitSeq)) {
     st.submitSeq = Math.max(st.submitSeq, j.submitSeq);
     st.jobs.set(j.jobId, j);
+    indexMember(st, j);
     if (TERMINAL_STATES.has(j.state)) continue;
     j.state = 'failed';
     j.message = 'the master failed over while the job was running (master failover disabled)';

@@ -71,10 +71,13 @@ export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefi
 
 type Method = keyof ServiceImpl<MasterServiceDefinition>;
 
+/** Job specs per SubmitJobs call (a larger batch is split by the client SDK, `submitMany`). */
+export const MAX_BATCH_JOBS = 1000;
+
 /** Calls that change nothing: served from memory (a fresh load of the store) while the store is full. */
-const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob']);
+const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob', 'WatchJobs']);
 /** Changes that clients ask for: refused with RESOURCE_EXHAUSTED while the store is full. */
-const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'KillJob']);
+const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob']);
 
 /**
  * While etcd is out of space every call that could change state is refused before the core sees it,
@@ -204,13 +207,35 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       await m.durable();
       return result;
     },
+    SubmitJobs: async (req) => {
+      if (req.specs.length === 0) throw new InvalidArgumentError('specs', 'must hold at least one job spec');
+      if (req.specs.length > MAX_BATCH_JOBS) throw new InvalidArgumentError('specs', `holds ${req.specs.length} job specs; at most ${MAX_BATCH_JOBS} per call`);
+      const specs = req.specs.map((p) => {
+        const spec = jobSpecFromProto(p);
+        if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
+        return spec;
+      });
+      const { results, effects } = m.core.submitJobs(specs, now());
+      // Acknowledged only once every taken job is durable (their writes go out in store batches
+      // below the store's request limit: master-server.ts `run`), those that existed too.
+      await m.run(effects);
+      await m.durable();
+      return {
+        results: results.map((r) => ({
+          jobId: r.jobId,
+          created: r.created,
+          errorCode: r.error?.code ?? '',
+          errorMessage: r.error?.message ?? '',
+        })),
+      };
+    },
     GetJob: async (req) => {
       const job = jobInfo(m.core.getJob(req.jobId), true);
       await m.durable();
       return { job };
     },
     ListJobs: async (req) => {
-      const jobs = m.core.listJobs(jobStatesFromWire(req.states)).map((j) => jobInfo(j));
+      const jobs = m.core.listJobs(jobStatesFromWire(req.states), req.arrayId).map((j) => jobInfo(j));
       await m.durable();
       return { jobs };
     },
@@ -259,6 +284,16 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     WatchJob: async (req, call) => {
       await m.jobWatchers.serve(m.core.getJob(req.jobId), call);
+    },
+    WatchJobs: async (req, call) => {
+      if (req.jobIds.length === 0 && !req.arrayId) throw new InvalidArgumentError('jobIds', 'name at least one job, or give arrayId');
+      const jobs = new Map(req.jobIds.map((id) => [id, m.core.getJob(id)] as const));
+      if (req.arrayId) {
+        const members = m.core.listJobs([], req.arrayId);
+        if (members.length === 0) throw new NotFoundError('job array', req.arrayId);
+        for (const j of members) jobs.set(j.jobId, j);
+      }
+      await m.jobWatchers.serveMany([...jobs.values()], call, req.endsOnly);
     },
   };
 }

@@ -15,6 +15,7 @@ import { KEYS } from '../core/store-ops.js';
 import type { Effect, JobRecord } from '../core/types.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
+import { coalesceStoreWrites } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
@@ -469,7 +470,8 @@ export class MasterServer {
       return Promise.reject(new UnavailableError('not the leader', this.leaderAddress));
     }
     const waiters = this.termWaiters;
-    for (const e of effects) {
+    // A batch of submissions is a few store batches, not a write per job.
+    for (const e of coalesceStoreWrites(effects)) {
       switch (e.kind) {
         case 'store': {
           const ops = e.ops;

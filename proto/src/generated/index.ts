@@ -25,6 +25,7 @@ export type { Grant, Grant__Output } from './fuxi/v1/Grant.js';
 export type { GrantUpdate, GrantUpdate__Output } from './fuxi/v1/GrantUpdate.js';
 export type { HeartbeatRequest, HeartbeatRequest__Output } from './fuxi/v1/HeartbeatRequest.js';
 export type { HeartbeatResponse, HeartbeatResponse__Output } from './fuxi/v1/HeartbeatResponse.js';
+export type { JobArray, JobArray__Output } from './fuxi/v1/JobArray.js';
 export type { JobInfo, JobInfo__Output } from './fuxi/v1/JobInfo.js';
 export type { JobSpec, JobSpec__Output } from './fuxi/v1/JobSpec.js';
 export { JobState } from './fuxi/v1/JobState.js';
@@ -68,6 +69,9 @@ export type { StopWorkersRequest, StopWorkersRequest__Output } from './fuxi/v1/S
 export type { StopWorkersResponse, StopWorkersResponse__Output } from './fuxi/v1/StopWorkersResponse.js';
 export type { SubmitJobRequest, SubmitJobRequest__Output } from './fuxi/v1/SubmitJobRequest.js';
 export type { SubmitJobResponse, SubmitJobResponse__Output } from './fuxi/v1/SubmitJobResponse.js';
+export type { SubmitJobResult, SubmitJobResult__Output } from './fuxi/v1/SubmitJobResult.js';
+export type { SubmitJobsRequest, SubmitJobsRequest__Output } from './fuxi/v1/SubmitJobsRequest.js';
+export type { SubmitJobsResponse, SubmitJobsResponse__Output } from './fuxi/v1/SubmitJobsResponse.js';
 export type { TaskProgress, TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
 export type { TaskSpec, TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
 export type { UpdateAssignmentsRequest, UpdateAssignmentsRequest__Output } from './fuxi/v1/UpdateAssignmentsRequest.js';
@@ -79,6 +83,7 @@ export type { UpdateRequestsResponse, UpdateRequestsResponse__Output } from './f
 export type { WatchAssignmentsRequest, WatchAssignmentsRequest__Output } from './fuxi/v1/WatchAssignmentsRequest.js';
 export type { WatchGrantsRequest, WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 export type { WatchJobRequest, WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
+export type { WatchJobsRequest, WatchJobsRequest__Output } from './fuxi/v1/WatchJobsRequest.js';
 export type { WorkerEventsRequest, WorkerEventsRequest__Output } from './fuxi/v1/WorkerEventsRequest.js';
 export type { WorkerEventsResponse, WorkerEventsResponse__Output } from './fuxi/v1/WorkerEventsResponse.js';
 export type { WorkerPlan, WorkerPlan__Output } from './fuxi/v1/WorkerPlan.js';

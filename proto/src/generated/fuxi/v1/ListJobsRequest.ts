@@ -7,6 +7,10 @@ export interface ListJobsRequest {
    * Empty = every state.
    */
   'states'?: (_fuxi_v1_JobState)[];
+  /**
+   * Only the members of this job array ('' = every job).
+   */
+  'arrayId'?: (string);
 }
 
 export interface ListJobsRequest__Output {
@@ -14,4 +18,8 @@ export interface ListJobsRequest__Output {
    * Empty = every state.
    */
   'states': (_fuxi_v1_JobState__Output)[];
+  /**
+   * Only the members of this job array ('' = every job).
+   */
+  'arrayId': (string);
 }
