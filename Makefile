@@ -3,12 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
 	@echo "make test   - install what the tests need, build, lint, run unit and integration tests"
-	@echo "make build  - compile every package (tsc -b)"
+	@echo "make build  - compile every package (tsc -b) and bundle the fuxi CLI"
 
 # npm packages, installed exactly as locked; re-run when the lock file changes.
 node_modules/.install-stamp: package.json package-lock.json
@@ -17,8 +17,10 @@ node_modules/.install-stamp: package.json package-lock.json
 
 install: node_modules/.install-stamp
 
+# tsc, then the one-file `fuxi` CLI and its code cache (scripts/bundle.mjs).
 build: install
 	npx tsc -b
+	node scripts/bundle.mjs
 
 # Debian's etcd-server, for the suites that run a real etcd.
 etcd:
@@ -107,6 +109,13 @@ bench-failover-rack: build etcd rack-tools
 bench-sched: build
 	node test/dist/bench/sched.js $(BENCH_SCHED_ARGS)
 
+# Benchmark (not a test): cold starts on a local cluster (a master, one agent): the median and p90
+# wall time of 20 `fuxi submit` runs of a /bin/true job (cliColdStartMs) and of `fuxi --help`, and
+# each job's AM from its start to its registration; writes bench-results/cli.json.
+# BENCH_CLI_ARGS passes options (--runs, --cli, --am-command; see test/src/bench/cli.ts).
+bench-cli: build
+	node test/dist/bench/cli.js $(BENCH_CLI_ARGS)
+
 # Benchmark (not a test): the paper's failover evaluation (Tables 4-8, Figure 10), scaled down:
 # real etcd + 3 masters, 300 simulated nodes, the 10/100/1,000-instance job mix, faults injected
 # per failover mode (FT, FMFO, AMFO, NoFO). About 20 minutes; writes bench-results/paper-eval.json,
@@ -116,6 +125,7 @@ bench-paper: build etcd
 
 clean:
 	npx tsc -b --clean
+	rm -f client/dist/fuxi.* appmaster/dist/fuxi-appmaster.*
 	rm -rf bench-results
 
 # Benchmark (not a test): replays the heartbeat traces in test/data/heartbeats (recorded with the

@@ -31,7 +31,8 @@ async function run(args: string[], over: Partial<CliDeps> & { files?: Record<str
       ((m) => {
         masters.push(m);
         return new Proxy({} as CliClient, {
-          get: (_t, p) => (p === 'close' ? () => {} : () => Promise.reject(new Error(`unexpected call ${String(p)}`))),
+          // Not a thenable (makeClient may return a promise of the client, which is awaited).
+          get: (_t, p) => (p === 'then' ? undefined : p === 'close' ? () => {} : () => Promise.reject(new Error(`unexpected call ${String(p)}`))),
         });
       }),
     stdout,
@@ -199,7 +200,7 @@ describe('fuxi CLI', function () {
     it('nodes', async () => {
       master.nodes = [mockNode('n1', agent.address)];
       const r = await fuxi(['nodes']);
-      expect(r.out).to.match(/^NODE\s+ADDRESS.*\nn1\s+127\.0\.0\.1:\d+\s+r1\s+yes\s+cpu=8 mem=16Gi/);
+      expect(r.out).to.match(/^NODE\s+ADDRESS.*\nn1\s+127\.0\.0\.1:\d+\s+r1\s+ready\s+cpu=8 mem=16Gi/);
       expect(JSON.parse((await fuxi(['-o', 'json', 'nodes'])).out)[0].node.nodeId).to.equal('n1');
     });
 

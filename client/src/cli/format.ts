@@ -41,6 +41,12 @@ export function fmtTime(ms: string | number | undefined): string {
   return new Date(n).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/** The last line of `submit --wait`. */
+export function finalLine(job: JobInfo__Output): string {
+  const state = shortState(job.state);
+  return `job ${job.jobId} ${state}${job.message ? `: ${job.message}` : ''}`;
+}
+
 /** The sum over tasks. */
 export function totals(tasks: readonly TaskProgress__Output[]): Omit<TaskProgress__Output, 'name'> {
   const t = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0 };
@@ -95,12 +101,12 @@ export function formatJobList(jobs: readonly JobInfo__Output[]): string {
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';
   return renderTable(
-    ['NODE', 'ADDRESS', 'RACK', 'HEALTHY', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS'],
+    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS'],
     nodes.map((n) => [
       n.node?.nodeId ?? '?',
       n.node?.address ?? '',
       n.node?.rack || '-',
-      n.healthy ? 'yes' : 'no',
+      n.state || (n.healthy ? 'ready' : 'not ready'),
       fmtResource(n.node?.capacity),
       fmtResource(n.allocated),
       fmtResource(n.free),

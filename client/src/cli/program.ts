@@ -4,15 +4,14 @@
  * ones. `runCli` never throws and never exits: it returns the exit code.
  */
 import { Command, Option } from 'commander';
-import { loadSpec } from '../sdk/job-file.js';
 import { InvalidArgumentError } from '@fuxi/common';
 import type { JobInfo__Output, NodeStatus__Output } from '@fuxi/proto';
 import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js';
-import { defaultMasters, splitAddresses } from '../sdk/fuxi-client.js';
+import { defaultMasters, splitAddresses } from '../sdk/masters.js';
 import { JOB_STATE_NAMES, parseJobState, type JobStateName } from '../sdk/job-state.js';
 import { errorLine, EXIT, EXIT_CODES_HELP, exitCodeFor, isCommanderError } from './exit-codes.js';
-import { formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
-import { createProgress, finalLine, type ProgressStream } from './progress.js';
+import { finalLine, formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
+import type { ProgressStream } from './progress.js';
 
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
 export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'fetchOutput' | 'clusterStatus' | 'close'>;
@@ -22,7 +21,8 @@ export interface CliOutput extends ProgressStream {
 }
 
 export interface CliDeps {
-  makeClient(masters: string[]): CliClient;
+  /** May load the client lazily: `fuxi --help` and usage errors never need gRPC. */
+  makeClient(masters: string[]): CliClient | Promise<CliClient>;
   stdout: CliOutput;
   stderr: CliOutput;
   readFile(path: string): string;
@@ -43,9 +43,9 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   let code: number = EXIT.OK;
   let client: CliClient | undefined;
   let masters: string[] = [];
-  const getClient = (opts: GlobalOpts): CliClient => {
+  const getClient = async (opts: GlobalOpts): Promise<CliClient> => {
     masters = splitAddresses(opts.master ?? '') ?? defaultMasters(deps.env ?? process.env);
-    client ??= deps.makeClient(masters);
+    client ??= await deps.makeClient(masters);
     return client;
   };
   const out = (s: string) => deps.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -68,8 +68,10 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .option('--id <id>', 'job id (makes resubmission idempotent); default: the spec\'s "id", or generated')
     .action(async (file: string, o: { wait?: boolean; id?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
+      // Modules only this command needs are loaded here (YAML and spec validation, the progress bar).
+      const { loadSpec } = await import('../sdk/job-file.js');
       const spec = loadSpec(file, o.id, deps.readFile);
-      const c = getClient(opts);
+      const c = await getClient(opts);
       const res: SubmitResult = await c.submit(spec);
       if (!o.wait) {
         emit(opts, res, () => res.jobId);
@@ -78,7 +80,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       }
       if (opts.output !== 'json') out(res.jobId);
       if (!res.created) err(`note: job ${res.jobId} already existed; waiting for it`);
-      const progress = createProgress(deps.stderr);
+      const progress = (await import('./progress.js')).createProgress(deps.stderr);
       let final: JobInfo__Output;
       try {
         final = await c.waitFor(res.jobId, (job) => progress.update(job));
@@ -95,7 +97,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .description('show a job: state, message, per-task progress, AM node')
     .action(async (jobId: string, _o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const job = await getClient(opts).get(jobId);
+      const c = await getClient(opts);
+      const job = await c.get(jobId);
       emit(opts, job, () => formatJobStatus(job));
     });
 
@@ -106,7 +109,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .action(async (o: { state: string[] }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const states = parseStates(o.state);
-      const jobs = await getClient(opts).list(states.length ? { states } : {});
+      const c = await getClient(opts);
+      const jobs = await c.list(states.length ? { states } : {});
       emit(opts, jobs, () => formatJobList(jobs));
     });
 
@@ -116,7 +120,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .option('--reason <text>', 'why (recorded as the job message)')
     .action(async (jobId: string, o: { reason?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const job = await getClient(opts).kill(jobId, o.reason ?? '');
+      const c = await getClient(opts);
+      const job = await c.kill(jobId, o.reason ?? '');
       emit(opts, job, () => finalLine(job));
     });
 
@@ -125,7 +130,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .description('list nodes: address, rack, health, capacity, allocated, free, running workers')
     .action(async (_o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const nodes: NodeStatus__Output[] = await getClient(opts).nodes();
+      const c = await getClient(opts);
+      const nodes: NodeStatus__Output[] = await c.nodes();
       emit(opts, nodes, () => formatNodes(nodes));
     });
 
@@ -141,7 +147,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       if (o.attempt !== undefined) logOpts.attempt = parseNonNegativeInt(o.attempt, '--attempt', 1);
       const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
       const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
-      for await (const chunk of getClient(opts).logs(jobId, task, n, logOpts)) await write(chunk);
+      const c = await getClient(opts);
+      for await (const chunk of c.logs(jobId, task, n, logOpts)) await write(chunk);
     });
 
   program
@@ -150,7 +157,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .action(async (jobId: string, task: string, instance: string, path: string, _o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
-      const data = await getClient(opts).fetchOutput(jobId, task, n, path);
+      const c = await getClient(opts);
+      const data = await c.fetchOutput(jobId, task, n, path);
       const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
       await write(data);
     });
@@ -161,7 +169,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .description('show the leader, epoch, fault FSM state (S0 normal .. S6), open fault events and failover recovery progress')
     .action(async (_o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const st = await getClient(opts).clusterStatus();
+      const c = await getClient(opts);
+      const st = await c.clusterStatus();
       emit(opts, st, () => formatClusterStatus(st, deps.now ? deps.now() : Date.now()));
     });
 

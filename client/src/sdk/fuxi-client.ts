@@ -8,26 +8,14 @@ import { FuxiError, isTransientError, NotFoundError, UnavailableError, validateJ
 import { loadFuxiProto, type ClusterStatus__Output, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
 import { connect, jobSpecToProto, MasterConnection, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
+import { defaultMasters } from './masters.js';
 import { isTerminal, type JobStateName } from './job-state.js';
 import { readOutput, type FetchOptions } from './outputs.js';
 
-export const DEFAULT_MASTER = '127.0.0.1:7070';
+export { DEFAULT_MASTER, defaultMasters, splitAddresses } from './masters.js';
+
 /** How long `logs` waits for a node's first answer before judging it by its connection. */
 const LOG_PROBE_MS = 5_000;
-
-/** Master addresses from `FUXI_MASTER` (comma-separated), or `127.0.0.1:7070`. */
-export function defaultMasters(env: NodeJS.ProcessEnv = process.env): string[] {
-  return splitAddresses(env.FUXI_MASTER ?? '') ?? [DEFAULT_MASTER];
-}
-
-/** `"a:1, b:2"` -> `['a:1', 'b:2']`; undefined when empty. */
-export function splitAddresses(s: string): string[] | undefined {
-  const list = s
-    .split(',')
-    .map((a) => a.trim())
-    .filter((a) => a !== '');
-  return list.length ? list : undefined;
-}
 
 export interface FuxiClientOptions extends MasterConnectionOptions {
   /** Master addresses (host:port); default `defaultMasters()`. */

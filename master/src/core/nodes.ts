@@ -215,12 +215,21 @@ export function tickNodes(st: MasterState): boolean {
   return changed;
 }
 
+const NODE_STATE_NAMES: Record<NodeStatus, string> = {
+  healthy: 'ready',
+  'timing-out': 'timing out',
+  lost: 'lost',
+  unreported: 'unreported',
+  missing: 'missing',
+};
+
 export function listNodes(st: MasterState): NodeView[] {
   return [...st.nodes.values()]
     .sort((a, b) => (a.info.nodeId < b.info.nodeId ? -1 : 1))
     .map((n) => ({
       info: n.info,
       healthy: n.status !== 'lost' && isRegistered(n),
+      state: NODE_STATE_NAMES[n.status],
       allocated: n.allocated,
       free: sub(n.info.capacity, n.allocated),
       runningWorkers: n.runningWorkers,

@@ -119,7 +119,10 @@ export type Effect =
 
 export interface NodeView {
   info: NodeInfo;
+  /** Registered and not lost (it may be timing out: see `state`). */
   healthy: boolean;
+  /** 'ready', 'timing out', 'lost', 'unreported' or 'missing' (`fuxi nodes`). */
+  state: string;
   allocated: Resource;
   free: Resource;
   runningWorkers: number;

@@ -128,6 +128,7 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
   return {
     node: n.info,
     healthy: n.healthy,
+    state: n.state,
     allocated: n.allocated,
     free: n.free,
     runningWorkers: n.runningWorkers,

@@ -8,12 +8,14 @@
  * - oneJob: 1 job x N instances;
  * - latency: 200 single jobs one after another on an idle cluster (submit -> running, -> done);
  * - cliColdStartMs: the median wall time of the separateCli `fuxi submit` processes;
+ * - watchMany: the master's CPU while N jobs are watched on one WatchJobs stream, and on N WatchJob
+ *   streams, and the kill of all of them;
  * - tenThousand (with --ten-thousand): 10,000 jobs through submitMany, the master's RSS before and after.
  *
  * `controlCpuS` is the user+sys CPU of the master and the agents, with what their children used
  * (the AMs, and the workers' `/bin/true`, which is next to nothing), from /proc, over the scenario.
  *
- *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--store embedded|etcd]
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array]
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -155,6 +157,40 @@ async function latency(b: Bench, n: number): Promise<Record<string, number>> {
   };
 }
 
+/**
+ * The master's CPU while 1,000 jobs are watched (an array held at one running member, so nothing
+ * else moves): 10 s with one WatchJobs stream over all of them, 10 s with 1,000 WatchJob streams,
+ * then the kill of all 1,000 with both kinds of watchers notified.
+ */
+async function watchMany(b: Bench, n: number): Promise<Record<string, number>> {
+  const master = () => cpuOf(b.cluster.master.pid);
+  const idle = async (ms: number) => {
+    const c0 = master();
+    await new Promise((r) => setTimeout(r, ms));
+    return round((master() - c0) / (ms / 1000), 3);
+  };
+  const sleeper = normalizeJobSpec({ name: 'w', tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['sleep', '600'] }] });
+  const { arrayId, results } = await b.client.submitArray({ ...sleeper, jobId: 'w' }, { indices: Array.from({ length: n }, (_, i) => i), maxRunning: 1 });
+  const baseline = await idle(5000);
+  const one = b.client.waitAll({ arrayId });
+  const oneStreamCpuPerS = await idle(10_000);
+  const many = results.map((r) => b.client.waitFor(r.jobId));
+  await new Promise((r) => setTimeout(r, 2000));
+  const perJobStreamsCpuPerS = await idle(10_000);
+  const c0 = master();
+  const t0 = Date.now();
+  for (let i = 0; i < results.length; i += 50) await Promise.all(results.slice(i, i + 50).map((r) => b.client.kill(r.jobId, 'bench')));
+  await Promise.all([one, ...many]);
+  return {
+    jobs: n,
+    idleMasterCpuPerS: baseline,
+    oneStreamCpuPerS,
+    perJobStreamsCpuPerS,
+    killAllMs: Date.now() - t0,
+    killAllMasterCpuS: round(master() - c0, 2),
+  };
+}
+
 async function tenThousand(b: Bench): Promise<Record<string, number>> {
   const before = rssMb(b.cluster.master.pid);
   const r = await sdkMany(b, 10_000);
@@ -162,11 +198,15 @@ async function tenThousand(b: Bench): Promise<Record<string, number>> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { jobs: { type: 'string' }, latency: { type: 'string' }, 'ten-thousand': { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: { jobs: { type: 'string' }, latency: { type: 'string' }, 'ten-thousand': { type: 'boolean' }, only: { type: 'string' } },
+  });
+  const only = values.only ? new Set(values.only.split(',')) : undefined;
   const n = Number(values.jobs ?? 1000);
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
   const out: Record<string, unknown> = { slots: 16, jobs: n };
   const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>) => {
+    if (only && !only.has(name)) return;
     // A fresh cluster per scenario: one scenario's finished jobs do not weigh on the next.
     const cluster = await LocalCluster.start({ dir: join(dir, name), agents: 2, agentCpu: '8', agentMemory: '16Gi' });
     const client = cluster.client();
@@ -183,8 +223,9 @@ async function main(): Promise<void> {
   await phase('oneJob', (b) => oneJob(b, n));
   await phase('sdkMany', (b) => sdkMany(b, n));
   await phase('array', (b) => array(b, n));
+  await phase('watchMany', (b) => watchMany(b, n));
   await phase('separateCli', (b) => separateCli(b, n, dir));
-  out.cliColdStartMs = (out.separateCli as Record<string, number>).cliMedianMs;
+  if (out.separateCli) out.cliColdStartMs = (out.separateCli as Record<string, number>).cliMedianMs;
   if (values['ten-thousand']) await phase('tenThousand', tenThousand);
   mkdirSync(join(REPO_ROOT, 'bench-results'), { recursive: true });
   writeFileSync(join(REPO_ROOT, 'bench-results', 'throughput.json'), JSON.stringify(out, null, 2) + '\n');

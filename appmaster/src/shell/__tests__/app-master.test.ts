@@ -7,6 +7,8 @@ import { AppMaster, configFromEnv } from '../app-master.js';
 import { FakeAgent, FakeMaster, wireJob } from './fakes.js';
 
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'main.js');
+/** The installed `fuxi-appmaster`: the bundle and its launcher (scripts/bundle.mjs, `make build`). */
+const BUNDLED = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fuxi-appmaster.cjs');
 
 describe('AppMaster shell (fake master and agents on loopback)', () => {
   let master: FakeMaster | undefined;
@@ -95,20 +97,32 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     expect(Number(mid?.assignmentSeq)).to.be.greaterThan(0);
   });
 
-  it('runs as the fuxi-appmaster binary and exits 0 after FinishApp', async () => {
-    const m = await cluster();
-    const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, FUXI_MASTER: `127.0.0.1:1,${m.address}`, FUXI_APP_ID: 'app-1', FUXI_AM_ATTEMPT: '1', FUXI_NODE_ID: 'n1', FUXI_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  for (const [what, bin] of [
+    ['module tree', MAIN],
+    ['bundle, as make build installs it', BUNDLED],
+  ] as const) {
+    it(`runs as the fuxi-appmaster binary (${what}) and exits 0 after FinishApp`, async () => {
+      const m = await cluster();
+      const child = spawn(process.execPath, [bin], {
+        env: {
+          ...process.env,
+          FUXI_MASTER: `127.0.0.1:1,${m.address}`,
+          FUXI_APP_ID: 'app-1',
+          FUXI_AM_ATTEMPT: '1',
+          FUXI_NODE_ID: 'n1',
+          FUXI_LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let out = '';
+      child.stdout?.on('data', (d) => (out += String(d)));
+      child.stderr?.on('data', (d) => (out += String(d)));
+      const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+      expect(code, out).to.equal(0);
+      expect(m.finished?.succeeded).to.equal(true);
     });
-    children.push(child);
-    let out = '';
-    child.stdout?.on('data', (d) => (out += String(d)));
-    child.stderr?.on('data', (d) => (out += String(d)));
-    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
-    expect(code, out).to.equal(0);
-    expect(m.finished?.succeeded).to.equal(true);
-  });
+  }
 
   it('exits 1 without a master address', async () => {
     const child = spawn(process.execPath, [MAIN], { env: { ...process.env, FUXI_MASTER: '', FUXI_APP_ID: 'app-1', FUXI_LOG_LEVEL: 'fatal' }, stdio: 'ignore' });

@@ -897,6 +897,7 @@ describe('MasterCore', () => {
         ['a', ['n2']],
       ]);
       expect(h.core.listNodes().every((n) => n.healthy)).to.equal(true);
+      expect(h.core.listNodes().map((n) => n.state)).to.deep.equal(['timing out', 'timing out']);
       expect(h.core.listNodes().map((n) => n.allocated)).to.deep.equal(before);
     });
 
