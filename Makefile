@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -59,9 +59,21 @@ test-faults: build etcd
 # The rack: etcd, masters and agents each on a host of its own (network namespaces on a bridge,
 # links cut with nftables, slowed with tc tbf), started from deploy/config/cluster/*.yaml: the
 # harness's own tests, a job's life across hosts (word count, leader kill -9, agent kill -9 and
-# restart) and fault-matrix rows 1, 2, 4 and 9. Needs root (CI has it); fails with the reason otherwise.
+# restart), fault-matrix rows 1, 2, 4 and 9, and one minute of the history test (every fault kind
+# once). Needs root (CI has it); fails with the reason otherwise.
 test-rack: build etcd rack-tools
 	npx mocha --config .mocharc.rack.json
+
+# The history test (Jepsen's method) on a rack of its own (prefix fxh, 10.214.0): a three-member
+# etcd, three masters and three agents; clients submit (some ids twice), kill, get and list jobs,
+# every call recorded with its outcome, while a nemesis injects 100 faults (kill -9 and pause of
+# masters, kill and pause of etcd members with quorum kept and lost, master-to-etcd links cut,
+# etcd's space quota filled and freed). After healing, a checker looks for lost, duplicated,
+# phantom and vanished jobs, regressed states, wrong ends, orphan workers and daemon exits; writes
+# bench-results/history.json and fails on any of them (jobs that failed or did not finish are
+# reported). About 12 minutes. HISTORY_ARGS passes options (--faults N, --seed N, --clients N, --keep).
+test-history: build etcd rack-tools
+	node test/dist/history/main.js --faults 100 $(HISTORY_ARGS)
 
 # iproute2 (ip netns, tc) and nftables, for the rack.
 rack-tools:

@@ -71,6 +71,11 @@ export function openAggregation(st: MasterState): void {
     if (TERMINAL_STATES.has(j.state)) continue;
     // A job array member held for its array's limit has no app until it is admitted (below).
     if (isHeld(j)) continue;
+    // The record a submission writes says attempt 0 (its first attempt is counted in memory only
+    // when it starts): loaded before its AM was placed, the job is about to start attempt 1. Left
+    // at 0, its AM would run as attempt 0, which agents refuse once they saw attempt 1 from the old
+    // leader's grant ("stale am attempt"), failing the job.
+    if (j.amAttempt === 0) j.amAttempt = 1;
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);

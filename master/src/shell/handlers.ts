@@ -43,6 +43,13 @@ export interface HandlerContext {
   conditions(): Promise<Condition[]>;
   /** Carries out effects; resolves once every store write among them is durable. */
   run(effects: Effect[]): Promise<void>;
+  /**
+   * Resolves once every store write queued so far is durable; UNAVAILABLE if the term ended first
+   * (a write failed, or the leader stepped down). A client's answer taken from memory waits for it,
+   * so nothing the store may lack is shown or acknowledged (a retried submit answered
+   * `created: false`, a read of a job whose creation or end is still being written).
+   */
+  durable(): Promise<void>;
   /** A Heartbeat call arrived from `nodeId` (recorded when `recordHeartbeats` is set). */
   heartbeatArrived?(nodeId: string): void;
 }
@@ -194,8 +201,10 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       const spec = jobSpecFromProto(req.spec);
       if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
       const { result, effects } = m.core.submitJob(spec, now());
-      // Acknowledge only once the job is durable in the store.
+      // Acknowledge only once the job is durable in the store (also when it existed: a retry
+      // may arrive while the first call's write is still under way).
       await m.run(effects);
+      await m.durable();
       return result;
     },
     SubmitJobs: async (req) => {
@@ -208,8 +217,9 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       });
       const { results, effects } = m.core.submitJobs(specs, now());
       // Acknowledged only once every taken job is durable (their writes go out in store batches
-      // below the store's request limit: master-server.ts `run`).
+      // below the store's request limit: master-server.ts `run`), those that existed too.
       await m.run(effects);
+      await m.durable();
       return {
         results: results.map((r) => ({
           jobId: r.jobId,
@@ -219,14 +229,22 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
         })),
       };
     },
-    GetJob: async (req) => ({ job: jobInfo(m.core.getJob(req.jobId), true) }),
+    GetJob: async (req) => {
+      const job = jobInfo(m.core.getJob(req.jobId), true);
+      await m.durable();
+      return { job };
+    },
     ListJobs: async (req) => {
       const page = m.core.listJobsPage({ states: jobStatesFromWire(req.states), arrayId: req.arrayId, limit: req.limit, after: req.after });
-      return { jobs: page.jobs.map((j) => jobInfo(j)), nextAfter: page.nextAfter };
+      const jobs = page.jobs.map((j) => jobInfo(j));
+      await m.durable();
+      return { jobs, nextAfter: page.nextAfter };
     },
     KillJob: async (req) => {
       await m.run(m.core.killJob(req.jobId, req.reason, now()));
-      return { job: jobInfo(m.core.getJob(req.jobId)) };
+      const job = jobInfo(m.core.getJob(req.jobId));
+      await m.durable();
+      return { job };
     },
     ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
     SaveAppSnapshot: async (req) => {

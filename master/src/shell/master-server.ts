@@ -694,6 +694,17 @@ export class MasterServer {
       pushes: this.pushes,
       jobWatchers: this.jobWatchers,
       run: (effects) => this.run(effects),
+      durable: () => this.durable(),
     };
+  }
+
+  /** See HandlerContext.durable: the store queue drained within this term. */
+  private async durable(): Promise<void> {
+    const term = this.term;
+    await this.storeQueue.catch(() => undefined);
+    // Holding still while etcd is out of space, the core is a fresh load of the store: durable.
+    if (term !== this.term || (!this.isLeading() && !this.storeFull)) {
+      throw new UnavailableError('the leader gave up its term before this answer was durable: retry', '');
+    }
   }
 }

@@ -10,8 +10,10 @@
  * - `coordination()` gives the lease / txn / watch primitives that `LeaderElection` runs on.
  *
  * Keys passed to every method are relative to the prefix; the subtree `election/` under it is used by
- * `LeaderElection`.
+ * `LeaderElection`. `etcd3-watch-guard.ts` keeps a fault of the client's watch streams from ending
+ * the process.
  */
+import './etcd3-watch-guard.js';
 import {
   AlarmAction,
   AlarmType,

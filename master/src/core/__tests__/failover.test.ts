@@ -135,6 +135,30 @@ describe('master failover (soft-state inference)', () => {
     h.core.checkInvariants();
   });
 
+  it('a job loaded from the record its submission wrote (attempt 0, AM not placed) starts attempt 1', () => {
+    const old = oldCluster();
+    const sub = old.core.submitJob(mockSpec({ id: 'job-3' }), 50_000);
+    // The store holds what the submission wrote (the attempt is counted in memory afterwards).
+    const op = ofKind(sub.effects, 'store')[0]!.ops[0]!;
+    const written = JSON.parse(op.type === 'put' ? op.value : '{}') as JobRecord;
+    expect(written.amAttempt).to.equal(0);
+    const jobs = old.core.listJobs().map((j) => (j.jobId === 'job-3' ? written : (JSON.parse(JSON.stringify(j)) as JobRecord)));
+    const roster = old.core.listNodes().map((n) => ({ nodeId: n.info.nodeId, address: n.info.address }));
+    const core = new MasterCore(NEW_EPOCH, CONFIG, nullLogger);
+    core.loadHardState(jobs, roster, 100_000);
+    const t: Takeover = {
+      core,
+      held: new Map([...old.agents].map(([id, v]) => [id, v.grants])),
+      amHeld: Object.fromEntries(old.ams.get('job-1')?.slots ?? []),
+      effects: [],
+    };
+    agentReports(t, 'n1', 100_010);
+    agentReports(t, 'n2', 100_020);
+    const launches = ofKind(amReports(t, 100_030), 'launchAm');
+    expect(launches.map((l) => [l.appId, l.attempt])).to.deep.equal([['job-3', 1]]);
+    expect(core.getJob('job-3').amAttempt).to.equal(1);
+  });
+
   it('accepts submissions during aggregation and schedules them only after recovery', () => {
     const old = oldCluster();
     const t = takeOver(old);
