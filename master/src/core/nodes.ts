@@ -4,7 +4,7 @@
  * loss, and the release of a lost node's slots.
  */
 import { AM_SU, fits, InvalidArgumentError, StaleEpochError, sub, ZERO } from '@fuxi/common';
-import { onAmWorker, repostAmFault } from './am-restart.js';
+import { checkAmLaunches, onAmWorker, repostAmFault } from './am-restart.js';
 import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { isLive, isRegistered, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
@@ -170,6 +170,7 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
     runScheduler(st);
   }
   for (const am of hb.amWorkers) onAmWorker(st, hb.nodeId, am);
+  checkAmLaunches(st, hb.nodeId, hb.amWorkers);
   if (hb.grantSeq !== node.grantSeq) return { reregister: false, full: { seq: node.grantSeq, grants: [...node.grants.values()] } };
   return { reregister: false };
 }
