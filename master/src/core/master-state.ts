@@ -44,6 +44,12 @@ export interface MasterCoreConfig {
    * (etcd's --max-request-bytes, 1.5 MiB by default). Default 1 MiB; 0 = no limit.
    */
   maxJobSpecBytes?: number;
+  /**
+   * What an AM may ask for beyond its task's instances (request-limits.ts): an SU's outstanding
+   * plus granted slots stay within the task's instances plus this fraction of them, rounded up, and
+   * at least one slot. Default 0.1.
+   */
+  speculationAllowance?: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -57,6 +63,7 @@ export const DEFAULT_CONFIG: MasterCoreConfig = {
   amStallTimeoutMs: 30_000,
   maxAmAttempts: 4,
   maxJobSpecBytes: 1024 * 1024,
+  speculationAllowance: 0.1,
 };
 
 /** AM slots go before the tasks of any job: an app cannot progress without its AM. */
@@ -91,6 +98,12 @@ export interface NodeState {
    * claim: reserved, never sent to the agent as grants (Algorithm 1).
    */
   reported: boolean;
+  /**
+   * When the node last became healthy again after timing out, being missing or lost, or unreported
+   * after a failover (0: never). Its AMs hear it a little later; until then the slots on it do not
+   * count against their request limits (request-limits.ts).
+   */
+  backAtMs?: number;
 }
 
 export interface ScheduleUnitState {

@@ -20,6 +20,7 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   const from = node.status;
   if (from === to) return;
   node.status = to;
+  if (to === 'healthy') node.backAtMs = st.now;
   const nodeId = node.info.nodeId;
   if (to === 'timing-out' || to === 'missing') st.faults.post('AGENT_TIMING', nodeId, st.now, why);
   else if (from === 'timing-out' || from === 'missing') st.faults.resolve('AGENT_TIMING', nodeId, st.now, why);

@@ -14,7 +14,7 @@
 import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } from '@fuxi/common';
 import { runPendingAmRestarts } from './am-restart.js';
 import { endJob, newApp } from './jobs.js';
-import { checkRequest, declareUnit, setAsgn } from './ledger.js';
+import { declareUnit, setAsgn } from './ledger.js';
 import {
   AM_PRIORITY,
   endFailoverIfSettled,
@@ -26,6 +26,7 @@ import {
   type NodeState,
 } from './master-state.js';
 import { noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
+import { sanitizeReport } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { nextGrantTable, pushAssignments, pushGrants } from './sync.js';
@@ -221,16 +222,14 @@ export interface AppReport {
 
 /**
  * An AM's full soft state (AMFullReqResFromFM), asked for after a failover: its units and
- * outstanding requests replace the master's; its assignments (AMFullAsgnedResFromFM) are believed
- * only as reservations on agents that have not reported (never as grants; agents that reported
- * win), and only where the Table 3 row of that agent's failure allows it.
+ * outstanding requests replace the master's, without what breaks the request limits (dropped or
+ * clamped, never refused: the report is how the app recovers; request-limits.ts); its assignments
+ * (AMFullAsgnedResFromFM) are believed only as reservations on agents that have not reported
+ * (never as grants; agents that reported win), and only where the Table 3 row of that agent's
+ * failure allows it.
  */
-export function reportAppState(st: MasterState, app: AppState, req: AppReport): void {
-  checkRequest(
-    app,
-    req.units,
-    req.requests.map((r) => ({ suId: r.suId, location: r.location, delta: r.count })),
-  );
+export function reportAppState(st: MasterState, app: AppState, reported: AppReport): void {
+  const req = { ...reported, ...sanitizeReport(st, app, reported) };
   app.lastContactMs = st.now;
   if (req.address) app.job.amAddress = req.address;
   const reconnected = !app.reported && app.mockSinceMs > 0;

@@ -36,6 +36,8 @@ export interface MasterConfig {
   maxAmAttempts: number;
   /** Job specs above this many bytes are refused (keep below etcd's --max-request-bytes; 0 = no limit). */
   maxJobSpecBytes: number;
+  /** An AM's outstanding plus granted slots of a task stay within its instances plus this fraction of them (at least one slot). */
+  speculationAllowance: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
   masterFailover: boolean;
   heartbeatIntervalMs: number;
@@ -63,6 +65,7 @@ const KEYS = [
   'schedulingIntervalMs',
   'maxAmAttempts',
   'maxJobSpecBytes',
+  'speculationAllowance',
   'masterFailover',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
@@ -89,6 +92,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     schedulingIntervalMs: 2,
     maxAmAttempts: 4,
     maxJobSpecBytes: 1024 * 1024,
+    speculationAllowance: 0.1,
     masterFailover: true,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 60_000,
@@ -224,6 +228,13 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
           throw new InvalidArgumentError(key, `must be an integer >= 0 (bytes; 0 = no limit), got ${JSON.stringify(v)}`);
         cfg.maxJobSpecBytes = n;
+        break;
+      }
+      case 'speculationAllowance': {
+        const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > 10)
+          throw new InvalidArgumentError(key, `must be a number from 0 to 10 (a fraction of a task's instances, e.g. 0.1), got ${JSON.stringify(v)}`);
+        cfg.speculationAllowance = n;
         break;
       }
       case 'masterFailover':
