@@ -14,6 +14,7 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
   if (slots === before) return;
   if (slots === 0) su.asgn.delete(nodeId);
   else su.asgn.set(nodeId, slots);
+  su.granted += slots - before;
   const group = app.job.spec.quotaGroup;
   st.usage.set(group, add(st.usage.get(group) ?? ZERO, scale(su.resource, slots - before)));
   const node = st.nodes.get(nodeId);
@@ -31,7 +32,7 @@ export function declareUnit(app: AppState, u: UnitConfig): void {
     su.priority = u.priority;
     return;
   }
-  app.sus.set(u.suId, { suId: u.suId, resource: u.resource, priority: u.priority, requests: new Map(), asgn: new Map() });
+  app.sus.set(u.suId, { suId: u.suId, resource: u.resource, priority: u.priority, requests: new Map(), asgn: new Map(), granted: 0 });
 }
 
 /** Locations in the order AMs cancel requests: anywhere first, then racks, then nodes, each by name. */
@@ -100,6 +101,13 @@ export function checkInvariants(st: MasterState): void {
     for (const g of n.grants.values()) sum = add(sum, scale(g.resource, g.slots));
     if (sum.cpuMilli !== n.allocated.cpuMilli || sum.memoryMb !== n.allocated.memoryMb)
       throw new Error(`node ${n.info.nodeId} grants disagree with allocation`);
+  }
+  for (const app of st.apps.values()) {
+    for (const su of app.sus.values()) {
+      let n = 0;
+      for (const slots of su.asgn.values()) n += slots;
+      if (n !== su.granted) throw new Error(`${app.appId}/${su.suId}: ${su.granted} slots counted granted, ${n} assigned`);
+    }
   }
   const usage = groupUsage(st);
   for (const g of new Set([...usage.keys(), ...st.usage.keys()])) {

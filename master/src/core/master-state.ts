@@ -114,6 +114,8 @@ export interface ScheduleUnitState {
   requests: Map<string, number>;
   /** Assigned slots by node. */
   asgn: Map<string, number>;
+  /** Assigned slots on every node: the sum of `asgn`, kept in step by `setAsgn`. */
+  granted: number;
 }
 
 export interface AppState {

@@ -71,7 +71,14 @@ export function openAggregation(st: MasterState): void {
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);
-    app.sus.set(AM_SU, { suId: AM_SU, resource: j.spec.amResource, priority: AM_PRIORITY, requests: placed ? new Map() : new Map([['', 1]]), asgn: new Map() });
+    app.sus.set(AM_SU, {
+      suId: AM_SU,
+      resource: j.spec.amResource,
+      priority: AM_PRIORITY,
+      requests: placed ? new Map() : new Map([['', 1]]),
+      asgn: new Map(),
+      granted: 0,
+    });
     st.apps.set(app.appId, app);
   }
   st.log.info({ jobs: loading.jobs.length, unfinished: st.apps.size, roster: loading.roster.length }, 'hard state loaded; aggregating soft state');
@@ -198,7 +205,7 @@ function adoptGrant(st: MasterState, node: NodeState, reported: GrantEntry): str
   if (!fits(add(node.allocated, scale(g.resource, g.slots)), node.info.capacity)) return 'more than the node can hold';
   if (!su) {
     // A MockSU (Algorithm 2): the app's granted resources, until its AM reports the real units.
-    su = { suId: g.suId, resource: g.resource, priority: app.job.spec.priority, requests: new Map(), asgn: new Map() };
+    su = { suId: g.suId, resource: g.resource, priority: app.job.spec.priority, requests: new Map(), asgn: new Map(), granted: 0 };
     app.sus.set(g.suId, su);
   }
   setAsgn(st, app, su, node.info.nodeId, (su.asgn.get(node.info.nodeId) ?? 0) + g.slots);

@@ -39,6 +39,7 @@ export function backGraceMs(st: MasterState): number {
 
 /** The granted slots of `su` that count against its limit: those on healthy nodes that are not just back. */
 export function countedSlots(st: MasterState, su: ScheduleUnitState): number {
+  if (su.granted === 0) return 0;
   let n = 0;
   for (const [nodeId, slots] of su.asgn) {
     const node = st.nodes.get(nodeId);
@@ -126,8 +127,10 @@ export function checkUpdate(st: MasterState, app: AppState, units: readonly Unit
     const outstanding = outstandingOf(a);
     if (outstanding <= before) continue; // a call that asks for no more is never refused on the count
     const { task } = taskOf(spec, suId)!;
-    const counted = su ? countedSlots(st, su) : 0;
     const limit = slotLimit(st, task);
+    // Within the limit counting every granted slot: no need to look at the nodes.
+    if (outstanding + (su?.granted ?? 0) <= limit) continue;
+    const counted = su ? countedSlots(st, su) : 0;
     if (outstanding + counted > limit) {
       throw new InvalidArgumentError(
         'deltas.delta',
@@ -222,14 +225,12 @@ export function unitViews(st: MasterState, app: AppState): UnitView[] {
     .sort((a, b) => (a.suId < b.suId ? -1 : a.suId > b.suId ? 1 : 0))
     .map((su) => {
       const t = su.suId === AM_SU ? undefined : taskOf(app.job.spec, su.suId);
-      let granted = 0;
-      for (const n of su.asgn.values()) granted += n;
       return {
         suId: su.suId,
         resource: su.resource,
         priority: su.priority,
         outstanding: outstandingOf(su),
-        granted,
+        granted: su.granted,
         counted: countedSlots(st, su),
         limit: t ? slotLimit(st, t.task) : 0,
       };

@@ -71,6 +71,7 @@ function declare(app: AppState, suId: string, granted: Record<string, number> = 
     priority: 2,
     requests: new Map(outstanding > 0 ? [['', outstanding]] : []),
     asgn: new Map(Object.entries(granted)),
+    granted: Object.values(granted).reduce((a, b) => a + b, 0),
   });
 }
 
