@@ -10,9 +10,9 @@
  *   the task's instances plus a speculation allowance (`speculationAllowance`, a fraction of the
  *   instances, at least one slot). The master has no count of finished instances of its own (the
  *   AM's progress is the AM's number), so it counts all instances. Slots on nodes that are not
- *   healthy do not count: the AM was told they are timing out (or missing) and may re-run their
- *   instances elsewhere; nor do they while a node is back for less than `backGraceMs`, the time its
- *   AMs take to hear that it is.
+ *   healthy (timing out, missing, not reported since a failover) do not count: the AM was told
+ *   and may re-run their instances elsewhere; nor do they while a node is back for less than
+ *   `backGraceMs`, the time its AMs take to hear that it is.
  *
  * An UpdateRequests that breaks a rule is refused whole before anything changes
  * (`InvalidArgumentError` naming the field and the limit). A ReportAppState (an AM's state after a
@@ -132,9 +132,11 @@ export function checkUpdate(st: MasterState, app: AppState, units: readonly Unit
     if (outstanding + (su?.granted ?? 0) <= limit) continue;
     const counted = su ? countedSlots(st, su) : 0;
     if (outstanding + counted > limit) {
+      const uncounted = (su?.granted ?? 0) - counted;
+      const besides = uncounted > 0 ? ` (and ${uncounted} on agents timing out or just back, not counted)` : '';
       throw new InvalidArgumentError(
         'deltas.delta',
-        `schedule unit "${suId}" would have ${outstanding} slots outstanding and ${counted} granted; task "${task.name}" allows ${describeLimit(st, task)}`,
+        `schedule unit "${suId}" would have ${outstanding} slots outstanding and ${counted} granted${besides}; task "${task.name}" allows ${describeLimit(st, task)}`,
       );
     }
   }
