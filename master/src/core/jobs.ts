@@ -150,7 +150,7 @@ export function killJob(st: MasterState, jobId: string, reason: string): void {
 function startAttempt(st: MasterState, job: JobRecord): void {
   job.amAttempt += 1;
   const app: AppState = newApp(job, 'waiting', true, st.now);
-  app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map() });
+  app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map(), granted: 0 });
   st.apps.set(app.appId, app);
   runScheduler(st);
 }

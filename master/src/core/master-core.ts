@@ -7,9 +7,9 @@
  *
  * `MasterCore` is a facade over one state object (master-state.ts) and the modules that own each
  * concern: ledger (assignments, usage, invariants), sync (grant and assignment tables), scheduling
- * (passes), jobs, nodes (agents and their status), apps (AMs' calls), am-restart (AM failover),
- * recovery (master failover, Algorithms 1 and 2), table3 and fault-handlers (the fault FSM's
- * handlers and the soft-state sources each may use).
+ * (passes), jobs, nodes (agents and their status), apps (AMs' calls), request-limits (what an AM
+ * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
+ * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
  */
 import type { JobSpec, Logger } from '@fuxi/common';
 import { amLaunchFailed, finishApp, registerApp, returnSlots, saveAppSnapshot, tickAms, updateRequests, requireApp, type RequestsInput } from './apps.js';
@@ -21,6 +21,7 @@ import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type So
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
 import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
+import { unitViews } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
 import type {
   AssignmentEntry,
@@ -34,6 +35,7 @@ import type {
   NodeView,
   SlotReturn,
   TaskProgress,
+  UnitView,
 } from './types.js';
 
 export { DEFAULT_CONFIG, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
@@ -249,6 +251,12 @@ export class MasterCore {
   /** Soft-state sources used by recovery handlers, oldest first (the last few hundred). */
   sourceUses(): SourceUse[] {
     return this.st.uses.map((u) => ({ ...u }));
+  }
+
+  /** The schedule units of a running app, with the numbers of their request limits (request-limits.ts). */
+  units(appId: string): UnitView[] {
+    const app = this.st.apps.get(appId);
+    return app ? unitViews(this.st, app) : [];
   }
 
   /** Each node's status (see NodeStatus), by node id. */

@@ -54,6 +54,12 @@ export interface MasterCoreConfig {
   jobRetentionMs?: number;
   /** At most this many finished jobs are kept; the oldest ends are deleted first (default 100,000). */
   jobRetentionCount?: number;
+  /**
+   * What an AM may ask for beyond its task's instances (request-limits.ts): an SU's outstanding
+   * plus granted slots stay within the task's instances plus this fraction of them, rounded up, and
+   * at least one slot. Default 0.1.
+   */
+  speculationAllowance?: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -67,6 +73,7 @@ export const DEFAULT_CONFIG: MasterCoreConfig = {
   amStallTimeoutMs: 30_000,
   maxAmAttempts: 4,
   maxJobSpecBytes: 1024 * 1024,
+  speculationAllowance: 0.1,
 };
 
 /** AM slots go before the tasks of any job: an app cannot progress without its AM. */
@@ -101,6 +108,12 @@ export interface NodeState {
    * claim: reserved, never sent to the agent as grants (Algorithm 1).
    */
   reported: boolean;
+  /**
+   * When the node last became healthy again after timing out, being missing or lost, or unreported
+   * after a failover (0: never). Its AMs hear it a little later; until then the slots on it do not
+   * count against their request limits (request-limits.ts).
+   */
+  backAtMs?: number;
 }
 
 export interface ScheduleUnitState {
@@ -111,6 +124,8 @@ export interface ScheduleUnitState {
   requests: Map<string, number>;
   /** Assigned slots by node. */
   asgn: Map<string, number>;
+  /** Assigned slots on every node: the sum of `asgn`, kept in step by `setAsgn`. */
+  granted: number;
 }
 
 export interface AppState {

@@ -21,6 +21,7 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   const from = node.status;
   if (from === to) return;
   node.status = to;
+  if (to === 'healthy') node.backAtMs = st.now;
   const nodeId = node.info.nodeId;
   // A lost agent's history says nothing of how it beats when it is back: its detector starts over.
   if (to === 'lost') st.detectors.delete(nodeId);

@@ -15,7 +15,7 @@ import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } fro
 import { runPendingAmRestarts } from './am-restart.js';
 import { indexMember, isHeld } from './arrays.js';
 import { admitArrayMembers, endJob, newApp } from './jobs.js';
-import { checkRequest, declareUnit, setAsgn } from './ledger.js';
+import { declareUnit, setAsgn } from './ledger.js';
 import {
   AM_PRIORITY,
   endFailoverIfSettled,
@@ -27,6 +27,7 @@ import {
   type NodeState,
 } from './master-state.js';
 import { heard, noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
+import { sanitizeReport } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { nextGrantTable, pushAssignments, pushGrants } from './sync.js';
@@ -79,7 +80,14 @@ export function openAggregation(st: MasterState): void {
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);
-    app.sus.set(AM_SU, { suId: AM_SU, resource: j.spec.amResource, priority: AM_PRIORITY, requests: placed ? new Map() : new Map([['', 1]]), asgn: new Map() });
+    app.sus.set(AM_SU, {
+      suId: AM_SU,
+      resource: j.spec.amResource,
+      priority: AM_PRIORITY,
+      requests: placed ? new Map() : new Map([['', 1]]),
+      asgn: new Map(),
+      granted: 0,
+    });
     st.apps.set(app.appId, app);
   }
   admitArrayMembers(st);
@@ -208,7 +216,7 @@ function adoptGrant(st: MasterState, node: NodeState, reported: GrantEntry): str
   if (!fits(add(node.allocated, scale(g.resource, g.slots)), node.info.capacity)) return 'more than the node can hold';
   if (!su) {
     // A MockSU (Algorithm 2): the app's granted resources, until its AM reports the real units.
-    su = { suId: g.suId, resource: g.resource, priority: app.job.spec.priority, requests: new Map(), asgn: new Map() };
+    su = { suId: g.suId, resource: g.resource, priority: app.job.spec.priority, requests: new Map(), asgn: new Map(), granted: 0 };
     app.sus.set(g.suId, su);
   }
   setAsgn(st, app, su, node.info.nodeId, (su.asgn.get(node.info.nodeId) ?? 0) + g.slots);
@@ -232,16 +240,14 @@ export interface AppReport {
 
 /**
  * An AM's full soft state (AMFullReqResFromFM), asked for after a failover: its units and
- * outstanding requests replace the master's; its assignments (AMFullAsgnedResFromFM) are believed
- * only as reservations on agents that have not reported (never as grants; agents that reported
- * win), and only where the Table 3 row of that agent's failure allows it.
+ * outstanding requests replace the master's, without what breaks the request limits (dropped or
+ * clamped, never refused: the report is how the app recovers; request-limits.ts); its assignments
+ * (AMFullAsgnedResFromFM) are believed only as reservations on agents that have not reported
+ * (never as grants; agents that reported win), and only where the Table 3 row of that agent's
+ * failure allows it.
  */
-export function reportAppState(st: MasterState, app: AppState, req: AppReport): void {
-  checkRequest(
-    app,
-    req.units,
-    req.requests.map((r) => ({ suId: r.suId, location: r.location, delta: r.count })),
-  );
+export function reportAppState(st: MasterState, app: AppState, reported: AppReport): void {
+  const req = { ...reported, ...sanitizeReport(st, app, reported) };
   app.lastContactMs = st.now;
   if (req.address) app.job.amAddress = req.address;
   const reconnected = !app.reported && app.mockSinceMs > 0;

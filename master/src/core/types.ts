@@ -92,6 +92,21 @@ export interface RequestDelta {
   delta: number;
 }
 
+/** An app's schedule unit as the master keeps it, with the numbers of its request limit (request-limits.ts). */
+export interface UnitView {
+  suId: string;
+  resource: Resource;
+  priority: number;
+  /** Outstanding slot requests, over every location. */
+  outstanding: number;
+  /** Slots assigned, on every node. */
+  granted: number;
+  /** The granted slots that count against the limit (on nodes healthy and back for a while). */
+  counted: number;
+  /** Outstanding plus counted may not grow beyond this: the task's instances plus the speculation allowance (0: not a task's unit). */
+  limit: number;
+}
+
 export interface SlotReturn {
   suId: string;
   nodeId: string;

@@ -50,6 +50,8 @@ export interface MasterConfig {
   jobRetentionMs: number;
   /** At most this many finished jobs are kept (the oldest ends are deleted first). */
   jobRetentionCount: number;
+  /** An AM's outstanding plus granted slots of a task stay within its instances plus this fraction of them (at least one slot). */
+  speculationAllowance: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
   masterFailover: boolean;
   heartbeatIntervalMs: number;
@@ -81,6 +83,7 @@ const KEYS = [
   'maxJobSpecBytes',
   'jobRetentionMs',
   'jobRetentionCount',
+  'speculationAllowance',
   'masterFailover',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
@@ -113,6 +116,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     maxJobSpecBytes: 1024 * 1024,
     jobRetentionMs: 7 * 24 * 3600 * 1000,
     jobRetentionCount: 100_000,
+    speculationAllowance: 0.1,
     masterFailover: true,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 60_000,
@@ -263,6 +267,13 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'jobRetentionCount':
         cfg.jobRetentionCount = positiveInt(key, v);
         break;
+      case 'speculationAllowance': {
+        const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > 10)
+          throw new InvalidArgumentError(key, `must be a number from 0 to 10 (a fraction of a task's instances, e.g. 0.1), got ${JSON.stringify(v)}`);
+        cfg.speculationAllowance = n;
+        break;
+      }
       case 'masterFailover':
         if (v !== true && v !== false && v !== 'true' && v !== 'false') throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
         cfg.masterFailover = v === true || v === 'true';

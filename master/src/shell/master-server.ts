@@ -254,6 +254,7 @@ export class MasterServer {
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,
         maxJobSpecBytes: this.cfg.maxJobSpecBytes,
+        speculationAllowance: this.cfg.speculationAllowance,
         masterFailover: this.cfg.masterFailover,
       },
       this.log.child({ component: 'core', epoch }),

@@ -74,6 +74,14 @@ export interface JobArrayRef {
 
 export type AgentTimeoutPolicy = 'wait' | 'rerun';
 
+/**
+ * The priority a task's schedule unit runs at: the task's own when it sets one (non-zero), else the
+ * job's. The AM declares its units with it, and the master refuses a unit declared above it.
+ */
+export function taskPriority(job: Pick<JobSpec, 'priority'>, task: Pick<TaskSpec, 'priority'>): number {
+  return task.priority !== 0 ? task.priority : job.priority;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Constants
 

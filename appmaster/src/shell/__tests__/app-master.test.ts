@@ -86,6 +86,33 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     expect(agents.flatMap((x) => x.violations)).to.deep.equal([]);
   });
 
+  it('takes back a request the master refuses on the count of slots and asks again later', async () => {
+    const m = await cluster();
+    m.refuseRaises = 2;
+    const result = await am(m).run();
+    expect(result.succeeded).to.equal(true);
+    expect(m.refused).to.equal(2);
+    // Units are declared again with the request that is taken; every SU's slots went back.
+    expect(m.requests.filter((r) => r.units.some((u) => u.suId === 'map')).length).to.be.greaterThan(1);
+    expect([...m.asgn.values()].every((n) => n === 0)).to.equal(true);
+    expect(agents.flatMap((x) => x.violations)).to.deep.equal([]);
+  });
+
+  it('gives up when the master goes on refusing its requests past refusalGiveUpMs', async () => {
+    const m = await cluster();
+    m.refuseRaises = Infinity;
+    const a = new AppMaster({ masters: [m.address], appId: 'app-1', amAttempt: 1, nodeId: 'n1', log: nullLogger, deadlineMs: 3000, refusalGiveUpMs: 300 });
+    let err: unknown;
+    try {
+      await a.run();
+    } catch (e) {
+      err = e;
+    }
+    expect(String(err)).to.match(/the master has refused our requests for \d+ ms/);
+    expect(m.refused).to.be.greaterThan(1);
+    expect(m.finished).to.equal(undefined);
+  });
+
   it('heartbeats UpdateRequests without deltas, reporting progress and the applied assignment seq', async () => {
     const m = await cluster(wireJob({ tasks: [wireJob().tasks![0]!] }));
     for (const x of agents) x.runMs = 400;

@@ -3,7 +3,7 @@
  * master loads hard state, aggregates the agents' grants and the AMs' requests, then recovers.
  */
 import { expect } from 'chai';
-import { nullLogger, StaleEpochError, FailedPreconditionError } from '@fuxi/common';
+import { nullLogger, res, StaleEpochError, FailedPreconditionError } from '@fuxi/common';
 import { DEFAULT_CONFIG, MasterCore } from '../master-core.js';
 import { AM_SU } from '@fuxi/common';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
@@ -308,6 +308,35 @@ describe('master failover (soft-state inference)', () => {
     const fx = amReports(t, 100_030, { claims: inflated });
     expect(asgnMap(ofKind(fx, 'assignments').at(-1)!.assignments)).to.deep.equal(t.amHeld);
     for (const g of ofKind(fx, 'grants')) expect(grantMap(g.grants)).to.deep.equal(grantMap(t.held.get(g.nodeId)!));
+  });
+
+  it('adopts an AM report that breaks the request limits without what breaks them, and recovers (never refuses it)', () => {
+    const old = oldCluster(); // map: 4 instances (5 slots at most), all 4 granted
+    const t = takeOver(old);
+    agentReports(t, 'n1', 100_010);
+    agentReports(t, 'n2', 100_020);
+    // Reported a while after the agents (their slots count again): room for one more map slot.
+    const fx = t.core.reportAppState(
+      {
+        appId: 'job-1',
+        attempt: 1,
+        address: 'am-job-1:9000',
+        units: [unit('map', res(4000, 1024), 7), unit('reduce', SLOT)],
+        requests: [
+          { suId: 'map', location: '', count: 6 },
+          { suId: 'reduce', location: '', count: 2 },
+        ],
+        assignments: Object.entries(t.amHeld).map(([k, slots]) => ({ suId: k.split('@')[0]!, nodeId: k.split('@')[1]!, slots })),
+      },
+      111_000,
+    );
+    expect(recovered(fx)).to.have.length(1);
+    expect(t.core.isRecovering).to.equal(false);
+    expect(t.core.units('job-1').map((u) => [u.suId, u.resource, u.priority, u.granted + u.outstanding])).to.deep.equal([
+      [AM_SU, res(500, 512), 1_000_000, 1],
+      ['map', SLOT, 0, 5],
+    ]);
+    t.core.checkInvariants();
   });
 
   it('rejects reported grants it never made: unknown app, a finished app, more than the node holds, a wrong epoch', () => {
