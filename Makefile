@@ -3,12 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-am-host
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
 	@echo "make test   - install what the tests need, build, lint, run unit and integration tests"
-	@echo "make build  - compile every package (tsc -b)"
+	@echo "make build  - compile every package (tsc -b) and bundle the fuxi CLI"
 
 # npm packages, installed exactly as locked; re-run when the lock file changes.
 node_modules/.install-stamp: package.json package-lock.json
@@ -17,8 +17,10 @@ node_modules/.install-stamp: package.json package-lock.json
 
 install: node_modules/.install-stamp
 
+# tsc, then the one-file `fuxi` CLI and its code cache (scripts/bundle.mjs).
 build: install
 	npx tsc -b
+	node scripts/bundle.mjs
 
 # Debian's etcd-server, for the suites that run a real etcd.
 etcd:
@@ -58,9 +60,21 @@ test-faults: build etcd
 # The rack: etcd, masters and agents each on a host of its own (network namespaces on a bridge,
 # links cut with nftables, slowed with tc tbf), started from deploy/config/cluster/*.yaml: the
 # harness's own tests, a job's life across hosts (word count, leader kill -9, agent kill -9 and
-# restart) and fault-matrix rows 1, 2, 4 and 9. Needs root (CI has it); fails with the reason otherwise.
+# restart), fault-matrix rows 1, 2, 4 and 9, and one minute of the history test (every fault kind
+# once). Needs root (CI has it); fails with the reason otherwise.
 test-rack: build etcd rack-tools
 	npx mocha --config .mocharc.rack.json
+
+# The history test (Jepsen's method) on a rack of its own (prefix fxh, 10.214.0): a three-member
+# etcd, three masters and three agents; clients submit (some ids twice), kill, get and list jobs,
+# every call recorded with its outcome, while a nemesis injects 100 faults (kill -9 and pause of
+# masters, kill and pause of etcd members with quorum kept and lost, master-to-etcd links cut,
+# etcd's space quota filled and freed). After healing, a checker looks for lost, duplicated,
+# phantom and vanished jobs, regressed states, wrong ends, orphan workers and daemon exits; writes
+# bench-results/history.json and fails on any of them (jobs that failed or did not finish are
+# reported). About 12 minutes. HISTORY_ARGS passes options (--faults N, --seed N, --clients N, --keep).
+test-history: build etcd rack-tools
+	node test/dist/history/main.js --faults 100 $(HISTORY_ARGS)
 
 # iproute2 (ip netns, tc) and nftables, for the rack.
 rack-tools:
@@ -96,6 +110,13 @@ bench-failover-rack: build etcd rack-tools
 bench-sched: build
 	node test/dist/bench/sched.js $(BENCH_SCHED_ARGS)
 
+# Benchmark (not a test): cold starts on a local cluster (a master, one agent): the median and p90
+# wall time of 20 `fuxi submit` runs of a /bin/true job (cliColdStartMs) and of `fuxi --help`, and
+# each job's AM from its start to its registration; writes bench-results/cli.json.
+# BENCH_CLI_ARGS passes options (--runs, --cli, --am-command; see test/src/bench/cli.ts).
+bench-cli: build
+	node test/dist/bench/cli.js $(BENCH_CLI_ARGS)
+
 # Benchmark (not a test): the paper's failover evaluation (Tables 4-8, Figure 10), scaled down:
 # real etcd + 3 masters, 300 simulated nodes, the 10/100/1,000-instance job mix, faults injected
 # per failover mode (FT, FMFO, AMFO, NoFO). About 20 minutes; writes bench-results/paper-eval.json,
@@ -105,6 +126,7 @@ bench-paper: build etcd
 
 clean:
 	npx tsc -b --clean
+	rm -f client/dist/fuxi.* appmaster/dist/fuxi-appmaster.*
 	rm -rf bench-results
 
 # Benchmark (not a test): replays the heartbeat traces in test/data/heartbeats (recorded with the
@@ -120,3 +142,9 @@ bench-detectors: build
 # that job's AM in a thread and on the main loop. Writes bench-results/am-host.json.
 bench-am-host: build
 	node test/dist/bench/am-host.js $(BENCH_AM_HOST_ARGS)
+
+# Benchmark (not a test): many small jobs on a local cluster with 16 slots (separate CLI submits,
+# SDK submitMany, a job array, one 1,000-instance job, submit latency); writes
+# bench-results/throughput.json. BENCH_THROUGHPUT_ARGS="--jobs 200 --ten-thousand" and the like.
+bench-throughput: build
+	node test/dist/bench/throughput.js $(BENCH_THROUGHPUT_ARGS)

@@ -5,6 +5,7 @@
  *   fuxi-local-cluster --agents 3 --dir /tmp/fuxi
  *   FUXI_MASTER=127.0.0.1:PORT fuxi submit job.yaml --wait     # in another shell
  */
+import { FUXI_VERSION } from '@fuxi/common';
 import { Command, InvalidArgumentError } from 'commander';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ function count(v: string): number {
 }
 
 const program = new Command('fuxi-local-cluster')
+  .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
   .description('start a Fuxi-TS master and agents on loopback (stops them on Ctrl-C)')
   .option('--agents <n>', 'number of agents', count, 3)
   .option('--dir <dir>', 'root folder for data, work dirs and logs (default: a new temp dir)')

@@ -9,7 +9,7 @@
  * ```
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,12 +19,14 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The root of this installation (the repository checkout, or /opt/fuxi). */
 export const REPO_ROOT = join(here, '..', '..');
 const repo = REPO_ROOT;
+/** The bundle (`make build`, scripts/bundle.mjs) when there is one, else the module tree (`tsc -b` alone). */
+const bundled = (bundle: string, tree: string) => (existsSync(bundle) ? bundle : tree);
 export const BIN = {
   master: join(repo, 'master', 'dist', 'shell', 'main.js'),
   agent: join(repo, 'agent', 'dist', 'shell', 'main.js'),
-  appmaster: join(repo, 'appmaster', 'dist', 'shell', 'main.js'),
+  appmaster: bundled(join(repo, 'appmaster', 'dist', 'fuxi-appmaster.cjs'), join(repo, 'appmaster', 'dist', 'shell', 'main.js')),
   amhost: join(repo, 'appmaster', 'dist', 'shell', 'am-host-main.js'),
-  cli: join(repo, 'client', 'dist', 'cli', 'main.js'),
+  cli: bundled(join(repo, 'client', 'dist', 'fuxi.cjs'), join(repo, 'client', 'dist', 'cli', 'main.js')),
 };
 
 export interface LocalClusterOptions {

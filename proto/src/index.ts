@@ -1,7 +1,8 @@
 /**
  * @fuxi/proto: the wire contract of Fuxi-TS. The `.proto` files under `proto/fuxi/v1` are the only
  * source of wire types; the TypeScript types here are generated from them with the same loader
- * options the runtime uses (`LOADER_OPTIONS`).
+ * options the runtime uses (`LOADER_OPTIONS`), and so is the precompiled descriptor
+ * (`generated/descriptor.ts`) that the runtime loads instead of parsing the `.proto` files.
  *
  * ```ts
  * import { loadFuxiProto, type JobSpec } from '@fuxi/proto';
@@ -10,28 +11,25 @@
  * ```
  */
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs/light.js';
+import { FILE_DESCRIPTOR_PROTOS, FUXI_DESCRIPTOR, GENERATED_LOADER_OPTIONS } from './generated/descriptor.js';
 import type { AgentServiceDefinition } from './generated/fuxi/v1/AgentService.js';
 import type { AppMasterServiceDefinition } from './generated/fuxi/v1/AppMasterService.js';
 import type { MasterServiceDefinition } from './generated/fuxi/v1/MasterService.js';
 
 export * from './generated/index.js';
 
-const require = createRequire(import.meta.url);
-
-/** Options shared by the type generator and the runtime loader. */
+/** Options shared by the type generator and the runtime loader (`proto/loader-options.json`). */
 export const LOADER_OPTIONS: protoLoader.Options = {
-  ...(require('../loader-options.json') as protoLoader.Options),
+  ...GENERATED_LOADER_OPTIONS,
   longs: String,
   enums: String,
 };
 
-/** Root folder of the `.proto` files (the include dir). */
-export const PROTO_DIR = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const PROTO_FILES = ['fuxi/v1/common.proto', 'fuxi/v1/master.proto', 'fuxi/v1/agent.proto', 'fuxi/v1/appmaster.proto'];
+/** Every `.proto` file (relative to `proto/`, the include dir), in the order the generator loads them. */
+export const PROTO_FILES = ['fuxi/v1/agent.proto', 'fuxi/v1/appmaster.proto', 'fuxi/v1/common.proto', 'fuxi/v1/master.proto'];
+export const SERVICE_NAMES = ['fuxi.v1.MasterService', 'fuxi.v1.AgentService', 'fuxi.v1.AppMasterService'] as const;
 
 export interface FuxiServices {
   MasterService: grpc.ServiceClientConstructor & { service: MasterServiceDefinition };
@@ -39,16 +37,94 @@ export interface FuxiServices {
   AppMasterService: grpc.ServiceClientConstructor & { service: AppMasterServiceDefinition };
 }
 
-let cachedDefinition: protoLoader.PackageDefinition | undefined;
+/** protobufjs's `toObject` options: what a deserialized message looks like (int64 as decimal strings, ...). */
+const CONVERSION: protobuf.IConversionOptions = { ...LOADER_OPTIONS } as protobuf.IConversionOptions;
 
-/** The package definition of every Fuxi service (for reflection and custom loaders). */
-export function fuxiPackageDefinition(): protoLoader.PackageDefinition {
-  cachedDefinition ??= protoLoader.loadSync(PROTO_FILES, { ...LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
-  return cachedDefinition;
+function serializer(type: protobuf.Type): (arg: object) => Buffer {
+  return (arg) => {
+    if (Array.isArray(arg)) throw new Error(`Failed to serialize message: expected object with ${type.name} structure, got array instead`);
+    return type.encode(type.fromObject(arg)).finish() as Buffer;
+  };
 }
 
-/** Loads `fuxi.v1` and returns its three service constructors. */
+function deserializer(type: protobuf.Type): (buf: Buffer) => object {
+  return (buf) => type.toObject(type.decode(buf), CONVERSION);
+}
+
+let root: protobuf.Root | undefined;
+const definitions = new Map<string, grpc.ServiceDefinition>();
+
+/**
+ * One service's definition, built on first use. protobufjs generates each type's codec on its
+ * first encode or decode, so a process pays only for the messages it uses.
+ */
+function serviceDefinition(name: string): grpc.ServiceDefinition {
+  let def = definitions.get(name);
+  if (def) return def;
+  // Root.fromJSON resolves every type's features (proto3 packs repeated scalars): skipping that
+  // changes the encoding (the descriptor test compares bytes with proto-loader's).
+  root ??= protobuf.Root.fromJSON(FUXI_DESCRIPTOR as protobuf.INamespace);
+  const methods: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const m of root.lookupService(name).methodsArray) {
+    m.resolve();
+    const req = m.resolvedRequestType!;
+    const res = m.resolvedResponseType!;
+    methods[m.name] = {
+      path: `/${name}/${m.name}`,
+      requestStream: !!m.requestStream,
+      responseStream: !!m.responseStream,
+      requestSerialize: serializer(req),
+      requestDeserialize: deserializer(req),
+      responseSerialize: serializer(res),
+      responseDeserialize: deserializer(res),
+      originalName: m.name.charAt(0).toLowerCase() + m.name.slice(1),
+    };
+  }
+  def = methods;
+  definitions.set(name, def);
+  return def;
+}
+
+/**
+ * The package definition of the three Fuxi services, built from the precompiled descriptor. Each
+ * method carries what gRPC uses (path, streaming, serializers as proto-loader builds them with
+ * `LOADER_OPTIONS`, `originalName`); the `requestType` / `responseType` descriptor objects that
+ * proto-loader adds are not built (nothing reads them; reflection uses `fuxiFileDescriptorProtos`).
+ */
+export function fuxiPackageDefinition(): protoLoader.PackageDefinition {
+  return Object.fromEntries(SERVICE_NAMES.map((n) => [n, serviceDefinition(n)])) as unknown as protoLoader.PackageDefinition;
+}
+
+/** Each `.proto` file as an encoded FileDescriptorProto: what server reflection serves. */
+export function fuxiFileDescriptorProtos(): Buffer[] {
+  return FILE_DESCRIPTOR_PROTOS.map((b) => Buffer.from(b, 'base64'));
+}
+
+const constructors = new Map<string, grpc.ServiceClientConstructor>();
+
+function clientConstructor(name: (typeof SERVICE_NAMES)[number]): grpc.ServiceClientConstructor {
+  let c = constructors.get(name);
+  if (!c) {
+    c = grpc.makeClientConstructor(serviceDefinition(name), name.slice(name.lastIndexOf('.') + 1), {});
+    constructors.set(name, c);
+  }
+  return c;
+}
+
+/**
+ * The three service constructors of `fuxi.v1` (as `grpc.loadPackageDefinition` makes them), each
+ * built when first read.
+ */
 export function loadFuxiProto(): FuxiServices {
-  const root = grpc.loadPackageDefinition(fuxiPackageDefinition()) as unknown as { fuxi: { v1: FuxiServices } };
-  return root.fuxi.v1;
+  return {
+    get MasterService() {
+      return clientConstructor('fuxi.v1.MasterService') as FuxiServices['MasterService'];
+    },
+    get AgentService() {
+      return clientConstructor('fuxi.v1.AgentService') as FuxiServices['AgentService'];
+    },
+    get AppMasterService() {
+      return clientConstructor('fuxi.v1.AppMasterService') as FuxiServices['AppMasterService'];
+    },
+  };
 }

@@ -91,8 +91,19 @@ export function hostFacts(): HostFacts {
 }
 
 export const DEFAULT_LISTEN = '127.0.0.1:0';
-/** This installation's `fuxi-appmaster` (the appmaster package beside this one), run by this Node. */
-export const DEFAULT_AM_COMMAND = [process.execPath, fileURLToPath(new URL('../../../appmaster/dist/shell/main.js', import.meta.url))];
+/**
+ * This installation's `fuxi-appmaster` (the appmaster package beside this one), run by this Node:
+ * its bundle (`make build`, scripts/bundle.mjs), which starts much faster than the module tree; the
+ * module tree only in a tree compiled without bundling (`tsc -b` alone).
+ */
+export const DEFAULT_AM_COMMAND = [process.execPath, installedBin('../../../appmaster/dist/fuxi-appmaster.cjs', '../../../appmaster/dist/shell/main.js')];
+
+function installedBin(bundled: string, unbundled: string): string {
+  const b = fileURLToPath(new URL(bundled, import.meta.url));
+  return fs.existsSync(b) ? b : fileURLToPath(new URL(unbundled, import.meta.url));
+}
+
+/** This installation's `fuxi-amhost` (the module tree: its AMs of large jobs run in worker threads of it). */
 export const DEFAULT_AM_HOST_COMMAND = [process.execPath, fileURLToPath(new URL('../../../appmaster/dist/shell/am-host-main.js', import.meta.url))];
 /** The AM host process's own base (measured: docs/architecture.md, "The AM host"). */
 export const DEFAULT_AM_HOST_RESERVE: Resource = Object.freeze({ cpuMilli: 50, memoryMb: 96 });

@@ -14,12 +14,13 @@
  * `KillMode=process` so that stopping the agent never stops its workers.
  */
 import { Command, CommanderError } from 'commander';
-import { createLogger, errorMessage, InvalidArgumentError } from '@fuxi/common';
+import { createLogger, errorMessage, InvalidArgumentError, FUXI_VERSION } from '@fuxi/common';
 import { installProcessGuards } from '@fuxi/rpc';
 import { Agent } from './agent.js';
 import { loadConfigFile, resolveConfig, type ConfigKey } from './config.js';
 
 const program = new Command('fuxi-agent')
+  .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
   .description('Fuxi-TS node agent: starts workers when the master grants and the application master plans')
   .option('-c, --config <file>', 'YAML or JSON config file (keys as the long flags, camelCase)')
   .option('--master <addr[,addr...]>', 'master address(es), host:port (required)')

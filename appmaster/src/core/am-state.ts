@@ -7,7 +7,7 @@
  *
  * Also the small shared helpers: worker ids, map keys and orders, lookups, and the outbox's flush.
  */
-import { DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, nullLogger, type AgentTimeoutPolicy, type Logger } from '@fuxi/common';
+import { DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, nullLogger, taskPriority, type AgentTimeoutPolicy, type Logger } from '@fuxi/common';
 import { encodeEntry, type SnapshotEntry } from './snapshot.js';
 import type { AmEffect, JobSpec, RequestDelta, ScheduleUnitConfig, SlotReturn, TaskSpec, WorkerEvent, WorkerPlan } from './types.js';
 
@@ -133,7 +133,7 @@ export function newTask(job: JobSpec, ts: TaskSpec, index: number): Task {
     spec: ts,
     index,
     suId: ts.name,
-    priority: ts.priority !== 0 ? ts.priority : job.priority,
+    priority: taskPriority(job, ts),
     maxAttempts: Math.max(1, Math.floor(ts.maxAttempts)),
     state: 'waiting',
     instances: Array.from({ length: ts.instances }, (_, i) => newInstance(i)),

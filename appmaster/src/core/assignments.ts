@@ -67,6 +67,20 @@ export function applyTable(st: AmState, update: AssignmentUpdate): void {
   st.appliedSeq = update.seq;
   if (update.epoch && update.epoch !== '0') st.appliedEpoch = String(BigInt(update.epoch));
   for (const l of lost) evict(st, l);
+  forgetReleasedNodes(st);
+}
+
+/**
+ * A node timing out on which no task holds a slot any more was lost (the master released its
+ * slots; nothing is returned from a node timing out): it is no longer waited for, and slots the
+ * master places there once it is back are used like any others.
+ */
+function forgetReleasedNodes(st: AmState): void {
+  for (const nodeId of [...st.timingOut.keys()]) {
+    if ([...st.tasks.values()].some((t) => (t.holds.get(nodeId)?.held ?? 0) > 0)) continue;
+    st.timingOut.delete(nodeId);
+    st.log.info({ node: nodeId }, 'agent timing out holds none of our slots any more (lost); no longer waited for');
+  }
 }
 
 /**

@@ -53,7 +53,7 @@ import { AmState, flush, type DagAmOptions } from './am-state.js';
 import { acceptAssignments, applyTable, assignmentTable, settleReturns } from './assignments.js';
 import { activateReady, beginJob, progress } from './dag.js';
 import { reconcile } from './placement.js';
-import { declaredUnits, outstandingRequests } from './requests.js';
+import { declaredUnits, outstandingRequests, takeBack } from './requests.js';
 import { restore, workersListed } from './restore.js';
 import { encodeTopology } from './snapshot.js';
 import { agentsTimedOut, checkReruns, timingOutNodes } from './timing-out.js';
@@ -65,6 +65,7 @@ import type {
   ListedWorker,
   OutstandingRequest,
   Recovery,
+  RequestDelta,
   RunningWorker,
   ScheduleUnitConfig,
   TaskProgress,
@@ -238,6 +239,17 @@ export class DagAppMaster {
   /** Status changes of workers on `nodeId`. Repeated and stale events are ignored. */
   workerEvents(nodeId: string, events: readonly WorkerEvent[], now: number): AmEffect[] {
     return this.step(now, () => onWorkerEvents(this.st, nodeId, events));
+  }
+
+  /**
+   * The master refused the UpdateRequests of a `request` effect on the count of slots (field
+   * `deltas.delta`: it holds slots for us we have not heard of yet) and applied none of it. Its
+   * deltas are taken back and its units count as not sent; the next input asks again from what is
+   * known then. No effects.
+   */
+  requestRefused(units: readonly ScheduleUnitConfig[], deltas: readonly RequestDelta[]): void {
+    if (!this.st.spec || this.st.done) return;
+    takeBack(this.st, units, deltas);
   }
 
   /** Time passes: returned slots whose drop never showed are settled; timing-out nodes may be given up. */

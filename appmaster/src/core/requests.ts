@@ -4,9 +4,16 @@
  * incremental deltas (plus each SU's config, sent once) that go out in the step's `request` effect.
  * New placements consume outstanding counts (the node's own first); a task that needs fewer cancels
  * anywhere first, then racks, then nodes.
+ *
+ * The master refuses a request that would take a task's outstanding plus held slots above its
+ * instances (plus a small allowance; master request-limits.ts), not counting slots on nodes it
+ * reported timing out. So a task never asks for more than its instances less the slots it holds
+ * outside timing-out nodes (`countedHolds`): slots held by shadows, or on an agent that has not
+ * listed its workers since a restart, are waited for instead of asked for again.
  */
 import { byKey, key, type AmState, type Task } from './am-state.js';
-import type { OutstandingRequest, ScheduleUnitConfig, TaskSpec } from './types.js';
+import { effective } from './holds.js';
+import type { OutstandingRequest, RequestDelta, ScheduleUnitConfig, TaskSpec } from './types.js';
 
 /** The SU config of a task (its SU id is the task name). */
 export function unitOf(task: Task): ScheduleUnitConfig {
@@ -48,11 +55,22 @@ export function cancelOutstanding(st: AmState, task: Task, n: number): void {
   }
 }
 
+/** The task's slots the master counts against its request limit: usable ones (held, not returning) on nodes not timing out. */
+export function countedHolds(st: AmState, task: Task): number {
+  let n = 0;
+  for (const [nodeId, h] of task.holds) if (!st.timingOut.has(nodeId)) n += effective(h);
+  return n;
+}
+
 /**
- * Sizes the task's outstanding requests to `need` slots: more are asked for (the SU's config the
+ * Sizes the task's outstanding requests to `need` slots, or fewer when the slots it holds (see
+ * `countedHolds`) leave less room under its instances: more are asked for (the SU's config the
  * first time; spread over the locality hints the first time, anywhere afterwards), fewer cancelled.
  */
-export function sizeRequests(st: AmState, task: Task, need: number): void {
+export function sizeRequests(st: AmState, task: Task, pending: number): void {
+  const room = Math.max(0, task.spec.instances - countedHolds(st, task));
+  const need = Math.min(pending, room);
+  if (need < pending) st.log.debug({ task: task.spec.name, pending, room }, 'requests held back: the task holds slots it cannot use yet');
   let outstanding = 0;
   for (const n of task.outstanding.values()) outstanding += n;
   if (need > outstanding) {
@@ -85,6 +103,26 @@ export function spread(n: number, locations: readonly string[]): Array<[string, 
   const base = Math.floor(n / locations.length);
   const rest = n % locations.length;
   return locations.map((l, i): [string, number] => [l, base + (i < rest ? 1 : 0)]).filter(([, c]) => c > 0);
+}
+
+/**
+ * The master refused an UpdateRequests on the count of slots and applied none of it: its deltas
+ * are taken back and its units count as not sent, so the next step asks again from what we then
+ * know (the master holds slots for us we have not heard of yet, e.g. placed as our cancellation
+ * crossed them). Nothing is asked again here: a step that follows new information does.
+ */
+export function takeBack(st: AmState, units: readonly ScheduleUnitConfig[], deltas: readonly RequestDelta[]): void {
+  for (const u of units) {
+    const t = st.tasks.get(u.suId);
+    if (t) t.unitSent = false;
+  }
+  for (const d of deltas) {
+    const t = st.tasks.get(d.suId);
+    if (!t) continue;
+    const left = (t.outstanding.get(d.location) ?? 0) - d.delta;
+    if (left > 0) t.outstanding.set(d.location, left);
+    else t.outstanding.delete(d.location);
+  }
 }
 
 /** Every outstanding request, by task, then location (for ReportAppState). */

@@ -6,6 +6,7 @@
  * am-host-protocol.ts):
  *
  *   fuxi-amhost --socket <path> [--thread-instances 10000] [--idle-exit-ms 60000] [--log-level info]
+ *   fuxi-amhost --version
  *
  * Logs (pino JSON on stdout) "AM host ready" {socket, pid} once it listens. It exits 0 after
  * `--idle-exit-ms` with no AM and no agent connected (a host whose agent never came back), and 1
@@ -14,12 +15,16 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import { parseArgs } from 'node:util';
-import { createLogger, encodeLine, errorMessage, LineDecoder, type AmHostAnswer, type AmHostRequest, type Logger } from '@fuxi/common';
+import { createLogger, encodeLine, errorMessage, FUXI_VERSION, LineDecoder, type AmHostAnswer, type AmHostRequest, type Logger } from '@fuxi/common';
 import { AmHost, DEFAULT_THREAD_INSTANCES } from './am-host.js';
 
 const DEFAULT_IDLE_EXIT_MS = 60_000;
 
 function options(): { socket: string; threadInstances: number; idleExitMs: number; logLevel: string } {
+  if (process.argv.includes('--version') || process.argv.includes('-V')) {
+    process.stdout.write(`${FUXI_VERSION}\n`);
+    process.exit(0);
+  }
   const { values } = parseArgs({
     options: {
       socket: { type: 'string' },

@@ -84,6 +84,12 @@ export interface AppMasterConfig {
   adoptWaitMs?: number;
   /** How often adopted workers (and agents that did not answer) are polled with ListWorkers (default 3 s). */
   pollMs?: number;
+  /**
+   * The master refusing our requests on the count of slots (it holds slots for us we have not heard
+   * of yet) is waited out; refusals in a row for longer than this mean our view and the master's
+   * disagree for good, and the AM exits: a new attempt starts from the master's view (default 60 s).
+   */
+  refusalGiveUpMs?: number;
 }
 
 export interface AppResult {
@@ -109,6 +115,14 @@ function isTransient(e: unknown): boolean {
  * attempt')`). This AM must stop: its plans would be refused and, counted as failures, could fail
  * the job in its snapshot.
  */
+/**
+ * The master refused an UpdateRequests on the count of slots (outstanding plus granted above what the
+ * job's spec allows; master request-limits.ts), applying none of it.
+ */
+function isCountRefusal(e: unknown): e is RpcError {
+  return e instanceof RpcError && e.code === 'INVALID_ARGUMENT' && e.details.field === 'deltas.delta';
+}
+
 export function isSuperseded(e: unknown): boolean {
   return e instanceof RpcError && e.code === 'FAILED_PRECONDITION' && (e.details.stale === 'am attempt' || /stale am attempt/.test(e.message));
 }
@@ -163,6 +177,9 @@ export class AppMaster {
   private masterQueue: Promise<void> = Promise.resolve();
   private heartbeatQueued = false;
   private heartbeatFailures = 0;
+  /** Count refusals of our requests in a row, and since when (0: the last request was taken). */
+  private refusals = 0;
+  private refusedSince = 0;
   /** The master's AM heartbeat interval (from RegisterApp). */
   private heartbeatMs = 1000;
   private timer: NodeJS.Timeout | undefined;
@@ -666,7 +683,14 @@ export class AppMaster {
       this.watchAssignments();
       return r;
     };
-    const res = persistent ? await this.persist('UpdateRequests', call) : await call();
+    let res: Awaited<ReturnType<typeof call>>;
+    try {
+      res = persistent ? await this.persist('UpdateRequests', call) : await call();
+    } catch (e) {
+      if (deltas.length > 0 && isCountRefusal(e)) return this.requestRefused(units, deltas, e);
+      throw e;
+    }
+    if (deltas.length > 0) this.refusals = this.refusedSince = 0;
     if (res.reportState) {
       this.log.info({ epoch: this.epoch, master: this.conn.address }, 'master asked for our state');
       this.wantReport();
@@ -692,6 +716,27 @@ export class AppMaster {
       };
       this.execute(this.core.assignments(update, Date.now()));
     }
+  }
+
+  /**
+   * The master refused a request on the count of slots: it holds slots for us we have not heard of
+   * yet (a placement crossed one of our cancellations). The core takes the request back and asks
+   * again from what it knows at its next input. Refusals that go on past `refusalGiveUpMs` are a
+   * lasting disagreement: the AM gives up, and the master starts a new attempt.
+   */
+  private requestRefused(units: ScheduleUnitConfig[], deltas: RequestDelta[], e: RpcError): void {
+    const now = Date.now();
+    if (this.refusedSince === 0) this.refusedSince = now;
+    this.refusals++;
+    if (this.refusals === 1 || this.refusals % 20 === 0)
+      this.log.warn(
+        { refusals: this.refusals, err: e.message },
+        'the master refused our requests on the count of slots; asking again once we know the slots it holds for us',
+      );
+    const giveUpMs = this.cfg.refusalGiveUpMs ?? 60_000;
+    if (now - this.refusedSince > giveUpMs)
+      throw new FailedPreconditionError(`the master has refused our requests for ${now - this.refusedSince} ms (${this.refusals} times): ${e.message}`);
+    this.core.requestRefused(units, deltas);
   }
 
   /**

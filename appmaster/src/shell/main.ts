@@ -9,10 +9,14 @@
  * error (the master then restarts the AM or fails the job), 143 on SIGTERM (its agent stops it).
  * Its last log line carries the process's CPU time (`cpuMs`).
  */
-import { createLogger, errorMessage } from '@fuxi/common';
+import { createLogger, errorMessage, FUXI_VERSION } from '@fuxi/common';
 import { AppMaster, configFromEnv } from './app-master.js';
 
 async function main(): Promise<number> {
+  if (process.argv.includes('--version') || process.argv.includes('-V')) {
+    process.stdout.write(`${FUXI_VERSION}\n`);
+    return 0;
+  }
   const log = createLogger('appmaster');
   const fail = (what: string) => (e: unknown) => {
     log.error({ err: e instanceof Error ? (e.stack ?? e.message) : String(e) }, what);

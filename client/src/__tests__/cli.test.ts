@@ -31,7 +31,8 @@ async function run(args: string[], over: Partial<CliDeps> & { files?: Record<str
       ((m) => {
         masters.push(m);
         return new Proxy({} as CliClient, {
-          get: (_t, p) => (p === 'close' ? () => {} : () => Promise.reject(new Error(`unexpected call ${String(p)}`))),
+          // Not a thenable (makeClient may return a promise of the client, which is awaited).
+          get: (_t, p) => (p === 'then' ? undefined : p === 'close' ? () => {} : () => Promise.reject(new Error(`unexpected call ${String(p)}`))),
         });
       }),
     stdout,
@@ -142,6 +143,43 @@ describe('fuxi CLI', function () {
       expect(JSON.parse(json.out)).to.deep.equal({ jobId: 'wc-8', created: true });
     });
 
+    it('submit -f: many jobs from JSON Lines in one call; a bad line is an error naming it, and nothing is sent', async () => {
+      const line = (id: string) => JSON.stringify({ id, name: id, tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }] });
+      const files = { 'jobs.jsonl': `${line('j1')}\n\n# a comment\n${line('j2')}\n`, 'bad.jsonl': `${line('k1')}\n{"name": "k2", "tasks": []}\n` };
+      const r = await fuxi(['submit', '-f', 'jobs.jsonl'], files);
+      expect(r.code).to.equal(0);
+      expect(r.out).to.equal('j1\tsubmitted\nj2\tsubmitted\n');
+      expect(master.batches).to.deep.equal([2]);
+      const bad = await fuxi(['submit', '-f', 'bad.jsonl'], files);
+      expect(bad.code).to.equal(2);
+      expect(bad.err).to.match(/bad\.jsonl:2: tasks: must contain at least one task/);
+      expect(master.batches).to.deep.equal([2]);
+      const both = await fuxi(['submit', 'job.yaml', '-f', 'jobs.jsonl'], files);
+      expect([both.code, both.err]).to.deep.equal([2, 'error: --jobs: takes the jobs from its file: give no job file, --id or --array with it\n']);
+    });
+
+    it('submit --array with a limit; list, status, wait and kill take the array id', async () => {
+      const r = await fuxi(['submit', 'job.yaml', '--id', 'sw', '--array', '0-4:2,7%2']);
+      expect(r.code).to.equal(0);
+      expect(r.out.split('\n')[0]).to.equal('array sw: 4 jobs');
+      expect([...master.jobs.keys()]).to.deep.equal(['sw_0', 'sw_2', 'sw_4', 'sw_7']);
+      const list = await fuxi(['list', '--array', 'sw']);
+      expect(list.out.split('\n').filter((l) => l.startsWith('sw_'))).to.have.length(4);
+      master.update('sw_0', { state: 'JOB_STATE_SUCCEEDED' });
+      const status = await fuxi(['status', 'sw']);
+      expect(status.out).to.match(/array: +sw \(4 jobs\)/);
+      expect(status.out).to.match(/1 SUCCEEDED/);
+      const waiting = fuxi(['wait', 'sw']);
+      await new Promise((res) => setTimeout(res, 200));
+      const killed = await fuxi(['kill', 'sw']);
+      expect(killed.out).to.equal('array sw: 3 of 4 jobs killed\n');
+      const w = await waiting;
+      expect(w.code).to.equal(1);
+      expect(w.out.split('\n').filter(Boolean)).to.have.length(4);
+      const badRange = await fuxi(['submit', 'job.yaml', '--array', '5-1']);
+      expect([badRange.code, badRange.err]).to.deep.equal([2, 'error: --array: range 5-1 ends before it starts\n']);
+    });
+
     it('submit --wait: exit 0 on success, line per state change without a TTY', async () => {
       const p = fuxi(['submit', 'job.yaml', '--id', 'w1', '--wait']);
       await new Promise((r) => setTimeout(r, 300));
@@ -199,7 +237,7 @@ describe('fuxi CLI', function () {
     it('nodes', async () => {
       master.nodes = [mockNode('n1', agent.address)];
       const r = await fuxi(['nodes']);
-      expect(r.out).to.match(/^NODE\s+ADDRESS.*\nn1\s+127\.0\.0\.1:\d+\s+r1\s+yes\s+cpu=8 mem=16Gi/);
+      expect(r.out).to.match(/^NODE\s+ADDRESS.*\nn1\s+127\.0\.0\.1:\d+\s+r1\s+ready\s+cpu=8 mem=16Gi/);
       expect(JSON.parse((await fuxi(['-o', 'json', 'nodes'])).out)[0].node.nodeId).to.equal('n1');
     });
 

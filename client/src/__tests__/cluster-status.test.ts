@@ -98,6 +98,28 @@ describe('cluster status formatting', () => {
     );
   });
 
+  it('formats a whole status: the store out of space, as a condition before the fault events', () => {
+    const st = mockClusterStatus({
+      conditions: [{ type: 'StoreOutOfSpace', sinceMs: String(T), message: 'etcd batch: etcd is out of space (...); nothing was written' }],
+    });
+    expect(formatClusterStatus(st, T + 65_000)).to.equal(
+      [
+        'leader:    127.0.0.1:7070',
+        'epoch:     7',
+        'state:     S0 normal',
+        'recovery:  normal (no failover since this master took over)',
+        'nodes:     3 healthy, 0 timing out, 0 lost',
+        'apps:      2 running',
+        '',
+        'conditions:',
+        '  StoreOutOfSpace for 1m5s: etcd batch: etcd is out of space (...); nothing was written',
+        '',
+        'open fault events:',
+        '(no open fault events)',
+      ].join('\n'),
+    );
+  });
+
   it('formats a whole status: S0, nothing open', () => {
     const text = formatClusterStatus(mockClusterStatus({ leader: '', epoch: '0', recovery: null }), T);
     expect(text).to.equal(

@@ -52,9 +52,32 @@ export class FakeMaster {
     return this.server.address;
   }
 
+  /** Batch sizes of the SubmitJobs calls received. */
+  batches: number[] = [];
+  /** Job id -> its job array's id. */
+  arrayOf = new Map<string, string>();
+
   async start(): Promise<this> {
     const def = loadFuxiProto().MasterService.service;
     const impl: Record<string, unknown> = {
+      SubmitJobs: async (req: { specs: Array<Parameters<typeof jobSpecFromProto>[0]> }) => {
+        this.calls.push('SubmitJobs');
+        this.batches.push(req.specs.length);
+        return {
+          results: req.specs.map((p) => {
+            const spec = jobSpecFromProto(p);
+            if (spec.array) this.arrayOf.set(spec.jobId, spec.array.id);
+            const created = !this.jobs.has(spec.jobId);
+            if (created) this.jobs.set(spec.jobId, { jobId: spec.jobId, name: spec.name, state: 'JOB_STATE_SUBMITTED' } as JobInfo__Output);
+            return {
+              jobId: spec.jobId,
+              created,
+              errorCode: spec.name === 'refuse-me' ? 'INVALID_ARGUMENT' : '',
+              errorMessage: spec.name === 'refuse-me' ? 'quotaGroup: unknown' : '',
+            };
+          }),
+        };
+      },
       SubmitJob: async (req: { spec: Parameters<typeof jobSpecFromProto>[0] | null }) => {
         this.calls.push('SubmitJob');
         const spec = validateJobSpec(jobSpecFromProto(req.spec ?? {}));
@@ -88,9 +111,13 @@ export class FakeMaster {
         this.calls.push('GetJob');
         return { job: this.job(req.jobId) };
       },
-      ListJobs: async (req: { states: string[] }) => {
+      ListJobs: async (req: { states: string[]; arrayId: string }) => {
         this.calls.push('ListJobs');
-        return { jobs: [...this.jobs.values()].filter((j) => req.states.length === 0 || req.states.includes(j.state)) };
+        return {
+          jobs: [...this.jobs.values()].filter(
+            (j) => (req.states.length === 0 || req.states.includes(j.state)) && (!req.arrayId || this.arrayOf.get(j.jobId) === req.arrayId),
+          ),
+        };
       },
       KillJob: async (req: { jobId: string; reason: string }) => {
         this.calls.push('KillJob');
@@ -106,6 +133,34 @@ export class FakeMaster {
         this.calls.push('GetClusterStatus');
         return { ...this.clusterStatus, leader: this.clusterStatus.leader || this.address };
       },
+      WatchJobs: streaming(async (req: { jobIds: string[]; arrayId: string; endsOnly: boolean }, call) => {
+        this.calls.push('WatchJobs');
+        const ids = new Set(req.jobIds);
+        for (const [id, a] of this.arrayOf) if (req.arrayId && a === req.arrayId) ids.add(id);
+        const open = new Set([...ids].filter((id) => !TERMINAL.has(this.job(id).state)));
+        await new Promise<void>((resolve) => {
+          const sends: Array<[string, (j: JobInfo__Output) => void]> = [];
+          const done = () => {
+            for (const [id, f] of sends) this.watchers.get(id)?.delete(f);
+            call.end();
+            resolve();
+          };
+          const send = (j: JobInfo__Output) => {
+            if (!req.endsOnly || TERMINAL.has(j.state)) call.write(j);
+            if (TERMINAL.has(j.state)) open.delete(j.jobId);
+            if (open.size === 0) done();
+          };
+          for (const id of open) {
+            const set = this.watchers.get(id) ?? new Set();
+            this.watchers.set(id, set);
+            set.add(send);
+            sends.push([id, send]);
+          }
+          call.on('cancelled', done);
+          for (const id of ids) send(this.job(id));
+          if (ids.size === 0) done();
+        });
+      }),
       WatchJob: streaming(async (req: { jobId: string }, call) => {
         this.calls.push('WatchJob');
         const first = this.job(req.jobId);

@@ -70,10 +70,15 @@ describe('cli format', () => {
   });
 
   it('formats nodes', () => {
-    const lines = formatNodes([mockNode('n1', '10.0.0.1:7071'), mockNode('n2', '10.0.0.2:7071', { healthy: false, runningWorkers: 0 })]).split('\n');
-    expect(lines[0]).to.match(/^NODE\s+ADDRESS\s+RACK\s+HEALTHY\s+CAPACITY\s+ALLOCATED\s+FREE\s+WORKERS$/);
-    expect(lines[1]).to.match(/^n1\s+10\.0\.0\.1:7071\s+r1\s+yes\s+cpu=8 mem=16Gi\s+cpu=500m mem=512Mi\s+cpu=7500m mem=15872Mi\s+1$/);
-    expect(lines[2]).to.match(/\sno\s/);
+    const lines = formatNodes([
+      mockNode('n1', '10.0.0.1:7071'),
+      mockNode('n2', '10.0.0.2:7071', { healthy: true, state: 'timing out', runningWorkers: 0 }),
+      mockNode('n3', '10.0.0.3:7071', { healthy: false, state: 'lost', runningWorkers: 0 }),
+    ]).split('\n');
+    expect(lines[0]).to.match(/^NODE\s+ADDRESS\s+RACK\s+STATE\s+CAPACITY\s+ALLOCATED\s+FREE\s+WORKERS$/);
+    expect(lines[1]).to.match(/^n1\s+10\.0\.0\.1:7071\s+r1\s+ready\s+cpu=8 mem=16Gi\s+cpu=500m mem=512Mi\s+cpu=7500m mem=15872Mi\s+1$/);
+    expect(lines[2]).to.match(/\stiming out\s/);
+    expect(lines[3]).to.match(/\slost\s/);
     expect(formatNodes([])).to.equal('(no nodes)');
   });
 

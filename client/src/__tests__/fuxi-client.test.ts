@@ -36,6 +36,45 @@ describe('FuxiClient (against a fake master)', function () {
     for (const a of agents) await a.stop();
   });
 
+  it('submitMany: splits 2,500 jobs into calls of at most 1,000, keeps order, reports each job on its own', async () => {
+    const mk = (name: string, id = '') => ({
+      ...normalizeJobSpec({ name, tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }] }),
+      jobId: id,
+    });
+    const specs = Array.from({ length: 2500 }, (_, i) => mk(`n${i}`, `id-${i}`));
+    specs[7] = mk('refuse-me', 'id-7');
+    specs[9] = { ...mk('broken', 'id-9'), tasks: [] };
+    specs[11] = mk('no-id');
+    const res = await client.submitMany(specs);
+    expect(master.batches).to.deep.equal([1000, 1000, 499]);
+    expect(res).to.have.length(2500);
+    expect(res[0]).to.deep.equal({ jobId: 'id-0', created: true });
+    expect(res[7]?.error?.code).to.equal('INVALID_ARGUMENT');
+    expect(res[9]?.error?.message).to.match(/tasks/); // refused here, not sent
+    expect(res[11]?.jobId).to.match(/^no-id-/);
+    expect(res[2499]).to.deep.equal({ jobId: 'id-2499', created: true });
+    // Idempotent: the same batch again finds every job.
+    const again = await client.submitMany(specs.slice(0, 5));
+    expect(again.map((r) => r.created)).to.deep.equal([false, false, false, false, false]);
+  });
+
+  it('submitArray: one member per index with its id, environment and array fields', async () => {
+    const seen: unknown[] = [];
+    const orig = client.submitMany.bind(client);
+    client.submitMany = async (specs) => {
+      seen.push(...specs.map((x) => ({ id: x.jobId, env: x.env, array: x.array })));
+      return orig(specs);
+    };
+    const spec = {
+      ...normalizeJobSpec({ name: 'sweep', tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }] }),
+      jobId: 'sw',
+    };
+    const { arrayId, results } = await client.submitArray(spec, { indices: [0, 1, 7], maxRunning: 2 });
+    expect(arrayId).to.equal('sw');
+    expect(results.map((r) => r.jobId)).to.deep.equal(['sw_0', 'sw_1', 'sw_7']);
+    expect(seen[2]).to.deep.equal({ id: 'sw_7', env: { FUXI_ARRAY_ID: 'sw', FUXI_ARRAY_INDEX: '7' }, array: { id: 'sw', index: 7, maxRunning: 2 } });
+  });
+
   it('submits with a client-made id and gets the job', async () => {
     const res = await client.submit(spec());
     expect(res.created).to.equal(true);

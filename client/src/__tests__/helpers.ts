@@ -28,6 +28,7 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
   return {
     node: { nodeId: id, address, rack: 'r1', capacity: { cpuMilli: 8000, memoryMb: 16384 }, labels: {}, bootId: 'b' },
     healthy: true,
+    state: 'ready',
     allocated: { cpuMilli: 500, memoryMb: 512 },
     free: { cpuMilli: 7500, memoryMb: 15872 },
     runningWorkers: 1,
@@ -52,6 +53,7 @@ export function mockClusterStatus(over: Partial<ClusterStatus__Output> = {}): Cl
     nodesTimingOut: 0,
     nodesLost: 0,
     appsRunning: 2,
+    conditions: [],
     ...over,
   };
 }

@@ -41,6 +41,12 @@ export function fmtTime(ms: string | number | undefined): string {
   return new Date(n).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+/** The last line of `submit --wait`. */
+export function finalLine(job: JobInfo__Output): string {
+  const state = shortState(job.state);
+  return `job ${job.jobId} ${state}${job.message ? `: ${job.message}` : ''}`;
+}
+
 /** The sum over tasks. */
 export function totals(tasks: readonly TaskProgress__Output[]): Omit<TaskProgress__Output, 'name'> {
   const t = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0 };
@@ -91,16 +97,31 @@ export function formatJobList(jobs: readonly JobInfo__Output[]): string {
   );
 }
 
+/** `fuxi status ARRAY`: members by state, then the members that did not succeed. */
+export function formatArrayStatus(arrayId: string, members: readonly JobInfo__Output[]): string {
+  const by = new Map<string, number>();
+  for (const m of members) by.set(shortState(m.state), (by.get(shortState(m.state)) ?? 0) + 1);
+  const held = members.filter((m) => m.message.startsWith('held')).length;
+  const lines = [
+    `array:   ${arrayId} (${members.length} jobs)`,
+    `states:  ${[...by.entries()].map(([s, n]) => `${n} ${s}`).join(', ')}${held ? ` (${held} held by the array's limit)` : ''}`,
+  ];
+  const bad = members.filter((m) => m.state === 'JOB_STATE_FAILED' || m.state === 'JOB_STATE_KILLED');
+  for (const m of bad.slice(0, 20)) lines.push(`  ${m.jobId}: ${shortState(m.state)}${m.message ? ` (${m.message})` : ''}`);
+  if (bad.length > 20) lines.push(`  ... and ${bad.length - 20} more`);
+  return lines.join('\n');
+}
+
 /** `fuxi nodes`. */
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';
   return renderTable(
-    ['NODE', 'ADDRESS', 'RACK', 'HEALTHY', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS'],
+    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS'],
     nodes.map((n) => [
       n.node?.nodeId ?? '?',
       n.node?.address ?? '',
       n.node?.rack || '-',
-      n.healthy ? 'yes' : 'no',
+      n.state || (n.healthy ? 'ready' : 'not ready'),
       fmtResource(n.node?.capacity),
       fmtResource(n.allocated),
       fmtResource(n.free),
@@ -153,7 +174,7 @@ export function formatFaultEvents(events: readonly FaultEvent__Output[], nowMs: 
   );
 }
 
-/** `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, open fault events. */
+/** `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, conditions (when any), open fault events. */
 export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): string {
   const lines = [
     `leader:    ${st.leader || '-'}`,
@@ -163,7 +184,12 @@ export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): s
     `nodes:     ${st.nodesHealthy} healthy, ${st.nodesTimingOut} timing out, ${st.nodesLost} lost`,
     `apps:      ${st.appsRunning} running`,
   ];
-  return `${lines.join('\n')}\n\nopen fault events:\n${formatFaultEvents(st.openEvents, nowMs)}`;
+  // Conditions an operator must act on (e.g. etcd out of space) come before the fault events.
+  const conditions = (st.conditions ?? []).map(
+    (c) => `  ${c.type}${Number(c.sinceMs) > 0 ? ` for ${fmtDuration(nowMs - Number(c.sinceMs))}` : ''}: ${c.message}`,
+  );
+  const conditionBlock = conditions.length > 0 ? `\n\nconditions:\n${conditions.join('\n')}` : '';
+  return `${lines.join('\n')}${conditionBlock}\n\nopen fault events:\n${formatFaultEvents(st.openEvents, nowMs)}`;
 }
 
 /** JSON for `-o json`: 2-space indented; Buffers as base64 strings. */

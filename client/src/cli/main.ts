@@ -3,7 +3,6 @@
  * `fuxi`: the Fuxi command line. See `fuxi --help`; the commands live in `program.ts`.
  */
 import { readFileSync } from 'node:fs';
-import { FuxiClient } from '../sdk/fuxi-client.js';
 import { runCli } from './program.js';
 
 /** Writes to stdout honouring backpressure; a closed pipe (`fuxi logs ... | head`) ends quietly. */
@@ -19,13 +18,19 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-const code = await runCli(process.argv.slice(2), {
-  makeClient: (masters) => new FuxiClient({ masters, retryForMs: Number(process.env.FUXI_RETRY_MS ?? 15_000) }),
+// No top-level await: scripts/bundle.mjs bundles this file as CommonJS (see start.cts).
+void runCli(process.argv.slice(2), {
+  // gRPC and the wire contract load only when a command talks to the cluster.
+  makeClient: async (masters) => {
+    const { FuxiClient } = await import('../sdk/fuxi-client.js');
+    return new FuxiClient({ masters, retryForMs: Number(process.env.FUXI_RETRY_MS ?? 15_000) });
+  },
   stdout: process.stdout,
   stderr: process.stderr,
   readFile: (path) => readFileSync(path, 'utf8'),
   writeRaw,
+}).then((code) => {
+  process.exitCode = code;
+  // gRPC channels can keep the loop alive for a moment after close(); do not wait for them.
+  setTimeout(() => process.exit(code), 1000).unref();
 });
-process.exitCode = code;
-// gRPC channels can keep the loop alive for a moment after close(); do not wait for them.
-setTimeout(() => process.exit(code), 1000).unref();

@@ -4,25 +4,70 @@
  * ones. `runCli` never throws and never exits: it returns the exit code.
  */
 import { Command, Option } from 'commander';
-import { loadSpec } from '../sdk/job-file.js';
-import { InvalidArgumentError } from '@fuxi/common';
+import { FUXI_VERSION, FuxiError, InvalidArgumentError } from '@fuxi/common';
 import type { JobInfo__Output, NodeStatus__Output } from '@fuxi/proto';
 import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js';
-import { defaultMasters, splitAddresses } from '../sdk/fuxi-client.js';
+import { defaultMasters, splitAddresses } from '../sdk/masters.js';
 import { JOB_STATE_NAMES, parseJobState, type JobStateName } from '../sdk/job-state.js';
 import { errorLine, EXIT, EXIT_CODES_HELP, exitCodeFor, isCommanderError } from './exit-codes.js';
-import { formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
-import { createProgress, finalLine, type ProgressStream } from './progress.js';
+import { finalLine, formatArrayStatus, formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
+import type { ProgressStream } from './progress.js';
 
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
-export type CliClient = Pick<FuxiClient, 'submit' | 'get' | 'list' | 'kill' | 'waitFor' | 'nodes' | 'logs' | 'fetchOutput' | 'clusterStatus' | 'close'>;
+export type CliClient = Pick<
+  FuxiClient,
+  | 'submit'
+  | 'submitMany'
+  | 'submitArray'
+  | 'get'
+  | 'list'
+  | 'listPage'
+  | 'kill'
+  | 'waitFor'
+  | 'waitAll'
+  | 'nodes'
+  | 'logs'
+  | 'fetchOutput'
+  | 'clusterStatus'
+  | 'close'
+>;
+
+const ENDED = new Set<string>(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
+const isEnded = (j: JobInfo__Output) => ENDED.has(j.state);
+
+/** The members of job array `id`, or undefined when `id` names a job (or nothing) rather than an array. */
+async function arrayMembers(c: CliClient, id: string): Promise<JobInfo__Output[] | undefined> {
+  const members = await c.list({ arrayId: id });
+  return members.length > 0 ? members : undefined;
+}
+
+/** `call` on a job; when no job has the id but a job array does, the array's members instead. */
+async function orArray(call: () => Promise<JobInfo__Output>, c: CliClient, id: string): Promise<JobInfo__Output | JobInfo__Output[]> {
+  try {
+    return await call();
+  } catch (e) {
+    if (!(e instanceof FuxiError && e.code === 'NOT_FOUND')) throw e;
+    const members = await arrayMembers(c, id);
+    if (!members) throw e;
+    return members;
+  }
+}
+
+/** Splits ids into job array ids and job ids. */
+async function splitArrays(c: CliClient, ids: readonly string[]): Promise<{ jobIds: string[]; arrayIds: string[] }> {
+  const jobIds: string[] = [];
+  const arrayIds: string[] = [];
+  for (const id of ids) ((await arrayMembers(c, id)) ? arrayIds : jobIds).push(id);
+  return { jobIds, arrayIds };
+}
 
 export interface CliOutput extends ProgressStream {
   write(chunk: string | Uint8Array): unknown;
 }
 
 export interface CliDeps {
-  makeClient(masters: string[]): CliClient;
+  /** May load the client lazily: `fuxi --help` and usage errors never need gRPC. */
+  makeClient(masters: string[]): CliClient | Promise<CliClient>;
   stdout: CliOutput;
   stderr: CliOutput;
   readFile(path: string): string;
@@ -43,9 +88,9 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   let code: number = EXIT.OK;
   let client: CliClient | undefined;
   let masters: string[] = [];
-  const getClient = (opts: GlobalOpts): CliClient => {
+  const getClient = async (opts: GlobalOpts): Promise<CliClient> => {
     masters = splitAddresses(opts.master ?? '') ?? defaultMasters(deps.env ?? process.env);
-    client ??= deps.makeClient(masters);
+    client ??= await deps.makeClient(masters);
     return client;
   };
   const out = (s: string) => deps.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -53,6 +98,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   const emit = (opts: GlobalOpts, json: unknown, table: () => string) => out(opts.output === 'json' ? toJson(json) : table());
 
   const program = new Command('fuxi')
+    .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
     .description('Submit, inspect and kill Fuxi jobs; list nodes; read worker logs; show the cluster status.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => deps.stdout.write(s), writeErr: (s) => deps.stderr.write(s) })
@@ -62,14 +108,56 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .addHelpText('after', `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]`);
 
   program
-    .command('submit <file>')
-    .description('submit a job spec (YAML or JSON); prints the job id')
-    .option('--wait', 'wait until the job finishes; exit 0 if it succeeded, 1 if it failed or was killed')
-    .option('--id <id>', 'job id (makes resubmission idempotent); default: the spec\'s "id", or generated')
-    .action(async (file: string, o: { wait?: boolean; id?: string }, cmd: Command) => {
+    .command('submit [file]')
+    .description('submit a job spec (YAML or JSON); prints the job id. -f submits many (JSON Lines); --array makes a job array')
+    .option('--wait', 'wait until the job (every job) finishes; exit 0 if all succeeded, 1 if any failed or was killed')
+    .option('--id <id>', 'job id (makes resubmission idempotent); default: the spec\'s "id", or generated. With --array: the array\'s id')
+    .option('-f, --jobs <file>', 'many jobs, one JSON job spec per line (JSON Lines), checked first, submitted in few calls')
+    .option('--array <indices>', 'a job array: one job <id>_<index> per index (0-999, 1,3,5-9, 0-99:10), %N = at most N running (0-999%50)')
+    .action(async (file: string | undefined, o: { wait?: boolean; id?: string; jobs?: string; array?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const spec = loadSpec(file, o.id, deps.readFile);
-      const c = getClient(opts);
+      if (o.jobs !== undefined && (file !== undefined || o.array !== undefined || o.id !== undefined))
+        throw new InvalidArgumentError('--jobs', 'takes the jobs from its file: give no job file, --id or --array with it');
+      if (o.jobs === undefined && file === undefined) throw new InvalidArgumentError('file', 'a job spec file is required (or -f FILE.jsonl)');
+      // Modules only this command needs are loaded here (YAML and spec validation, the progress bar).
+      const jobFile = await import('../sdk/job-file.js');
+      if (o.jobs !== undefined || o.array !== undefined) {
+        let results: Array<{ jobId: string; created: boolean; error?: Error }>;
+        let arrayId = '';
+        if (o.jobs !== undefined) {
+          const specs = jobFile.loadSpecLines(o.jobs, deps.readFile);
+          results = await (await getClient(opts)).submitMany(specs);
+        } else {
+          const { parseArraySpec } = await import('../sdk/job-array.js');
+          const { indices, maxRunning } = parseArraySpec(o.array!);
+          const spec = jobFile.loadSpec(file!, o.id, deps.readFile);
+          const r = await (await getClient(opts)).submitArray(spec, { indices, maxRunning, ...(o.id ? { arrayId: o.id } : {}) });
+          arrayId = r.arrayId;
+          results = r.results;
+        }
+        const refused = results.filter((r) => r.error);
+        const rows = results.map((r) => ({ jobId: r.jobId, created: r.created, error: r.error?.message ?? '' }));
+        emit(opts, arrayId ? { arrayId, jobs: rows } : rows, () =>
+          [
+            ...(arrayId ? [`array ${arrayId}: ${results.length} jobs`] : []),
+            ...rows.map((r) => `${r.jobId}\t${r.error ? `refused: ${r.error}` : r.created ? 'submitted' : 'already existed'}`),
+          ].join('\n'),
+        );
+        if (refused.length > 0) {
+          err(`error: ${refused.length} of ${results.length} jobs refused`);
+          code = EXIT.USAGE;
+          return;
+        }
+        if (!o.wait) return;
+        const c = await getClient(opts);
+        const ends = await c.waitAll(arrayId ? { arrayId } : { jobIds: results.map((r) => r.jobId) }, { endsOnly: true });
+        const bad = [...ends.values()].filter((j) => j.state !== 'JOB_STATE_SUCCEEDED');
+        err(`${ends.size - bad.length} of ${ends.size} jobs succeeded${bad.length ? `; not: ${bad.map((j) => `${j.jobId} (${j.state})`).join(', ')}` : ''}`);
+        code = bad.length === 0 ? EXIT.OK : EXIT.JOB_FAILED;
+        return;
+      }
+      const spec = jobFile.loadSpec(file!, o.id, deps.readFile);
+      const c = await getClient(opts);
       const res: SubmitResult = await c.submit(spec);
       if (!o.wait) {
         emit(opts, res, () => res.jobId);
@@ -78,7 +166,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       }
       if (opts.output !== 'json') out(res.jobId);
       if (!res.created) err(`note: job ${res.jobId} already existed; waiting for it`);
-      const progress = createProgress(deps.stderr);
+      const progress = (await import('./progress.js')).createProgress(deps.stderr);
       let final: JobInfo__Output;
       try {
         final = await c.waitFor(res.jobId, (job) => progress.update(job));
@@ -91,11 +179,32 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     });
 
   program
+    .command('wait <jobs...>')
+    .description('wait until the jobs (job ids, or job array ids) finish; exit 0 if all succeeded, 1 if any failed or was killed')
+    .action(async (ids: string[], _o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const c = await getClient(opts);
+      const { jobIds, arrayIds } = await splitArrays(c, ids);
+      const ends = new Map<string, JobInfo__Output>();
+      for (const arrayId of arrayIds) for (const [k, v] of await c.waitAll({ arrayId }, { endsOnly: true })) ends.set(k, v);
+      if (jobIds.length > 0) for (const [k, v] of await c.waitAll({ jobIds }, { endsOnly: true })) ends.set(k, v);
+      const all = [...ends.values()];
+      const bad = all.filter((j) => j.state !== 'JOB_STATE_SUCCEEDED');
+      emit(opts, all, () => all.map((j) => finalLine(j)).join('\n'));
+      code = bad.length === 0 ? EXIT.OK : EXIT.JOB_FAILED;
+    });
+
+  program
     .command('status <job>')
     .description('show a job: state, message, per-task progress, AM node')
     .action(async (jobId: string, _o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const job = await getClient(opts).get(jobId);
+      const c = await getClient(opts);
+      const job = await orArray(() => c.get(jobId), c, jobId);
+      if (Array.isArray(job)) {
+        emit(opts, job, () => formatArrayStatus(jobId, job));
+        return;
+      }
       emit(opts, job, () => formatJobStatus(job));
     });
 
@@ -103,10 +212,28 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .command('list')
     .description('list jobs')
     .option('--state <state>', `only jobs in this state (${JOB_STATE_NAMES.join(', ')}); repeatable or comma-separated`, collect, [])
-    .action(async (o: { state: string[] }, cmd: Command) => {
+    .option('--array <id>', 'only the members of this job array')
+    .option('--limit <n>', 'at most n jobs (a page; the next one starts with --after)')
+    .option('--after <job>', 'the page after this job (submission order)')
+    .action(async (o: { state: string[]; array?: string; limit?: string; after?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const states = parseStates(o.state);
-      const jobs = await getClient(opts).list(states.length ? { states } : {});
+      const c = await getClient(opts);
+      if (o.limit !== undefined || o.after !== undefined) {
+        const limit = o.limit === undefined ? 0 : Number(o.limit);
+        if (!Number.isInteger(limit) || limit < (o.limit === undefined ? 0 : 1))
+          throw new InvalidArgumentError('--limit', `must be a whole number >= 1, got ${JSON.stringify(o.limit)}`);
+        const page = await c.listPage({
+          ...(states.length ? { states } : {}),
+          ...(o.array ? { arrayId: o.array } : {}),
+          limit,
+          ...(o.after ? { after: o.after } : {}),
+        });
+        emit(opts, page, () => formatJobList(page.jobs));
+        if (page.nextAfter && opts.output !== 'json') err(`more: fuxi list --limit ${limit} --after ${page.nextAfter}`);
+        return;
+      }
+      const jobs = await c.list({ ...(states.length ? { states } : {}), ...(o.array ? { arrayId: o.array } : {}) });
       emit(opts, jobs, () => formatJobList(jobs));
     });
 
@@ -116,7 +243,15 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .option('--reason <text>', 'why (recorded as the job message)')
     .action(async (jobId: string, o: { reason?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const job = await getClient(opts).kill(jobId, o.reason ?? '');
+      const c = await getClient(opts);
+      const job = await orArray(() => c.kill(jobId, o.reason ?? ''), c, jobId);
+      if (Array.isArray(job)) {
+        // A job array: every member that has not ended.
+        const killed: JobInfo__Output[] = [];
+        for (const m of job) killed.push(isEnded(m) ? m : await c.kill(m.jobId, o.reason ?? ''));
+        emit(opts, killed, () => `array ${jobId}: ${killed.filter((k) => k.state === 'JOB_STATE_KILLED').length} of ${killed.length} jobs killed`);
+        return;
+      }
       emit(opts, job, () => finalLine(job));
     });
 
@@ -125,7 +260,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .description('list nodes: address, rack, health, capacity, allocated, free, running workers')
     .action(async (_o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const nodes: NodeStatus__Output[] = await getClient(opts).nodes();
+      const c = await getClient(opts);
+      const nodes: NodeStatus__Output[] = await c.nodes();
       emit(opts, nodes, () => formatNodes(nodes));
     });
 
@@ -141,7 +277,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       if (o.attempt !== undefined) logOpts.attempt = parseNonNegativeInt(o.attempt, '--attempt', 1);
       const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
       const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
-      for await (const chunk of getClient(opts).logs(jobId, task, n, logOpts)) await write(chunk);
+      const c = await getClient(opts);
+      for await (const chunk of c.logs(jobId, task, n, logOpts)) await write(chunk);
     });
 
   program
@@ -150,7 +287,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .action(async (jobId: string, task: string, instance: string, path: string, _o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const n = parseNonNegativeInt(instance, 'INSTANCE', 0);
-      const data = await getClient(opts).fetchOutput(jobId, task, n, path);
+      const c = await getClient(opts);
+      const data = await c.fetchOutput(jobId, task, n, path);
       const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
       await write(data);
     });
@@ -161,7 +299,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .description('show the leader, epoch, fault FSM state (S0 normal .. S6), open fault events and failover recovery progress')
     .action(async (_o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
-      const st = await getClient(opts).clusterStatus();
+      const c = await getClient(opts);
+      const st = await c.clusterStatus();
       emit(opts, st, () => formatClusterStatus(st, deps.now ? deps.now() : Date.now()));
     });
 

@@ -7,6 +7,8 @@ import type { JobInfo__Output } from '@fuxi/proto';
 import { shortState } from '../sdk/job-state.js';
 import { totals } from './format.js';
 
+export { finalLine } from './format.js';
+
 /** `RUNNING 12/20 succeeded, 5 running, 1 failed, 2 retries` (zero counts left out). */
 export function progressSummary(job: JobInfo__Output): string {
   const t = totals(job.tasks);
@@ -26,12 +28,6 @@ export function taskSummary(job: JobInfo__Output): string {
 export function stateChangeLine(job: JobInfo__Output): string {
   const tasks = taskSummary(job);
   return `job ${job.jobId}: ${progressSummary(job)}${tasks ? ` [${tasks}]` : ''}`;
-}
-
-/** The last line of `submit --wait`. */
-export function finalLine(job: JobInfo__Output): string {
-  const state = shortState(job.state);
-  return `job ${job.jobId} ${state}${job.message ? `: ${job.message}` : ''}`;
 }
 
 export interface ProgressStream {

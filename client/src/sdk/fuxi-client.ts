@@ -8,26 +8,14 @@ import { FuxiError, isTransientError, NotFoundError, UnavailableError, validateJ
 import { loadFuxiProto, type ClusterStatus__Output, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
 import { connect, jobSpecToProto, MasterConnection, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
+import { defaultMasters } from './masters.js';
 import { isTerminal, type JobStateName } from './job-state.js';
 import { readOutput, type FetchOptions } from './outputs.js';
 
-export const DEFAULT_MASTER = '127.0.0.1:7070';
+export { DEFAULT_MASTER, defaultMasters, splitAddresses } from './masters.js';
+
 /** How long `logs` waits for a node's first answer before judging it by its connection. */
 const LOG_PROBE_MS = 5_000;
-
-/** Master addresses from `FUXI_MASTER` (comma-separated), or `127.0.0.1:7070`. */
-export function defaultMasters(env: NodeJS.ProcessEnv = process.env): string[] {
-  return splitAddresses(env.FUXI_MASTER ?? '') ?? [DEFAULT_MASTER];
-}
-
-/** `"a:1, b:2"` -> `['a:1', 'b:2']`; undefined when empty. */
-export function splitAddresses(s: string): string[] | undefined {
-  const list = s
-    .split(',')
-    .map((a) => a.trim())
-    .filter((a) => a !== '');
-  return list.length ? list : undefined;
-}
 
 export interface FuxiClientOptions extends MasterConnectionOptions {
   /** Master addresses (host:port); default `defaultMasters()`. */
@@ -43,6 +31,14 @@ export interface SubmitResult {
   /** False when a job with this id already existed (the submit was a retry). */
   created: boolean;
 }
+
+/** One job of `submitMany`: taken (created, or already there) or refused with its own error. */
+export interface BatchSubmitResult extends SubmitResult {
+  error?: FuxiError;
+}
+
+/** `submitMany` splits its jobs into SubmitJobs calls of at most this many specs and bytes. */
+export const SUBMIT_BATCH = { maxJobs: 1000, maxBytes: 2 * 1024 * 1024 };
 
 export interface LogOptions {
   stream?: 'stdout' | 'stderr';
@@ -78,15 +74,95 @@ export class FuxiClient {
     return { jobId: res.jobId || checked.jobId, created: res.created };
   }
 
+  /**
+   * Submits many jobs with few calls (SubmitJobs, split below the call and store limits): each is
+   * validated here, given an id when it has none, and taken or refused on its own; results come in
+   * the order of `specs`. Idempotent by id like `submit`: a retried batch finds its jobs
+   * (`created: false`). A spec that fails validation here is not sent.
+   */
+  async submitMany(specs: readonly JobSpec[]): Promise<BatchSubmitResult[]> {
+    const results: BatchSubmitResult[] = new Array(specs.length);
+    let batch: Array<{ at: number; proto: ReturnType<typeof jobSpecToProto> }> = [];
+    let bytes = 0;
+    const send = async () => {
+      if (batch.length === 0) return;
+      const sent = batch;
+      batch = [];
+      bytes = 0;
+      const res = await this.connection.call('SubmitJobs', { specs: sent.map((b) => b.proto) }, this.callOpts(true));
+      res.results.forEach((r, i) => {
+        const at = sent[i]!.at;
+        results[at] = r.errorCode
+          ? { jobId: r.jobId, created: false, error: new FuxiError(r.errorCode as FuxiError['code'], r.errorMessage) }
+          : { jobId: r.jobId, created: r.created };
+      });
+    };
+    for (let i = 0; i < specs.length; i++) {
+      let checked: JobSpec;
+      try {
+        checked = validateJobSpec(specs[i]!);
+      } catch (e) {
+        if (!(e instanceof FuxiError)) throw e;
+        results[i] = { jobId: specs[i]!.jobId, created: false, error: e };
+        continue;
+      }
+      if (!checked.jobId) checked.jobId = makeJobId(checked.name, randomUUID());
+      const proto = jobSpecToProto(checked);
+      const size = Buffer.byteLength(JSON.stringify(proto));
+      if (batch.length >= SUBMIT_BATCH.maxJobs || (batch.length > 0 && bytes + size > SUBMIT_BATCH.maxBytes)) await send();
+      batch.push({ at: i, proto });
+      bytes += size;
+    }
+    await send();
+    return results;
+  }
+
+  /**
+   * A job array (Slurm's `--array`): one job per index in `indices`, each with its own id
+   * `<arrayId>_<index>`, state and workers, and `FUXI_ARRAY_ID` / `FUXI_ARRAY_INDEX` in its workers'
+   * environment; at most `maxRunning` members run at once (0 = no limit: the master holds the rest
+   * and starts them in index order as members end). `arrayId` defaults to the spec's id, or one
+   * made from its name. Submitted with `submitMany`, so idempotent like it.
+   */
+  async submitArray(
+    spec: JobSpec,
+    opts: { indices: readonly number[]; maxRunning?: number; arrayId?: string },
+  ): Promise<{ arrayId: string; results: BatchSubmitResult[] }> {
+    const arrayId = opts.arrayId || spec.jobId || makeJobId(spec.name, randomUUID());
+    const maxRunning = opts.maxRunning ?? 0;
+    const specs = opts.indices.map((index) => ({
+      ...spec,
+      jobId: `${arrayId}_${index}`,
+      env: { ...spec.env, FUXI_ARRAY_ID: arrayId, FUXI_ARRAY_INDEX: String(index) },
+      array: { id: arrayId, index, maxRunning },
+    }));
+    return { arrayId, results: await this.submitMany(specs) };
+  }
+
+  /** A page of jobs in submission order: at most `limit` after job `after`; `nextAfter` ('' at the end) continues. */
+  async listPage(opts: {
+    states?: readonly JobStateName[];
+    arrayId?: string;
+    limit: number;
+    after?: string;
+  }): Promise<{ jobs: JobInfo__Output[]; nextAfter: string }> {
+    const res = await this.connection.call(
+      'ListJobs',
+      { states: [...(opts.states ?? [])], arrayId: opts.arrayId ?? '', limit: opts.limit, after: opts.after ?? '' },
+      this.callOpts(true),
+    );
+    return { jobs: res.jobs, nextAfter: res.nextAfter };
+  }
+
   async get(jobId: string): Promise<JobInfo__Output> {
     const res = await this.connection.call('GetJob', { jobId }, this.callOpts(true));
     if (!res.job) throw new NotFoundError('job', jobId);
     return res.job;
   }
 
-  /** Jobs, optionally only those in `states` (e.g. `['JOB_STATE_RUNNING']`). */
-  async list(opts: { states?: readonly JobStateName[] } = {}): Promise<JobInfo__Output[]> {
-    const res = await this.connection.call('ListJobs', { states: [...(opts.states ?? [])] }, this.callOpts(true));
+  /** Jobs, optionally only those in `states` (e.g. `['JOB_STATE_RUNNING']`) or of job array `arrayId`. */
+  async list(opts: { states?: readonly JobStateName[]; arrayId?: string } = {}): Promise<JobInfo__Output[]> {
+    const res = await this.connection.call('ListJobs', { states: [...(opts.states ?? [])], arrayId: opts.arrayId ?? '' }, this.callOpts(true));
     return res.jobs;
   }
 
@@ -160,6 +236,55 @@ export class FuxiClient {
     }
     if (!final) throw new NotFoundError('job', jobId);
     return final;
+  }
+
+  /**
+   * Waits until every job in `jobIds` (and every member of job array `arrayId`) is terminal, on one
+   * WatchJobs stream however many there are (the master's cost is per change, not per job), and
+   * returns their final states by id. `onChange` sees every change (only ends with `endsOnly`).
+   * Survives master failover: the stream is opened again (after a backoff) for the jobs not yet
+   * ended. Throws NOT_FOUND for an unknown job or array.
+   */
+  async waitAll(
+    target: { jobIds?: readonly string[]; arrayId?: string },
+    opts: { onChange?: (job: JobInfo__Output) => void; endsOnly?: boolean } = {},
+  ): Promise<Map<string, JobInfo__Output>> {
+    const final = new Map<string, JobInfo__Output>();
+    let pending = [...new Set(target.jobIds ?? [])];
+    let arrayId = target.arrayId ?? '';
+    const retrier = new Retrier({ retryForMs: this.retryForMs, retryIf: (e) => isTransientError(e) || (e instanceof RpcError && e.leader !== '') });
+    for (;;) {
+      // A unary call first finds the leader (and retries while none answers).
+      await this.connection.call('GetClusterStatus', {}, this.callOpts(true));
+      const stream = this.connection.client().stream.WatchJobs({ jobIds: pending, arrayId, endsOnly: opts.endsOnly ?? false });
+      const seen = new Set<string>();
+      let failure: unknown;
+      try {
+        for await (const info of stream) {
+          retrier.reset();
+          seen.add(info.jobId);
+          opts.onChange?.(info);
+          if (isTerminal(info.state)) final.set(info.jobId, info);
+        }
+      } catch (e) {
+        failure = e;
+      } finally {
+        stream.cancel();
+      }
+      if (failure === undefined) {
+        // The stream ended: every job it watched is terminal.
+        return final;
+      }
+      if (failure instanceof RpcError && (failure.code === 'NOT_FOUND' || failure.code === 'INVALID_ARGUMENT')) throw failure;
+      // Watch again only what has not ended (an array's members are known once their first state came).
+      if (arrayId && seen.size > 0 && !opts.endsOnly) {
+        pending = [...new Set([...pending, ...seen])];
+        arrayId = '';
+      }
+      pending = pending.filter((id) => !final.has(id));
+      if (pending.length === 0 && !arrayId) return final;
+      await retrier.failed(failure);
+    }
   }
 
   /**

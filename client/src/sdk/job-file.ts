@@ -45,3 +45,38 @@ function withFile(e: InvalidArgumentError, file: string): InvalidArgumentError {
   out.message = `${file}: ${e.message}`;
   return out;
 }
+
+/**
+ * A file of many jobs, one JSON job spec (the job file's fields) per line (JSON Lines; blank lines
+ * and lines starting with `#` are skipped). Every line is checked before anything is submitted: a
+ * bad one is an error naming the file, the line, the field and the reason.
+ */
+export function loadSpecLines(file: string, readFile: (path: string) => string): JobSpec[] {
+  let text: string;
+  try {
+    text = readFile(file);
+  } catch (e) {
+    const reason = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : e instanceof Error ? e.message : String(e);
+    throw new InvalidArgumentError('', `cannot read job specs ${file}: ${reason}`);
+  }
+  const specs: JobSpec[] = [];
+  text.split('\n').forEach((line, i) => {
+    const t = line.trim();
+    if (t === '' || t.startsWith('#')) return;
+    const where = `${file}:${i + 1}`;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(t);
+    } catch (e) {
+      throw new InvalidArgumentError('', `${where}: not a JSON object (${e instanceof Error ? e.message : String(e)})`);
+    }
+    try {
+      const spec = normalizeJobSpec(raw);
+      specs.push(validateJobSpec(spec));
+    } catch (e) {
+      throw e instanceof InvalidArgumentError ? withFile(e, where) : e;
+    }
+  });
+  if (specs.length === 0) throw new InvalidArgumentError('', `${file}: no job specs (one JSON object per line)`);
+  return specs;
+}

@@ -36,6 +36,26 @@ export function onAmWorker(st: MasterState, nodeId: string, am: HeartbeatInput['
   repostAmFault(st, 'AM_CRASH', app, `application master exited (${how})${detail}`);
 }
 
+/** How long after its launch (or a takeover) an AM may be missing from its agent's reports. */
+export const AM_LAUNCH_GRACE_MS = 10_000;
+
+/**
+ * An AM the master launched on this node that the node's heartbeat does not list (no process for
+ * its attempt, not even an ended one) well after the launch: the launch never reached the agent (a
+ * leader that placed it stepped down before sending it, say). Treated as an AM crash, so a new
+ * attempt starts now rather than after the AM timeouts.
+ */
+export function checkAmLaunches(st: MasterState, nodeId: string, reported: HeartbeatInput['amWorkers']): void {
+  if (st.recovering) return;
+  for (const app of st.apps.values()) {
+    if (app.amState !== 'launching' || app.job.amNodeId !== nodeId || app.pendingAmRestart) continue;
+    if (st.now - app.lastContactMs < AM_LAUNCH_GRACE_MS) continue;
+    if (reported.some((w) => w.appId === app.appId && w.amAttempt === app.job.amAttempt)) continue;
+    st.log.warn({ appId: app.appId, nodeId, attempt: app.job.amAttempt }, 'application master launched but unknown to its agent');
+    repostAmFault(st, 'AM_CRASH', app, `its agent ${nodeId} has no application master process for attempt ${app.job.amAttempt} (the launch never reached it)`);
+  }
+}
+
 /**
  * Posts an AM fault so that its handler restarts the AM. A fault of that app already open (an
  * attempt that failed again before registering) is resolved first, so the new one is dispatched.

@@ -5,9 +5,10 @@
 import { AM_SU, FailedPreconditionError, NotFoundError, StaleEpochError, type JobSpec } from '@fuxi/common';
 import { repostAmFault } from './am-restart.js';
 import { endJob } from './jobs.js';
-import { checkRequest, declareUnit, setAsgn } from './ledger.js';
+import { applyDelta, declareUnit, setAsgn } from './ledger.js';
 import { endFailoverIfSettled, isUnreported, type AppState, type MasterState } from './master-state.js';
 import { maybeFinishRecovery } from './recovery.js';
+import { checkUpdate } from './request-limits.js';
 import { scheduleOrDefer } from './scheduling.js';
 import { KEYS, putJob, type StoreOp } from './store-ops.js';
 import { assignmentsOf, pushAssignments, pushesInFlight, pushGrants } from './sync.js';
@@ -68,7 +69,8 @@ export function updateRequests(st: MasterState, req: RequestsInput): { reportSta
   // After a failover: nothing is applied until the AM has reported its full state, which
   // includes whatever this call asks for.
   if (!app.reported) return { reportState: true };
-  if (req.seq > app.lastRequestSeq) checkRequest(app, req.units, req.deltas);
+  // Refused whole, before anything changes, when it asks for more than the job's spec allows.
+  if (req.seq > app.lastRequestSeq) checkUpdate(st, app, req.units, req.deltas);
   if (req.progress.length > 0 && JSON.stringify(req.progress) !== JSON.stringify(app.job.progress)) {
     app.job.progress = req.progress;
     st.out.push({ kind: 'jobChanged', jobId: app.appId });
@@ -79,10 +81,7 @@ export function updateRequests(st: MasterState, req: RequestsInput): { reportSta
     for (const u of req.units) declareUnit(app, u);
     for (const d of req.deltas) {
       const su = app.sus.get(d.suId);
-      if (!su) continue; // checkRequest made sure it exists
-      const next = Math.max(0, (su.requests.get(d.location) ?? 0) + d.delta);
-      if (next === 0) su.requests.delete(d.location);
-      else su.requests.set(d.location, next);
+      if (su) applyDelta(su.requests, d.location, d.delta); // checkUpdate made sure it exists
     }
     if (req.deltas.length > 0) scheduleOrDefer(st);
   }

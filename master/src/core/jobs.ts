@@ -1,9 +1,10 @@
 /**
- * Jobs: submission (validated, persisted, its first AM attempt requested), lookups, kills, and
+ * Jobs: submission (validated, persisted, its first AM attempt requested; one or a batch), lookups, kills, and
  * the end of a job (every slot released, its workers stopped when it failed or was killed, its
  * app state deleted from the store).
  */
-import { AlreadyExistsError, AM_SU, firstDifference, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { admissible, heldMessage, indexMember } from './arrays.js';
 import { setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { runScheduler } from './scheduling.js';
@@ -45,10 +46,40 @@ export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
     progress: spec.tasks.map((t) => ({ name: t.name, total: t.instances, pending: t.instances, running: 0, succeeded: 0, failed: 0, retries: 0 })),
   };
   st.jobs.set(job.jobId, job);
+  indexMember(st, job);
+  if (spec.array) {
+    // Decided before the record is written: a held member is written held.
+    job.held = true;
+    if (admissible(st, spec.array.id).includes(job)) job.held = false;
+    else job.message = heldMessage(st, job);
+  }
   st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
-  startAttempt(st, job);
+  if (!job.held) startAttempt(st, job);
   st.log.info({ jobId: job.jobId, name: spec.name, tasks: spec.tasks.length }, 'job submitted');
   return { jobId: job.jobId, created: true };
+}
+
+/** One job of a batch submission: taken (created or already there) or refused with its own error. */
+export interface BatchSubmitResult {
+  jobId: string;
+  created: boolean;
+  error?: FuxiError;
+}
+
+/**
+ * Many submissions in one input (SubmitJobs): each is taken or refused on its own exactly as
+ * `submitJob` would (a refused one changes nothing), in order, so an id twice in one batch is
+ * created once and then found.
+ */
+export function submitJobs(st: MasterState, specs: readonly JobSpec[]): BatchSubmitResult[] {
+  return specs.map((spec) => {
+    try {
+      return submitJob(st, spec);
+    } catch (e) {
+      if (e instanceof FuxiError) return { jobId: spec.jobId, created: false, error: e };
+      throw e;
+    }
+  });
 }
 
 /**
@@ -69,9 +100,44 @@ export function getJob(st: MasterState, jobId: string): JobRecord {
   return j;
 }
 
-export function listJobs(st: MasterState, states: readonly JobState[] = []): JobRecord[] {
-  const all = [...st.jobs.values()].sort((a, b) => a.submitSeq - b.submitSeq);
+export function listJobs(st: MasterState, states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
+  const from = arrayId ? [...(st.arrays.get(arrayId) ?? [])].map((id) => st.jobs.get(id)!).filter(Boolean) : [...st.jobs.values()];
+  const all = from.sort((a, b) => a.submitSeq - b.submitSeq);
   return states.length === 0 ? all : all.filter((j) => states.includes(j.state));
+}
+
+/**
+ * One page of `listJobs`: at most `limit` jobs (0 = all) after job `after` in submission order;
+ * `nextAfter` ('' on the last page) continues. An `after` no job has (deleted by retention, say) is
+ * NOT_FOUND naming the field.
+ */
+export function listJobsPage(
+  st: MasterState,
+  q: { states?: readonly JobState[]; arrayId?: string; limit?: number; after?: string },
+): { jobs: JobRecord[]; nextAfter: string } {
+  let all = listJobs(st, q.states ?? [], q.arrayId ?? '');
+  if (q.after) {
+    const from = st.jobs.get(q.after);
+    if (!from) throw new NotFoundError('after', q.after);
+    all = all.filter((j) => j.submitSeq > from.submitSeq);
+  }
+  const limit = q.limit ?? 0;
+  if (limit < 0) throw new InvalidArgumentError('limit', `must be >= 0 (0 = no limit), got ${limit}`);
+  if (limit === 0 || all.length <= limit) return { jobs: all, nextAfter: '' };
+  const jobs = all.slice(0, limit);
+  return { jobs, nextAfter: jobs[jobs.length - 1]!.jobId };
+}
+
+/** Starts the held members of job arrays that have room (after a member ended, or a failover). */
+export function admitArrayMembers(st: MasterState, arrayIds: Iterable<string> = st.arrays.keys()): void {
+  for (const id of arrayIds) {
+    for (const job of admissible(st, id)) {
+      job.message = '';
+      job.held = false;
+      st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
+      startAttempt(st, job);
+    }
+  }
 }
 
 export function killJob(st: MasterState, jobId: string, reason: string): void {
@@ -84,7 +150,7 @@ export function killJob(st: MasterState, jobId: string, reason: string): void {
 function startAttempt(st: MasterState, job: JobRecord): void {
   job.amAttempt += 1;
   const app: AppState = newApp(job, 'waiting', true, st.now);
-  app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map() });
+  app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map(), granted: 0 });
   st.apps.set(app.appId, app);
   runScheduler(st);
 }
@@ -133,6 +199,7 @@ export function endJob(st: MasterState, job: JobRecord, state: JobState, message
     }
   }
   st.out.push(putJob(job), { kind: 'deletePrefix', prefix: KEYS.appPrefix(job.jobId) }, { kind: 'jobChanged', jobId: job.jobId });
+  if (job.spec.array) admitArrayMembers(st, [job.spec.array.id]);
   runScheduler(st);
   endFailoverIfSettled(st);
   st.log.info({ jobId: job.jobId, state, message }, 'job ended');

@@ -1,11 +1,12 @@
 /**
- * The ledger: who holds which slots where. Every change of an assignment goes through `setAsgn`,
- * which keeps the schedule unit's assignment, the node's allocation and grant table, and the quota
- * group's usage in step; `checkInvariants` proves they agree.
+ * The ledger: who holds which slots where, and what each schedule unit still asks for. Every change
+ * of an assignment goes through `setAsgn`, which keeps the schedule unit's assignment, the node's
+ * allocation and grant table, and the quota group's usage in step; `checkInvariants` proves they
+ * agree. Request deltas are applied by `applyDelta`.
  */
-import { add, AM_SU, fits, InvalidArgumentError, scale, ZERO, type Resource } from '@fuxi/common';
+import { add, fits, scale, ZERO, type Resource } from '@fuxi/common';
 import { grantKey, type AppState, type MasterState, type ScheduleUnitState } from './master-state.js';
-import type { RequestDelta, UnitConfig } from './types.js';
+import type { UnitConfig } from './types.js';
 
 /** Sets the assigned slot count of an SU on a node, keeping node and grant tables in step. */
 export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, nodeId: string, slots: number): void {
@@ -13,6 +14,7 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
   if (slots === before) return;
   if (slots === 0) su.asgn.delete(nodeId);
   else su.asgn.set(nodeId, slots);
+  su.granted += slots - before;
   const group = app.job.spec.quotaGroup;
   st.usage.set(group, add(st.usage.get(group) ?? ZERO, scale(su.resource, slots - before)));
   const node = st.nodes.get(nodeId);
@@ -30,26 +32,45 @@ export function declareUnit(app: AppState, u: UnitConfig): void {
     su.priority = u.priority;
     return;
   }
-  app.sus.set(u.suId, { suId: u.suId, resource: u.resource, priority: u.priority, requests: new Map(), asgn: new Map() });
+  app.sus.set(u.suId, { suId: u.suId, resource: u.resource, priority: u.priority, requests: new Map(), asgn: new Map(), granted: 0 });
 }
 
-/** Throws the first problem of an UpdateRequests before any of it is applied (all or nothing). */
-export function checkRequest(app: AppState, units: readonly UnitConfig[], deltas: readonly RequestDelta[]): void {
-  for (const u of units) {
-    if (u.suId === AM_SU) throw new InvalidArgumentError('units.suId', `"${AM_SU}" is reserved`);
-    if (u.resource.cpuMilli <= 0 || u.resource.memoryMb <= 0) {
-      throw new InvalidArgumentError(`units[${u.suId}].resource`, 'must be positive in every dimension');
-    }
+/** Locations in the order AMs cancel requests: anywhere first, then racks, then nodes, each by name. */
+export function cancelOrder(locations: Iterable<string>): string[] {
+  const rank = (l: string): number => (l === '' ? 0 : l.startsWith('rack:') ? 1 : 2);
+  return [...locations].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * Applies one request delta to an SU's outstanding counts by location. A cancellation larger than
+ * the count at its location spills over to the SU's other locations, in `cancelOrder`: the
+ * scheduler may have satisfied a request of another location than the one the AM took the new
+ * slot off (an AM takes a slot on node X off its `node:X` requests first), and what the AM means
+ * is "this many fewer". So the master's total never exceeds what the AM believes it asked for, and
+ * never goes below zero.
+ */
+export function applyDelta(requests: Map<string, number>, location: string, delta: number): void {
+  if (delta > 0) {
+    requests.set(location, (requests.get(location) ?? 0) + delta);
+    return;
   }
-  const declared = new Set(units.map((u) => u.suId));
-  for (const d of deltas) {
-    if (d.suId === AM_SU || (!app.sus.has(d.suId) && !declared.has(d.suId))) {
-      throw new InvalidArgumentError('deltas.suId', `unknown schedule unit "${d.suId}" (declare it in units first)`);
-    }
-    if (d.location !== '' && !/^(node|rack):.+$/.test(d.location)) {
-      throw new InvalidArgumentError('deltas.location', `must be "", "node:<id>" or "rack:<name>", got "${d.location}"`);
-    }
+  let n = -delta;
+  for (const loc of [location, ...cancelOrder([...requests.keys()].filter((l) => l !== location))]) {
+    if (n <= 0) return;
+    const have = requests.get(loc) ?? 0;
+    const m = Math.min(have, n);
+    if (m === 0) continue;
+    n -= m;
+    if (have === m) requests.delete(loc);
+    else requests.set(loc, have - m);
   }
+}
+
+/** Outstanding slot requests of an SU, over every location. */
+export function outstandingOf(su: Pick<ScheduleUnitState, 'requests'>): number {
+  let n = 0;
+  for (const c of su.requests.values()) n += c;
+  return n;
 }
 
 /** Whether the app holds task slots (not its AM's) on the node. */
@@ -80,6 +101,13 @@ export function checkInvariants(st: MasterState): void {
     for (const g of n.grants.values()) sum = add(sum, scale(g.resource, g.slots));
     if (sum.cpuMilli !== n.allocated.cpuMilli || sum.memoryMb !== n.allocated.memoryMb)
       throw new Error(`node ${n.info.nodeId} grants disagree with allocation`);
+  }
+  for (const app of st.apps.values()) {
+    for (const su of app.sus.values()) {
+      let n = 0;
+      for (const slots of su.asgn.values()) n += slots;
+      if (n !== su.granted) throw new Error(`${app.appId}/${su.suId}: ${su.granted} slots counted granted, ${n} assigned`);
+    }
   }
   const usage = groupUsage(st);
   for (const g of new Set([...usage.keys(), ...st.usage.keys()])) {

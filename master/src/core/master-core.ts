@@ -7,19 +7,21 @@
  *
  * `MasterCore` is a facade over one state object (master-state.ts) and the modules that own each
  * concern: ledger (assignments, usage, invariants), sync (grant and assignment tables), scheduling
- * (passes), jobs, nodes (agents and their status), apps (AMs' calls), am-restart (AM failover),
- * recovery (master failover, Algorithms 1 and 2), table3 and fault-handlers (the fault FSM's
- * handlers and the soft-state sources each may use).
+ * (passes), jobs, nodes (agents and their status), apps (AMs' calls), request-limits (what an AM
+ * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
+ * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
  */
 import type { JobSpec, Logger } from '@fuxi/common';
 import { amLaunchFailed, finishApp, registerApp, returnSlots, saveAppSnapshot, tickAms, updateRequests, requireApp, type RequestsInput } from './apps.js';
 import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
-import { getJob, killJob, listJobs, submitJob, type SubmitResult } from './jobs.js';
+import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
 import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
+import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
+import { unitViews } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
 import type {
   AssignmentEntry,
@@ -33,10 +35,11 @@ import type {
   NodeView,
   SlotReturn,
   TaskProgress,
+  UnitView,
 } from './types.js';
 
 export { DEFAULT_CONFIG, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
-export type { SubmitResult } from './jobs.js';
+export type { BatchSubmitResult, SubmitResult } from './jobs.js';
 
 export class MasterCore {
   private readonly st: MasterState;
@@ -90,12 +93,23 @@ export class MasterCore {
     return this.step(now, () => ({ result: submitJob(this.st, spec) }));
   }
 
+  /** Many submissions in one input: each taken or refused on its own (jobs.ts `submitJobs`). */
+  submitJobs(specs: readonly JobSpec[], now: number): { results: BatchSubmitResult[]; effects: Effect[] } {
+    return this.step(now, () => ({ results: submitJobs(this.st, specs) }));
+  }
+
   getJob(jobId: string): JobRecord {
     return getJob(this.st, jobId);
   }
 
-  listJobs(states: readonly JobState[] = []): JobRecord[] {
-    return listJobs(this.st, states);
+  /** A page of jobs (jobs.ts `listJobsPage`). */
+  listJobsPage(q: { states?: readonly JobState[]; arrayId?: string; limit?: number; after?: string }): { jobs: JobRecord[]; nextAfter: string } {
+    return listJobsPage(this.st, q);
+  }
+
+  /** Jobs in `states` (all when empty), only the members of job array `arrayId` when given. */
+  listJobs(states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
+    return listJobs(this.st, states, arrayId);
   }
 
   killJob(jobId: string, reason: string, now: number): Effect[] {
@@ -152,6 +166,7 @@ export class MasterCore {
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
       if (changed) runScheduler(st);
+      tickRetention(st);
     });
   }
 
@@ -236,6 +251,12 @@ export class MasterCore {
   /** Soft-state sources used by recovery handlers, oldest first (the last few hundred). */
   sourceUses(): SourceUse[] {
     return this.st.uses.map((u) => ({ ...u }));
+  }
+
+  /** The schedule units of a running app, with the numbers of their request limits (request-limits.ts). */
+  units(appId: string): UnitView[] {
+    const app = this.st.apps.get(appId);
+    return app ? unitViews(this.st, app) : [];
   }
 
   /** Each node's status (see NodeStatus), by node id. */

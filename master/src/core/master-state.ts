@@ -50,6 +50,16 @@ export interface MasterCoreConfig {
    * (etcd's --max-request-bytes, 1.5 MiB by default). Default 1 MiB; 0 = no limit.
    */
   maxJobSpecBytes?: number;
+  /** A finished job is deleted this long after it ended (retention.ts; default 7 days). */
+  jobRetentionMs?: number;
+  /** At most this many finished jobs are kept; the oldest ends are deleted first (default 100,000). */
+  jobRetentionCount?: number;
+  /**
+   * What an AM may ask for beyond its task's instances (request-limits.ts): an SU's outstanding
+   * plus granted slots stay within the task's instances plus this fraction of them, rounded up, and
+   * at least one slot. Default 0.1.
+   */
+  speculationAllowance?: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -63,6 +73,7 @@ export const DEFAULT_CONFIG: MasterCoreConfig = {
   amStallTimeoutMs: 30_000,
   maxAmAttempts: 4,
   maxJobSpecBytes: 1024 * 1024,
+  speculationAllowance: 0.1,
 };
 
 /** AM slots go before the tasks of any job: an app cannot progress without its AM. */
@@ -97,6 +108,12 @@ export interface NodeState {
    * claim: reserved, never sent to the agent as grants (Algorithm 1).
    */
   reported: boolean;
+  /**
+   * When the node last became healthy again after timing out, being missing or lost, or unreported
+   * after a failover (0: never). Its AMs hear it a little later; until then the slots on it do not
+   * count against their request limits (request-limits.ts).
+   */
+  backAtMs?: number;
 }
 
 export interface ScheduleUnitState {
@@ -107,6 +124,8 @@ export interface ScheduleUnitState {
   requests: Map<string, number>;
   /** Assigned slots by node. */
   asgn: Map<string, number>;
+  /** Assigned slots on every node: the sum of `asgn`, kept in step by `setAsgn`. */
+  granted: number;
 }
 
 export interface AppState {
@@ -228,6 +247,10 @@ export class MasterState {
   /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */
   readonly detectors = new Map<string, FailureDetector>();
   readonly jobs = new Map<string, JobRecord>();
+  /** Job array id -> member job ids (arrays.ts). */
+  readonly arrays = new Map<string, Set<string>>();
+  /** When retention last ran (retention.ts). */
+  lastRetentionMs = 0;
   readonly apps = new Map<string, AppState>();
   readonly groups: Map<string, QuotaGroup>;
   /** Allocation per quota group (every app), kept in step by `setAsgn` (ledger.ts). */

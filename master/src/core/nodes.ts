@@ -4,7 +4,7 @@
  * loss, and the release of a lost node's slots.
  */
 import { AM_SU, fits, InvalidArgumentError, StaleEpochError, sub, ZERO } from '@fuxi/common';
-import { onAmWorker, repostAmFault } from './am-restart.js';
+import { checkAmLaunches, onAmWorker, repostAmFault } from './am-restart.js';
 import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { isLive, isRegistered, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
@@ -21,6 +21,7 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   const from = node.status;
   if (from === to) return;
   node.status = to;
+  if (to === 'healthy') node.backAtMs = st.now;
   const nodeId = node.info.nodeId;
   // A lost agent's history says nothing of how it beats when it is back: its detector starts over.
   if (to === 'lost') st.detectors.delete(nodeId);
@@ -170,6 +171,7 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
     runScheduler(st);
   }
   for (const am of hb.amWorkers) onAmWorker(st, hb.nodeId, am);
+  checkAmLaunches(st, hb.nodeId, hb.amWorkers);
   if (hb.grantSeq !== node.grantSeq) return { reregister: false, full: { seq: node.grantSeq, grants: [...node.grants.values()] } };
   return { reregister: false };
 }
@@ -215,12 +217,21 @@ export function tickNodes(st: MasterState): boolean {
   return changed;
 }
 
+const NODE_STATE_NAMES: Record<NodeStatus, string> = {
+  healthy: 'ready',
+  'timing-out': 'timing out',
+  lost: 'lost',
+  unreported: 'unreported',
+  missing: 'missing',
+};
+
 export function listNodes(st: MasterState): NodeView[] {
   return [...st.nodes.values()]
     .sort((a, b) => (a.info.nodeId < b.info.nodeId ? -1 : 1))
     .map((n) => ({
       info: n.info,
       healthy: n.status !== 'lost' && isRegistered(n),
+      state: NODE_STATE_NAMES[n.status],
       allocated: n.allocated,
       free: sub(n.info.capacity, n.allocated),
       runningWorkers: n.runningWorkers,

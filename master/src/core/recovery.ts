@@ -13,8 +13,9 @@
  */
 import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } from '@fuxi/common';
 import { runPendingAmRestarts } from './am-restart.js';
-import { endJob, newApp } from './jobs.js';
-import { checkRequest, declareUnit, setAsgn } from './ledger.js';
+import { indexMember, isHeld } from './arrays.js';
+import { admitArrayMembers, endJob, newApp } from './jobs.js';
+import { declareUnit, setAsgn } from './ledger.js';
 import {
   AM_PRIORITY,
   endFailoverIfSettled,
@@ -26,6 +27,7 @@ import {
   type NodeState,
 } from './master-state.js';
 import { heard, noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
+import { sanitizeReport } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { nextGrantTable, pushAssignments, pushGrants } from './sync.js';
@@ -66,13 +68,29 @@ export function openAggregation(st: MasterState): void {
   for (const j of [...loading.jobs].sort((a, b) => a.submitSeq - b.submitSeq)) {
     st.submitSeq = Math.max(st.submitSeq, j.submitSeq);
     st.jobs.set(j.jobId, j);
+    indexMember(st, j);
     if (TERMINAL_STATES.has(j.state)) continue;
+    // A job array member held for its array's limit has no app until it is admitted (below).
+    if (isHeld(j)) continue;
+    // The record a submission writes says attempt 0 (its first attempt is counted in memory only
+    // when it starts): loaded before its AM was placed, the job is about to start attempt 1. Left
+    // at 0, its AM would run as attempt 0, which agents refuse once they saw attempt 1 from the old
+    // leader's grant ("stale am attempt"), failing the job.
+    if (j.amAttempt === 0) j.amAttempt = 1;
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);
-    app.sus.set(AM_SU, { suId: AM_SU, resource: j.spec.amResource, priority: AM_PRIORITY, requests: placed ? new Map() : new Map([['', 1]]), asgn: new Map() });
+    app.sus.set(AM_SU, {
+      suId: AM_SU,
+      resource: j.spec.amResource,
+      priority: AM_PRIORITY,
+      requests: placed ? new Map() : new Map([['', 1]]),
+      asgn: new Map(),
+      granted: 0,
+    });
     st.apps.set(app.appId, app);
   }
+  admitArrayMembers(st);
   st.log.info({ jobs: loading.jobs.length, unfinished: st.apps.size, roster: loading.roster.length }, 'hard state loaded; aggregating soft state');
 }
 
@@ -81,6 +99,7 @@ function loadWithoutFailover(st: MasterState, jobs: JobRecord[]): void {
   for (const j of [...jobs].sort((a, b) => a.submitSeq - b.submitSeq)) {
     st.submitSeq = Math.max(st.submitSeq, j.submitSeq);
     st.jobs.set(j.jobId, j);
+    indexMember(st, j);
     if (TERMINAL_STATES.has(j.state)) continue;
     j.state = 'failed';
     j.message = 'the master failed over while the job was running (master failover disabled)';
@@ -197,7 +216,7 @@ function adoptGrant(st: MasterState, node: NodeState, reported: GrantEntry): str
   if (!fits(add(node.allocated, scale(g.resource, g.slots)), node.info.capacity)) return 'more than the node can hold';
   if (!su) {
     // A MockSU (Algorithm 2): the app's granted resources, until its AM reports the real units.
-    su = { suId: g.suId, resource: g.resource, priority: app.job.spec.priority, requests: new Map(), asgn: new Map() };
+    su = { suId: g.suId, resource: g.resource, priority: app.job.spec.priority, requests: new Map(), asgn: new Map(), granted: 0 };
     app.sus.set(g.suId, su);
   }
   setAsgn(st, app, su, node.info.nodeId, (su.asgn.get(node.info.nodeId) ?? 0) + g.slots);
@@ -221,16 +240,14 @@ export interface AppReport {
 
 /**
  * An AM's full soft state (AMFullReqResFromFM), asked for after a failover: its units and
- * outstanding requests replace the master's; its assignments (AMFullAsgnedResFromFM) are believed
- * only as reservations on agents that have not reported (never as grants; agents that reported
- * win), and only where the Table 3 row of that agent's failure allows it.
+ * outstanding requests replace the master's, without what breaks the request limits (dropped or
+ * clamped, never refused: the report is how the app recovers; request-limits.ts); its assignments
+ * (AMFullAsgnedResFromFM) are believed only as reservations on agents that have not reported
+ * (never as grants; agents that reported win), and only where the Table 3 row of that agent's
+ * failure allows it.
  */
-export function reportAppState(st: MasterState, app: AppState, req: AppReport): void {
-  checkRequest(
-    app,
-    req.units,
-    req.requests.map((r) => ({ suId: r.suId, location: r.location, delta: r.count })),
-  );
+export function reportAppState(st: MasterState, app: AppState, reported: AppReport): void {
+  const req = { ...reported, ...sanitizeReport(st, app, reported) };
   app.lastContactMs = st.now;
   if (req.address) app.job.amAddress = req.address;
   const reconnected = !app.reported && app.mockSinceMs > 0;

@@ -32,6 +32,8 @@ export interface JobRecord {
   amNodeId: string;
   amAddress: string;
   progress: TaskProgress[];
+  /** A job array member held by its array's maxRunning (arrays.ts); written, so a new leader holds it too. */
+  held?: boolean;
 }
 
 export interface NodeInfo {
@@ -90,6 +92,21 @@ export interface RequestDelta {
   delta: number;
 }
 
+/** An app's schedule unit as the master keeps it, with the numbers of its request limit (request-limits.ts). */
+export interface UnitView {
+  suId: string;
+  resource: Resource;
+  priority: number;
+  /** Outstanding slot requests, over every location. */
+  outstanding: number;
+  /** Slots assigned, on every node. */
+  granted: number;
+  /** The granted slots that count against the limit (on nodes healthy and back for a while). */
+  counted: number;
+  /** Outstanding plus counted may not grow beyond this: the task's instances plus the speculation allowance (0: not a task's unit). */
+  limit: number;
+}
+
 export interface SlotReturn {
   suId: string;
   nodeId: string;
@@ -119,7 +136,10 @@ export type Effect =
 
 export interface NodeView {
   info: NodeInfo;
+  /** Registered and not lost (it may be timing out: see `state`). */
   healthy: boolean;
+  /** 'ready', 'timing out', 'lost', 'unreported' or 'missing' (`fuxi nodes`). */
+  state: string;
   allocated: Resource;
   free: Resource;
   runningWorkers: number;

@@ -46,6 +46,12 @@ export interface MasterConfig {
   maxAmAttempts: number;
   /** Job specs above this many bytes are refused (keep below etcd's --max-request-bytes; 0 = no limit). */
   maxJobSpecBytes: number;
+  /** A finished job is deleted this long after it ended. */
+  jobRetentionMs: number;
+  /** At most this many finished jobs are kept (the oldest ends are deleted first). */
+  jobRetentionCount: number;
+  /** An AM's outstanding plus granted slots of a task stay within its instances plus this fraction of them (at least one slot). */
+  speculationAllowance: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
   masterFailover: boolean;
   heartbeatIntervalMs: number;
@@ -75,6 +81,9 @@ const KEYS = [
   'schedulingIntervalMs',
   'maxAmAttempts',
   'maxJobSpecBytes',
+  'jobRetentionMs',
+  'jobRetentionCount',
+  'speculationAllowance',
   'masterFailover',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
@@ -105,6 +114,9 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     schedulingIntervalMs: 2,
     maxAmAttempts: 4,
     maxJobSpecBytes: 1024 * 1024,
+    jobRetentionMs: 7 * 24 * 3600 * 1000,
+    jobRetentionCount: 100_000,
+    speculationAllowance: 0.1,
     masterFailover: true,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 60_000,
@@ -247,6 +259,19 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
           throw new InvalidArgumentError(key, `must be an integer >= 0 (bytes; 0 = no limit), got ${JSON.stringify(v)}`);
         cfg.maxJobSpecBytes = n;
+        break;
+      }
+      case 'jobRetentionMs':
+        cfg.jobRetentionMs = positiveInt(key, v);
+        break;
+      case 'jobRetentionCount':
+        cfg.jobRetentionCount = positiveInt(key, v);
+        break;
+      case 'speculationAllowance': {
+        const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > 10)
+          throw new InvalidArgumentError(key, `must be a number from 0 to 10 (a fraction of a task's instances, e.g. 0.1), got ${JSON.stringify(v)}`);
+        cfg.speculationAllowance = n;
         break;
       }
       case 'masterFailover':

@@ -4,8 +4,8 @@
  * A standby's `core` throws UNAVAILABLE with the leader's address (the redirect).
  */
 import { randomUUID } from 'node:crypto';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
-import type { MasterServiceDefinition } from '@fuxi/proto';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
+import type { Condition, MasterServiceDefinition } from '@fuxi/proto';
 import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
 import type { MasterCore } from '../core/master-core.js';
@@ -37,8 +37,19 @@ export interface HandlerContext {
   readonly jobWatchers: JobWatchers;
   /** While no live leader is known: resolves once one is (or after a bounded wait). */
   leaderWait(): Promise<void> | undefined;
+  /** Set while etcd is out of space: the leader serves reads only. */
+  storeFull(): { sinceMs: number; message: string } | undefined;
+  /** Conditions for `GetClusterStatus` (the store out of space). */
+  conditions(): Promise<Condition[]>;
   /** Carries out effects; resolves once every store write among them is durable. */
   run(effects: Effect[]): Promise<void>;
+  /**
+   * Resolves once every store write queued so far is durable; UNAVAILABLE if the term ended first
+   * (a write failed, or the leader stepped down). A client's answer taken from memory waits for it,
+   * so nothing the store may lack is shown or acknowledged (a retried submit answered
+   * `created: false`, a read of a job whose creation or end is still being written).
+   */
+  durable(): Promise<void>;
   /** A Heartbeat call arrived from `nodeId` (recorded when `recordHeartbeats` is set). */
   heartbeatArrived?(nodeId: string): void;
 }
@@ -55,7 +66,39 @@ function generatedJobId(name: string): string {
 }
 
 export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
-  return holdWhileLeaderless(handlers(m), m);
+  return holdWhileLeaderless(refuseChangesWhileStoreFull(handlers(m), m), m);
+}
+
+type Method = keyof ServiceImpl<MasterServiceDefinition>;
+
+/** Job specs per SubmitJobs call (a larger batch is split by the client SDK, `submitMany`). */
+export const MAX_BATCH_JOBS = 1000;
+
+/** Calls that change nothing: served from memory (a fresh load of the store) while the store is full. */
+const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob', 'WatchJobs']);
+/** Changes that clients ask for: refused with RESOURCE_EXHAUSTED while the store is full. */
+const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob']);
+
+/**
+ * While etcd is out of space every call that could change state is refused before the core sees it,
+ * so nothing the store lacks is ever in memory: clients get RESOURCE_EXHAUSTED (what to do is in
+ * the message); agents and AMs get UNAVAILABLE, which they retry (they keep their workers), until
+ * the leader has room again and leadership is rebuilt.
+ */
+function refuseChangesWhileStoreFull(h: ServiceImpl<MasterServiceDefinition>, m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
+  type Fn = (...args: unknown[]) => Promise<unknown>;
+  const out: Record<string, Fn> = {};
+  for (const [name, fn] of Object.entries(h as unknown as Record<string, Fn>)) {
+    out[name] = READS.has(name as Method)
+      ? fn
+      : (...args) => {
+          const full = m.storeFull();
+          if (!full) return fn(...args);
+          if (CLIENT_CHANGES.has(name as Method)) return Promise.reject(new ResourceExhaustedError('store space', full.message));
+          return Promise.reject(new UnavailableError(`the store is out of space; the master makes no changes until it has room: retry later`, ''));
+        };
+  }
+  return out as unknown as ServiceImpl<MasterServiceDefinition>;
 }
 
 /** Each handler first waits while this process knows no live leader (see MasterServer.leaderWait). */
@@ -158,15 +201,50 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       const spec = jobSpecFromProto(req.spec);
       if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
       const { result, effects } = m.core.submitJob(spec, now());
-      // Acknowledge only once the job is durable in the store.
+      // Acknowledge only once the job is durable in the store (also when it existed: a retry
+      // may arrive while the first call's write is still under way).
       await m.run(effects);
+      await m.durable();
       return result;
     },
-    GetJob: async (req) => ({ job: jobInfo(m.core.getJob(req.jobId), true) }),
-    ListJobs: async (req) => ({ jobs: m.core.listJobs(jobStatesFromWire(req.states)).map((j) => jobInfo(j)) }),
+    SubmitJobs: async (req) => {
+      if (req.specs.length === 0) throw new InvalidArgumentError('specs', 'must hold at least one job spec');
+      if (req.specs.length > MAX_BATCH_JOBS) throw new InvalidArgumentError('specs', `holds ${req.specs.length} job specs; at most ${MAX_BATCH_JOBS} per call`);
+      const specs = req.specs.map((p) => {
+        const spec = jobSpecFromProto(p);
+        if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
+        return spec;
+      });
+      const { results, effects } = m.core.submitJobs(specs, now());
+      // Acknowledged only once every taken job is durable (their writes go out in store batches
+      // below the store's request limit: master-server.ts `run`), those that existed too.
+      await m.run(effects);
+      await m.durable();
+      return {
+        results: results.map((r) => ({
+          jobId: r.jobId,
+          created: r.created,
+          errorCode: r.error?.code ?? '',
+          errorMessage: r.error?.message ?? '',
+        })),
+      };
+    },
+    GetJob: async (req) => {
+      const job = jobInfo(m.core.getJob(req.jobId), true);
+      await m.durable();
+      return { job };
+    },
+    ListJobs: async (req) => {
+      const page = m.core.listJobsPage({ states: jobStatesFromWire(req.states), arrayId: req.arrayId, limit: req.limit, after: req.after });
+      const jobs = page.jobs.map((j) => jobInfo(j));
+      await m.durable();
+      return { jobs, nextAfter: page.nextAfter };
+    },
     KillJob: async (req) => {
       await m.run(m.core.killJob(req.jobId, req.reason, now()));
-      return { job: jobInfo(m.core.getJob(req.jobId)) };
+      const job = jobInfo(m.core.getJob(req.jobId));
+      await m.durable();
+      return { job };
     },
     ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
     SaveAppSnapshot: async (req) => {
@@ -184,7 +262,8 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     GetClusterStatus: async () => {
       const core = m.core;
-      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch);
+      const conditions = await m.conditions();
+      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch, conditions);
     },
     WatchGrants: async (req, call) => {
       const core = m.core;
@@ -206,6 +285,16 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     WatchJob: async (req, call) => {
       await m.jobWatchers.serve(m.core.getJob(req.jobId), call);
+    },
+    WatchJobs: async (req, call) => {
+      if (req.jobIds.length === 0 && !req.arrayId) throw new InvalidArgumentError('jobIds', 'name at least one job, or give arrayId');
+      const jobs = new Map(req.jobIds.map((id) => [id, m.core.getJob(id)] as const));
+      if (req.arrayId) {
+        const members = m.core.listJobs([], req.arrayId);
+        if (members.length === 0) throw new NotFoundError('job array', req.arrayId);
+        for (const j of members) jobs.set(j.jobId, j);
+      }
+      await m.jobWatchers.serveMany([...jobs.values()], call, req.endsOnly);
     },
   };
 }

@@ -40,6 +40,52 @@ export class JobWatchers {
     });
   }
 
+  /**
+   * One stream for many jobs: each one's record first, then every change (only terminal states with
+   * `endsOnly`), until all of them are terminal or the caller leaves. One subscription per job,
+   * so a change costs the same whoever else is watched.
+   */
+  serveMany(first: readonly JobRecord[], call: ServerWritableStream<unknown, JobInfo>, endsOnly = false): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const last = new Map<string, string>();
+      const open = new Set(first.filter((j) => !TERMINAL_STATES.has(j.state)).map((j) => j.jobId));
+      const subs: Array<[string, Set<Watcher>]> = [];
+      let ended = false;
+      const done = () => {
+        if (ended) return;
+        ended = true;
+        for (const [jobId, set] of subs) {
+          set.delete(send);
+          if (set.size === 0 && this.byJob.get(jobId) === set) this.byJob.delete(jobId);
+        }
+        call.end();
+        resolve();
+      };
+      const send = (j: JobRecord) => {
+        const terminal = TERMINAL_STATES.has(j.state);
+        if (!endsOnly || terminal) {
+          const info = jobInfo(j);
+          const text = JSON.stringify(info);
+          if (text !== last.get(j.jobId)) {
+            last.set(j.jobId, text);
+            call.write(info);
+          }
+        }
+        if (terminal) open.delete(j.jobId);
+        if (open.size === 0) done();
+      };
+      call.on('cancelled', done);
+      for (const jobId of open) {
+        const set = this.byJob.get(jobId) ?? new Set<Watcher>();
+        this.byJob.set(jobId, set);
+        set.add(send);
+        subs.push([jobId, set]);
+      }
+      for (const j of first) if (!ended) send(j);
+      if (first.length === 0) done();
+    });
+  }
+
   /** The job changed: every watcher of it gets `job`. */
   notify(job: JobRecord): void {
     const set = this.byJob.get(job.jobId);

@@ -6,7 +6,7 @@
  *   fuxi-master --config /etc/fuxi/master.yaml
  */
 import { Command } from 'commander';
-import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf } from '@fuxi/common';
+import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf, FUXI_VERSION } from '@fuxi/common';
 import { advertisedAddress, installProcessGuards } from '@fuxi/rpc';
 import { applyConfig, defaultConfig, readConfigFile } from './config.js';
 import { MasterServer } from './master-server.js';
@@ -18,6 +18,7 @@ import { MasterServer } from './master-server.js';
 const defaultAm: string[] = [];
 
 const program = new Command('fuxi-master')
+  .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
   .description('Fuxi-TS master: matches resource requests to machines')
   .option('-c, --config <file>', 'YAML or JSON config file (keys as the long flags, camelCase)')
   .option('--listen <host:port>', 'address to bind (default 127.0.0.1:7070)')
@@ -37,7 +38,10 @@ const program = new Command('fuxi-master')
   .option('--scheduling-interval-ms <ms>', 'batch scheduling: one pass for every request and return at most this often (0 = a pass per call; default 2)')
   .option('--am-stall-timeout-ms <ms>', 'an AM silent this long gets a new attempt (0 = never; default 30000)')
   .option('--max-am-attempts <n>', 'AM attempts per job (default 4; 1 = no AM failover)')
+  .option('--job-retention-ms <ms>', 'delete a finished job this long after it ended (default 604800000, 7 days)')
+  .option('--job-retention-count <n>', 'keep at most this many finished jobs, deleting the oldest (default 100000)')
   .option('--max-job-spec-bytes <n>', 'refuse job specs larger than this (default 1048576; keep below etcd --max-request-bytes; 0 = no limit)')
+  .option('--speculation-allowance <fraction>', "an AM may hold and ask for a task's instances plus this fraction of them, at least one slot (default 0.1)")
   .option('--master-failover <bool>', 'soft-state inference when a master takes over (default true; false = unfinished jobs fail)')
   .option('--am-heartbeat-interval-ms <ms>', 'application master heartbeat interval')
   .option('--am-command <cmd>', "command line of the application master process (default: each agent runs its own host's fuxi-appmaster)")

@@ -5,16 +5,17 @@
  * agents and AMs (peers.ts), WatchJob streams (job-watchers.ts), and the standbys' probe of the
  * leader (leader-probe.ts).
  */
-import { errorMessage, UnavailableError, type Logger } from '@fuxi/common';
-import { loadFuxiProto, type StartWorkersResponse__Output } from '@fuxi/proto';
+import { errorMessage, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
+import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
 import { implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
-import { EtcdStore, FencedError, LeaderElection, openStore, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
+import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
 import type { Effect, JobRecord } from '../core/types.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
+import { coalesceStoreWrites } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
@@ -29,6 +30,43 @@ import { PushStreams } from './push-streams.js';
  */
 /** How long a standby holds a call while no live leader is known. */
 const LEADERLESS_HOLD_MS = 1500;
+/** While etcd is out of space, how often the leader asks whether its NOSPACE alarm is gone. */
+const SPACE_CHECK_MS = 1000;
+
+/**
+ * The calls of one term still waiting for their writes. When the term ends (a step-down, a failed
+ * write, a hold for space) they are answered at once instead of when the write settles.
+ */
+class TermWaiters {
+  private readonly waiting = new Set<(err: Error) => void>();
+
+  /** `durable`, or the term's end, whichever comes first. */
+  wait(durable: Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.add(reject);
+      durable.then(resolve, reject).finally(() => this.waiting.delete(reject));
+    });
+  }
+
+  end(answer: Error): void {
+    for (const cut of this.waiting) cut(answer);
+    this.waiting.clear();
+  }
+}
+
+interface HardState {
+  jobs: JobRecord[];
+  roster: Array<{ nodeId: string; address: string }>;
+}
+
+async function loadHardState(store: Store): Promise<HardState> {
+  const jobs = (await store.list(KEYS.jobsPrefix)).map((kv) => JSON.parse(kv.value) as JobRecord);
+  const roster = (await store.list(KEYS.agentsPrefix)).map((kv) => JSON.parse(kv.value) as { nodeId: string; address: string });
+  return { jobs, roster };
+}
+
+/** How often the health status is brought up to date. */
+const HEALTH_CHECK_MS = 200;
 
 export class MasterServer {
   /** Present while this process leads. */
@@ -41,6 +79,14 @@ export class MasterServer {
   private leaderAddress = '';
   /** Counts terms of leadership in this process; a write queued in an ended term is not made. */
   private term = 0;
+  /** Calls still waiting for the writes of the current term. */
+  private termWaiters = new TermWaiters();
+  /**
+   * Set while etcd is out of space (its NOSPACE alarm): the leader serves reads from a fresh load
+   * of the store and refuses every change before it is made, until the alarm is gone (holdForSpace).
+   */
+  private storeFull: { sinceMs: number; message: string } | undefined;
+  private spaceTimer: NodeJS.Timeout | undefined;
   /** The observed leader refused a connection (its process is likely gone); cleared on a change. */
   private leaderSuspect = false;
   /** Calls held by a standby until a leader is known (see leaderWait). */
@@ -48,6 +94,9 @@ export class MasterServer {
   private observedLeader: ObservedLeader | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
   private statsTimer: NodeJS.Timeout | undefined;
+  /** Keeps grpc.health.v1 truthful (`updateHealth`). */
+  private healthTimer: NodeJS.Timeout | undefined;
+  private serving: 'SERVING' | 'NOT_SERVING' | undefined;
   /** Hard-state writes since this process started leading (bytes of keys and values). */
   private readonly hardState = { bytes: 0, writes: 0, lastBytes: 0, lastAt: 0 };
   private becameLeaderAt = 0;
@@ -101,9 +150,23 @@ export class MasterServer {
     for (const wake of [...this.leaderWaiters]) wake();
   }
 
-  /** Whether this process leads and still holds its term. */
+  /** Whether this process leads, still holds its term and may act (not holding still for space). */
+  /**
+   * grpc.health.v1 tells the truth: SERVING only on the leader once its recovery (the aggregation
+   * window) is over and the store takes writes; NOT_SERVING on a standby, during aggregation, while
+   * it holds still for etcd space, and once it stops. Load balancers and probes can use it.
+   */
+  private updateHealth(): void {
+    const ok = !this.stopping && this.isLeading() && !this.core.isRecovering && !this.storeFull;
+    const status = ok ? 'SERVING' : 'NOT_SERVING';
+    if (status === this.serving) return;
+    this.serving = status;
+    this.server.setServing(status);
+    this.log.info({ status }, 'health');
+  }
+
   private isLeading(): boolean {
-    return this.coreOrUndefined !== undefined && (!this.election || this.election.isLeader());
+    return this.coreOrUndefined !== undefined && !this.storeFull && (!this.election || this.election.isLeader());
   }
 
   get address(): string {
@@ -133,6 +196,9 @@ export class MasterServer {
       log: this.log,
       services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, masterHandlers(this.handlerContext()), this.log) }],
     });
+    this.updateHealth();
+    this.healthTimer = setInterval(() => this.updateHealth(), HEALTH_CHECK_MS);
+    this.healthTimer.unref();
     if (this.cfg.store === 'etcd') {
       const etcd = await EtcdStore.open({ endpoints: this.cfg.etcdEndpoints, prefix: this.cfg.etcdPrefix, log: this.log.child({ component: 'etcd' }) });
       this.store = etcd;
@@ -170,12 +236,8 @@ export class MasterServer {
     await this.becomeLeader(epoch, this.store);
   }
 
-  /** Loads hard state and starts leading: aggregation, recovery, then scheduling. */
-  private async becomeLeader(epoch: string, store: Store, leadership?: Leadership): Promise<void> {
-    this.becameLeaderAt = Date.now();
-    this.leaderStore = store;
-    this.leaderAddress = this.server.address;
-    const core = new MasterCore(
+  private newCore(epoch: string): MasterCore {
+    return new MasterCore(
       epoch,
       {
         heartbeatIntervalMs: this.cfg.heartbeatIntervalMs,
@@ -185,30 +247,46 @@ export class MasterServer {
         recoveryDeadlineMs: this.cfg.recoveryDeadlineMs,
         amTimeoutMs: this.cfg.amTimeoutMs,
         agentTimingOutMs: this.cfg.agentTimingOutMs,
+        jobRetentionMs: this.cfg.jobRetentionMs,
+        jobRetentionCount: this.cfg.jobRetentionCount,
         failureDetector: resolvedDetector(this.cfg),
         amStallTimeoutMs: this.cfg.amStallTimeoutMs,
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,
         maxJobSpecBytes: this.cfg.maxJobSpecBytes,
+        speculationAllowance: this.cfg.speculationAllowance,
         masterFailover: this.cfg.masterFailover,
       },
       this.log.child({ component: 'core', epoch }),
     );
-    let jobs: JobRecord[];
-    let roster: Array<{ nodeId: string; address: string }>;
+  }
+
+  /** Loads hard state and starts leading: aggregation, recovery, then scheduling. */
+  private async becomeLeader(epoch: string, store: Store, leadership?: Leadership): Promise<void> {
+    this.becameLeaderAt = Date.now();
+    this.leaderStore = store;
+    this.leaderAddress = this.server.address;
+    const core = this.newCore(epoch);
+    let hard: HardState;
+    let full = false;
     try {
-      jobs = (await store.list(KEYS.jobsPrefix)).map((kv) => JSON.parse(kv.value) as JobRecord);
-      roster = (await store.list(KEYS.agentsPrefix)).map((kv) => JSON.parse(kv.value) as { nodeId: string; address: string });
+      hard = await loadHardState(store);
+      // A leader elected while etcd is out of space makes no change at all until it has room.
+      if (this.store instanceof EtcdStore) full = await this.store.outOfSpace();
     } catch (e) {
       this.log.error({ err: errorMessage(e) }, 'cannot load hard state; giving up leadership');
       if (leadership) await this.election?.resign().then(() => this.election?.campaign(this.server.address));
       return;
     }
     if (this.election && !this.election.isLeader()) return;
+    this.log.info({ epoch, jobs: hard.jobs.length, agents: hard.roster.length, loadMs: Date.now() - this.becameLeaderAt }, 'became leader');
+    if (full) {
+      this.holdForSpace(new StoreOutOfSpaceError('alarm list', 'its NOSPACE alarm is raised'), core, hard);
+      return;
+    }
     this.coreOrUndefined = core;
     this.wakeLeaderWaiters();
-    this.log.info({ epoch, jobs: jobs.length, agents: roster.length, loadMs: Date.now() - this.becameLeaderAt }, 'became leader');
-    await this.run(core.loadHardState(jobs, roster, Date.now()));
+    await this.run(core.loadHardState(hard.jobs, hard.roster, Date.now()));
     clearInterval(this.statsTimer);
     this.hardState.lastAt = Date.now();
     this.hardState.lastBytes = this.hardState.bytes;
@@ -241,7 +319,7 @@ export class MasterServer {
    * steps this master down and it campaigns again as a standby; it never takes the process down.
    */
   private backgroundFailed(what: string, e: unknown): void {
-    if (e instanceof UnavailableError) {
+    if (e instanceof UnavailableError || e instanceof ResourceExhaustedError) {
       this.log.warn({ what, err: errorMessage(e) }, 'background work stopped: not the leader any more');
       return;
     }
@@ -254,9 +332,14 @@ export class MasterServer {
    * resigns and campaigns again (another master, or this one, takes over and loads the hard state);
    * with the embedded store it reloads in place under a new epoch, retrying while the store fails.
    */
-  private abdicate(err: unknown): void {
+  private abdicate(err: unknown, answer: Error): void {
     this.log.error({ err: errorMessage(err) }, 'a hard-state write failed: giving up this term to rebuild from the store');
-    this.stepDown('a hard-state write failed');
+    this.stepDown('a hard-state write failed', answer);
+    this.rebuild();
+  }
+
+  /** After a step-down: leadership is rebuilt from the store (etcd: resign and campaign; embedded: reload in place). */
+  private rebuild(): void {
     if (this.election) {
       const election = this.election;
       void election
@@ -279,12 +362,15 @@ export class MasterServer {
     ).catch((e: unknown) => this.backgroundFailed('rebuilding from the store', e));
   }
 
-  /** Stops acting at once: no command, push or write leaves this process after this. */
-  private stepDown(reason: string): void {
-    if (!this.coreOrUndefined) return;
+  /**
+   * Ends the term: writes still queued in it are not made, calls waiting for them get `answer` at
+   * once (a write in flight may still land: UNAVAILABLE says the outcome is unknown), and nothing
+   * more is pushed or ticked.
+   */
+  private endTerm(answer: Error): void {
     this.term++;
-    this.coreOrUndefined = undefined;
-    this.leaderStore = undefined;
+    this.termWaiters.end(answer);
+    this.termWaiters = new TermWaiters();
     clearInterval(this.tickTimer);
     this.tickTimer = undefined;
     clearTimeout(this.scheduleTimer);
@@ -292,17 +378,103 @@ export class MasterServer {
     clearInterval(this.statsTimer);
     this.jobWatchers.clear();
     this.pushes.reset();
+  }
+
+  /** Stops acting at once: no command, push or write leaves this process after this. */
+  private stepDown(reason: string, answer?: Error): void {
+    if (!this.coreOrUndefined && !this.storeFull) return;
+    this.endTerm(answer ?? new UnavailableError(`the leader stepped down (${reason}): retry`, ''));
+    this.coreOrUndefined = undefined;
+    this.leaderStore = undefined;
+    this.storeFull = undefined;
+    clearInterval(this.spaceTimer);
+    this.spaceTimer = undefined;
     this.log.warn({ reason }, 'stepped down');
+  }
+
+  /**
+   * etcd is out of space (a write was refused for it, or a new leader found the NOSPACE alarm
+   * raised). A rebuild cannot help (a new term needs a write: a new election key), and a standby
+   * taking over would meet the same refusal, so the leader keeps its term and holds still: the
+   * writes still queued are dropped, its memory (ahead of the store by the refused write) is
+   * replaced by a fresh load of the store (`loaded`, when the caller has just read it), and until
+   * the alarm is gone it serves reads from that and refuses every change before it is made
+   * (handlers.ts `refuseChangesWhileStoreFull`); nothing is pushed, commanded or ticked. Once an
+   * operator has freed space and disarmed the alarm, it gives up the term and leadership is rebuilt
+   * as after any failover (a new epoch; soft state from agents and AMs).
+   */
+  private holdForSpace(err: StoreOutOfSpaceError, loaded?: MasterCore, hard?: HardState): void {
+    if (this.storeFull) return;
+    const sinceMs = Date.now();
+    this.storeFull = { sinceMs, message: err.message };
+    this.log.error(
+      { err: err.message, since: new Date(sinceMs).toISOString() },
+      'ETCD IS OUT OF SPACE: every hard-state write is refused. The leader serves reads only and refuses changes with RESOURCE_EXHAUSTED ' +
+        'until space is freed: etcdctl compact <current revision>, etcdctl defrag, etcdctl alarm disarm (raise --quota-backend-bytes if it is too small)',
+    );
+    this.endTerm(err);
+    const store = this.leaderStore;
+    const epoch = this.epoch || (loaded?.epoch ?? '');
+    const term = this.term;
+    this.coreOrUndefined = undefined;
+    void (async () => {
+      let core = loaded;
+      if (!core || !hard) {
+        core = this.newCore(epoch);
+        hard = await loadHardState(store!);
+      }
+      if (this.term !== term || !this.storeFull) return;
+      // The core is only read from while the store is full: what loading it would do (pushes,
+      // writes, the aggregation window) is not done; the next term starts afresh.
+      core.loadHardState(hard.jobs, hard.roster, Date.now());
+      this.coreOrUndefined = core;
+      this.wakeLeaderWaiters();
+    })().catch((e: unknown) => {
+      if (this.term !== term || !this.storeFull) return;
+      this.abdicate(e, new UnavailableError(`reading the store failed (${errorMessage(e)}): retry`, ''));
+    });
+    clearInterval(this.spaceTimer);
+    let checking = false;
+    this.spaceTimer = setInterval(() => {
+      if (checking || !(this.store instanceof EtcdStore) || this.term !== term) return;
+      checking = true;
+      this.store
+        .outOfSpace()
+        .then((full) => {
+          if (full || this.term !== term || !this.storeFull) return;
+          this.log.warn(
+            { outOfSpaceMs: Date.now() - sinceMs },
+            'etcd has space again (its NOSPACE alarm is gone): giving up this term so that leadership is rebuilt from the store',
+          );
+          this.stepDown('etcd has space again');
+          this.rebuild();
+        })
+        .catch((e: unknown) => this.log.warn({ err: errorMessage(e) }, 'cannot ask etcd whether it has space again; asking again'))
+        .finally(() => (checking = false));
+    }, SPACE_CHECK_MS);
+    this.spaceTimer.unref();
+  }
+
+  /** What `fuxi cluster status` lists under conditions: the store out of space, if it is. */
+  private async conditions(): Promise<Condition[]> {
+    const full = this.storeFull;
+    if (full) return [{ type: 'StoreOutOfSpace', sinceMs: String(full.sinceMs), message: full.message }];
+    // Raised since the last write (by another writer, or etcd's own checks): the next write will be refused.
+    const raised = this.store instanceof EtcdStore ? await this.store.outOfSpace(1000).catch(() => false) : false;
+    return raised ? [{ type: 'StoreOutOfSpace', sinceMs: '0', message: new StoreOutOfSpaceError('alarm list', 'its NOSPACE alarm is raised').message }] : [];
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.stopSignal.abort();
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.updateHealth();
     this.wakeLeaderWaiters();
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.scheduleTimer) clearTimeout(this.scheduleTimer);
     if (this.probeTimer) clearInterval(this.probeTimer);
     if (this.statsTimer) clearInterval(this.statsTimer);
+    if (this.spaceTimer) clearInterval(this.spaceTimer);
     this.jobWatchers.clear();
     this.pushes.reset();
     await this.recorder?.close();
@@ -318,21 +490,23 @@ export class MasterServer {
 
   /** Carries out effects. Resolves once every store write among them is durable. */
   private run(effects: Effect[]): Promise<void> {
-    let writes: Promise<void> = Promise.resolve();
+    let durable: Promise<void> | undefined;
     // A deposed leader (its lease lapsed while it was paused, say) issues nothing.
     if (!this.isLeading()) {
       if (effects.length > 0) this.log.warn({ effects: effects.length }, 'not the leader any more: effects dropped');
+      if (this.storeFull) return Promise.reject(new ResourceExhaustedError('store space', this.storeFull.message));
       return Promise.reject(new UnavailableError('not the leader', this.leaderAddress));
     }
-    for (const e of effects) {
+    const waiters = this.termWaiters;
+    // A batch of submissions is a few store batches, not a write per job.
+    for (const e of coalesceStoreWrites(effects)) {
       switch (e.kind) {
         case 'store': {
           const ops = e.ops;
           const store = this.leaderStore!;
           const term = this.term;
-          // Writes of a term that ended (a failed write made this master abdicate) are not made.
-          const write = () =>
-            term === this.term ? store.batch(ops) : Promise.reject(new UnavailableError('the master is rebuilding its state from the store'));
+          // Writes of a term that ended (a failed write, a step-down, a hold for space) are not made.
+          const write = () => (term === this.term ? store.batch(ops) : Promise.reject(new UnavailableError('not made: the term ended', '')));
           this.storeQueue = this.storeQueue.then(write, write);
           for (const op of ops) {
             const bytes = op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
@@ -340,28 +514,59 @@ export class MasterServer {
             this.hardState.writes += 1;
             this.log.debug({ key: op.key, bytes }, 'hard state written');
           }
-          writes = this.storeQueue.catch((err: unknown) => {
+          durable = this.storeQueue.catch((err: unknown) => {
+            // A write of an ended term (not made, or failed after the term ended): its waiting calls
+            // already have the term's answer.
+            if (term !== this.term) {
+              throw err instanceof UnavailableError || err instanceof ResourceExhaustedError || err instanceof FencedError
+                ? err
+                : new UnavailableError(`a hard-state write failed (${errorMessage(err)}) after the term ended: retry`, '');
+            }
             if (err instanceof FencedError) {
-              this.stepDown('fenced: a newer leader owns the store');
+              // Nothing was written; the newer leader has the state: the caller retries there.
+              const answer = new UnavailableError(`not the leader any more (${err.message}): retry`, '');
+              this.stepDown('fenced: a newer leader owns the store', answer);
+              throw answer;
+            }
+            // Memory is now ahead of the store (the write failed, or its outcome is unknown after a
+            // timeout): nothing the store lacks may be shown or acknowledged. Out of space, the
+            // leader holds still on a fresh load of the store; otherwise it gives up this term and
+            // leadership is rebuilt from the store.
+            if (err instanceof StoreOutOfSpaceError && this.store instanceof EtcdStore) {
+              this.holdForSpace(err);
               throw err;
             }
-            if (err instanceof UnavailableError) throw err;
-            // Memory is now ahead of the store: give up this term and rebuild from the store, so
-            // nothing the store lacks is ever shown or acknowledged.
-            if (term === this.term) this.abdicate(err);
-            throw new UnavailableError(`a hard-state write failed (${errorMessage(err)}); the master is rebuilding its state from the store: retry`, '');
+            const answer = new UnavailableError(
+              `a hard-state write failed (${errorMessage(err)}); the master is rebuilding its state from the store: retry`,
+              '',
+            );
+            this.abdicate(err, answer);
+            throw answer;
           });
+          // Each write's failure is handled here, before the next write of the queue starts; the
+          // call waits for the last one (below).
+          durable.catch(() => undefined);
           break;
         }
         case 'grants':
         case 'assignments':
           this.pushes.push(e);
           break;
-        case 'launchAm':
-          // The agent gets the AM's grant before its plan.
+        case 'launchAm': {
+          // The agent gets the AM's grant before its plan. The AM starts only once the writes
+          // before it (its job's record) are durable and the term still holds: an AM of a job the
+          // store lacks would run against a leader that does not know it, and collide with the
+          // job's AM when the client submits it again.
           this.pushes.flush();
-          void this.launchAm(e).catch((err: unknown) => this.backgroundFailed('launching an application master', err));
+          const term = this.term;
+          void this.storeQueue
+            .then(
+              () => (term === this.term ? this.launchAm(e) : undefined),
+              () => undefined,
+            )
+            .catch((err: unknown) => this.backgroundFailed('launching an application master', err));
           break;
+        }
         case 'stopWorkers':
           this.pushes.flush();
           this.peers
@@ -410,7 +615,8 @@ export class MasterServer {
       }
     }
     this.armSchedule();
-    return writes;
+    // A call waits for its writes, or for the end of the term (a step-down answers at once).
+    return durable ? waiters.wait(durable) : Promise.resolve();
   }
 
   /** Batch scheduling: runs the owed pass schedulingIntervalMs after the last one (or now). */
@@ -500,9 +706,22 @@ export class MasterServer {
       },
       leaderWait: () => this.leaderWait(),
       heartbeatArrived: this.recorder ? (nodeId: string) => this.recorder!.arrival(nodeId, Date.now()) : undefined,
+      storeFull: () => this.storeFull,
+      conditions: () => this.conditions(),
       pushes: this.pushes,
       jobWatchers: this.jobWatchers,
       run: (effects) => this.run(effects),
+      durable: () => this.durable(),
     };
+  }
+
+  /** See HandlerContext.durable: the store queue drained within this term. */
+  private async durable(): Promise<void> {
+    const term = this.term;
+    await this.storeQueue.catch(() => undefined);
+    // Holding still while etcd is out of space, the core is a fresh load of the store: durable.
+    if (term !== this.term || (!this.isLeading() && !this.storeFull)) {
+      throw new UnavailableError('the leader gave up its term before this answer was durable: retry', '');
+    }
   }
 }

@@ -6,6 +6,7 @@
 import type { Resource } from '@fuxi/common';
 import type {
   ClusterStatus,
+  Condition,
   Grant__Output,
   HeartbeatRequest__Output,
   JobInfo,
@@ -127,6 +128,7 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
   return {
     node: n.info,
     healthy: n.healthy,
+    state: n.state,
     allocated: n.allocated,
     free: n.free,
     runningWorkers: n.runningWorkers,
@@ -134,7 +136,7 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
   };
 }
 
-export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch: string): ClusterStatus {
+export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch: string, conditions: Condition[] = []): ClusterStatus {
   return {
     leader,
     epoch,
@@ -145,5 +147,6 @@ export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch
     nodesTimingOut: st.nodesTimingOut,
     nodesLost: st.nodesLost,
     appsRunning: st.appsRunning,
+    conditions,
   };
 }

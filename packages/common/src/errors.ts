@@ -74,6 +74,19 @@ export class UnavailableError extends FuxiError {
   }
 }
 
+/**
+ * A resource the call needs is used up, e.g. the store is out of space (etcd's NOSPACE alarm).
+ * `resource` names it; the message says what an operator does about it.
+ */
+export class ResourceExhaustedError extends FuxiError {
+  constructor(
+    readonly resource: string,
+    message: string,
+  ) {
+    super('RESOURCE_EXHAUSTED', message, { resource });
+  }
+}
+
 export class InternalError extends FuxiError {
   constructor(message: string) {
     super('INTERNAL', message);

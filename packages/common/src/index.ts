@@ -22,3 +22,4 @@ export * from './address.js';
 export * from './protocol.js';
 export * from './first-difference.js';
 export * from './am-host-protocol.js';
+export * from './version.js';

@@ -70,11 +70,28 @@ export interface JobSpec {
   onAgentTimeout: AgentTimeoutPolicy;
   /** With 'rerun': how long a node may time out before its instances are re-run elsewhere (>= 0). */
   rerunAfterMs: number;
+  /** A member of a job array (set by `submitArray` / `fuxi submit --array`, not in job files). */
+  array?: JobArrayRef;
+}
+
+/** A job array member: the array's id, this member's index, and how many members may run at once (0 = no limit). */
+export interface JobArrayRef {
+  id: string;
+  index: number;
+  maxRunning: number;
 }
 
 export type AgentTimeoutPolicy = 'wait' | 'rerun';
 
 export type AmMode = 'shared' | 'dedicated';
+
+/**
+ * The priority a task's schedule unit runs at: the task's own when it sets one (non-zero), else the
+ * job's. The AM declares its units with it, and the master refuses a unit declared above it.
+ */
+export function taskPriority(job: Pick<JobSpec, 'priority'>, task: Pick<TaskSpec, 'priority'>): number {
+  return task.priority !== 0 ? task.priority : job.priority;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Constants
@@ -281,6 +298,15 @@ export interface ValidateOptions {
  * unset too, `rerunAfterMs` 0 (or absent) -> 30000 (an explicit policy keeps an explicit 0: re-run
  * at once). Everything else is returned as given.
  */
+function checkArray(a: JobArrayRef): JobArrayRef {
+  if (!JOB_ID_PATTERN.test(a.id ?? '')) throw new InvalidArgumentError('array.id', `must be a job id (${JOB_ID_PATTERN.source}), got ${describe(a.id)}`);
+  if (!Number.isInteger(a.index) || a.index < 0 || a.index > INT32_MAX)
+    throw new InvalidArgumentError('array.index', `must be an integer >= 0, got ${describe(a.index)}`);
+  if (!Number.isInteger(a.maxRunning) || a.maxRunning < 0 || a.maxRunning > INT32_MAX)
+    throw new InvalidArgumentError('array.maxRunning', `must be an integer >= 0 (0 = no limit), got ${describe(a.maxRunning)}`);
+  return { id: a.id, index: a.index, maxRunning: a.maxRunning };
+}
+
 export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobSpec {
   const out: JobSpec = {
     jobId: spec.jobId ?? '',
@@ -329,6 +355,8 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     }
     out.rerunAfterMs = rerunAfterMs;
   }
+
+  if (spec.array) out.array = checkArray(spec.array);
 
   const tasks = spec.tasks ?? [];
   if (tasks.length === 0) throw new InvalidArgumentError('tasks', 'must contain at least one task');

@@ -48,6 +48,18 @@ export function max(a: Resource, b: Resource): Resource {
   return { cpuMilli: Math.max(a.cpuMilli, b.cpuMilli), memoryMb: Math.max(a.memoryMb, b.memoryMb) };
 }
 
+export function min(a: Resource, b: Resource): Resource {
+  return { cpuMilli: Math.min(a.cpuMilli, b.cpuMilli), memoryMb: Math.min(a.memoryMb, b.memoryMb) };
+}
+
+/** The dimensions (field names) in which `a` is larger than `b`, e.g. `['cpuMilli']`; empty when `a` fits. */
+export function dimensionsOver(a: Resource, b: Resource): Array<keyof Resource> {
+  const over: Array<keyof Resource> = [];
+  if (a.cpuMilli > b.cpuMilli) over.push('cpuMilli');
+  if (a.memoryMb > b.memoryMb) over.push('memoryMb');
+  return over;
+}
+
 /** How many whole copies of `unit` fit into `avail` (Infinity when unit is zero). */
 export function slotsThatFit(unit: Resource, avail: Resource): number {
   const c = unit.cpuMilli > 0 ? Math.floor(avail.cpuMilli / unit.cpuMilli) : Infinity;

@@ -77,6 +77,7 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
     env: { ...spec.env },
     onAgentTimeout: spec.onAgentTimeout,
     rerunAfterMs: spec.rerunAfterMs,
+    ...(spec.array ? { array: { id: spec.array.id, index: spec.array.index, maxRunning: spec.array.maxRunning } } : {}),
   };
 }
 
@@ -98,5 +99,6 @@ export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
     tasks: (p.tasks ?? []).map(taskSpecFromProto),
     onAgentTimeout: (p.onAgentTimeout ?? '') as JobSpec['onAgentTimeout'],
     rerunAfterMs: p.rerunAfterMs ?? 0,
+    ...(p.array ? { array: { id: p.array.id ?? '', index: p.array.index ?? 0, maxRunning: p.array.maxRunning ?? 0 } } : {}),
   };
 }

@@ -3,13 +3,13 @@
  * every daemon.
  */
 import * as grpc from '@grpc/grpc-js';
-import { ReflectionService } from '@grpc/reflection';
-import { HealthImplementation, type ServingStatus } from 'grpc-health-check';
+import type { ServingStatus } from 'grpc-health-check';
 import type { MethodDefinition } from '@grpc/proto-loader';
-import { fuxiPackageDefinition } from '@fuxi/proto';
+import { fuxiFileDescriptorProtos } from '@fuxi/proto';
 import { isWildcardHost, type Logger } from '@fuxi/common';
 import * as os from 'node:os';
 import { toGrpcError } from './errors.js';
+import { addHealth, addReflection, type Health } from './introspection.js';
 
 type AnyMethod = MethodDefinition<object, object, object, object>;
 
@@ -79,7 +79,7 @@ export interface RunningServer {
   port: number;
   /** host:port callers should use. */
   address: string;
-  health: HealthImplementation;
+  health: Health;
   setServing(status: ServingStatus): void;
   /** Graceful shutdown, forced after `graceMs`. */
   shutdown(graceMs?: number): Promise<void>;
@@ -120,17 +120,16 @@ export function primaryAddress(): string {
   return '127.0.0.1';
 }
 
-let reflection: ReflectionService | undefined;
-
-/** Starts a gRPC server with the given services plus grpc.health.v1 and server reflection. */
+/**
+ * Starts a gRPC server with the given services plus grpc.health.v1 and server reflection (both
+ * loaded on their first call: introspection.ts).
+ */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
   for (const s of opts.services) server.addService(s.definition, s.handlers);
   const names = opts.services.map((s) => s.name);
-  const health = new HealthImplementation(Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]) as Record<string, ServingStatus>);
-  health.addToServer(server);
-  // Built once per process: its descriptors cost ~12 ms of CPU each time, and an AM host starts a server per AM.
-  (reflection ??= new ReflectionService(fuxiPackageDefinition())).addToServer(server);
+  const health = addHealth(server, Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]) as Record<string, ServingStatus>);
+  addReflection(server, fuxiFileDescriptorProtos);
   const port = await new Promise<number>((resolve, reject) => {
     server.bindAsync(opts.bind, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
   });

@@ -58,9 +58,24 @@ export interface WatchHandle {
   cancel(): void;
 }
 
+/**
+ * etcd cancelled a watch because the revision it was to resume from has been compacted (a watch
+ * that reconnects after auto-compaction, or one started behind): events since then are lost, so
+ * the watcher reads the current state and watches again from there.
+ */
+export class WatchCompactedError extends Error {
+  constructor(
+    readonly key: string,
+    readonly fromRevision: string,
+  ) {
+    super(`watch on ${key} cancelled by etcd: revision ${fromRevision} has been compacted`);
+    this.name = 'WatchCompactedError';
+  }
+}
+
 export interface WatchCallbacks {
   onEvent(e: WatchEvent): void;
-  /** The watch cannot continue (e.g. its start revision was compacted); it is cancelled. */
+  /** The watch cannot continue (its start revision was compacted: `WatchCompactedError`); it is cancelled. */
   onError(err: Error): void;
   /** The stream reconnected after a disconnect (events are resumed, none are lost). */
   onReconnect?(): void;

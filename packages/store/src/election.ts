@@ -28,7 +28,7 @@
  */
 import { backoffMs, FailedPreconditionError, InvalidArgumentError, errorMessage, nullLogger, type Logger } from '@fuxi/common';
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
-import type { CoordinationBackend, KeyRecord, LeaseHandle, LeaseListener, StoreGuard, WatchHandle } from './coordination.js';
+import { WatchCompactedError, type CoordinationBackend, type KeyRecord, type LeaseHandle, type LeaseListener, type StoreGuard } from './coordination.js';
 
 /** This instance's leadership (one term). */
 export interface Leadership {
@@ -114,7 +114,7 @@ class Term {
   leadership: Leadership | undefined;
   /** Send times of unanswered keep-alives, oldest first. */
   sent: number[] = [];
-  watches: WatchHandle[] = [];
+  watches: Array<{ cancel(): void }> = [];
   watchdog: TimerHandle | undefined;
   readonly aborted: Promise<void>;
   resolveAbort!: () => void;
@@ -406,18 +406,10 @@ export class LeaderElection {
     const mine = await this.step(term, this.backend.getRecord(key));
     if (!mine.kv || mine.kv.createRevision !== myRev) throw new Error(`campaign key ${key} disappeared while waiting (lease expired?)`);
     if (this.clock.now() - term.lastOkAt > this.ttlSec * 1000 - this.marginMs) throw new Error('lease keep-alive too stale to take the leadership');
-    term.watches.push(
-      this.backend.watch(
-        key,
-        { fromRevision: incr(mine.revision) },
-        {
-          onEvent: (e) => {
-            if (e.type === 'delete') this.abortTerm(term, 'key-deleted', `campaign key ${key} deleted`);
-          },
-          onError: (err) => this.abortTerm(term, 'etcd-error', `watch on own key failed: ${err.message}`),
-        },
-      ),
-    );
+    this.watchUntilDeleted(term, { key, createRevision: myRev }, incr(mine.revision), {
+      deleted: () => this.abortTerm(term, 'key-deleted', `campaign key ${key} deleted`),
+      failed: (err) => this.abortTerm(term, 'etcd-error', `watch on own key failed: ${err.message}`),
+    });
 
     const leadership: Leadership = { epoch: myRev, key, leaseId: lease.id, value, guard: { key, createRevision: myRev } };
     term.leadership = leadership;
@@ -430,20 +422,59 @@ export class LeaderElection {
 
   private waitDeleted(term: Term, kv: KeyRecord, fromRevision: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      this.watchUntilDeleted(term, { key: kv.key, createRevision: kv.createRevision }, fromRevision, {
+        deleted: resolve,
+        failed: (err) => reject(new Error(`watch on ${kv.key} failed: ${err.message}`)),
+      });
+    });
+  }
+
+  /**
+   * Watches `key` (as created at `createRevision`) from `fromRevision` until it is deleted. When etcd
+   * compacted the revision the watch resumes from (a reconnect after auto-compaction), the events
+   * in between are lost: the key is read again, and if it is still the same key (same create
+   * revision) it is watched from that read's revision; if not, it was deleted meanwhile.
+   */
+  private watchUntilDeleted(
+    term: Term,
+    target: { key: string; createRevision: string },
+    fromRevision: string,
+    on: { deleted: () => void; failed: (err: Error) => void },
+  ): void {
+    let done = false;
+    const finish = (f: () => void) => {
+      if (done) return;
+      done = true;
+      f();
+    };
+    const start = (from: string) => {
       const h = this.backend.watch(
-        kv.key,
-        { fromRevision },
+        target.key,
+        { fromRevision: from },
         {
           onEvent: (e) => {
             if (e.type !== 'delete') return;
             h.cancel();
-            resolve();
+            finish(on.deleted);
           },
-          onError: (err) => reject(new Error(`watch on ${kv.key} failed: ${err.message}`)),
+          onError: (err) => {
+            if (done || term.reason) return;
+            if (!(err instanceof WatchCompactedError)) return finish(() => on.failed(err));
+            this.log.info({ key: target.key, err: err.message }, 'watch behind a compaction: reading the key again and watching from there');
+            this.backend.getRecord(target.key).then(
+              (r) => {
+                if (done || term.reason) return;
+                if (!r.kv || r.kv.createRevision !== target.createRevision) finish(on.deleted);
+                else start(incr(r.revision));
+              },
+              (e: unknown) => finish(() => on.failed(e instanceof Error ? e : new Error(String(e)))),
+            );
+          },
         },
       );
       term.watches.push(h);
-    });
+    };
+    start(fromRevision);
   }
 
   /** Steps down (returns false) if the last successful keep-alive is older than ttl - margin. */
@@ -567,6 +598,11 @@ export class LeaderElection {
         });
       } catch (e) {
         if (!this.observing) break;
+        if (e instanceof WatchCompactedError) {
+          // Events since the watch's revision are gone: read the leader again and watch from there.
+          this.log.info({ err: e.message }, 'election watch behind a compaction: reading the election again');
+          continue;
+        }
         failures++;
         const retryInMs = this.backoff(failures);
         this.log.warn({ err: errorMessage(e), retryInMs }, 'observing the election failed; retrying');

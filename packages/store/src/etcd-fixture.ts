@@ -9,6 +9,12 @@
  * const store = await EtcdStore.open({ endpoints: [etcd.endpoint], prefix: '/t1/' });
  * etcd.pause(); etcd.resume();              // SIGSTOP / SIGCONT
  * await etcd.stop();
+ *
+ * // A static three-member cluster, each member on its own host of a test rack:
+ * const members = await startEtcdCluster([
+ *   { name: 'e1', host: '10.214.0.31', wrap: ['ip', 'netns', 'exec', 'fxh-e1'] }, ...
+ * ]);
+ * await members[0].crash();                  // kill -9; start() brings it back with its data
  * ```
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -34,6 +40,8 @@ export interface EtcdProcess {
   resume(): void;
   /** SIGTERM (SIGKILL after `graceMs`); keeps the data dir. */
   kill(graceMs?: number): Promise<void>;
+  /** SIGKILL (kill -9, after SIGCONT) and wait for the exit; keeps the data dir. */
+  crash(): Promise<void>;
   /** kill() and remove the data dir. */
   stop(): Promise<void>;
   /** The last lines etcd logged (for failure messages). */
@@ -104,6 +112,15 @@ export interface EtcdOptions {
   clientPort?: number;
   peerPort?: number;
   wrap?: string[];
+  /** Member name (default 'default'). */
+  name?: string;
+  /**
+   * `--initial-cluster` of a static multi-member cluster (`name=peerUrl,...`); default this member
+   * alone. Used only on the first start: a restart finds the membership in its data dir.
+   */
+  initialCluster?: string;
+  /** `--initial-cluster-token` (default etcd's). */
+  clusterToken?: string;
 }
 
 export async function prepareEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> {
@@ -117,6 +134,7 @@ export async function prepareEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> 
   const peerUrl = `http://${host}:${peerPort}`;
   const logPath = join(dataDir, 'etcd.log');
   const startTimeoutMs = opts.startTimeoutMs ?? 15_000;
+  const name = opts.name ?? 'default';
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
 
@@ -188,7 +206,7 @@ export async function prepareEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> 
         [
           ...(wrap.length > 0 ? [...wrap.slice(1), bin] : []),
           '--name',
-          'default',
+          name,
           '--data-dir',
           join(dataDir, 'data'),
           '--listen-client-urls',
@@ -200,7 +218,8 @@ export async function prepareEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> 
           '--initial-advertise-peer-urls',
           peerUrl,
           '--initial-cluster',
-          `default=${peerUrl}`,
+          opts.initialCluster ?? `${name}=${peerUrl}`,
+          ...(opts.clusterToken ? ['--initial-cluster-token', opts.clusterToken] : []),
           ...(opts.extraArgs ?? []),
         ],
         { stdio: ['ignore', fd, fd] },
@@ -237,6 +256,19 @@ export async function prepareEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> 
       process.kill(pid, 'SIGCONT');
     },
     kill,
+    async crash() {
+      const c = child;
+      if (!c || c.pid === undefined) return;
+      if (c.exitCode === null && c.signalCode === null) {
+        try {
+          process.kill(c.pid, 'SIGCONT');
+          process.kill(c.pid, 'SIGKILL');
+        } catch {}
+        await exited;
+      }
+      running.delete(c);
+      child = undefined;
+    },
     async stop() {
       await kill();
       rmSync(dataDir, { recursive: true, force: true });
@@ -256,4 +288,39 @@ export async function startEtcd(opts: EtcdOptions = {}): Promise<EtcdProcess> {
     throw err;
   }
   return e;
+}
+
+/** One member of a static etcd cluster: its name, the address it serves on and where it runs. */
+export interface EtcdMemberOptions {
+  name: string;
+  /** Address the member listens on and advertises (ports 2379 and 2380 there). */
+  host: string;
+  /** argv prefix that runs a command on that host (e.g. `['ip', 'netns', 'exec', 'fxh-e1']`). */
+  wrap?: string[];
+}
+
+/**
+ * Starts a static etcd cluster (`--initial-cluster` naming every member), all members at once,
+ * and waits until every member answers /health (the cluster has a leader). `opts` applies to
+ * every member (e.g. `extraArgs: ['--quota-backend-bytes', '...']`).
+ */
+export async function startEtcdCluster(
+  members: EtcdMemberOptions[],
+  opts: Omit<EtcdOptions, 'host' | 'wrap' | 'name' | 'initialCluster'> = {},
+): Promise<EtcdProcess[]> {
+  if (members.length === 0) throw new Error('an etcd cluster needs at least one member');
+  const peerPort = opts.peerPort ?? 2380;
+  const initialCluster = members.map((m) => `${m.name}=http://${m.host}:${peerPort}`).join(',');
+  const token = opts.clusterToken ?? `fuxi-${process.pid}-${Date.now().toString(36)}`;
+  const out: EtcdProcess[] = [];
+  try {
+    for (const m of members) {
+      out.push(await prepareEtcd({ ...opts, name: m.name, host: m.host, ...(m.wrap ? { wrap: m.wrap } : {}), initialCluster, clusterToken: token }));
+    }
+    await Promise.all(out.map((e) => e.start()));
+  } catch (err) {
+    await Promise.all(out.map((e) => e.stop().catch(() => undefined)));
+    throw err;
+  }
+  return out;
 }

@@ -10,13 +10,18 @@
  * - `coordination()` gives the lease / txn / watch primitives that `LeaderElection` runs on.
  *
  * Keys passed to every method are relative to the prefix; the subtree `election/` under it is used by
- * `LeaderElection`.
+ * `LeaderElection`. `etcd3-watch-guard.ts` keeps a fault of the client's watch streams from ending
+ * the process.
  */
+import './etcd3-watch-guard.js';
 import {
+  AlarmAction,
+  AlarmType,
   CompareResult,
   CompareTarget,
   Etcd3,
   GRPCDeadlineExceededError,
+  GRPCResourceExhastedError,
   SortOrder,
   SortTarget,
   isRecoverableError,
@@ -32,12 +37,22 @@ import {
   FuxiError,
   InternalError,
   InvalidArgumentError,
+  ResourceExhaustedError,
   UnavailableError,
   errorMessage,
   nullLogger,
   type Logger,
 } from '@fuxi/common';
-import type { CoordinationBackend, KeyRecord, LeaseHandle, LeaseListener, StoreGuard, WatchCallbacks, WatchHandle } from './coordination.js';
+import {
+  WatchCompactedError,
+  type CoordinationBackend,
+  type KeyRecord,
+  type LeaseHandle,
+  type LeaseListener,
+  type StoreGuard,
+  type WatchCallbacks,
+  type WatchHandle,
+} from './coordination.js';
 import type { KeyValue, Store, StoreOp } from './store.js';
 
 export interface EtcdStoreOptions {
@@ -84,6 +99,34 @@ export class FencedError extends FailedPreconditionError {
   }
 }
 
+/**
+ * etcd is out of space (`etcdserver: mvcc: database space exceeded`; its NOSPACE alarm is raised):
+ * it refuses every write (reads, deletes and lease keep-alives still work) until an operator frees
+ * space and disarms the alarm. Nothing of the refused write was applied.
+ */
+export class StoreOutOfSpaceError extends ResourceExhaustedError {
+  constructor(op: string, detail: string) {
+    super(
+      'store space',
+      `etcd ${op}: etcd is out of space (${detail}); nothing was written. Free space: etcdctl compact <current revision>, ` +
+        'etcdctl defrag, then etcdctl alarm disarm (and raise --quota-backend-bytes if it is too small)',
+    );
+  }
+}
+
+/**
+ * etcd's NOSPACE answer: gRPC RESOURCE_EXHAUSTED with "database space exceeded" (grpc-js also says
+ * RESOURCE_EXHAUSTED for a message over its size limit, which is not etcd being full).
+ */
+function isNoSpace(e: unknown): boolean {
+  return e instanceof GRPCResourceExhastedError && /database space exceeded/.test(e.message);
+}
+
+/** A read at a revision that etcd has compacted away ("required revision has been compacted"). */
+function isCompacted(e: unknown): boolean {
+  return e instanceof Error && /required revision has been compacted/.test(e.message);
+}
+
 type FaultHandling = NonNullable<IOptions['faultHandling']>;
 type Policy = ReturnType<NonNullable<FaultHandling['host']>>;
 type WatchBackoff = NonNullable<FaultHandling['watchBackoff']>;
@@ -95,7 +138,7 @@ const noEvent = () => ({ dispose() {} });
  * failures, which delays the first successful call after etcd comes back. We retry by ourselves
  * (the election's backoff, the master's callers), so: no breaker, and one immediate retry (on the
  * next host) of calls that failed for connection reasons; a call that ran into its deadline is not
- * retried (its time budget is spent).
+ * retried (its time budget is spent), nor one refused for space (etcd3 counts it as recoverable).
  */
 function retryPolicy(maxAttempts: number): Policy {
   return {
@@ -107,7 +150,7 @@ function retryPolicy(maxAttempts: number): Policy {
         try {
           return await fn(ctx);
         } catch (e) {
-          if (attempt >= maxAttempts || !(e instanceof Error) || !isRecoverableError(e) || e instanceof GRPCDeadlineExceededError) throw e;
+          if (attempt >= maxAttempts || !(e instanceof Error) || !isRecoverableError(e) || e instanceof GRPCDeadlineExceededError || isNoSpace(e)) throw e;
         }
       }
     },
@@ -183,7 +226,9 @@ export class EtcdStore implements GuardableStore {
       ...(opts.auth ? { auth: opts.auth } : {}),
       dialTimeout: timeout,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
-      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000 },
+      // No limit on the size of an answer (grpc-js's default is 4 MiB): a page of `list` holds up
+      // to listPageSize values, and a job spec alone may be up to maxJobSpecBytes (1 MiB).
+      grpcOptions: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000, 'grpc.max_receive_message_length': -1 },
       faultHandling: {
         host: () => retryPolicy(1),
         global: retryPolicy(Math.max(2, hosts.length)),
@@ -215,6 +260,7 @@ export class EtcdStore implements GuardableStore {
   private wrap(op: string, e: unknown): Error {
     if (e instanceof FuxiError) return e;
     const msg = errorMessage(e);
+    if (isNoSpace(e)) return new StoreOutOfSpaceError(op, msg.replace(/^\d+ RESOURCE_EXHAUSTED: /, ''));
     if (e instanceof Error && isRecoverableError(e)) return new UnavailableError(`etcd ${op}: ${msg}`);
     return new InternalError(`etcd ${op}: ${msg}`);
   }
@@ -237,30 +283,46 @@ export class EtcdStore implements GuardableStore {
     });
   }
 
+  /**
+   * Every key under `prefix`, read in pages at the revision of the first page (one consistent
+   * view). When etcd compacts that revision away before the last page (auto-compaction, an
+   * operator), the listing starts over at the current revision, up to 5 times.
+   */
   async list(prefix: string): Promise<KeyValue[]> {
     return this.call('list', async () => {
-      const start = this.full(prefix);
-      const end = prefixRangeEnd(start);
-      const out: KeyValue[] = [];
-      let from = start;
-      let revision: string | undefined;
-      for (;;) {
-        const res = await this.client.kv.range({
-          key: from,
-          range_end: end,
-          limit: this.listPageSize,
-          sort_target: SortTarget.Key,
-          sort_order: SortOrder.Ascend,
-          ...(revision ? { revision } : {}),
-        });
-        revision ??= res.header.revision;
-        for (const kv of res.kvs) out.push({ key: this.rel(kv.key), value: kv.value.toString('utf8') });
-        const last = res.kvs[res.kvs.length - 1];
-        if (!res.more || !last) break;
-        from = Buffer.concat([last.key, Buffer.from([0])]);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.listAtOneRevision(prefix);
+        } catch (e) {
+          if (!isCompacted(e) || attempt >= 5) throw e;
+          this.log.info({ prefix, attempt }, 'list: etcd compacted the revision being read; reading again at the current one');
+        }
       }
-      return out;
     });
+  }
+
+  private async listAtOneRevision(prefix: string): Promise<KeyValue[]> {
+    const start = this.full(prefix);
+    const end = prefixRangeEnd(start);
+    const out: KeyValue[] = [];
+    let from = start;
+    let revision: string | undefined;
+    for (;;) {
+      const res = await this.client.kv.range({
+        key: from,
+        range_end: end,
+        limit: this.listPageSize,
+        sort_target: SortTarget.Key,
+        sort_order: SortOrder.Ascend,
+        ...(revision ? { revision } : {}),
+      });
+      revision ??= res.header.revision;
+      for (const kv of res.kvs) out.push({ key: this.rel(kv.key), value: kv.value.toString('utf8') });
+      const last = res.kvs[res.kvs.length - 1];
+      if (!res.more || !last) break;
+      from = Buffer.concat([last.key, Buffer.from([0])]);
+    }
+    return out;
   }
 
   async put(key: string, value: string): Promise<void> {
@@ -326,6 +388,42 @@ export class EtcdStore implements GuardableStore {
   async revokeLease(leaseId: string): Promise<void> {
     await this.call('lease revoke', async () => {
       await this.client.leaseClient.leaseRevoke({ ID: leaseId });
+    });
+  }
+
+  // ---- maintenance (the master asks about space; operators and tests free it) ----
+
+  /** Whether etcd's NOSPACE alarm is raised on any member (then every write is refused). */
+  async outOfSpace(timeoutMs = this.requestTimeoutMs): Promise<boolean> {
+    return this.call('alarm list', async () => {
+      const res = await this.client.maintenance.alarm({ action: AlarmAction.Get, memberID: 0, alarm: AlarmType.None }, { deadline: Date.now() + timeoutMs });
+      return res.alarms.some((a) => a.alarm === 'Nospace');
+    });
+  }
+
+  /** `etcdctl compact <current revision>`: drops every older revision of every key (all prefixes); returns that revision. */
+  async compact(): Promise<string> {
+    return this.call('compact', async () => {
+      const { header } = await this.client.kv.range({ key: this.prefixBuf, count_only: true });
+      await this.client.kv.compact({ revision: header.revision, physical: true });
+      return header.revision;
+    });
+  }
+
+  /** `etcdctl defrag` on the member this client talks to: gives the space compaction freed back. */
+  async defragment(): Promise<void> {
+    await this.call('defragment', async () => {
+      await this.client.maintenance.defragment({ deadline: Date.now() + Math.max(this.requestTimeoutMs, 30_000) });
+    });
+  }
+
+  /** `etcdctl alarm disarm` for NOSPACE: etcd accepts writes again (raised again if still full). */
+  async disarmNoSpace(): Promise<void> {
+    await this.call('alarm disarm', async () => {
+      const res = await this.client.maintenance.alarm({ action: AlarmAction.Get, memberID: 0, alarm: AlarmType.None });
+      for (const a of res.alarms) {
+        if (a.alarm === 'Nospace') await this.client.maintenance.alarm({ action: AlarmAction.Deactivate, memberID: a.memberID, alarm: AlarmType.Nospace });
+      }
     });
   }
 
@@ -456,7 +554,9 @@ export class EtcdStore implements GuardableStore {
     w.on('error', (err) => {
       if (cancelled) return;
       cancel();
-      cb.onError(err);
+      // etcd cancels a watch whose start revision it compacted with an empty reason (the etcd3
+      // client does not pass the compact revision on); every other cancellation names its reason.
+      cb.onError(/^Watcher canceled: ?$/.test(err.message.trim()) ? new WatchCompactedError(key, String(w.lastRevision() ?? opts.fromRevision)) : err);
     });
     return { cancel };
   }

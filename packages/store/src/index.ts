@@ -26,7 +26,8 @@ import type { Store } from './store.js';
 export * from './store.js';
 export { EmbeddedStore } from './embedded-store.js';
 export { MemoryStore } from './memory-store.js';
-export { EtcdStore, FencedError, isGuardable, type EtcdStoreOptions, type GuardableStore } from './etcd-store.js';
+export { EtcdStore, FencedError, StoreOutOfSpaceError, isGuardable, type EtcdStoreOptions, type GuardableStore } from './etcd-store.js';
+export { WatchCompactedError } from './coordination.js';
 export type { StoreGuard, CoordinationBackend, KeyRecord, LeaseHandle, LeaseListener, WatchCallbacks, WatchEvent, WatchHandle } from './coordination.js';
 export {
   LeaderElection,

@@ -8,6 +8,7 @@ import type { FetchOutputRequest as _fuxi_v1_FetchOutputRequest, FetchOutputRequ
 import type { GetAgentStateRequest as _fuxi_v1_GetAgentStateRequest, GetAgentStateRequest__Output as _fuxi_v1_GetAgentStateRequest__Output } from './fuxi/v1/GetAgentStateRequest.js';
 import type { GetAgentStateResponse as _fuxi_v1_GetAgentStateResponse, GetAgentStateResponse__Output as _fuxi_v1_GetAgentStateResponse__Output } from './fuxi/v1/GetAgentStateResponse.js';
 import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from './fuxi/v1/Grant.js';
+import type { JobArray as _fuxi_v1_JobArray, JobArray__Output as _fuxi_v1_JobArray__Output } from './fuxi/v1/JobArray.js';
 import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
 import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
 import type { ListWorkersRequest as _fuxi_v1_ListWorkersRequest, ListWorkersRequest__Output as _fuxi_v1_ListWorkersRequest__Output } from './fuxi/v1/ListWorkersRequest.js';
@@ -47,6 +48,7 @@ export interface ProtoGrpcType {
       GetAgentStateRequest: MessageTypeDefinition<_fuxi_v1_GetAgentStateRequest, _fuxi_v1_GetAgentStateRequest__Output>
       GetAgentStateResponse: MessageTypeDefinition<_fuxi_v1_GetAgentStateResponse, _fuxi_v1_GetAgentStateResponse__Output>
       Grant: MessageTypeDefinition<_fuxi_v1_Grant, _fuxi_v1_Grant__Output>
+      JobArray: MessageTypeDefinition<_fuxi_v1_JobArray, _fuxi_v1_JobArray__Output>
       JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
       JobSpec: MessageTypeDefinition<_fuxi_v1_JobSpec, _fuxi_v1_JobSpec__Output>
       JobState: EnumTypeDefinition

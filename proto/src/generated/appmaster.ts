@@ -9,6 +9,7 @@ import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__
 import type { GetAppStateRequest as _fuxi_v1_GetAppStateRequest, GetAppStateRequest__Output as _fuxi_v1_GetAppStateRequest__Output } from './fuxi/v1/GetAppStateRequest.js';
 import type { GetAppStateResponse as _fuxi_v1_GetAppStateResponse, GetAppStateResponse__Output as _fuxi_v1_GetAppStateResponse__Output } from './fuxi/v1/GetAppStateResponse.js';
 import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from './fuxi/v1/Grant.js';
+import type { JobArray as _fuxi_v1_JobArray, JobArray__Output as _fuxi_v1_JobArray__Output } from './fuxi/v1/JobArray.js';
 import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
 import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
 import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fuxi_v1_LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
@@ -40,6 +41,7 @@ export interface ProtoGrpcType {
       GetAppStateRequest: MessageTypeDefinition<_fuxi_v1_GetAppStateRequest, _fuxi_v1_GetAppStateRequest__Output>
       GetAppStateResponse: MessageTypeDefinition<_fuxi_v1_GetAppStateResponse, _fuxi_v1_GetAppStateResponse__Output>
       Grant: MessageTypeDefinition<_fuxi_v1_Grant, _fuxi_v1_Grant__Output>
+      JobArray: MessageTypeDefinition<_fuxi_v1_JobArray, _fuxi_v1_JobArray__Output>
       JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
       JobSpec: MessageTypeDefinition<_fuxi_v1_JobSpec, _fuxi_v1_JobSpec__Output>
       JobState: EnumTypeDefinition

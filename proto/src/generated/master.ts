@@ -5,6 +5,7 @@ import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_
 import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
+import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Condition__Output } from './fuxi/v1/Condition.js';
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from './fuxi/v1/FinishAppResponse.js';
@@ -17,6 +18,7 @@ import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output }
 import type { GrantUpdate as _fuxi_v1_GrantUpdate, GrantUpdate__Output as _fuxi_v1_GrantUpdate__Output } from './fuxi/v1/GrantUpdate.js';
 import type { HeartbeatRequest as _fuxi_v1_HeartbeatRequest, HeartbeatRequest__Output as _fuxi_v1_HeartbeatRequest__Output } from './fuxi/v1/HeartbeatRequest.js';
 import type { HeartbeatResponse as _fuxi_v1_HeartbeatResponse, HeartbeatResponse__Output as _fuxi_v1_HeartbeatResponse__Output } from './fuxi/v1/HeartbeatResponse.js';
+import type { JobArray as _fuxi_v1_JobArray, JobArray__Output as _fuxi_v1_JobArray__Output } from './fuxi/v1/JobArray.js';
 import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
 import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
 import type { KillJobRequest as _fuxi_v1_KillJobRequest, KillJobRequest__Output as _fuxi_v1_KillJobRequest__Output } from './fuxi/v1/KillJobRequest.js';
@@ -49,6 +51,9 @@ import type { ScheduleUnitConfig as _fuxi_v1_ScheduleUnitConfig, ScheduleUnitCon
 import type { SlotReturn as _fuxi_v1_SlotReturn, SlotReturn__Output as _fuxi_v1_SlotReturn__Output } from './fuxi/v1/SlotReturn.js';
 import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__Output as _fuxi_v1_SubmitJobRequest__Output } from './fuxi/v1/SubmitJobRequest.js';
 import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from './fuxi/v1/SubmitJobResponse.js';
+import type { SubmitJobResult as _fuxi_v1_SubmitJobResult, SubmitJobResult__Output as _fuxi_v1_SubmitJobResult__Output } from './fuxi/v1/SubmitJobResult.js';
+import type { SubmitJobsRequest as _fuxi_v1_SubmitJobsRequest, SubmitJobsRequest__Output as _fuxi_v1_SubmitJobsRequest__Output } from './fuxi/v1/SubmitJobsRequest.js';
+import type { SubmitJobsResponse as _fuxi_v1_SubmitJobsResponse, SubmitJobsResponse__Output as _fuxi_v1_SubmitJobsResponse__Output } from './fuxi/v1/SubmitJobsResponse.js';
 import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fuxi_v1_TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
 import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
@@ -56,6 +61,7 @@ import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateR
 import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from './fuxi/v1/WatchAssignmentsRequest.js';
 import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from './fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from './fuxi/v1/WatchJobRequest.js';
+import type { WatchJobsRequest as _fuxi_v1_WatchJobsRequest, WatchJobsRequest__Output as _fuxi_v1_WatchJobsRequest__Output } from './fuxi/v1/WatchJobsRequest.js';
 import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from './fuxi/v1/WorkerStatus.js';
 import type { WorkerSummary as _fuxi_v1_WorkerSummary, WorkerSummary__Output as _fuxi_v1_WorkerSummary__Output } from './fuxi/v1/WorkerSummary.js';
 
@@ -70,6 +76,7 @@ export interface ProtoGrpcType {
       AssignmentUpdate: MessageTypeDefinition<_fuxi_v1_AssignmentUpdate, _fuxi_v1_AssignmentUpdate__Output>
       ClusterStatus: MessageTypeDefinition<_fuxi_v1_ClusterStatus, _fuxi_v1_ClusterStatus__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
+      Condition: MessageTypeDefinition<_fuxi_v1_Condition, _fuxi_v1_Condition__Output>
       FaultEvent: MessageTypeDefinition<_fuxi_v1_FaultEvent, _fuxi_v1_FaultEvent__Output>
       FinishAppRequest: MessageTypeDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppRequest__Output>
       FinishAppResponse: MessageTypeDefinition<_fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppResponse__Output>
@@ -82,6 +89,7 @@ export interface ProtoGrpcType {
       GrantUpdate: MessageTypeDefinition<_fuxi_v1_GrantUpdate, _fuxi_v1_GrantUpdate__Output>
       HeartbeatRequest: MessageTypeDefinition<_fuxi_v1_HeartbeatRequest, _fuxi_v1_HeartbeatRequest__Output>
       HeartbeatResponse: MessageTypeDefinition<_fuxi_v1_HeartbeatResponse, _fuxi_v1_HeartbeatResponse__Output>
+      JobArray: MessageTypeDefinition<_fuxi_v1_JobArray, _fuxi_v1_JobArray__Output>
       JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
       JobSpec: MessageTypeDefinition<_fuxi_v1_JobSpec, _fuxi_v1_JobSpec__Output>
       JobState: EnumTypeDefinition
@@ -120,6 +128,9 @@ export interface ProtoGrpcType {
       SlotReturn: MessageTypeDefinition<_fuxi_v1_SlotReturn, _fuxi_v1_SlotReturn__Output>
       SubmitJobRequest: MessageTypeDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobRequest__Output>
       SubmitJobResponse: MessageTypeDefinition<_fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobResponse__Output>
+      SubmitJobResult: MessageTypeDefinition<_fuxi_v1_SubmitJobResult, _fuxi_v1_SubmitJobResult__Output>
+      SubmitJobsRequest: MessageTypeDefinition<_fuxi_v1_SubmitJobsRequest, _fuxi_v1_SubmitJobsRequest__Output>
+      SubmitJobsResponse: MessageTypeDefinition<_fuxi_v1_SubmitJobsResponse, _fuxi_v1_SubmitJobsResponse__Output>
       TaskProgress: MessageTypeDefinition<_fuxi_v1_TaskProgress, _fuxi_v1_TaskProgress__Output>
       TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
       UpdateRequestsRequest: MessageTypeDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsRequest__Output>
@@ -127,6 +138,7 @@ export interface ProtoGrpcType {
       WatchAssignmentsRequest: MessageTypeDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_WatchAssignmentsRequest__Output>
       WatchGrantsRequest: MessageTypeDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_WatchGrantsRequest__Output>
       WatchJobRequest: MessageTypeDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_WatchJobRequest__Output>
+      WatchJobsRequest: MessageTypeDefinition<_fuxi_v1_WatchJobsRequest, _fuxi_v1_WatchJobsRequest__Output>
       WorkerState: EnumTypeDefinition
       WorkerStatus: MessageTypeDefinition<_fuxi_v1_WorkerStatus, _fuxi_v1_WorkerStatus__Output>
       WorkerSummary: MessageTypeDefinition<_fuxi_v1_WorkerSummary, _fuxi_v1_WorkerSummary__Output>

@@ -383,14 +383,18 @@ async function runScale(o: Options, dir: string, n: number): Promise<ScaleResult
     const memReg = await snap('nodes');
 
     // ---- apps: the master launches each AM through a node's StartWorkers.
+    // The master holds each app to its spec: the fake AMs' unit (priority 1) is task `work`, whose
+    // instances cover the slots an app holds (--fill) and asks for (up to the largest window) at once.
+    const instances = Math.floor((o.fill * n * slotsPerNode) / o.apps) + 2 * Math.max(...o.windows);
     const masterClient = connect(loadFuxiProto().MasterService, master.address);
     try {
       for (let i = 0; i < o.apps; i++) {
         const spec = normalizeJobSpec({
           id: `bench-${i}`,
           name: `bench-${i}`,
+          priority: 1,
           am: { cpu: '100m', memory: 128 },
-          tasks: [{ name: 'work', instances: 1, resources: { cpu: `${o.slotCpuMilli}m`, memory: o.slotMemoryMb }, command: ['true'] }],
+          tasks: [{ name: 'work', instances, resources: { cpu: `${o.slotCpuMilli}m`, memory: o.slotMemoryMb }, command: ['true'] }],
         });
         await masterClient.SubmitJob({ spec: jobSpecToProto(spec) }, { deadlineMs: 30_000 });
       }

@@ -198,6 +198,33 @@ describe('job lifecycle (real processes)', function () {
     }
   });
 
+  it('many small jobs: submitMany and a job array (at most 2 running), all waited for on one stream', async () => {
+    const one = (name: string) => job({ name, tasks: [{ name: 't', instances: 1, resources: { cpu: 0.5, memory: 64 }, command: 'echo $FUXI_ARRAY_INDEX' }] });
+    const specs = Array.from({ length: 20 }, (_, i) => ({ ...one('many'), jobId: `many-${i}` }));
+    const res = await client.submitMany(specs);
+    expect(res.every((r) => r.created && !r.error)).to.equal(true);
+    const done = await client.waitAll({ jobIds: res.map((r) => r.jobId) }, { endsOnly: true });
+    expect([...done.values()].filter((j) => j.state === 'JOB_STATE_SUCCEEDED')).to.have.length(20);
+    // An array of 6 members, at most 2 running: held members start as others end.
+    let mostRunning = 0;
+    const { arrayId, results } = await client.submitArray({ ...one('arr'), jobId: 'arr' }, { indices: [0, 1, 2, 3, 4, 5], maxRunning: 2 });
+    expect(results.map((r) => r.jobId)).to.deep.equal(['arr_0', 'arr_1', 'arr_2', 'arr_3', 'arr_4', 'arr_5']);
+    const states = new Map<string, string>();
+    const ends = await client.waitAll(
+      { arrayId },
+      {
+        onChange: (j) => {
+          states.set(j.jobId, j.state);
+          mostRunning = Math.max(mostRunning, [...states.values()].filter((s) => s === 'JOB_STATE_RUNNING').length);
+        },
+      },
+    );
+    expect([...ends.keys()].sort()).to.deep.equal(results.map((r) => r.jobId));
+    expect([...ends.values()].every((j) => j.state === 'JOB_STATE_SUCCEEDED')).to.equal(true);
+    expect(mostRunning).to.be.at.most(2);
+    expect((await client.list({ arrayId })).map((j) => j.jobId)).to.deep.equal(results.map((r) => r.jobId));
+  });
+
   it('never over-commits a node (checked from agent reports while jobs compete)', async () => {
     const nodes = await client.nodes();
     const capacity = new Map(nodes.map((n) => [n.node!.address, n.node!.capacity!]));

@@ -15,7 +15,7 @@
  * await rc.stop();
  * ```
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HaCluster, REPO_ROOT, type ClusterPlacement, type HaClusterOptions } from '@fuxi/deploy';
 import { prepareEtcd, type EtcdProcess } from '../etcd-harness.js';
@@ -38,7 +38,32 @@ export const MASTER_PORT = 7070;
 export const CLUSTER_CONFIG = {
   master: join(REPO_ROOT, 'deploy', 'config', 'cluster', 'master.yaml'),
   agent: join(REPO_ROOT, 'deploy', 'config', 'cluster', 'agent.yaml'),
+  /** etcd's settings (Debian's /etc/default/etcd): auto-compaction, space quota, request size. */
+  etcd: join(REPO_ROOT, 'deploy', 'config', 'cluster', 'etcd.env'),
 };
+
+/** Flags the etcd harness sets itself (where etcd listens and keeps its data). */
+const HARNESS_ETCD_FLAGS = new Set([
+  'name',
+  'data-dir',
+  'listen-client-urls',
+  'advertise-client-urls',
+  'listen-peer-urls',
+  'initial-advertise-peer-urls',
+  'initial-cluster',
+]);
+
+/** The flags of an etcd environment file (`ETCD_X_Y=v` is `--x-y v`), but those the harness sets. */
+export function etcdFlagsFromEnvFile(path: string): string[] {
+  const flags: string[] = [];
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const m = /^\s*ETCD_([A-Z0-9_]+)=(.*?)\s*$/.exec(line);
+    if (!m) continue;
+    const flag = m[1]!.toLowerCase().replace(/_/g, '-');
+    if (!HARNESS_ETCD_FLAGS.has(flag)) flags.push(`--${flag}`, m[2]!.replace(/^"(.*)"$/, '$1'));
+  }
+  return flags;
+}
 
 /** Agent host names (a1, a2, ...) of a rack with `n` agent hosts. */
 export const agentHosts = (n: number): string[] => Array.from({ length: n }, (_, i) => `a${i + 1}`);
@@ -52,9 +77,17 @@ export async function startRack(agentHostCount = 3, opts: { prefix?: string; sub
   return Rack.create({ prefix: opts.prefix ?? RACK_PREFIX, subnet: opts.subnet ?? RACK_SUBNET, hosts });
 }
 
-/** etcd on its own host of the rack, with the config files' endpoint (http://<etcd host>:2379). */
+/**
+ * etcd on its own host of the rack, with the config files' endpoint (http://<etcd host>:2379) and
+ * the settings of deploy/config/cluster/etcd.env (auto-compaction, quota, request size).
+ */
 export async function startRackEtcd(rack: Rack): Promise<EtcdProcess> {
-  const e = await prepareEtcd({ host: rack.host('etcd').ip, wrap: rack.wrap('etcd'), startTimeoutMs: 30_000 });
+  const e = await prepareEtcd({
+    host: rack.host('etcd').ip,
+    wrap: rack.wrap('etcd'),
+    startTimeoutMs: 30_000,
+    extraArgs: etcdFlagsFromEnvFile(CLUSTER_CONFIG.etcd),
+  });
   try {
     await e.start();
   } catch (err) {

@@ -134,7 +134,7 @@ export class Rack {
       if (!/^[a-z0-9][a-z0-9-]{0,5}$/.test(h.name)) throw new Error(`rack host name ${JSON.stringify(h.name)}: [a-z0-9-], at most 6 characters`);
       if (!Number.isInteger(h.octet) || h.octet < 2 || h.octet > 254) throw new Error(`rack host ${h.name}: octet ${h.octet} not in 2..254`);
     }
-    await Rack.sweep(prefix);
+    await Rack.sweep(prefix, subnet);
     const rack = new Rack(prefix, subnet, opts.hosts);
     process.once('exit', rack.onExit);
     process.once('SIGINT', rack.onSignal);
@@ -163,8 +163,11 @@ export class Rack {
     process.removeListener('SIGTERM', this.onSignal);
   }
 
-  /** Removes what a run with `prefix` left: its processes (by pid), namespaces, links, route, hosts files. */
-  static async sweep(prefix: string): Promise<void> {
+  /**
+   * Removes what a run with `prefix` left: its processes (by pid), namespaces, links, route, hosts
+   * files. With `subnet`, only that subnet's unreachable route (another rack's stays), else every one.
+   */
+  static async sweep(prefix: string, subnet?: string): Promise<void> {
     const list = await sh('ip', ['netns', 'list']);
     const names = list.stdout
       .split('\n')
@@ -188,7 +191,9 @@ export class Rack {
       .map((l) => /^\d+:\s+([^:@\s]+)/.exec(l)?.[1] ?? '')
       .filter((n) => n.startsWith(`${prefix}-`));
     for (const l of links) await sh('ip', ['link', 'del', l]);
-    const routes = (await sh('ip', ['route', 'show', 'type', 'unreachable'])).stdout.split('\n').filter((l) => /metric 4000/.test(l));
+    const routes = (await sh('ip', ['route', 'show', 'type', 'unreachable'])).stdout
+      .split('\n')
+      .filter((l) => /metric 4000/.test(l) && (subnet === undefined || l.trim().split(/\s+/)[1] === `${subnet}.0/24`));
     for (const r of routes) {
       const dst = r.trim().split(/\s+/)[1];
       if (dst) await sh('ip', ['route', 'del', 'unreachable', dst, 'metric', '4000']);
@@ -365,7 +370,7 @@ export class Rack {
         /* gone */
       }
     }
-    await Rack.sweep(this.prefix);
+    await Rack.sweep(this.prefix, this.subnet);
     this.destroyed = true;
     process.removeListener('exit', this.onExit);
     process.removeListener('SIGINT', this.onSignal);

@@ -56,7 +56,8 @@ describe('agent config', () => {
   });
 
   it("runs this installation's application master unless amCommand says otherwise", () => {
-    expect(DEFAULT_AM_COMMAND[1]).to.match(/appmaster\/dist\/shell\/main\.js$/);
+    // The bundle after `make build`; the module tree when only tsc ran.
+    expect(DEFAULT_AM_COMMAND[1]).to.match(/appmaster\/dist\/(fuxi-appmaster\.cjs|shell\/main\.js)$/);
     expect(resolveConfig({ master: 'm:1' }, { amCommand: '/opt/fuxi/bin/am --x' }, HOST).amCommand).to.deep.equal(['/opt/fuxi/bin/am', '--x']);
     expect(resolveConfig({ master: 'm:1', amCommand: 'a b' }, { amCommand: ['x'] }, HOST).amCommand).to.deep.equal(['a', 'b']);
     expect(() => resolveConfig({ master: 'm:1' }, { amCommand: [1] }, HOST)).to.throw(InvalidArgumentError, /amCommand/);

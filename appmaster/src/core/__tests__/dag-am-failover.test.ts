@@ -222,18 +222,19 @@ describe('DagAppMaster: restart (AM failover)', () => {
     expect(finishOf(h.succeed('n1', 'reduce.0.1'))).to.deep.include({ succeeded: true });
   });
 
-  it('keeps the slots of an agent that did not answer, and adopts its workers when it does', () => {
+  it('keeps the slots of an agent that did not answer, waits for them, and adopts its workers when it does', () => {
     const spec = mockJob([mockTask({ instances: 2 })]);
     const { h, fx } = restart(spec, [asg('map', 'n1', 1), asg('map', 'n2', 1)], recovery(spec, [], [], ['n1']));
-    // Nothing known on n1: map.0 goes to n2; map.1 asks for a slot; n1's slot is neither used nor returned.
+    // Nothing known on n1: map.0 goes to n2; n1's slot is neither used nor returned, and map.1
+    // waits for it (the task holds as many slots as it has instances: the master would refuse more).
     expect(planIds(fx)).to.deep.equal(['map.0.1']);
     expect(returnsOf(fx)).to.deep.equal([]);
-    expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: 1 }]);
+    expect(deltasOf(fx)).to.deep.equal([]);
     expect(h.am.nodesToPoll()).to.deep.equal(['n1']);
-    // n1 answers: map.1.1 runs there (adopted, the request is cancelled) and an older map.0.1 too
-    // (the same worker id as ours on n2: kept as a shadow, told apart by its node).
+    // n1 answers: map.1.1 runs there (adopted) and an older map.0.1 too (the same worker id as
+    // ours on n2: kept as a shadow, told apart by its node).
     let out = h.am.workersListed('n1', [listed('map.1.1', 'n1', 'running'), listed('map.0.1', 'n1', 'running')], h.now);
-    expect(deltasOf(out)).to.deep.equal([{ suId: 'map', location: '', delta: -1 }]);
+    expect(deltasOf(out)).to.deep.equal([]);
     expect(planIds(out)).to.deep.equal([]);
     expect(h.am.workers().map((w) => [w.workerId, w.nodeId])).to.deep.equal([
       ['map.0.1', 'n2'],
@@ -365,6 +366,44 @@ describe('DagAppMaster: agent timing failures', () => {
     expect(plansOf(fx).map((p) => [p.workerId])).to.deep.equal([['map.0.2']]);
     expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: -1 }]);
     expect(fx.find((e) => e.kind === 'plan')).to.deep.include({ nodeId: 'n1' });
+  });
+
+  it('asks for no more slots than instances, not counting those on a timing-out node; and waits for the node once it is back', () => {
+    const h = running({ rerunAfterMs: 0 });
+    // map.0 re-runs elsewhere while its old attempt keeps the n1 slot: n1's slot does not count.
+    let fx = h.am.agentsTimedOut(['n1'], [], h.now);
+    expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: 1 }]);
+    // n1 is back before the new slot came: with n1's slot, map holds as many as it has instances.
+    fx = h.am.agentsTimedOut([], ['n1'], h.now);
+    expect(stopsOn(fx, 'n1')).to.deep.equal(['map.0.1']);
+    expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: -1 }]);
+    // The old attempt ends (stopped): map.0, which avoids n1 now, gives the slot back and asks for one.
+    fx = h.events('n1', ev('map.0.1', 'killed'));
+    expect(returnsOf(fx)).to.deep.equal([{ suId: 'map', nodeId: 'n1', slots: 1 }]);
+    expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: 1 }]);
+  });
+
+  it('forgets a timing-out node once it holds none of our slots (lost): slots placed there later are not held back', () => {
+    const h = running({ onAgentTimeout: 'wait' });
+    h.am.agentsTimedOut(['n1'], [], h.now);
+    // Lost: the master released its slot; map.0 runs again elsewhere.
+    let fx = h.assign(asg('map', 'n1', 0));
+    expect(h.am.timingOutNodes()).to.deep.equal([]);
+    expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: 1 }]);
+    // The agent came back (no notice says so) and gets a slot: it is a node like any other (map.0,
+    // which lost its slot there, prefers another and gives it back; nothing is held back there).
+    fx = h.assign(asg('map', 'n1', 1));
+    expect(returnsOf(fx)).to.deep.equal([{ suId: 'map', nodeId: 'n1', slots: 1 }]);
+  });
+
+  it('takes back a request the master refused and asks again at its next input', () => {
+    const h = running({ rerunAfterMs: 0 });
+    const fx = h.am.agentsTimedOut(['n1'], [], h.now);
+    const req = fx.find((e) => e.kind === 'request')!;
+    if (req.kind !== 'request') throw new Error('no request');
+    h.am.requestRefused(req.units, req.deltas);
+    expect(h.am.outstandingRequests()).to.deep.equal([]);
+    expect(deltasOf(h.am.tick(h.now + 1))).to.deep.equal([{ suId: 'map', location: '', delta: 1 }]);
   });
 
   it('the master taking a timing-out node away drops its replaced attempts quietly', () => {

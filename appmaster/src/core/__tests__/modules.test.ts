@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { AmState, flush, newTask, parseWorkerId, pendingInstances, setInstanceState, workerIdOf, type InstanceState } from '../am-state.js';
 import { effective, forgetIfEmpty, freeSlot, holdFor, returnSlots } from '../holds.js';
-import { addRequest, cancelOutstanding, consumeOutstanding, outstandingRequests, sizeRequests } from '../requests.js';
+import { addRequest, cancelOutstanding, consumeOutstanding, countedHolds, outstandingRequests, sizeRequests, takeBack } from '../requests.js';
 import { mockJob, mockTask } from './factories.js';
 
 function stateWith(...tasks: Parameters<typeof mockTask>[0][]): AmState {
@@ -85,7 +85,7 @@ describe('AM core modules', () => {
 
   describe('requests', () => {
     it('spreads the first request over locality hints, later ones anywhere, and sends the unit once', () => {
-      const st = stateWith({ name: 'map', locality: { nodes: ['n1'], racks: ['r1'] } });
+      const st = stateWith({ name: 'map', instances: 4, locality: { nodes: ['n1'], racks: ['r1'] } });
       const task = st.tasks.get('map')!;
       sizeRequests(st, task, 3);
       expect(outstandingRequests(st)).to.deep.equal([
@@ -99,6 +99,37 @@ describe('AM core modules', () => {
         ['rack:r1', 1],
         ['', 1],
       ]);
+    });
+
+    it('asks for no more than the instances less the slots held outside timing-out nodes', () => {
+      const st = stateWith({ name: 'map', instances: 5 });
+      const task = st.tasks.get('map')!;
+      holdFor(task, 'n1').held = 2;
+      const late = holdFor(task, 'n2');
+      late.held = 2;
+      st.timingOut.set('n2', 0);
+      const back = holdFor(task, 'n3');
+      back.held = 2;
+      returnSlots(st, task, back, 1, 0); // returning: no longer ours
+      expect(countedHolds(st, task)).to.equal(3);
+      sizeRequests(st, task, 4);
+      expect(outstandingRequests(st)).to.deep.equal([{ suId: 'map', location: '', count: 2 }]);
+      st.timingOut.delete('n2');
+      sizeRequests(st, task, 4);
+      expect(outstandingRequests(st)).to.deep.equal([]);
+    });
+
+    it('takes a refused request back: its deltas undone, its units to be sent again', () => {
+      const st = stateWith({ name: 'map', instances: 5 });
+      const task = st.tasks.get('map')!;
+      sizeRequests(st, task, 3);
+      const { units, deltas } = { units: st.out.units, deltas: [...st.out.deltas.values()] };
+      takeBack(st, units, deltas);
+      expect(outstandingRequests(st)).to.deep.equal([]);
+      expect(task.unitSent).to.equal(false);
+      addRequest(st, task, '', 2);
+      takeBack(st, [], [{ suId: 'map', location: '', delta: -1 }]);
+      expect(outstandingRequests(st)).to.deep.equal([{ suId: 'map', location: '', count: 3 }]);
     });
 
     it('consumes a placement on the node first, then anywhere; cancels anywhere first, then racks, then nodes', () => {

@@ -7,6 +7,8 @@ import { AppMaster, configFromEnv } from '../app-master.js';
 import { FakeAgent, FakeMaster, wireJob } from './fakes.js';
 
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'main.js');
+/** The installed `fuxi-appmaster`: the bundle and its launcher (scripts/bundle.mjs, `make build`). */
+const BUNDLED = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'fuxi-appmaster.cjs');
 
 describe('AppMaster shell (fake master and agents on loopback)', () => {
   let master: FakeMaster | undefined;
@@ -84,6 +86,33 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     expect(agents.flatMap((x) => x.violations)).to.deep.equal([]);
   });
 
+  it('takes back a request the master refuses on the count of slots and asks again later', async () => {
+    const m = await cluster();
+    m.refuseRaises = 2;
+    const result = await am(m).run();
+    expect(result.succeeded).to.equal(true);
+    expect(m.refused).to.equal(2);
+    // Units are declared again with the request that is taken; every SU's slots went back.
+    expect(m.requests.filter((r) => r.units.some((u) => u.suId === 'map')).length).to.be.greaterThan(1);
+    expect([...m.asgn.values()].every((n) => n === 0)).to.equal(true);
+    expect(agents.flatMap((x) => x.violations)).to.deep.equal([]);
+  });
+
+  it('gives up when the master goes on refusing its requests past refusalGiveUpMs', async () => {
+    const m = await cluster();
+    m.refuseRaises = Infinity;
+    const a = new AppMaster({ masters: [m.address], appId: 'app-1', amAttempt: 1, nodeId: 'n1', log: nullLogger, deadlineMs: 3000, refusalGiveUpMs: 300 });
+    let err: unknown;
+    try {
+      await a.run();
+    } catch (e) {
+      err = e;
+    }
+    expect(String(err)).to.match(/the master has refused our requests for \d+ ms/);
+    expect(m.refused).to.be.greaterThan(1);
+    expect(m.finished).to.equal(undefined);
+  });
+
   it('heartbeats UpdateRequests without deltas, reporting progress and the applied assignment seq', async () => {
     const m = await cluster(wireJob({ tasks: [wireJob().tasks![0]!] }));
     for (const x of agents) x.runMs = 400;
@@ -95,20 +124,32 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     expect(Number(mid?.assignmentSeq)).to.be.greaterThan(0);
   });
 
-  it('runs as the fuxi-appmaster binary and exits 0 after FinishApp', async () => {
-    const m = await cluster();
-    const child = spawn(process.execPath, [MAIN], {
-      env: { ...process.env, FUXI_MASTER: `127.0.0.1:1,${m.address}`, FUXI_APP_ID: 'app-1', FUXI_AM_ATTEMPT: '1', FUXI_NODE_ID: 'n1', FUXI_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  for (const [what, bin] of [
+    ['module tree', MAIN],
+    ['bundle, as make build installs it', BUNDLED],
+  ] as const) {
+    it(`runs as the fuxi-appmaster binary (${what}) and exits 0 after FinishApp`, async () => {
+      const m = await cluster();
+      const child = spawn(process.execPath, [bin], {
+        env: {
+          ...process.env,
+          FUXI_MASTER: `127.0.0.1:1,${m.address}`,
+          FUXI_APP_ID: 'app-1',
+          FUXI_AM_ATTEMPT: '1',
+          FUXI_NODE_ID: 'n1',
+          FUXI_LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let out = '';
+      child.stdout?.on('data', (d) => (out += String(d)));
+      child.stderr?.on('data', (d) => (out += String(d)));
+      const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+      expect(code, out).to.equal(0);
+      expect(m.finished?.succeeded).to.equal(true);
     });
-    children.push(child);
-    let out = '';
-    child.stdout?.on('data', (d) => (out += String(d)));
-    child.stderr?.on('data', (d) => (out += String(d)));
-    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
-    expect(code, out).to.equal(0);
-    expect(m.finished?.succeeded).to.equal(true);
-  });
+  }
 
   it('exits 1 without a master address', async () => {
     const child = spawn(process.execPath, [MAIN], { env: { ...process.env, FUXI_MASTER: '', FUXI_APP_ID: 'app-1', FUXI_LOG_LEVEL: 'fatal' }, stdio: 'ignore' });

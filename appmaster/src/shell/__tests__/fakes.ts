@@ -4,7 +4,7 @@
  * pushes absolute assignments with a seq, like the real one; a fake agent "runs" each plan for a
  * few milliseconds and reports the outcome its `behaviour` picks.
  */
-import { FailedPreconditionError, nullLogger, StaleEpochError, UnavailableError } from '@fuxi/common';
+import { FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, UnavailableError } from '@fuxi/common';
 import {
   loadFuxiProto,
   type Assignment,
@@ -48,6 +48,14 @@ export class FakeMaster {
   readonly placed = new Map<string, number>();
   /** Delays the answer to the next UpdateRequests (a slow master). */
   delayNextAnswerMs = 0;
+  /**
+   * UpdateRequests that ask for more slots are refused on the count (INVALID_ARGUMENT on
+   * `deltas.delta`, nothing applied), as the real master refuses more than a job's spec allows:
+   * this many (counted down), or every one while `Infinity`.
+   */
+  refuseRaises = 0;
+  /** UpdateRequests refused so far. */
+  refused = 0;
   /** Every call fails UNAVAILABLE (no leader known) while set. */
   down = false;
   /** `${su}|${node}` -> absolute slot count. */
@@ -125,6 +133,11 @@ export class FakeMaster {
             const ms = this.delayNextAnswerMs;
             this.delayNextAnswerMs = 0;
             await new Promise((r) => setTimeout(r, ms));
+          }
+          if (Number(req.seq) > this.lastRequestSeq && this.refuseRaises > 0 && req.deltas.some((d) => d.delta > 0)) {
+            this.refuseRaises--;
+            this.refused++;
+            throw new InvalidArgumentError('deltas.delta', 'schedule unit would have more slots than its task allows (fake)');
           }
           if (Number(req.seq) > this.lastRequestSeq) {
             this.lastRequestSeq = Number(req.seq);

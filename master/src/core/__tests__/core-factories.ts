@@ -30,15 +30,16 @@ export function mockNodeInfo(over: Partial<NodeInfo> = {}): NodeInfo {
 }
 
 /**
- * A valid domain spec `job-1`: AM 0.5 core / 512 MB, one task `map` (2 x 1 core / 1 GiB), built
- * through `normalizeJobSpec` from the user format. `raw` fields override the top level.
+ * A valid domain spec `job-1`: AM 0.5 core / 512 MB, one task `map` (200 x 1 core / 1 GiB: more
+ * than any test asks for, so the request limits only matter where a test says so), built through
+ * `normalizeJobSpec` from the user format. `raw` fields override the top level.
  */
 export function mockSpec(raw: Record<string, unknown> = {}): JobSpec {
   return normalizeJobSpec({
     id: 'job-1',
     name: 'word count',
     am: { cpu: '500m', memory: 512 },
-    tasks: [{ name: 'map', instances: 2, resources: { cpu: 1, memory: 1024 }, command: ['true'] }],
+    tasks: [{ name: 'map', instances: 200, resources: { cpu: 1, memory: 1024 }, command: ['true'] }],
     ...raw,
   });
 }

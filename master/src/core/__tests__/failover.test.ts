@@ -3,7 +3,7 @@
  * master loads hard state, aggregates the agents' grants and the AMs' requests, then recovers.
  */
 import { expect } from 'chai';
-import { nullLogger, StaleEpochError, FailedPreconditionError } from '@fuxi/common';
+import { nullLogger, res, StaleEpochError, FailedPreconditionError } from '@fuxi/common';
 import { DEFAULT_CONFIG, MasterCore } from '../master-core.js';
 import { AM_SU } from '@fuxi/common';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
@@ -133,6 +133,30 @@ describe('master failover (soft-state inference)', () => {
     expect(reg.reportState).to.equal(false);
     expect(h.core.listNodes().find((n) => n.info.nodeId === 'n9')?.allocated).to.deep.equal({ cpuMilli: 0, memoryMb: 0 });
     h.core.checkInvariants();
+  });
+
+  it('a job loaded from the record its submission wrote (attempt 0, AM not placed) starts attempt 1', () => {
+    const old = oldCluster();
+    const sub = old.core.submitJob(mockSpec({ id: 'job-3' }), 50_000);
+    // The store holds what the submission wrote (the attempt is counted in memory afterwards).
+    const op = ofKind(sub.effects, 'store')[0]!.ops[0]!;
+    const written = JSON.parse(op.type === 'put' ? op.value : '{}') as JobRecord;
+    expect(written.amAttempt).to.equal(0);
+    const jobs = old.core.listJobs().map((j) => (j.jobId === 'job-3' ? written : (JSON.parse(JSON.stringify(j)) as JobRecord)));
+    const roster = old.core.listNodes().map((n) => ({ nodeId: n.info.nodeId, address: n.info.address }));
+    const core = new MasterCore(NEW_EPOCH, CONFIG, nullLogger);
+    core.loadHardState(jobs, roster, 100_000);
+    const t: Takeover = {
+      core,
+      held: new Map([...old.agents].map(([id, v]) => [id, v.grants])),
+      amHeld: Object.fromEntries(old.ams.get('job-1')?.slots ?? []),
+      effects: [],
+    };
+    agentReports(t, 'n1', 100_010);
+    agentReports(t, 'n2', 100_020);
+    const launches = ofKind(amReports(t, 100_030), 'launchAm');
+    expect(launches.map((l) => [l.appId, l.attempt])).to.deep.equal([['job-3', 1]]);
+    expect(core.getJob('job-3').amAttempt).to.equal(1);
   });
 
   it('accepts submissions during aggregation and schedules them only after recovery', () => {
@@ -284,6 +308,35 @@ describe('master failover (soft-state inference)', () => {
     const fx = amReports(t, 100_030, { claims: inflated });
     expect(asgnMap(ofKind(fx, 'assignments').at(-1)!.assignments)).to.deep.equal(t.amHeld);
     for (const g of ofKind(fx, 'grants')) expect(grantMap(g.grants)).to.deep.equal(grantMap(t.held.get(g.nodeId)!));
+  });
+
+  it('adopts an AM report that breaks the request limits without what breaks them, and recovers (never refuses it)', () => {
+    const old = oldCluster(); // map: 4 instances (5 slots at most), all 4 granted
+    const t = takeOver(old);
+    agentReports(t, 'n1', 100_010);
+    agentReports(t, 'n2', 100_020);
+    // Reported a while after the agents (their slots count again): room for one more map slot.
+    const fx = t.core.reportAppState(
+      {
+        appId: 'job-1',
+        attempt: 1,
+        address: 'am-job-1:9000',
+        units: [unit('map', res(4000, 1024), 7), unit('reduce', SLOT)],
+        requests: [
+          { suId: 'map', location: '', count: 6 },
+          { suId: 'reduce', location: '', count: 2 },
+        ],
+        assignments: Object.entries(t.amHeld).map(([k, slots]) => ({ suId: k.split('@')[0]!, nodeId: k.split('@')[1]!, slots })),
+      },
+      111_000,
+    );
+    expect(recovered(fx)).to.have.length(1);
+    expect(t.core.isRecovering).to.equal(false);
+    expect(t.core.units('job-1').map((u) => [u.suId, u.resource, u.priority, u.granted + u.outstanding])).to.deep.equal([
+      [AM_SU, res(500, 512), 1_000_000, 1],
+      ['map', SLOT, 0, 5],
+    ]);
+    t.core.checkInvariants();
   });
 
   it('rejects reported grants it never made: unknown app, a finished app, more than the node holds, a wrong epoch', () => {

@@ -43,7 +43,7 @@ function busy(opts: HarnessOptions = {}): Harness {
   return h;
 }
 
-/** a: AM on n1, map n1:2 n2:1. b: AM on n2 and nothing else. Both registered. */
+/** a: AM on n1, map n1:2 n2:1 (and a task `big`). b: AM on n2 and nothing else. Both registered. */
 function twoApps(opts: HarnessOptions = {}): Harness {
   const h = new Harness({
     nodes: [
@@ -52,7 +52,9 @@ function twoApps(opts: HarnessOptions = {}): Harness {
     ],
     ...opts,
   });
-  h.submit(mockSpec({ id: 'a' }));
+  // App a also has a task `big` whose 6-core slots fit one node only.
+  const task = (name: string, instances: number, cpu: number) => ({ name, instances, resources: { cpu, memory: 1024 }, command: ['true'] });
+  h.submit(mockSpec({ id: 'a', tasks: [task('map', 200, 1), task('big', 1, 6)] }));
   h.submit(mockSpec({ id: 'b' }));
   h.registerApp('a');
   h.registerApp('b');

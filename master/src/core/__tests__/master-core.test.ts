@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import {
+  add,
   AlreadyExistsError,
   DEFAULT_AM_RESOURCE,
   DEFAULT_SHARED_AM_RESOURCE,
@@ -18,7 +19,7 @@ import {
 } from '@fuxi/common';
 import { DEFAULT_CONFIG, MasterCore } from '../master-core.js';
 import { AM_SU } from '@fuxi/common';
-import { TERMINAL_STATES, type Effect, type JobRecord } from '../types.js';
+import { TERMINAL_STATES, type Effect, type JobRecord, type RequestDelta, type UnitConfig } from '../types.js';
 import {
   AM_RES,
   amReport,
@@ -101,7 +102,7 @@ describe('MasterCore', () => {
 
       const job = h.core.getJob('job-1');
       expect(job).to.include({ state: 'submitted', amAttempt: 1, amNodeId: 'n1', submitSeq: 1 });
-      expect(job.progress).to.deep.equal([{ name: 'map', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0 }]);
+      expect(job.progress).to.deep.equal([{ name: 'map', total: 200, pending: 200, running: 0, succeeded: 0, failed: 0, retries: 0 }]);
       expect(h.allocated('n1')).to.deep.equal(AM_RES);
       expect(h.allocated('n2')).to.deep.equal(ZERO);
     });
@@ -403,7 +404,7 @@ describe('MasterCore', () => {
       expect(e.message).to.contain('"reduce"');
       expectInvalid(() => h.request('job-1', [delta(AM_SU, 1)]), 'deltas.suId');
       expectInvalid(() => h.request('job-1', [], { units: [unit(AM_SU)] }), 'units.suId');
-      expectInvalid(() => h.request('job-1', [], { units: [unit('zero', ZERO)] }), 'units[zero].resource');
+      expectInvalid(() => h.request('job-1', [], { units: [unit('map', ZERO)] }), 'units[map].resource');
       expect(h.totalAllocated()).to.deep.equal(AM_RES);
     });
 
@@ -411,7 +412,7 @@ describe('MasterCore', () => {
       const h = twoNodes();
       h.start();
       expectInvalid(() => h.request('job-1', [delta('map', 2), delta('map', 1, 'bogus')], { units: [unit('map')], seq: 1 }), 'deltas.location');
-      expectInvalid(() => h.request('job-1', [delta('map', 2)], { units: [unit('map'), unit('bad', res(-1, 10))], seq: 1 }), 'units[bad].resource');
+      expectInvalid(() => h.request('job-1', [delta('map', 2)], { units: [unit('map'), unit('map', res(-1, 10))], seq: 1 }), 'units[map].resource');
       // Nothing was declared or requested: a capacity change places nothing.
       h.addNode({ nodeId: 'n3' });
       expect(h.totalAllocated()).to.deep.equal(AM_RES);
@@ -423,7 +424,8 @@ describe('MasterCore', () => {
 
     it('updates the priority of a declared unit', () => {
       const h = new Harness({ nodes: [{ nodeId: 'n1', capacity: res(2500, 8192) }] });
-      h.start(); // AM 500: room for two 1-core slots
+      const task = (name: string) => ({ name, instances: 2, resources: { cpu: 1, memory: 1024 }, command: ['true'] });
+      h.start(mockSpec({ priority: 5, tasks: [task('lo'), task('hi')] })); // AM 500: room for two 1-core slots
       h.request('job-1', [delta('lo', 1), delta('hi', 1)], { units: [unit('lo', SLOT, 1), unit('hi', SLOT, 0)] });
       // "lo" had the higher priority when both were asked for.
       expect(h.amSlots('job-1')).to.deep.equal({ 'lo@n1': 1, 'hi@n1': 1 });
@@ -439,6 +441,69 @@ describe('MasterCore', () => {
       h.kill('job-1');
       expectThrow(() => h.request('job-1', []), FailedPreconditionError);
       expectThrow(() => h.request('ghost', [], { attempt: 1 }), NotFoundError);
+    });
+  });
+
+  describe('request limits (what an AM may ask for)', () => {
+    /** job-1 with task `map`: 4 instances of 1 core / 1 GiB, so 5 slots at most (one of speculation). */
+    const four = () => mockSpec({ tasks: [{ name: 'map', instances: 4, resources: { cpu: 1, memory: 1024 }, command: ['true'] }] });
+    const mapView = (h: Harness) => h.core.units('job-1').find((u) => u.suId === 'map');
+
+    it('refuses a request beyond the spec whole: nothing declared, asked for or recorded, and the seq can be sent again', () => {
+      const h = twoNodes();
+      h.start(four());
+      h.request('job-1', [delta('map', 3)], { units: [unit('map')], seq: 1 });
+      expect(mapView(h)).to.deep.include({ outstanding: 0, granted: 3, counted: 3, limit: 5 });
+      const before = h.totalAllocated();
+      const p = [progress('map', { total: 4, running: 3, pending: 1 })];
+      const e = expectInvalid(() => h.request('job-1', [delta('map', 3)], { units: [unit('map')], seq: 2, progress: p }), 'deltas.delta');
+      expect(e.message).to.equal(
+        'deltas.delta: schedule unit "map" would have 3 slots outstanding and 3 granted; task "map" allows 5 (4 instances + 1 speculation allowance, speculationAllowance)',
+      );
+      expectInvalid(() => h.request('job-1', [delta('map', 1)], { units: [unit('map', res(2000, 1024))], seq: 2 }), 'units[map].resource.cpuMilli');
+      expectInvalid(() => h.request('job-1', [], { units: [unit('map', SLOT, 1)], seq: 2 }), 'units[map].priority');
+      expectInvalid(() => h.request('job-1', [delta('reduce', 1)], { units: [unit('reduce')], seq: 2 }), 'units.suId');
+      expect(h.totalAllocated()).to.deep.equal(before);
+      expect(mapView(h)).to.deep.include({ priority: 0, outstanding: 0, granted: 3 });
+      expect(h.core.getJob('job-1').progress[0]).to.deep.include({ total: 4, pending: 4 });
+      // The same seq, within the limit this time, is applied.
+      const ok = h.request('job-1', [delta('map', 2)], { seq: 2, progress: p });
+      expect(totalSlots(ofKind(ok.effects, 'assignments')[0]?.assignments ?? [])).to.equal(5);
+      expect(h.core.getJob('job-1').progress).to.deep.equal(p);
+      // Over the limit now (a returned slot the AM asks for again, say): cancelling is always taken.
+      h.request('job-1', [delta('map', -1)], { seq: 3 });
+      expectInvalid(() => h.request('job-1', [delta('map', 1)], { seq: 4 }), 'deltas.delta');
+    });
+
+    it('does not count slots on an agent timing out: the AM may re-run its instances elsewhere, and the node counts again once back a while', () => {
+      const h = new Harness({ nodes: [{ nodeId: 'n1' }, { nodeId: 'n2' }, { nodeId: 'n3' }] });
+      h.start(four());
+      h.request('job-1', [delta('map', 4, 'node:n2')], { units: [unit('map')] });
+      expect(h.amSlots('job-1')).to.deep.equal({ 'map@n2': 4 });
+      h.run(DEFAULT_CONFIG.agentTimingOutMs + 1000, { silentNodes: ['n2'] });
+      expect(h.core.nodeStatus('n2')?.status).to.equal('timing-out');
+      h.request('job-1', [delta('map', 4)]);
+      expect(h.amSlots('job-1')).to.deep.include({ 'map@n2': 4 });
+      expect(mapView(h)).to.deep.include({ outstanding: 0, granted: 8, counted: 4 });
+      // Back: its AMs are told, and until they have heard it its slots still do not count.
+      h.heartbeat('n2');
+      h.request('job-1', [delta('map', 1)]);
+      h.advance(10_000);
+      h.heartbeatAll();
+      expect(mapView(h)).to.deep.include({ outstanding: 0, granted: 9, counted: 9 });
+      expectInvalid(() => h.request('job-1', [delta('map', 1)]), 'deltas.delta');
+    });
+
+    it("a cancellation that crosses a placement spills over to the unit's other locations", () => {
+      const h = new Harness({ nodes: [{ nodeId: 'n1', capacity: res(1500, 8192) }] });
+      h.start(four());
+      // One fits beside the AM; the master places the node request, the AM counts it anywhere.
+      h.request('job-1', [delta('map', 1, 'node:n1'), delta('map', 2)], { units: [unit('map')] });
+      expect(mapView(h)).to.deep.include({ outstanding: 2, granted: 1 });
+      // The AM takes the new slot off its node:n1 request... and then cancels one anywhere and
+      // one on the node: the master has one left anywhere, and cancels it from there.
+      h.request('job-1', [delta('map', -1, 'node:n1'), delta('map', -1)]);
+      expect(mapView(h)).to.deep.include({ outstanding: 0, granted: 1 });
     });
   });
 
@@ -903,6 +968,7 @@ describe('MasterCore', () => {
         ['a', ['n2']],
       ]);
       expect(h.core.listNodes().every((n) => n.healthy)).to.equal(true);
+      expect(h.core.listNodes().map((n) => n.state)).to.deep.equal(['timing out', 'timing out']);
       expect(h.core.listNodes().map((n) => n.allocated)).to.deep.equal(before);
     });
 
@@ -980,7 +1046,7 @@ describe('MasterCore', () => {
           { nodeId: 'n3', capacity: AM_RES },
         ],
       });
-      const tiny = (id: string) => mockSpec({ id, tasks: [{ name: 'map', instances: 1, resources: { cpu: '100m', memory: 64 }, command: ['true'] }] });
+      const tiny = (id: string) => mockSpec({ id, tasks: [{ name: 'map', instances: 1, resources: { cpu: '500m', memory: 512 }, command: ['true'] }] });
       h.start(tiny('a'));
       h.ask('a', 1, '', 'map', AM_RES);
       h.start(tiny('x'));
@@ -1089,6 +1155,11 @@ const SUS: Array<{ suId: string; resource: ReturnType<typeof res> }> = [
   { suId: 'c', resource: res(500, 3000) },
 ];
 const LOCS = ['', '', 'node:n0', 'node:n2', 'rack:r0', 'rack:r1', 'node:ghost'];
+/** Instances of each task of a property job, and so the most slots its AM may hold and ask for. */
+const PROP_INSTANCES = 6;
+const PROP_LIMIT = PROP_INSTANCES + 1;
+/** Kinds of requests a job's spec does not allow: unknown unit, slot too large, priority too high, too many slots. */
+const BAD_REQUESTS = 4;
 const PROP_TIMEOUT = 1000;
 /** Agents silent this long are timing out (reserved, not schedulable) before they are lost. */
 const PROP_TIMING_OUT = PROP_TIMEOUT / 2;
@@ -1116,6 +1187,7 @@ type Op =
   | { op: 'submit'; job: number; am: number; group: number; register: boolean }
   | { op: 'register'; job: number }
   | { op: 'request'; job: number; su: number; loc: number; n: number }
+  | { op: 'badRequest'; job: number; su: number; kind: number; n: number }
   | { op: 'retry'; job: number; su: number; n: number }
   | { op: 'return'; job: number; pick: number; n: number }
   | { op: 'finish'; job: number; ok: boolean }
@@ -1151,6 +1223,17 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       n: fc.integer({ min: -3, max: 6 }),
     }),
   },
+  // Now and then a request the job's spec does not allow (refused whole: nothing changes).
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('badRequest' as const),
+      job: idx(JOB_PICKS),
+      su: idx(SUS.length),
+      kind: idx(BAD_REQUESTS),
+      n: fc.integer({ min: 1, max: 6 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('retry' as const), job: idx(JOB_PICKS), su: idx(SUS.length), n: fc.integer({ min: 1, max: 4 }) }) },
   // Gives back some of what the job holds (pick indexes its grants, the AM's own included).
   { weight: 4, arbitrary: fc.record({ op: fc.constant('return' as const), job: idx(JOB_PICKS), pick: fc.nat(), n: fc.integer({ min: 1, max: 3 }) }) },
@@ -1180,14 +1263,32 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 
 const nodeArb = fc.record({ cpu: fc.integer({ min: 2, max: 16 }), mem: fc.integer({ min: 2, max: 16 }), rack: fc.constantFrom('r0', 'r1') });
 
+/** A job whose tasks are the schedule units of SUS (PROP_INSTANCES each), so requests name its tasks. */
 function propSpec(job: string, am: number, group: number) {
   const a = AM_SIZES[am] ?? AM_SIZES[0];
   return mockSpec({
     id: job,
     quotaGroup: GROUP_NAMES[group],
     am: { cpu: `${a?.cpuMilli}m`, memory: a?.memoryMb },
-    tasks: [{ name: 'map', instances: 4, resources: { cpu: '100m', memory: 64 }, command: ['true'] }],
+    tasks: SUS.map((u) => ({
+      name: u.suId,
+      instances: PROP_INSTANCES,
+      resources: { cpu: `${u.resource.cpuMilli}m`, memory: u.resource.memoryMb },
+      command: ['true'],
+    })),
   });
+}
+
+/** Room left under the request limit of `suId` in `jobId` (nothing declared yet: the whole limit). */
+function roomOf(h: Harness, jobId: string, suId: string): number {
+  const u = h.core.units(jobId).find((x) => x.suId === suId);
+  return u ? u.limit - u.outstanding - u.counted : PROP_LIMIT;
+}
+
+/** What a refused call must leave as it was: every app's units and every node's allocation. */
+function stateOf(h: Harness): string {
+  const apps = h.core.listJobs().map((j) => [j.jobId, j.progress, h.core.units(j.jobId)]);
+  return JSON.stringify([apps, h.core.listNodes().map((n) => [n.info.nodeId, n.allocated])]);
 }
 
 /**
@@ -1305,7 +1406,34 @@ function runOp(h: Harness, op: Op, nodeIds: string[]): Effect[] {
     case 'request': {
       const su = SUS[op.su] ?? SUS[0];
       if (!su) return [];
-      return h.request(jobId(op.job), [delta(su.suId, op.n, LOCS[op.loc] ?? '')], { units: [unit(su.suId, su.resource)] }).effects;
+      // Within what the job's spec allows (badRequest tries the rest).
+      const id = jobId(op.job);
+      const n = isRunning(id) ? Math.min(op.n, roomOf(h, id, su.suId)) : op.n;
+      return h.request(id, [delta(su.suId, n, LOCS[op.loc] ?? '')], { units: [unit(su.suId, su.resource)] }).effects;
+    }
+    case 'badRequest': {
+      const id = jobId(op.job);
+      const su = SUS[op.su] ?? SUS[0];
+      if (!su || !isRunning(id) || h.core.getJob(id).amAttempt === 0) return [];
+      const bad: Array<{ units: UnitConfig[]; deltas: RequestDelta[]; field: string }> = [
+        { units: [unit('zz', su.resource)], deltas: [delta('zz', op.n)], field: 'units.suId' },
+        { units: [unit(su.suId, add(su.resource, res(op.n, 0)))], deltas: [delta(su.suId, 1)], field: `units[${su.suId}].resource.cpuMilli` },
+        { units: [unit(su.suId, su.resource, op.n)], deltas: [], field: `units[${su.suId}].priority` },
+        { units: [unit(su.suId, su.resource)], deltas: [delta(su.suId, Math.max(1, roomOf(h, id, su.suId) + op.n))], field: 'deltas.delta' },
+      ];
+      const b = bad[op.kind % bad.length]!;
+      const before = stateOf(h);
+      let answer: ReturnType<Harness['request']> | undefined;
+      try {
+        answer = h.request(id, b.deltas, { units: b.units, progress: [progress('a', { total: 99 })] });
+      } catch (e) {
+        expect(e, String(e)).to.be.instanceOf(InvalidArgumentError);
+        expect((e as InvalidArgumentError).field).to.equal(b.field);
+      }
+      // Not refused only by an app that has to report its state first (after a failover): not applied either.
+      if (answer) expect(answer.reportState, `${JSON.stringify(b)} was taken`).to.equal(true);
+      expect(stateOf(h), `${JSON.stringify(b)} was refused, yet something changed`).to.equal(before);
+      return answer?.effects ?? [];
     }
     case 'retry': {
       // Re-send the last seq with other content: the core must ignore it.

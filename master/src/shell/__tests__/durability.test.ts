@@ -6,22 +6,26 @@
  * oversized spec is INVALID_ARGUMENT before anything changes.
  */
 import { expect } from 'chai';
-import { normalizeJobSpec, nullLogger } from '@fuxi/common';
+import { normalizeJobSpec, nullLogger, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
 import { connect, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
 
-/** A memory store whose writes fail while `failing` is set. */
+/** A memory store whose writes fail while `failing` is set (with `fault`, else a plain error). */
 class FlakyStore extends MemoryStore {
   failing = false;
+  fault: () => Error = () => new Error('injected store fault: write refused');
+  /** While set, writes wait for it (a slow store). */
+  gate: Promise<void> | undefined;
   override async batch(ops: readonly StoreOp[]): Promise<void> {
-    if (this.failing) throw new Error('injected store fault: write refused');
+    if (this.gate) await this.gate;
+    if (this.failing) throw this.fault();
     return super.batch(ops);
   }
   override async put(key: string, value: string): Promise<void> {
-    if (this.failing) throw new Error('injected store fault: write refused');
+    if (this.failing) throw this.fault();
     return super.put(key, value);
   }
 }
@@ -85,6 +89,45 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect((await client.SubmitJob({ spec: spec('lost') })).created).to.equal(false);
     expect(await jobIds()).to.deep.equal(['kept', 'lost']);
     expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/kept', 'jobs/lost']);
+  });
+
+  it('a write that fails UNAVAILABLE (it may not have been applied) also rebuilds: a retry is not answered from memory', async () => {
+    store.fault = () => new UnavailableError('etcd batch: injected: connection dropped');
+    store.failing = true;
+    const err = await rpcError(client.SubmitJob({ spec: spec('maybe') }));
+    expect(err.code).to.equal('UNAVAILABLE');
+    store.failing = false;
+    // Had the master kept its term, this retry would be answered created: false from memory
+    // while the store has no such job (the job lost at the next failover).
+    expect(await jobIds()).to.deep.equal([]);
+    expect((await client.SubmitJob({ spec: spec('maybe') })).created).to.equal(true);
+    expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/maybe']);
+  });
+
+  it('a retry or a read while the job is still being written waits for the write: nothing not durable is acknowledged or shown', async () => {
+    let release!: () => void;
+    store.gate = new Promise<void>((r) => (release = r));
+    const first = client.SubmitJob({ spec: spec('slow') });
+    const settled = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: unknown) => (e instanceof RpcError ? e.code : String(e)),
+      );
+    const firstDone = settled(first);
+    await new Promise((r) => setTimeout(r, 100));
+    // The job is in memory, its write is not done: a retry and reads must wait for it.
+    const outcomes = [settled(client.SubmitJob({ spec: spec('slow') })), settled(client.GetJob({ jobId: 'slow' })), settled(client.ListJobs({ states: [] }))];
+    const early = await Promise.race([Promise.all(outcomes), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+    if (early !== 'waiting') release(); // let the next test run
+    expect(early, 'answered before the write was durable').to.equal('waiting');
+    // The write fails: none of them is answered from memory.
+    store.failing = true;
+    store.gate = undefined;
+    release();
+    expect(await firstDone).to.equal('UNAVAILABLE');
+    expect(await Promise.all(outcomes)).to.deep.equal(['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE']);
+    store.failing = false;
+    expect(await jobIds()).to.deep.equal([]);
   });
 
   it('a kill whose write failed is not shown as killed after the rebuild; its retry kills the job once', async () => {

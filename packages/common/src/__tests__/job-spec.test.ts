@@ -5,11 +5,13 @@ import {
   DEFAULT_SHARED_AM_RESOURCE,
   normalizeJobSpec,
   parseJobSpecText,
+  taskPriority,
   topoOrder,
   validateJobSpec,
   type JobSpec,
   type TaskSpec,
 } from '../job-spec.js';
+import { dimensionsOver, min, res } from '../resource.js';
 
 /** Runs `fn`, expects an InvalidArgumentError, returns it. */
 function invalid(fn: () => unknown): InvalidArgumentError {
@@ -520,5 +522,23 @@ describe('job spec', () => {
     it('returns [] for no tasks', () => {
       expect(topoOrder([])).to.deep.equal([]);
     });
+  });
+
+  describe('taskPriority', () => {
+    it("is the task's own priority when it sets one, else the job's", () => {
+      expect(taskPriority({ priority: 3 }, { priority: 0 })).to.equal(3);
+      expect(taskPriority({ priority: 3 }, { priority: 7 })).to.equal(7);
+      expect(taskPriority({ priority: 3 }, { priority: -1 })).to.equal(-1);
+    });
+  });
+});
+
+describe('resource comparisons', () => {
+  it('names the dimensions in which one resource is larger than another', () => {
+    expect(dimensionsOver(res(1000, 512), res(1000, 512))).to.deep.equal([]);
+    expect(dimensionsOver(res(1001, 512), res(1000, 512))).to.deep.equal(['cpuMilli']);
+    expect(dimensionsOver(res(2000, 2048), res(1000, 512))).to.deep.equal(['cpuMilli', 'memoryMb']);
+    expect(dimensionsOver(res(500, 4096), res(1000, 512))).to.deep.equal(['memoryMb']);
+    expect(min(res(500, 4096), res(1000, 512))).to.deep.equal(res(500, 512));
   });
 });

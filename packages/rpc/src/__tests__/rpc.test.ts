@@ -1,8 +1,16 @@
 import { expect } from 'chai';
 import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { InvalidArgumentError, nullLogger, NotFoundError, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect, implement, MasterConnection, RpcError, startServer, type RunningServer } from '../index.js';
+
+interface ReflectionAnswer {
+  list_services_response?: { service: { name: string }[] };
+  file_descriptor_response?: { file_descriptor_proto: Buffer[] };
+}
 
 /** A MasterService whose GetJob answers from a tiny table; other methods are not under test. */
 function fakeMaster(leader = '') {
@@ -82,6 +90,33 @@ describe('rpc plumbing', () => {
     h.close();
   });
 
+  it('serves reflection from the precompiled descriptor', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const require = createRequire(import.meta.url);
+    const includeDir = join(dirname(require.resolve('@grpc/reflection/package.json')), 'build', 'proto');
+    const def = protoLoader.loadSync('grpc/reflection/v1/reflection.proto', { includeDirs: [includeDir], keepCase: true, defaults: true, oneofs: true });
+    const Reflection = (grpc.loadPackageDefinition(def) as never as { grpc: { reflection: { v1: { ServerReflection: grpc.ServiceClientConstructor } } } }).grpc
+      .reflection.v1.ServerReflection;
+    const c = new Reflection(s.address, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+      ServerReflectionInfo(): grpc.ClientDuplexStream<object, ReflectionAnswer>;
+    };
+    const call = c.ServerReflectionInfo();
+    const answers: ReflectionAnswer[] = [];
+    call.on('data', (d: ReflectionAnswer) => answers.push(d));
+    const ended = new Promise((resolve, reject) => call.on('end', resolve).on('error', reject));
+    call.write({ list_services: '' });
+    call.write({ file_containing_symbol: 'fuxi.v1.MasterService' });
+    call.end();
+    await ended;
+    c.close();
+    const services = answers[0]?.list_services_response?.service ?? [];
+    expect(services.map((x) => x.name)).to.include.members(['fuxi.v1.MasterService', 'fuxi.v1.AgentService', 'fuxi.v1.AppMasterService']);
+    const files = answers[1]?.file_descriptor_response?.file_descriptor_proto ?? [];
+    expect(files.length).to.be.greaterThan(0);
+    expect(Buffer.concat(files).includes('SubmitJobRequest')).to.equal(true);
+  });
+
   it('MasterConnection follows a standby redirect to the leader', async () => {
     const leader = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
     servers.push(leader);
@@ -128,12 +163,13 @@ describe('gRPC errors from a broken connection', () => {
 });
 
 describe('process guards', () => {
-  it('tell weather (unavailable peers, fenced writes of a deposed leader) from bugs', async () => {
+  it('tell weather (unavailable peers, a full store, fenced writes of a deposed leader) from bugs', async () => {
     const { isWeather } = await import('../process-guards.js');
-    const { FailedPreconditionError, InternalError } = await import('@fuxi/common');
+    const { FailedPreconditionError, InternalError, ResourceExhaustedError } = await import('@fuxi/common');
     class FencedError extends FailedPreconditionError {}
     expect(isWeather(new UnavailableError('not the leader', ''))).to.equal(true);
     expect(isWeather(new FencedError('fenced: guard key gone'))).to.equal(true);
+    expect(isWeather(new ResourceExhaustedError('etcd', 'etcd is out of space'))).to.equal(true);
     expect(isWeather(new FailedPreconditionError('stale'))).to.equal(false);
     expect(isWeather(new InternalError('boom'))).to.equal(false);
     expect(isWeather(new TypeError('x is undefined'))).to.equal(false);

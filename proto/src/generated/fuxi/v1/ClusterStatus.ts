@@ -2,6 +2,7 @@
 
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from '../../fuxi/v1/FaultEvent.js';
 import type { RecoveryProgress as _fuxi_v1_RecoveryProgress, RecoveryProgress__Output as _fuxi_v1_RecoveryProgress__Output } from '../../fuxi/v1/RecoveryProgress.js';
+import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Condition__Output } from '../../fuxi/v1/Condition.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface ClusterStatus {
@@ -18,6 +19,10 @@ export interface ClusterStatus {
   'nodesTimingOut'?: (number);
   'nodesLost'?: (number);
   'appsRunning'?: (number);
+  /**
+   * Conditions an operator must act on (empty when none), e.g. the store out of space.
+   */
+  'conditions'?: (_fuxi_v1_Condition)[];
 }
 
 export interface ClusterStatus__Output {
@@ -34,4 +39,8 @@ export interface ClusterStatus__Output {
   'nodesTimingOut': (number);
   'nodesLost': (number);
   'appsRunning': (number);
+  /**
+   * Conditions an operator must act on (empty when none), e.g. the store out of space.
+   */
+  'conditions': (_fuxi_v1_Condition__Output)[];
 }

@@ -2,6 +2,7 @@
 
 import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from '../../fuxi/v1/TaskSpec.js';
 import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+import type { JobArray as _fuxi_v1_JobArray, JobArray__Output as _fuxi_v1_JobArray__Output } from '../../fuxi/v1/JobArray.js';
 
 export interface JobSpec {
   /**
@@ -32,6 +33,11 @@ export interface JobSpec {
    * "dedicated" (a process of its own). Default "shared".
    */
   'amMode'?: (string);
+  /**
+   * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
+   * this member's index, and how many members may run at once (0 = no limit).
+   */
+  'array'?: (_fuxi_v1_JobArray | null);
 }
 
 export interface JobSpec__Output {
@@ -63,4 +69,9 @@ export interface JobSpec__Output {
    * "dedicated" (a process of its own). Default "shared".
    */
   'amMode': (string);
+  /**
+   * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
+   * this member's index, and how many members may run at once (0 = no limit).
+   */
+  'array': (_fuxi_v1_JobArray__Output | null);
 }

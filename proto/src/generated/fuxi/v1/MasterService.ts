@@ -35,11 +35,14 @@ import type { SaveAppSnapshotRequest as _fuxi_v1_SaveAppSnapshotRequest, SaveApp
 import type { SaveAppSnapshotResponse as _fuxi_v1_SaveAppSnapshotResponse, SaveAppSnapshotResponse__Output as _fuxi_v1_SaveAppSnapshotResponse__Output } from '../../fuxi/v1/SaveAppSnapshotResponse.js';
 import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__Output as _fuxi_v1_SubmitJobRequest__Output } from '../../fuxi/v1/SubmitJobRequest.js';
 import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from '../../fuxi/v1/SubmitJobResponse.js';
+import type { SubmitJobsRequest as _fuxi_v1_SubmitJobsRequest, SubmitJobsRequest__Output as _fuxi_v1_SubmitJobsRequest__Output } from '../../fuxi/v1/SubmitJobsRequest.js';
+import type { SubmitJobsResponse as _fuxi_v1_SubmitJobsResponse, SubmitJobsResponse__Output as _fuxi_v1_SubmitJobsResponse__Output } from '../../fuxi/v1/SubmitJobsResponse.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from '../../fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from '../../fuxi/v1/UpdateRequestsResponse.js';
 import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from '../../fuxi/v1/WatchAssignmentsRequest.js';
 import type { WatchGrantsRequest as _fuxi_v1_WatchGrantsRequest, WatchGrantsRequest__Output as _fuxi_v1_WatchGrantsRequest__Output } from '../../fuxi/v1/WatchGrantsRequest.js';
 import type { WatchJobRequest as _fuxi_v1_WatchJobRequest, WatchJobRequest__Output as _fuxi_v1_WatchJobRequest__Output } from '../../fuxi/v1/WatchJobRequest.js';
+import type { WatchJobsRequest as _fuxi_v1_WatchJobsRequest, WatchJobsRequest__Output as _fuxi_v1_WatchJobsRequest__Output } from '../../fuxi/v1/WatchJobsRequest.js';
 
 /**
  * The master: agents, application masters and clients all talk to it.
@@ -214,6 +217,23 @@ export interface MasterServiceClient extends grpc.Client {
   submitJob(argument: _fuxi_v1_SubmitJobRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
   submitJob(argument: _fuxi_v1_SubmitJobRequest, callback: grpc.requestCallback<_fuxi_v1_SubmitJobResponse__Output>): grpc.ClientUnaryCall;
   
+  /**
+   * Many jobs in one call (workflow engines): each is taken or refused on its own, idempotent by
+   * its id like SubmitJob; answered once every taken job's record is durable.
+   */
+  SubmitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJobs(argument: _fuxi_v1_SubmitJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  SubmitJobs(argument: _fuxi_v1_SubmitJobsRequest, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Many jobs in one call (workflow engines): each is taken or refused on its own, idempotent by
+   * its id like SubmitJob; answered once every taken job's record is durable.
+   */
+  submitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  submitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  submitJobs(argument: _fuxi_v1_SubmitJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  submitJobs(argument: _fuxi_v1_SubmitJobsRequest, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
+  
   UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
   UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
   UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
@@ -261,6 +281,19 @@ export interface MasterServiceClient extends grpc.Client {
   WatchJob(argument: _fuxi_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
   watchJob(argument: _fuxi_v1_WatchJobRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
   watchJob(argument: _fuxi_v1_WatchJobRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  
+  /**
+   * Many jobs on one stream (`fuxi wait` on many, a job array): the current state of each, then
+   * every change, until every one of them is terminal.
+   */
+  WatchJobs(argument: _fuxi_v1_WatchJobsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  WatchJobs(argument: _fuxi_v1_WatchJobsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  /**
+   * Many jobs on one stream (`fuxi wait` on many, a job array): the current state of each, then
+   * every change, until every one of them is terminal.
+   */
+  watchJobs(argument: _fuxi_v1_WatchJobsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
+  watchJobs(argument: _fuxi_v1_WatchJobsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_fuxi_v1_JobInfo__Output>;
   
 }
 
@@ -316,6 +349,12 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
    */
   SubmitJob: grpc.handleUnaryCall<_fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse>;
   
+  /**
+   * Many jobs in one call (workflow engines): each is taken or refused on its own, idempotent by
+   * its id like SubmitJob; answered once every taken job's record is durable.
+   */
+  SubmitJobs: grpc.handleUnaryCall<_fuxi_v1_SubmitJobsRequest__Output, _fuxi_v1_SubmitJobsResponse>;
+  
   UpdateRequests: grpc.handleUnaryCall<_fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse>;
   
   /**
@@ -336,6 +375,12 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   
   WatchJob: grpc.handleServerStreamingCall<_fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo>;
   
+  /**
+   * Many jobs on one stream (`fuxi wait` on many, a job array): the current state of each, then
+   * every change, until every one of them is terminal.
+   */
+  WatchJobs: grpc.handleServerStreamingCall<_fuxi_v1_WatchJobsRequest__Output, _fuxi_v1_JobInfo>;
+  
 }
 
 export interface MasterServiceDefinition extends grpc.ServiceDefinition {
@@ -354,8 +399,10 @@ export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   ReturnSlots: MethodDefinition<_fuxi_v1_ReturnSlotsRequest, _fuxi_v1_ReturnSlotsResponse, _fuxi_v1_ReturnSlotsRequest__Output, _fuxi_v1_ReturnSlotsResponse__Output>
   SaveAppSnapshot: MethodDefinition<_fuxi_v1_SaveAppSnapshotRequest, _fuxi_v1_SaveAppSnapshotResponse, _fuxi_v1_SaveAppSnapshotRequest__Output, _fuxi_v1_SaveAppSnapshotResponse__Output>
   SubmitJob: MethodDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse__Output>
+  SubmitJobs: MethodDefinition<_fuxi_v1_SubmitJobsRequest, _fuxi_v1_SubmitJobsResponse, _fuxi_v1_SubmitJobsRequest__Output, _fuxi_v1_SubmitJobsResponse__Output>
   UpdateRequests: MethodDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse__Output>
   WatchAssignments: MethodDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_AssignmentUpdate, _fuxi_v1_WatchAssignmentsRequest__Output, _fuxi_v1_AssignmentUpdate__Output>
   WatchGrants: MethodDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_GrantUpdate, _fuxi_v1_WatchGrantsRequest__Output, _fuxi_v1_GrantUpdate__Output>
   WatchJob: MethodDefinition<_fuxi_v1_WatchJobRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobRequest__Output, _fuxi_v1_JobInfo__Output>
+  WatchJobs: MethodDefinition<_fuxi_v1_WatchJobsRequest, _fuxi_v1_JobInfo, _fuxi_v1_WatchJobsRequest__Output, _fuxi_v1_JobInfo__Output>
 }

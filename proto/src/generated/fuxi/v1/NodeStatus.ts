@@ -11,6 +11,12 @@ export interface NodeStatus {
   'free'?: (_fuxi_v1_Resource | null);
   'runningWorkers'?: (number);
   'lastHeartbeatMs'?: (number | string | Long);
+  /**
+   * ready, timing out (silent: its slots reserved, not schedulable), lost (its slots released),
+   * unreported / missing (after a failover: not heard from yet / not by the end of the window).
+   * `healthy` is any state but lost (a timing-out node holds its workers and slots).
+   */
+  'state'?: (string);
 }
 
 export interface NodeStatus__Output {
@@ -20,4 +26,10 @@ export interface NodeStatus__Output {
   'free': (_fuxi_v1_Resource__Output | null);
   'runningWorkers': (number);
   'lastHeartbeatMs': (string);
+  /**
+   * ready, timing out (silent: its slots reserved, not schedulable), lost (its slots released),
+   * unreported / missing (after a failover: not heard from yet / not by the end of the window).
+   * `healthy` is any state but lost (a timing-out node holds its workers and slots).
+   */
+  'state': (string);
 }

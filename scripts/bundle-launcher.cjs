@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+// The bin of a bundled program (copied by scripts/bundle.mjs to <pkg>/dist/<name>.cjs): runs
+// <name>.bundle.cjs (the program and everything it imports in one CommonJS file) with V8's code
+// cache <name>.bundle.cjs.cache beside it, so a cold process neither resolves modules nor compiles
+// the code an earlier run compiled. Node 20 has no module compile cache (module.enableCompileCache
+// is 22.1+), so this does the same for the one file with vm.Script's cachedData. CommonJS, not
+// ESM: on Node 20 the ESM loader alone costs a cold start about 15 ms.
+//
+// The cache is keyed by the bundle's size and mtime (V8 itself checks only the source length). It
+// holds what the writing run had compiled, so it is written once a run has been up for 0.5 s
+// ("complete": a daemon past its start, a CLI command that waits) and, when there is none at all,
+// by a run that exits sooner; a shorter run's cache is replaced by the next complete one. A cache
+// V8 rejects (another Node version) counts as none. A failure to write (a read-only installation)
+// only means running without one. The timer, not 'exit', because an AM is often stopped by a
+// signal at the end of its job.
+//
+// A bundle older than one of its sources (<name>.bundle.cjs.inputs.json lists them: this
+// repository's compiled files it was built from) is not run: `tsc -b` alone updates the module tree
+// but not the bundle, so the module tree runs instead, with a warning, and runs what was compiled.
+'use strict';
+const { readFileSync, renameSync, rmSync, statSync, writeFileSync } = require('node:fs');
+const { createRequire } = require('node:module');
+const { basename, dirname, join } = require('node:path');
+const { pathToFileURL } = require('node:url');
+const { Script, constants } = require('node:vm');
+
+const bundle = __filename.replace(/\.cjs$/, '.bundle.cjs');
+const cacheFile = `${bundle}.cache`;
+const HEADER = 24; // the bundle's mtimeMs and size, and 1 for a complete cache: three float64s
+const COMPLETE_AFTER_MS = 500;
+const { mtimeMs, size } = statSync(bundle);
+
+/** The module tree's entry, when a source of the bundle is newer than the bundle; else undefined. */
+function staleBundle() {
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(`${bundle}.inputs.json`, 'utf8'));
+  } catch {
+    return undefined; // a bundle without its manifest (copied alone): run it
+  }
+  for (const input of manifest.inputs) {
+    let t;
+    try {
+      t = statSync(join(dirname(bundle), input)).mtimeMs;
+    } catch {
+      continue; // an installation without that file
+    }
+    if (t > mtimeMs) {
+      process.stderr.write(`${basename(__filename)}: ${input} is newer than ${basename(bundle)} (make build rebuilds it); running the module tree\n`);
+      return join(dirname(bundle), manifest.tree);
+    }
+  }
+  return undefined;
+}
+
+const tree = staleBundle();
+if (tree !== undefined) {
+  import(pathToFileURL(tree).href);
+} else {
+  runBundle();
+}
+
+function runBundle() {
+  // The CommonJS module wrapper; the bundle's #! line is blanked (same line numbers in traces).
+  const source = `(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, 'utf8').replace(/^#!.*/, '')}\n})`;
+  let cachedData;
+  let complete = false;
+  try {
+    const c = readFileSync(cacheFile);
+    if (c.length > HEADER && c.readDoubleLE(0) === mtimeMs && c.readDoubleLE(8) === size) {
+      cachedData = c.subarray(HEADER);
+      complete = c.readDoubleLE(16) === 1;
+    }
+  } catch {
+    /* no cache yet */
+  }
+  const script = new Script(source, { filename: bundle, cachedData, importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER });
+  const none = cachedData === undefined || script.cachedDataRejected;
+  if (none || !complete) {
+    let written = false;
+    const write = (isComplete) => {
+      if (written) return;
+      written = true;
+      const tmp = `${cacheFile}.${process.pid}`;
+      try {
+        const header = Buffer.alloc(HEADER);
+        header.writeDoubleLE(mtimeMs, 0);
+        header.writeDoubleLE(size, 8);
+        header.writeDoubleLE(isComplete ? 1 : 0, 16);
+        writeFileSync(tmp, Buffer.concat([header, script.createCachedData()]));
+        renameSync(tmp, cacheFile); // atomic: a concurrent start reads the old cache or the new one
+      } catch {
+        rmSync(tmp, { force: true }); // cannot write beside the bundle: run without a cache
+      }
+    };
+    if (none) process.once('exit', () => write(false));
+    setTimeout(() => write(true), COMPLETE_AFTER_MS).unref();
+  }
+  const mod = { exports: {} };
+  script.runInThisContext()(mod.exports, createRequire(bundle), mod, bundle, dirname(bundle));
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+// After `tsc -b` (`make build`, `npm run bundle`): bundles the programs whose cold start matters
+// into one CommonJS file each with esbuild, so a new process reads one file instead of resolving
+// and loading a few hundred modules:
+//   fuxi            client/dist/fuxi.cjs            (bundle: fuxi.bundle.cjs)
+//   fuxi-appmaster  appmaster/dist/fuxi-appmaster.cjs (bundle: fuxi-appmaster.bundle.cjs; one per job)
+// Each bin is scripts/bundle-launcher.cjs, which runs the bundle with a V8 code cache, written
+// here by a warm-up run of each (loopback only: a master at 127.0.0.1:1 that is not there). Also
+// makes every workspace `bin` executable and links it in node_modules/.bin (for npx).
+// --metafile also writes what went into each bundle (<bundle>.meta.json).
+import { build } from 'esbuild';
+import { spawn } from 'node:child_process';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The CLI never logs, but `@fuxi/common` (whose index the bundle evaluates whole, since the CLI
+ * loads its client lazily) imports pino for `createLogger`: give it a stub that throws if called.
+ */
+const noPino = {
+  name: 'no-pino',
+  setup(b) {
+    b.onResolve({ filter: /^pino$/ }, () => ({ path: 'pino', namespace: 'no-pino' }));
+    b.onLoad({ filter: /.*/, namespace: 'no-pino' }, () => ({
+      contents: "export function pino() { throw new Error('pino is not part of this bundle'); }",
+      loader: 'js',
+    }));
+  },
+};
+
+const BUNDLES = [
+  {
+    entry: 'client/dist/cli/main.js',
+    bin: 'client/dist/fuxi.cjs',
+    plugins: [noPino],
+    // A submit to a master that is not there runs the spec reader, the client, the wire encoding
+    // and a connection attempt; it must exit 4 (master unavailable).
+    warmUp: { args: ['submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'], env: { FUXI_RETRY_MS: '0' }, exit: 4 },
+  },
+  {
+    entry: 'appmaster/dist/shell/main.js',
+    bin: 'appmaster/dist/fuxi-appmaster.cjs',
+    plugins: [],
+    // An AM whose master is not there starts its server and retries RegisterApp until stopped:
+    // the launcher writes the cache 0.5 s in, then the run is stopped.
+    warmUp: { args: [], env: { FUXI_MASTER: '127.0.0.1:1', FUXI_APP_ID: 'warm-up', FUXI_LOG_LEVEL: 'silent' }, untilCache: true },
+  },
+];
+
+/** Runs the bin once so that the launcher writes the bundle's code cache; false if it did not. */
+async function warmUp(bin, cache, w) {
+  const child = spawn(process.execPath, [bin, ...w.args], { env: { ...process.env, ...w.env }, stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  if (w.untilCache) {
+    for (let i = 0; i < 200 && !existsSync(cache) && child.exitCode === null; i++) await sleep(50);
+    child.kill('SIGKILL');
+  }
+  const code = await exited;
+  if ((!w.untilCache && code !== w.exit) || !existsSync(cache)) {
+    console.error(`bundle.mjs: ${bin} failed its warm-up run (exit ${code}${w.untilCache ? '' : `, expected ${w.exit}`}):\n${stderr}`);
+    return false;
+  }
+  return true;
+}
+
+for (const b of BUNDLES) {
+  const bundle = join(root, b.bin.replace(/\.cjs$/, '.bundle.cjs'));
+  const result = await build({
+    entryPoints: [join(root, b.entry)],
+    outfile: bundle,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    minify: true,
+    // What only health and reflection load, on their first call (packages/rpc introspection.ts),
+    // and what grpc-js loads only for channelz / ORCA: left to Node's resolver, from the
+    // installation's node_modules. import.meta.url (for createRequire) is the bundle's own URL.
+    external: ['@grpc/proto-loader', '@grpc/reflection', 'grpc-health-check'],
+    define: { 'import.meta.url': '__bundleUrl' },
+    banner: { js: "var __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    plugins: b.plugins,
+    logLevel: 'warning',
+    metafile: true,
+  });
+  if (process.argv.includes('--metafile')) writeFileSync(`${bundle}.meta.json`, JSON.stringify(result.metafile));
+  // The repository's files it was built from, for the launcher's staleness check (paths relative
+  // to the bundle), and the module tree's entry to run instead when one is newer.
+  const inputs = Object.keys(result.metafile.inputs)
+    .filter((f) => !f.includes('node_modules/') && !f.includes(':'))
+    .map((f) => relative(dirname(bundle), join(root, f)));
+  writeFileSync(`${bundle}.inputs.json`, `${JSON.stringify({ tree: relative(dirname(bundle), join(root, b.entry)), inputs }, null, 1)}\n`);
+  const bin = join(root, b.bin);
+  copyFileSync(join(root, 'scripts', 'bundle-launcher.cjs'), bin);
+  chmodSync(bin, 0o755);
+  rmSync(`${bundle}.cache`, { force: true });
+  if (b.warmUp && !(await warmUp(bin, `${bundle}.cache`, b.warmUp))) process.exit(1);
+}
+
+// Workspace bins: executable, and linked in node_modules/.bin as npm links them (npm skips a bin
+// whose file does not exist yet, and on a fresh clone `npm ci` runs before the build).
+const workspaces = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces;
+for (const ws of workspaces) {
+  const pkg = JSON.parse(readFileSync(join(root, ws, 'package.json'), 'utf8'));
+  for (const [name, bin] of Object.entries(pkg.bin ?? {})) {
+    const file = join(root, ws, bin);
+    if (!existsSync(file)) continue;
+    chmodSync(file, 0o755);
+    const link = join(root, 'node_modules', '.bin', name);
+    const target = join('..', pkg.name, bin);
+    if (!existsSync(link) || readlinkSync(link) !== target) {
+      rmSync(link, { force: true });
+      mkdirSync(dirname(link), { recursive: true });
+      symlinkSync(target, link);
+    }
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * Benchmark (not a test): many small jobs on a local cluster with 16 slots in total (2 agents x 8
+ * cores, tasks of 1 core running `/bin/true`), the way workflow engines use a cluster. Writes
+ * bench-results/throughput.json:
+ *
+ * - separateCli: N jobs, one `fuxi submit` process each, 8 in flight, then wait for all;
+ * - sdkMany: N jobs through the SDK's submitMany; array: the same N as one job array;
+ * - oneJob: 1 job x N instances;
+ * - latency: 200 single jobs one after another on an idle cluster (submit -> running, -> done);
+ * - cliColdStartMs: the median wall time of the separateCli `fuxi submit` processes;
+ * - watchMany: the master's CPU while N jobs are watched on one WatchJobs stream, and on N WatchJob
+ *   streams, and the kill of all of them;
+ * - tenThousand (with --ten-thousand): 10,000 jobs through submitMany, the master's RSS before and after.
+ *
+ * `controlCpuS` is the user+sys CPU of the master and the agents, with what their children used
+ * (the AMs, and the workers' `/bin/true`, which is next to nothing), from /proc, over the scenario.
+ *
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array]
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { FuxiClient } from '@fuxi/client';
+import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
+import { LocalCluster, REPO_ROOT } from '@fuxi/deploy';
+
+const TICK_S = 0.01; // USER_HZ = 100 on Linux
+
+/** user+sys of `pid` and of its waited-for children, in seconds. */
+function cpuOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields 14-17 (utime, stime, cutime, cstime) are 11-14 after the command
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_S;
+  } catch {
+    return 0;
+  }
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : 0;
+}
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;
+};
+
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+function tinyJob(name: string, instances = 1): JobSpec {
+  return normalizeJobSpec({ name, tasks: [{ name: 't', instances, resources: { cpu: 1, memory: 64 }, command: ['/bin/true'] }] });
+}
+
+class Bench {
+  constructor(
+    readonly cluster: LocalCluster,
+    readonly client: FuxiClient,
+  ) {}
+
+  controlCpu(): number {
+    return [this.cluster.master.pid, ...this.cluster.agents.map((a) => a.pid)].reduce((s, pid) => s + cpuOf(pid), 0);
+  }
+
+  /** Runs `fn`, returning its wall time and the control plane's CPU in that time. */
+  async measure(fn: () => Promise<void>): Promise<{ wallS: number; controlCpuS: number }> {
+    const cpu0 = this.controlCpu();
+    const t0 = Date.now();
+    await fn();
+    return { wallS: round((Date.now() - t0) / 1000, 2), controlCpuS: round(this.controlCpu() - cpu0, 2) };
+  }
+
+  async waitIds(ids: string[]): Promise<number> {
+    const done = await this.client.waitAll({ jobIds: ids }, { endsOnly: true });
+    return [...done.values()].filter((j) => j.state !== 'JOB_STATE_SUCCEEDED').length;
+  }
+}
+
+async function separateCli(b: Bench, n: number, dir: string): Promise<Record<string, number>> {
+  const cli = join(REPO_ROOT, 'client', (JSON.parse(readFileSync(join(REPO_ROOT, 'client', 'package.json'), 'utf8')) as { bin: { fuxi: string } }).bin.fuxi);
+  const file = join(dir, 'one.yaml');
+  writeFileSync(file, 'name: one\ntasks:\n  - name: t\n    instances: 1\n    resources: {cpu: 1, memory: 64Mi}\n    command: [/bin/true]\n');
+  const walls: number[] = [];
+  const ids = Array.from({ length: n }, (_, i) => `cli-${i}`);
+  let failed = 0;
+  const m = await b.measure(async () => {
+    let next = 0;
+    const worker = async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        const t0 = Date.now();
+        await new Promise<void>((resolve) => {
+          const p = spawn(process.execPath, [cli, 'submit', file, '--id', id, '--master', b.cluster.masterAddress], { stdio: 'ignore' });
+          p.on('exit', (code) => {
+            if (code !== 0) failed++;
+            resolve();
+          });
+        });
+        walls.push(Date.now() - t0);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    failed += await b.waitIds(ids);
+  });
+  return { jobs: n, failed, jobsPerS: round(n / m.wallS), ...m, controlCpuMsPerJob: round((m.controlCpuS * 1000) / n), cliMedianMs: percentile(walls, 50) };
+}
+
+async function sdkMany(b: Bench, n: number): Promise<Record<string, number>> {
+  let failed = 0;
+  const m = await b.measure(async () => {
+    const res = await b.client.submitMany(Array.from({ length: n }, (_, i) => ({ ...tinyJob('many'), jobId: `many-${i}` })));
+    failed = res.filter((r) => r.error).length + (await b.waitIds(res.filter((r) => !r.error).map((r) => r.jobId)));
+  });
+  return { jobs: n, failed, jobsPerS: round(n / m.wallS), ...m, controlCpuMsPerJob: round((m.controlCpuS * 1000) / n) };
+}
+
+async function array(b: Bench, n: number): Promise<Record<string, number>> {
+  let failed = 0;
+  const m = await b.measure(async () => {
+    const { arrayId } = await b.client.submitArray({ ...tinyJob('arr'), jobId: 'arr' }, { indices: Array.from({ length: n }, (_, i) => i) });
+    const done = await b.client.waitAll({ arrayId }, { endsOnly: true });
+    failed = [...done.values()].filter((j) => j.state !== 'JOB_STATE_SUCCEEDED').length;
+  });
+  return { jobs: n, failed, jobsPerS: round(n / m.wallS), ...m, controlCpuMsPerJob: round((m.controlCpuS * 1000) / n) };
+}
+
+async function oneJob(b: Bench, n: number): Promise<Record<string, number>> {
+  const m = await b.measure(async () => {
+    const { jobId } = await b.client.submit({ ...tinyJob('one', n), jobId: 'one-job' });
+    await b.waitIds([jobId]);
+  });
+  return { instances: n, ...m };
+}
+
+async function latency(b: Bench, n: number): Promise<Record<string, number>> {
+  const toRunning: number[] = [];
+  const toDone: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = Date.now();
+    const { jobId } = await b.client.submit({ ...tinyJob('lat'), jobId: `lat-${i}` });
+    let running = 0;
+    for await (const j of b.client.watch(jobId)) {
+      if (!running && j.state !== 'JOB_STATE_SUBMITTED') running = Date.now() - t0;
+    }
+    toRunning.push(running || Date.now() - t0);
+    toDone.push(Date.now() - t0);
+  }
+  return {
+    jobs: n,
+    submitToRunningP50Ms: percentile(toRunning, 50),
+    submitToRunningP99Ms: percentile(toRunning, 99),
+    submitToDoneP50Ms: percentile(toDone, 50),
+  };
+}
+
+/**
+ * The master's CPU while 1,000 jobs are watched (an array held at one running member, so nothing
+ * else moves): 10 s with one WatchJobs stream over all of them, 10 s with 1,000 WatchJob streams,
+ * then the kill of all 1,000 with both kinds of watchers notified.
+ */
+async function watchMany(b: Bench, n: number): Promise<Record<string, number>> {
+  const master = () => cpuOf(b.cluster.master.pid);
+  const idle = async (ms: number) => {
+    const c0 = master();
+    await new Promise((r) => setTimeout(r, ms));
+    return round((master() - c0) / (ms / 1000), 3);
+  };
+  const sleeper = normalizeJobSpec({ name: 'w', tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['sleep', '600'] }] });
+  const { arrayId, results } = await b.client.submitArray({ ...sleeper, jobId: 'w' }, { indices: Array.from({ length: n }, (_, i) => i), maxRunning: 1 });
+  const baseline = await idle(5000);
+  const one = b.client.waitAll({ arrayId });
+  const oneStreamCpuPerS = await idle(10_000);
+  const many = results.map((r) => b.client.waitFor(r.jobId));
+  await new Promise((r) => setTimeout(r, 2000));
+  const perJobStreamsCpuPerS = await idle(10_000);
+  const c0 = master();
+  const t0 = Date.now();
+  for (let i = 0; i < results.length; i += 50) await Promise.all(results.slice(i, i + 50).map((r) => b.client.kill(r.jobId, 'bench')));
+  await Promise.all([one, ...many]);
+  return {
+    jobs: n,
+    idleMasterCpuPerS: baseline,
+    oneStreamCpuPerS,
+    perJobStreamsCpuPerS,
+    killAllMs: Date.now() - t0,
+    killAllMasterCpuS: round(master() - c0, 2),
+  };
+}
+
+async function tenThousand(b: Bench): Promise<Record<string, number>> {
+  const before = rssMb(b.cluster.master.pid);
+  const r = await sdkMany(b, 10_000);
+  return { ...r, masterRssMbBefore: before, masterRssMbAfter: rssMb(b.cluster.master.pid) };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { jobs: { type: 'string' }, latency: { type: 'string' }, 'ten-thousand': { type: 'boolean' }, only: { type: 'string' } },
+  });
+  const only = values.only ? new Set(values.only.split(',')) : undefined;
+  const n = Number(values.jobs ?? 1000);
+  const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
+  const out: Record<string, unknown> = { slots: 16, jobs: n };
+  const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>) => {
+    if (only && !only.has(name)) return;
+    // A fresh cluster per scenario: one scenario's finished jobs do not weigh on the next.
+    const cluster = await LocalCluster.start({ dir: join(dir, name), agents: 2, agentCpu: '8', agentMemory: '16Gi' });
+    const client = cluster.client();
+    try {
+      process.stderr.write(`${name}...\n`);
+      out[name] = await fn(new Bench(cluster, client));
+      process.stderr.write(`${name}: ${JSON.stringify(out[name])}\n`);
+    } finally {
+      client.close();
+      await cluster.stop({ killWorkers: true });
+    }
+  };
+  await phase('latency', (b) => latency(b, Number(values.latency ?? 200)));
+  await phase('oneJob', (b) => oneJob(b, n));
+  await phase('sdkMany', (b) => sdkMany(b, n));
+  await phase('array', (b) => array(b, n));
+  await phase('watchMany', (b) => watchMany(b, n));
+  await phase('separateCli', (b) => separateCli(b, n, dir));
+  if (out.separateCli) out.cliColdStartMs = (out.separateCli as Record<string, number>).cliMedianMs;
+  if (values['ten-thousand']) await phase('tenThousand', tenThousand);
+  mkdirSync(join(REPO_ROOT, 'bench-results'), { recursive: true });
+  writeFileSync(join(REPO_ROOT, 'bench-results', 'throughput.json'), JSON.stringify(out, null, 2) + '\n');
+  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+}
+
+await main();
