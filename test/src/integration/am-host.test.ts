@@ -156,7 +156,10 @@ describe('AM host (real processes)', function () {
     expect(s.pid, 'the shared AM runs as the AM host').to.equal(readHostRecord(agentOf(s).workDir)?.pid);
     const cmdline = readFileSync(`/proc/${d.pid}/cmdline`, 'utf8').split('\0');
     expect(cmdline, 'the dedicated AM is a worker wrapper of its own').to.include('fuxi-worker');
-    expect(cmdline.some((a) => a.endsWith(join('appmaster', 'dist', 'shell', 'main.js')))).to.equal(true);
+    expect(
+      cmdline.some((a) => /appmaster\/dist\/(fuxi-appmaster\.cjs|shell\/main\.js)$/.test(a)),
+      cmdline.join(' '),
+    ).to.equal(true);
     expect(d.pid).to.not.equal(readHostRecord(agentOf(d).workDir)?.pid);
     const spec = (await client.get(dedicated!)).spec;
     expect(spec?.amMode).to.equal('dedicated');
