@@ -12,13 +12,14 @@
  *   streams, and the kill of all of them;
  * - tenThousand (with --ten-thousand): 10,000 jobs through submitMany, the master's RSS before and after.
  *
- * `controlCpuS` is the user+sys CPU of the master and the agents, with what their children used
- * (the AMs, and the workers' `/bin/true`, which is next to nothing), from /proc, over the scenario.
+ * `controlCpuS` is the user+sys CPU of the master, the agents and the AM hosts, with what their
+ * children used (dedicated AMs, and the workers' `/bin/true`, which is next to nothing), from /proc,
+ * over the scenario.
  *
  *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array]
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -63,7 +64,23 @@ class Bench {
   ) {}
 
   controlCpu(): number {
-    return [this.cluster.master.pid, ...this.cluster.agents.map((a) => a.pid)].reduce((s, pid) => s + cpuOf(pid), 0);
+    return [this.cluster.master.pid, ...this.cluster.agents.map((a) => a.pid), ...this.amHosts()].reduce((s, pid) => s + cpuOf(pid), 0);
+  }
+
+  /** The live AM host processes of this cluster (their CPU is in no agent's children until they exit). */
+  amHosts(): number[] {
+    const dir = this.cluster.opts.dir;
+    const out: number[] = [];
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        if (!readlinkSync(`/proc/${name}/cwd`).startsWith(dir)) continue;
+        if (/am-?host/.test(readFileSync(`/proc/${name}/cmdline`, 'utf8'))) out.push(Number(name));
+      } catch {
+        /* gone, or not ours */
+      }
+    }
+    return out;
   }
 
   /** Runs `fn`, returning its wall time and the control plane's CPU in that time. */
