@@ -12,6 +12,7 @@
  *
  * Pure and deterministic: the crash instants come from the given seed.
  */
+import { seededRandom } from '@fuxi/common';
 import { createDetector, type DetectorConfig } from './detectors.js';
 
 export interface DetectorQos {
@@ -26,18 +27,6 @@ export interface DetectorQos {
   queryAccuracy: number;
   /** Trace time covered, ms. */
   spanMs: number;
-}
-
-/** A small seeded generator (mulberry32) in [0, 1). */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -55,7 +44,7 @@ export function evaluateDetector(
   traces: ReadonlyMap<string, readonly number[]>,
   opts: { crashesPerNode?: number; warmup?: number; seed?: number } = {},
 ): DetectorQos {
-  const rnd = seeded(opts.seed ?? 1);
+  const rnd = seededRandom(opts.seed ?? 1);
   const warmup = opts.warmup ?? 20;
   const detections: number[] = [];
   let mistakes = 0;

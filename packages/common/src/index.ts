@@ -23,3 +23,4 @@ export * from './protocol.js';
 export * from './first-difference.js';
 export * from './am-host-protocol.js';
 export * from './version.js';
+export * from './random.js';

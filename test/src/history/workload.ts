@@ -9,7 +9,7 @@
  * variant is in the job's name, which is how a read tells which spec a job holds.
  */
 import { FuxiClient, type JobSpec } from '@fuxi/client';
-import { normalizeJobSpec } from '@fuxi/common';
+import { normalizeJobSpec, seededRandom } from '@fuxi/common';
 import type { JobInfo__Output } from '@fuxi/proto';
 import type { HistoryRecorder, JobView } from './history.js';
 
@@ -29,17 +29,8 @@ export interface WorkloadOptions {
   patience: Array<{ retryForMs: number; deadlineMs: number }>;
 }
 
-/** A small seeded PRNG (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded PRNG, uniform in [0, 1) (@fuxi/common `seededRandom`). */
+export const rng = seededRandom;
 
 function hash(s: string): number {
   let h = 2166136261;

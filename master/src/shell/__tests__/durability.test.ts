@@ -12,6 +12,7 @@ import { connect, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
+import { rpcError } from './helpers.js';
 
 /** A memory store whose writes fail while `failing` is set (with `fault`, else a plain error). */
 class FlakyStore extends MemoryStore {
@@ -32,16 +33,6 @@ class FlakyStore extends MemoryStore {
 
 const spec = (id: string, over: Record<string, unknown> = {}) =>
   jobSpecToProto(normalizeJobSpec({ id, name: id, tasks: [{ name: 'map', instances: 2, resources: { cpu: 1, memory: 256 }, command: ['true'] }], ...over }));
-
-async function rpcError(p: Promise<unknown>): Promise<RpcError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof RpcError) return e;
-    throw e;
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe('master: durable before acknowledged (store faults)', function () {
   this.timeout(20_000);

@@ -6,19 +6,10 @@
 import { expect } from 'chai';
 import { normalizeJobSpec, nullLogger } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
+import { connect, jobSpecToProto, type TypedClient } from '@fuxi/rpc';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
-
-async function rpcError(p: Promise<unknown>): Promise<RpcError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof RpcError) return e;
-    throw e;
-  }
-  throw new Error('expected the call to fail');
-}
+import { rpcError } from './helpers.js';
 
 describe('master: request limits over gRPC', function () {
   this.timeout(20_000);

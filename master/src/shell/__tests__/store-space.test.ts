@@ -18,6 +18,7 @@ import { EtcdStore } from '@fuxi/store';
 import { startEtcd, type EtcdProcess } from '@fuxi/store/etcd-fixture';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
+import { rpcError } from './helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -40,16 +41,6 @@ function recordingLogger(lines: Array<{ level: string; msg: string }>): Logger {
 
 const spec = (id: string) =>
   jobSpecToProto(normalizeJobSpec({ id, name: id, tasks: [{ name: 'map', instances: 1, resources: { cpu: 1, memory: 256 }, command: ['true'] }] }));
-
-async function rpcError(p: Promise<unknown>): Promise<RpcError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof RpcError) return e;
-    throw e;
-  }
-  throw new Error('expected the call to fail');
-}
 
 /** Retries `fn` while it fails with UNAVAILABLE (a leader loading or rebuilding). */
 async function answered<T>(fn: () => Promise<T>, timeoutMs = 20_000): Promise<T> {

@@ -8,7 +8,7 @@
  * client.submit(jobSpec(jobs[0]!, DEFAULT_WORKLOAD));
  * ```
  */
-import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
+import { normalizeJobSpec, type JobSpec, seededRandom } from '@fuxi/common';
 
 export const CATEGORIES = ['small', 'medium', 'large'] as const;
 export type Category = (typeof CATEGORIES)[number];
@@ -43,17 +43,8 @@ export interface PlannedJob {
   instanceMs: number;
 }
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded PRNG, uniform in [0, 1) (@fuxi/common `seededRandom`). */
+export const rng = seededRandom;
 
 /** The job list of one experiment case; `prefix` makes job ids unique per case. */
 export function makeWorkload(o: WorkloadOptions, prefix: string): PlannedJob[] {

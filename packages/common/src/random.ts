@@ -1,0 +1,19 @@
+/**
+ * mulberry32: a small seeded pseudo-random generator, uniform in [0, 1). For deterministic
+ * workloads, benchmarks and injected faults (never for anything secret).
+ *
+ * ```ts
+ * const rand = seededRandom(42);
+ * rand(); // the same sequence for the same seed
+ * ```
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
