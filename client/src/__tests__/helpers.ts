@@ -33,6 +33,7 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
     free: { cpuMilli: 7500, memoryMb: 15872 },
     runningWorkers: 1,
     lastHeartbeatMs: '0',
+    unreachablePeers: [],
     ...over,
   };
 }
@@ -54,6 +55,7 @@ export function mockClusterStatus(over: Partial<ClusterStatus__Output> = {}): Cl
     nodesLost: 0,
     appsRunning: 2,
     conditions: [],
+    connectivity: null,
     ...over,
   };
 }

@@ -5,6 +5,7 @@
  * of free functions over this object; `MasterCore` is the facade the shell calls.
  */
 import { ZERO, type Logger, type Resource } from '@fuxi/common';
+import { connectivityBase, newConnectivity, type ConnectivityState } from './connectivity.js';
 import type { DetectorConfig, FailureDetector } from './detectors.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
@@ -261,6 +262,8 @@ export class MasterState {
   /** Event sensor output: the bulletin board, dispatcher and system FSM (paper section 4.2.4). */
   readonly faults: FaultBoard;
   readonly uses: SourceUse[] = [];
+  /** Which hosts cannot reach which, from the agents' probe reports (connectivity.ts). */
+  readonly connectivity: ConnectivityState;
   submitSeq = 0;
   /** A scheduling pass is owed (batch scheduling, see MasterCoreConfig.schedulingIntervalMs). */
   due = false;
@@ -281,6 +284,7 @@ export class MasterState {
     readonly log: Logger,
   ) {
     this.faults = new FaultBoard({ log, idPrefix: `e${epoch}-` });
+    this.connectivity = newConnectivity(connectivityBase(epoch));
     this.groups = new Map(cfg.quotaGroups.map((g) => [g.name, g]));
     if (!this.groups.has('default')) this.groups.set('default', { name: 'default', weight: 1 });
   }

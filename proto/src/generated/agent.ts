@@ -4,6 +4,7 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 import type { AgentServiceClient as _fuxi_v1_AgentServiceClient, AgentServiceDefinition as _fuxi_v1_AgentServiceDefinition } from './fuxi/v1/AgentService.js';
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
+import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from './fuxi/v1/Connectivity.js';
 import type { FetchOutputRequest as _fuxi_v1_FetchOutputRequest, FetchOutputRequest__Output as _fuxi_v1_FetchOutputRequest__Output } from './fuxi/v1/FetchOutputRequest.js';
 import type { GetAgentStateRequest as _fuxi_v1_GetAgentStateRequest, GetAgentStateRequest__Output as _fuxi_v1_GetAgentStateRequest__Output } from './fuxi/v1/GetAgentStateRequest.js';
 import type { GetAgentStateResponse as _fuxi_v1_GetAgentStateResponse, GetAgentStateResponse__Output as _fuxi_v1_GetAgentStateResponse__Output } from './fuxi/v1/GetAgentStateResponse.js';
@@ -11,6 +12,7 @@ import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output }
 import type { JobArray as _fuxi_v1_JobArray, JobArray__Output as _fuxi_v1_JobArray__Output } from './fuxi/v1/JobArray.js';
 import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
 import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
+import type { Link as _fuxi_v1_Link, Link__Output as _fuxi_v1_Link__Output } from './fuxi/v1/Link.js';
 import type { ListWorkersRequest as _fuxi_v1_ListWorkersRequest, ListWorkersRequest__Output as _fuxi_v1_ListWorkersRequest__Output } from './fuxi/v1/ListWorkersRequest.js';
 import type { ListWorkersResponse as _fuxi_v1_ListWorkersResponse, ListWorkersResponse__Output as _fuxi_v1_ListWorkersResponse__Output } from './fuxi/v1/ListWorkersResponse.js';
 import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fuxi_v1_LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
@@ -44,6 +46,7 @@ export interface ProtoGrpcType {
       AgentService: SubtypeConstructor<typeof grpc.Client, _fuxi_v1_AgentServiceClient> & { service: _fuxi_v1_AgentServiceDefinition }
       Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
+      Connectivity: MessageTypeDefinition<_fuxi_v1_Connectivity, _fuxi_v1_Connectivity__Output>
       FetchOutputRequest: MessageTypeDefinition<_fuxi_v1_FetchOutputRequest, _fuxi_v1_FetchOutputRequest__Output>
       GetAgentStateRequest: MessageTypeDefinition<_fuxi_v1_GetAgentStateRequest, _fuxi_v1_GetAgentStateRequest__Output>
       GetAgentStateResponse: MessageTypeDefinition<_fuxi_v1_GetAgentStateResponse, _fuxi_v1_GetAgentStateResponse__Output>
@@ -52,6 +55,7 @@ export interface ProtoGrpcType {
       JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
       JobSpec: MessageTypeDefinition<_fuxi_v1_JobSpec, _fuxi_v1_JobSpec__Output>
       JobState: EnumTypeDefinition
+      Link: MessageTypeDefinition<_fuxi_v1_Link, _fuxi_v1_Link__Output>
       ListWorkersRequest: MessageTypeDefinition<_fuxi_v1_ListWorkersRequest, _fuxi_v1_ListWorkersRequest__Output>
       ListWorkersResponse: MessageTypeDefinition<_fuxi_v1_ListWorkersResponse, _fuxi_v1_ListWorkersResponse__Output>
       LocalityHint: MessageTypeDefinition<_fuxi_v1_LocalityHint, _fuxi_v1_LocalityHint__Output>

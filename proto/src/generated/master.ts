@@ -6,6 +6,8 @@ import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__O
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
 import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Condition__Output } from './fuxi/v1/Condition.js';
+import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from './fuxi/v1/Connectivity.js';
+import type { ConnectivityDelta as _fuxi_v1_ConnectivityDelta, ConnectivityDelta__Output as _fuxi_v1_ConnectivityDelta__Output } from './fuxi/v1/ConnectivityDelta.js';
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from './fuxi/v1/FinishAppResponse.js';
@@ -23,6 +25,7 @@ import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__
 import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
 import type { KillJobRequest as _fuxi_v1_KillJobRequest, KillJobRequest__Output as _fuxi_v1_KillJobRequest__Output } from './fuxi/v1/KillJobRequest.js';
 import type { KillJobResponse as _fuxi_v1_KillJobResponse, KillJobResponse__Output as _fuxi_v1_KillJobResponse__Output } from './fuxi/v1/KillJobResponse.js';
+import type { Link as _fuxi_v1_Link, Link__Output as _fuxi_v1_Link__Output } from './fuxi/v1/Link.js';
 import type { ListJobsRequest as _fuxi_v1_ListJobsRequest, ListJobsRequest__Output as _fuxi_v1_ListJobsRequest__Output } from './fuxi/v1/ListJobsRequest.js';
 import type { ListJobsResponse as _fuxi_v1_ListJobsResponse, ListJobsResponse__Output as _fuxi_v1_ListJobsResponse__Output } from './fuxi/v1/ListJobsResponse.js';
 import type { ListNodesRequest as _fuxi_v1_ListNodesRequest, ListNodesRequest__Output as _fuxi_v1_ListNodesRequest__Output } from './fuxi/v1/ListNodesRequest.js';
@@ -32,6 +35,9 @@ import type { MasterServiceClient as _fuxi_v1_MasterServiceClient, MasterService
 import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 import type { NodeStatus as _fuxi_v1_NodeStatus, NodeStatus__Output as _fuxi_v1_NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
 import type { OutstandingRequest as _fuxi_v1_OutstandingRequest, OutstandingRequest__Output as _fuxi_v1_OutstandingRequest__Output } from './fuxi/v1/OutstandingRequest.js';
+import type { PlacementConstraints as _fuxi_v1_PlacementConstraints, PlacementConstraints__Output as _fuxi_v1_PlacementConstraints__Output } from './fuxi/v1/PlacementConstraints.js';
+import type { ProbePeer as _fuxi_v1_ProbePeer, ProbePeer__Output as _fuxi_v1_ProbePeer__Output } from './fuxi/v1/ProbePeer.js';
+import type { ProbeTargets as _fuxi_v1_ProbeTargets, ProbeTargets__Output as _fuxi_v1_ProbeTargets__Output } from './fuxi/v1/ProbeTargets.js';
 import type { RecoveryProgress as _fuxi_v1_RecoveryProgress, RecoveryProgress__Output as _fuxi_v1_RecoveryProgress__Output } from './fuxi/v1/RecoveryProgress.js';
 import type { RegisterAgentRequest as _fuxi_v1_RegisterAgentRequest, RegisterAgentRequest__Output as _fuxi_v1_RegisterAgentRequest__Output } from './fuxi/v1/RegisterAgentRequest.js';
 import type { RegisterAgentResponse as _fuxi_v1_RegisterAgentResponse, RegisterAgentResponse__Output as _fuxi_v1_RegisterAgentResponse__Output } from './fuxi/v1/RegisterAgentResponse.js';
@@ -77,6 +83,8 @@ export interface ProtoGrpcType {
       ClusterStatus: MessageTypeDefinition<_fuxi_v1_ClusterStatus, _fuxi_v1_ClusterStatus__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
       Condition: MessageTypeDefinition<_fuxi_v1_Condition, _fuxi_v1_Condition__Output>
+      Connectivity: MessageTypeDefinition<_fuxi_v1_Connectivity, _fuxi_v1_Connectivity__Output>
+      ConnectivityDelta: MessageTypeDefinition<_fuxi_v1_ConnectivityDelta, _fuxi_v1_ConnectivityDelta__Output>
       FaultEvent: MessageTypeDefinition<_fuxi_v1_FaultEvent, _fuxi_v1_FaultEvent__Output>
       FinishAppRequest: MessageTypeDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppRequest__Output>
       FinishAppResponse: MessageTypeDefinition<_fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppResponse__Output>
@@ -95,6 +103,7 @@ export interface ProtoGrpcType {
       JobState: EnumTypeDefinition
       KillJobRequest: MessageTypeDefinition<_fuxi_v1_KillJobRequest, _fuxi_v1_KillJobRequest__Output>
       KillJobResponse: MessageTypeDefinition<_fuxi_v1_KillJobResponse, _fuxi_v1_KillJobResponse__Output>
+      Link: MessageTypeDefinition<_fuxi_v1_Link, _fuxi_v1_Link__Output>
       ListJobsRequest: MessageTypeDefinition<_fuxi_v1_ListJobsRequest, _fuxi_v1_ListJobsRequest__Output>
       ListJobsResponse: MessageTypeDefinition<_fuxi_v1_ListJobsResponse, _fuxi_v1_ListJobsResponse__Output>
       ListNodesRequest: MessageTypeDefinition<_fuxi_v1_ListNodesRequest, _fuxi_v1_ListNodesRequest__Output>
@@ -109,6 +118,9 @@ export interface ProtoGrpcType {
       NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
       NodeStatus: MessageTypeDefinition<_fuxi_v1_NodeStatus, _fuxi_v1_NodeStatus__Output>
       OutstandingRequest: MessageTypeDefinition<_fuxi_v1_OutstandingRequest, _fuxi_v1_OutstandingRequest__Output>
+      PlacementConstraints: MessageTypeDefinition<_fuxi_v1_PlacementConstraints, _fuxi_v1_PlacementConstraints__Output>
+      ProbePeer: MessageTypeDefinition<_fuxi_v1_ProbePeer, _fuxi_v1_ProbePeer__Output>
+      ProbeTargets: MessageTypeDefinition<_fuxi_v1_ProbeTargets, _fuxi_v1_ProbeTargets__Output>
       RecoveryProgress: MessageTypeDefinition<_fuxi_v1_RecoveryProgress, _fuxi_v1_RecoveryProgress__Output>
       RegisterAgentRequest: MessageTypeDefinition<_fuxi_v1_RegisterAgentRequest, _fuxi_v1_RegisterAgentRequest__Output>
       RegisterAgentResponse: MessageTypeDefinition<_fuxi_v1_RegisterAgentResponse, _fuxi_v1_RegisterAgentResponse__Output>

@@ -3,6 +3,7 @@
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from '../../fuxi/v1/FaultEvent.js';
 import type { RecoveryProgress as _fuxi_v1_RecoveryProgress, RecoveryProgress__Output as _fuxi_v1_RecoveryProgress__Output } from '../../fuxi/v1/RecoveryProgress.js';
 import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Condition__Output } from '../../fuxi/v1/Condition.js';
+import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from '../../fuxi/v1/Connectivity.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface ClusterStatus {
@@ -23,6 +24,10 @@ export interface ClusterStatus {
    * Conditions an operator must act on (empty when none), e.g. the store out of space.
    */
   'conditions'?: (_fuxi_v1_Condition)[];
+  /**
+   * Broken links between hosts and nodes partitioned from the master (partial partitions).
+   */
+  'connectivity'?: (_fuxi_v1_Connectivity | null);
 }
 
 export interface ClusterStatus__Output {
@@ -43,4 +48,8 @@ export interface ClusterStatus__Output {
    * Conditions an operator must act on (empty when none), e.g. the store out of space.
    */
   'conditions': (_fuxi_v1_Condition__Output)[];
+  /**
+   * Broken links between hosts and nodes partitioned from the master (partial partitions).
+   */
+  'connectivity': (_fuxi_v1_Connectivity__Output | null);
 }

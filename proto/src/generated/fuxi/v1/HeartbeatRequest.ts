@@ -3,6 +3,7 @@
 import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
 import type { WorkerSummary as _fuxi_v1_WorkerSummary, WorkerSummary__Output as _fuxi_v1_WorkerSummary__Output } from '../../fuxi/v1/WorkerSummary.js';
 import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from '../../fuxi/v1/WorkerStatus.js';
+import type { ConnectivityDelta as _fuxi_v1_ConnectivityDelta, ConnectivityDelta__Output as _fuxi_v1_ConnectivityDelta__Output } from '../../fuxi/v1/ConnectivityDelta.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface HeartbeatRequest {
@@ -18,6 +19,14 @@ export interface HeartbeatRequest {
    * Every application-master process on this node, so the master learns when one exits.
    */
   'amWorkers'?: (_fuxi_v1_WorkerStatus)[];
+  /**
+   * Reachability of the peers this agent probes, as changes on top of what the master acknowledged.
+   */
+  'connectivity'?: (_fuxi_v1_ConnectivityDelta | null);
+  /**
+   * The version of the probe targets the agent holds (0: none yet).
+   */
+  'probeTargetsVersion'?: (number | string | Long);
 }
 
 export interface HeartbeatRequest__Output {
@@ -33,4 +42,12 @@ export interface HeartbeatRequest__Output {
    * Every application-master process on this node, so the master learns when one exits.
    */
   'amWorkers': (_fuxi_v1_WorkerStatus__Output)[];
+  /**
+   * Reachability of the peers this agent probes, as changes on top of what the master acknowledged.
+   */
+  'connectivity': (_fuxi_v1_ConnectivityDelta__Output | null);
+  /**
+   * The version of the probe targets the agent holds (0: none yet).
+   */
+  'probeTargetsVersion': (string);
 }

@@ -1,6 +1,7 @@
 // Original file: proto/fuxi/v1/master.proto
 
 import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from '../../fuxi/v1/Grant.js';
+import type { ProbeTargets as _fuxi_v1_ProbeTargets, ProbeTargets__Output as _fuxi_v1_ProbeTargets__Output } from '../../fuxi/v1/ProbeTargets.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface HeartbeatResponse {
@@ -19,6 +20,18 @@ export interface HeartbeatResponse {
    * This master has not heard this agent's full state yet: send ReportAgentState.
    */
   'reportState'?: (boolean);
+  /**
+   * The connectivity sequence the master now holds for this agent (send changes on top of it).
+   */
+  'connectivitySeq'?: (number | string | Long);
+  /**
+   * The master lacks the base of the agent's changes (e.g. a new leader): send the whole set.
+   */
+  'connectivityResync'?: (boolean);
+  /**
+   * Set when the agent's probe_targets_version is stale.
+   */
+  'probeTargets'?: (_fuxi_v1_ProbeTargets | null);
 }
 
 export interface HeartbeatResponse__Output {
@@ -37,4 +50,16 @@ export interface HeartbeatResponse__Output {
    * This master has not heard this agent's full state yet: send ReportAgentState.
    */
   'reportState': (boolean);
+  /**
+   * The connectivity sequence the master now holds for this agent (send changes on top of it).
+   */
+  'connectivitySeq': (string);
+  /**
+   * The master lacks the base of the agent's changes (e.g. a new leader): send the whole set.
+   */
+  'connectivityResync': (boolean);
+  /**
+   * Set when the agent's probe_targets_version is stale.
+   */
+  'probeTargets': (_fuxi_v1_ProbeTargets__Output | null);
 }

@@ -34,6 +34,13 @@ export interface JobSpec {
    */
   'amMode'?: (string);
   /**
+   * What the job's processes need of the network: "connected" (default: the AM and every worker
+   * are placed on hosts that all reach one another, and later grants stay inside that set) or
+   * "independent" (no worker-to-worker or AM-to-worker traffic beyond the agents': placement
+   * ignores partial partitions between hosts).
+   */
+  'network'?: (string);
+  /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
    */
@@ -69,6 +76,13 @@ export interface JobSpec__Output {
    * "dedicated" (a process of its own). Default "shared".
    */
   'amMode': (string);
+  /**
+   * What the job's processes need of the network: "connected" (default: the AM and every worker
+   * are placed on hosts that all reach one another, and later grants stay inside that set) or
+   * "independent" (no worker-to-worker or AM-to-worker traffic beyond the agents': placement
+   * ignores partial partitions between hosts).
+   */
+  'network': (string);
   /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).

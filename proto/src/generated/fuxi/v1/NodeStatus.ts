@@ -13,10 +13,16 @@ export interface NodeStatus {
   'lastHeartbeatMs'?: (number | string | Long);
   /**
    * ready, timing out (silent: its slots reserved, not schedulable), lost (its slots released),
-   * unreported / missing (after a failover: not heard from yet / not by the end of the window).
-   * `healthy` is any state but lost (a timing-out node holds its workers and slots).
+   * unreported / missing (after a failover: not heard from yet / not by the end of the window),
+   * partitioned (the master cannot hear it, its peers can: its workers and slots are kept, nothing
+   * new is placed on it). `healthy` is any state but lost (a timing-out node holds its workers and
+   * slots).
    */
   'state'?: (string);
+  /**
+   * Peers this node cannot reach or be reached by (a partial partition); empty when none.
+   */
+  'unreachablePeers'?: (string)[];
 }
 
 export interface NodeStatus__Output {
@@ -28,8 +34,14 @@ export interface NodeStatus__Output {
   'lastHeartbeatMs': (string);
   /**
    * ready, timing out (silent: its slots reserved, not schedulable), lost (its slots released),
-   * unreported / missing (after a failover: not heard from yet / not by the end of the window).
-   * `healthy` is any state but lost (a timing-out node holds its workers and slots).
+   * unreported / missing (after a failover: not heard from yet / not by the end of the window),
+   * partitioned (the master cannot hear it, its peers can: its workers and slots are kept, nothing
+   * new is placed on it). `healthy` is any state but lost (a timing-out node holds its workers and
+   * slots).
    */
   'state': (string);
+  /**
+   * Peers this node cannot reach or be reached by (a partial partition); empty when none.
+   */
+  'unreachablePeers': (string)[];
 }

@@ -3,6 +3,7 @@
 import type { ScheduleUnitConfig as _fuxi_v1_ScheduleUnitConfig, ScheduleUnitConfig__Output as _fuxi_v1_ScheduleUnitConfig__Output } from '../../fuxi/v1/ScheduleUnitConfig.js';
 import type { OutstandingRequest as _fuxi_v1_OutstandingRequest, OutstandingRequest__Output as _fuxi_v1_OutstandingRequest__Output } from '../../fuxi/v1/OutstandingRequest.js';
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from '../../fuxi/v1/Assignment.js';
+import type { PlacementConstraints as _fuxi_v1_PlacementConstraints, PlacementConstraints__Output as _fuxi_v1_PlacementConstraints__Output } from '../../fuxi/v1/PlacementConstraints.js';
 
 /**
  * The AM's soft state, for a master rebuilding its own (AMFullReqResFromFM). Its outstanding
@@ -19,6 +20,7 @@ export interface ReportAppStateRequest {
    * The AM's own address (unchanged unless it moved).
    */
   'address'?: (string);
+  'constraints'?: (_fuxi_v1_PlacementConstraints | null);
 }
 
 /**
@@ -36,4 +38,5 @@ export interface ReportAppStateRequest__Output {
    * The AM's own address (unchanged unless it moved).
    */
   'address': (string);
+  'constraints': (_fuxi_v1_PlacementConstraints__Output | null);
 }

@@ -3,6 +3,7 @@
 import type { ScheduleUnitConfig as _fuxi_v1_ScheduleUnitConfig, ScheduleUnitConfig__Output as _fuxi_v1_ScheduleUnitConfig__Output } from '../../fuxi/v1/ScheduleUnitConfig.js';
 import type { RequestDelta as _fuxi_v1_RequestDelta, RequestDelta__Output as _fuxi_v1_RequestDelta__Output } from '../../fuxi/v1/RequestDelta.js';
 import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fuxi_v1_TaskProgress__Output } from '../../fuxi/v1/TaskProgress.js';
+import type { PlacementConstraints as _fuxi_v1_PlacementConstraints, PlacementConstraints__Output as _fuxi_v1_PlacementConstraints__Output } from '../../fuxi/v1/PlacementConstraints.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface UpdateRequestsRequest {
@@ -19,6 +20,14 @@ export interface UpdateRequestsRequest {
    */
   'assignmentSeq'?: (number | string | Long);
   'progress'?: (_fuxi_v1_TaskProgress)[];
+  /**
+   * The connectivity version the AM holds (0: none).
+   */
+  'connectivityVersion'?: (number | string | Long);
+  /**
+   * When set, replaces the app's placement constraints.
+   */
+  'constraints'?: (_fuxi_v1_PlacementConstraints | null);
 }
 
 export interface UpdateRequestsRequest__Output {
@@ -35,4 +44,12 @@ export interface UpdateRequestsRequest__Output {
    */
   'assignmentSeq': (string);
   'progress': (_fuxi_v1_TaskProgress__Output)[];
+  /**
+   * The connectivity version the AM holds (0: none).
+   */
+  'connectivityVersion': (string);
+  /**
+   * When set, replaces the app's placement constraints.
+   */
+  'constraints': (_fuxi_v1_PlacementConstraints__Output | null);
 }

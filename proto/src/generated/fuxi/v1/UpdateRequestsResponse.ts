@@ -1,6 +1,7 @@
 // Original file: proto/fuxi/v1/master.proto
 
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from '../../fuxi/v1/Assignment.js';
+import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from '../../fuxi/v1/Connectivity.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface UpdateRequestsResponse {
@@ -12,6 +13,10 @@ export interface UpdateRequestsResponse {
    * A new master is rebuilding its state: send ReportAppState (units and all outstanding requests).
    */
   'reportState'?: (boolean);
+  /**
+   * Set when the AM's connectivity_version is stale.
+   */
+  'connectivity'?: (_fuxi_v1_Connectivity | null);
 }
 
 export interface UpdateRequestsResponse__Output {
@@ -23,4 +28,8 @@ export interface UpdateRequestsResponse__Output {
    * A new master is rebuilding its state: send ReportAppState (units and all outstanding requests).
    */
   'reportState': (boolean);
+  /**
+   * Set when the AM's connectivity_version is stale.
+   */
+  'connectivity': (_fuxi_v1_Connectivity__Output | null);
 }
