@@ -39,6 +39,8 @@ export interface ConnectivityState {
   version: number;
   /** Nodes the master cannot hear while peers still reach them (nodes.ts keeps it). */
   partitioned: Set<string>;
+  /** Prober -> the peers it probes (its probe targets, chosen by the master). */
+  probes: Map<string, Set<string>>;
 }
 
 export interface BrokenLink {
@@ -49,7 +51,7 @@ export interface BrokenLink {
 
 /** An empty graph whose versions start at `base` (see `connectivityBase`). */
 export function newConnectivity(base: number): ConnectivityState {
-  return { rows: new Map(), version: base, partitioned: new Set() };
+  return { rows: new Map(), version: base, partitioned: new Set(), probes: new Map() };
 }
 
 /**
@@ -100,6 +102,13 @@ export function dropNode(cs: ConnectivityState, nodeId: string): boolean {
   const wasPartitioned = cs.partitioned.delete(nodeId);
   if (had || wasPartitioned) cs.version++;
   return had || wasPartitioned;
+}
+
+/** The nodes that probe `nodeId` (whose probe targets include it). */
+export function probersOf(cs: ConnectivityState, nodeId: string): string[] {
+  const out: string[] = [];
+  for (const [p, targets] of cs.probes) if (targets.has(nodeId)) out.push(p);
+  return out;
 }
 
 /**
