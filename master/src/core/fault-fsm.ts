@@ -20,8 +20,15 @@
  */
 import { FSM_STATE_NAMES, FSM_STATES, fsmStateLabel, InvalidArgumentError, nullLogger, type FsmState, type Logger } from '@fuxi/common';
 
-export type FaultKind = 'FM_CRASH' | 'AM_CRASH' | 'AM_TIMING' | 'AGENT_CRASH' | 'AGENT_TIMING';
-export const FAULT_KINDS: readonly FaultKind[] = ['FM_CRASH', 'AM_CRASH', 'AM_TIMING', 'AGENT_CRASH', 'AGENT_TIMING'];
+/**
+ * The paper's five kinds, and `AGENT_PARTITIONED`: an agent the master cannot hear while peers that
+ * the master hears still reach it (a partition between the master and the agent, not a dead
+ * agent). For the FSM and Table 3 it is an agent timing failure (S3, row 3: the master keeps the
+ * node's grants, FMFullCap, and the agent reconciles with them after reconnect); unlike
+ * AGENT_TIMING its AMs are not told (fault-handlers.ts).
+ */
+export type FaultKind = 'FM_CRASH' | 'AM_CRASH' | 'AM_TIMING' | 'AGENT_CRASH' | 'AGENT_TIMING' | 'AGENT_PARTITIONED';
+export const FAULT_KINDS: readonly FaultKind[] = ['FM_CRASH', 'AM_CRASH', 'AM_TIMING', 'AGENT_CRASH', 'AGENT_TIMING', 'AGENT_PARTITIONED'];
 
 export { FSM_STATE_NAMES, FSM_STATES, fsmStateLabel, type FsmState };
 
@@ -195,6 +202,7 @@ function combination(kinds: Iterable<FaultKind>): { fm: boolean; am: ClassFault;
         agent = 'crash';
         break;
       case 'AGENT_TIMING':
+      case 'AGENT_PARTITIONED':
         agent ??= 'timing';
         break;
     }

@@ -25,7 +25,7 @@ export function rowFor(st: MasterState, subject: Subject, extra: FaultKind[] = [
   const kinds: Array<{ kind: FaultKind }> = extra.map((kind) => ({ kind }));
   if (st.faults.isOpen('FM_CRASH', '')) kinds.push({ kind: 'FM_CRASH' });
   const nodeIds = [...(subject.nodeId ? [subject.nodeId] : []), ...(subject.appNodes ?? [])];
-  for (const kind of ['AGENT_CRASH', 'AGENT_TIMING'] as const) if (nodeIds.some((n) => st.faults.isOpen(kind, n))) kinds.push({ kind });
+  for (const kind of ['AGENT_CRASH', 'AGENT_TIMING', 'AGENT_PARTITIONED'] as const) if (nodeIds.some((n) => st.faults.isOpen(kind, n))) kinds.push({ kind });
   for (const kind of ['AM_CRASH', 'AM_TIMING'] as const) if (subject.appId && st.faults.isOpen(kind, subject.appId)) kinds.push({ kind });
   return table3Row(kinds);
 }

@@ -5,7 +5,8 @@ import type { Long } from '@grpc/proto-loader';
 export interface FaultEvent {
   'id'?: (string);
   /**
-   * FM_CRASH, AM_CRASH, AM_TIMING, AGENT_CRASH, AGENT_TIMING.
+   * FM_CRASH, AM_CRASH, AM_TIMING, AGENT_CRASH, AGENT_TIMING, AGENT_PARTITIONED (the master cannot
+   * hear the agent but its peers reach it).
    */
   'kind'?: (string);
   /**
@@ -23,7 +24,8 @@ export interface FaultEvent {
 export interface FaultEvent__Output {
   'id': (string);
   /**
-   * FM_CRASH, AM_CRASH, AM_TIMING, AGENT_CRASH, AGENT_TIMING.
+   * FM_CRASH, AM_CRASH, AM_TIMING, AGENT_CRASH, AGENT_TIMING, AGENT_PARTITIONED (the master cannot
+   * hear the agent but its peers reach it).
    */
   'kind': (string);
   /**
