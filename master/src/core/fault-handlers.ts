@@ -8,6 +8,7 @@
  * |--------------|---------------------------------------------------------------------------|
  * | FM_CRASH     | open the aggregation window: ask agents (FAFullCap) and AMs (AMFullResReq) |
  * | AGENT_TIMING | missing after a failover: Algorithm 1, AM claims stay reserved (AMFullAsgnedRes); timing out: slots reserved (FMFullCap), its AMs told |
+ * | AGENT_PARTITIONED | silent but vouched for by peers: slots kept (FMFullCap, after reconnect), AMs not told |
  * | AGENT_CRASH  | re-send the master's grants (FMFullCap; in a failover, the AMs' assignments) |
  * | AM_TIMING    | missing after a failover: Algorithm 2, MockSU (FAFullCap); stalled: restart the AM |
  * | AM_CRASH     | restart the AM; it gets the master's assignments (FMFullAsgnedRes), or the agents' grants in a failover |
@@ -22,6 +23,7 @@ import { consult } from './table3.js';
 export function subscribeFaultHandlers(st: MasterState): void {
   st.faults.on('FM_CRASH', () => openAggregation(st));
   st.faults.on('AGENT_TIMING', (e) => onAgentTiming(st, e.subject));
+  st.faults.on('AGENT_PARTITIONED', (e) => onAgentPartitioned(st, e.subject));
   st.faults.on('AGENT_CRASH', (e) => onAgentCrash(st, e.subject));
   st.faults.on('AM_TIMING', (e) => {
     const app = st.apps.get(e.subject);
@@ -48,6 +50,18 @@ function onAgentTiming(st: MasterState, nodeId: string): void {
   // Table 3 row 3: the master keeps the node's grants (its FMFullCap) for when it comes back.
   consult(st, 'FMFullCap', { nodeId }, 'slots of the timing-out agent reserved; its AMs told');
   noticeAgents(st, nodeId, true);
+}
+
+/**
+ * The master cannot hear the agent, but its peers can: its workers run on and its AMs may reach
+ * them, so nothing is re-run and its AMs are not told. Like a timing failure (Table 3 row 3) the
+ * master keeps the node's grants (FMFullCap), which the agent reconciles with when it is heard
+ * again; nothing new is placed there meanwhile (the scheduler takes healthy nodes only).
+ */
+function onAgentPartitioned(st: MasterState, nodeId: string): void {
+  const node = st.nodes.get(nodeId);
+  if (!node || node.status !== 'partitioned') return;
+  consult(st, 'FMFullCap', { nodeId }, 'slots of the agent partitioned from the master kept; its AMs not told');
 }
 
 function onAgentCrash(st: MasterState, nodeId: string): void {

@@ -13,6 +13,7 @@
  */
 import type { JobSpec, Logger } from '@fuxi/common';
 import { amLaunchFailed, finishApp, registerApp, returnSlots, saveAppSnapshot, tickAms, updateRequests, requireApp, type RequestsInput } from './apps.js';
+import type { ConnectivityState } from './connectivity.js';
 import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
 import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
@@ -56,6 +57,11 @@ export class MasterCore {
   /** Event sensor output: the bulletin board, dispatcher and system FSM (paper section 4.2.4). */
   get faults(): FaultBoard {
     return this.st.faults;
+  }
+
+  /** The connectivity graph (connectivity.ts): agents' probe reports, probe targets, partitioned nodes. */
+  get connectivity(): ConnectivityState {
+    return this.st.connectivity;
   }
 
   /** Handles one input at `now` and empties the outbox. An input that throws has changed nothing. */
@@ -245,6 +251,7 @@ export class MasterCore {
       nodesTimingOut: nodes.filter((n) => n.status === 'timing-out' || isUnreported(n)).length,
       nodesLost: nodes.filter((n) => n.status === 'lost').length,
       appsRunning: [...st.apps.values()].filter((a) => a.amState === 'running').length,
+      partitionedFromMaster: [...st.connectivity.partitioned].sort(),
     };
   }
 

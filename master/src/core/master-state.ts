@@ -35,6 +35,13 @@ export interface MasterCoreConfig {
    * `agentTimingOutMs`. Adaptive kinds use `agentTimingOutMs` until they have enough arrivals.
    */
   failureDetector?: DetectorConfig;
+  /**
+   * How long an agent takes to notice that a peer stopped answering its probes (its probe period
+   * times its misses, plus slack; agents default to 3 x 200 ms). A peer vouches for a node the master
+   * cannot hear only by a heartbeat sent this long plus one heartbeat interval after the node's last
+   * one: by then a dead node would be reported unreachable. Default `PROBE_DETECTION_MS`.
+   */
+  probeDetectionMs?: number;
   /** An AM silent this long is stalled: a new attempt starts and the old one is fenced (0 = never). */
   amStallTimeoutMs: number;
   /** AM attempts per job before the job fails. */
@@ -77,6 +84,9 @@ export const DEFAULT_CONFIG: MasterCoreConfig = {
   speculationAllowance: 0.1,
 };
 
+/** Default `probeDetectionMs`: agents' default 3 missed 200 ms probes, and slack for their round trips. */
+export const PROBE_DETECTION_MS = 1000;
+
 /** AM slots go before the tasks of any job: an app cannot progress without its AM. */
 export const AM_PRIORITY = 1_000_000;
 
@@ -89,9 +99,13 @@ export const AM_PRIORITY = 1_000_000;
  *   slots AMs claim on it are reserved until it reports or is lost.
  * - `healthy`: reported and heartbeating.
  * - `timing-out`: silent past agentTimingOutMs (AGENT_TIMING open): reserved, not schedulable.
+ * - `partitioned`: silent like a timing-out node, but peers the master hears still reach it
+ *   (AGENT_PARTITIONED open; in `connectivity.partitioned`): its workers and slots are kept, it is
+ *   not schedulable, its AMs are not told, and it is never lost while vouched for (nodes.ts
+ *   `tickNodes`).
  * - `lost`: silent past agentTimeoutMs (or never reported after a failover): its slots released.
  */
-export type NodeStatus = 'unreported' | 'missing' | 'healthy' | 'timing-out' | 'lost';
+export type NodeStatus = 'unreported' | 'missing' | 'healthy' | 'timing-out' | 'partitioned' | 'lost';
 
 export interface NodeState {
   info: NodeInfo;
@@ -111,10 +125,15 @@ export interface NodeState {
   reported: boolean;
   /**
    * When the node last became healthy again after timing out, being missing or lost, or unreported
-   * after a failover (0: never). Its AMs hear it a little later; until then the slots on it do not
-   * count against their request limits (request-limits.ts).
+   * after a failover, or partitioned after timing out (0: never). Its AMs hear it a little later;
+   * until then the slots on it do not count against their request limits (request-limits.ts).
    */
   backAtMs?: number;
+  /**
+   * The last tick at which peers vouched for the node while the master could not hear it (it was
+   * partitioned): with its last heartbeat, its last sign of life, from which `agentTimeoutMs` runs.
+   */
+  vouchedAtMs?: number;
 }
 
 export interface ScheduleUnitState {
@@ -316,9 +335,13 @@ export function isRegistered(n: NodeState): boolean {
   return n.info.capacity.cpuMilli > 0;
 }
 
-/** May receive grant pushes: reported and not lost. */
+/**
+ * May receive grant pushes: reported and not lost. Pushes to a silent node (timing out,
+ * partitioned) may not arrive; each one moves its grant seq, so its first heartbeat back gets the
+ * full table.
+ */
 export function isLive(n: NodeState): boolean {
-  return n.reported && (n.status === 'healthy' || n.status === 'timing-out');
+  return n.reported && (n.status === 'healthy' || n.status === 'timing-out' || n.status === 'partitioned');
 }
 
 /** Has not reported since a failover and is not lost yet (a node that may hold grants unknown here). */

@@ -1,32 +1,46 @@
 /**
  * Agents: registration (new, restarted, rebooted, moved), heartbeats, the node status (one value,
- * set in `setNodeStatus`, which also posts and resolves the node's fault events), timing out and
- * loss, and the release of a lost node's slots.
+ * set in `setNodeStatus`, which also posts and resolves the node's fault events), timing out,
+ * partitions from the master, loss, and the release of a lost node's slots.
  */
 import { AM_SU, fits, InvalidArgumentError, StaleEpochError, sub, ZERO } from '@fuxi/common';
 import { checkAmLaunches, onAmWorker, repostAmFault } from './am-restart.js';
 import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
-import { isLive, isRegistered, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
+import { probersOf, setPartitioned, vouchers } from './connectivity.js';
+import type { FaultKind } from './fault-fsm.js';
+import { isLive, isRegistered, PROBE_DETECTION_MS, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
 import { runScheduler } from './scheduling.js';
 import { putAgent } from './store-ops.js';
 import { pushAssignments } from './sync.js';
 import type { GrantEntry, HeartbeatInput, NodeInfo, NodeView } from './types.js';
 
+/** The fault a node in this status has open. */
+function faultOf(status: NodeStatus): FaultKind | undefined {
+  if (status === 'timing-out' || status === 'missing') return 'AGENT_TIMING';
+  return status === 'partitioned' ? 'AGENT_PARTITIONED' : undefined;
+}
+
 /**
  * Sets a node's status. Entering `timing-out` or `missing` posts AGENT_TIMING (its handler reserves
- * the node's slots and tells its AMs: fault-handlers.ts); leaving them resolves it.
+ * the node's slots and tells its AMs: fault-handlers.ts), entering `partitioned` posts
+ * AGENT_PARTITIONED (slots kept, AMs not told) and marks the node in `connectivity.partitioned`;
+ * leaving them resolves the fault (the new one is posted first: the FSM does not pass through S0).
  */
 export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, why: string): void {
   const from = node.status;
   if (from === to) return;
   node.status = to;
-  if (to === 'healthy') node.backAtMs = st.now;
+  // Its AMs hear that it is back (request-limits.ts): those of a partitioned node never heard it left.
+  if ((to === 'healthy' && from !== 'partitioned') || (to === 'partitioned' && from === 'timing-out')) node.backAtMs = st.now;
   const nodeId = node.info.nodeId;
   // A lost agent's history says nothing of how it beats when it is back: its detector starts over.
-  if (to === 'lost') st.detectors.delete(nodeId);
-  if (to === 'timing-out' || to === 'missing') st.faults.post('AGENT_TIMING', nodeId, st.now, why);
-  else if (from === 'timing-out' || from === 'missing') st.faults.resolve('AGENT_TIMING', nodeId, st.now, why);
+  // So for one back from a partition: the gap was the network's, not its beat.
+  if (to === 'lost' || from === 'partitioned') st.detectors.delete(nodeId);
+  setPartitioned(st.connectivity, nodeId, to === 'partitioned');
+  const [was, is] = [faultOf(from), faultOf(to)];
+  if (is && is !== was) st.faults.post(is, nodeId, st.now, why);
+  if (was && was !== is) st.faults.resolve(was, nodeId, st.now, why);
 }
 
 /** AgentsTimedOut to every AM holding slots on the node (timing out, or back). */
@@ -151,10 +165,15 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
   if (hb.epoch && hb.epoch !== '0' && BigInt(hb.epoch) > BigInt(st.epoch)) throw new StaleEpochError('epoch', st.epoch, hb.epoch);
   heard(st, node);
   node.runningWorkers = hb.running;
-  if (node.status === 'timing-out') {
-    setNodeStatus(st, node, 'healthy', 'back before it was lost');
-    st.log.info({ nodeId: hb.nodeId }, 'agent back from timing out: nothing lost');
-    // Table 3 row 3: the master's grants (FMFullCap) are the agent's after it reconnects.
+  if (node.status === 'timing-out' || node.status === 'partitioned') {
+    const partitioned = node.status === 'partitioned';
+    setNodeStatus(st, node, 'healthy', partitioned ? 'heard again: the partition from the master healed' : 'back before it was lost');
+    st.log.info(
+      { nodeId: hb.nodeId },
+      partitioned ? 'agent heard again after a partition from the master: nothing lost' : 'agent back from timing out: nothing lost',
+    );
+    // Table 3 row 3: the master's grants (FMFullCap) are the agent's after it reconnects (the
+    // answer below carries the full table: pushes made meanwhile moved its grant seq).
     st.used({
       row: 3,
       source: 'FMFullCap',
@@ -162,7 +181,8 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
       subject: hb.nodeId,
       action: 'the master kept its grants; the agent reconciles with them',
     });
-    noticeAgents(st, hb.nodeId, false);
+    // The AMs of a partitioned node were never told it timed out.
+    if (!partitioned) noticeAgents(st, hb.nodeId, false);
     runScheduler(st);
   }
   if (node.status === 'lost') {
@@ -194,32 +214,95 @@ function suspected(st: MasterState, node: NodeState): boolean {
 }
 
 /**
- * Periodic: reported agents silent past agentTimeoutMs are lost (their slots released), those
- * their failure detector suspects (by default: silent past agentTimingOutMs) are timing out
- * (their slots reserved, their AMs told).
+ * The peers that vouch for a node the master cannot hear (connectivity.ts `vouchers`): among those
+ * that probe it, the healthy ones whose last heartbeat still reports it reachable and was sent late
+ * enough to count. A peer notices a dead node `probeDetectionMs` after it stops answering; a
+ * heartbeat sent that long after the node's next heartbeat was due, still without it unreachable,
+ * says the node was alive when it should have been heard: the master's link to it is cut.
+ */
+export function vouchersFor(st: MasterState, node: NodeState): string[] {
+  const cs = st.connectivity;
+  const nodeId = node.info.nodeId;
+  const after = node.lastHeartbeatMs + st.cfg.heartbeatIntervalMs + (st.cfg.probeDetectionMs ?? PROBE_DETECTION_MS);
+  return vouchers(cs, nodeId, probersOf(cs, nodeId), (p) => {
+    const peer = st.nodes.get(p);
+    return peer !== undefined && peer.reported && peer.status === 'healthy' && peer.lastHeartbeatMs >= after;
+  });
+}
+
+/** The node's last sign of life: its last heartbeat, or the last tick at which peers vouched for it. */
+function lastSignMs(node: NodeState): number {
+  return Math.max(node.lastHeartbeatMs, node.vouchedAtMs ?? -Infinity);
+}
+
+/**
+ * Periodic: what the master makes of the agents it does not hear.
+ *
+ * - One its failure detector suspects (by default: silent past agentTimingOutMs) is, at that
+ *   moment, either `partitioned` (peers vouch for it, `vouchersFor`: workers and slots kept, not
+ *   schedulable, its AMs not told) or `timing-out` (no voucher: slots reserved, its AMs told).
+ * - The choice is made again at every tick: a timing-out node that gains vouchers becomes
+ *   partitioned (its AMs are told it recovered); a partitioned one whose vouchers are gone (it is
+ *   cut from everyone, or dead) becomes timing-out, as any silent node.
+ * - A node is lost (its slots released) agentTimeoutMs after its last sign of life (its last
+ *   heartbeat, or the last tick at which peers vouched for it), never while vouched for.
  */
 export function tickNodes(st: MasterState): boolean {
+  // The silent nodes, and which of them peers vouch for now.
+  const silent: Array<{ node: NodeState; by: string[] }> = [];
+  for (const node of st.nodes.values()) {
+    if (!node.reported) continue;
+    const s = node.status;
+    if (s !== 'partitioned' && s !== 'timing-out' && !(s === 'healthy' && suspected(st, node))) continue;
+    const by = vouchersFor(st, node);
+    if (by.length > 0) node.vouchedAtMs = st.now;
+    silent.push({ node, by });
+  }
   // Mark every silent agent lost before releasing any: work freed by one lost agent (a failed
   // AM's slots) must not be placed on another agent that is being lost in this same tick.
-  const lost = [...st.nodes.values()].filter((n) => isLive(n) && st.now - n.lastHeartbeatMs > st.cfg.agentTimeoutMs);
+  const vouched = new Set(silent.filter((x) => x.by.length > 0).map((x) => x.node));
+  const lost = [...st.nodes.values()].filter((n) => isLive(n) && !vouched.has(n) && st.now - lastSignMs(n) > st.cfg.agentTimeoutMs);
   for (const node of lost) {
     setNodeStatus(st, node, 'lost', 'lost: its slots were released');
     st.log.warn({ nodeId: node.info.nodeId, silentMs: st.now - node.lastHeartbeatMs }, 'agent lost: no heartbeat');
   }
   let changed = lost.length > 0;
-  for (const node of st.nodes.values()) {
-    if (!node.reported || node.status !== 'healthy' || !suspected(st, node)) continue;
-    st.log.warn({ nodeId: node.info.nodeId, silentMs: st.now - node.lastHeartbeatMs }, 'agent timing out: slots reserved');
-    setNodeStatus(st, node, 'timing-out', `silent for ${st.now - node.lastHeartbeatMs} ms`);
-    changed = true;
+  for (const { node, by } of silent) {
+    if (node.status === 'lost') continue;
+    changed = settleSilent(st, node, by) || changed;
   }
   for (const node of lost) releaseNode(st, node);
   return changed;
 }
 
+/** A silent node becomes partitioned (vouched for) or timing out (not); returns whether it changed. */
+function settleSilent(st: MasterState, node: NodeState, by: string[]): boolean {
+  const nodeId = node.info.nodeId;
+  const silentMs = st.now - node.lastHeartbeatMs;
+  const from = node.status;
+  if (by.length > 0) {
+    if (from === 'partitioned') return false;
+    st.log.warn({ nodeId, silentMs, vouchers: by }, 'agent partitioned from the master: peers still reach it; its workers and slots are kept');
+    setNodeStatus(st, node, 'partitioned', `silent for ${silentMs} ms, but reached by ${by.join(', ')}`);
+    // Told it was timing out (no voucher then): its workers are not to be re-run after all.
+    if (from === 'timing-out') noticeAgents(st, nodeId, false);
+    return true;
+  }
+  if (from === 'timing-out') return false;
+  if (from === 'partitioned') {
+    st.log.warn({ nodeId, silentMs }, 'partitioned agent no longer reached by any peer: timing out');
+    setNodeStatus(st, node, 'timing-out', `silent for ${silentMs} ms and no peer reaches it any more`);
+  } else {
+    st.log.warn({ nodeId, silentMs }, 'agent timing out: slots reserved');
+    setNodeStatus(st, node, 'timing-out', `silent for ${silentMs} ms`);
+  }
+  return true;
+}
+
 const NODE_STATE_NAMES: Record<NodeStatus, string> = {
   healthy: 'ready',
   'timing-out': 'timing out',
+  partitioned: 'partitioned',
   lost: 'lost',
   unreported: 'unreported',
   missing: 'missing',

@@ -12,7 +12,8 @@
  *   AM's progress is the AM's number), so it counts all instances. Slots on nodes that are not
  *   healthy (timing out, missing, not reported since a failover) do not count: the AM was told
  *   and may re-run their instances elsewhere; nor do they while a node is back for less than
- *   `backGraceMs`, the time its AMs take to hear that it is.
+ *   `backGraceMs`, the time its AMs take to hear that it is. Slots on a node partitioned from the
+ *   master count: its AMs were not told, its workers run on.
  *
  * An UpdateRequests that breaks a rule is refused whole before anything changes
  * (`InvalidArgumentError` naming the field and the limit). A ReportAppState (an AM's state after a
@@ -37,13 +38,13 @@ export function backGraceMs(st: MasterState): number {
   return Math.max(10_000, 10 * st.cfg.amHeartbeatIntervalMs);
 }
 
-/** The granted slots of `su` that count against its limit: those on healthy nodes that are not just back. */
+/** The granted slots of `su` that count against its limit: those on healthy (or partitioned) nodes that are not just back. */
 export function countedSlots(st: MasterState, su: ScheduleUnitState): number {
   if (su.granted === 0) return 0;
   let n = 0;
   for (const [nodeId, slots] of su.asgn) {
     const node = st.nodes.get(nodeId);
-    if (!node || !node.reported || node.status !== 'healthy') continue;
+    if (!node || !node.reported || (node.status !== 'healthy' && node.status !== 'partitioned')) continue;
     if (node.backAtMs !== undefined && st.now - node.backAtMs < backGraceMs(st)) continue;
     n += slots;
   }

@@ -138,7 +138,7 @@ export interface NodeView {
   info: NodeInfo;
   /** Registered and not lost (it may be timing out: see `state`). */
   healthy: boolean;
-  /** 'ready', 'timing out', 'lost', 'unreported' or 'missing' (`fuxi nodes`). */
+  /** 'ready', 'timing out', 'partitioned', 'lost', 'unreported' or 'missing' (`fuxi nodes`). */
   state: string;
   allocated: Resource;
   free: Resource;
@@ -171,4 +171,6 @@ export interface ClusterStatusView {
   nodesTimingOut: number;
   nodesLost: number;
   appsRunning: number;
+  /** Nodes the master cannot hear while peers still reach them (`connectivity.partitioned`), sorted. */
+  partitionedFromMaster: string[];
 }

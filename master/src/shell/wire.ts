@@ -148,5 +148,6 @@ export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch
     nodesLost: st.nodesLost,
     appsRunning: st.appsRunning,
     conditions,
+    connectivity: { partitionedFromMaster: st.partitionedFromMaster },
   };
 }
