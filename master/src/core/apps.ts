@@ -137,11 +137,25 @@ export function finishApp(st: MasterState, req: { appId: string; attempt: number
   endJob(st, app.job, req.succeeded ? 'succeeded' : 'failed', req.message);
 }
 
-/** The shell could not hand the AM plan to its agent. */
-export function amLaunchFailed(st: MasterState, appId: string, attempt: number, message: string): void {
+/**
+ * The shell could not hand the AM plan to its agent. An agent that refused it fails the job. One
+ * that could not be reached (`unreachable`: the master's link to it may be cut) does not: the
+ * attempt is replaced on another node once its node is no longer healthy (now, or when it is found
+ * partitioned from the master or lost: nodes.ts), or, if the node is heard from meanwhile, when its
+ * heartbeats show no such AM (am-restart.ts `checkAmLaunches`).
+ */
+export function amLaunchFailed(st: MasterState, appId: string, attempt: number, message: string, unreachable = false): void {
   const app = st.apps.get(appId);
   if (!app || app.job.amAttempt !== attempt) return;
-  endJob(st, app.job, 'failed', `could not start the application master: ${message}`);
+  if (!unreachable) {
+    endJob(st, app.job, 'failed', `could not start the application master: ${message}`);
+    return;
+  }
+  const nodeId = app.job.amNodeId;
+  const node = st.nodes.get(nodeId);
+  st.log.warn({ appId, attempt, nodeId, err: message }, 'could not reach the agent to start the application master');
+  if (app.amState !== 'launching' || app.pendingAmRestart || (node && node.status === 'healthy')) return;
+  repostAmFault(st, 'AM_CRASH', app, `its agent ${nodeId} could not be reached to start attempt ${attempt} (${message})`);
 }
 
 /** The AM's hard state: topology once, then its log of finished instances (idempotent by seq). */

@@ -204,9 +204,9 @@ export class MasterCore {
     return this.effects(now, () => finishApp(this.st, req));
   }
 
-  /** The shell could not hand the AM plan to its agent. */
-  amLaunchFailed(appId: string, attempt: number, message: string, now: number): Effect[] {
-    return this.effects(now, () => amLaunchFailed(this.st, appId, attempt, message));
+  /** The shell could not hand the AM plan to its agent (`unreachable`: could not reach it at all; apps.ts). */
+  amLaunchFailed(appId: string, attempt: number, message: string, now: number, unreachable = false): Effect[] {
+    return this.effects(now, () => amLaunchFailed(this.st, appId, attempt, message, unreachable));
   }
 
   /** The AM's hard state: topology once, then its log of finished instances (idempotent by seq). */

@@ -286,6 +286,7 @@ function settleSilent(st: MasterState, node: NodeState, by: string[]): boolean {
     setNodeStatus(st, node, 'partitioned', `silent for ${silentMs} ms, but reached by ${by.join(', ')}`);
     // Told it was timing out (no voucher then): its workers are not to be re-run after all.
     if (from === 'timing-out') noticeAgents(st, nodeId, false);
+    restartLaunchingAms(st, nodeId);
     return true;
   }
   if (from === 'timing-out') return false;
@@ -297,6 +298,18 @@ function settleSilent(st: MasterState, node: NodeState, by: string[]): boolean {
     setNodeStatus(st, node, 'timing-out', `silent for ${silentMs} ms`);
   }
   return true;
+}
+
+/**
+ * An AM launched on a node partitioned from the master cannot register with it (M-D before the app
+ * runs): its attempt is replaced now, on another node. A registered AM there may still be working
+ * (its workers reach it): it is replaced only if it stalls (apps.ts `tickAms`).
+ */
+function restartLaunchingAms(st: MasterState, nodeId: string): void {
+  for (const app of [...st.apps.values()]) {
+    if (app.amState !== 'launching' || app.job.amNodeId !== nodeId || app.pendingAmRestart || !app.reported) continue;
+    repostAmFault(st, 'AM_CRASH', app, `its node ${nodeId} is partitioned from the master: attempt ${app.job.amAttempt} cannot register`);
+  }
 }
 
 const NODE_STATE_NAMES: Record<NodeStatus, string> = {

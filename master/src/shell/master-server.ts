@@ -5,7 +5,7 @@
  * agents and AMs (peers.ts), WatchJob streams (job-watchers.ts), and the standbys' probe of the
  * leader (leader-probe.ts).
  */
-import { errorMessage, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
+import { errorMessage, isTransientError, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
 import { implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
@@ -666,7 +666,9 @@ export class MasterServer {
       );
     } catch (err) {
       if (this.stopping) return;
-      await this.run(this.core.amLaunchFailed(e.appId, e.attempt, errorMessage(err), Date.now()));
+      // Not reached at all (its link from the master may be cut): the core replaces the attempt
+      // elsewhere rather than failing the job.
+      await this.run(this.core.amLaunchFailed(e.appId, e.attempt, errorMessage(err), Date.now(), isTransientError(err)));
       return;
     }
     const st = res?.workers[0];

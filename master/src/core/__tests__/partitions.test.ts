@@ -216,6 +216,41 @@ describe('partitions between the master and an agent', () => {
     expect(h.core.faults.state).to.equal('S0');
   });
 
+  it('an AM launch that could not reach its agent does not fail the job: the attempt is replaced elsewhere when the node is found partitioned', () => {
+    const h = meshed();
+    const { effects } = h.submit();
+    expect(ofKind(effects, 'launchAm').map((e) => [e.attempt, e.nodeId])).to.deep.equal([[1, 'n1']]);
+    // The master's link to n1 was cut just before: the shell's launch calls go unanswered.
+    expect(h.core.amLaunchFailed('job-1', 1, 'connect ECONNREFUSED', h.now, true)).to.deep.equal([]);
+    expect(h.core.getJob('job-1')).to.include({ state: 'submitted', amAttempt: 1, amNodeId: 'n1' });
+
+    const later = h.run(TIMING_OUT + 1000, { silentNodes: ['n1'] });
+    expect(stateOf(h, 'n1')?.state).to.equal('partitioned');
+    const launches = ofKind(later, 'launchAm');
+    expect(launches.map((e) => e.attempt)).to.deep.equal([2]);
+    expect(launches[0]?.nodeId).to.not.equal('n1');
+    expect(h.core.faults.history().find((e) => e.kind === 'AM_CRASH')?.detail).to.contain('n1 is partitioned from the master');
+    h.registerApp('job-1');
+    expect(h.core.getJob('job-1')).to.include({ state: 'running', amAttempt: 2 });
+  });
+
+  it('an AM launch that could not reach a node no longer healthy is replaced at once; one its agent refused still fails the job', () => {
+    const h = meshed();
+    h.submit();
+    // n1 is cut from everyone: timing out, the attempt placed there still launching.
+    report(h, 'n2', ['n1']);
+    report(h, 'n3', ['n1']);
+    h.run(TIMING_OUT + 1000, { silentNodes: ['n1'] });
+    expect(stateOf(h, 'n1')?.state).to.equal('timing out');
+    expect(h.core.getJob('job-1')).to.include({ state: 'submitted', amAttempt: 1, amNodeId: 'n1' });
+    const effects = h.core.amLaunchFailed('job-1', 1, 'deadline exceeded', h.now, true);
+    expect(ofKind(effects, 'launchAm').map((e) => e.attempt)).to.deep.equal([2]);
+    expect(ofKind(effects, 'launchAm')[0]?.nodeId).to.not.equal('n1');
+    expect(h.core.faults.history().find((e) => e.kind === 'AM_CRASH')?.detail).to.contain('could not be reached');
+    h.core.amLaunchFailed('job-1', 2, 'no such command', h.now);
+    expect(h.core.getJob('job-1')).to.include({ state: 'failed' });
+  });
+
   it('nothing new is placed on a partitioned node, not even an AM, though it is the least loaded', () => {
     const h = meshed();
     h.start(mockSpec({ id: 'busy' }));
