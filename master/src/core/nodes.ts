@@ -219,15 +219,20 @@ function suspected(st: MasterState, node: NodeState): boolean {
  * enough to count. A peer notices a dead node `probeDetectionMs` after it stops answering; a
  * heartbeat sent that long after the node's next heartbeat was due, still without it unreachable,
  * says the node was alive when it should have been heard: the master's link to it is cut.
+ *
+ * `pending`: no peer vouches yet, but some still report it reachable by heartbeats sent too early
+ * to count; their next ones settle it (the wait ends two heartbeat intervals after they count).
  */
-export function vouchersFor(st: MasterState, node: NodeState): string[] {
+export function vouchersFor(st: MasterState, node: NodeState): { by: string[]; pending: boolean } {
   const cs = st.connectivity;
   const nodeId = node.info.nodeId;
   const after = node.lastHeartbeatMs + st.cfg.heartbeatIntervalMs + (st.cfg.probeDetectionMs ?? PROBE_DETECTION_MS);
-  return vouchers(cs, nodeId, probersOf(cs, nodeId), (p) => {
+  const reaching = vouchers(cs, nodeId, probersOf(cs, nodeId), (p) => {
     const peer = st.nodes.get(p);
-    return peer !== undefined && peer.reported && peer.status === 'healthy' && peer.lastHeartbeatMs >= after;
+    return peer !== undefined && peer.reported && peer.status === 'healthy';
   });
+  const by = reaching.filter((p) => st.nodes.get(p)!.lastHeartbeatMs >= after);
+  return { by, pending: by.length === 0 && reaching.length > 0 && st.now < after + 2 * st.cfg.heartbeatIntervalMs };
 }
 
 /** The node's last sign of life: its last heartbeat, or the last tick at which peers vouched for it. */
@@ -241,6 +246,9 @@ function lastSignMs(node: NodeState): number {
  * - One its failure detector suspects (by default: silent past agentTimingOutMs) is, at that
  *   moment, either `partitioned` (peers vouch for it, `vouchersFor`: workers and slots kept, not
  *   schedulable, its AMs not told) or `timing-out` (no voucher: slots reserved, its AMs told).
+ *   While peers still reach it but their heartbeats are too early to vouch, the choice waits for
+ *   their next ones (a detector quicker than the peers' probes would otherwise report a node it
+ *   cannot hear timing out, then partitioned).
  * - The choice is made again at every tick: a timing-out node that gains vouchers becomes
  *   partitioned (its AMs are told it recovered); a partitioned one whose vouchers are gone (it is
  *   cut from everyone, or dead) becomes timing-out, as any silent node.
@@ -254,7 +262,9 @@ export function tickNodes(st: MasterState): boolean {
     if (!node.reported) continue;
     const s = node.status;
     if (s !== 'partitioned' && s !== 'timing-out' && !(s === 'healthy' && suspected(st, node))) continue;
-    const by = vouchersFor(st, node);
+    const { by, pending } = vouchersFor(st, node);
+    // Suspected, but its peers' word is not in yet: it is reported neither way until it is.
+    if (s === 'healthy' && pending) continue;
     if (by.length > 0) node.vouchedAtMs = st.now;
     silent.push({ node, by });
   }

@@ -131,21 +131,34 @@ describe('partitions between the master and an agent', () => {
     expect(h.core.faults.history().map((e) => e.kind)).to.deep.equal(['AGENT_TIMING']);
   });
 
-  it('a peer vouches only by a heartbeat sent late enough for it to have noticed a dead node; a timing-out node it vouches for then becomes partitioned', () => {
-    // Peers need 4 s to notice a dead node: their heartbeats vouch from 1 s + 4 s after n3's last
-    // one, 1 s after the master's detector suspects it (at 4 s: silent past 3 s at a tick).
-    const h = cluster({ config: { probeDetectionMs: 4000 } });
+  it('a node its detector suspects before its peers can vouch waits for their word: partitioned, never reported timing out', () => {
+    // The detector suspects n3 at 2 s (silent past 1.5 s at a 500 ms tick); its peers vouch only by
+    // heartbeats from 1 s + 2 s after its last one (they notice a dead node within 2 s).
+    const h = cluster({ config: { agentTimingOutMs: 1500, probeDetectionMs: 2000 } });
+    const early = h.run(2000, { silentNodes: ['n3'], step: 500 });
+    expect(stateOf(h, 'n3')?.state).to.equal('ready');
+    const late = h.run(1000, { silentNodes: ['n3'], step: 500 });
+    expect(stateOf(h, 'n3')?.state).to.equal('partitioned');
+    expect(ofKind([...early, ...late], 'agentsTimedOut')).to.deep.equal([]);
+    expect(h.core.faults.history().map((e) => e.kind)).to.deep.equal(['AGENT_PARTITIONED']);
+  });
+
+  it('a timing-out node that a peer reaches again is partitioned: its AMs are told it recovered', () => {
+    const h = cluster();
+    report(h, 'n1', ['n3']);
+    report(h, 'n2', ['n3']);
     const early = h.run(TIMING_OUT + 1000, { silentNodes: ['n3'] });
     expect(ofKind(early, 'agentsTimedOut').map((e) => [e.nodeIds, e.recoveredNodeIds])).to.deep.equal([[['n3'], []]]);
     expect(stateOf(h, 'n3')?.state).to.equal('timing out');
 
-    // Their heartbeats 1 s + 4 s after n3's last one still say they reach it: partitioned, and the
-    // AM, told n3 was timing out, is told it is back (its worker there is not to be re-run).
+    // n2's probes get answers again (the cut was between n3 and everyone, and heals on n2's side).
+    report(h, 'n2', []);
     const late = h.run(1000, { silentNodes: ['n3'] });
     expect(ofKind(late, 'agentsTimedOut').map((e) => [e.nodeIds, e.recoveredNodeIds])).to.deep.equal([[[], ['n3']]]);
     expect(stateOf(h, 'n3')?.state).to.equal('partitioned');
     expect(openFaults(h)).to.deep.equal([['AGENT_PARTITIONED', 'n3']]);
-    expect(h.core.faults.history().find((e) => e.kind === 'AGENT_TIMING')?.detail).to.contain('reached by n1, n2');
+    expect(h.core.faults.history().find((e) => e.kind === 'AGENT_TIMING')?.detail).to.contain('reached by n2');
+    expect(h.core.faults.transitions().map((t) => `${t.from}->${t.to}`)).to.deep.equal(['S0->S3']);
   });
 
   it('heard again, a partitioned node is healthy: schedulable, its grants resynced, its AMs not told anything', () => {
