@@ -16,6 +16,8 @@ export interface TaskProgress {
   succeeded: number;
   failed: number;
   retries: number;
+  /** Instances the AM ran again because a network partition cut them off (absent in records of older versions). */
+  reexecutions?: number;
 }
 
 /** A job as the master keeps it; the persisted part is `JobRecord`. */
