@@ -12,7 +12,8 @@
  *   re-running fewer outputs, then the one with fewer hosts, then by node id. The AM's own host is
  *   never given up (a worker host cut from it is), nor a node partitioned from the master (its
  *   workers keep running; the master cannot push revocations there). A link no give-up can mend
- *   (between two such hosts) is logged once and left.
+ *   (between two such hosts) is logged once and left. Links of a host the master reports timing
+ *   out (isolated from everyone) are left to the timing-out policy (timing-out.ts).
  * - **What happens there.** Every instance whose running worker or needed output is on a given-up
  *   host runs again elsewhere, at most once per instance per partition, counted as a re-execution
  *   of its task (`reexecutions`) and not as a failed attempt (maxAttempts untouched). Its worker
@@ -94,7 +95,8 @@ export function resolvePartitions(st: AmState, now: number): void {
 
   const hosts = jobHosts(st);
   const cut: Array<readonly [string, string]> = [];
-  for (const l of net.links) if (hosts.has(l[0]) && hosts.has(l[1])) cut.push(l);
+  // A host the master reports timing out (isolated from everyone) is left to the timing-out policy.
+  for (const l of net.links) if (hosts.has(l[0]) && hosts.has(l[1]) && !st.timingOut.has(l[0]) && !st.timingOut.has(l[1])) cut.push(l);
   if (cut.length === 0) return;
   const canGiveUp = (h: string) => h !== st.amNodeId && !net.partitioned.has(h);
   const mendable = cut.filter((l) => {

@@ -6,6 +6,7 @@
  */
 import { expect } from 'chai';
 import { minCover } from '../partitions.js';
+import { encodeEntry, encodeTopology } from '../snapshot.js';
 import type { AmEffect, JobSpec } from '../types.js';
 import { asg, deltasOf, ev, finishOf, Harness, mockJob, mockTask, planIds, plansOf, returnsOf, stopsOf } from './factories.js';
 
@@ -184,6 +185,42 @@ describe('DagAppMaster: network partitions inside a job', () => {
     );
     expect(g.am.connectivityChanged([link(AM_HOST, 'n3')], ['n3'], g.now)).to.deep.equal([]);
     expect(g.am.placementConstraints().avoid).to.deep.equal([]);
+  });
+
+  it('a host timing out (isolated from everyone) is left to the timing-out policy', () => {
+    const h = midRun(
+      2,
+      (i) => `n${i + 1}`,
+      1,
+      () => 'n3',
+    );
+    h.am.agentsTimedOut(['n3'], [], h.now);
+    const isolated = [link(AM_HOST, 'n3'), link('n1', 'n3'), link('n2', 'n3')];
+    expect(h.am.connectivityChanged(isolated, [], h.now)).to.deep.equal([]);
+    expect(h.am.placementConstraints().avoid).to.deep.equal([]);
+    expect(h.progressOf('reduce')).to.deep.include({ running: 1, reexecutions: 0 });
+    expect(h.progressOf('map')).to.deep.include({ succeeded: 2, reexecutions: 0 });
+  });
+
+  it('a restarted AM takes the later of two logged successes of an instance as where its output is', () => {
+    const spec = mockJob([mockTask({ instances: 2 }), mockTask({ name: 'reduce', dependsOn: ['map'] })]);
+    const entry = (i: number, attempt: number, node: string) =>
+      encodeEntry({ task: 'map', instance: i, attempt, nodeId: node, workerId: `map.${i}.${attempt}`, nodeAddress: `${node}.addr:7071`, state: 'succeeded' });
+    const h = new Harness({ nodeId: AM_HOST });
+    h.am.start(spec, { seq: 0, assignments: [] }, h.now, {
+      snapshot: { topology: encodeTopology(spec), entries: [entry(0, 1, 'n1'), entry(1, 1, 'n2'), entry(1, 2, 'n4')] },
+      workers: [],
+      unlistedNodes: [],
+    });
+    expect(h.am.placementConstraints().reach).to.deep.equal(['n1', 'n4']);
+    const fx = h.assign(asg('reduce', 'n5', 1));
+    expect(upstreamOf(fx, 'reduce').map).to.deep.equal({
+      hosts: ['n1.addr:7071', 'n4.addr:7071'],
+      outputs: [
+        [0, 'map.0.1'],
+        [1, 'map.1.2'],
+      ],
+    });
   });
 
   it('heal: given-up hosts are usable again; re-executions already started stay', () => {
