@@ -55,16 +55,17 @@ const linkKey = (a: string, b: string): string => (a < b ? `${a}\u0000${b}` : `$
 /** The scheduler's view of `links`; undefined when there are none (every node reaches every other). */
 export function reachOf(links: readonly BrokenLink[]): Reach | undefined {
   if (links.length === 0) return undefined;
-  const degree = new Map<string, number>();
+  const peers = new Map<string, string[]>();
   const cut = new Set<string>();
   for (const l of links) {
-    degree.set(l.a, (degree.get(l.a) ?? 0) + 1);
-    degree.set(l.b, (degree.get(l.b) ?? 0) + 1);
+    peers.set(l.a, [...(peers.get(l.a) ?? []), l.b]);
+    peers.set(l.b, [...(peers.get(l.b) ?? []), l.a]);
     cut.add(linkKey(l.a, l.b));
   }
   return {
     reachable: (a, b) => a === b || !cut.has(linkKey(a, b)),
-    brokenDegree: (id) => degree.get(id) ?? 0,
+    brokenDegree: (id) => peers.get(id)?.length ?? 0,
+    unreachablePeers: (id) => peers.get(id) ?? [],
   };
 }
 

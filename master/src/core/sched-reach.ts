@@ -30,8 +30,15 @@ class AppScope implements NodeFilter {
   allows(nodeId: string): boolean {
     if (this.scope.avoid.has(nodeId)) return false;
     const reach = this.reach;
-    if (reach === undefined || reach.brokenDegree(nodeId) === 0) return true;
-    for (const a of this.anchors()) if (!reach.reachable(nodeId, a)) return false;
+    const degree = reach === undefined ? 0 : reach.brokenDegree(nodeId);
+    if (reach === undefined || degree === 0) return true;
+    const anchors = this.anchors();
+    // Whichever is shorter: the node's broken links (usually a few) or the app's anchors.
+    if (reach.unreachablePeers !== undefined && degree < anchors.size) {
+      for (const p of reach.unreachablePeers(nodeId)) if (anchors.has(p)) return false;
+      return true;
+    }
+    for (const a of anchors) if (!reach.reachable(nodeId, a)) return false;
     return true;
   }
 

@@ -41,6 +41,8 @@ export interface Reach {
   reachable(a: string, b: string): boolean;
   /** How many peers `nodeId` cannot reach or be reached by; 0 for a node with no broken link. */
   brokenDegree(nodeId: string): number;
+  /** Those peers, when known: a node is then checked against its few broken links, not every anchor. */
+  unreachablePeers?(nodeId: string): Iterable<string>;
 }
 
 /**

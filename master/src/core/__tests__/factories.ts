@@ -58,14 +58,18 @@ export function mockSnapshot(parts: SnapshotParts = {}): SchedulerSnapshot {
 export function mockReach(links: ReadonlyArray<readonly [string, string]>): Reach {
   const key = (a: string, b: string): string => (a < b ? `${a}|${b}` : `${b}|${a}`);
   const cut = new Set<string>();
-  const degree = new Map<string, number>();
+  const peers = new Map<string, string[]>();
   for (const [a, b] of links) {
     if (a === b || cut.has(key(a, b))) continue;
     cut.add(key(a, b));
-    degree.set(a, (degree.get(a) ?? 0) + 1);
-    degree.set(b, (degree.get(b) ?? 0) + 1);
+    peers.set(a, [...(peers.get(a) ?? []), b]);
+    peers.set(b, [...(peers.get(b) ?? []), a]);
   }
-  return { reachable: (a, b) => a === b || !cut.has(key(a, b)), brokenDegree: (id) => degree.get(id) ?? 0 };
+  return {
+    reachable: (a, b) => a === b || !cut.has(key(a, b)),
+    brokenDegree: (id) => peers.get(id)?.length ?? 0,
+    unreachablePeers: (id) => peers.get(id) ?? [],
+  };
 }
 
 /** A connected app's scope: new slots must reach `anchors` and never go to `avoid`. */

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { add, dominantShare, fits, isZero, res, slotsThatFit, sub, ZERO } from '@fuxi/common';
 import type { Resource } from '@fuxi/common';
 import { schedule } from '../scheduler.js';
-import type { PlacementScope, Placement, Plan, QuotaGroup, SchedNode, SchedulerSnapshot, SchedUnit, UnsatisfiedReason } from '../scheduler.js';
+import type { PlacementScope, Placement, Plan, QuotaGroup, Reach, SchedNode, SchedulerSnapshot, SchedUnit, UnsatisfiedReason } from '../scheduler.js';
 import { mockReach, mockScope, mockSnapshot, placedByGroup, placedByNode, slotsByUnit, unitKey } from './factories.js';
 
 const RUNS = { numRuns: 200 };
@@ -325,11 +325,12 @@ const reachArb: fc.Arbitrary<SchedulerSnapshot> = fc
     links: linksArb,
     scopes: fc.tuple(...APPS.map(() => fc.option(scopeArb, { nil: undefined }))),
     first: fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }),
+    peersKnown: fc.boolean(),
   })
-  .map(({ snap, links, scopes, first }) => ({
+  .map(({ snap, links, scopes, first, peersKnown }) => ({
     ...snap,
     units: snap.units.map((u, i) => (first[i] === true ? { ...u, mostConnected: true } : u)),
-    reach: mockReach(links),
+    reach: peersKnown ? mockReach(links) : withoutPeers(mockReach(links)),
     scopes: new Map(scopes.flatMap((sc, i) => (sc === undefined ? [] : [[APPS[i] ?? '', sc] as const]))),
   }));
 
@@ -339,6 +340,11 @@ function anchorsAfter(snap: SchedulerSnapshot, plan: Plan, appId: string): Set<s
   const out = new Set([...(sc?.anchors ?? [])].filter((a) => !sc?.avoid.has(a)));
   for (const p of plan.placements) if (p.appId === appId) out.add(p.nodeId);
   return out;
+}
+
+/** The same reachability, checked anchor by anchor (no list of a node's broken links). */
+function withoutPeers(r: Reach): Reach {
+  return { reachable: (a, b) => r.reachable(a, b), brokenDegree: (id) => r.brokenDegree(id) };
 }
 
 function withoutConnectivity(snap: SchedulerSnapshot): SchedulerSnapshot {
