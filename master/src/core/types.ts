@@ -109,6 +109,22 @@ export interface UnitView {
   limit: number;
 }
 
+/** Where an AM asks its app's new slots to go (beyond reaching its AM's host and its slots' hosts). */
+export interface PlacementConstraints {
+  /** Hosts every new slot must reach (e.g. those serving outputs later tasks read). */
+  reach: string[];
+  /** Hosts the app gave up: no new slot there. */
+  avoid: string[];
+}
+
+/** The connectivity graph as an AM gets it (UpdateRequests answers). */
+export interface ConnectivityView {
+  version: number;
+  brokenLinks: Array<{ a: string; b: string; sinceMs: number }>;
+  /** Nodes partitioned from the master (peers still reach them). */
+  partitioned: string[];
+}
+
 export interface SlotReturn {
   suId: string;
   nodeId: string;
