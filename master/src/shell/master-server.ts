@@ -256,6 +256,7 @@ export class MasterServer {
         maxJobSpecBytes: this.cfg.maxJobSpecBytes,
         speculationAllowance: this.cfg.speculationAllowance,
         masterFailover: this.cfg.masterFailover,
+        connectivityAware: this.cfg.connectivityAware,
       },
       this.log.child({ component: 'core', epoch }),
     );
