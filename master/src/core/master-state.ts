@@ -71,8 +71,9 @@ export interface MasterCoreConfig {
   /**
    * Connectivity-aware placement (default true; placement-scope.ts): a connected job's slots go
    * only to nodes that reach all its hosts, its AM to the most connected node, nothing to a node
-   * partitioned from the master, and AMs get the graph. False ignores the graph (placement as
-   * without partial-partition handling; the comparison baseline).
+   * partitioned from the master, and AMs get the graph; a node the master cannot hear but its
+   * peers reach is partitioned, not timing out (nodes.ts). False ignores the graph (placement and
+   * silent nodes as without partial-partition handling; the comparison baseline).
    */
   connectivityAware?: boolean;
 }

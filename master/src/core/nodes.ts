@@ -224,6 +224,9 @@ function suspected(st: MasterState, node: NodeState): boolean {
  * to count; their next ones settle it (the wait ends two heartbeat intervals after they count).
  */
 export function vouchersFor(st: MasterState, node: NodeState): { by: string[]; pending: boolean } {
+  // Without connectivity awareness (the comparison baseline) the graph is ignored: no node is
+  // partitioned, a silent one times out and is lost.
+  if (st.cfg.connectivityAware === false) return { by: [], pending: false };
   const cs = st.connectivity;
   const nodeId = node.info.nodeId;
   const after = node.lastHeartbeatMs + st.cfg.heartbeatIntervalMs + (st.cfg.probeDetectionMs ?? PROBE_DETECTION_MS);

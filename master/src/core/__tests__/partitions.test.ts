@@ -119,6 +119,14 @@ describe('partitions between the master and an agent', () => {
     expect(h.core.faults.state).to.equal('S0');
   });
 
+  it('without connectivity awareness (the comparison baseline) a node its peers reach times out and is lost as before', () => {
+    const h = cluster({ config: { connectivityAware: false } });
+    const effects = h.run(TIMEOUT + 1000, { silentNodes: ['n3'] });
+    expect(ofKind(effects, 'agentsTimedOut').map((e) => e.nodeIds)).to.deep.equal([['n3']]);
+    expect(stateOf(h, 'n3')?.state).to.equal('lost');
+    expect(h.core.connectivity.partitioned.size).to.equal(0);
+  });
+
   it('a node whose peers cannot reach it either (a dead node) times out as today, never partitioned', () => {
     const h = cluster();
     // The peers notice within probeDetectionMs, before the master's detector suspects it.
