@@ -8,6 +8,7 @@ import { checkAmLaunches, onAmWorker, repostAmFault } from './am-restart.js';
 import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { isLive, isRegistered, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
+import { membersChanged, nodeLost, unreachablePeersByNode } from './probing.js';
 import { runScheduler } from './scheduling.js';
 import { putAgent } from './store-ops.js';
 import { pushAssignments } from './sync.js';
@@ -25,6 +26,9 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   const nodeId = node.info.nodeId;
   // A lost agent's history says nothing of how it beats when it is back: its detector starts over.
   if (to === 'lost') st.detectors.delete(nodeId);
+  // A lost node leaves the connectivity graph and the probe targets; one back rejoins them.
+  if (to === 'lost') nodeLost(st, nodeId);
+  else if (from === 'lost') membersChanged(st);
   if (to === 'timing-out' || to === 'missing') st.faults.post('AGENT_TIMING', nodeId, st.now, why);
   else if (from === 'timing-out' || from === 'missing') st.faults.resolve('AGENT_TIMING', nodeId, st.now, why);
 }
@@ -226,6 +230,7 @@ const NODE_STATE_NAMES: Record<NodeStatus, string> = {
 };
 
 export function listNodes(st: MasterState): NodeView[] {
+  const unreachable = unreachablePeersByNode(st);
   return [...st.nodes.values()]
     .sort((a, b) => (a.info.nodeId < b.info.nodeId ? -1 : 1))
     .map((n) => ({
@@ -236,5 +241,6 @@ export function listNodes(st: MasterState): NodeView[] {
       free: sub(n.info.capacity, n.allocated),
       runningWorkers: n.runningWorkers,
       lastHeartbeatMs: n.lastHeartbeatMs,
+      unreachablePeers: unreachable.get(n.info.nodeId) ?? [],
     }));
 }
