@@ -256,6 +256,9 @@ export class MasterServer {
         maxJobSpecBytes: this.cfg.maxJobSpecBytes,
         speculationAllowance: this.cfg.speculationAllowance,
         masterFailover: this.cfg.masterFailover,
+        probeAllUpTo: this.cfg.probeAllUpTo,
+        probeSample: this.cfg.probeSample,
+        probeMaxTargets: this.cfg.probeMaxTargets,
       },
       this.log.child({ component: 'core', epoch }),
     );

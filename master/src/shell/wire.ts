@@ -9,6 +9,7 @@ import type {
   Condition,
   Grant__Output,
   HeartbeatRequest__Output,
+  HeartbeatResponse,
   JobInfo,
   JobState as WireJobState,
   NodeInfo__Output,
@@ -20,6 +21,7 @@ import type {
 } from '@fuxi/proto';
 import { jobSpecToProto } from '@fuxi/rpc';
 import type { RequestsInput } from '../core/apps.js';
+import type { ProbeAnswer } from '../core/probing.js';
 import type { AppReport } from '../core/recovery.js';
 import type { AmWorkerReport, ClusterStatusView, GrantEntry, HeartbeatInput, JobRecord, JobState, NodeInfo, NodeView, UnitConfig } from '../core/types.js';
 
@@ -53,6 +55,7 @@ export function nodeInfoFromWire(n: NodeInfo__Output | null | undefined): NodeIn
     capacity: resourceFromWire(n?.capacity),
     labels: n?.labels ?? {},
     bootId: n?.bootId ?? '',
+    probePort: n?.probePort ?? 0,
   };
 }
 
@@ -76,6 +79,26 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
       signal: w.signal,
       message: w.message,
     })),
+    ...(req.connectivity
+      ? {
+          connectivity: {
+            seq: Number(req.connectivity.seq),
+            baseSeq: Number(req.connectivity.baseSeq),
+            unreachable: req.connectivity.unreachable,
+            reachable: req.connectivity.reachable,
+          },
+        }
+      : {}),
+    probeTargetsVersion: Number(req.probeTargetsVersion || 0),
+  };
+}
+
+/** The heartbeat answer's peer-probing part (probing.ts `ProbeAnswer`). */
+export function probeAnswerToWire(a: Partial<ProbeAnswer>): Pick<HeartbeatResponse, 'connectivitySeq' | 'connectivityResync' | 'probeTargets'> {
+  return {
+    connectivitySeq: String(a.connectivitySeq ?? 0),
+    connectivityResync: a.connectivityResync ?? false,
+    probeTargets: a.probeTargets ? { version: String(a.probeTargets.version), peers: a.probeTargets.peers } : null,
   };
 }
 
@@ -133,6 +156,7 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
     free: n.free,
     runningWorkers: n.runningWorkers,
     lastHeartbeatMs: String(n.lastHeartbeatMs),
+    unreachablePeers: n.unreachablePeers,
   };
 }
 
@@ -148,5 +172,10 @@ export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch
     nodesLost: st.nodesLost,
     appsRunning: st.appsRunning,
     conditions,
+    connectivity: {
+      version: String(st.connectivity.version),
+      brokenLinks: st.connectivity.brokenLinks.map((l) => ({ a: l.a, b: l.b, sinceMs: String(l.sinceMs) })),
+      partitionedFromMaster: st.connectivity.partitionedFromMaster,
+    },
   };
 }
