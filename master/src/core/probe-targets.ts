@@ -156,9 +156,11 @@ export interface ProbePlan {
   appsDirty: boolean;
   /** Probing members at the last computation. */
   members: number;
+  /** When the targets were last computed (the master's clock). */
+  computedAtMs: number;
 }
 
 /** An empty plan whose versions start at `connectivityBase(epoch)`, above any older leader's. */
 export function newProbePlan(epoch: string): ProbePlan {
-  return { counter: connectivityBase(epoch), byNode: new Map(), membersDirty: true, appsDirty: false, members: 0 };
+  return { counter: connectivityBase(epoch), byNode: new Map(), membersDirty: true, appsDirty: false, members: 0, computedAtMs: Number.NEGATIVE_INFINITY };
 }

@@ -5,7 +5,7 @@
  *
  * - **Targets.** Recomputed at the master's tick when membership changed (a registration, a node
  *   lost or back: `membersChanged`) or, above `probeAllUpTo`, an app's hosts changed
- *   (`appHostsChanged`, from the ledger). A heartbeat whose `probe_targets_version` is not the
+ *   (`appHostsChanged`, from the ledger; at most every APP_HOSTS_REFRESH_MS). A heartbeat whose `probe_targets_version` is not the
  *   node's current version is answered with the list. `connectivity.probes` holds, per agent, the
  *   targets it confirmed holding (its heartbeat named their version), so a voucher (MPART's
  *   `vouchers`) is always a peer that really probes the node.
@@ -82,13 +82,22 @@ export function nodeLost(st: MasterState, nodeId: string): void {
 }
 
 /**
- * Recomputes the probe targets when something they depend on changed; a node whose list changed
- * gets a new version. Returns whether any list changed.
+ * App hosts change all the time on a busy cluster; above `probeAllUpTo` they make the targets be
+ * recomputed at most this often (a computation at 5,000 nodes takes tens of milliseconds).
+ */
+export const APP_HOSTS_REFRESH_MS = 5000;
+
+/**
+ * Recomputes the probe targets when something they depend on changed (membership at once, app
+ * hosts at most every APP_HOSTS_REFRESH_MS); a node whose list changed gets a new version. Returns
+ * whether any list changed.
  */
 export function refreshProbeTargets(st: MasterState): boolean {
   const plan = st.probeTargets;
   const cfg = probeTargetsConfig(st);
-  if (!plan.membersDirty && !(plan.appsDirty && plan.members > cfg.allUpTo)) return false;
+  const appsDue = plan.appsDirty && plan.members > cfg.allUpTo && st.now - plan.computedAtMs >= APP_HOSTS_REFRESH_MS;
+  if (!plan.membersDirty && !appsDue) return false;
+  plan.computedAtMs = st.now;
   plan.membersDirty = false;
   plan.appsDirty = false;
   const members = probeMembers(st);

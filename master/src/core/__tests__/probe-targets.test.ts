@@ -4,7 +4,7 @@ import { DEFAULT_CONFIG, type MasterCoreConfig } from '../master-core.js';
 import { MasterState } from '../master-state.js';
 import { computeProbeTargets, DEFAULT_PROBE_TARGETS, ringHash, ringOrder, type ProbeApp, type ProbeMember } from '../probe-targets.js';
 import { probersOf } from '../connectivity.js';
-import { probeHeartbeat, refreshProbeTargets } from '../probing.js';
+import { APP_HOSTS_REFRESH_MS, probeHeartbeat, refreshProbeTargets } from '../probing.js';
 import { registerAgent, setNodeStatus } from '../nodes.js';
 import type { ConnectivityDeltaInput } from '../connectivity.js';
 import type { HeartbeatInput } from '../types.js';
@@ -252,6 +252,24 @@ describe('probing over the master state: probes (who probes whom) follow what ag
     probeHeartbeat(st, hb('a1', delta(1, 1), plan.version));
     expect([...st.connectivity.probes.get('a1')!].sort()).to.deep.equal(['a2', 'a3']);
     expect(probersOf(st.connectivity, 'a2')).to.deep.equal(['a1']);
+  });
+
+  it('recomputes for app host changes only above allUpTo, and at most every APP_HOSTS_REFRESH_MS', () => {
+    const st = state(5);
+    st.now = 1000;
+    refreshProbeTargets(st);
+    st.probeTargets.appsDirty = true;
+    st.now = 1000 + APP_HOSTS_REFRESH_MS - 1;
+    expect(refreshProbeTargets(st)).to.equal(false);
+    expect(st.probeTargets.appsDirty).to.equal(true); // kept for later
+    st.now = 1000 + APP_HOSTS_REFRESH_MS;
+    refreshProbeTargets(st);
+    expect(st.probeTargets.appsDirty).to.equal(false);
+    expect(st.probeTargets.computedAtMs).to.equal(st.now);
+    // Membership changes do not wait.
+    setNodeStatus(st, st.nodes.get('a5')!, 'lost', 'test');
+    st.now += 1;
+    expect(refreshProbeTargets(st)).to.equal(true);
   });
 
   it('recomputes on an app host change only above allUpTo', () => {
