@@ -35,6 +35,7 @@ export {
   topoOrder,
   validateJobSpec,
   type CommandSpec,
+  type JobNetwork,
   type JobSpec,
   type Resource,
   type TaskSpec,

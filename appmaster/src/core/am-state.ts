@@ -2,7 +2,8 @@
  * The DAG AM core's one state object and its records: the job's tasks, each with its instances
  * (attempts, shadows, failed nodes, output) and its slots per node (holds) and outstanding
  * requests; the applied assignment table's (epoch, seq); nodes timing out or not listed yet; the
- * job's result; and the outbox of one step's effects. Every module of the core is a set of free
+ * connectivity graph and the hosts given up in a partition; the job's result; and the outbox of
+ * one step's effects. Every module of the core is a set of free
  * functions over `AmState`; `DagAppMaster` (dag-am.ts) is the facade the shell calls.
  *
  * Also the small shared helpers: worker ids, map keys and orders, lookups, and the outbox's flush.
@@ -18,6 +19,8 @@ export interface DagAmOptions {
    * (the master coalesced the return with a new placement on the same node). Default 15 s.
    */
   returnSettleMs?: number;
+  /** The node (host) this AM runs on: never given up in a network partition (partitions.ts). */
+  nodeId?: string;
 }
 
 export const DEFAULT_RETURN_SETTLE_MS = 15_000;
@@ -62,10 +65,15 @@ export interface Instance {
   /** Highest attempt number planned or seen (by any AM attempt): the next attempt is one above. */
   highest: number;
   /**
-   * Attempts that do not count against maxAttempts: started to replace one on a timing-out node, or
-   * one whose slot was lost (the first LOST_SLOTS_FREE such losses).
+   * Attempts that do not count against maxAttempts: started to replace one on a timing-out node or
+   * on a host given up in a partition, or one whose slot was lost (the first LOST_SLOTS_FREE such
+   * losses).
    */
   reruns: number;
+  /** The partition (`NetState.partition`) in which it was last re-run for one; 0: never. At most once per partition. */
+  partitionRerun: number;
+  /** The task's `upstreamMoves` when the current attempt was planned (its FUXI_UPSTREAM was current then). */
+  upstreamAt: number;
   /** Attempts that lost their slot (node lost, slot revoked). */
   lostSlots: number;
   /** Node of the running attempt ('' when not running). */
@@ -82,8 +90,8 @@ export interface Instance {
   /** The attempt lost with its node; a late SUCCEEDED of it still counts. 0 = none. */
   lostAttempt: number;
   lastError: string;
-  /** Where the succeeded attempt ran: its agent serves the instance's output to later tasks. */
-  output: OutputLocation | undefined;
+  /** Where the succeeded attempt ran: its agent serves the instance's output to later tasks. Changed only through `setOutput`. */
+  readonly output: OutputLocation | undefined;
 }
 
 /** The worker whose output a later task reads, and the agent (data service) that holds it. */
@@ -107,6 +115,12 @@ export interface Task {
   /** No instance below this index is pending (placement looks for pending ones from here). */
   pendingFrom: number;
   retries: number;
+  /** Instances run again because a network partition cut off their worker or output (partitions.ts). */
+  reexecutions: number;
+  /** Outputs of succeeded instances per node (kept by `setOutput`). */
+  readonly outputHosts: Map<string, number>;
+  /** Bumped when an output of a task this one depends on is run again: attempts planned before read a stale FUXI_UPSTREAM. */
+  upstreamMoves: number;
   unitSent: boolean;
   /** The first request (spread over locality hints) was made. */
   requested: boolean;
@@ -140,6 +154,9 @@ export function newTask(job: JobSpec, ts: TaskSpec, index: number): Task {
     counts: { waiting: ts.instances, pending: 0, running: 0, succeeded: 0, failed: 0 },
     pendingFrom: 0,
     retries: 0,
+    reexecutions: 0,
+    outputHosts: new Map(),
+    upstreamMoves: 0,
     unitSent: false,
     requested: false,
     outstanding: new Map(),
@@ -154,6 +171,18 @@ export function setInstanceState(task: Task, inst: Instance, state: InstanceStat
   task.counts[state]++;
   (inst as { state: InstanceState }).state = state;
   if (state === 'pending' && inst.index < task.pendingFrom) task.pendingFrom = inst.index;
+}
+
+/** Sets (or clears) where an instance's output is, keeping its task's outputs per node. */
+export function setOutput(task: Task, inst: Instance, output: OutputLocation | undefined): void {
+  const old = inst.output?.nodeId;
+  if (old) {
+    const n = (task.outputHosts.get(old) ?? 1) - 1;
+    if (n > 0) task.outputHosts.set(old, n);
+    else task.outputHosts.delete(old);
+  }
+  (inst as { output: OutputLocation | undefined }).output = output;
+  if (output?.nodeId) task.outputHosts.set(output.nodeId, (task.outputHosts.get(output.nodeId) ?? 0) + 1);
 }
 
 /** The task's pending instances in index order, from its cursor, while `more()` says so. */
@@ -174,6 +203,8 @@ function newInstance(index: number): Instance {
     attempt: 0,
     highest: 0,
     reruns: 0,
+    partitionRerun: 0,
+    upstreamAt: 0,
     lostSlots: 0,
     nodeId: '',
     started: false,
@@ -185,6 +216,23 @@ function newInstance(index: number): Instance {
     lastError: '',
     output: undefined,
   };
+}
+
+/**
+ * The connectivity graph as the master last sent it, and the hosts the AM gave up (partitions.ts).
+ * A partition starts with a give-up while no host is given up and ends when none is any more.
+ */
+export interface NetState {
+  /** Broken links between hosts (node ids), each as [a, b] with a < b, sorted. */
+  links: Array<readonly [string, string]>;
+  /** Nodes the master cannot hear while their peers still reach them: never given up. */
+  partitioned: Set<string>;
+  /** Hosts given up -> since when: nothing is planned there; usable again once no broken link touches them. */
+  readonly avoid: Map<string, number>;
+  /** Number of the current (or last) partition; 0: none yet. */
+  partition: number;
+  /** Broken links between job hosts that no give-up can mend (the AM's host, hosts partitioned from the master), logged once. */
+  readonly unmendable: Set<string>;
 }
 
 /** Effects accumulated during one step, flushed in a fixed order. */
@@ -219,12 +267,16 @@ export class AmState {
   readonly unlisted = new Set<string>();
   /** Stops sent to a node that could not hear them (timing out, unlisted): sent again when it is back. */
   readonly stopsWhenBack = new Map<string, Set<string>>();
+  /** The node this AM runs on ('' unknown). */
+  readonly amNodeId: string;
+  readonly net: NetState = { links: [], partitioned: new Set(), avoid: new Map(), partition: 0, unmendable: new Set() };
   done: { succeeded: boolean; message: string } | undefined;
   out = new Outbox();
 
   constructor(opts: DagAmOptions = {}) {
     this.log = opts.log ?? nullLogger;
     this.returnSettleMs = opts.returnSettleMs ?? DEFAULT_RETURN_SETTLE_MS;
+    this.amNodeId = opts.nodeId ?? '';
   }
 }
 
@@ -253,6 +305,11 @@ export function lookup(st: AmState, task: string, instance: number): { task: Tas
 /** Nothing is planned or returned on a node timing out or not listed since a restart, and its stops wait. */
 export function blocked(st: AmState, nodeId: string): boolean {
   return st.timingOut.has(nodeId) || st.unlisted.has(nodeId);
+}
+
+/** A host given up in a network partition: nothing is planned there and its free slots go back. */
+export function avoided(st: AmState, nodeId: string): boolean {
+  return st.net.avoid.has(nodeId);
 }
 
 /** Where worker `workerId` on `nodeId` ran, as far as the assignments tell its address. */

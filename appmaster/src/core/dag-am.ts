@@ -34,12 +34,21 @@
  * and whichever attempt succeeds first wins (the other is stopped). With `wait` nothing happens. A
  * node that recovers before the threshold loses nothing.
  *
+ * Network partitions (`connectivityChanged`, partitions.ts): when a broken link joins two of the
+ * job's hosts (the AM's host, hosts of running workers, hosts of outputs a task not yet finished
+ * needs), the fewest hosts that leave the rest all reaching one another are given up (never the
+ * AM's own, nor a node cut from the master only): their instances run again elsewhere, once per
+ * instance per partition, as re-executions rather than failed attempts; their slots go back; the
+ * hosts are avoided until no broken link touches them. `placementConstraints` tells the master
+ * which hosts new grants must reach and which to avoid.
+ *
  * `DagAppMaster` is a facade over one state object (am-state.ts) and modules of free functions,
  * each owning one concern: dag (instance outcomes, retries, task activation, the job's finish),
  * requests (outstanding counts and deltas), holds (slot counts and returns), workers (live attempts,
  * shadows, stops), assignments (the master's table, lost slots), placement (binding free slots,
- * worker plans), worker-events, timing-out and restore (AM failover). Each input ends with
- * placement and one flush of the outbox, in the order written on `AmEffect`.
+ * worker plans), worker-events, timing-out, partitions and restore (AM failover). Each input ends
+ * with the partition check, placement and one flush of the outbox, in the order written on
+ * `AmEffect`.
  *
  * ```ts
  * const am = new DagAppMaster({ log });
@@ -55,6 +64,7 @@ import { activateReady, beginJob, progress } from './dag.js';
 import { reconcile } from './placement.js';
 import { declaredUnits, outstandingRequests, takeBack } from './requests.js';
 import { restore, workersListed } from './restore.js';
+import { placementConstraints, resolvePartitions, setConnectivity, type Constraints, type LinkInput } from './partitions.js';
 import { encodeTopology } from './snapshot.js';
 import { agentsTimedOut, checkReruns, timingOutNodes } from './timing-out.js';
 import type {
@@ -77,6 +87,7 @@ import { isCurrentWorker, liveWorkers, nodesToPoll } from './workers.js';
 export { LOST_SLOTS_FREE } from './assignments.js';
 export { localitiesOf, spread } from './requests.js';
 export { failureReason } from './worker-events.js';
+export type { Constraints, LinkInput } from './partitions.js';
 export { DEFAULT_RETURN_SETTLE_MS, parseWorkerId, workerIdOf, type DagAmOptions } from './am-state.js';
 
 /**
@@ -176,6 +187,15 @@ export class DagAppMaster {
     return this.st.nodeAddresses.get(nodeId) ?? '';
   }
 
+  /**
+   * What new grants of this job must reach (`reach`: hosts of needed outputs and running workers)
+   * and must not use (`avoid`: hosts given up in a partition), sorted; the shell sends them to the
+   * master when they change (UpdateRequests) and in every ReportAppState.
+   */
+  placementConstraints(): Constraints {
+    return placementConstraints(this.st);
+  }
+
   /** True while `workerId` is the running attempt of its instance (the shell stops retrying plans that are not). */
   isCurrentWorker(workerId: string): boolean {
     return isCurrentWorker(this.st, workerId);
@@ -252,6 +272,16 @@ export class DagAppMaster {
     takeBack(this.st, units, deltas);
   }
 
+  /**
+   * The master's connectivity graph (the answer to an UpdateRequests whose connectivity_version
+   * was stale): `links` broken between hosts, `partitioned` nodes the master cannot hear while
+   * their peers still reach them. Replaces the graph held; broken links between job hosts give
+   * hosts up (see partitions.ts), healed ones make given-up hosts usable again.
+   */
+  connectivityChanged(links: readonly LinkInput[], partitioned: readonly string[], now: number): AmEffect[] {
+    return this.step(now, () => setConnectivity(this.st, links, partitioned));
+  }
+
   /** Time passes: returned slots whose drop never showed are settled; timing-out nodes may be given up. */
   tick(now: number): AmEffect[] {
     return this.step(now, () => {
@@ -262,12 +292,14 @@ export class DagAppMaster {
 
   /**
    * One input after `start`: ignored before it and after the finish, and when `input` returns false
-   * (an assignment message not applied); otherwise free slots are bound, surplus returned and
-   * requests sized (placement.ts), and the step's effects flushed.
+   * (an assignment message not applied); otherwise broken links between job hosts are mended
+   * (partitions.ts), free slots bound, surplus returned and requests sized (placement.ts), and the
+   * step's effects flushed.
    */
   private step(now: number, input: () => boolean | void): AmEffect[] {
     if (!this.st.spec || this.st.done) return [];
     if (input() === false) return [];
+    resolvePartitions(this.st, now);
     reconcile(this.st, now);
     return flush(this.st);
   }

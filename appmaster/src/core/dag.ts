@@ -7,7 +7,19 @@
  * `validateJobSpec`, so dependencies are known and acyclic.
  */
 import { DEFAULT_RERUN_AFTER_MS } from '@fuxi/common';
-import { locate, newTask, setInstanceState, logEntry, plural, workerIdOf, type AmState, type Instance, type Task, type TaskState } from './am-state.js';
+import {
+  locate,
+  newTask,
+  setInstanceState,
+  setOutput,
+  logEntry,
+  plural,
+  workerIdOf,
+  type AmState,
+  type Instance,
+  type Task,
+  type TaskState,
+} from './am-state.js';
 import { effective, returnSlots } from './holds.js';
 import { cancelOutstanding } from './requests.js';
 import type { JobSpec, TaskProgress } from './types.js';
@@ -27,14 +39,15 @@ export function succeed(st: AmState, task: Task, inst: Instance, attempt: number
   setInstanceState(task, inst, 'succeeded');
   inst.attempt = attempt;
   stopShadows(st, task, inst);
-  inst.output = locate(st, nodeId, workerIdOf(task.spec.name, inst.index, attempt));
+  const output = locate(st, nodeId, workerIdOf(task.spec.name, inst.index, attempt));
+  setOutput(task, inst, output);
   logEntry(st, {
     task: task.spec.name,
     instance: inst.index,
     attempt,
     nodeId,
-    workerId: inst.output.workerId,
-    nodeAddress: inst.output.nodeAddress,
+    workerId: output.workerId,
+    nodeAddress: output.nodeAddress,
     state: 'succeeded',
   });
   st.log.debug({ task: task.spec.name, instance: inst.index, attempt, node: nodeId }, 'instance succeeded');
@@ -59,7 +72,7 @@ export function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: str
     setInstanceState(task, inst, 'failed');
     st.log.warn(log, 'instance failed for good');
     setTaskState(st, task, 'failed');
-    const uncounted = inst.reruns > 0 ? ` (plus ${inst.reruns} not counted: lost slots or re-runs off timing-out nodes)` : '';
+    const uncounted = inst.reruns > 0 ? ` (plus ${inst.reruns} not counted: lost slots, re-runs off timing-out or cut-off nodes)` : '';
     const message = `task "${task.spec.name}" instance ${inst.index} failed after ${plural(used, 'attempt')}${uncounted}: ${reason}`;
     logEntry(st, {
       task: task.spec.name,
@@ -78,7 +91,7 @@ export function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: str
   st.log.info({ ...log, maxAttempts: task.maxAttempts }, 'instance failed; will retry');
 }
 
-function setTaskState(st: AmState, task: Task, state: TaskState): void {
+export function setTaskState(st: AmState, task: Task, state: TaskState): void {
   const from = task.state;
   task.state = state;
   st.log.info({ task: task.spec.name, from, to: state, instances: task.instances.length, retries: task.retries }, `task ${state}`);
@@ -127,7 +140,7 @@ export function finishJob(st: AmState, succeeded: boolean, message: string): voi
   else st.log.warn({ message }, 'job failed');
 }
 
-/** Each task's instance counts by state, and its retries. */
+/** Each task's instance counts by state, its retries and its re-executions (network partitions). */
 export function progress(st: AmState): TaskProgress[] {
   return [...st.tasks.values()].map((t) => {
     const c = t.counts;
@@ -139,6 +152,7 @@ export function progress(st: AmState): TaskProgress[] {
       succeeded: c.succeeded,
       failed: c.failed,
       retries: t.retries,
+      reexecutions: t.reexecutions,
     };
   });
 }

@@ -4,10 +4,12 @@
  * any), turning each binding into a worker plan for that node's agent (argv, env and cwd with
  * `${...}` substituted, `FUXI_*` variables, `FUXI_UPSTREAM`), giving surplus slots back and sizing
  * the outstanding requests to what is still pending. Nothing is planned or returned on a node that
- * is timing out or has not listed its workers yet.
+ * is timing out or has not listed its workers yet; nothing is planned on a host given up in a network
+ * partition (its free slots go back), nor for a task one of whose dependencies runs again (an output
+ * re-run in a partition: FUXI_UPSTREAM would not be complete).
  */
 import { substitute } from '@fuxi/common';
-import { blocked, byKey, pendingInstances, setInstanceState, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
+import { avoided, blocked, byKey, pendingInstances, setInstanceState, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
 import { effective, returnSlots } from './holds.js';
 import { sizeRequests } from './requests.js';
 import type { TaskSpec, WorkerPlan } from './types.js';
@@ -26,8 +28,13 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
     // Slots on a timing-out node, or one whose workers we do not know yet, are left as they are.
     if (blocked(st, nodeId)) continue;
     const n = effective(h) - h.used;
-    if (n > 0) free.set(nodeId, n);
+    if (n <= 0) continue;
+    // A host given up in a partition: its slots go back (the master revokes what still runs there).
+    if (avoided(st, nodeId)) returnSlots(st, task, h, n, now);
+    else free.set(nodeId, n);
   }
+  // A task whose dependency runs again (an output re-run in a partition) waits for it: no plans.
+  const ready = task.state !== 'active' || task.spec.dependsOn.every((d) => st.tasks.get(d)?.state === 'succeeded');
   const take = (inst: Instance, nodeId: string): void => {
     const n = free.get(nodeId)!;
     if (n <= 1) free.delete(nodeId);
@@ -38,7 +45,7 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
   //    Once no slot is free nothing else can happen, so the walk stops there: a step costs the
   //    slots it binds, not the task's size.
   const seen: Instance[] = [];
-  for (const inst of pendingInstances(task, () => free.size > 0)) {
+  for (const inst of pendingInstances(task, () => ready && free.size > 0)) {
     seen.push(inst);
     const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n));
     if (nodeId !== undefined) take(inst, nodeId);
@@ -56,7 +63,7 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
     for (const [nodeId, n] of free) returnSlots(st, task, task.holds.get(nodeId)!, n, now);
   }
   // 4. Outstanding requests follow what is still needed.
-  sizeRequests(st, task, task.counts.pending);
+  sizeRequests(st, task, ready ? task.counts.pending : 0);
 }
 
 /** A new attempt of `inst` on `nodeId`: it uses one of the task's slots there and goes out as a plan. */
@@ -70,6 +77,7 @@ function launch(st: AmState, task: Task, inst: Instance, nodeId: string): void {
   inst.started = false;
   inst.adopted = false;
   inst.lostAttempt = 0;
+  inst.upstreamAt = task.upstreamMoves;
   const plan = planOf(st, task, inst);
   const list = st.out.plans.get(nodeId);
   if (list) list.push(plan);

@@ -8,7 +8,7 @@
  * `workersListed` brings their workers; nodes running adopted workers are polled, and an adopted
  * worker its agent no longer lists is lost. New attempts always get a number above every one seen.
  */
-import { idOf, locate, setInstanceState, logEntry, lookup, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
+import { idOf, locate, setInstanceState, setOutput, logEntry, lookup, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
 import { activateReady, failAttempt, finishJob, succeed } from './dag.js';
 import { decodeEntry, encodeTopology, sameTopology, type SnapshotEntry } from './snapshot.js';
 import type { ListedWorker, Recovery } from './types.js';
@@ -75,12 +75,13 @@ function replayLog(st: AmState, entries: readonly SnapshotEntry[]): { logged: nu
     x.inst.highest = Math.max(x.inst.highest, e.attempt);
     if (e.state === 'failed') {
       failedForGood ??= e;
-    } else if (x.inst.state !== 'succeeded') {
+    } else if (x.inst.state !== 'succeeded' || e.attempt > x.inst.attempt) {
+      // A later success of the same instance (run again in a network partition) moves its output.
+      if (x.inst.state !== 'succeeded') logged++;
       setInstanceState(x.task, x.inst, 'succeeded');
       x.inst.attempt = e.attempt;
       if (e.nodeAddress && e.nodeId && !st.nodeAddresses.has(e.nodeId)) st.nodeAddresses.set(e.nodeId, e.nodeAddress);
-      if (e.workerId) x.inst.output = { workerId: e.workerId, nodeId: e.nodeId, nodeAddress: e.nodeAddress ?? st.nodeAddresses.get(e.nodeId) ?? '' };
-      logged++;
+      if (e.workerId) setOutput(x.task, x.inst, { workerId: e.workerId, nodeId: e.nodeId, nodeAddress: e.nodeAddress ?? st.nodeAddresses.get(e.nodeId) ?? '' });
     }
   }
   return { logged, failedForGood };
@@ -136,14 +137,15 @@ function settleInstance(st: AmState, task: Task, inst: Instance, list: ListedWor
     // Finished while the AM was down: done, logged now; its slot is free for others or goes back.
     setInstanceState(task, inst, 'succeeded');
     inst.attempt = ok.attempt;
-    inst.output = locate(st, ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
+    const output = locate(st, ok.nodeId, workerIdOf(task.spec.name, inst.index, ok.attempt));
+    setOutput(task, inst, output);
     logEntry(st, {
       task: task.spec.name,
       instance: inst.index,
       attempt: ok.attempt,
       nodeId: ok.nodeId,
-      workerId: inst.output.workerId,
-      nodeAddress: inst.output.nodeAddress,
+      workerId: output.workerId,
+      nodeAddress: output.nodeAddress,
       state: 'succeeded',
     });
     stopLive();

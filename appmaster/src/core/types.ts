@@ -96,6 +96,8 @@ export interface TaskProgress {
   failed: number;
   /** Attempts that failed and were retried. */
   retries: number;
+  /** Instances run again because a network partition cut their worker or output off (not failed attempts). */
+  reexecutions: number;
 }
 
 /** An outstanding request as the AM sees it (for ReportAppState). */

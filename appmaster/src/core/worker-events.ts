@@ -2,10 +2,12 @@
  * Worker events: a status change an agent reports (or the shell synthesizes for a failed plan) is
  * matched to the instance's running attempt, or to one of its shadows, by attempt and node; a
  * success of an attempt whose slot was counted lost still counts. Repeated and stale events change
- * nothing. Outcomes go to dag.ts (success, failed attempt and its retry).
+ * nothing. An attempt that read a stale FUXI_UPSTREAM (planned before an output it reads ran again
+ * in a partition) and ends without success runs again uncounted (partitions.ts). Outcomes go to dag.ts (success, failed attempt and its retry).
  */
 import { idOf, workerIdOf, type AmState, type Instance, type Shadow, type Task } from './am-state.js';
 import { failAttempt, succeed } from './dag.js';
+import { excuseStaleUpstream } from './partitions.js';
 import type { WorkerEvent } from './types.js';
 import { dropShadow, releaseSlot, stopWorker } from './workers.js';
 
@@ -89,10 +91,14 @@ function onCurrentEvent(st: AmState, task: Task, inst: Instance, reportingNode: 
     }
     case 'failed':
     case 'killed':
-    case 'rejected':
+    case 'rejected': {
       releaseSlot(task, inst);
-      failAttempt(st, task, inst, inst.nodeId || reportingNode, failureReason(ev));
+      const nodeId = inst.nodeId || reportingNode;
+      // Planned before an output it reads ran again in a partition: a re-execution, not a failure.
+      if (excuseStaleUpstream(st, task, inst, nodeId, failureReason(ev))) return;
+      failAttempt(st, task, inst, nodeId, failureReason(ev));
       return;
+    }
   }
 }
 

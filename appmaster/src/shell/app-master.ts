@@ -26,6 +26,13 @@
  *
  * Agent timing failures: `AgentsTimedOut` goes to the core (policy `onAgentTimeout` of the job).
  *
+ * Network partitions: every UpdateRequests carries the connectivity version the AM holds; the
+ * master answers a stale one with its graph (broken links, nodes partitioned from the master),
+ * which goes to the core (`connectivityChanged`; a graph of version 0, from a master that knows
+ * nothing yet, is not). The core's placement constraints (reach, avoid) go with the next
+ * UpdateRequests when they changed and with every ReportAppState. A job with `network:
+ * independent` opts out: its core never sees the graph and no constraints are sent.
+ *
  * ```ts
  * const am = new AppMaster({ masters: ['127.0.0.1:7070'], appId, amAttempt: 1, log });
  * const { succeeded, message } = await am.run(); // resolves after FinishApp
@@ -47,6 +54,7 @@ import {
   loadFuxiProto,
   type AgentServiceDefinition,
   type AgentsTimedOutRequest__Output,
+  type Connectivity__Output,
   type UpdateAssignmentsRequest__Output,
   type WorkerEventsRequest__Output,
   type WorkerStatus__Output,
@@ -182,6 +190,12 @@ export class AppMaster {
   private refusedSince = 0;
   /** The master's AM heartbeat interval (from RegisterApp). */
   private heartbeatMs = 1000;
+  /** The job cares about connectivity (JobSpec.network is not "independent"). */
+  private connected = true;
+  /** Version of the master's connectivity graph the core holds ('0': none). */
+  private connectivityVersion = '0';
+  /** The placement constraints the master has (JSON), as last sent and acknowledged ('': not sent yet). */
+  private constraintsSent = '';
   private timer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
@@ -387,6 +401,7 @@ export class AppMaster {
     while (this.reportWanted && !this.stopped) {
       this.reportWanted = false;
       const upTo = this.requestIds;
+      const constraints = this.connected ? this.core.placementConstraints() : undefined;
       const req = {
         appId: this.cfg.appId,
         amAttempt: this.cfg.amAttempt,
@@ -394,6 +409,7 @@ export class AppMaster {
         units: this.core.units(),
         requests: this.core.outstandingRequests(),
         assignments: this.core.assignmentTable(),
+        ...(constraints ? { constraints } : {}),
       };
       let res;
       try {
@@ -407,6 +423,7 @@ export class AppMaster {
         throw e;
       }
       this.reportedUpTo = upTo;
+      if (constraints) this.constraintsSent = JSON.stringify(constraints);
       this.watchAssignments();
       if (res.fullAssignments && !this.reportWanted) {
         // Built from this report: applies like a pushed full table.
@@ -456,7 +473,12 @@ export class AppMaster {
     if (!res.spec) throw new FailedPreconditionError(`RegisterApp returned no job spec for app ${this.cfg.appId}`);
     const raw = jobSpecFromProto(res.spec);
     const heartbeatMs = res.heartbeatIntervalMs > 0 ? res.heartbeatIntervalMs : (this.cfg.defaultHeartbeatMs ?? 1000);
-    this.core = new DagAppMaster({ log: this.log, returnSettleMs: this.cfg.returnSettleMs ?? Math.max(15_000, 5 * heartbeatMs) });
+    this.core = new DagAppMaster({
+      log: this.log,
+      returnSettleMs: this.cfg.returnSettleMs ?? Math.max(15_000, 5 * heartbeatMs),
+      ...(this.cfg.nodeId ? { nodeId: this.cfg.nodeId } : {}),
+    });
+    this.connected = res.spec.network !== 'independent';
     this.log.info({ job: raw.jobId, name: raw.name, tasks: raw.tasks.map((t) => t.name), heartbeatMs }, 'registered with the master');
     const held = res.assignments.map(assignmentFromProto);
     let effects: AmEffect[];
@@ -668,6 +690,9 @@ export class AppMaster {
       this.log.debug({ units: units.map((u) => u.suId), deltas }, 'request already counted in the state report; not sent');
       return;
     }
+    // Constraints go when they changed (the master replaces its copy with them).
+    const constraints = this.connected && this.core.started ? this.core.placementConstraints() : undefined;
+    const constraintsKey = constraints && JSON.stringify(constraints);
     const req = {
       appId: this.cfg.appId,
       amAttempt: this.cfg.amAttempt,
@@ -676,6 +701,8 @@ export class AppMaster {
       deltas,
       assignmentSeq: String(this.core.assignmentSeqFor(this.epoch)),
       progress: this.core.progress(),
+      connectivityVersion: this.connectivityVersion,
+      ...(constraints && constraintsKey !== this.constraintsSent ? { constraints } : {}),
     };
     const call = async () => {
       const r = await this.conn.call('UpdateRequests', req, this.retrying);
@@ -691,6 +718,8 @@ export class AppMaster {
       throw e;
     }
     if (deltas.length > 0) this.refusals = this.refusedSince = 0;
+    if (req.constraints && constraintsKey) this.constraintsSent = constraintsKey;
+    if (res.connectivity) this.onConnectivity(res.connectivity);
     if (res.reportState) {
       this.log.info({ epoch: this.epoch, master: this.conn.address }, 'master asked for our state');
       this.wantReport();
@@ -716,6 +745,20 @@ export class AppMaster {
       };
       this.execute(this.core.assignments(update, Date.now()));
     }
+  }
+
+  /**
+   * The master's connectivity graph (our version was stale): to the core, unless the job opted out
+   * or the master knows nothing yet (version 0: an empty graph would look like every link healed).
+   */
+  private onConnectivity(c: Connectivity__Output): void {
+    const version = c.version || '0';
+    if (version === this.connectivityVersion) return;
+    this.connectivityVersion = version;
+    if (version === '0' || !this.connected || !this.core.started) return;
+    const links = c.brokenLinks.map((l) => ({ a: l.a, b: l.b }));
+    this.log.info({ version, brokenLinks: links.map((l) => `${l.a}-${l.b}`), partitioned: c.partitionedFromMaster }, 'connectivity graph from the master');
+    this.execute(this.core.connectivityChanged(links, c.partitionedFromMaster, Date.now()));
   }
 
   /**

@@ -184,7 +184,10 @@ describe('fuxi CLI', function () {
       const p = fuxi(['submit', 'job.yaml', '--id', 'w1', '--wait']);
       await new Promise((r) => setTimeout(r, 300));
       master.update('w1', { state: 'JOB_STATE_RUNNING' });
-      master.update('w1', { state: 'JOB_STATE_SUCCEEDED', tasks: [{ name: 'map', total: 2, pending: 0, running: 0, succeeded: 2, failed: 0, retries: 0 }] });
+      master.update('w1', {
+        state: 'JOB_STATE_SUCCEEDED',
+        tasks: [{ name: 'map', total: 2, pending: 0, running: 0, succeeded: 2, failed: 0, retries: 0, reexecutions: 0 }],
+      });
       const r = await p;
       expect(r.code).to.equal(0);
       expect(r.out).to.equal('w1\n');

@@ -97,7 +97,16 @@ export class FakeMaster {
             amAttempt: 0,
             amNodeId: '',
             amAddress: '',
-            tasks: spec.tasks.map((t) => ({ name: t.name, total: t.instances, pending: t.instances, running: 0, succeeded: 0, failed: 0, retries: 0 })),
+            tasks: spec.tasks.map((t) => ({
+              name: t.name,
+              total: t.instances,
+              pending: t.instances,
+              running: 0,
+              succeeded: 0,
+              failed: 0,
+              retries: 0,
+              reexecutions: 0,
+            })),
             spec: null,
           });
         }

@@ -24,15 +24,21 @@ describe('cli format', () => {
   });
 
   it('sums task progress', () => {
-    const t = totals([mockProgress('a', { total: 3, succeeded: 1, running: 2, retries: 1 }), mockProgress('b', { total: 2, pending: 2, failed: 1 })]);
-    expect(t).to.deep.equal({ total: 5, pending: 2, running: 2, succeeded: 1, failed: 1, retries: 1 });
+    const t = totals([
+      mockProgress('a', { total: 3, succeeded: 1, running: 2, retries: 1 }),
+      mockProgress('b', { total: 2, pending: 2, failed: 1, reexecutions: 2 }),
+    ]);
+    expect(t).to.deep.equal({ total: 5, pending: 2, running: 2, succeeded: 1, failed: 1, retries: 1, reexecutions: 2 });
   });
 
   it('formats a job status with a task table', () => {
     const job = mockJob({
       state: 'JOB_STATE_FAILED',
       message: 'task map instance 3 failed 3 times',
-      tasks: [mockProgress('map', { total: 20, pending: 5, running: 10, succeeded: 5, retries: 1 }), mockProgress('reduce', { total: 4, pending: 4 })],
+      tasks: [
+        mockProgress('map', { total: 20, pending: 5, running: 10, succeeded: 5, retries: 1 }),
+        mockProgress('reduce', { total: 4, pending: 4, reexecutions: 1 }),
+      ],
     });
     const text = formatJobStatus(job);
     expect(text).to.include('job:        wc-1');
@@ -43,9 +49,9 @@ describe('cli format', () => {
     const table = text.split('\n\n')[1];
     expect(table).to.equal(
       [
-        'TASK    TOTAL  PENDING  RUNNING  SUCCEEDED  FAILED  RETRIES',
-        'map     20     5        10       5          0       1',
-        'reduce  4      4        0        0          0       0',
+        'TASK    TOTAL  PENDING  RUNNING  SUCCEEDED  FAILED  RETRIES  REEXECUTIONS',
+        'map     20     5        10       5          0       1        0',
+        'reduce  4      4        0        0          0       0        1',
       ].join('\n'),
     );
   });

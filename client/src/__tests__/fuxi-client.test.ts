@@ -82,7 +82,7 @@ describe('FuxiClient (against a fake master)', function () {
     const job = await client.get(res.jobId);
     expect(job.name).to.equal('wordcount');
     expect(job.state).to.equal('JOB_STATE_SUBMITTED');
-    expect(job.tasks).to.deep.equal([{ name: 'map', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0 }]);
+    expect(job.tasks).to.deep.equal([{ name: 'map', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0 }]);
   });
 
   it('makes a resubmit with the same id idempotent', async () => {
@@ -131,7 +131,10 @@ describe('FuxiClient (against a fake master)', function () {
     const done = client.waitFor(jobId, (j) => seen.push(j.state));
     await new Promise((r) => setTimeout(r, 200));
     master.update(jobId, { state: 'JOB_STATE_RUNNING' });
-    master.update(jobId, { state: 'JOB_STATE_RUNNING', tasks: [{ name: 'map', total: 2, pending: 0, running: 1, succeeded: 1, failed: 0, retries: 0 }] });
+    master.update(jobId, {
+      state: 'JOB_STATE_RUNNING',
+      tasks: [{ name: 'map', total: 2, pending: 0, running: 1, succeeded: 1, failed: 0, retries: 0, reexecutions: 0 }],
+    });
     master.update(jobId, { state: 'JOB_STATE_SUCCEEDED' });
     const final = await done;
     expect(final.state).to.equal('JOB_STATE_SUCCEEDED');

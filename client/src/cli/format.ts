@@ -50,7 +50,7 @@ export function finalLine(job: JobInfo__Output): string {
 
 /** The sum over tasks. */
 export function totals(tasks: readonly TaskProgress__Output[]): Omit<TaskProgress__Output, 'name'> {
-  const t = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0 };
+  const t = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0 };
   for (const p of tasks) {
     t.total += p.total;
     t.pending += p.pending;
@@ -58,14 +58,24 @@ export function totals(tasks: readonly TaskProgress__Output[]): Omit<TaskProgres
     t.succeeded += p.succeeded;
     t.failed += p.failed;
     t.retries += p.retries;
+    t.reexecutions += p.reexecutions ?? 0;
   }
   return t;
 }
 
 export function formatTaskTable(tasks: readonly TaskProgress__Output[]): string {
   return renderTable(
-    ['TASK', 'TOTAL', 'PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'RETRIES'],
-    tasks.map((t) => [t.name, String(t.total), String(t.pending), String(t.running), String(t.succeeded), String(t.failed), String(t.retries)]),
+    ['TASK', 'TOTAL', 'PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'RETRIES', 'REEXECUTIONS'],
+    tasks.map((t) => [
+      t.name,
+      String(t.total),
+      String(t.pending),
+      String(t.running),
+      String(t.succeeded),
+      String(t.failed),
+      String(t.retries),
+      String(t.reexecutions ?? 0),
+    ]),
   );
 }
 

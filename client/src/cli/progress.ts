@@ -9,13 +9,14 @@ import { totals } from './format.js';
 
 export { finalLine } from './format.js';
 
-/** `RUNNING 12/20 succeeded, 5 running, 1 failed, 2 retries` (zero counts left out). */
+/** `RUNNING 12/20 succeeded, 5 running, 1 failed, 2 retries, 1 re-executions` (zero counts left out). */
 export function progressSummary(job: JobInfo__Output): string {
   const t = totals(job.tasks);
   const parts = [`${t.succeeded}/${t.total} succeeded`];
   if (t.running) parts.push(`${t.running} running`);
   if (t.failed) parts.push(`${t.failed} failed`);
   if (t.retries) parts.push(`${t.retries} retries`);
+  if (t.reexecutions) parts.push(`${t.reexecutions} re-executions`);
   return `${shortState(job.state)} ${parts.join(', ')}`;
 }
 
@@ -94,5 +95,6 @@ function detail(t: ReturnType<typeof totals>): string {
   if (t.running) parts.push(`${t.running} running`);
   if (t.failed) parts.push(`${t.failed} failed`);
   if (t.retries) parts.push(`${t.retries} retries`);
+  if (t.reexecutions) parts.push(`${t.reexecutions} re-executions`);
   return parts.length ? `(${parts.join(', ')})` : '';
 }

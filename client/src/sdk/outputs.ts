@@ -14,6 +14,11 @@
  * ```
  *
  * From outside a job (a CLI, a test): `FuxiClient.fetchOutput(jobId, task, instance, path)`.
+ *
+ * An agent that does not answer (its host cut off from this one) is retried for `retryForMs`. A
+ * worker the AM stops meanwhile (it runs the instance again elsewhere after a network partition)
+ * gets SIGTERM, which ends a Node process at once unless it handles the signal; a worker that
+ * does can pass `signal` to end the retries and the fetch in flight.
  */
 import { FuxiError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
 import { loadFuxiProto, type FetchOutputRequest } from '@fuxi/proto';
@@ -55,6 +60,8 @@ export interface FetchOptions {
   retryForMs?: number;
   /** Deadline of one fetch (default 60 s). */
   deadlineMs?: number;
+  /** Ends the retries and the fetch in flight at once (e.g. from the worker's own SIGTERM handler). */
+  signal?: AbortSignal;
 }
 
 /** What to fetch from one agent: a worker by id, or the succeeded attempt of (task, instance). */
@@ -77,6 +84,8 @@ export async function readOutput(address: string, ref: OutputRef, opts: FetchOpt
         ...('workerId' in ref ? { workerId: ref.workerId } : { task: ref.task, instance: ref.instance }),
       };
       const stream = client.stream.FetchOutput(req, { deadlineMs: opts.deadlineMs ?? 60_000 });
+      const cancel = () => stream.cancel();
+      opts.signal?.addEventListener('abort', cancel, { once: true });
       try {
         for await (const c of stream) {
           if (c.data.length > 0) {
@@ -86,11 +95,12 @@ export async function readOutput(address: string, ref: OutputRef, opts: FetchOpt
         }
         return Buffer.concat(chunks, got);
       } finally {
+        opts.signal?.removeEventListener('abort', cancel);
         stream.cancel();
         client.close();
       }
     },
-    { retryForMs: opts.retryForMs ?? 30_000 },
+    { retryForMs: opts.retryForMs ?? 30_000, ...(opts.signal ? { signal: opts.signal } : {}) },
   );
 }
 

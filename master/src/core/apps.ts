@@ -7,12 +7,13 @@ import { repostAmFault } from './am-restart.js';
 import { endJob } from './jobs.js';
 import { applyDelta, declareUnit, setAsgn } from './ledger.js';
 import { endFailoverIfSettled, isUnreported, type AppState, type MasterState } from './master-state.js';
+import { connectivityFor, setConstraints } from './placement-scope.js';
 import { maybeFinishRecovery } from './recovery.js';
 import { checkUpdate } from './request-limits.js';
 import { scheduleOrDefer } from './scheduling.js';
 import { KEYS, putJob, type StoreOp } from './store-ops.js';
 import { assignmentsOf, pushAssignments, pushesInFlight, pushGrants } from './sync.js';
-import type { AssignmentEntry, RequestDelta, SlotReturn, TaskProgress, UnitConfig } from './types.js';
+import type { AssignmentEntry, ConnectivityView, PlacementConstraints, RequestDelta, SlotReturn, TaskProgress, UnitConfig } from './types.js';
 
 export function requireApp(st: MasterState, appId: string, attempt: number): AppState {
   const app = st.apps.get(appId);
@@ -60,9 +61,26 @@ export interface RequestsInput {
   deltas: RequestDelta[];
   assignmentSeq: number;
   progress: TaskProgress[];
+  /** The connectivity version the AM holds (0: none); the answer carries the graph when it is stale. */
+  connectivityVersion?: number;
+  /** When present, replaces the app's placement constraints (placement-scope.ts). */
+  constraints?: PlacementConstraints;
 }
 
-export function updateRequests(st: MasterState, req: RequestsInput): { reportState?: boolean; full?: { seq: number; assignments: AssignmentEntry[] } } {
+export interface RequestsResult {
+  reportState?: boolean;
+  full?: { seq: number; assignments: AssignmentEntry[] };
+  /** The graph, when the AM's version of it is stale. */
+  connectivity?: ConnectivityView;
+}
+
+export function updateRequests(st: MasterState, req: RequestsInput): RequestsResult {
+  const r = applyRequests(st, req);
+  const connectivity = connectivityFor(st, req.connectivityVersion ?? 0);
+  return connectivity === undefined ? r : { ...r, connectivity };
+}
+
+function applyRequests(st: MasterState, req: RequestsInput): RequestsResult {
   const app = requireApp(st, req.appId, req.attempt);
   app.lastContactMs = st.now;
   const seqBefore = app.asgnSeq;
@@ -83,7 +101,8 @@ export function updateRequests(st: MasterState, req: RequestsInput): { reportSta
       const su = app.sus.get(d.suId);
       if (su) applyDelta(su.requests, d.location, d.delta); // checkUpdate made sure it exists
     }
-    if (req.deltas.length > 0) scheduleOrDefer(st);
+    const constrained = req.constraints !== undefined && setConstraints(st, app, req.constraints);
+    if (req.deltas.length > 0 || constrained) scheduleOrDefer(st);
   }
   // The reply carries the full table when the AM does not hold the current one, unless this very
   // call pushed deltas that follow on what the AM holds, or the pushes it lacks went out less than

@@ -7,12 +7,24 @@
  *
  * `MasterCore` is a facade over one state object (master-state.ts) and the modules that own each
  * concern: ledger (assignments, usage, invariants), sync (grant and assignment tables), scheduling
- * (passes), jobs, nodes (agents and their status), apps (AMs' calls), request-limits (what an AM
+ * (passes), placement-scope (connectivity-aware placement: scopes, constraints, waiting), jobs, nodes (agents and their status), apps (AMs' calls), request-limits (what an AM
  * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
  * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
  */
 import type { JobSpec, Logger } from '@fuxi/common';
-import { amLaunchFailed, finishApp, registerApp, returnSlots, saveAppSnapshot, tickAms, updateRequests, requireApp, type RequestsInput } from './apps.js';
+import {
+  amLaunchFailed,
+  finishApp,
+  registerApp,
+  returnSlots,
+  saveAppSnapshot,
+  tickAms,
+  updateRequests,
+  requireApp,
+  type RequestsInput,
+  type RequestsResult,
+} from './apps.js';
+import type { ConnectivityState } from './connectivity.js';
 import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
 import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
@@ -20,6 +32,7 @@ import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
 import { connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
+import { jobView, waitersMayPlace } from './placement-scope.js';
 import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { unitViews } from './request-limits.js';
@@ -99,18 +112,20 @@ export class MasterCore {
     return this.step(now, () => ({ results: submitJobs(this.st, specs) }));
   }
 
+  /** The job as clients see it (a running job's message says what its placement waits for, placement-scope.ts). */
   getJob(jobId: string): JobRecord {
-    return getJob(this.st, jobId);
+    return jobView(this.st, getJob(this.st, jobId));
   }
 
-  /** A page of jobs (jobs.ts `listJobsPage`). */
+  /** A page of jobs (jobs.ts `listJobsPage`), as clients see them. */
   listJobsPage(q: { states?: readonly JobState[]; arrayId?: string; limit?: number; after?: string }): { jobs: JobRecord[]; nextAfter: string } {
-    return listJobsPage(this.st, q);
+    const page = listJobsPage(this.st, q);
+    return { ...page, jobs: page.jobs.map((j) => jobView(this.st, j)) };
   }
 
-  /** Jobs in `states` (all when empty), only the members of job array `arrayId` when given. */
+  /** Jobs in `states` (all when empty), only the members of job array `arrayId` when given, as clients see them. */
   listJobs(states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
-    return listJobs(this.st, states, arrayId);
+    return listJobs(this.st, states, arrayId).map((j) => jobView(this.st, j));
   }
 
   killJob(jobId: string, reason: string, now: number): Effect[] {
@@ -179,7 +194,8 @@ export class MasterCore {
       let changed = tickNodes(st);
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
-      if (changed) runScheduler(st);
+      // A job waiting for connectivity gets a pass once the graph has changed.
+      if (changed || waitersMayPlace(st)) runScheduler(st);
       tickRetention(st);
     });
   }
@@ -195,7 +211,8 @@ export class MasterCore {
     return this.step(now, () => registerApp(this.st, appId, attempt, address));
   }
 
-  updateRequests(req: RequestsInput, now: number): { effects: Effect[]; reportState?: boolean; full?: { seq: number; assignments: AssignmentEntry[] } } {
+  /** An AM's requests and constraints (its heartbeat); the answer carries the graph when the AM's version is stale. */
+  updateRequests(req: RequestsInput, now: number): RequestsResult & { effects: Effect[] } {
     return this.step(now, () => updateRequests(this.st, req));
   }
 
@@ -272,6 +289,11 @@ export class MasterCore {
   units(appId: string): UnitView[] {
     const app = this.st.apps.get(appId);
     return app ? unitViews(this.st, app) : [];
+  }
+
+  /** The hosts' connectivity graph (connectivity.ts): read by the views; tests fill it with `applyDelta` / `setPartitioned`. */
+  get connectivity(): ConnectivityState {
+    return this.st.connectivity;
   }
 
   /** Each node's status (see NodeStatus), by node id. */

@@ -5,12 +5,12 @@
  * of free functions over this object; `MasterCore` is the facade the shell calls.
  */
 import { ZERO, type Logger, type Resource } from '@fuxi/common';
-import { connectivityBase, newConnectivity, type ConnectivityState } from './connectivity.js';
+import { connectivityBase, newConnectivity, type BrokenLink, type ConnectivityState } from './connectivity.js';
 import type { DetectorConfig, FailureDetector } from './detectors.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
-import type { Effect, GrantEntry, JobRecord, NodeInfo } from './types.js';
+import type { Effect, GrantEntry, JobRecord, NodeInfo, PlacementConstraints } from './types.js';
 
 export interface MasterCoreConfig {
   heartbeatIntervalMs: number;
@@ -70,6 +70,13 @@ export interface MasterCoreConfig {
   probeAllUpTo?: number;
   probeSample?: number;
   probeMaxTargets?: number;
+  /**
+   * Connectivity-aware placement (default true; placement-scope.ts): a connected job's slots go
+   * only to nodes that reach all its hosts, its AM to the most connected node, nothing to a node
+   * partitioned from the master, and AMs get the graph. False ignores the graph (placement as
+   * without partial-partition handling; the comparison baseline).
+   */
+  connectivityAware?: boolean;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -162,6 +169,10 @@ export interface AppState {
   amRestarts?: number;
   /** An AM restart waiting for agents that have not reported since a failover (why it restarts). */
   pendingAmRestart?: string;
+  /** Where the AM asked its new slots to go (UpdateRequests / ReportAppState), for the attempt that asked. */
+  constraints?: PlacementConstraints & { attempt: number };
+  /** Why its outstanding requests wait, when only connectivity holds them (placement-scope.ts); shown as the job's message. */
+  waiting?: string;
   /** Last SaveAppSnapshot seq applied (per AM attempt). */
   snapshotSeq?: number;
   topologySaved?: boolean;
@@ -275,6 +286,12 @@ export class MasterState {
   readonly connectivity: ConnectivityState;
   /** Each agent's probe targets, with their versions (probe-targets.ts). */
   readonly probeTargets: ProbePlan;
+  /** Apps with a `waiting` message (placement-scope.ts). */
+  readonly waitingApps = new Set<string>();
+  /** The connectivity version the last scheduling pass that left an app waiting saw. */
+  waitingVersion = 0;
+  /** The broken links of `connectivity` at its `version` (placement-scope.ts; rebuilt on a change). */
+  linksCache: { version: number; links: BrokenLink[] } | undefined;
   submitSeq = 0;
   /** A scheduling pass is owed (batch scheduling, see MasterCoreConfig.schedulingIntervalMs). */
   due = false;

@@ -189,5 +189,5 @@ export function unreachablePeersByNode(st: MasterState): Map<string, string[]> {
 /** The graph as `fuxi cluster status` shows it. */
 export function connectivityView(st: MasterState): ConnectivityView {
   const cs = st.connectivity;
-  return { version: cs.version, brokenLinks: brokenLinks(cs), partitionedFromMaster: [...cs.partitioned].sort() };
+  return { version: cs.version, brokenLinks: brokenLinks(cs), partitioned: [...cs.partitioned].sort() };
 }

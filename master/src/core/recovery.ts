@@ -27,12 +27,13 @@ import {
   type NodeState,
 } from './master-state.js';
 import { heard, noticeAgents, registerAgent, releaseNode, setNodeStatus } from './nodes.js';
+import { setConstraints } from './placement-scope.js';
 import { sanitizeReport } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { nextGrantTable, pushAssignments, pushGrants } from './sync.js';
 import { consult } from './table3.js';
-import { TERMINAL_STATES, type GrantEntry, type JobRecord, type NodeInfo, type UnitConfig } from './types.js';
+import { TERMINAL_STATES, type GrantEntry, type JobRecord, type NodeInfo, type PlacementConstraints, type UnitConfig } from './types.js';
 
 /**
  * Loads hard state read from the store (a new leader, or the embedded master restarting in
@@ -236,6 +237,8 @@ export interface AppReport {
   units: UnitConfig[];
   requests: Array<{ suId: string; location: string; count: number }>;
   assignments: Array<{ suId: string; nodeId: string; slots: number }>;
+  /** Where the AM asks its new slots to go (soft state a new leader rebuilds from the report). */
+  constraints?: PlacementConstraints;
 }
 
 /**
@@ -253,6 +256,7 @@ export function reportAppState(st: MasterState, app: AppState, reported: AppRepo
   const reconnected = !app.reported && app.mockSinceMs > 0;
   st.faults.resolve('AM_TIMING', app.appId, st.now, 'reported its state');
   if (consult(st, 'AMFullResReq', { appId: app.appId }, 'units and outstanding requests adopted', { reconnected })) adoptRequests(st, app, req);
+  if (req.constraints !== undefined) setConstraints(st, app, req.constraints);
   for (const a of req.assignments) {
     const node = st.nodes.get(a.nodeId);
     const su = app.sus.get(a.suId);

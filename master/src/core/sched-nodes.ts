@@ -4,6 +4,7 @@
  */
 import { add, dominantShare, fits, isZero, scale, sub, ZERO } from '@fuxi/common';
 import type { Resource } from '@fuxi/common';
+import type { NodeFilter } from './sched-reach.js';
 import type { Request } from './sched-requests.js';
 import type { SchedNode } from './sched-types.js';
 
@@ -12,6 +13,8 @@ export interface Pick {
   /** The heap the node was found in and the next-best node in it, for batching; none at node level. */
   heap: NodeHeap | undefined;
   rival: number | undefined;
+  /** Found by a scan, not in heap order: the turn places one slot. */
+  single?: boolean;
 }
 
 /**
@@ -96,23 +99,62 @@ export class ClusterState {
     return sub(this.nodeOf(i).capacity, this.alloc[i] ?? ZERO);
   }
 
-  /** The node one slot of `r` for `req` goes to: requested node, else its rack, else anywhere. */
-  find(r: Resource, req: Request): Pick | undefined {
+  /**
+   * The node one slot of `r` for `req` goes to: requested node, else its rack, else anywhere;
+   * with a `filter`, only nodes it allows, and at each level the fewest broken links first when it
+   * says so (CASPR's first pod).
+   */
+  find(r: Resource, req: Request, filter?: NodeFilter): Pick | undefined {
     if (this.hopeless.some((h) => fits(h, r))) return undefined;
     const fitsOn = (i: number): boolean => fits(r, this.free(i));
+    const ok = filter === undefined ? fitsOn : (i: number): boolean => fitsOn(i) && filter.allows(this.nodeId(i));
+    const degree = filter?.degree;
     if (req.kind === 'node' && req.nodeId !== undefined) {
       const i = this.byId.get(req.nodeId);
-      if (i !== undefined && fitsOn(i)) return { node: i, heap: undefined, rival: undefined };
+      if (i !== undefined && ok(i)) return { node: i, heap: undefined, rival: undefined };
     }
     if (req.rack !== undefined) {
       const h = this.rack(req.rack);
-      const found = h?.findFirst(fitsOn);
-      if (h !== undefined && found !== undefined) return { node: found.item, heap: h, rival: found.next };
+      const found = h === undefined ? undefined : this.bestIn(h, ok, degree);
+      if (found !== undefined) return found;
     }
-    const found = this.all.findFirst(fitsOn);
-    if (found !== undefined) return { node: found.item, heap: this.all, rival: found.next };
-    this.hopeless.push(r);
+    const found = this.bestIn(this.all, ok, degree);
+    if (found !== undefined) return found;
+    if (filter === undefined) this.hopeless.push(r);
     return undefined;
+  }
+
+  /** Whether one slot of `r` fits on some candidate, whatever filters say (remembers a shape that fits nowhere). */
+  fitsSomewhere(r: Resource): boolean {
+    if (this.hopeless.some((h) => fits(h, r))) return false;
+    if (this.all.findFirst((i) => fits(r, this.free(i))) !== undefined) return true;
+    this.hopeless.push(r);
+    return false;
+  }
+
+  /**
+   * The first node of `h` that is `ok`, in (load, id) order; with `degree`, in (broken links, load,
+   * id) order: a node with none is found in heap order (batching stays possible), otherwise every
+   * node of the heap is looked at and the pick takes one slot per turn.
+   */
+  private bestIn(h: NodeHeap, ok: (i: number) => boolean, degree: ((id: string) => number) | undefined): Pick | undefined {
+    if (degree === undefined) {
+      const f = h.findFirst(ok);
+      return f === undefined ? undefined : { node: f.item, heap: h, rival: f.next };
+    }
+    const f = h.findFirst((i) => ok(i) && degree(this.nodeId(i)) === 0);
+    if (f !== undefined) return { node: f.item, heap: h, rival: f.next };
+    let best: number | undefined;
+    let bestDegree = Infinity;
+    h.forEach((i) => {
+      if (!ok(i)) return;
+      const d = degree(this.nodeId(i));
+      if (best === undefined || d < bestDegree || (d === bestDegree && this.less(i, best))) {
+        best = i;
+        bestDegree = d;
+      }
+    });
+    return best === undefined ? undefined : { node: best, heap: undefined, rival: undefined, single: true };
   }
 
   /** Would `pick.node` still be the best choice after k more slots of `r`? */
@@ -157,6 +199,10 @@ class NodeHeap {
     this.items = items;
     for (let p = 0; p < items.length; p++) pos[items[p]!] = p;
     for (let p = (items.length >> 1) - 1; p >= 0; p--) this.down(p);
+  }
+
+  forEach(fn: (item: number) => void): void {
+    for (const item of this.items) fn(item);
   }
 
   update(item: number): void {

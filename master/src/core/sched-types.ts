@@ -1,6 +1,7 @@
 /**
- * The scheduler's input (a read-only snapshot of nodes, units, quota groups and their usage) and
- * output (a plan of placements and unsatisfied requests); see scheduler.ts.
+ * The scheduler's input (a read-only snapshot of nodes, units, quota groups and their usage, and
+ * optionally the hosts' reachability and where connected apps may go) and output (a plan of
+ * placements and unsatisfied requests); see scheduler.ts.
  */
 import type { Resource } from '@fuxi/common';
 
@@ -25,6 +26,34 @@ export interface SchedUnit {
   /** Location -> outstanding slot count. Location is '' (any), 'node:<id>' or 'rack:<name>'. */
   requests: ReadonlyMap<string, number>;
   preemptible?: boolean;
+  /**
+   * The first slot of a connected app (its AM, CASPR's first pod): among the nodes it may go to,
+   * the one with the fewest broken links, then the usual choice. Only with a `scope` for its app.
+   */
+  mostConnected?: boolean;
+}
+
+/**
+ * Which hosts reach which (CASPR's connectivity matrix). Only broken links matter: a node with no
+ * broken link reaches every other.
+ */
+export interface Reach {
+  reachable(a: string, b: string): boolean;
+  /** How many peers `nodeId` cannot reach or be reached by; 0 for a node with no broken link. */
+  brokenDegree(nodeId: string): number;
+  /** Those peers, when known: a node is then checked against its few broken links, not every anchor. */
+  unreachablePeers?(nodeId: string): Iterable<string>;
+}
+
+/**
+ * Where a connected app's new slots may go: only to nodes that reach every anchor (its AM's host,
+ * the hosts of its slots, the hosts its AM asked to stay in reach of), never to an avoided one.
+ * Slots the plan gives the app become anchors for its later turns. Anchors are read only when a
+ * node with a broken link is considered (they may be computed lazily by the iterable).
+ */
+export interface PlacementScope {
+  anchors: Iterable<string>;
+  avoid: ReadonlySet<string>;
 }
 
 export interface QuotaGroup {
@@ -43,6 +72,10 @@ export interface SchedulerSnapshot {
   groups: ReadonlyMap<string, QuotaGroup>;
   /** Current allocation of each group (all apps). */
   groupUsage: ReadonlyMap<string, Resource>;
+  /** The hosts' reachability; absent: every node reaches every other. */
+  reach?: Reach;
+  /** Connected apps by app id; an app not listed (an independent one) may go anywhere. */
+  scopes?: ReadonlyMap<string, PlacementScope>;
 }
 
 export type LocalityLevel = 'node' | 'rack' | 'any';
@@ -58,7 +91,11 @@ export interface Placement {
   localityLevel: LocalityLevel;
 }
 
-export type UnsatisfiedReason = 'no-capacity' | 'quota-limit';
+/**
+ * 'unreachable': a slot fits on some node, but on none its app's scope allows (a connected app
+ * whose anchors no free node reaches, or only nodes it avoids have room).
+ */
+export type UnsatisfiedReason = 'no-capacity' | 'quota-limit' | 'unreachable';
 
 export interface Unsatisfied {
   appId: string;

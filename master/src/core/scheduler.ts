@@ -9,6 +9,11 @@
  * the unit its node requests, then rack requests, then "any" requests. A request lands on the
  * requested node if it has room, else on the least-loaded node of the rack, else on the least-loaded
  * node of the cluster ("least loaded" = lowest dominant share of allocated/capacity, ties by node id).
+ * A connected app (one with a `scope`) only takes nodes that reach all its anchors and that it does
+ * not avoid, and its first slot (`mostConnected`, its AM) the node with the fewest broken links at
+ * the level it lands on (CASPR Algorithm 1, sched-reach.ts); a slot that fits somewhere, but on no
+ * node its scope allows, is unsatisfied as 'unreachable'. With no broken link and nothing avoided,
+ * every app places as if it had no scope.
  * Conceptually one slot is placed per turn; a turn places a batch of k slots only when k one-slot
  * turns would have made exactly the same choice, so batching changes speed, never the plan.
  *
@@ -21,6 +26,7 @@ import { isZero, scale, slotsThatFit } from '@fuxi/common';
 import { buildGroups, pickGroup } from './sched-groups.js';
 import { ClusterState } from './sched-nodes.js';
 import { PlanBuilder } from './sched-plan.js';
+import { ScopeState } from './sched-reach.js';
 import { levelOf } from './sched-requests.js';
 import type { Plan, SchedulerSnapshot } from './sched-types.js';
 
@@ -31,6 +37,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
   const cluster = new ClusterState(snapshot.nodes);
   const out = new PlanBuilder();
   const groups = buildGroups(snapshot, cluster.total, out);
+  const scopes = new ScopeState(snapshot);
   const active = [...groups.values()].filter((g) => g.units.length > 0);
 
   while (active.length > 0) {
@@ -57,9 +64,10 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
       continue;
     }
 
-    const pick = cluster.find(r, req);
+    const filter = scopes.filterFor(unit.su);
+    const pick = cluster.find(r, req, filter);
     if (pick === undefined) {
-      out.unsatisfied(unit.su, req.remaining, 'no-capacity');
+      out.unsatisfied(unit.su, req.remaining, filter !== undefined && cluster.fitsSomewhere(r) ? 'unreachable' : 'no-capacity');
       req.remaining = 0;
       continue;
     }
@@ -69,11 +77,12 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
     let k = 1;
     if (isZero(r))
       k = cap; // no share moves, so every later turn repeats this one
-    else while (k < cap && group.winsAfter(k, r, rival, cluster.total) && cluster.winsAfter(pick, k, r)) k++;
+    else if (pick.single !== true) while (k < cap && group.winsAfter(k, r, rival, cluster.total) && cluster.winsAfter(pick, k, r)) k++;
 
     cluster.place(pick.node, scale(r, k));
     group.take(scale(r, k), cluster.total);
     req.remaining -= k;
+    scopes.placed(unit.su.appId, cluster.nodeId(pick.node));
     out.place(unit.su, cluster.nodeId(pick.node), k, req, levelOf(req, cluster.nodeOf(pick.node)));
   }
   return out.build();

@@ -1,18 +1,23 @@
 /**
  * Scheduling passes: collect the outstanding requests of every app, let the pure scheduler
- * (scheduler.ts) plan over a live view of the nodes, and apply the plan: assignments in the ledger,
- * grants to agents, AM launches, assignment tables to AMs. No pass runs while a failover's
- * aggregation window is open.
+ * (scheduler.ts) plan over a live view of the nodes and of the hosts' connectivity
+ * (placement-scope.ts), and apply the plan: assignments in the ledger, grants to agents, AM
+ * launches, assignment tables to AMs, and the message of a job that waits only for connectivity.
+ * No pass runs while a failover's aggregation window is open.
  */
 import { AM_SU } from '@fuxi/common';
 import { setAsgn } from './ledger.js';
 import type { MasterState, NodeState } from './master-state.js';
+import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
 import { schedule, type SchedNode, type SchedUnit } from './scheduler.js';
 import { putJob } from './store-ops.js';
 import { pushAssignments, pushGrants } from './sync.js';
 
-/** A node as the scheduler sees it, read live from its state. */
-function schedView(n: NodeState): SchedNode {
+/**
+ * A node as the scheduler sees it, read live from its state. A node partitioned from the master
+ * takes nothing new: the master cannot push its grants there.
+ */
+function schedView(st: MasterState, n: NodeState): SchedNode {
   return {
     get id() {
       return n.info.nodeId;
@@ -27,7 +32,7 @@ function schedView(n: NodeState): SchedNode {
       return n.allocated;
     },
     get schedulable() {
-      return n.reported && n.status === 'healthy';
+      return n.reported && n.status === 'healthy' && !(st.connectivity.partitioned.has(n.info.nodeId) && connectivityAware(st));
     },
   };
 }
@@ -38,7 +43,7 @@ function schedView(n: NodeState): SchedNode {
  */
 function schedulerNodes(st: MasterState): ReadonlyMap<string, SchedNode> {
   if (st.schedNodes.size !== st.nodes.size) {
-    for (const [id, n] of st.nodes) if (!st.schedNodes.has(id)) st.schedNodes.set(id, schedView(n));
+    for (const [id, n] of st.nodes) if (!st.schedNodes.has(id)) st.schedNodes.set(id, schedView(st, n));
   }
   return st.schedNodes;
 }
@@ -57,7 +62,7 @@ function pendingUnits(st: MasterState): SchedUnit[] {
   for (const app of st.apps.values()) {
     for (const su of app.sus.values()) {
       if (su.requests.size === 0) continue;
-      units.push({
+      const unit: SchedUnit = {
         appId: app.appId,
         suId: su.suId,
         resource: su.resource,
@@ -65,7 +70,10 @@ function pendingUnits(st: MasterState): SchedUnit[] {
         quotaGroup: app.job.spec.quotaGroup,
         submitSeq: app.job.submitSeq,
         requests: su.requests,
-      });
+      };
+      // The AM's slot is a connected app's first: the most connected node (CASPR Algorithm 1).
+      if (su.suId === AM_SU && isScoped(st, app)) unit.mostConnected = true;
+      units.push(unit);
     }
   }
   return units;
@@ -76,8 +84,13 @@ export function runScheduler(st: MasterState): void {
   st.due = false;
   if (st.recovering) return;
   const units = pendingUnits(st);
-  if (units.length === 0) return;
-  const plan = schedule({ nodes: schedulerNodes(st), units, groups: st.groups, groupUsage: st.usage });
+  const links = liveLinks(st);
+  if (units.length === 0) {
+    noteWaiting(st, { placements: [], unsatisfied: [] }, links);
+    return;
+  }
+  const scopes = connectivityAware(st) ? scopesOf(st, new Set(units.map((u) => u.appId))) : undefined;
+  const plan = schedule({ nodes: schedulerNodes(st), units, groups: st.groups, groupUsage: st.usage, reach: reachOf(links), scopes });
   const grantNodes = new Set<string>();
   const appChanges = new Map<string, Array<{ nodeId: string }>>();
   for (const p of plan.placements) {
@@ -112,6 +125,8 @@ export function runScheduler(st: MasterState): void {
     st.out.push(putJob(app.job), { kind: 'jobChanged', jobId: app.appId });
     st.log.info({ appId: app.appId, nodeId: p.nodeId, attempt: app.job.amAttempt }, 'launching application master');
   }
+  // After the placements: the message names the app's hosts, the new ones included.
+  noteWaiting(st, plan, links);
   // The outbox sends grants before AM launches and assignments, so plans rarely wait for their grant.
   pushGrants(st, grantNodes);
   for (const [appId, changed] of appChanges) {

@@ -17,6 +17,8 @@ export interface TaskProgress {
   succeeded: number;
   failed: number;
   retries: number;
+  /** Instances the AM ran again because a network partition cut them off (absent in records of older versions). */
+  reexecutions?: number;
 }
 
 /** A job as the master keeps it; the persisted part is `JobRecord`. */
@@ -114,6 +116,22 @@ export interface UnitView {
   limit: number;
 }
 
+/** Where an AM asks its app's new slots to go (beyond reaching its AM's host and its slots' hosts). */
+export interface PlacementConstraints {
+  /** Hosts every new slot must reach (e.g. those serving outputs later tasks read). */
+  reach: string[];
+  /** Hosts the app gave up: no new slot there. */
+  avoid: string[];
+}
+
+/** The connectivity graph as an AM gets it (UpdateRequests answers). */
+export interface ConnectivityView {
+  version: number;
+  brokenLinks: Array<{ a: string; b: string; sinceMs: number }>;
+  /** Nodes partitioned from the master (peers still reach them). */
+  partitioned: string[];
+}
+
 export interface SlotReturn {
   suId: string;
   nodeId: string;
@@ -182,10 +200,4 @@ export interface ClusterStatusView {
   appsRunning: number;
   /** Broken links and nodes partitioned from the master. */
   connectivity: ConnectivityView;
-}
-
-export interface ConnectivityView {
-  version: number;
-  brokenLinks: Array<{ a: string; b: string; sinceMs: number }>;
-  partitionedFromMaster: string[];
 }

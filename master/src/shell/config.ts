@@ -55,6 +55,11 @@ export interface MasterConfig {
   speculationAllowance: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
   masterFailover: boolean;
+  /**
+   * Connectivity-aware placement (a connected job's slots only on hosts that reach all its hosts,
+   * its AM on the most connected one, the graph to AMs); false ignores the graph (a baseline).
+   */
+  connectivityAware: boolean;
   heartbeatIntervalMs: number;
   agentTimeoutMs: number;
   amHeartbeatIntervalMs: number;
@@ -94,6 +99,7 @@ const KEYS = [
   'jobRetentionCount',
   'speculationAllowance',
   'masterFailover',
+  'connectivityAware',
   'heartbeatIntervalMs',
   'agentTimeoutMs',
   'amHeartbeatIntervalMs',
@@ -130,6 +136,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     jobRetentionCount: 100_000,
     speculationAllowance: 0.1,
     masterFailover: true,
+    connectivityAware: true,
     heartbeatIntervalMs: 1000,
     agentTimeoutMs: 60_000,
     amHeartbeatIntervalMs: 1000,
@@ -292,6 +299,11 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'masterFailover':
         if (v !== true && v !== false && v !== 'true' && v !== 'false') throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
         cfg.masterFailover = v === true || v === 'true';
+        break;
+      case 'connectivityAware':
+        if (v !== true && v !== false && v !== 'true' && v !== 'false')
+          throw new InvalidArgumentError(key, `must be true (place by the hosts' connectivity) or false (ignore it), got ${JSON.stringify(v)}`);
+        cfg.connectivityAware = v === true || v === 'true';
         break;
       case 'dataDir':
         cfg.dataDir = str(key, v);

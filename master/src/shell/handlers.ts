@@ -24,6 +24,7 @@ import {
   nodeInfoFromWire,
   nodeStatusToWire,
   updateRequestsFromWire,
+  connectivityToWire,
 } from './wire.js';
 
 /** What the handlers need of the master process. */
@@ -176,6 +177,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
         assignmentSeq: String(r.full?.seq ?? 0),
         assignments: r.full?.assignments ?? [],
         reportState: r.reportState ?? false,
+        connectivity: connectivityToWire(r.connectivity),
       };
     },
     ReturnSlots: async (req) => {

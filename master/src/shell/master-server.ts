@@ -259,6 +259,7 @@ export class MasterServer {
         probeAllUpTo: this.cfg.probeAllUpTo,
         probeSample: this.cfg.probeSample,
         probeMaxTargets: this.cfg.probeMaxTargets,
+        connectivityAware: this.cfg.connectivityAware,
       },
       this.log.child({ component: 'core', epoch }),
     );

@@ -7,6 +7,7 @@ import type { Resource } from '@fuxi/common';
 import type {
   ClusterStatus,
   Condition,
+  Connectivity,
   Grant__Output,
   HeartbeatRequest__Output,
   HeartbeatResponse,
@@ -14,6 +15,7 @@ import type {
   JobState as WireJobState,
   NodeInfo__Output,
   NodeStatus,
+  PlacementConstraints__Output,
   ReportAppStateRequest__Output,
   ScheduleUnitConfig__Output,
   UpdateRequestsRequest__Output,
@@ -23,7 +25,19 @@ import { jobSpecToProto } from '@fuxi/rpc';
 import type { RequestsInput } from '../core/apps.js';
 import type { ProbeAnswer } from '../core/probing.js';
 import type { AppReport } from '../core/recovery.js';
-import type { AmWorkerReport, ClusterStatusView, GrantEntry, HeartbeatInput, JobRecord, JobState, NodeInfo, NodeView, UnitConfig } from '../core/types.js';
+import type {
+  AmWorkerReport,
+  ClusterStatusView,
+  ConnectivityView,
+  GrantEntry,
+  HeartbeatInput,
+  JobRecord,
+  JobState,
+  NodeInfo,
+  NodeView,
+  PlacementConstraints,
+  UnitConfig,
+} from '../core/types.js';
 
 const STATE_TO_WIRE: Record<JobState, WireJobState> = {
   submitted: 'JOB_STATE_SUBMITTED',
@@ -115,6 +129,23 @@ export function updateRequestsFromWire(req: UpdateRequestsRequest__Output): Requ
     deltas: req.deltas.map((d) => ({ suId: d.suId, location: d.location, delta: d.delta })),
     assignmentSeq: Number(req.assignmentSeq),
     progress: req.progress,
+    connectivityVersion: Number(req.connectivityVersion ?? 0),
+    ...(req.constraints ? { constraints: constraintsFromWire(req.constraints) } : {}),
+  };
+}
+
+/** Present (even empty) replaces the app's constraints; absent (null) leaves them. */
+function constraintsFromWire(c: PlacementConstraints__Output): PlacementConstraints {
+  return { reach: [...(c.reach ?? [])], avoid: [...(c.avoid ?? [])] };
+}
+
+/** The graph for an AM (UpdateRequests answers; null when the AM's version is current) and for GetClusterStatus. */
+export function connectivityToWire(c: ConnectivityView | undefined): Connectivity | null {
+  if (c === undefined) return null;
+  return {
+    version: String(c.version),
+    brokenLinks: c.brokenLinks.map((l) => ({ a: l.a, b: l.b, sinceMs: String(l.sinceMs) })),
+    partitionedFromMaster: c.partitioned,
   };
 }
 
@@ -126,6 +157,7 @@ export function appReportFromWire(req: ReportAppStateRequest__Output): AppReport
     units: unitsFromWire(req.units),
     requests: req.requests.map((r) => ({ suId: r.suId, location: r.location, count: r.count })),
     assignments: req.assignments.map((a) => ({ suId: a.suId, nodeId: a.nodeId, slots: a.slots })),
+    ...(req.constraints ? { constraints: constraintsFromWire(req.constraints) } : {}),
   };
 }
 
@@ -172,10 +204,6 @@ export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch
     nodesLost: st.nodesLost,
     appsRunning: st.appsRunning,
     conditions,
-    connectivity: {
-      version: String(st.connectivity.version),
-      brokenLinks: st.connectivity.brokenLinks.map((l) => ({ a: l.a, b: l.b, sinceMs: String(l.sinceMs) })),
-      partitionedFromMaster: st.connectivity.partitionedFromMaster,
-    },
+    connectivity: connectivityToWire(st.connectivity),
   };
 }

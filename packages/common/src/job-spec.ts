@@ -70,6 +70,13 @@ export interface JobSpec {
   onAgentTimeout: AgentTimeoutPolicy;
   /** With 'rerun': how long a node may time out before its instances are re-run elsewhere (>= 0). */
   rerunAfterMs: number;
+  /**
+   * What the job's processes need of the network. 'connected' (default; absent or '' means it):
+   * the AM and every worker go to hosts that all reach one another, and later slots stay inside
+   * that set. 'independent': no traffic between the job's hosts beyond the agents' (placement
+   * ignores broken links between hosts).
+   */
+  network?: JobNetwork;
   /** A member of a job array (set by `submitArray` / `fuxi submit --array`, not in job files). */
   array?: JobArrayRef;
 }
@@ -84,6 +91,14 @@ export interface JobArrayRef {
 export type AgentTimeoutPolicy = 'wait' | 'rerun';
 
 export type AmMode = 'shared' | 'dedicated';
+
+/** '' (unset) is 'connected'. */
+export type JobNetwork = '' | 'connected' | 'independent';
+
+/** Whether the job's hosts must all reach one another (network 'connected', also when unset). */
+export function isConnectedJob(spec: Pick<JobSpec, 'network'>): boolean {
+  return spec.network !== 'independent';
+}
 
 /**
  * The priority a task's schedule unit runs at: the task's own when it sets one (non-zero), else the
@@ -111,6 +126,7 @@ export const DEFAULT_MAX_ATTEMPTS = 3;
 export const DEFAULT_ON_AGENT_TIMEOUT: AgentTimeoutPolicy = 'rerun';
 export const DEFAULT_RERUN_AFTER_MS = 30_000;
 export const AGENT_TIMEOUT_POLICIES: readonly AgentTimeoutPolicy[] = ['wait', 'rerun'];
+export const JOB_NETWORKS: readonly JobNetwork[] = ['connected', 'independent'];
 export const MAX_INSTANCES = 100_000;
 export const JOB_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const TASK_NAME_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
@@ -119,7 +135,7 @@ const MAX_NAME_LENGTH = 255;
 const INT32_MAX = 2 ** 31 - 1;
 const INT32_MIN = -(2 ** 31);
 
-const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs'] as const;
+const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs', 'network'] as const;
 const TASK_FIELDS = ['name', 'instances', 'resources', 'command', 'env', 'cwd', 'maxAttempts', 'dependsOn', 'locality', 'priority'] as const;
 const RESOURCE_FIELDS = ['cpu', 'memory'] as const;
 const AM_FIELDS = ['mode', 'cpu', 'memory'] as const;
@@ -159,7 +175,8 @@ export function parseJobSpecText(text: string, source?: string): unknown {
  * Converts the user format (see docs: `id`, `name`, `quotaGroup`, `priority`, `env`, `am` (`shared`
  * (default) / `dedicated`, or `{ mode, cpu, memory }`), `tasks`
  * with `resources`, `command`, ..., `onAgentTimeout: wait | rerun` (default rerun) and
- * `rerunAfterMs` (default 30000)) to a `JobSpec`, applies defaults and runs `validateJobSpec`.
+ * `rerunAfterMs` (default 30000), `network: connected | independent` (default connected)) to a
+ * `JobSpec`, applies defaults and runs `validateJobSpec`.
  * Shape problems (unknown fields, wrong types) are checked first, over the whole document, then
  * the domain checks.
  */
@@ -182,6 +199,8 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   const onAgentTimeout = optString(top.onAgentTimeout, 'onAgentTimeout') ?? DEFAULT_ON_AGENT_TIMEOUT;
   if (onAgentTimeout === '') throw new InvalidArgumentError('onAgentTimeout', `must be "wait" or "rerun" (omit it for "${DEFAULT_ON_AGENT_TIMEOUT}"), got ""`);
   const rerunAfterMs = optInteger(top.rerunAfterMs, 'rerunAfterMs') ?? DEFAULT_RERUN_AFTER_MS;
+  const network = optString(top.network, 'network');
+  if (network === '') throw new InvalidArgumentError('network', 'must be "connected" or "independent" (omit it for "connected"), got ""');
 
   return validateJobSpec({
     jobId,
@@ -194,6 +213,7 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
     tasks,
     onAgentTimeout: onAgentTimeout as AgentTimeoutPolicy,
     rerunAfterMs,
+    ...(network !== undefined ? { network: network as JobNetwork } : {}),
   });
 }
 
@@ -296,7 +316,7 @@ export interface ValidateOptions {
  * mode's default (`DEFAULT_SHARED_AM_RESOURCE` or `DEFAULT_AM_RESOURCE`), a task's
  * `maxAttempts` 0 -> 3, `onAgentTimeout` '' (or absent) -> 'rerun' and, when `onAgentTimeout` was
  * unset too, `rerunAfterMs` 0 (or absent) -> 30000 (an explicit policy keeps an explicit 0: re-run
- * at once). Everything else is returned as given.
+ * at once); `network` '' is left out (it means 'connected'). Everything else is returned as given.
  */
 function checkArray(a: JobArrayRef): JobArrayRef {
   if (!JOB_ID_PATTERN.test(a.id ?? '')) throw new InvalidArgumentError('array.id', `must be a job id (${JOB_ID_PATTERN.source}), got ${describe(a.id)}`);
@@ -355,6 +375,17 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     }
     out.rerunAfterMs = rerunAfterMs;
   }
+
+  // proto3: '' is "unset", the default ('connected'); kept out of the copy so a spec without it
+  // stays as it was.
+  const network: unknown = spec.network ?? '';
+  if (network !== '' && !JOB_NETWORKS.includes(network as JobNetwork)) {
+    throw new InvalidArgumentError(
+      'network',
+      `must be "connected" (the job's hosts must all reach one another) or "independent" (they need not), got ${describe(network)}`,
+    );
+  }
+  if (network !== '') out.network = network as JobNetwork;
 
   if (spec.array) out.array = checkArray(spec.array);
 

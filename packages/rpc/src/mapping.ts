@@ -77,13 +77,14 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
     env: { ...spec.env },
     onAgentTimeout: spec.onAgentTimeout,
     rerunAfterMs: spec.rerunAfterMs,
+    network: spec.network ?? '',
     ...(spec.array ? { array: { id: spec.array.id, index: spec.array.index, maxRunning: spec.array.maxRunning } } : {}),
   };
 }
 
 /**
  * Also accepts the input type (e.g. a spec built in memory, not decoded from the wire).
- * `onAgentTimeout` and `amMode` are passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
+ * `onAgentTimeout`, `amMode` and `network` are passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
  * sent (0 when unset): `validateJobSpec` checks both and fills the defaults ('rerun', and 30000 ms
  * when the policy is unset too).
  */
@@ -99,6 +100,7 @@ export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
     tasks: (p.tasks ?? []).map(taskSpecFromProto),
     onAgentTimeout: (p.onAgentTimeout ?? '') as JobSpec['onAgentTimeout'],
     rerunAfterMs: p.rerunAfterMs ?? 0,
+    ...(p.network ? { network: p.network as JobSpec['network'] } : {}),
     ...(p.array ? { array: { id: p.array.id ?? '', index: p.array.index ?? 0, maxRunning: p.array.maxRunning ?? 0 } } : {}),
   };
 }

@@ -2,9 +2,11 @@
  * Property test: the core against a simulated master (random placement, lost and late assignment
  * messages healed by full tables) and simulated agents (random outcomes, duplicated events).
  * The simulated master refuses requests as the real one does (a task's outstanding plus granted
- * slots above its instances plus an allowance), and nodes time out and come back. Invariants: the
+ * slots above its instances plus an allowance), nodes time out and come back, and links between
+ * the AM's host and the nodes break and heal (the master places nothing on hosts the AM gave
+ * up). Invariants: the
  * AM never runs more workers of an SU on a node than the master assigned, never plans a worker id
- * twice, and always finishes (refused requests are taken back and asked again); a successful job
+ * twice nor on a host it gave up, and always finishes (refused requests are taken back and asked again); a successful job
  * ran every instance to success.
  */
 import { expect } from 'chai';
@@ -44,7 +46,9 @@ function simulate(
   // Nodes the master told the AM are timing out: nothing is placed there, their slots do not count.
   const timingOut = new Set<string>();
   let refusals = 0;
-  const am = new DagAppMaster({ returnSettleMs: 1e12 });
+  const am = new DagAppMaster({ returnSettleMs: 1e12, nodeId: 'n0' });
+  // Broken links between hosts (the AM's host n0 and the nodes), as the master would send them.
+  const links = new Set<string>();
   const asgn = new Map<string, number>();
   const outstanding = new Map<string, number>();
   let seq = 0;
@@ -95,6 +99,7 @@ function simulate(
           }
           break;
         case 'plan':
+          if (am.placementConstraints().avoid.includes(e.nodeId)) violations.push(`planned on ${e.nodeId}, a host given up`);
           for (const p of e.plans) {
             if (planned.has(p.workerId)) violations.push(`planned twice: ${p.workerId}`);
             planned.add(p.workerId);
@@ -122,7 +127,8 @@ function simulate(
       const sus = [...outstanding.entries()].filter(([, n]) => n > 0).map(([su]) => su);
       if (sus.length === 0) continue;
       const su = pick(sus);
-      const healthy = NODES.filter((n) => !timingOut.has(n));
+      const avoid = new Set(am.placementConstraints().avoid);
+      const healthy = NODES.filter((n) => !timingOut.has(n) && !avoid.has(n));
       if (healthy.length === 0) continue;
       const node = pick(healthy);
       outstanding.set(su, (outstanding.get(su) ?? 0) - 1);
@@ -147,8 +153,17 @@ function simulate(
         const table = [...asgn.keys()].map((k) => entry(...(k.split('|') as [string, string]))).filter((a) => a.slots > 0);
         apply(am.assignments({ seq, full: true, assignments: table, returnsReflected: am.returnsIssued }, now));
       }
-    } else if (x < 0.99) {
+    } else if (x < 0.97) {
       apply(am.tick(now));
+    } else if (x < 0.99) {
+      // A link between two hosts breaks, or heals.
+      const hosts = ['n0', ...NODES];
+      const a = pick(hosts);
+      const b = pick(hosts.filter((h) => h !== a));
+      const k = a < b ? `${a}|${b}` : `${b}|${a}`;
+      if (!links.delete(k)) links.add(k);
+      const list = [...links].map((l) => ({ a: l.split('|')[0]!, b: l.split('|')[1]! }));
+      apply(am.connectivityChanged(list, [], now));
     } else {
       // A node times out (its instances re-run elsewhere after rerunAfterMs, the old attempts kept
       // as shadows) or comes back.

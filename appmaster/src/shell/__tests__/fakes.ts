@@ -1,14 +1,17 @@
 /**
  * In-process fakes of the master and of agents, on real gRPC servers on loopback, for the AM shell
- * tests. The fake master places every requested slot at once (round robin over its agents) and
- * pushes absolute assignments with a seq, like the real one; a fake agent "runs" each plan for a
- * few milliseconds and reports the outcome its `behaviour` picks.
+ * tests. The fake master places every requested slot at once (round robin over its agents, none
+ * on a host the AM avoids) and pushes absolute assignments with a seq, like the real one, and
+ * answers a stale connectivity version with its `connectivity`; a fake agent "runs" each plan for
+ * a few milliseconds (`runMs`) and reports the outcome its `behaviour` picks.
  */
 import { FailedPreconditionError, InvalidArgumentError, nullLogger, StaleEpochError, UnavailableError } from '@fuxi/common';
 import {
   loadFuxiProto,
   type Assignment,
+  type Connectivity,
   type FinishAppRequest__Output,
+  type PlacementConstraints__Output,
   type JobSpec,
   type ReportAppStateRequest__Output,
   type ReturnSlotsRequest__Output,
@@ -75,6 +78,10 @@ export class FakeMaster {
   dropPushes = 0;
   /** UpdateRequests answers that carried the full table. */
   fullTablesSent = 0;
+  /** The connectivity graph, sent to an AM whose connectivity_version differs from its version. */
+  connectivity: Connectivity | undefined;
+  /** The app's placement constraints (replaced by UpdateRequests field 9 and ReportAppState). */
+  constraints: PlacementConstraints__Output = { reach: [], avoid: [] };
   private inflight = 0;
   private rr = 0;
   private lastRequestSeq = 0;
@@ -141,12 +148,15 @@ export class FakeMaster {
           }
           if (Number(req.seq) > this.lastRequestSeq) {
             this.lastRequestSeq = Number(req.seq);
+            if (req.constraints) this.constraints = req.constraints;
             for (const d of req.deltas) this.outstanding.set(d.suId, Math.max(0, (this.outstanding.get(d.suId) ?? 0) + d.delta));
             this.place();
           }
           const behind = this.inflight === 0 && Number(req.assignmentSeq) !== this.seq;
           if (behind) this.fullTablesSent++;
-          const base = { epoch: this.epoch, assignmentSeq: String(this.seq), reportState: this.reportPending };
+          const c = this.connectivity;
+          const stale = c !== undefined && String(c.version) !== req.connectivityVersion;
+          const base = { epoch: this.epoch, assignmentSeq: String(this.seq), reportState: this.reportPending, ...(stale ? { connectivity: c } : {}) };
           return behind ? { ...base, fullAssignments: true, assignments: this.table() } : base;
         },
         ReportAppState: (req: ReportAppStateRequest__Output) => {
@@ -155,6 +165,7 @@ export class FakeMaster {
           this.reports.push(req);
           this.reportPending = false;
           if (req.address) this.amAddress = req.address;
+          if (req.constraints) this.constraints = req.constraints;
           // The report replaces this master's view of the app's outstanding requests.
           this.outstanding.clear();
           for (const r of req.requests) this.outstanding.set(r.suId, (this.outstanding.get(r.suId) ?? 0) + r.count);
@@ -219,8 +230,9 @@ export class FakeMaster {
     const changed: Assignment[] = [];
     for (const [su, n] of this.outstanding) {
       this.placed.set(su, (this.placed.get(su) ?? 0) + n);
-      for (let i = 0; i < n; i++) {
-        const agent = this.agents[this.rr++ % this.agents.length]!;
+      const usable = this.agents.filter((a) => !this.constraints.avoid.includes(a.nodeId));
+      for (let i = 0; i < n && usable.length > 0; i++) {
+        const agent = usable[this.rr++ % usable.length]!;
         const k = `${su}|${agent.nodeId}`;
         this.asgn.set(k, (this.asgn.get(k) ?? 0) + 1);
         changed.push(this.entry(su, agent.nodeId));

@@ -15,6 +15,7 @@ import {
   type HeartbeatInput,
   type JobRecord,
   type NodeInfo,
+  type PlacementConstraints,
   type RequestDelta,
   type SlotReturn,
   type TaskProgress,
@@ -208,12 +209,27 @@ export class Harness {
   request(
     appId: string,
     deltas: RequestDelta[],
-    opts: { units?: UnitConfig[]; seq?: number; assignmentSeq?: number; progress?: TaskProgress[]; attempt?: number } = {},
+    opts: {
+      units?: UnitConfig[];
+      seq?: number;
+      assignmentSeq?: number;
+      progress?: TaskProgress[];
+      attempt?: number;
+      connectivityVersion?: number;
+      constraints?: PlacementConstraints;
+    } = {},
   ) {
     const seq = opts.seq ?? this.nextReqSeq(appId);
     const attempt = opts.attempt ?? this.core.getJob(appId).amAttempt;
     const assignmentSeq = opts.assignmentSeq ?? this.ams.get(appId)?.seq ?? 0;
-    const r = this.core.updateRequests({ appId, attempt, seq, units: opts.units ?? [], deltas, assignmentSeq, progress: opts.progress ?? [] }, this.now);
+    const extra = {
+      ...(opts.connectivityVersion !== undefined ? { connectivityVersion: opts.connectivityVersion } : {}),
+      ...(opts.constraints !== undefined ? { constraints: opts.constraints } : {}),
+    };
+    const r = this.core.updateRequests(
+      { appId, attempt, seq, units: opts.units ?? [], deltas, assignmentSeq, progress: opts.progress ?? [], ...extra },
+      this.now,
+    );
     // Answered "report your state first" (a new leader that has not heard the AM): not taken.
     const prev = this.acceptedReqSeq.get(appId);
     if (!r.reportState) this.acceptedReqSeq.set(appId, { attempt, seq: prev?.attempt === attempt ? Math.max(seq, prev.seq) : seq });
@@ -345,7 +361,12 @@ export class Harness {
   /** The AM of `appId` reports its units, outstanding requests and the slots it holds (its view by default). */
   appReports(
     appId: string,
-    opts: { units?: UnitConfig[]; requests?: Array<{ suId: string; location: string; count: number }>; claims?: Record<string, number> } = {},
+    opts: {
+      units?: UnitConfig[];
+      requests?: Array<{ suId: string; location: string; count: number }>;
+      claims?: Record<string, number>;
+      constraints?: PlacementConstraints;
+    } = {},
   ): Effect[] {
     const claims = opts.claims ?? this.amSlots(appId);
     const effects = this.core.reportAppState(
@@ -359,6 +380,7 @@ export class Harness {
           const [suId = '', nodeId = ''] = k.split('@');
           return { suId, nodeId, slots };
         }),
+        ...(opts.constraints !== undefined ? { constraints: opts.constraints } : {}),
       },
       this.now,
     );

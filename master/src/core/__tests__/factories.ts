@@ -4,7 +4,7 @@
  */
 import { add, res, scale, ZERO } from '@fuxi/common';
 import type { Resource } from '@fuxi/common';
-import type { Plan, QuotaGroup, SchedNode, SchedUnit, SchedulerSnapshot } from '../scheduler.js';
+import type { PlacementScope, Plan, QuotaGroup, Reach, SchedNode, SchedUnit, SchedulerSnapshot } from '../scheduler.js';
 
 /** A schedulable 8-core / 16 GiB node `n1` in rack `r1`, nothing allocated. */
 export function mockNode(over: Partial<SchedNode> = {}): SchedNode {
@@ -36,6 +36,10 @@ export interface SnapshotParts {
   units?: readonly SchedUnit[];
   groups?: readonly QuotaGroup[];
   groupUsage?: Record<string, Resource>;
+  /** Broken links between node ids; absent: no `reach` in the snapshot. */
+  links?: ReadonlyArray<readonly [string, string]>;
+  /** Connected apps' scopes by app id; absent: no `scopes` in the snapshot. */
+  scopes?: Record<string, PlacementScope>;
 }
 
 /** A snapshot from plain lists; defaults to one `mockNode()` and no units. */
@@ -45,7 +49,32 @@ export function mockSnapshot(parts: SnapshotParts = {}): SchedulerSnapshot {
     units: parts.units ?? [],
     groups: new Map((parts.groups ?? []).map((g) => [g.name, g])),
     groupUsage: new Map(Object.entries(parts.groupUsage ?? {})),
+    ...(parts.links !== undefined ? { reach: mockReach(parts.links) } : {}),
+    ...(parts.scopes !== undefined ? { scopes: new Map(Object.entries(parts.scopes)) } : {}),
   };
+}
+
+/** Reachability with these broken links (pairs of node ids, either order, repeats ignored); every other pair reaches. */
+export function mockReach(links: ReadonlyArray<readonly [string, string]>): Reach {
+  const key = (a: string, b: string): string => (a < b ? `${a}|${b}` : `${b}|${a}`);
+  const cut = new Set<string>();
+  const peers = new Map<string, string[]>();
+  for (const [a, b] of links) {
+    if (a === b || cut.has(key(a, b))) continue;
+    cut.add(key(a, b));
+    peers.set(a, [...(peers.get(a) ?? []), b]);
+    peers.set(b, [...(peers.get(b) ?? []), a]);
+  }
+  return {
+    reachable: (a, b) => a === b || !cut.has(key(a, b)),
+    brokenDegree: (id) => peers.get(id)?.length ?? 0,
+    unreachablePeers: (id) => peers.get(id) ?? [],
+  };
+}
+
+/** A connected app's scope: new slots must reach `anchors` and never go to `avoid`. */
+export function mockScope(anchors: readonly string[] = [], avoid: readonly string[] = []): PlacementScope {
+  return { anchors, avoid: new Set(avoid) };
 }
 
 /** `count` nodes `n00..` spread round-robin over `racks` racks `r0..`, all alike. */

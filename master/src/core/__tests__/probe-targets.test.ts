@@ -170,7 +170,7 @@ describe('probe targets and reports in the master core', () => {
     expect(peers()).to.deep.equal({ a1: ['a2'], a2: ['a1'], a3: [] });
     const c = h.core.clusterStatus(h.now).connectivity;
     expect(c.brokenLinks).to.deep.equal([{ a: 'a1', b: 'a2', sinceMs: h.now }]);
-    expect(c.partitionedFromMaster).to.deep.equal([]);
+    expect(c.partitioned).to.deep.equal([]);
     const v = c.version;
     beat(h, 'a2', delta(2, 1, ['a1'])); // the other end too: still one link
     expect(h.core.clusterStatus(h.now).connectivity.brokenLinks).to.have.length(1);

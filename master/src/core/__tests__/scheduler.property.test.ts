@@ -3,8 +3,8 @@ import fc from 'fast-check';
 import { add, dominantShare, fits, isZero, res, slotsThatFit, sub, ZERO } from '@fuxi/common';
 import type { Resource } from '@fuxi/common';
 import { schedule } from '../scheduler.js';
-import type { Placement, Plan, QuotaGroup, SchedNode, SchedulerSnapshot, SchedUnit } from '../scheduler.js';
-import { mockSnapshot, placedByGroup, placedByNode, slotsByUnit, unitKey } from './factories.js';
+import type { PlacementScope, Placement, Plan, QuotaGroup, Reach, SchedNode, SchedulerSnapshot, SchedUnit, UnsatisfiedReason } from '../scheduler.js';
+import { mockReach, mockScope, mockSnapshot, placedByGroup, placedByNode, slotsByUnit, unitKey } from './factories.js';
 
 const RUNS = { numRuns: 200 };
 const NODE_IDS = ['n0', 'n1', 'n2', 'n3', 'n4', 'n5', 'n6', 'n7'];
@@ -305,12 +305,173 @@ describe('scheduler properties', () => {
   });
 });
 
+// ---- with reachability ----------------------------------------------------------------------
+
+const APPS = ['app-0', 'app-1', 'app-2'];
+
+/** Random broken links among the nodes (a few, or many: sometimes no node reaches every other). */
+const linksArb: fc.Arbitrary<Array<[string, string]>> = fc
+  .array(fc.tuple(fc.constantFrom(...NODE_IDS), fc.constantFrom(...NODE_IDS)), { maxLength: 10 })
+  .map((ls) => ls.filter(([a, b]) => a !== b));
+
+const scopeArb: fc.Arbitrary<PlacementScope> = fc
+  .record({ anchors: fc.subarray([...NODE_IDS, 'ghost'], { maxLength: 3 }), avoid: fc.subarray(NODE_IDS, { maxLength: 2 }) })
+  .map(({ anchors, avoid }) => mockScope(anchors, avoid));
+
+/** The snapshots above with broken links, some apps connected (a scope) and some units first slots (mostConnected). */
+const reachArb: fc.Arbitrary<SchedulerSnapshot> = fc
+  .record({
+    snap: snapshotArb,
+    links: linksArb,
+    scopes: fc.tuple(...APPS.map(() => fc.option(scopeArb, { nil: undefined }))),
+    first: fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }),
+    peersKnown: fc.boolean(),
+  })
+  .map(({ snap, links, scopes, first, peersKnown }) => ({
+    ...snap,
+    units: snap.units.map((u, i) => (first[i] === true ? { ...u, mostConnected: true } : u)),
+    reach: peersKnown ? mockReach(links) : withoutPeers(mockReach(links)),
+    scopes: new Map(scopes.flatMap((sc, i) => (sc === undefined ? [] : [[APPS[i] ?? '', sc] as const]))),
+  }));
+
+/** The nodes an app's slots must reach after the plan: its scope's anchors (bar avoided ones) and every node the plan gave it. */
+function anchorsAfter(snap: SchedulerSnapshot, plan: Plan, appId: string): Set<string> {
+  const sc = snap.scopes?.get(appId);
+  const out = new Set([...(sc?.anchors ?? [])].filter((a) => !sc?.avoid.has(a)));
+  for (const p of plan.placements) if (p.appId === appId) out.add(p.nodeId);
+  return out;
+}
+
+/** The same reachability, checked anchor by anchor (no list of a node's broken links). */
+function withoutPeers(r: Reach): Reach {
+  return { reachable: (a, b) => r.reachable(a, b), brokenDegree: (id) => r.brokenDegree(id) };
+}
+
+function withoutConnectivity(snap: SchedulerSnapshot): SchedulerSnapshot {
+  return { nodes: snap.nodes, units: snap.units, groups: snap.groups, groupUsage: snap.groupUsage };
+}
+
+describe('scheduler properties with reachability', () => {
+  it('never places a connected app on a node it avoids or that cannot reach one of its anchors (or its other new slots)', () => {
+    fc.assert(
+      fc.property(reachArb, (snap) => {
+        const plan = schedule(snap);
+        for (const [appId, sc] of snap.scopes ?? []) {
+          const anchors = anchorsAfter(snap, plan, appId);
+          for (const p of plan.placements.filter((x) => x.appId === appId)) {
+            expect(sc.avoid.has(p.nodeId), `${appId} on avoided ${p.nodeId}`).to.equal(false);
+            for (const a of anchors) expect(snap.reach?.reachable(p.nodeId, a), `${appId} on ${p.nodeId}, cut from ${a}`).to.equal(true);
+          }
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('leaves independent apps as they were: with no connected app, broken links change nothing', () => {
+    fc.assert(
+      fc.property(reachArb, (snap) => {
+        const independent = { ...snap, scopes: new Map<string, PlacementScope>() };
+        expect(schedule(independent)).to.deep.equal(schedule(withoutConnectivity(snap)));
+      }),
+      RUNS,
+    );
+  });
+
+  it('places exactly as without connectivity when no link is broken and nothing is avoided', () => {
+    fc.assert(
+      fc.property(reachArb, (snap) => {
+        const scopes = new Map([...(snap.scopes ?? [])].map(([id, sc]) => [id, mockScope([...sc.anchors])]));
+        const whole = { ...snap, reach: mockReach([]), scopes };
+        expect(schedule(whole)).to.deep.equal(schedule(withoutConnectivity(snap)));
+      }),
+      RUNS,
+    );
+  });
+
+  it('keeps the capacity invariants and accounts for every requested slot', () => {
+    fc.assert(
+      fc.property(reachArb, (snap) => {
+        const plan = schedule(snap);
+        for (const [id, placed] of placedByNode(snap, plan)) {
+          const n = snap.nodes.get(id);
+          expect(n?.schedulable, id).to.equal(true);
+          if (n) expect(fits(add(n.allocated, placed), n.capacity), `node ${id}`).to.equal(true);
+        }
+        const missing = new Map<string, number>();
+        for (const u of plan.unsatisfied) missing.set(unitKey(u), (missing.get(unitKey(u)) ?? 0) + u.slots);
+        for (const u of snap.units) {
+          const asked = [...u.requests.values()].reduce((a, b) => a + b, 0);
+          expect((slotsByUnit(plan).get(unitKey(u)) ?? 0) + (missing.get(unitKey(u)) ?? 0), unitKey(u)).to.equal(asked);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("is maximal: a unit left short as 'unreachable' is connected and fits on no node its scope allows afterwards", () => {
+    fc.assert(
+      fc.property(reachArb, (snap) => {
+        const plan = schedule(snap);
+        const free = freeAfter(snap, plan);
+        const units = new Map(snap.units.map((u) => [unitKey(u), u]));
+        for (const miss of plan.unsatisfied.filter((u) => u.reason === 'unreachable')) {
+          const u = units.get(unitKey(miss));
+          const sc = snap.scopes?.get(miss.appId);
+          expect(sc, `${unitKey(miss)} is connected`).to.not.equal(undefined);
+          if (u === undefined || sc === undefined) continue;
+          const anchors = anchorsAfter(snap, plan, miss.appId);
+          for (const n of snap.nodes.values()) {
+            if (!canHost(n, free.get(n.id) ?? ZERO, u.resource)) continue;
+            const ok = !sc.avoid.has(n.id) && [...anchors].every((a) => snap.reach?.reachable(n.id, a) !== false);
+            expect(ok, `${unitKey(u)} fits on ${n.id}, which its scope allows`).to.equal(false);
+          }
+        }
+        for (const miss of plan.unsatisfied.filter((u) => u.reason === 'no-capacity')) {
+          const u = units.get(unitKey(miss));
+          if (u) for (const n of snap.nodes.values()) expect(canHost(n, free.get(n.id) ?? ZERO, u.resource), `${unitKey(u)} fits on ${n.id}`).to.equal(false);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('makes exactly the choices of the one-slot-at-a-time reference, and is independent of input order', () => {
+    fc.assert(
+      fc.property(reachArb, fc.integer(), (snap, seed) => {
+        const plan = schedule(snap);
+        expect(sorted(plan)).to.deep.equal(sorted(referenceSchedule(snap)));
+        const shuffled: SchedulerSnapshot = {
+          ...snap,
+          nodes: new Map(shuffle([...snap.nodes], seed)),
+          units: shuffle([...snap.units], seed + 1),
+          scopes: new Map(shuffle([...(snap.scopes ?? [])], seed + 2)),
+        };
+        expect(schedule(shuffled)).to.deep.equal(plan);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
 /**
  * The specification, executed naively: one slot per turn, linear scans everywhere. schedule()
  * batches turns and uses heaps, and must produce exactly this plan.
  */
 function referenceSchedule(snap: SchedulerSnapshot): Plan {
   const nodes = [...snap.nodes.values()].filter((n) => n.schedulable && !isZero(n.capacity));
+  // Connectivity: a connected app (with a scope) takes only nodes it does not avoid that reach
+  // every anchor (its scope's, bar avoided ones, and every node this plan gave it); its
+  // mostConnected units prefer the fewest broken links.
+  const reach = snap.reach;
+  const anchors = new Map<string, Set<string>>();
+  for (const [appId, sc] of snap.scopes ?? []) anchors.set(appId, new Set([...sc.anchors].filter((a) => !sc.avoid.has(a))));
+  const allowed = (u: SchedUnit, n: SchedNode): boolean => {
+    const sc = snap.scopes?.get(u.appId);
+    if (sc === undefined) return true;
+    return !sc.avoid.has(n.id) && [...(anchors.get(u.appId) ?? [])].every((a) => reach === undefined || reach.reachable(n.id, a));
+  };
+  const degree = (u: SchedUnit, n: SchedNode): number => (u.mostConnected === true && snap.scopes?.has(u.appId) && reach ? reach.brokenDegree(n.id) : 0);
   const alloc = new Map(nodes.map((n) => [n.id, n.allocated]));
   const total = nodes.reduce((t, n) => add(t, n.capacity), ZERO);
   const load = (n: SchedNode): number => dominantShare(alloc.get(n.id) ?? ZERO, n.capacity);
@@ -328,13 +489,14 @@ function referenceSchedule(snap: SchedulerSnapshot): Plan {
   todo.sort((a, b) => b.u.priority - a.u.priority || a.u.submitSeq - b.u.submitSeq || cmp(a.u.appId, b.u.appId) || cmp(a.u.suId, b.u.suId));
   const placements = new Map<string, Placement>();
   const unsatisfied = new Map<string, Plan['unsatisfied'][number]>();
-  const miss = (u: SchedUnit, slots: number, reason: 'no-capacity' | 'quota-limit'): void => {
+  const miss = (u: SchedUnit, slots: number, reason: UnsatisfiedReason): void => {
     const k = `${unitKey(u)}|${reason}`;
     const m = unsatisfied.get(k) ?? { appId: u.appId, suId: u.suId, slots: 0, reason };
     m.slots += slots;
     unsatisfied.set(k, m);
   };
-  const best = (ns: SchedNode[], r: Resource): SchedNode | undefined => ns.filter((n) => room(n, r)).sort((a, b) => load(a) - load(b) || cmp(a.id, b.id))[0];
+  const best = (u: SchedUnit, ns: SchedNode[], r: Resource): SchedNode | undefined =>
+    ns.filter((n) => room(n, r) && allowed(u, n)).sort((a, b) => degree(u, a) - degree(u, b) || load(a) - load(b) || cmp(a.id, b.id))[0];
   for (;;) {
     const open = todo.filter((t) => t.reqs.some((q) => q.n > 0));
     const share = (g: string): number => dominantShare(usage.get(g) ?? snap.groupUsage.get(g) ?? ZERO, total) / (snap.groups.get(g)?.weight ?? 1);
@@ -351,19 +513,21 @@ function referenceSchedule(snap: SchedulerSnapshot): Plan {
     }
     const wantedNode = q.loc.startsWith('node:') ? snap.nodes.get(q.loc.slice(5)) : undefined;
     const rack = wantedNode?.rack ?? (q.loc.startsWith('rack:') ? q.loc.slice(5) : undefined);
-    const onNode = nodes.find((n) => n.id === wantedNode?.id && room(n, r));
+    const onNode = nodes.find((n) => n.id === wantedNode?.id && room(n, r) && allowed(t.u, n));
     const n =
       onNode ??
       best(
+        t.u,
         nodes.filter((x) => x.rack === rack),
         r,
       ) ??
-      best(nodes, r);
+      best(t.u, nodes, r);
     if (n === undefined) {
-      miss(t.u, q.n, 'no-capacity');
+      miss(t.u, q.n, snap.scopes?.has(t.u.appId) && nodes.some((x) => room(x, r)) ? 'unreachable' : 'no-capacity');
       q.n = 0;
       continue;
     }
+    anchors.get(t.u.appId)?.add(n.id);
     alloc.set(n.id, add(alloc.get(n.id) ?? ZERO, r));
     usage.set(group, add(used, r));
     q.n--;

@@ -47,3 +47,22 @@ describe('master config: probe targets', () => {
     expect(() => applyConfig(base, { probeSample: 20, probeMaxTargets: 10 }, 'flags')).to.throw(/^probeMaxTargets: must be at least probeSample \(20\)/);
   });
 });
+
+describe('master config: connectivityAware', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('defaults to true; takes true or false from a file or a flag', () => {
+    expect(base.connectivityAware).to.equal(true);
+    expect(applyConfig(base, { connectivityAware: false }, 'master.yaml').connectivityAware).to.equal(false);
+    expect(applyConfig(base, { connectivityAware: 'false' }, 'flags').connectivityAware).to.equal(false);
+    expect(applyConfig(applyConfig(base, { connectivityAware: false }, 'master.yaml'), { connectivityAware: 'true' }, 'flags').connectivityAware).to.equal(
+      true,
+    );
+  });
+
+  it('names the key and the reason of a bad value', () => {
+    expect(() => applyConfig(base, { connectivityAware: 'sometimes' }, 'master.yaml')).to.throw(
+      /master\.yaml: connectivityAware: must be true \(place by the hosts' connectivity\) or false \(ignore it\), got "sometimes"/,
+    );
+  });
+});

@@ -3,6 +3,7 @@ import { InvalidArgumentError } from '../errors.js';
 import {
   DEFAULT_AM_RESOURCE,
   DEFAULT_SHARED_AM_RESOURCE,
+  isConnectedJob,
   normalizeJobSpec,
   parseJobSpecText,
   taskPriority,
@@ -194,6 +195,20 @@ describe('job spec', () => {
       expect(normalizeJobSpec(parseJobSpecText(text))).to.deep.include({ onAgentTimeout: 'wait', rerunAfterMs: 120_000 });
     });
 
+    it('reads the network (connected by default, independent to opt out)', () => {
+      expect(normalizeJobSpec(userJob())).to.not.have.property('network');
+      expect(isConnectedJob(normalizeJobSpec(userJob()))).to.equal(true);
+      expect(normalizeJobSpec(userJob({ network: 'connected' }))).to.deep.include({ network: 'connected' });
+      const independent = normalizeJobSpec(userJob({ network: 'independent' }));
+      expect(independent).to.deep.include({ network: 'independent' });
+      expect(isConnectedJob(independent)).to.equal(false);
+      expect(invalid(() => normalizeJobSpec(userJob({ network: 'meshed' }))).message).to.equal(
+        'network: must be "connected" (the job\'s hosts must all reach one another) or "independent" (they need not), got "meshed"',
+      );
+      expect(invalid(() => normalizeJobSpec(userJob({ network: '' }))).field).to.equal('network');
+      expect(invalid(() => normalizeJobSpec(userJob({ network: 3 }))).message).to.equal('network: must be a string, got 3');
+    });
+
     it('defaults instances to 1 and accepts a single dependsOn string', () => {
       const job = userTask(1, { instances: undefined, dependsOn: 'map' });
       const spec = normalizeJobSpec(job);
@@ -233,7 +248,7 @@ describe('job spec', () => {
           'an unknown top-level field',
           userJob({ taks: [] }),
           '',
-          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs\); did you mean "tasks"\?$/,
+          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network\); did you mean "tasks"\?$/,
         ],
         [
           'an unknown task field',
@@ -352,6 +367,14 @@ describe('job spec', () => {
       const out = validateJobSpec(spec);
       expect(out).to.deep.equal(spec);
       expect(out).to.not.equal(spec);
+    });
+
+    it('takes an unset network (proto3 "") as connected and refuses an unknown one, naming the field', () => {
+      expect(validateJobSpec(domainJob([domainTask('a')], { network: '' }))).to.not.have.property('network');
+      expect(validateJobSpec(domainJob([domainTask('a')], { network: 'independent' })).network).to.equal('independent');
+      const e = invalid(() => validateJobSpec(domainJob([domainTask('a')], { network: 'mesh' as JobSpec['network'] })));
+      expect(e.field).to.equal('network');
+      expect(e.reason).to.contain('must be "connected"');
     });
 
     it('rejects a task graph an application master could not run (the AM core relies on this)', () => {

@@ -107,6 +107,17 @@ describe('job spec <-> proto mapping', () => {
     expect(jobSpecFromProto(decoded.spec!)).to.deep.equal(dedicated);
   });
 
+  it('maps the network both ways, unset as unset', () => {
+    const independent = { ...spec, network: 'independent' as const };
+    const decoded = overTheWire({ spec: jobSpecToProto(independent) });
+    expect(decoded.spec?.network).to.equal('independent');
+    expect(jobSpecFromProto(decoded.spec!)).to.deep.equal(independent);
+    const unset = jobSpecFromProto(overTheWire({ spec: jobSpecToProto(spec) }).spec!);
+    expect(unset).to.not.have.property('network');
+    const bad = jobSpecFromProto(overTheWire({ spec: { ...jobSpecToProto(spec), network: 'meshed' } }).spec!);
+    expect(() => validateJobSpec(bad)).to.throw(InvalidArgumentError, 'network: must be "connected"');
+  });
+
   it('maps an empty proto spec', () => {
     const domain = jobSpecFromProto({});
     expect(domain.tasks).to.deep.equal([]);

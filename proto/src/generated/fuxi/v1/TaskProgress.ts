@@ -12,6 +12,11 @@ export interface TaskProgress {
    * Attempts that failed and were retried.
    */
   'retries'?: (number);
+  /**
+   * Instances run again because a network partition cut their worker or output off from the
+   * job's other hosts (not failed attempts).
+   */
+  'reexecutions'?: (number);
 }
 
 export interface TaskProgress__Output {
@@ -25,4 +30,9 @@ export interface TaskProgress__Output {
    * Attempts that failed and were retried.
    */
   'retries': (number);
+  /**
+   * Instances run again because a network partition cut their worker or output off from the
+   * job's other hosts (not failed attempts).
+   */
+  'reexecutions': (number);
 }
