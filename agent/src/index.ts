@@ -5,7 +5,8 @@
  * (`LevelCheckpoint` / `MemoryCheckpoint`: grants and the worker registry, restored on restart) and
  * the shell (`Agent`: gRPC server, master registration and heartbeats, re-adoption of live workers
  * after a restart) and the node's AM host as the agent sees it (`HostedAmDriver`,
- * `AmHostSupervisor`, `AmHostConnection`: many AMs in one `fuxi-amhost` process).
+ * `AmHostSupervisor`, `AmHostConnection`: many AMs in one `fuxi-amhost` process), and peer probing
+ * (`ProbeCore`, `Prober`: UDP pings to the peers the master names, changes reported in heartbeats).
  *
  * ```ts
  * import { Agent, resolveConfig } from '@fuxi/agent';
@@ -15,6 +16,7 @@
  */
 export * from './core/agent-core.js';
 export * from './core/state-delta.js';
+export * from './core/probes.js';
 export * from './shell/process-driver.js';
 export * from './shell/checkpoint.js';
 export * from './shell/event-sender.js';
@@ -24,3 +26,4 @@ export * from './shell/agent.js';
 export * from './shell/am-host-client.js';
 export * from './shell/am-host-supervisor.js';
 export * from './shell/hosted-am-driver.js';
+export * from './shell/prober.js';

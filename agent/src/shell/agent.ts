@@ -43,6 +43,7 @@ import {
   isWorkerTerminal,
   hostOf,
   InvalidArgumentError,
+  portOf,
   loopbackAdvertiseProblem,
   NotFoundError,
   nullLogger,
@@ -57,6 +58,7 @@ import {
   type Grant__Output,
   type HeartbeatRequest,
   type HeartbeatResponse__Output,
+  type ProbeTargets__Output,
   type FetchOutputRequest__Output,
   type LogChunk,
   type OutputChunk,
@@ -81,6 +83,7 @@ import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './
 import { AmHostSupervisor } from './am-host-supervisor.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from './hosted-am-driver.js';
 import { DataService } from './data-service.js';
+import { Prober } from './prober.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
 
@@ -169,6 +172,8 @@ export class Agent {
   private restoreReport: RestoreReport | undefined;
   /** The open WatchGrants stream: to which master, in which epoch. */
   private grantWatch: { address: string; epoch: string; cancel(): void } | undefined;
+  /** Peer probing (config `probe`): started with the server, on its advertised host. */
+  private prober: Prober | undefined;
 
   constructor(
     readonly config: AgentConfig,
@@ -263,6 +268,7 @@ export class Agent {
       this.checkpointClosed = true;
       throw new InvalidArgumentError(this.config.advertise ? 'advertise' : 'listen', problem.slice(problem.indexOf(': ') + 2));
     }
+    if (this.config.probe.enabled) await this.startProber();
     this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
     if (this.core.startsHeld) {
       this.grantWaitTimer = setTimeout(() => {
@@ -285,10 +291,45 @@ export class Agent {
         workDir: this.config.workDir,
         masters: this.config.masters,
         ...(this.restoreReport ? { restored: this.restoreReport } : {}),
+        probe: this.prober ? this.prober.address : 'off',
       },
       'agent ready',
     );
     this.loop = this.mainLoop();
+  }
+
+  /**
+   * Binds the prober on the advertised host, UDP port `probe.port` or else the gRPC port (another
+   * free one when that is taken). A configured port it cannot bind stops the start, naming
+   * `probe.port`.
+   */
+  private async startProber(): Promise<void> {
+    const p = this.config.probe;
+    const prober = new Prober({
+      nodeId: this.config.nodeId,
+      host: hostOf(this.address),
+      port: p.port || (portOf(this.address) ?? 0),
+      fallbackToAnyPort: p.port === 0,
+      periodMs: p.periodMs,
+      misses: p.misses,
+      log: this.log.child({ c: 'probe' }),
+      now: this.now,
+    });
+    try {
+      await prober.start();
+    } catch (e) {
+      await this.server?.shutdown(0);
+      this.server = undefined;
+      if (this.ownsCheckpoint) await this.checkpoint?.close().catch(() => {});
+      this.checkpointClosed = true;
+      throw e;
+    }
+    this.prober = prober;
+  }
+
+  /** Peer probing, when on (tests, benchmarks: its counters and state). */
+  get probes(): Prober | undefined {
+    return this.prober;
   }
 
   /** Restart: the checkpoint held state. Re-adopts live workers, finishes ended ones, tells their AMs. */
@@ -324,6 +365,7 @@ export class Agent {
     this.stopping.abort();
     if (this.tickTimer) clearInterval(this.tickTimer);
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
+    this.prober?.stop();
     for (const wake of this.sleepers) wake();
     this.grantWatch?.cancel();
     this.grantWatch = undefined;
@@ -351,6 +393,7 @@ export class Agent {
       capacity: toWireResource(this.capacity),
       labels: this.config.labels,
       bootId: readBootId(),
+      probePort: this.prober?.port ?? 0,
     };
   }
 
@@ -464,6 +507,9 @@ export class Agent {
             'registered with the master',
           );
           if (r.reportState) this.askReport(this.core.epochSeen);
+          // A new session: the master may hold none of our connectivity (a new leader) or an old
+          // process's; the next heartbeat carries the whole set.
+          this.prober?.core.resync();
           if (r.stateAdopted) await this.applyAdopted(epoch, r.grantSeq, r.grants);
           adopted = r.stateAdopted;
         },
@@ -502,6 +548,7 @@ export class Agent {
    * table still comes from an older master), so the master compares like with like.
    */
   heartbeatRequest(): HeartbeatRequest {
+    const probes = this.prober?.core;
     return {
       nodeId: this.config.nodeId,
       epoch: this.core.epochSeen,
@@ -509,7 +556,30 @@ export class Agent {
       used: toWireResource(this.core.used()),
       workers: this.core.summary(),
       amWorkers: this.core.amWorkers().map(toWireStatus),
+      // Reachability of our probe targets, as changes on top of what the master acknowledged.
+      ...(probes ? { connectivity: probes.report(), probeTargetsVersion: probes.targetsVersion } : {}),
     };
+  }
+
+  /** The heartbeat answer's part for peer probing: the acknowledged connectivity, new targets. */
+  private applyProbeAnswer(resp: HeartbeatResponse__Output): void {
+    const probes = this.prober?.core;
+    if (!probes) return;
+    probes.acked(Number(resp.connectivitySeq || 0), resp.connectivityResync);
+    if (resp.probeTargets) this.setProbeTargets(resp.probeTargets);
+  }
+
+  private setProbeTargets(t: ProbeTargets__Output): void {
+    const probes = this.prober!.core;
+    const before = new Set(probes.targets().map((p) => p.nodeId));
+    const peers = t.peers.filter((p) => p.nodeId && p.nodeId !== this.config.nodeId && portOf(p.address) !== undefined);
+    const dropped = probes.setTargets(Number(t.version), peers, this.now());
+    const added = peers.filter((p) => !before.has(p.nodeId)).map((p) => p.nodeId);
+    const removed = [...before].filter((id) => !peers.some((p) => p.nodeId === id));
+    this.log.info(
+      { version: t.version, targets: peers.length, added: added.slice(0, 20), removed: removed.slice(0, 20), unreachableDropped: dropped.map((c) => c.nodeId) },
+      'probe targets from the master',
+    );
   }
 
   /** The full soft state for a master rebuilding its own: every grant and every worker known. */
@@ -564,6 +634,7 @@ export class Agent {
       this.needRegister = true;
       return;
     }
+    this.applyProbeAnswer(resp);
     const held = this.core.startsHeld;
     if (!this.firstHeartbeatMs) {
       this.firstHeartbeatMs = Date.now();

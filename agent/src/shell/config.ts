@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
+import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
 import { DEFAULT_STOP_GRACE_MS } from './process-driver.js';
 
 export interface AgentConfig {
@@ -53,7 +54,30 @@ export interface AgentConfig {
   amHostReserve: Resource;
   /** AMs of jobs with at least this many instances run in a worker thread of the host. Default 10,000. */
   amHostThreadInstances: number;
+  /** Peer probing over UDP (core/probes.ts, shell/prober.ts). */
+  probe: ProbeSettings;
 }
+
+/**
+ * Peer probing: the agent pings the peers the master gives it every `periodMs` and finds one
+ * unreachable after `misses` unanswered rounds; it answers its peers' pings on UDP `port` of its
+ * advertised host (0: the agent's gRPC port). Off, it neither probes nor answers, and the master
+ * gives it no targets and nobody it as a target.
+ */
+export interface ProbeSettings {
+  enabled: boolean;
+  periodMs: number;
+  misses: number;
+  port: number;
+}
+
+export const DEFAULT_PROBE: Readonly<ProbeSettings> = Object.freeze({
+  enabled: true,
+  periodMs: DEFAULT_PROBE_PERIOD_MS,
+  misses: DEFAULT_PROBE_MISSES,
+  port: 0,
+});
+const PROBE_KEYS = ['enabled', 'periodMs', 'misses', 'port'] as const;
 
 /** Keys accepted in a config file (and, in kebab-case, as flags). */
 export const CONFIG_KEYS = [
@@ -77,6 +101,7 @@ export const CONFIG_KEYS = [
   'amHostCpu',
   'amHostMemory',
   'amHostThreadInstances',
+  'probe',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 
@@ -203,6 +228,7 @@ export function resolveConfig(
       `the AM host's reserve must be smaller than the node's capacity (cpu ${cpuMilli}m, memory ${memoryMb} MB)`,
     );
   const amHostThreadInstances = nonNegInt('amHostThreadInstances', pick('amHostThreadInstances') ?? DEFAULT_AM_HOST_THREAD_INSTANCES, 'an instance count');
+  const probe = parseProbe(pick('probe'));
 
   return {
     masters,
@@ -223,7 +249,53 @@ export function resolveConfig(
     amHostCommand,
     amHostReserve,
     amHostThreadInstances,
+    probe,
   };
+}
+
+/**
+ * `probe`: a mapping ({enabled, periodMs, misses, port}), or as a flag `key=value[,key=value...]`
+ * (`--probe periodMs=500,misses=5`); `true` / `false` alone set `enabled`. Unset keys keep their
+ * defaults (DEFAULT_PROBE).
+ */
+export function parseProbe(v: unknown): ProbeSettings {
+  if (v === undefined || v === null) return { ...DEFAULT_PROBE };
+  let entries: Array<[string, unknown]>;
+  if (typeof v === 'boolean') entries = [['enabled', v]];
+  else if (typeof v === 'string') {
+    if (/^\s*(true|false)\s*$/i.test(v)) entries = [['enabled', v]];
+    else {
+      entries = [];
+      for (const part of v.split(',').filter((p) => p.trim() !== '')) {
+        const i = part.indexOf('=');
+        if (i <= 0) throw new InvalidArgumentError('probe', `must be key=value[,key=value...] (keys: ${PROBE_KEYS.join(', ')}), got ${JSON.stringify(v)}`);
+        entries.push([part.slice(0, i).trim(), part.slice(i + 1).trim()]);
+      }
+    }
+  } else if (typeof v === 'object' && !Array.isArray(v)) entries = Object.entries(v as Record<string, unknown>);
+  else throw new InvalidArgumentError('probe', `must be a mapping of ${PROBE_KEYS.join(', ')}, got ${JSON.stringify(v)}`);
+  const out: ProbeSettings = { ...DEFAULT_PROBE };
+  for (const [k, val] of entries) {
+    const key = `probe.${k}`;
+    switch (k) {
+      case 'enabled':
+        out.enabled = bool(key, val);
+        break;
+      case 'periodMs':
+        out.periodMs = positiveInt(key, val, 'milliseconds');
+        break;
+      case 'misses':
+        out.misses = positiveInt(key, val, 'unanswered rounds');
+        break;
+      case 'port':
+        out.port = nonNegInt(key, val, 'a UDP port; 0: the gRPC port');
+        if (out.port > 65535) throw new InvalidArgumentError(key, `must be a UDP port (0-65535), got ${JSON.stringify(val)}`);
+        break;
+      default:
+        throw new InvalidArgumentError(key, `unknown setting (known: ${PROBE_KEYS.join(', ')})`);
+    }
+  }
+  return out;
 }
 
 function commandLine(key: string, v: unknown, dflt: string[]): string[] {
@@ -254,6 +326,12 @@ function nonNegInt(key: string, v: unknown, what = 'milliseconds'): number {
   const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
     throw new InvalidArgumentError(key, `must be a non-negative integer (${what}), got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function positiveInt(key: string, v: unknown, what: string): number {
+  const n = nonNegInt(key, v, what);
+  if (n === 0) throw new InvalidArgumentError(key, `must be a positive integer (${what}), got ${JSON.stringify(v)}`);
   return n;
 }
 

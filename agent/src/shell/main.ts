@@ -45,6 +45,10 @@ const program = new Command('fuxi-agent')
   .option('--am-host-cpu <cores>', "held back from the offered capacity for the AM host's own base (default 50m)")
   .option('--am-host-memory <quantity>', "held back from the offered capacity for the AM host's own base (default 96Mi)")
   .option('--am-host-thread-instances <n>', 'AMs of jobs with at least this many instances run in a thread of the AM host (default 10000)')
+  .option(
+    '--probe <settings>',
+    'peer probing over UDP: false to turn it off, or key=value[,...] of enabled, periodMs (200), misses (3), port (0: the gRPC port)',
+  )
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();

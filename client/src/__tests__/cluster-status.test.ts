@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { fsmStateLabel, FSM_STATE_NAMES } from '../sdk/cluster-state.js';
 import { FuxiClient } from '../sdk/fuxi-client.js';
 import { runCli, type CliDeps } from '../cli/program.js';
-import { fmtDuration, formatClusterStatus, formatFaultEvents, formatRecovery } from '../cli/format.js';
+import { fmtDuration, formatClusterStatus, formatFaultEvents, formatPartitions, formatRecovery } from '../cli/format.js';
 import { FakeMaster } from './fake-cluster.js';
 import { Capture, mockClusterStatus, mockFault } from './helpers.js';
 
@@ -113,6 +113,44 @@ describe('cluster status formatting', () => {
         '',
         'conditions:',
         '  StoreOutOfSpace for 1m5s: etcd batch: etcd is out of space (...); nothing was written',
+        '',
+        'open fault events:',
+        '(no open fault events)',
+      ].join('\n'),
+    );
+  });
+
+  it('formats partitions: broken links (a <-/-> b, for how long) and nodes partitioned from the master', () => {
+    const connectivity = {
+      version: '7000000003',
+      brokenLinks: [
+        { a: 'a1', b: 'a2', sinceMs: String(T) },
+        { a: 'a1', b: 'node-10', sinceMs: String(T + 60_000) },
+      ],
+      partitionedFromMaster: ['a3'],
+    };
+    expect(formatPartitions(connectivity, T + 65_000)).to.equal(
+      [
+        '  a1 <-/-> a2       for 1m5s (since 2026-01-01T00:00:00Z)',
+        '  a1 <-/-> node-10  for 5.0s (since 2026-01-01T00:01:00Z)',
+        '  partitioned from the master (their peers still reach them): a3',
+      ].join('\n'),
+    );
+    expect(formatPartitions({ version: '9', brokenLinks: [], partitionedFromMaster: [] }, T)).to.equal('');
+    expect(formatPartitions(null, T)).to.equal('');
+    expect(formatClusterStatus(mockClusterStatus({ connectivity }), T + 65_000)).to.equal(
+      [
+        'leader:    127.0.0.1:7070',
+        'epoch:     7',
+        'state:     S0 normal',
+        'recovery:  normal (no failover since this master took over)',
+        'nodes:     3 healthy, 0 timing out, 0 lost',
+        'apps:      2 running',
+        '',
+        'partitions:',
+        '  a1 <-/-> a2       for 1m5s (since 2026-01-01T00:00:00Z)',
+        '  a1 <-/-> node-10  for 5.0s (since 2026-01-01T00:01:00Z)',
+        '  partitioned from the master (their peers still reach them): a3',
         '',
         'open fault events:',
         '(no open fault events)',

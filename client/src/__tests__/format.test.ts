@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { fmtResource, fmtTime, formatJobList, formatJobStatus, formatNodes, renderTable, toJson, totals } from '../cli/format.js';
+import { fmtResource, fmtTime, fmtUnreachable, formatJobList, formatJobStatus, formatNodes, renderTable, toJson, totals } from '../cli/format.js';
 import { mockJob, mockNode, mockProgress } from './helpers.js';
 
 describe('cli format', () => {
@@ -81,11 +81,30 @@ describe('cli format', () => {
       mockNode('n2', '10.0.0.2:7071', { healthy: true, state: 'timing out', runningWorkers: 0 }),
       mockNode('n3', '10.0.0.3:7071', { healthy: false, state: 'lost', runningWorkers: 0 }),
     ]).split('\n');
-    expect(lines[0]).to.match(/^NODE\s+ADDRESS\s+RACK\s+STATE\s+CAPACITY\s+ALLOCATED\s+FREE\s+WORKERS$/);
-    expect(lines[1]).to.match(/^n1\s+10\.0\.0\.1:7071\s+r1\s+ready\s+cpu=8 mem=16Gi\s+cpu=500m mem=512Mi\s+cpu=7500m mem=15872Mi\s+1$/);
+    expect(lines[0]).to.match(/^NODE\s+ADDRESS\s+RACK\s+STATE\s+CAPACITY\s+ALLOCATED\s+FREE\s+WORKERS\s+UNREACHABLE$/);
+    expect(lines[1]).to.match(/^n1\s+10\.0\.0\.1:7071\s+r1\s+ready\s+cpu=8 mem=16Gi\s+cpu=500m mem=512Mi\s+cpu=7500m mem=15872Mi\s+1\s+-$/);
     expect(lines[2]).to.match(/\stiming out\s/);
     expect(lines[3]).to.match(/\slost\s/);
     expect(formatNodes([])).to.equal('(no nodes)');
+  });
+
+  it('names the peers a node cannot reach (a partial partition) in the last column', () => {
+    const lines = formatNodes([
+      mockNode('a1', '10.0.0.1:7071', { unreachablePeers: ['a2'] }),
+      mockNode('a2', '10.0.0.2:7071', { unreachablePeers: ['a1'], state: 'partitioned' }),
+      mockNode('a3', '10.0.0.3:7071', { unreachablePeers: ['a4', 'a5', 'a6', 'a7', 'a8'] }),
+      mockNode('a4', '10.0.0.4:7071'),
+    ]).split('\n');
+    expect(lines).to.have.length(5);
+    expect(lines[1]).to.match(/\s1\s+a2$/);
+    expect(lines[2]).to.match(/\spartitioned\s.*\sa1$/);
+    expect(lines[3]).to.match(/\sa4,a5,a6 \+2$/);
+    expect(lines[4]).to.match(/\s1\s+-$/);
+    // The other columns keep their widths: the last column never pads.
+    expect(lines.slice(1).map((l) => l.indexOf('cpu=8'))).to.satisfy((xs: number[]) => new Set(xs).size === 1);
+    expect(fmtUnreachable([])).to.equal('-');
+    expect(fmtUnreachable(undefined)).to.equal('-');
+    expect(fmtUnreachable(['x', 'y', 'z'])).to.equal('x,y,z');
   });
 
   it('prints JSON with Buffers as base64', () => {

@@ -6,6 +6,7 @@
 import { format as formatResource } from '@fuxi/common';
 import type {
   ClusterStatus__Output,
+  Connectivity__Output,
   FaultEvent__Output,
   JobInfo__Output,
   NodeStatus__Output,
@@ -122,11 +123,21 @@ export function formatArrayStatus(arrayId: string, members: readonly JobInfo__Ou
   return lines.join('\n');
 }
 
-/** `fuxi nodes`. */
+/** Peers named in the UNREACHABLE column of `fuxi nodes`; more are counted (`-o json` lists all). */
+const UNREACHABLE_SHOWN = 3;
+
+/** A node's unreachable peers for `fuxi nodes`: '-', `a2,a3`, or `a2,a3,a4 +5`. */
+export function fmtUnreachable(peers: readonly string[] | undefined): string {
+  if (!peers || peers.length === 0) return '-';
+  const shown = peers.slice(0, UNREACHABLE_SHOWN).join(',');
+  return peers.length > UNREACHABLE_SHOWN ? `${shown} +${peers.length - UNREACHABLE_SHOWN}` : shown;
+}
+
+/** `fuxi nodes`: the last column names the peers a node cannot reach or be reached by. */
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';
   return renderTable(
-    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS'],
+    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS', 'UNREACHABLE'],
     nodes.map((n) => [
       n.node?.nodeId ?? '?',
       n.node?.address ?? '',
@@ -136,8 +147,27 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
       fmtResource(n.allocated),
       fmtResource(n.free),
       String(n.runningWorkers),
+      fmtUnreachable(n.unreachablePeers),
     ]),
   );
+}
+
+/**
+ * The partitions of `fuxi cluster status`: each broken link (`a <-/-> b`, for how long) and the
+ * nodes partitioned from the master; '' when there are none.
+ */
+export function formatPartitions(c: Connectivity__Output | null | undefined, nowMs: number): string {
+  const links = c?.brokenLinks ?? [];
+  const cut = c?.partitionedFromMaster ?? [];
+  if (links.length === 0 && cut.length === 0) return '';
+  const names = links.map((l) => `${l.a} <-/-> ${l.b}`);
+  const width = Math.max(0, ...names.map((n) => n.length));
+  const lines = links.map((l, i) => {
+    const since = Number(l.sinceMs);
+    return `  ${names[i]!.padEnd(width)}  ${since > 0 ? `for ${fmtDuration(nowMs - since)} (since ${fmtTime(since)})` : ''}`.trimEnd();
+  });
+  if (cut.length > 0) lines.push(`  partitioned from the master (their peers still reach them): ${cut.join(', ')}`);
+  return lines.join('\n');
 }
 
 /**
@@ -184,7 +214,10 @@ export function formatFaultEvents(events: readonly FaultEvent__Output[], nowMs: 
   );
 }
 
-/** `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, conditions (when any), open fault events. */
+/**
+ * `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, conditions and
+ * partitions (when any), open fault events.
+ */
 export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): string {
   const lines = [
     `leader:    ${st.leader || '-'}`,
@@ -199,7 +232,10 @@ export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): s
     (c) => `  ${c.type}${Number(c.sinceMs) > 0 ? ` for ${fmtDuration(nowMs - Number(c.sinceMs))}` : ''}: ${c.message}`,
   );
   const conditionBlock = conditions.length > 0 ? `\n\nconditions:\n${conditions.join('\n')}` : '';
-  return `${lines.join('\n')}${conditionBlock}\n\nopen fault events:\n${formatFaultEvents(st.openEvents, nowMs)}`;
+  // Partial network partitions: links between hosts that do not carry traffic, nodes cut from the master.
+  const partitions = formatPartitions(st.connectivity, nowMs);
+  const partitionBlock = partitions ? `\n\npartitions:\n${partitions}` : '';
+  return `${lines.join('\n')}${conditionBlock}${partitionBlock}\n\nopen fault events:\n${formatFaultEvents(st.openEvents, nowMs)}`;
 }
 
 /** JSON for `-o json`: 2-space indented; Buffers as base64 strings. */

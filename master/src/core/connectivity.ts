@@ -94,14 +94,33 @@ export function applyDelta(
   return { ackSeq: d.seq, resync: false, changed };
 }
 
-/** A node left the cluster (lost, removed): its row and every report about it go. */
+/**
+ * A node left the cluster (lost, removed): its row, every report about it, its probe targets and
+ * its place in others' targets go. Returns whether a broken link or `partitioned` changed.
+ */
 export function dropNode(cs: ConnectivityState, nodeId: string): boolean {
   const had = unreachablePeers(cs, nodeId).length > 0;
   cs.rows.delete(nodeId);
   for (const row of cs.rows.values()) row.unreachable.delete(nodeId);
+  cs.probes.delete(nodeId);
+  for (const targets of cs.probes.values()) targets.delete(nodeId);
   const wasPartitioned = cs.partitioned.delete(nodeId);
   if (had || wasPartitioned) cs.version++;
   return had || wasPartitioned;
+}
+
+/**
+ * A node stopped reporting (it no longer probes): what it reported goes, with its probe targets;
+ * what others report about it stays. Returns whether a broken link changed.
+ */
+export function forgetReports(cs: ConnectivityState, nodeId: string): boolean {
+  const row = cs.rows.get(nodeId);
+  cs.probes.delete(nodeId);
+  if (!row) return false;
+  cs.rows.delete(nodeId);
+  const changed = [...row.unreachable.keys()].some((p) => !cs.rows.get(p)?.unreachable.has(nodeId));
+  if (changed) cs.version++;
+  return changed;
 }
 
 /** The nodes that probe `nodeId` (whose probe targets include it). */

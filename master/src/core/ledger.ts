@@ -6,12 +6,14 @@
  */
 import { add, fits, scale, ZERO, type Resource } from '@fuxi/common';
 import { grantKey, type AppState, type MasterState, type ScheduleUnitState } from './master-state.js';
+import { appHostsChanged } from './probing.js';
 import type { UnitConfig } from './types.js';
 
 /** Sets the assigned slot count of an SU on a node, keeping node and grant tables in step. */
 export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, nodeId: string, slots: number): void {
   const before = su.asgn.get(nodeId) ?? 0;
   if (slots === before) return;
+  if (before === 0 || slots === 0) appHostsChanged(st); // the app's hosts (probe targets) changed
   if (slots === 0) su.asgn.delete(nodeId);
   else su.asgn.set(nodeId, slots);
   su.granted += slots - before;

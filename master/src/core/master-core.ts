@@ -31,6 +31,7 @@ import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type Ba
 import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
+import { connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
 import { jobView, waitersMayPlace } from './placement-scope.js';
 import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
@@ -152,7 +153,11 @@ export class MasterCore {
     now: number,
     grants?: GrantEntry[],
   ): { effects: Effect[]; heartbeatIntervalMs: number; reportState: boolean; adopted?: { seq: number; grants: GrantEntry[] } } {
-    return this.step(now, () => registerWithState(this.st, info, epochSeen, grants));
+    return this.step(now, () => {
+      const r = registerWithState(this.st, info, epochSeen, grants);
+      membersChanged(this.st); // a new node, or one with a new address or probe port
+      return r;
+    });
   }
 
   /** An agent's full soft state (FAgentFullCapFromFM), asked for after a failover (recovery.ts). */
@@ -160,8 +165,16 @@ export class MasterCore {
     return this.effects(now, () => reportAgentState(this.st, req));
   }
 
-  heartbeat(hb: HeartbeatInput, now: number): HeartbeatResult & { effects: Effect[] } {
-    return this.step(now, () => heartbeat(this.st, hb));
+  /**
+   * An agent's heartbeat; a reported agent's also carries its probe report and gets its
+   * connectivity ack and probe targets back (probing.ts).
+   */
+  heartbeat(hb: HeartbeatInput, now: number): HeartbeatResult & Partial<ProbeAnswer> & { effects: Effect[] } {
+    return this.step(now, (): HeartbeatResult & Partial<ProbeAnswer> => {
+      const r = heartbeat(this.st, hb);
+      const probe = r.reregister || r.reportState ? undefined : probeHeartbeat(this.st, hb);
+      return probe ? { ...r, ...probe } : r;
+    });
   }
 
   /**
@@ -171,6 +184,7 @@ export class MasterCore {
   tick(now: number): Effect[] {
     return this.effects(now, () => {
       const st = this.st;
+      refreshProbeTargets(st);
       if (st.recovering) {
         if (now - st.recoveryStartMs >= st.cfg.recoveryDeadlineMs) finishRecovery(st);
         return;
@@ -262,7 +276,7 @@ export class MasterCore {
       nodesTimingOut: nodes.filter((n) => n.status === 'timing-out' || isUnreported(n)).length,
       nodesLost: nodes.filter((n) => n.status === 'lost').length,
       appsRunning: [...st.apps.values()].filter((a) => a.amState === 'running').length,
-      partitionedFromMaster: [...st.connectivity.partitioned].sort(),
+      connectivity: connectivityView(st),
     };
   }
 

@@ -8,6 +8,7 @@ import { ZERO, type Logger, type Resource } from '@fuxi/common';
 import { connectivityBase, newConnectivity, type BrokenLink, type ConnectivityState } from './connectivity.js';
 import type { DetectorConfig, FailureDetector } from './detectors.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
+import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
 import type { Effect, GrantEntry, JobRecord, NodeInfo, PlacementConstraints } from './types.js';
 
@@ -68,6 +69,14 @@ export interface MasterCoreConfig {
    * at least one slot. Default 0.1.
    */
   speculationAllowance?: number;
+  /**
+   * Probe targets (probe-targets.ts): up to this many probing nodes every node probes every other
+   * (default 64); above it, `probeSample` ring successors (default 16) plus hosts sharing an app,
+   * up to `probeMaxTargets` in all (default 64).
+   */
+  probeAllUpTo?: number;
+  probeSample?: number;
+  probeMaxTargets?: number;
   /**
    * Connectivity-aware placement (default true; placement-scope.ts): a connected job's slots go
    * only to nodes that reach all its hosts, its AM to the most connected node, nothing to a node
@@ -295,6 +304,8 @@ export class MasterState {
   readonly uses: SourceUse[] = [];
   /** Which hosts cannot reach which, from the agents' probe reports (connectivity.ts). */
   readonly connectivity: ConnectivityState;
+  /** Each agent's probe targets, with their versions (probe-targets.ts). */
+  readonly probeTargets: ProbePlan;
   /** Apps with a `waiting` message (placement-scope.ts). */
   readonly waitingApps = new Set<string>();
   /** The connectivity version the last scheduling pass that left an app waiting saw. */
@@ -322,6 +333,7 @@ export class MasterState {
   ) {
     this.faults = new FaultBoard({ log, idPrefix: `e${epoch}-` });
     this.connectivity = newConnectivity(connectivityBase(epoch));
+    this.probeTargets = newProbePlan(epoch);
     this.groups = new Map(cfg.quotaGroups.map((g) => [g.name, g]));
     if (!this.groups.has('default')) this.groups.set('default', { name: 'default', weight: 1 });
   }

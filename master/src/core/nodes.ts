@@ -10,6 +10,7 @@ import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { probersOf, setPartitioned, vouchers } from './connectivity.js';
 import type { FaultKind } from './fault-fsm.js';
 import { isLive, isRegistered, PROBE_DETECTION_MS, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
+import { membersChanged, nodeLost, unreachablePeersByNode } from './probing.js';
 import { runScheduler } from './scheduling.js';
 import { putAgent } from './store-ops.js';
 import { pushAssignments } from './sync.js';
@@ -37,6 +38,9 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   // A lost agent's history says nothing of how it beats when it is back: its detector starts over.
   // So for one back from a partition: the gap was the network's, not its beat.
   if (to === 'lost' || from === 'partitioned') st.detectors.delete(nodeId);
+  // A lost node leaves the connectivity graph and the probe targets; one back rejoins them.
+  if (to === 'lost') nodeLost(st, nodeId);
+  else if (from === 'lost') membersChanged(st);
   setPartitioned(st.connectivity, nodeId, to === 'partitioned');
   const [was, is] = [faultOf(from), faultOf(to)];
   if (is && is !== was) st.faults.post(is, nodeId, st.now, why);
@@ -335,6 +339,7 @@ const NODE_STATE_NAMES: Record<NodeStatus, string> = {
 };
 
 export function listNodes(st: MasterState): NodeView[] {
+  const unreachable = unreachablePeersByNode(st);
   return [...st.nodes.values()]
     .sort((a, b) => (a.info.nodeId < b.info.nodeId ? -1 : 1))
     .map((n) => ({
@@ -345,5 +350,6 @@ export function listNodes(st: MasterState): NodeView[] {
       free: sub(n.info.capacity, n.allocated),
       runningWorkers: n.runningWorkers,
       lastHeartbeatMs: n.lastHeartbeatMs,
+      unreachablePeers: unreachable.get(n.info.nodeId) ?? [],
     }));
 }

@@ -2,6 +2,7 @@
  * Domain types of the master core. Shells map wire (proto) types to these at the edge.
  */
 import type { JobSpec, Resource } from '@fuxi/common';
+import type { ConnectivityDeltaInput } from './connectivity.js';
 import type { StoreOp } from './store-ops.js';
 
 export type JobState = 'submitted' | 'running' | 'succeeded' | 'failed' | 'killed';
@@ -45,6 +46,8 @@ export interface NodeInfo {
   capacity: Resource;
   labels: Record<string, string>;
   bootId: string;
+  /** UDP port of the agent's probe responder on the host of `address` (0 or absent: it does not probe). */
+  probePort?: number;
 }
 
 export interface AmWorkerReport {
@@ -64,6 +67,10 @@ export interface HeartbeatInput {
   running: number;
   pending: number;
   amWorkers: AmWorkerReport[];
+  /** The agent's probe report (absent: it does not probe). */
+  connectivity?: ConnectivityDeltaInput;
+  /** The version of the probe targets the agent holds (0: none). */
+  probeTargetsVersion?: number;
 }
 
 export interface GrantEntry {
@@ -162,6 +169,8 @@ export interface NodeView {
   free: Resource;
   runningWorkers: number;
   lastHeartbeatMs: number;
+  /** Peers it cannot reach or be reached by (connectivity.ts `unreachablePeers`). */
+  unreachablePeers: string[];
 }
 
 export interface FaultEventView {
@@ -189,6 +198,6 @@ export interface ClusterStatusView {
   nodesTimingOut: number;
   nodesLost: number;
   appsRunning: number;
-  /** Nodes the master cannot hear while peers still reach them (`connectivity.partitioned`), sorted. */
-  partitionedFromMaster: string[];
+  /** Broken links and nodes partitioned from the master. */
+  connectivity: ConnectivityView;
 }

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { parse as parseYaml } from 'yaml';
 import { parseDetectorConfig, type DetectorConfig } from '../core/detectors.js';
+import { DEFAULT_PROBE_TARGETS } from '../core/probe-targets.js';
 import type { QuotaGroup } from '../core/scheduler.js';
 
 export interface MasterConfig {
@@ -66,6 +67,14 @@ export interface MasterConfig {
   amCommand: string[];
   quotaGroups: QuotaGroup[];
   logLevel: string;
+  /**
+   * Probe targets (master/src/core/probe-targets.ts): up to `probeAllUpTo` probing agents, each
+   * probes every other; above it, `probeSample` peers on a hash ring plus the hosts sharing an app
+   * with it, `probeMaxTargets` in all.
+   */
+  probeAllUpTo: number;
+  probeSample: number;
+  probeMaxTargets: number;
 }
 
 const KEYS = [
@@ -97,6 +106,9 @@ const KEYS = [
   'amCommand',
   'quotaGroups',
   'logLevel',
+  'probeAllUpTo',
+  'probeSample',
+  'probeMaxTargets',
 ] as const;
 
 export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
@@ -131,6 +143,9 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     amCommand: defaultAmCommand,
     quotaGroups: [{ name: 'default', weight: 1 }],
     logLevel: 'info',
+    probeAllUpTo: DEFAULT_PROBE_TARGETS.allUpTo,
+    probeSample: DEFAULT_PROBE_TARGETS.sample,
+    probeMaxTargets: DEFAULT_PROBE_TARGETS.maxTargets,
   };
 }
 
@@ -315,12 +330,24 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
           throw new InvalidArgumentError(key, `must be one of trace, debug, info, warn, error, fatal, silent; got ${JSON.stringify(v)}`);
         cfg.logLevel = String(v);
         break;
+      case 'probeAllUpTo':
+        cfg.probeAllUpTo = positiveInt(key, v);
+        break;
+      case 'probeSample':
+        cfg.probeSample = positiveInt(key, v);
+        break;
+      case 'probeMaxTargets':
+        cfg.probeMaxTargets = positiveInt(key, v);
+        break;
       default:
         throw new InvalidArgumentError(key, `unknown setting (known: ${KEYS.join(', ')})`);
     }
   }
   if (cfg.agentTimingOutMs <= cfg.heartbeatIntervalMs) {
     throw new InvalidArgumentError('agentTimingOutMs', `must be greater than heartbeatIntervalMs (${cfg.heartbeatIntervalMs})`);
+  }
+  if (cfg.probeMaxTargets < cfg.probeSample) {
+    throw new InvalidArgumentError('probeMaxTargets', `must be at least probeSample (${cfg.probeSample}): the sample is part of the targets`);
   }
   if (cfg.agentTimeoutMs <= cfg.agentTimingOutMs) {
     throw new InvalidArgumentError('agentTimeoutMs', `must be greater than agentTimingOutMs (${cfg.agentTimingOutMs})`);

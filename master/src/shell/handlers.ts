@@ -18,6 +18,7 @@ import {
   clusterStatusToWire,
   grantFromWire,
   heartbeatFromWire,
+  probeAnswerToWire,
   jobInfo,
   jobStatesFromWire,
   nodeInfoFromWire,
@@ -147,6 +148,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
         grantSeq: String(r.full?.seq ?? 0),
         grants: r.full?.grants ?? [],
         reportState: r.reportState ?? false,
+        ...probeAnswerToWire(r),
       };
     },
     ReportAgentState: async (req) => {

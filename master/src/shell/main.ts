@@ -46,6 +46,9 @@ const program = new Command('fuxi-master')
   .option('--connectivity-aware <bool>', "place connected jobs by the hosts' reachability (default true; false = ignore broken links between hosts)")
   .option('--am-heartbeat-interval-ms <ms>', 'application master heartbeat interval')
   .option('--am-command <cmd>', "command line of the application master process (default: each agent runs its own host's fuxi-appmaster)")
+  .option('--probe-all-up-to <n>', 'up to this many probing agents, each probes every other (default 64)')
+  .option('--probe-sample <n>', 'above it, each agent probes this many peers on a hash ring... (default 16)')
+  .option('--probe-max-targets <n>', '...plus hosts sharing an app with it, this many in all (default 64)')
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError();
 

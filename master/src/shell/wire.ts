@@ -10,6 +10,7 @@ import type {
   Connectivity,
   Grant__Output,
   HeartbeatRequest__Output,
+  HeartbeatResponse,
   JobInfo,
   JobState as WireJobState,
   NodeInfo__Output,
@@ -22,6 +23,7 @@ import type {
 } from '@fuxi/proto';
 import { jobSpecToProto } from '@fuxi/rpc';
 import type { RequestsInput } from '../core/apps.js';
+import type { ProbeAnswer } from '../core/probing.js';
 import type { AppReport } from '../core/recovery.js';
 import type {
   AmWorkerReport,
@@ -67,6 +69,7 @@ export function nodeInfoFromWire(n: NodeInfo__Output | null | undefined): NodeIn
     capacity: resourceFromWire(n?.capacity),
     labels: n?.labels ?? {},
     bootId: n?.bootId ?? '',
+    probePort: n?.probePort ?? 0,
   };
 }
 
@@ -90,6 +93,26 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
       signal: w.signal,
       message: w.message,
     })),
+    ...(req.connectivity
+      ? {
+          connectivity: {
+            seq: Number(req.connectivity.seq),
+            baseSeq: Number(req.connectivity.baseSeq),
+            unreachable: req.connectivity.unreachable,
+            reachable: req.connectivity.reachable,
+          },
+        }
+      : {}),
+    probeTargetsVersion: Number(req.probeTargetsVersion || 0),
+  };
+}
+
+/** The heartbeat answer's peer-probing part (probing.ts `ProbeAnswer`). */
+export function probeAnswerToWire(a: Partial<ProbeAnswer>): Pick<HeartbeatResponse, 'connectivitySeq' | 'connectivityResync' | 'probeTargets'> {
+  return {
+    connectivitySeq: String(a.connectivitySeq ?? 0),
+    connectivityResync: a.connectivityResync ?? false,
+    probeTargets: a.probeTargets ? { version: String(a.probeTargets.version), peers: a.probeTargets.peers } : null,
   };
 }
 
@@ -116,7 +139,7 @@ function constraintsFromWire(c: PlacementConstraints__Output): PlacementConstrai
   return { reach: [...(c.reach ?? [])], avoid: [...(c.avoid ?? [])] };
 }
 
-/** The graph for an AM (UpdateRequests answers); null when the AM's version is current. */
+/** The graph for an AM (UpdateRequests answers; null when the AM's version is current) and for GetClusterStatus. */
 export function connectivityToWire(c: ConnectivityView | undefined): Connectivity | null {
   if (c === undefined) return null;
   return {
@@ -165,6 +188,7 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
     free: n.free,
     runningWorkers: n.runningWorkers,
     lastHeartbeatMs: String(n.lastHeartbeatMs),
+    unreachablePeers: n.unreachablePeers,
   };
 }
 
@@ -180,6 +204,6 @@ export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch
     nodesLost: st.nodesLost,
     appsRunning: st.appsRunning,
     conditions,
-    connectivity: { partitionedFromMaster: st.partitionedFromMaster },
+    connectivity: connectivityToWire(st.connectivity),
   };
 }

@@ -15,7 +15,7 @@
  * await rc.stop();
  * ```
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HaCluster, REPO_ROOT, type ClusterPlacement, type HaClusterOptions } from '@fuxi/deploy';
 import { prepareEtcd, type EtcdProcess } from '../etcd-harness.js';
@@ -98,13 +98,28 @@ export async function startRackEtcd(rack: Rack): Promise<EtcdProcess> {
 }
 
 /**
- * Where every daemon runs: master i on m(i+1), agent i on agent host i % hosts, each with the
- * config file of its kind.
+ * The config files of deploy/config/cluster/ for a rack on another subnet: the example rack's
+ * addresses (RACK_SUBNET) replaced by `subnet`'s, written under `dir`. The example subnet itself
+ * uses the files as they are.
  */
-export function rackPlacement(rack: Rack, agentHostCount: number): ClusterPlacement {
+export function rackConfigs(dir: string, subnet: string): { master: string; agent: string } {
+  if (subnet === RACK_SUBNET) return { master: CLUSTER_CONFIG.master, agent: CLUSTER_CONFIG.agent };
+  const rewrite = (file: string) => readFileSync(file, 'utf8').split(`${RACK_SUBNET}.`).join(`${subnet}.`);
+  const out = { master: join(dir, 'master.yaml'), agent: join(dir, 'agent.yaml') };
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(out.master, rewrite(CLUSTER_CONFIG.master));
+  writeFileSync(out.agent, rewrite(CLUSTER_CONFIG.agent));
+  return out;
+}
+
+/**
+ * Where every daemon runs: master i on m(i+1), agent i on agent host i % hosts, each with the
+ * config file of its kind (`configs`: the example rack's, unless rewritten for another subnet).
+ */
+export function rackPlacement(rack: Rack, agentHostCount: number, configs: { master: string; agent: string } = CLUSTER_CONFIG): ClusterPlacement {
   return {
-    masters: MASTER_HOSTS.map((m) => ({ address: `${rack.host(m).ip}:${MASTER_PORT}`, wrap: rack.wrap(m), config: CLUSTER_CONFIG.master })),
-    agents: agentHosts(agentHostCount).map((a) => ({ address: '', wrap: rack.wrap(a), config: CLUSTER_CONFIG.agent })),
+    masters: MASTER_HOSTS.map((m) => ({ address: `${rack.host(m).ip}:${MASTER_PORT}`, wrap: rack.wrap(m), config: configs.master })),
+    agents: agentHosts(agentHostCount).map((a) => ({ address: '', wrap: rack.wrap(a), config: configs.agent })),
   };
 }
 
@@ -115,6 +130,12 @@ export interface RackClusterOptions extends Omit<HaClusterOptions, 'etcd' | 'pla
   rack?: Rack;
   etcd?: EtcdProcess;
   etcdPrefix?: string;
+  /**
+   * A rack of its own (when `rack` is not given): name prefix and subnet, so that it never meets
+   * another rack on this machine (default 'fxr' on 10.213.0, the config files' example rack).
+   */
+  prefix?: string;
+  subnet?: string;
 }
 
 export class RackCluster {
@@ -128,16 +149,17 @@ export class RackCluster {
   static async start(opts: RackClusterOptions): Promise<RackCluster> {
     const hosts = opts.agentHosts ?? Math.max(1, Math.min(3, opts.agents));
     mkdirSync(opts.dir, { recursive: true });
-    const rack = opts.rack ?? (await startRack(hosts));
+    const rack = opts.rack ?? (await startRack(hosts, { ...(opts.prefix ? { prefix: opts.prefix } : {}), ...(opts.subnet ? { subnet: opts.subnet } : {}) }));
     let etcd: EtcdProcess | undefined = opts.etcd;
     try {
       etcd ??= await startRackEtcd(rack);
-      const { agentHosts: _h, rack: _r, etcd: _e, etcdPrefix, ...rest } = opts;
+      const { agentHosts: _h, rack: _r, etcd: _e, etcdPrefix, prefix: _p, subnet, ...rest } = opts;
+      const configs = rackConfigs(join(opts.dir, 'config'), opts.rack ? rack.host('m1').ip.replace(/\.\d+$/, '') : (subnet ?? RACK_SUBNET));
       const ha = await HaCluster.start({
         ...rest,
         masters: MASTER_HOSTS.length,
         etcd: { endpoints: [etcd.endpoint], ...(etcdPrefix ? { prefix: etcdPrefix } : {}) },
-        placement: rackPlacement(rack, hosts),
+        placement: rackPlacement(rack, hosts, configs),
         startTimeoutMs: opts.startTimeoutMs ?? 60_000,
       });
       return new RackCluster(rack, etcd, ha, { rack: !opts.rack, etcd: !opts.etcd });

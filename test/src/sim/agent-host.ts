@@ -9,7 +9,7 @@
  *
  *   node test/dist/sim/agent-host.js --master a:1,b:2,c:3 --nodes 100 --prefix sim1 --cpu 23 --memory 82Gi
  *     [--racks 5] [--work-dir DIR] [--pid-base 5000000] [--log-level info] [--agent-log-level warn] [--tick-ms 1000]
- *     [--listen-host 127.0.0.1] [--control] [--am-host] [--am-host-thread-instances 10000]
+ *     [--listen-host 127.0.0.1] [--control] [--am-host] [--am-host-thread-instances 10000] [--probe false]
  *
  * Node ids are `<prefix>-nNNN`, racks `<prefix>-rack-K`; each node gets `<work-dir>/<nodeId>` (the
  * work dir defaults to a temp dir, removed on exit). A worker's plan may set SIM_DURATION_MS
@@ -36,6 +36,9 @@
  *                                   succeeded: [keys]}}, rpc: {method: HistogramJson}} (keys "task:instance")
  *
  * With `--control` every master call of the host's agents and AMs is timed (rpc-timing.ts).
+ *
+ * `--probe`: the virtual agents' peer probing (the agent setting `probe`: `true`, or
+ * `key=value,...`); off by default, since every virtual node's pings would share this one process.
  *
  * `--am-host`: the AMs of every virtual node run in one real `fuxi-amhost` process (its socket and
  * record under `<work-dir>/amhost`) instead of in this process; AMs of jobs with at least
@@ -75,6 +78,8 @@ interface HostOptions {
   /** AMs run in one real AM host process. */
   amHost: boolean;
   amHostThreadInstances: number;
+  /** The agents' `probe` setting ('false' by default). */
+  probe: string;
 }
 
 function parse(): HostOptions {
@@ -95,6 +100,7 @@ function parse(): HostOptions {
       control: { type: 'boolean', default: false },
       'am-host': { type: 'boolean', default: false },
       'am-host-thread-instances': { type: 'string', default: '10000' },
+      probe: { type: 'string', default: 'false' },
     },
     strict: true,
   });
@@ -123,6 +129,7 @@ function parse(): HostOptions {
     control: values.control,
     amHost: values['am-host'],
     amHostThreadInstances: int('am-host-thread-instances', values['am-host-thread-instances'], 0),
+    probe: values.probe,
   };
 }
 
@@ -161,6 +168,7 @@ async function main(): Promise<void> {
         memory: o.memory,
         workDir: join(workDir, nodeId),
         logLevel: o.agentLogLevel,
+        probe: o.probe,
       },
       {},
     );

@@ -29,7 +29,35 @@ describe('agent config', () => {
       amHostCommand: DEFAULT_AM_HOST_COMMAND,
       amHostReserve: { cpuMilli: 50, memoryMb: 96 },
       amHostThreadInstances: 10_000,
+      probe: { enabled: true, periodMs: 200, misses: 3, port: 0 },
     });
+  });
+
+  it('configures peer probing: a mapping in the file, key=value pairs or true/false as a flag', () => {
+    expect(resolveConfig({ master: 'm:1' }, { probe: { periodMs: 500, misses: 5 } }, HOST).probe).to.deep.equal({
+      enabled: true,
+      periodMs: 500,
+      misses: 5,
+      port: 0,
+    });
+    expect(resolveConfig({ master: 'm:1', probe: 'enabled=false,port=7999' }, { probe: { periodMs: 500 } }, HOST).probe).to.deep.equal({
+      enabled: false,
+      periodMs: 200,
+      misses: 3,
+      port: 7999,
+    });
+    expect(resolveConfig({ master: 'm:1', probe: 'false' }, {}, HOST).probe.enabled).to.equal(false);
+    expect(resolveConfig({ master: 'm:1' }, { probe: false }, HOST).probe.enabled).to.equal(false);
+    const bad: Array<[unknown, RegExp]> = [
+      [{ periodMs: 0 }, /^probe\.periodMs: must be a positive integer/],
+      [{ misses: 'many' }, /^probe\.misses:/],
+      [{ port: 70000 }, /^probe\.port: must be a UDP port/],
+      [{ enabled: 'maybe' }, /^probe\.enabled:/],
+      [{ every: 1 }, /^probe\.every: unknown setting/],
+      ['periodMs', /^probe: must be key=value/],
+      [[1], /^probe: must be a mapping/],
+    ];
+    for (const [probe, re] of bad) expect(() => resolveConfig({ master: 'm:1' }, { probe }, HOST), JSON.stringify(probe)).to.throw(InvalidArgumentError, re);
   });
 
   it('configures the AM host: on by default, its command, reserve and thread threshold', () => {

@@ -29,6 +29,25 @@ describe('master config: failureDetector', () => {
   });
 });
 
+describe('master config: probe targets', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('defaults to every peer up to 64 agents, then 16 on the ring and up to 64 in all', () => {
+    expect(base).to.include({ probeAllUpTo: 64, probeSample: 16, probeMaxTargets: 64 });
+    expect(applyConfig(base, { probeAllUpTo: '200', probeSample: 8, probeMaxTargets: 32 }, 'flags')).to.include({
+      probeAllUpTo: 200,
+      probeSample: 8,
+      probeMaxTargets: 32,
+    });
+  });
+
+  it('names the field of a bad value', () => {
+    expect(() => applyConfig(base, { probeAllUpTo: 0 }, 'master.yaml')).to.throw(/master\.yaml: probeAllUpTo: must be a positive integer/);
+    expect(() => applyConfig(base, { probeSample: 'some' }, 'flags')).to.throw(/^probeSample: must be a positive integer/);
+    expect(() => applyConfig(base, { probeSample: 20, probeMaxTargets: 10 }, 'flags')).to.throw(/^probeMaxTargets: must be at least probeSample \(20\)/);
+  });
+});
+
 describe('master config: connectivityAware', () => {
   const base = defaultConfig(['fuxi-appmaster']);
 

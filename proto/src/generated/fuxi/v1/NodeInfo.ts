@@ -18,6 +18,11 @@ export interface NodeInfo {
    * Linux boot id of the host; lets receivers tell a rebooted machine apart.
    */
   'bootId'?: (string);
+  /**
+   * UDP port of the agent's probe responder, on the host of `address` (0: the agent does not
+   * probe or answer probes, so no peer probes it).
+   */
+  'probePort'?: (number);
 }
 
 /**
@@ -36,4 +41,9 @@ export interface NodeInfo__Output {
    * Linux boot id of the host; lets receivers tell a rebooted machine apart.
    */
   'bootId': (string);
+  /**
+   * UDP port of the agent's probe responder, on the host of `address` (0: the agent does not
+   * probe or answer probes, so no peer probes it).
+   */
+  'probePort': (number);
 }
