@@ -2,46 +2,81 @@
  * Partitions between the master and an agent (Table I cells involving the master; docs/
  * architecture.md, "Network partitions: master <-> agent"): a node the master cannot hear but that
  * peers it hears still reach is partitioned, not timing out or lost; its workers and slots are
- * kept, nothing new is placed there and its AMs are not told. The graph is scripted as the
- * heartbeat path fills it: each prober's probe targets (`probes`) and its reports (`applyDelta`).
+ * kept, nothing new is placed there and its AMs are not told. The agents probe as the real ones
+ * do, through their heartbeats (`Probing`): they take the targets the master sends, confirm them,
+ * and report their unreachable peers as changes on the set the master acknowledged.
  */
 import { expect } from 'chai';
 import { StaleEpochError } from '@fuxi/common';
-import { applyDelta } from '../connectivity.js';
+import type { ConnectivityDeltaInput } from '../connectivity.js';
 import { DEFAULT_CONFIG } from '../master-core.js';
-import type { GrantEntry } from '../types.js';
+import type { GrantEntry, HeartbeatInput } from '../types.js';
 import { asgnMap, grantMap, Harness, type HarnessOptions, mockNodeInfo, mockSpec, ofKind, EPOCH } from './core-factories.js';
 
 const TIMING_OUT = DEFAULT_CONFIG.agentTimingOutMs;
 const TIMEOUT = DEFAULT_CONFIG.agentTimeoutMs;
 const STALL = DEFAULT_CONFIG.amStallTimeoutMs;
 const NODES = ['n1', 'n2', 'n3'];
+const PROBE_PORT = 7999;
 
-/** Each prober's report sequence (whole sets, base 0). */
-const seqs = new WeakMap<Harness, Map<string, number>>();
-
-/** `prober` reports its whole set: it cannot reach `unreachable`, reaches the rest of its targets. */
-function report(h: Harness, prober: string, unreachable: string[]): void {
-  const m = seqs.get(h) ?? new Map<string, number>();
-  seqs.set(h, m);
-  const seq = (m.get(prober) ?? 0) + 1;
-  m.set(prober, seq);
-  const r = applyDelta(h.core.connectivity, prober, { seq, baseSeq: 0, unreachable, reachable: [] }, h.now);
-  expect(r.resync).to.equal(false);
+/** What one agent's prober holds: the peers it cannot reach, and what the master acknowledged. */
+interface Prober {
+  unreachable: Set<string>;
+  seq: number;
+  /** The set the master acknowledged (at `acked`); undefined: it holds none, send the whole set. */
+  ackedSet: Set<string> | undefined;
+  acked: number;
+  targetsVersion: number;
 }
 
-/** n1..n3 (racks r1..r3), each probing the other two and reaching them. */
-function meshed(opts: HarnessOptions = {}): Harness {
-  const h = new Harness({ nodes: NODES.map((nodeId, i) => ({ nodeId, rack: `r${i + 1}` })), ...opts });
-  for (const p of NODES) {
-    h.core.connectivity.probes.set(p, new Set(NODES.filter((n) => n !== p)));
-    report(h, p, []);
+/** A harness whose agents probe: every heartbeat carries the agent's probe report and targets version. */
+class Probing extends Harness {
+  private readonly probers = new Map<string, Prober>();
+
+  prober(nodeId: string): Prober {
+    let p = this.probers.get(nodeId);
+    if (!p) {
+      p = { unreachable: new Set(), seq: 0, ackedSet: undefined, acked: 0, targetsVersion: 0 };
+      this.probers.set(nodeId, p);
+    }
+    return p;
   }
+
+  override heartbeat(nodeId: string, over: Partial<HeartbeatInput> = {}): ReturnType<Harness['heartbeat']> {
+    const p = this.prober(nodeId);
+    const sent = new Set(p.unreachable);
+    let d: ConnectivityDeltaInput;
+    if (!p.ackedSet) d = { seq: ++p.seq, baseSeq: 0, unreachable: [...sent].sort(), reachable: [] };
+    else {
+      const base = p.ackedSet;
+      const unreachable = [...sent].filter((x) => !base.has(x)).sort();
+      const reachable = [...base].filter((x) => !sent.has(x)).sort();
+      if (unreachable.length + reachable.length > 0) p.seq++;
+      d = { seq: p.seq, baseSeq: p.acked, unreachable, reachable };
+    }
+    const r = super.heartbeat(nodeId, { connectivity: d, probeTargetsVersion: p.targetsVersion, ...over });
+    if (r.connectivityResync) p.ackedSet = undefined;
+    else if (r.connectivitySeq === d.seq) [p.acked, p.ackedSet] = [d.seq, sent];
+    if (r.probeTargets) p.targetsVersion = r.probeTargets.version;
+    return r;
+  }
+}
+
+/** `prober` cannot reach `unreachable` (and reaches its other targets) from now on; its next heartbeat says so. */
+function report(h: Probing, prober: string, unreachable: string[]): void {
+  h.prober(prober).unreachable = new Set(unreachable);
+}
+
+/** n1..n3 (racks r1..r3), probing each other, all reached; each agent holds and has confirmed its targets. */
+function meshed(opts: HarnessOptions = {}): Probing {
+  const h = new Probing({ nodes: NODES.map((nodeId, i) => ({ nodeId, rack: `r${i + 1}`, probePort: PROBE_PORT })), ...opts });
+  h.run(3000);
+  for (const p of NODES) expect([...(h.core.connectivity.probes.get(p) ?? [])].sort(), p).to.deep.equal(NODES.filter((n) => n !== p));
   return h;
 }
 
 /** `meshed()` with job-1's AM on n1, its map slots n2:1 n3:1 n1:1, the AM registered at am-job-1:9000. */
-function cluster(opts: HarnessOptions = {}): Harness {
+function cluster(opts: HarnessOptions = {}): Probing {
   const h = meshed(opts);
   h.start();
   h.ask('job-1', 3);
@@ -67,7 +102,8 @@ describe('partitions between the master and an agent', () => {
     expect([...h.core.connectivity.partitioned]).to.deep.equal(['n3']);
     expect(h.core.connectivity.version).to.be.greaterThan(version);
     const st = h.core.clusterStatus(h.now);
-    expect(st).to.deep.include({ fsmState: 'S3', nodesHealthy: 2, nodesTimingOut: 0, nodesLost: 0, partitionedFromMaster: ['n3'] });
+    expect(st).to.deep.include({ fsmState: 'S3', nodesHealthy: 2, nodesTimingOut: 0, nodesLost: 0 });
+    expect(st.connectivity.partitioned).to.deep.equal(['n3']);
     expect(st.openEvents.map((e) => [e.kind, e.subject, e.state])).to.deep.equal([['AGENT_PARTITIONED', 'n3', 'open']]);
     expect(st.openEvents[0]?.detail).to.contain('reached by n1, n2');
     // Table 3 row 3: the master keeps the node's grants for when it is heard again.
@@ -182,7 +218,8 @@ describe('partitions between the master and an agent', () => {
     expect(ofKind(back.effects, 'agentsTimedOut')).to.deep.equal([]);
     expect(stateOf(h, 'n3')).to.deep.include({ healthy: true, state: 'ready' });
     expect(h.core.connectivity.partitioned.size).to.equal(0);
-    expect(h.core.clusterStatus(h.now)).to.deep.include({ fsmState: 'S0', nodesHealthy: 3, partitionedFromMaster: [] });
+    expect(h.core.clusterStatus(h.now)).to.deep.include({ fsmState: 'S0', nodesHealthy: 3 });
+    expect(h.core.clusterStatus(h.now).connectivity.partitioned).to.deep.equal([]);
     expect(h.core.faults.history().map((e) => [e.kind, e.subject, e.state])).to.deep.equal([['AGENT_PARTITIONED', 'n3', 'resolved']]);
     expect(h.core.faults.history()[0]?.detail).to.contain('partition from the master healed');
     // Schedulable again.
@@ -193,7 +230,7 @@ describe('partitions between the master and an agent', () => {
   it('a partitioned agent that restarts and registers again is healthy and gets its grants', () => {
     const h = cluster();
     h.run(TIMING_OUT + 1000, { silentNodes: ['n3'] });
-    const { effects } = h.core.registerAgent(mockNodeInfo({ nodeId: 'n3', rack: 'r3' }), EPOCH, h.now);
+    const { effects } = h.core.registerAgent(mockNodeInfo({ nodeId: 'n3', rack: 'r3', probePort: PROBE_PORT }), EPOCH, h.now);
     expect(ofKind(effects, 'grants').map((g) => [g.nodeId, grantMap(g.grants)])).to.deep.equal([['n3', { 'job-1/map': 1 }]]);
     expect(ofKind(effects, 'agentsTimedOut')).to.deep.equal([]);
     expect(stateOf(h, 'n3')?.state).to.equal('ready');
