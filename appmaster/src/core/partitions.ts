@@ -21,7 +21,9 @@
  *   revokes the grant and the agent kills the worker otherwise. A task whose output runs again is
  *   active again, and tasks depending on it plan nothing until it has succeeded again; an attempt
  *   of theirs planned before (a stale FUXI_UPSTREAM) that ends without success is a re-execution
- *   too, once per partition. Workers on hosts not given up are never touched.
+ *   too, once per partition. A running attempt of theirs on a host cut from the given-up one (its
+ *   fetches from there cannot finish) is stopped and runs again at once, also once. Other workers
+ *   on hosts not given up are never touched.
  * - **Placement constraints** for the master (`placementConstraints`): `reach` = hosts of needed
  *   outputs and running workers, `avoid` = hosts given up. The shell sends them with UpdateRequests
  *   and in ReportAppState.
@@ -246,6 +248,8 @@ function giveUp(st: AmState, host: string, load: HostLoad, links: ReadonlyArray<
     'host cut off from other hosts of the job; given up: its instances run again elsewhere',
   );
   const needed = neededTasks(st);
+  /** Tasks with an output on `host` that runs again. */
+  const moved = new Set<string>();
   let rerun = 0;
   let kept = 0;
   for (const t of st.tasks.values()) {
@@ -269,8 +273,23 @@ function giveUp(st: AmState, host: string, load: HostLoad, links: ReadonlyArray<
         setOutput(t, inst, undefined);
         if (t.state === 'succeeded') setTaskState(st, t, 'active');
         for (const d of st.tasks.values()) if (d.spec.dependsOn.includes(t.spec.name)) d.upstreamMoves++;
+        moved.add(t.spec.name);
       }
       countRerun(st, t, inst);
+      rerun++;
+    }
+  }
+  // Running attempts that read outputs from `host` while cut from it wait on fetches that cannot
+  // finish: they run again now (once), after the outputs they need have run again.
+  const cutFrom = new Set(peers);
+  for (const d of st.tasks.values()) {
+    if (!d.spec.dependsOn.some((u) => moved.has(u))) continue;
+    for (const inst of d.instances) {
+      if (st.done) return;
+      if (inst.state !== 'running' || !inst.nodeId || !cutFrom.has(inst.nodeId) || inst.partitionRerun === net.partition) continue;
+      stopWorker(st, inst.nodeId, workerIdOf(d.spec.name, inst.index, inst.attempt));
+      releaseSlot(d, inst);
+      countRerun(st, d, inst);
       rerun++;
     }
   }

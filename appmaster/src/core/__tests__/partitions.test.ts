@@ -81,7 +81,7 @@ describe('DagAppMaster: network partitions inside a job', () => {
     expect(h.progressOf('reduce')).to.deep.include({ succeeded: 1, retries: 0, reexecutions: 1 });
   });
 
-  it('W-W mid-run: a map-output host given up runs its outputs again; reducers keep running, and one that fails reading the old output is not counted', () => {
+  it('W-W mid-run: a map-output host given up runs its outputs again; reducers cut from it run again at once (they could not fetch), once', () => {
     // map.0 on n1, map.1 on n2 (one output each); reduce.0 and reduce.1 both on n3.
     const h = midRun(
       2,
@@ -90,27 +90,23 @@ describe('DagAppMaster: network partitions inside a job', () => {
       () => 'n3',
     );
     let fx = h.am.connectivityChanged([link('n2', 'n3')], [], h.now);
-    // n2 weighs one instance (an output), n3 two (running): n2 goes. Nothing runs there to stop.
-    expect(stopsOf(fx)).to.deep.equal([]);
-    expect(returnsOf(fx)).to.deep.equal([]);
+    // n2 weighs one instance (an output), n3 two (running): n2 goes. The reducers on n3 read map.1
+    // from n2, which they cannot reach: they are stopped now and wait for map.1 to run again.
+    expect(stopsOn(fx, 'n3')).to.deep.equal(['reduce.0.1', 'reduce.1.1']);
+    expect(returnsOf(fx)).to.deep.equal([{ suId: 'reduce', nodeId: 'n3', slots: 2 }]);
     expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: 1 }]);
     expect(h.progressOf('map')).to.deep.include({ succeeded: 1, pending: 1, reexecutions: 1 });
-    expect(h.progressOf('reduce')).to.deep.include({ running: 2, reexecutions: 0 });
-    expect(h.am.placementConstraints()).to.deep.equal({ reach: ['n1', 'n3'], avoid: ['n2'] });
-    // reduce.0 cannot fetch map.1 from n2 and fails: a re-execution (maxAttempts is 1), and it waits
-    // for map.1 (its slot goes back: no plan with an incomplete FUXI_UPSTREAM).
-    fx = h.events('n3', ev('reduce.0.1', 'failed'));
+    expect(h.progressOf('reduce')).to.deep.include({ pending: 2, running: 0, retries: 0, reexecutions: 2 });
+    expect(h.am.placementConstraints()).to.deep.equal({ reach: ['n1'], avoid: ['n2'] });
+    // The stopped workers' ends are not failures (maxAttempts is 1).
+    fx = h.events('n3', ev('reduce.0.1', 'killed'), ev('reduce.1.1', 'killed'));
     expect(finishOf(fx)).to.equal(undefined);
-    expect(planIds(fx)).to.deep.equal([]);
-    expect(returnsOf(fx)).to.deep.equal([{ suId: 'reduce', nodeId: 'n3', slots: 1 }]);
-    expect(deltasOf(fx)).to.deep.equal([]);
-    expect(h.progressOf('reduce')).to.deep.include({ pending: 1, running: 1, retries: 0, reexecutions: 1 });
-    // map.1 runs again on n4 and succeeds: reduce.0 asks for a slot and gets the new output's host.
+    // map.1 runs again on n4 and succeeds: the reducers ask for slots and get the new output's host.
     expect(planIds(h.assign(asg('map', 'n4', 1)))).to.deep.equal(['map.1.2']);
     fx = h.succeed('n4', 'map.1.2');
-    expect(deltasOf(fx)).to.deep.equal([{ suId: 'reduce', location: '', delta: 1 }]);
-    fx = h.assign(asg('map', 'n4', 0), asg('reduce', 'n4', 1));
-    expect(planIds(fx)).to.deep.equal(['reduce.0.2']);
+    expect(deltasOf(fx)).to.deep.equal([{ suId: 'reduce', location: '', delta: 2 }]);
+    fx = h.assign(asg('map', 'n4', 0), asg('reduce', 'n4', 2));
+    expect(planIds(fx)).to.deep.equal(['reduce.0.2', 'reduce.1.2']);
     expect(upstreamOf(fx, 'reduce').map).to.deep.equal({
       hosts: ['n1.addr:7071', 'n4.addr:7071'],
       outputs: [
@@ -118,11 +114,29 @@ describe('DagAppMaster: network partitions inside a job', () => {
         [1, 'map.1.2'],
       ],
     });
-    // reduce.1 (already past its fetch) succeeds where it is; only one re-execution per instance.
-    h.succeed('n3', 'reduce.1.1');
-    expect(finishOf(h.succeed('n4', 'reduce.0.2'))).to.deep.include({ succeeded: true });
+    h.succeed('n4', 'reduce.0.2');
+    expect(finishOf(h.succeed('n4', 'reduce.1.2'))).to.deep.include({ succeeded: true });
     expect(h.progressOf('map')).to.deep.include({ succeeded: 2, retries: 0, reexecutions: 1 });
-    expect(h.progressOf('reduce')).to.deep.include({ succeeded: 2, retries: 0, reexecutions: 1 });
+    expect(h.progressOf('reduce')).to.deep.include({ succeeded: 2, retries: 0, reexecutions: 2 });
+  });
+
+  it('W-W mid-run: a reducer that fails reading an output that ran again (planned before it moved) is not counted', () => {
+    // map.0 on n1, map.1 on n2; reduce.0 on n3 and reduce.1 on n4. n2 is cut from n1 only: n2 goes
+    // (its one output) and neither reducer is cut from it, so both keep running.
+    const h = midRun(
+      2,
+      (i) => `n${i + 1}`,
+      2,
+      (i) => `n${i + 3}`,
+    );
+    let fx = h.am.connectivityChanged([link('n1', 'n2')], [], h.now);
+    expect(stopsOf(fx)).to.deep.equal([]);
+    expect(h.progressOf('reduce')).to.deep.include({ running: 2, reexecutions: 0 });
+    expect(h.progressOf('map')).to.deep.include({ pending: 1, reexecutions: 1 });
+    // reduce.0 fails anyway (say its fetch from n2 broke): a re-execution, not a failure.
+    fx = h.events('n3', ev('reduce.0.1', 'failed'));
+    expect(finishOf(fx)).to.equal(undefined);
+    expect(h.progressOf('reduce')).to.deep.include({ pending: 1, running: 1, retries: 0, reexecutions: 1 });
   });
 
   it("AM host cut from a worker host: the worker host is given up, never the AM's", () => {
@@ -170,11 +184,12 @@ describe('DagAppMaster: network partitions inside a job', () => {
     expect(h.am.connectivityChanged([], ['n3'], h.now)).to.deep.equal([]);
     expect(h.am.placementConstraints()).to.deep.equal({ reach: ['n1', 'n2', 'n3'], avoid: [] });
     expect(h.progressOf('reduce')).to.deep.include({ running: 1, reexecutions: 0 });
-    // Also when a broken link touches it: the other end goes (n3 weighs less but stays).
+    // Also when a broken link touches it: the other end goes (n3 weighs less but stays). Its reducer
+    // read map.1 from n2, which it cannot reach: that attempt alone runs again.
     const fx = h.am.connectivityChanged([link('n2', 'n3')], ['n3'], h.now);
-    expect(stopsOf(fx)).to.deep.equal([]);
+    expect(stopsOf(fx)).to.deep.equal(['reduce.0.1']);
     expect(h.am.placementConstraints().avoid).to.deep.equal(['n2']);
-    expect(h.progressOf('reduce')).to.deep.include({ running: 1, reexecutions: 0 });
+    expect(h.progressOf('reduce')).to.deep.include({ running: 0, reexecutions: 1 });
     expect(h.progressOf('map')).to.deep.include({ pending: 1, reexecutions: 1 });
     // Between the AM host and a partitioned node nothing can be given up: left as it is.
     const g = midRun(
