@@ -135,6 +135,9 @@ export function isSuperseded(e: unknown): boolean {
   return e instanceof RpcError && e.code === 'FAILED_PRECONDITION' && (e.details.stale === 'am attempt' || /stale am attempt/.test(e.message));
 }
 
+/** How long the end of a job waits for the stops still going out to agents (see `finish`). */
+const FINISH_STOPS_WAIT_MS = 2000;
+
 /** After losing the assignment stream, the next heartbeat goes out within this (jittered). */
 const STREAM_LOSS_HEARTBEAT_MS = 1000;
 
@@ -207,7 +210,10 @@ export class AppMaster {
   /** Worker events and timing-out notices that arrived before the core started (replayed after). */
   private early: Array<{ nodeId: string; statuses: readonly WorkerStatus__Output[] }> = [];
   private earlyTimedOut: { nodeIds: Set<string>; recovered: Set<string> } = { nodeIds: new Set(), recovered: new Set() };
-  private readonly agentOps = new Set<Promise<void>>();
+  /** Calls to agents in flight, each with the node it goes to ('' when none in particular). */
+  private readonly agentOps = new Map<Promise<void>, string>();
+  /** Nodes the master's connectivity graph says this AM's host cannot reach. */
+  private cutFromHere = new Set<string>();
   private stopped = false;
   /** Aborted by shutdown(): retries of master and agent calls end at once. */
   private readonly stopping = new AbortController();
@@ -648,10 +654,10 @@ export class AppMaster {
           });
           break;
         case 'plan':
-          this.track(this.startWorkers(e));
+          this.track(this.startWorkers(e), e.nodeId);
           break;
         case 'stop':
-          this.track(this.stopWorkers(e));
+          this.track(this.stopWorkers(e), e.nodeId);
           break;
         case 'finish':
           this.enqueueMaster(() => this.finish(e.succeeded, e.message));
@@ -673,9 +679,9 @@ export class AppMaster {
     });
   }
 
-  private track(op: Promise<void>): void {
+  private track(op: Promise<void>, nodeId = ''): void {
     const p = op.catch((e) => this.fatal(e)).finally(() => this.agentOps.delete(p));
-    this.agentOps.add(p);
+    this.agentOps.set(p, nodeId);
   }
 
   /**
@@ -755,8 +761,11 @@ export class AppMaster {
     const version = c.version || '0';
     if (version === this.connectivityVersion) return;
     this.connectivityVersion = version;
-    if (version === '0' || !this.connected || !this.core.started) return;
+    if (version === '0') return;
     const links = c.brokenLinks.map((l) => ({ a: l.a, b: l.b }));
+    const here = this.cfg.nodeId;
+    this.cutFromHere = new Set(links.flatMap((l) => (l.a === here ? [l.b] : l.b === here ? [l.a] : [])));
+    if (!this.connected || !this.core.started) return;
     this.log.info({ version, brokenLinks: links.map((l) => `${l.a}-${l.b}`), partitioned: c.partitionedFromMaster }, 'connectivity graph from the master');
     this.execute(this.core.connectivityChanged(links, c.partitionedFromMaster, Date.now()));
   }
@@ -809,8 +818,18 @@ export class AppMaster {
   }
 
   private async finish(succeeded: boolean, message: string): Promise<void> {
-    // Stops go out before the master hears the job is over (best effort, bounded).
-    await Promise.allSettled([...this.agentOps]);
+    // Stops go out before the master hears the job is over (best effort, bounded). A call to an
+    // agent across a link the master knows is broken is not waited for, nor any call for longer
+    // than FINISH_STOPS_WAIT_MS: the master's revocation of the app's grants stops those workers.
+    let timer: NodeJS.Timeout | undefined;
+    const waited = [...this.agentOps].filter(([, node]) => !this.cutFromHere.has(node)).map(([p]) => p);
+    await Promise.race([
+      Promise.allSettled(waited),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, FINISH_STOPS_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
     const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, succeeded, message, progress: this.core.progress() };
     try {
       await this.persist('FinishApp', () => this.conn.call('FinishApp', req, this.retrying));
@@ -1006,7 +1025,7 @@ export class AppMaster {
     this.timer = undefined;
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;
-    await Promise.allSettled([...this.agentOps]);
+    await Promise.allSettled([...this.agentOps.keys()]);
     await this.server?.shutdown(1000);
     this.conn.close();
     for (const c of this.agents.values()) c.close();
