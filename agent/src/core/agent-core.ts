@@ -155,6 +155,16 @@ export class AgentCore {
     return tick(this.st, now);
   }
 
+  /**
+   * A master answered (registration or heartbeat): grants can reach this agent. With the
+   * heartbeat interval the master set, a plan without a grant is rejected after three intervals
+   * (at least 1 s) of silence from the masters (`noGrantNoMasterMs`).
+   */
+  masterHeard(now: number, heartbeatIntervalMs?: number): void {
+    this.st.masterHeardAtMs = now;
+    if (heartbeatIntervalMs && heartbeatIntervalMs > 0) this.st.noGrantNoMasterMs = Math.max(1000, 3 * heartbeatIntervalMs);
+  }
+
   // ------------------------------------------------------------------ queries
 
   /** Sum of the resources of spawning and running workers. */

@@ -12,6 +12,7 @@ import type { Int64, Logger, Resource } from '@fuxi/common';
 import {
   DEFAULT_FINISHED_RETENTION_MS,
   DEFAULT_MAX_FINISHED,
+  DEFAULT_NO_GRANT_NO_MASTER_MS,
   DEFAULT_PENDING_TIMEOUT_MS,
   DEFAULT_RESEND_FINISHED_WITHIN_MS,
   type AgentCoreConfig,
@@ -46,6 +47,7 @@ export class CoreState {
   readonly nodeId: string;
   readonly capacity: Resource;
   readonly pendingTimeoutMs: number;
+  noGrantNoMasterMs: number;
   readonly retentionMs: number;
   readonly maxFinished: number;
   readonly resendWithinMs: number;
@@ -62,6 +64,8 @@ export class CoreState {
   nextOrder = 1;
   /** After a restore: no pending plan starts until the grant table is confirmed (grantsConfirmed). */
   held = false;
+  /** When a master last answered (masterHeard); undefined until the first tick or answer. */
+  masterHeardAtMs: number | undefined;
 
   // What changed since the last takeDelta() (the checkpoint's delta). The meta record is written once
   // at the start so that the checkpoint names its node.
@@ -77,6 +81,7 @@ export class CoreState {
     this.nodeId = cfg.nodeId;
     this.capacity = cfg.capacity;
     this.pendingTimeoutMs = cfg.pendingTimeoutMs ?? DEFAULT_PENDING_TIMEOUT_MS;
+    this.noGrantNoMasterMs = cfg.noGrantNoMasterMs ?? DEFAULT_NO_GRANT_NO_MASTER_MS;
     this.retentionMs = cfg.finishedRetentionMs ?? DEFAULT_FINISHED_RETENTION_MS;
     this.maxFinished = cfg.maxFinished ?? DEFAULT_MAX_FINISHED;
     this.resendWithinMs = cfg.resendFinishedWithinMs ?? DEFAULT_RESEND_FINISHED_WITHIN_MS;

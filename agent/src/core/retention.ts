@@ -1,6 +1,9 @@
 /**
  * What the agent keeps over time (the periodic tick): a plan that found no grant with room within
- * `pendingTimeoutMs` is REJECTED; finished workers are forgotten after `finishedRetentionMs`, or
+ * `pendingTimeoutMs` is REJECTED, and one with no grant at all already after `noGrantNoMasterMs`
+ * when no master has answered for as long (cut off from the master, as in a partition that leaves
+ * the agent's peers and AMs reaching it, the grant it waits for cannot arrive: its AM runs it
+ * elsewhere at once instead of after a minute); finished workers are forgotten after `finishedRetentionMs`, or
  * oldest first beyond `maxFinished`; an app left with neither workers nor grants is forgotten too.
  */
 import { isWorkerTerminal } from '@fuxi/common';
@@ -10,6 +13,7 @@ import type { Effect } from './types.js';
 
 /** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
 export function tick(st: CoreState, now: number): Effect[] {
+  st.masterHeardAtMs ??= now;
   const effects = rejectTimedOut(st, now);
   effects.push(...startPending(st, now));
   collect(st, now);
@@ -18,11 +22,17 @@ export function tick(st: CoreState, now: number): Effect[] {
 
 function rejectTimedOut(st: CoreState, now: number): Effect[] {
   const effects: Effect[] = [];
+  const masterSilentMs = now - (st.masterHeardAtMs ?? now);
   for (const w of st.workers.values()) {
-    if (w.state === 'PENDING' && now - w.acceptedAtMs >= st.pendingTimeoutMs) {
-      const has = st.grants.get(grantKey(w.appId, w.suId));
+    if (w.state !== 'PENDING') continue;
+    const waited = now - w.acceptedAtMs;
+    const has = st.grants.get(grantKey(w.appId, w.suId));
+    if (waited >= st.pendingTimeoutMs) {
       const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
-      effects.push(...finish(st, w, 'REJECTED', now, `plan waited ${Math.round((now - w.acceptedAtMs) / 1000)}s and was rejected: ${why}`));
+      effects.push(...finish(st, w, 'REJECTED', now, `plan waited ${Math.round(waited / 1000)}s and was rejected: ${why}`));
+    } else if (!has && waited >= st.noGrantNoMasterMs && masterSilentMs >= st.noGrantNoMasterMs) {
+      const why = `no grant for its schedule unit, and no master answered for ${Math.round(masterSilentMs / 100) / 10}s (this node is cut off from the masters)`;
+      effects.push(...finish(st, w, 'REJECTED', now, `plan waited ${Math.round(waited / 100) / 10}s and was rejected: ${why}`));
     }
   }
   return effects;

@@ -202,6 +202,12 @@ export interface AgentCoreConfig {
   capacity: Resource;
   /** A plan that found no grant with room for this long is REJECTED (default 60 s). */
   pendingTimeoutMs?: number;
+  /**
+   * A plan with no grant at all is REJECTED sooner, after this long, while the master has not been
+   * heard (`masterHeard`) for as long: the grant it names cannot arrive while the agent is cut off
+   * from the master (default 3 s; the shell passes three heartbeat intervals, at least 1 s).
+   */
+  noGrantNoMasterMs?: number;
   /** Finished workers are forgotten after this long (default 24 h). */
   finishedRetentionMs?: number;
   /** At most this many finished workers are kept (oldest forgotten first; default 10000). */
@@ -214,6 +220,7 @@ export interface AgentCoreConfig {
 }
 
 export const DEFAULT_PENDING_TIMEOUT_MS = 60_000;
+export const DEFAULT_NO_GRANT_NO_MASTER_MS = 3_000;
 export const DEFAULT_FINISHED_RETENTION_MS = 24 * 3600_000;
 export const DEFAULT_MAX_FINISHED = 10_000;
 export const DEFAULT_RESEND_FINISHED_WITHIN_MS = 10 * 60_000;

@@ -497,6 +497,7 @@ export class Agent {
           if (!this.acceptEpoch(epoch, 'RegisterAgent'))
             throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
           this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
+          this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
           this.needRegister = false;
           this.registeredOnce = true;
           // The master ended our old stream when we registered; the next heartbeat opens a new one.
@@ -629,6 +630,7 @@ export class Agent {
     if (!this.acceptEpoch(epoch, 'Heartbeat')) return;
     if (this.hbFailures > 0) this.log.info({ master: this.master.address, failures: this.hbFailures }, 'heartbeats resumed');
     this.hbFailures = 0;
+    this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
     if (resp.reregister) {
       this.log.info({ master: this.master.address }, 'master asked to register again');
       this.needRegister = true;

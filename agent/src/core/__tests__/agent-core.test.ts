@@ -403,6 +403,54 @@ describe('AgentCore', () => {
       expect(core.worker('app1', 'w2')?.state).to.equal('REJECTED');
       expect(core.worker('app1', 'w2')?.message).to.match(/no room/);
     });
+
+    describe('cut off from the masters', () => {
+      it('rejects a plan with no grant after three heartbeat intervals without an answer', () => {
+        const core = mockCore();
+        core.masterHeard(0, 300); // three intervals: 900 ms, at least 1 s
+        core.startWorkers(startReq([plan('w1')]), 100);
+        expect(events(core.tick(1000))).to.be.empty; // waited 900 ms
+        const t = core.tick(1100);
+        expect(core.worker('app1', 'w1')?.state).to.equal('REJECTED');
+        expect(core.worker('app1', 'w1')?.message).to.match(/no master answered for 1\.1s/);
+        expect(events(t)[0]?.status.state).to.equal('REJECTED');
+      });
+
+      it('waits the full pendingTimeoutMs while the masters answer (the grant may just be late)', () => {
+        const core = mockCore({ pendingTimeoutMs: 60_000 });
+        core.masterHeard(0, 300);
+        core.startWorkers(startReq([plan('w1')]), 0);
+        for (let t = 500; t < 30_000; t += 500) {
+          core.masterHeard(t - 100, 300);
+          expect(events(core.tick(t))).to.be.empty;
+        }
+        expect(core.worker('app1', 'w1')?.state).to.equal('PENDING');
+        expect(spawns(withGrant(core, 1))).to.have.length(1);
+      });
+
+      it('does not reject a plan whose grant is there but full, nor one that has just arrived', () => {
+        const core = mockCore({ pendingTimeoutMs: 60_000 });
+        core.masterHeard(0, 1000); // 3 s
+        withGrant(core, 1);
+        core.startWorkers(startReq([plan('w1'), plan('w2')]), 0);
+        core.startWorkers(startReq([plan('w3', { suId: 'reduce' })]), 9_000);
+        core.tick(10_000);
+        expect(core.worker('app1', 'w2')?.state).to.equal('PENDING'); // its grant has no room: it may free up
+        expect(core.worker('app1', 'w3')?.state).to.equal('PENDING'); // waited 1 s only
+        core.tick(12_000);
+        expect(core.worker('app1', 'w3')?.state).to.equal('REJECTED');
+        expect(core.worker('app1', 'w2')?.state).to.equal('PENDING');
+      });
+
+      it('counts silence from the first tick when no master has answered yet', () => {
+        const core = mockCore();
+        core.startWorkers(startReq([plan('w1')]), 0);
+        expect(events(core.tick(5_000))).to.be.empty; // silence starts now
+        expect(events(core.tick(7_999))).to.be.empty;
+        core.tick(8_000);
+        expect(core.worker('app1', 'w1')?.state).to.equal('REJECTED');
+      });
+    });
   });
 
   describe('idempotency and stop', () => {
