@@ -193,17 +193,31 @@ export function saveAppSnapshot(st: MasterState, req: { appId: string; attempt: 
   if (ops.length > 0) st.out.push({ kind: 'store', ops });
 }
 
-/** AM timing failure: a stalled AM (AM_TIMING) is replaced by a new attempt; the old one is fenced. */
+/**
+ * AM timing failure: a stalled AM (AM_TIMING) is replaced by a new attempt; the old one is fenced.
+ * An AM on a node partitioned from the master (M-D: its peers still reach it, the master does not)
+ * cannot ask for slots or end its job, however well it runs: it is replaced once it has been silent
+ * for three AM heartbeat intervals (at least 1 s), not after the stall timeout. Its workers run on;
+ * the new attempt adopts them from their agents.
+ */
 export function tickAms(st: MasterState): boolean {
   if (st.cfg.amStallTimeoutMs <= 0) return false;
+  const cutOffMs = Math.max(1000, 3 * st.cfg.amHeartbeatIntervalMs);
   let changed = false;
   for (const app of [...st.apps.values()]) {
     // A launched AM that never registers counts as stalled too (lastContactMs is its launch).
     if ((app.amState !== 'running' && app.amState !== 'launching') || !app.reported || app.pendingAmRestart) continue;
+    const silentMs = st.now - app.lastContactMs;
+    const node = app.amState === 'running' && app.job.amNodeId ? st.nodes.get(app.job.amNodeId) : undefined;
+    if (node?.status === 'partitioned' && silentMs > Math.min(cutOffMs, st.cfg.amStallTimeoutMs)) {
+      repostAmFault(st, 'AM_TIMING', app, `application master silent for ${silentMs} ms on node ${node.info.nodeId}, which is partitioned from the master`);
+      changed = true;
+      continue;
+    }
     // Starting a process can be slow on a loaded host: a launching AM gets three times longer.
     const limit = app.amState === 'launching' ? 3 * st.cfg.amStallTimeoutMs : st.cfg.amStallTimeoutMs;
-    if (st.now - app.lastContactMs <= limit) continue;
-    repostAmFault(st, 'AM_TIMING', app, `application master silent for ${st.now - app.lastContactMs} ms`);
+    if (silentMs <= limit) continue;
+    repostAmFault(st, 'AM_TIMING', app, `application master silent for ${silentMs} ms`);
     changed = true;
   }
   return changed;

@@ -319,8 +319,8 @@ function settleSilent(st: MasterState, node: NodeState, by: string[]): boolean {
 
 /**
  * An AM launched on a node partitioned from the master cannot register with it (M-D before the app
- * runs): its attempt is replaced now, on another node. A registered AM there may still be working
- * (its workers reach it): it is replaced only if it stalls (apps.ts `tickAms`).
+ * runs): its attempt is replaced now, on another node. A registered AM there is replaced once it
+ * has been silent for three AM heartbeat intervals (apps.ts `tickAms`).
  */
 function restartLaunchingAms(st: MasterState, nodeId: string): void {
   for (const app of [...st.apps.values()]) {

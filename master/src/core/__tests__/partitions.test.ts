@@ -1,6 +1,6 @@
 /**
  * Partitions between the master and an agent (Table I cells involving the master; docs/
- * architecture.md, "Network partitions: master <-> agent"): a node the master cannot hear but that
+ * architecture.md, "Network partitions", "Master <-> agent"): a node the master cannot hear but that
  * peers it hears still reach is partitioned, not timing out or lost; its workers and slots are
  * kept, nothing new is placed there and its AMs are not told. The agents probe as the real ones
  * do, through their heartbeats (`Probing`): they take the targets the master sends, confirm them,
@@ -242,7 +242,7 @@ describe('partitions between the master and an agent', () => {
     const h = cluster();
     const before = allocations(h);
     // n1 and its AM go quiet for the master; n2 and n3 still reach n1.
-    const effects = h.run(STALL + 2000, { silentNodes: ['n1'], silentAms: ['job-1'] });
+    const effects = h.run(TIMING_OUT + 4000, { silentNodes: ['n1'], silentAms: ['job-1'] });
     expect(ofKind(effects, 'agentsTimedOut')).to.deep.equal([]);
     expect(stateOf(h, 'n1')?.state).to.equal('partitioned');
     const launches = ofKind(effects, 'launchAm').map((e) => [e.appId, e.attempt, e.nodeId]);
@@ -272,6 +272,27 @@ describe('partitions between the master and an agent', () => {
     expect(grantMap(back.full?.grants ?? [])).to.deep.equal({ 'job-1/map': 1 });
     expect(attemptsOf(back.full?.grants ?? [], 'job-1')).to.deep.equal([2]);
     expect(h.core.faults.state).to.equal('S0');
+  });
+
+  it('an AM on a partitioned node is replaced three AM heartbeat intervals after it fell silent, not after the stall timeout', () => {
+    const h = cluster();
+    const t0 = h.now;
+    let launchedAt = -1;
+    for (let t = 0; t < STALL && launchedAt < 0; t += 100) {
+      const effects = h.run(100, { silentNodes: ['n1'], silentAms: ['job-1'] });
+      if (ofKind(effects, 'launchAm').length > 0) launchedAt = h.now - t0;
+    }
+    expect(stateOf(h, 'n1')?.state).to.equal('partitioned');
+    // Partitioned after the agent timing-out detection (3 s here); the AM, silent as long, goes then.
+    expect(launchedAt).to.be.greaterThan(0).and.at.most(DEFAULT_CONFIG.agentTimingOutMs + 3 * DEFAULT_CONFIG.amHeartbeatIntervalMs + 1000);
+    expect(h.core.getJob('job-1')?.amAttempt).to.equal(2);
+  });
+
+  it('an AM still heard on a partitioned node is kept', () => {
+    const h = cluster();
+    h.run(10_000, { silentNodes: ['n1'] });
+    expect(stateOf(h, 'n1')?.state).to.equal('partitioned');
+    expect(h.core.getJob('job-1')?.amAttempt).to.equal(1);
   });
 
   it('an AM launch that could not reach its agent does not fail the job: the attempt is replaced elsewhere when the node is found partitioned', () => {
