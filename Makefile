@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -64,6 +64,12 @@ test-faults: build etcd
 # once). Needs root (CI has it); fails with the reason otherwise.
 test-rack: build etcd rack-tools
 	npx mocha --config .mocharc.rack.json
+
+# The partition matrix (part of test-rack) once more with connectivity awareness off: masters with
+# connectivityAware false, agents not probing. Records each cell under "unaware" in
+# bench-results/partition-matrix.json without failing on it (the comparison with today's behaviour).
+partition-matrix-unaware: build etcd rack-tools
+	FUXI_CONNECTIVITY_AWARE=0 npx mocha --timeout 600000 --forbid-only test/dist/rack/partition-matrix-rack.test.js
 
 # The history test (Jepsen's method) on a rack of its own (prefix fxh, 10.214.0): a three-member
 # etcd, three masters and three agents; clients submit (some ids twice), kill, get and list jobs,
