@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { loadJobSpecFile, type FuxiClient, type JobSpec } from '@fuxi/client';
+import { normalizeJobSpec } from '@fuxi/common';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const WORDCOUNT_DIR = resolve(here, '..', 'examples', 'wordcount');
@@ -24,6 +25,25 @@ export function wordcountSpec(): JobSpec {
   const spec = loadJobSpecFile(join(WORDCOUNT_DIR, 'job.yaml'));
   spec.env.WC_INPUT = join(WORDCOUNT_DIR, 'input', 'corpus.txt');
   return spec;
+}
+
+/**
+ * The example as the rack tests and benchmarks run it: 12 maps and 4 reducers of 0.2 cores and
+ * 64 MiB each, 3 attempts, id `<name>-<base-36 time>`. `mapCommand` replaces the maps' command
+ * (it gets the instance and the instance count as $1 and $2, e.g. for a gate before `map.mjs`).
+ */
+export function smallWordcountSpec(name: string, mapCommand?: string[]): JobSpec {
+  const spec = wordcountSpec();
+  const task = { resources: { cpu: 0.2, memory: 64 }, cwd: WORDCOUNT_DIR, maxAttempts: 3 };
+  return normalizeJobSpec({
+    id: `${name}-${Date.now().toString(36)}`,
+    name,
+    env: spec.env,
+    tasks: [
+      { name: 'map', instances: 12, command: [...(mapCommand ?? ['node', 'map.mjs']), '${instance}', '${instances}'], ...task },
+      { name: 'reduce', instances: 4, command: ['node', 'reduce.mjs', '${instance}'], dependsOn: ['map'], ...task },
+    ],
+  });
 }
 
 /** The counts the reducers wrote, each fetched from the agent that ran it (`counts.json`). */

@@ -22,9 +22,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FuxiClient, JobSpec } from '@fuxi/client';
-import { BIN, expectedCounts, isAlive, waitExit, wordcountResult, wordcountSpec, WORDCOUNT_DIR } from '@fuxi/deploy';
+import { BIN, expectedCounts, isAlive, waitExit, smallWordcountSpec, wordcountResult, wordcountSpec, WORDCOUNT_DIR } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
-import { job, until } from '../harness.js';
+import { until } from '../harness.js';
 import { RackCluster } from './rack-cluster.js';
 
 const run = promisify(execFile);
@@ -108,33 +108,9 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
    * /dev/tcp: a release that crosses the network, like everything else here).
    */
   function gatedWordCount(name: string, port: number): JobSpec {
-    const spec = wordcountSpec();
     const ip = rc!.rack.bridgeIp;
     const gate = `until (exec 3<>/dev/tcp/${ip}/${port}) 2>/dev/null; do sleep 0.2; done; exec node map.mjs "$1" "$2"`;
-    return job({
-      id: `${name}-${Date.now().toString(36)}`,
-      name,
-      env: spec.env,
-      tasks: [
-        {
-          name: 'map',
-          instances: 12,
-          resources: { cpu: 0.2, memory: 64 },
-          command: ['bash', '-c', gate, 'map', '${instance}', '${instances}'],
-          cwd: WORDCOUNT_DIR,
-          maxAttempts: 3,
-        },
-        {
-          name: 'reduce',
-          instances: 4,
-          resources: { cpu: 0.2, memory: 64 },
-          command: ['node', 'reduce.mjs', '${instance}'],
-          cwd: WORDCOUNT_DIR,
-          dependsOn: ['map'],
-          maxAttempts: 3,
-        },
-      ],
-    });
+    return smallWordcountSpec(name, ['bash', '-c', gate, 'map']);
   }
 
   /** Opens the gate: a listener on the bridge address that the gated workers can connect to. */

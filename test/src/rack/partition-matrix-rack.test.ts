@@ -7,13 +7,15 @@
  * - D-W: the AM's host and a host running its workers ("pre": a host cut from all its peers but one,
  *   so an AM placed there would be cut from its workers);
  * - M-W: the masters and an agent host its peers still reach (partitioned, not lost: its workers
- *   run on, nothing of it is re-run);
+ *   run on, nothing of it is re-run; "mid" holds the maps past the masters' agentTimeoutMs);
  * - M-D: the masters and the AM's host;
  * - isolated: one host cut from everything (timing out, then lost, as before).
  *
  * Each cell asserts the job succeeds with the correct counts, no healthy worker is restarted, and
  * each instance re-runs at most once; and writes one row of `bench-results/partition-matrix.json`
- * (`{pair, when, jobSucceeded, reExecutions, healthyWorkersRestarted, haltedMs}`).
+ * (`{pair, when, jobSucceeded, reExecutions, healthyWorkersRestarted, haltedMs}`). `haltedMs` is the
+ * longest stretch without an instance succeeding, from the moment the maps are let go (the cut,
+ * or the end of a hold) to the end of the job.
  *
  * With FUXI_CONNECTIVITY_AWARE=0 the masters run with `connectivityAware: false` and agents do not
  * probe (the behaviour before connectivity awareness): the cells are run and recorded under
@@ -25,17 +27,20 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient, JobInfo, JobSpec } from '@fuxi/client';
-import { REPO_ROOT, expectedCounts, wordcountResult, wordcountSpec, WORDCOUNT_DIR } from '@fuxi/deploy';
+import { REPO_ROOT, expectedCounts, smallWordcountSpec, wordcountResult } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
-import { job, sleep, until } from '../harness.js';
+import { sleep, until } from '../harness.js';
 import { MASTER_HOSTS, RackCluster } from './rack-cluster.js';
 
 const AWARE = process.env.FUXI_CONNECTIVITY_AWARE !== '0';
 const AGENT_HOSTS = ['a1', 'a2', 'a3', 'a4'] as const;
+/** The masters' agentTimeoutMs: a node silent this long (and vouched for by no peer) is lost. */
+const AGENT_TIMEOUT_MS = 10_000;
 /** A job that does not end within this is recorded as halted (the unaware run). */
 const JOB_LIMIT_MS = AWARE ? 150_000 : 90_000;
 
-type Pair = 'W-W' | 'D-W' | 'M-W' | 'M-D' | 'isolated';
+const PAIRS = ['W-W', 'D-W', 'M-W', 'M-D', 'isolated'] as const;
+type Pair = (typeof PAIRS)[number];
 type When = 'pre' | 'mid';
 
 interface Row {
@@ -77,7 +82,7 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
       amHeartbeatIntervalMs: 500,
       // Timing out after 3 heartbeats, lost after 10 s: long enough for peers to vouch for a node
       // only the masters cannot hear, short enough for the isolated cells.
-      agentTimeoutMs: 10_000,
+      agentTimeoutMs: AGENT_TIMEOUT_MS,
       amTimeoutMs: 5_000,
       agentCpu: '1.2',
       agentMemory: '2Gi',
@@ -139,33 +144,9 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
 
   /** The word count, its maps held until a TCP port on the test process's address opens. */
   function gatedWordCount(name: string, port: number): JobSpec {
-    const spec = wordcountSpec();
     const ip = rc!.rack.bridgeIp;
     const gate = `until (exec 3<>/dev/tcp/${ip}/${port}) 2>/dev/null; do sleep 0.2; done; exec node map.mjs "$1" "$2"`;
-    return job({
-      id: `${name}-${Date.now().toString(36)}`,
-      name,
-      env: spec.env,
-      tasks: [
-        {
-          name: 'map',
-          instances: 12,
-          resources: { cpu: 0.2, memory: 64 },
-          command: ['bash', '-c', gate, 'map', '${instance}', '${instances}'],
-          cwd: WORDCOUNT_DIR,
-          maxAttempts: 3,
-        },
-        {
-          name: 'reduce',
-          instances: 4,
-          resources: { cpu: 0.2, memory: 64 },
-          command: ['node', 'reduce.mjs', '${instance}'],
-          cwd: WORDCOUNT_DIR,
-          dependsOn: ['map'],
-          maxAttempts: 3,
-        },
-      ],
-    });
+    return smallWordcountSpec(name, ['bash', '-c', gate, 'map']);
   }
 
   function release(port: number): Promise<Server> {
@@ -254,13 +235,15 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
       let correct = ok;
       if (ok) {
         const counts = await wordcountResult(client, jobId, spec).catch(() => undefined);
-        correct = !!counts && JSON.stringify(Object.fromEntries([...counts].sort())) === JSON.stringify(Object.fromEntries([...(await expectedCounts(spec))].sort()));
+        correct =
+          !!counts && JSON.stringify(Object.fromEntries([...counts].sort())) === JSON.stringify(Object.fromEntries([...(await expectedCounts(spec))].sort()));
       }
       // Re-executions: attempts beyond the first of every instance the agents know of, and AM restarts.
       await healAll();
       const after = await workers(jobId);
       const attempts = new Map<string, number>();
-      for (const w of after) if (w.task !== '__am__') attempts.set(`${w.task}.${w.instance}`, Math.max(attempts.get(`${w.task}.${w.instance}`) ?? 0, w.attempt));
+      for (const w of after)
+        if (w.task !== '__am__') attempts.set(`${w.task}.${w.instance}`, Math.max(attempts.get(`${w.task}.${w.instance}`) ?? 0, w.attempt));
       const reruns = [...attempts.values()].map((a) => Math.max(0, a - 1));
       const amRestarts = Math.max(0, (info?.amAttempt ?? 1) - 1);
       const byId = new Map(after.map((w) => [w.workerId, w] as const));
@@ -321,7 +304,8 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
 
   /** Two hosts of the job that reach each other must stay mutually reachable: the placement check. */
   function mutuallyReachable(hosts: string[], broken: Array<[string, string]>): void {
-    for (const [a, b] of broken) expect(hosts.includes(a) && hosts.includes(b), `the job used both ${a} and ${b}, which cannot reach each other`).to.equal(false);
+    for (const [a, b] of broken)
+      expect(hosts.includes(a) && hosts.includes(b), `the job used both ${a} and ${b}, which cannot reach each other`).to.equal(false);
   }
 
   // ------------------------------------------------------------------ the cells
@@ -391,16 +375,23 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
     );
   });
 
-  it('M-W while it runs: the workers of a host the masters cannot reach run on; only a plan sent there that its grant cannot reach runs elsewhere', async () => {
+  it('M-W while it runs: the workers of a host the masters cannot reach run on past agentTimeoutMs, never lost, nothing re-run', async () => {
     await runCell('M-W', 'mid', async ({ amHost, mapHosts }) => {
       const x = mapHosts.find((h) => h !== amHost);
       expect(x, `a map host besides the AM's (${amHost})`).to.not.equal(undefined);
       await recordFromMasters(x!);
+      // The maps stay held past the masters' agentTimeoutMs, so that a node taken for dead would be
+      // lost and its work re-run; partitioned, it is neither.
+      await sleep(AGENT_TIMEOUT_MS + 3000);
+      if (AWARE) {
+        const state = (await client.nodes()).find((n) => n.node?.nodeId === nodeOf(x!))?.state;
+        expect(state, `${nodeOf(x!)} after ${AGENT_TIMEOUT_MS + 3000} ms cut from the masters`).to.equal('partitioned');
+      }
       return [];
     });
   });
 
-  it("M-D before the job: the AM is not placed on a host the masters cannot reach", async () => {
+  it('M-D before the job: the AM is not placed on a host the masters cannot reach', async () => {
     await runCell(
       'M-D',
       'pre',
@@ -413,7 +404,7 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
     );
   });
 
-  it("M-D while it runs: the AM moves (one re-execution), its workers run on", async () => {
+  it('M-D while it runs: the AM moves (one re-execution), its workers run on', async () => {
     await runCell('M-D', 'mid', async ({ amHost }) => {
       await recordFromMasters(amHost);
       return [];
@@ -453,8 +444,13 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
     } catch {
       /* first run */
     }
-    doc[AWARE ? 'aware' : 'unaware'] = { at: new Date().toISOString(), rows };
-    if (AWARE) doc.rows = rows;
+    // A run of some cells (mocha -g) replaces their rows and keeps the others of the same mode.
+    const key = AWARE ? 'aware' : 'unaware';
+    const earlier = ((doc[key] as { rows?: Row[] } | undefined)?.rows ?? []).filter((r) => !rows.some((x) => x.pair === r.pair && x.when === r.when));
+    const order = (r: Row): number => PAIRS.indexOf(r.pair) * 2 + (r.when === 'pre' ? 0 : 1);
+    const all = [...earlier, ...rows].sort((a, b) => order(a) - order(b));
+    doc[key] = { at: new Date().toISOString(), rows: all };
+    if (AWARE) doc.rows = all;
     writeFileSync(out, `${JSON.stringify(doc, null, 2)}\n`);
   }
 });
