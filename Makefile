@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -141,6 +141,15 @@ clean:
 # crashes; writes bench-results/detectors.json and detectors.svg.
 bench-detectors: build
 	node test/dist/bench/detectors.js $(BENCH_DETECTORS_ARGS)
+
+# Benchmark (not a test): what connectivity awareness costs with no partition. The same set of word
+# counts on a rack of its own (fxb, 10.216.0; etcd, 3 masters, 4 agent hosts) with probing on and
+# off, alternating, 5 rounds each: job completion time ratio, masters' and agents' CPU; and the probe
+# traffic of the median and the busiest agent at 1,000 simulated nodes (the master's own target
+# choice, then one real prober measured). Writes bench-results/partitions.json.
+# BENCH_PARTITIONS_ARGS passes options (--rounds, --jobs, --nodes, --skip-rack; see test/src/bench/partitions.ts).
+bench-partitions: build etcd rack-tools
+	node test/dist/bench/partitions.js $(BENCH_PARTITIONS_ARGS)
 
 # Benchmark (not a test): the AM host against dedicated AM processes. CPU and memory per job's AM
 # on a local cluster; one core step of a 100,000-instance job; the AM host's main-loop delay and its
