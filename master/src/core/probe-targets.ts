@@ -14,7 +14,7 @@
  *   needs, up to the bound.
  *
  * A node probes at most max(N - 1, probeMaxTargets) peers, 5 pings a second each at the agents'
- * default 200 ms period (docs/architecture.md, "Network partitions: probing", for what that costs).
+ * default 200 ms period (docs/architecture.md, "Network partitions", "Probing" and "What probing costs").
  *
  * `computeProbeTargets` is a pure function of the members and the apps. probing.ts
  * (`refreshProbeTargets`) recomputes them over the master state when membership (registration,

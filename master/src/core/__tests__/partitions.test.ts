@@ -284,7 +284,9 @@ describe('partitions between the master and an agent', () => {
     }
     expect(stateOf(h, 'n1')?.state).to.equal('partitioned');
     // Partitioned after the agent timing-out detection (3 s here); the AM, silent as long, goes then.
-    expect(launchedAt).to.be.greaterThan(0).and.at.most(DEFAULT_CONFIG.agentTimingOutMs + 3 * DEFAULT_CONFIG.amHeartbeatIntervalMs + 1000);
+    expect(launchedAt)
+      .to.be.greaterThan(0)
+      .and.at.most(DEFAULT_CONFIG.agentTimingOutMs + 3 * DEFAULT_CONFIG.amHeartbeatIntervalMs + 1000);
     expect(h.core.getJob('job-1')?.amAttempt).to.equal(2);
   });
 
