@@ -5,13 +5,19 @@
  * answering on top of the set the master acknowledged. A new leader starts empty and asks every
  * agent for its whole set (`resync`).
  *
- * Only what is broken is kept: a link a-b is broken when either end reports the other unreachable
- * (cuts are usually symmetric; an asymmetric one breaks traffic both ways for a job anyway). A pair
- * nobody probes counts as reachable.
+ * Only what is broken is kept. A report "a cannot reach b" counts (the link a-b is broken) once it
+ * is *confirmed*: b reports a as well (a cut stops the pings and pongs of both ends, so where both
+ * probe each other both report it within a heartbeat), or the master has heard b after the report
+ * and a detection delay (b is alive and still unreachable from a: `confirmReports`, at the
+ * master's tick). A peer that is merely down or restarting (killed, its agent coming back) is no
+ * broken link: it reports nothing, and nothing heard from it before the reports of its return
+ * confirms them (`nodeRestarted` dates the reports about it anew). A pair nobody probes counts as
+ * reachable.
  *
  * ```ts
  * const cs = newConnectivity(connectivityBase(epoch));
  * applyDelta(cs, 'a1', { seq: 1, baseSeq: 0, unreachable: ['a2'], reachable: [] }, now); // { ackSeq: 1, resync: false, changed: true }
+ * applyDelta(cs, 'a2', { seq: 1, baseSeq: 0, unreachable: ['a1'], reachable: [] }, now); // both ends: confirmed
  * reachable(cs, 'a2', 'a1'); // false
  * brokenLinks(cs);           // [{ a: 'a1', b: 'a2', sinceMs: now }]
  * ```
@@ -41,7 +47,11 @@ export interface ConnectivityState {
   partitioned: Set<string>;
   /** Prober -> the peers it probes (its probe targets, chosen by the master). */
   probes: Map<string, Set<string>>;
+  /** Confirmed reports, as `reportKey(from, to)`: only these make a link broken. */
+  confirmed: Set<string>;
 }
+
+const reportKey = (from: string, to: string): string => `${from}\u0000${to}`;
 
 export interface BrokenLink {
   a: string;
@@ -51,7 +61,7 @@ export interface BrokenLink {
 
 /** An empty graph whose versions start at `base` (see `connectivityBase`). */
 export function newConnectivity(base: number): ConnectivityState {
-  return { rows: new Map(), version: base, partitioned: new Set(), probes: new Map() };
+  return { rows: new Map(), version: base, partitioned: new Set(), probes: new Map(), confirmed: new Set() };
 }
 
 /**
@@ -89,9 +99,55 @@ export function applyDelta(
   }
   next.delete(nodeId);
   cs.rows.set(nodeId, { seq: d.seq, unreachable: next });
+  for (const p of before) if (!next.has(p)) cs.confirmed.delete(reportKey(nodeId, p));
+  // Both ends report each other: confirmed at once.
+  for (const p of next.keys()) {
+    if (cs.rows.get(p)?.unreachable.has(nodeId)) {
+      cs.confirmed.add(reportKey(nodeId, p));
+      cs.confirmed.add(reportKey(p, nodeId));
+    }
+  }
   const changed = before.size !== next.size || [...next.keys()].some((p) => !before.has(p));
   if (changed) cs.version++;
   return { ackSeq: d.seq, resync: false, changed };
+}
+
+/**
+ * Confirms the reports whose accused peer the master has heard since (`heardAt(to, t)`: heard at
+ * `t` or later, in its current run) `delayMs` after the report: alive, and still unreachable from
+ * the reporter, which would have reported it reachable again by then. Returns whether any link
+ * became broken (the version moved).
+ */
+export function confirmReports(cs: ConnectivityState, delayMs: number, heardAt: (nodeId: string, t: number) => boolean): boolean {
+  let changed = false;
+  for (const [from, row] of cs.rows) {
+    for (const [to, since] of row.unreachable) {
+      const key = reportKey(from, to);
+      if (cs.confirmed.has(key) || !heardAt(to, since + delayMs)) continue;
+      cs.confirmed.add(key);
+      changed = true;
+    }
+  }
+  if (changed) cs.version++;
+  return changed;
+}
+
+/**
+ * `nodeId` started again (its agent registered anew): reports about it made while it was down
+ * are dated now and wait for confirmation again. Returns whether a broken link went (the version
+ * moved).
+ */
+export function nodeRestarted(cs: ConnectivityState, nodeId: string, now: number): boolean {
+  let changed = false;
+  for (const [from, row] of cs.rows) {
+    if (!row.unreachable.has(nodeId)) continue;
+    row.unreachable.set(nodeId, now);
+    // A report the restarted node makes itself (a real cut) confirms it again at once.
+    if (cs.rows.get(nodeId)?.unreachable.has(from)) continue;
+    if (cs.confirmed.delete(reportKey(from, nodeId))) changed = true;
+  }
+  if (changed) cs.version++;
+  return changed;
 }
 
 /**
@@ -102,6 +158,7 @@ export function dropNode(cs: ConnectivityState, nodeId: string): boolean {
   const had = unreachablePeers(cs, nodeId).length > 0;
   cs.rows.delete(nodeId);
   for (const row of cs.rows.values()) row.unreachable.delete(nodeId);
+  dropConfirmed(cs, nodeId, true);
   cs.probes.delete(nodeId);
   for (const targets of cs.probes.values()) targets.delete(nodeId);
   const wasPartitioned = cs.partitioned.delete(nodeId);
@@ -118,9 +175,18 @@ export function forgetReports(cs: ConnectivityState, nodeId: string): boolean {
   cs.probes.delete(nodeId);
   if (!row) return false;
   cs.rows.delete(nodeId);
-  const changed = [...row.unreachable.keys()].some((p) => !cs.rows.get(p)?.unreachable.has(nodeId));
+  const changed = [...row.unreachable.keys()].some((p) => cs.confirmed.has(reportKey(nodeId, p)) && !cs.confirmed.has(reportKey(p, nodeId)));
+  dropConfirmed(cs, nodeId, false);
   if (changed) cs.version++;
   return changed;
+}
+
+/** Removes the confirmations of `nodeId`'s reports (and, with `about`, of reports about it). */
+function dropConfirmed(cs: ConnectivityState, nodeId: string, about: boolean): void {
+  for (const key of [...cs.confirmed]) {
+    const [from, to] = key.split('\u0000');
+    if (from === nodeId || (about && to === nodeId)) cs.confirmed.delete(key);
+  }
 }
 
 /** The nodes that probe `nodeId` (whose probe targets include it). */
@@ -149,21 +215,26 @@ export function vouchers(cs: ConnectivityState, nodeId: string, probers: Iterabl
 /** Whether hosts `a` and `b` reach each other (true for a pair nobody reports). */
 export function reachable(cs: ConnectivityState, a: string, b: string): boolean {
   if (a === b) return true;
-  return !(cs.rows.get(a)?.unreachable.has(b) || cs.rows.get(b)?.unreachable.has(a));
+  return !(cs.confirmed.has(reportKey(a, b)) || cs.confirmed.has(reportKey(b, a)));
 }
 
-/** Peers `nodeId` cannot reach or be reached by, sorted. */
+/** Peers `nodeId` cannot reach or be reached by (confirmed), sorted. */
 export function unreachablePeers(cs: ConnectivityState, nodeId: string): string[] {
-  const out = new Set(cs.rows.get(nodeId)?.unreachable.keys() ?? []);
-  for (const [id, row] of cs.rows) if (row.unreachable.has(nodeId)) out.add(id);
+  const out = new Set<string>();
+  for (const key of cs.confirmed) {
+    const [from, to] = key.split('\u0000') as [string, string];
+    if (from === nodeId) out.add(to);
+    else if (to === nodeId) out.add(from);
+  }
   return [...out].sort();
 }
 
-/** Every broken link once (a < b), the earliest report's time, sorted. */
+/** Every broken link (a confirmed report) once (a < b), the earliest report's time, sorted. */
 export function brokenLinks(cs: ConnectivityState): BrokenLink[] {
   const links = new Map<string, BrokenLink>();
   for (const [from, row] of cs.rows) {
     for (const [to, since] of row.unreachable) {
+      if (!cs.confirmed.has(reportKey(from, to))) continue;
       const [a, b] = from < to ? [from, to] : [to, from];
       const key = `${a}\u0000${b}`;
       const l = links.get(key);

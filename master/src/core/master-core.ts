@@ -31,7 +31,7 @@ import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type Ba
 import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
-import { connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
+import { confirmBrokenLinks, connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
 import { jobView, waitersMayPlace } from './placement-scope.js';
 import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
@@ -192,6 +192,7 @@ export class MasterCore {
       // Silent agents are marked lost first: work that the failover's releases free (an AM restart
       // that waited for unreported agents) must not land on an agent being lost in this same tick.
       let changed = tickNodes(st);
+      changed = confirmBrokenLinks(st) || changed;
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
       // A job waiting for connectivity gets a pass once the graph has changed.

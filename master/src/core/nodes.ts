@@ -7,7 +7,7 @@ import { AM_SU, fits, InvalidArgumentError, StaleEpochError, sub, ZERO } from '@
 import { checkAmLaunches, onAmWorker, repostAmFault } from './am-restart.js';
 import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
-import { probersOf, setPartitioned, vouchers } from './connectivity.js';
+import { nodeRestarted, probersOf, setPartitioned, vouchers } from './connectivity.js';
 import type { FaultKind } from './fault-fsm.js';
 import { isLive, isRegistered, PROBE_DETECTION_MS, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
 import { membersChanged, nodeLost, unreachablePeersByNode } from './probing.js';
@@ -200,8 +200,18 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
   return { reregister: false };
 }
 
-/** The agent was heard from (registration, heartbeat, report): its failure detector learns the arrival. */
+/**
+ * The agent was heard from (registration, heartbeat, report): its failure detector learns the
+ * arrival. Heard after a gap (a restart, a pause, a cut from the master), reports of peers that
+ * could not reach it meanwhile wait for confirmation anew (connectivity.ts `nodeRestarted`).
+ */
 export function heard(st: MasterState, node: NodeState): void {
+  if (st.now - node.lastHeartbeatMs > 2 * st.cfg.heartbeatIntervalMs && nodeRestarted(st.connectivity, node.info.nodeId, st.now)) {
+    st.log.info(
+      { nodeId: node.info.nodeId, version: st.connectivity.version },
+      'agent heard again after a gap: reports of peers that could not reach it wait for confirmation',
+    );
+  }
   node.lastHeartbeatMs = st.now;
   let d = st.detectors.get(node.info.nodeId);
   if (!d) {

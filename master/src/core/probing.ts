@@ -20,8 +20,8 @@
  * ```
  */
 import { hostOf } from '@fuxi/common';
-import { applyDelta, brokenLinks, dropNode, forgetReports } from './connectivity.js';
-import { isRegistered, type MasterState, type NodeState } from './master-state.js';
+import { applyDelta, brokenLinks, confirmReports, dropNode, forgetReports } from './connectivity.js';
+import { isRegistered, PROBE_DETECTION_MS, type MasterState, type NodeState } from './master-state.js';
 import { computeProbeTargets, DEFAULT_PROBE_TARGETS, type ProbeApp, type ProbeMember, type ProbePeerView, type ProbeTargetsConfig } from './probe-targets.js';
 import type { ConnectivityView, HeartbeatInput } from './types.js';
 
@@ -177,13 +177,31 @@ export function unreachablePeersByNode(st: MasterState): Map<string, string[]> {
     if (s) s.add(b);
     else sets.set(a, new Set([b]));
   };
-  for (const [from, row] of st.connectivity.rows) {
-    for (const to of row.unreachable.keys()) {
-      add(from, to);
-      add(to, from);
-    }
+  for (const l of brokenLinks(st.connectivity)) {
+    add(l.a, l.b);
+    add(l.b, l.a);
   }
   return new Map([...sets].map(([id, s]) => [id, [...s].sort()]));
+}
+
+/**
+ * Confirms the reports whose accused peer the master has heard (or, partitioned from the master,
+ * peers vouch for) a detection delay after the report (`probeDetectionMs` plus a heartbeat
+ * interval: long enough for the reporter to say it reaches the peer again, had the peer only been
+ * down). Returns whether a link became broken.
+ */
+export function confirmBrokenLinks(st: MasterState): boolean {
+  const cs = st.connectivity;
+  if (cs.rows.size === 0) return false;
+  const delayMs = (st.cfg.probeDetectionMs ?? PROBE_DETECTION_MS) + st.cfg.heartbeatIntervalMs;
+  const changed = confirmReports(cs, delayMs, (nodeId, t) => {
+    const n = st.nodes.get(nodeId);
+    if (!n) return false;
+    if (cs.partitioned.has(nodeId)) return st.now >= t;
+    return n.status === 'healthy' && n.lastHeartbeatMs >= t;
+  });
+  if (changed) st.log.info({ version: cs.version, brokenLinks: brokenLinks(cs).map((l) => `${l.a}-${l.b}`) }, 'broken links confirmed');
+  return changed;
 }
 
 /** The graph as `fuxi cluster status` shows it. */

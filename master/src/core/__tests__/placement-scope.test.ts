@@ -17,18 +17,23 @@ function cluster(config: Partial<MasterCoreConfig> = {}): Harness {
   return new Harness({ nodes: NODES, config });
 }
 
-/** `from` reports `to` unreachable (on top of what it reported before). */
-function cut(h: Harness, from: string, to: string): void {
+/** One end's report on top of what it reported before. */
+function report(h: Harness, from: string, to: string, cut: boolean): void {
   const cs = h.core.connectivity;
   const seq = cs.rows.get(from)?.seq ?? 0;
-  applyDelta(cs, from, { seq: seq + 1, baseSeq: seq, unreachable: [to], reachable: [] }, h.now);
+  applyDelta(cs, from, { seq: seq + 1, baseSeq: seq, unreachable: cut ? [to] : [], reachable: cut ? [] : [to] }, h.now);
 }
 
-/** `from` reaches `to` again. */
+/** The link `from`-`to` is cut: both ends report it (as probing peers do), so it is confirmed. */
+function cut(h: Harness, from: string, to: string): void {
+  report(h, from, to, true);
+  report(h, to, from, true);
+}
+
+/** `from` and `to` reach each other again. */
 function heal(h: Harness, from: string, to: string): void {
-  const cs = h.core.connectivity;
-  const seq = cs.rows.get(from)?.seq ?? 0;
-  applyDelta(cs, from, { seq: seq + 1, baseSeq: seq, unreachable: [], reachable: [to] }, h.now);
+  report(h, from, to, false);
+  report(h, to, from, false);
 }
 
 /** Slots of `suId` per node in the app's assignments (as its AM would hold them). */
@@ -193,7 +198,7 @@ describe('connectivity-aware placement (master core)', () => {
       cut(h, 'a2', 'a1');
       setPartitioned(h.core.connectivity, 'a4', true);
       expect(h.request('job-1', [], { connectivityVersion: base }).connectivity).to.deep.equal({
-        version: base + 2,
+        version: base + 3, // two reports (one per end), then a4
         brokenLinks: [{ a: 'a1', b: 'a2', sinceMs: h.now }],
         partitioned: ['a4'],
       });

@@ -167,18 +167,48 @@ describe('probe targets and reports in the master core', () => {
     h.advance(100);
     expect(beat(h, 'a1', delta(2, 1, ['a2'])).connectivitySeq).to.equal(2);
     const peers = () => Object.fromEntries(h.core.listNodes().map((n) => [n.info.nodeId, n.unreachablePeers]));
+    // One end only: a2 may just be down (a restart); not a broken link yet.
+    expect(peers()).to.deep.equal({ a1: [], a2: [], a3: [] });
+    const since = h.now;
+    beat(h, 'a2', delta(2, 1, ['a1'])); // the other end too: confirmed, one link
     expect(peers()).to.deep.equal({ a1: ['a2'], a2: ['a1'], a3: [] });
     const c = h.core.clusterStatus(h.now).connectivity;
-    expect(c.brokenLinks).to.deep.equal([{ a: 'a1', b: 'a2', sinceMs: h.now }]);
+    expect(c.brokenLinks).to.deep.equal([{ a: 'a1', b: 'a2', sinceMs: since }]);
     expect(c.partitioned).to.deep.equal([]);
     const v = c.version;
-    beat(h, 'a2', delta(2, 1, ['a1'])); // the other end too: still one link
-    expect(h.core.clusterStatus(h.now).connectivity.brokenLinks).to.have.length(1);
     beat(h, 'a1', delta(3, 2, [], ['a2']));
     beat(h, 'a2', delta(3, 2, [], ['a1']));
     expect(peers()).to.deep.equal({ a1: [], a2: [], a3: [] });
     expect(h.core.clusterStatus(h.now).connectivity.brokenLinks).to.deep.equal([]);
     expect(h.core.clusterStatus(h.now).connectivity.version).to.be.greaterThan(v);
+  });
+
+  it('confirms a one-sided report once the accused peer is heard a detection delay after it; not a peer that was down', () => {
+    const h = harness(3, { heartbeatIntervalMs: 300, probeDetectionMs: 1000 });
+    h.tick();
+    for (const id of ['a1', 'a2', 'a3']) beat(h, id, delta(1, 0));
+    const links = () => h.core.clusterStatus(h.now).connectivity.brokenLinks.map((l) => `${l.a}-${l.b}`);
+    // a1 cannot reach a3 (a3 does not say so, e.g. it does not probe a1); a3 beats on.
+    beat(h, 'a1', delta(2, 1, ['a3']));
+    for (let t = 0; t < 4; t++) {
+      h.advance(300);
+      for (const id of ['a1', 'a2', 'a3'])
+        h.heartbeat(id, { connectivity: { seq: id === 'a1' ? 2 : 1, baseSeq: id === 'a1' ? 2 : 1, unreachable: [], reachable: [] } });
+      h.tick();
+      expect(links(), `at ${(t + 1) * 300} ms`).to.deep.equal([]);
+    }
+    h.advance(300);
+    h.heartbeat('a3', { connectivity: { seq: 1, baseSeq: 1, unreachable: [], reachable: [] } });
+    h.tick(); // heard 1.5 s after the report: 1 s detection + one interval
+    expect(links()).to.deep.equal(['a1-a3']);
+    // a3 goes quiet for 2 s (paused), comes back: a1's report waits again, and a1 soon reaches it.
+    h.advance(2000);
+    h.heartbeat('a3', { connectivity: { seq: 1, baseSeq: 1, unreachable: [], reachable: [] } });
+    expect(links()).to.deep.equal([]);
+    h.advance(300);
+    beat(h, 'a1', delta(3, 2, [], ['a3']));
+    h.tick();
+    expect(links()).to.deep.equal([]);
   });
 
   it('asks for the whole set when it lacks the base (a new leader), and ignores peers it does not know', () => {
@@ -188,6 +218,7 @@ describe('probe targets and reports in the master core', () => {
     expect(r).to.deep.include({ connectivitySeq: 0, connectivityResync: true });
     expect(h.core.listNodes()[0]!.unreachablePeers).to.deep.equal([]);
     expect(beat(h, 'a1', delta(5, 0, ['a2', 'ghost']))).to.deep.include({ connectivitySeq: 5, connectivityResync: false });
+    expect(beat(h, 'a2', delta(1, 0, ['a1']))).to.deep.include({ connectivitySeq: 1 });
     expect(h.core.clusterStatus(h.now).connectivity.brokenLinks.map((l) => `${l.a}-${l.b}`)).to.deep.equal(['a1-a2']);
   });
 
@@ -195,8 +226,10 @@ describe('probe targets and reports in the master core', () => {
     const h = harness(2);
     h.tick();
     beat(h, 'a1', delta(1, 0, ['a2']));
+    beat(h, 'a2', delta(1, 0, ['a1']));
     expect(h.core.clusterStatus(h.now).connectivity.brokenLinks).to.have.length(1);
     h.heartbeat('a1');
+    h.heartbeat('a2');
     expect(h.core.clusterStatus(h.now).connectivity.brokenLinks).to.deep.equal([]);
   });
 
@@ -208,7 +241,8 @@ describe('probe targets and reports in the master core', () => {
     // a3 cannot reach a1 nor a2: a2 is cut from everyone (a peer still reaching it would vouch for
     // it: partitioned from the master, never lost).
     beat(h, 'a3', delta(2, 1, ['a1', 'a2']), v.a3);
-    expect(h.core.clusterStatus(h.now).connectivity.brokenLinks).to.have.length(3);
+    // a1-a2 both ends report: broken. a3's reports wait for a1 and a2 to be heard after them.
+    expect(h.core.clusterStatus(h.now).connectivity.brokenLinks).to.have.length(1);
     // a2 goes silent until it is lost; a1 and a3 keep beating.
     for (let t = 0; t < 11; t++) {
       h.advance(1000);
