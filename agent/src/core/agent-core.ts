@@ -156,9 +156,10 @@ export class AgentCore {
   }
 
   /**
-   * A master answered (registration or heartbeat): grants can reach this agent. With the
-   * heartbeat interval the master set, a plan without a grant is rejected after three intervals
-   * (at least 1 s) of silence from the masters (`noGrantNoMasterMs`).
+   * A master process answered (registration, heartbeat, or a standby's redirect in a failover):
+   * this agent is not cut off from the masters. With the heartbeat interval the master set, a plan
+   * without a grant is rejected after three intervals (at least 1 s) of silence from every master
+   * (`noGrantNoMasterMs`).
    */
   masterHeard(now: number, heartbeatIntervalMs?: number): void {
     this.st.masterHeardAtMs = now;

@@ -203,9 +203,10 @@ export interface AgentCoreConfig {
   /** A plan that found no grant with room for this long is REJECTED (default 60 s). */
   pendingTimeoutMs?: number;
   /**
-   * A plan with no grant at all is REJECTED sooner, after this long, while the master has not been
-   * heard (`masterHeard`) for as long: the grant it names cannot arrive while the agent is cut off
-   * from the master (default 3 s; the shell passes three heartbeat intervals, at least 1 s).
+   * A plan with no grant at all is REJECTED sooner, after this long, while no master process has
+   * answered (`masterHeard`; a standby's redirect in a failover counts) for as long: the grant it
+   * names cannot arrive while the agent is cut off from the masters (default 3 s; the shell passes
+   * three heartbeat intervals, at least 1 s).
    */
   noGrantNoMasterMs?: number;
   /** Finished workers are forgotten after this long (default 24 h). */

@@ -431,6 +431,9 @@ export class Agent {
     return new MasterConnection(addresses, {
       retryForMs: 1000,
       onRedirect: (from, to) => this.log.info({ from, to }, 'following master redirect'),
+      // A master process answers (a standby's redirect in a failover included): this agent is not
+      // cut off from the masters, whatever the leader is doing (see noGrantNoMasterMs).
+      onAnswer: () => this.core.masterHeard(this.now()),
     });
   }
 

@@ -22,6 +22,12 @@ export interface MasterConnectionOptions {
   /** Give up after this long of failed attempts (default 30 s). */
   retryForMs?: number;
   onRedirect?: (from: string, to: string) => void;
+  /**
+   * A master process answered at `address`: a result, a redirect, or any refusal that is not a
+   * failure to reach it (UNAVAILABLE, DEADLINE_EXCEEDED). A standby's redirect during a failover
+   * counts; silence from every master (a cut) does not.
+   */
+  onAnswer?: (address: string) => void;
 }
 
 export class MasterConnection {
@@ -66,10 +72,13 @@ export class MasterConnection {
     for (;;) {
       const fn = (this.client() as unknown as Record<string, (r: unknown, o: CallOptions) => Promise<ResOf<MasterServiceDefinition[K]>>>)[method]!;
       try {
-        return await fn(req, opts);
+        const res = await fn(req, opts);
+        this.opts.onAnswer?.(this.current);
+        return res;
       } catch (e) {
         if (!(e instanceof RpcError)) throw e;
         const leader = e.leader;
+        if (leader || !isTransientError(e)) this.opts.onAnswer?.(this.current);
         if (leader && leader !== this.current) {
           this.opts.onRedirect?.(this.current, leader);
           this.current = leader;

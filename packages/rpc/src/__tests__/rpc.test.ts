@@ -123,10 +123,12 @@ describe('rpc plumbing', () => {
     const standby = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster(leader.address)], log: nullLogger });
     servers.push(standby);
     const redirects: string[] = [];
-    const conn = new MasterConnection([standby.address], { onRedirect: (_f, to) => redirects.push(to) });
+    const answers: string[] = [];
+    const conn = new MasterConnection([standby.address], { onRedirect: (_f, to) => redirects.push(to), onAnswer: (a) => answers.push(a) });
     const res = await conn.call('GetJob', { jobId: 'j1' });
     expect(res.job?.jobId).to.equal('j1');
     expect(redirects).to.deep.equal([leader.address]);
+    expect(answers).to.deep.equal([standby.address, leader.address]);
     expect(conn.address).to.equal(leader.address);
     conn.close();
   });
@@ -136,9 +138,11 @@ describe('rpc plumbing', () => {
       const probe = new grpc.Server();
       probe.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, p) => probe.tryShutdown(() => resolve(p)));
     });
-    const conn = new MasterConnection([`127.0.0.1:${port}`], { retryForMs: 10_000 });
+    const answers: string[] = [];
+    const conn = new MasterConnection([`127.0.0.1:${port}`], { retryForMs: 10_000, onAnswer: (a) => answers.push(a) });
     const pending = conn.call('GetJob', { jobId: 'j1' }, { retry: true, deadlineMs: 500 });
     await new Promise((r) => setTimeout(r, 300));
+    expect(answers, 'nobody answered yet').to.deep.equal([]);
     const s = await startServer({ bind: `127.0.0.1:${port}`, services: [fakeMaster()], log: nullLogger });
     servers.push(s);
     const res = await pending;
