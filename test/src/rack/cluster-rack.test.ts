@@ -17,14 +17,15 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FuxiClient, JobSpec } from '@fuxi/client';
-import { BIN, expectedCounts, isAlive, waitExit, smallWordcountSpec, wordcountResult, wordcountSpec, WORDCOUNT_DIR } from '@fuxi/deploy';
+import { BIN, expectedCounts, isAlive, waitExit, wordcountResult, wordcountSpec, WORDCOUNT_DIR } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import { until } from '../harness.js';
+import { gatedWordCount as gatedWordCountOn, openGate } from './gate.js';
 import { RackCluster } from './rack-cluster.js';
 
 const run = promisify(execFile);
@@ -103,24 +104,8 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
     return last!;
   }
 
-  /**
-   * The word count, its maps held until a TCP port on the test process's address opens (`bash`'s
-   * /dev/tcp: a release that crosses the network, like everything else here).
-   */
-  function gatedWordCount(name: string, port: number): JobSpec {
-    const ip = rc!.rack.bridgeIp;
-    const gate = `until (exec 3<>/dev/tcp/${ip}/${port}) 2>/dev/null; do sleep 0.2; done; exec node map.mjs "$1" "$2"`;
-    return smallWordcountSpec(name, ['bash', '-c', gate, 'map']);
-  }
-
-  /** Opens the gate: a listener on the bridge address that the gated workers can connect to. */
-  function release(port: number): Promise<Server> {
-    return new Promise((resolve, reject) => {
-      const srv = createServer((s) => s.destroy());
-      srv.once('error', reject);
-      srv.listen(port, rc!.rack.bridgeIp, () => resolve(srv));
-    });
-  }
+  const gatedWordCount = (name: string, port: number): JobSpec => gatedWordCountOn(name, rc!.rack.bridgeIp, port);
+  const release = (port: number): Promise<Server> => openGate(rc!.rack.bridgeIp, port);
 
   async function startGated(name: string): Promise<{ jobId: string; spec: JobSpec; port: number; pids: Map<string, number> }> {
     const port = gatePort++;

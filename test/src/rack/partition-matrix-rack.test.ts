@@ -23,13 +23,14 @@
  */
 import { expect } from 'chai';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
+import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient, JobInfo, JobSpec } from '@fuxi/client';
-import { REPO_ROOT, expectedCounts, smallWordcountSpec, wordcountResult } from '@fuxi/deploy';
+import { REPO_ROOT, expectedCounts, wordcountResult } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import { sleep, until } from '../harness.js';
+import { gatedWordCount as gatedWordCountOn, openGate } from './gate.js';
 import { MASTER_HOSTS, RackCluster } from './rack-cluster.js';
 
 const AWARE = process.env.FUXI_CONNECTIVITY_AWARE !== '0';
@@ -142,20 +143,8 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
     return out;
   }
 
-  /** The word count, its maps held until a TCP port on the test process's address opens. */
-  function gatedWordCount(name: string, port: number): JobSpec {
-    const ip = rc!.rack.bridgeIp;
-    const gate = `until (exec 3<>/dev/tcp/${ip}/${port}) 2>/dev/null; do sleep 0.2; done; exec node map.mjs "$1" "$2"`;
-    return smallWordcountSpec(name, ['bash', '-c', gate, 'map']);
-  }
-
-  function release(port: number): Promise<Server> {
-    return new Promise((resolve, reject) => {
-      const srv = createServer((s) => s.destroy());
-      srv.once('error', reject);
-      srv.listen(port, rc!.rack.bridgeIp, () => resolve(srv));
-    });
-  }
+  const gatedWordCount = (name: string, port: number): JobSpec => gatedWordCountOn(name, rc!.rack.bridgeIp, port);
+  const release = (port: number): Promise<Server> => openGate(rc!.rack.bridgeIp, port);
 
   const succeededCount = (j: JobInfo): number => j.tasks.reduce((s, t) => s + t.succeeded, 0);
 
