@@ -77,6 +77,13 @@ export interface JobSpec {
    * ignores broken links between hosts).
    */
   network?: JobNetwork;
+  /**
+   * Speculative execution of slow attempts ('' or absent: 'path'). 'off': none. 'base': a backup
+   * of an attempt whose progress rate is far below its peers' (LATE), the first to finish wins.
+   * 'path': also path-based speculation (PBSE): the host common to slow data paths is found and the
+   * work it serves or reads moves off it.
+   */
+  speculation?: SpeculationMode;
   /** A member of a job array (set by `submitArray` / `fuxi submit --array`, not in job files). */
   array?: JobArrayRef;
 }
@@ -91,6 +98,22 @@ export interface JobArrayRef {
 export type AgentTimeoutPolicy = 'wait' | 'rerun';
 
 export type AmMode = 'shared' | 'dedicated';
+
+/** '' (unset) is 'path'. */
+export type SpeculationMode = '' | 'off' | 'base' | 'path';
+
+/** The speculation mode a job runs with ('' and absent mean 'path'). */
+export function speculationOf(spec: Pick<JobSpec, 'speculation'>): Exclude<SpeculationMode, ''> {
+  return spec.speculation || DEFAULT_SPECULATION;
+}
+
+/**
+ * Backups a task may run at once beside the attempts they back up: a tenth of its instances, at
+ * least one. The master's request limit (`speculationAllowance`, default 0.1) leaves that room.
+ */
+export function speculationCap(instances: number, fraction = 0.1): number {
+  return Math.max(1, Math.ceil(fraction * instances));
+}
 
 /** '' (unset) is 'connected'. */
 export type JobNetwork = '' | 'connected' | 'independent';
@@ -127,6 +150,8 @@ export const DEFAULT_ON_AGENT_TIMEOUT: AgentTimeoutPolicy = 'rerun';
 export const DEFAULT_RERUN_AFTER_MS = 30_000;
 export const AGENT_TIMEOUT_POLICIES: readonly AgentTimeoutPolicy[] = ['wait', 'rerun'];
 export const JOB_NETWORKS: readonly JobNetwork[] = ['connected', 'independent'];
+export const SPECULATION_MODES: readonly SpeculationMode[] = ['off', 'base', 'path'];
+export const DEFAULT_SPECULATION: Exclude<SpeculationMode, ''> = 'path';
 export const MAX_INSTANCES = 100_000;
 export const JOB_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const TASK_NAME_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
@@ -135,7 +160,7 @@ const MAX_NAME_LENGTH = 255;
 const INT32_MAX = 2 ** 31 - 1;
 const INT32_MIN = -(2 ** 31);
 
-const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs', 'network'] as const;
+const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs', 'network', 'speculation'] as const;
 const TASK_FIELDS = ['name', 'instances', 'resources', 'command', 'env', 'cwd', 'maxAttempts', 'dependsOn', 'locality', 'priority'] as const;
 const RESOURCE_FIELDS = ['cpu', 'memory'] as const;
 const AM_FIELDS = ['mode', 'cpu', 'memory'] as const;
@@ -201,6 +226,8 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   const rerunAfterMs = optInteger(top.rerunAfterMs, 'rerunAfterMs') ?? DEFAULT_RERUN_AFTER_MS;
   const network = optString(top.network, 'network');
   if (network === '') throw new InvalidArgumentError('network', 'must be "connected" or "independent" (omit it for "connected"), got ""');
+  const speculation = optString(top.speculation, 'speculation');
+  if (speculation === '') throw new InvalidArgumentError('speculation', 'must be "off", "base" or "path" (omit it for "path"), got ""');
 
   return validateJobSpec({
     jobId,
@@ -214,6 +241,7 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
     onAgentTimeout: onAgentTimeout as AgentTimeoutPolicy,
     rerunAfterMs,
     ...(network !== undefined ? { network: network as JobNetwork } : {}),
+    ...(speculation !== undefined ? { speculation: speculation as SpeculationMode } : {}),
   });
 }
 
@@ -386,6 +414,14 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     );
   }
   if (network !== '') out.network = network as JobNetwork;
+  const speculation: unknown = spec.speculation ?? '';
+  if (speculation !== '' && !SPECULATION_MODES.includes(speculation as SpeculationMode)) {
+    throw new InvalidArgumentError(
+      'speculation',
+      `must be "off", "base" (backups of slow attempts) or "path" (also path-based: moves work off a slow host), got ${describe(speculation)}`,
+    );
+  }
+  if (speculation !== '') out.speculation = speculation as SpeculationMode;
 
   if (spec.array) out.array = checkArray(spec.array);
 

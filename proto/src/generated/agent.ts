@@ -19,6 +19,7 @@ import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fu
 import type { LogChunk as _fuxi_v1_LogChunk, LogChunk__Output as _fuxi_v1_LogChunk__Output } from './fuxi/v1/LogChunk.js';
 import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 import type { OutputChunk as _fuxi_v1_OutputChunk, OutputChunk__Output as _fuxi_v1_OutputChunk__Output } from './fuxi/v1/OutputChunk.js';
+import type { PathRecord as _fuxi_v1_PathRecord, PathRecord__Output as _fuxi_v1_PathRecord__Output } from './fuxi/v1/PathRecord.js';
 import type { ReadLogRequest as _fuxi_v1_ReadLogRequest, ReadLogRequest__Output as _fuxi_v1_ReadLogRequest__Output } from './fuxi/v1/ReadLogRequest.js';
 import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from './fuxi/v1/Resource.js';
 import type { StartWorkersRequest as _fuxi_v1_StartWorkersRequest, StartWorkersRequest__Output as _fuxi_v1_StartWorkersRequest__Output } from './fuxi/v1/StartWorkersRequest.js';
@@ -62,6 +63,7 @@ export interface ProtoGrpcType {
       LogChunk: MessageTypeDefinition<_fuxi_v1_LogChunk, _fuxi_v1_LogChunk__Output>
       NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
       OutputChunk: MessageTypeDefinition<_fuxi_v1_OutputChunk, _fuxi_v1_OutputChunk__Output>
+      PathRecord: MessageTypeDefinition<_fuxi_v1_PathRecord, _fuxi_v1_PathRecord__Output>
       ReadLogRequest: MessageTypeDefinition<_fuxi_v1_ReadLogRequest, _fuxi_v1_ReadLogRequest__Output>
       Resource: MessageTypeDefinition<_fuxi_v1_Resource, _fuxi_v1_Resource__Output>
       StartWorkersRequest: MessageTypeDefinition<_fuxi_v1_StartWorkersRequest, _fuxi_v1_StartWorkersRequest__Output>

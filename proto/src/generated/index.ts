@@ -48,6 +48,7 @@ export type { NodeInfo, NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 export type { NodeStatus, NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
 export type { OutputChunk, OutputChunk__Output } from './fuxi/v1/OutputChunk.js';
 export type { OutstandingRequest, OutstandingRequest__Output } from './fuxi/v1/OutstandingRequest.js';
+export type { PathRecord, PathRecord__Output } from './fuxi/v1/PathRecord.js';
 export type { PlacementConstraints, PlacementConstraints__Output } from './fuxi/v1/PlacementConstraints.js';
 export type { ProbePeer, ProbePeer__Output } from './fuxi/v1/ProbePeer.js';
 export type { ProbeTargets, ProbeTargets__Output } from './fuxi/v1/ProbeTargets.js';

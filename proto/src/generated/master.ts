@@ -35,6 +35,7 @@ import type { MasterServiceClient as _fuxi_v1_MasterServiceClient, MasterService
 import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 import type { NodeStatus as _fuxi_v1_NodeStatus, NodeStatus__Output as _fuxi_v1_NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
 import type { OutstandingRequest as _fuxi_v1_OutstandingRequest, OutstandingRequest__Output as _fuxi_v1_OutstandingRequest__Output } from './fuxi/v1/OutstandingRequest.js';
+import type { PathRecord as _fuxi_v1_PathRecord, PathRecord__Output as _fuxi_v1_PathRecord__Output } from './fuxi/v1/PathRecord.js';
 import type { PlacementConstraints as _fuxi_v1_PlacementConstraints, PlacementConstraints__Output as _fuxi_v1_PlacementConstraints__Output } from './fuxi/v1/PlacementConstraints.js';
 import type { ProbePeer as _fuxi_v1_ProbePeer, ProbePeer__Output as _fuxi_v1_ProbePeer__Output } from './fuxi/v1/ProbePeer.js';
 import type { ProbeTargets as _fuxi_v1_ProbeTargets, ProbeTargets__Output as _fuxi_v1_ProbeTargets__Output } from './fuxi/v1/ProbeTargets.js';
@@ -118,6 +119,7 @@ export interface ProtoGrpcType {
       NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
       NodeStatus: MessageTypeDefinition<_fuxi_v1_NodeStatus, _fuxi_v1_NodeStatus__Output>
       OutstandingRequest: MessageTypeDefinition<_fuxi_v1_OutstandingRequest, _fuxi_v1_OutstandingRequest__Output>
+      PathRecord: MessageTypeDefinition<_fuxi_v1_PathRecord, _fuxi_v1_PathRecord__Output>
       PlacementConstraints: MessageTypeDefinition<_fuxi_v1_PlacementConstraints, _fuxi_v1_PlacementConstraints__Output>
       ProbePeer: MessageTypeDefinition<_fuxi_v1_ProbePeer, _fuxi_v1_ProbePeer__Output>
       ProbeTargets: MessageTypeDefinition<_fuxi_v1_ProbeTargets, _fuxi_v1_ProbeTargets__Output>

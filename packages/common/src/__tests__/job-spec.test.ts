@@ -248,7 +248,7 @@ describe('job spec', () => {
           'an unknown top-level field',
           userJob({ taks: [] }),
           '',
-          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network\); did you mean "tasks"\?$/,
+          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network, speculation\); did you mean "tasks"\?$/,
         ],
         [
           'an unknown task field',

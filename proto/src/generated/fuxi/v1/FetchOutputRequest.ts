@@ -21,6 +21,11 @@ export interface FetchOutputRequest {
    * Start at this byte (resuming an interrupted fetch).
    */
   'offset'?: (number | string | Long);
+  /**
+   * Who reads (optional; the data service reports the path's progress to the reader's AM).
+   */
+  'readerWorkerId'?: (string);
+  'readerNodeId'?: (string);
 }
 
 export interface FetchOutputRequest__Output {
@@ -42,4 +47,9 @@ export interface FetchOutputRequest__Output {
    * Start at this byte (resuming an interrupted fetch).
    */
   'offset': (string);
+  /**
+   * Who reads (optional; the data service reports the path's progress to the reader's AM).
+   */
+  'readerWorkerId': (string);
+  'readerNodeId': (string);
 }

@@ -41,6 +41,12 @@ export interface JobSpec {
    */
   'network'?: (string);
   /**
+   * Speculative execution of slow attempts: "off", "base" (LATE: a backup of an attempt whose
+   * progress rate is far below its peers') or "path" (default: also path-based speculation, which
+   * finds the host common to slow data paths and moves the work that host serves or reads).
+   */
+  'speculation'?: (string);
+  /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
    */
@@ -83,6 +89,12 @@ export interface JobSpec__Output {
    * ignores partial partitions between hosts).
    */
   'network': (string);
+  /**
+   * Speculative execution of slow attempts: "off", "base" (LATE: a backup of an attempt whose
+   * progress rate is far below its peers') or "path" (default: also path-based speculation, which
+   * finds the host common to slow data paths and moves the work that host serves or reads).
+   */
+  'speculation': (string);
   /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).

@@ -17,6 +17,15 @@ export interface TaskProgress {
    * job's other hosts (not failed attempts).
    */
   'reexecutions'?: (number);
+  /**
+   * Fraction done over its instances (0-1): succeeded ones count 1, running ones what they report.
+   */
+  'progress'?: (number | string);
+  /**
+   * Speculative attempts started: backups beside a slow attempt, and attempts moved off a slow host
+   * (speculation.ts of the DAG AM).
+   */
+  'backups'?: (number);
 }
 
 export interface TaskProgress__Output {
@@ -35,4 +44,13 @@ export interface TaskProgress__Output {
    * job's other hosts (not failed attempts).
    */
   'reexecutions': (number);
+  /**
+   * Fraction done over its instances (0-1): succeeded ones count 1, running ones what they report.
+   */
+  'progress': (number);
+  /**
+   * Speculative attempts started: backups beside a slow attempt, and attempts moved off a slow host
+   * (speculation.ts of the DAG AM).
+   */
+  'backups': (number);
 }

@@ -2,6 +2,7 @@
 
 import type { WorkerState as _fuxi_v1_WorkerState, WorkerState__Output as _fuxi_v1_WorkerState__Output } from '../../fuxi/v1/WorkerState.js';
 import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+import type { PathRecord as _fuxi_v1_PathRecord, PathRecord__Output as _fuxi_v1_PathRecord__Output } from '../../fuxi/v1/PathRecord.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface WorkerStatus {
@@ -21,6 +22,14 @@ export interface WorkerStatus {
   'startedAtMs'?: (number | string | Long);
   'finishedAtMs'?: (number | string | Long);
   'resource'?: (_fuxi_v1_Resource | null);
+  /**
+   * What the worker reported of its progress (running workers; 0-1, 0 also when it reports none).
+   */
+  'progress'?: (number | string);
+  /**
+   * The worker's reads from other hosts, as it measured them (the SDK's fetches).
+   */
+  'paths'?: (_fuxi_v1_PathRecord)[];
 }
 
 export interface WorkerStatus__Output {
@@ -40,4 +49,12 @@ export interface WorkerStatus__Output {
   'startedAtMs': (string);
   'finishedAtMs': (string);
   'resource': (_fuxi_v1_Resource__Output | null);
+  /**
+   * What the worker reported of its progress (running workers; 0-1, 0 also when it reports none).
+   */
+  'progress': (number);
+  /**
+   * The worker's reads from other hosts, as it measured them (the SDK's fetches).
+   */
+  'paths': (_fuxi_v1_PathRecord__Output)[];
 }
