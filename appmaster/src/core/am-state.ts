@@ -10,7 +10,7 @@
  */
 import { DEFAULT_ON_AGENT_TIMEOUT, DEFAULT_RERUN_AFTER_MS, nullLogger, taskPriority, type AgentTimeoutPolicy, type Logger } from '@fuxi/common';
 import { encodeEntry, type SnapshotEntry } from './snapshot.js';
-import type { AmEffect, JobSpec, RequestDelta, ScheduleUnitConfig, SlotReturn, TaskSpec, WorkerEvent, WorkerPlan } from './types.js';
+import type { AmEffect, JobSpec, PathRecord, RequestDelta, ScheduleUnitConfig, SlotReturn, TaskSpec, WorkerEvent, WorkerPlan } from './types.js';
 
 export interface DagAmOptions {
   log?: Logger;
@@ -53,6 +53,8 @@ export interface Shadow {
   started: boolean;
   /** Planned by an earlier AM attempt: its agent may not send us its events (polled). */
   readonly adopted: boolean;
+  /** A slow attempt a speculative backup runs beside (speculation.ts): counted in `Task.speculating`. */
+  readonly speculative?: boolean;
 }
 
 /** One instance of a task: its current (or last) attempt, its shadows and what it learnt from failures. */
@@ -85,6 +87,8 @@ export interface Instance {
   /** Older attempts still alive (replaced on a timing-out node, or adopted duplicates): first success wins. */
   readonly shadows: Shadow[];
   readonly failedNodes: Set<string>;
+  /** Nodes its next attempt should not use: where a backed-up or moved attempt ran (speculation.ts). */
+  readonly avoidNodes: Set<string>;
   /** Since its last failure this instance turned down a slot on a node it failed on. */
   declined: boolean;
   /** The attempt lost with its node; a late SUCCEEDED of it still counts. 0 = none. */
@@ -117,6 +121,12 @@ export interface Task {
   retries: number;
   /** Instances run again because a network partition cut off their worker or output (partitions.ts). */
   reexecutions: number;
+  /** Speculative attempts started for the task (backups, work moved off a slow host). */
+  backups: number;
+  /** Live speculative shadows (slow attempts a backup runs beside): the extra slots it may hold. */
+  speculating: number;
+  /** Run times of its succeeded attempts as the AM saw them (ms, the last DURATIONS_KEPT). */
+  readonly durations: number[];
   /** Outputs of succeeded instances per node (kept by `setOutput`). */
   readonly outputHosts: Map<string, number>;
   /** Bumped when an output of a task this one depends on is run again: attempts planned before read a stale FUXI_UPSTREAM. */
@@ -155,6 +165,9 @@ export function newTask(job: JobSpec, ts: TaskSpec, index: number): Task {
     pendingFrom: 0,
     retries: 0,
     reexecutions: 0,
+    backups: 0,
+    speculating: 0,
+    durations: [],
     outputHosts: new Map(),
     upstreamMoves: 0,
     unitSent: false,
@@ -211,6 +224,7 @@ function newInstance(index: number): Instance {
     adopted: false,
     shadows: [],
     failedNodes: new Set<string>(),
+    avoidNodes: new Set<string>(),
     declined: false,
     lostAttempt: 0,
     lastError: '',
@@ -233,6 +247,35 @@ export interface NetState {
   partition: number;
   /** Broken links between job hosts that no give-up can mend (the AM's host, hosts partitioned from the master), logged once. */
   readonly unmendable: Set<string>;
+}
+
+/** What an attempt reported of its progress (speculation.ts). */
+export interface AttemptProgress {
+  /** When the AM first heard it running (its clock). */
+  readonly startedAt: number;
+  /** Fraction done it reported last (0: none). */
+  fraction: number;
+}
+
+/** A data path as the AM last heard of it (paths.ts): the record and when it arrived. */
+export interface PathObservation {
+  record: PathRecord;
+  seenAt: number;
+  /** The reader's SDK reported it (its word beats the serving agent's). */
+  byReader: boolean;
+}
+
+/** Speculative execution (speculation.ts, paths.ts): soft state, rebuilt from reports after a restart. */
+export interface SpeculationState {
+  mode: 'off' | 'base' | 'path';
+  /** Live attempts by worker id: when they started and how far they are. */
+  readonly attempts: Map<string, AttemptProgress>;
+  /** Data paths by `${readerWorker}|${srcWorker}` (insertion order: oldest first, bounded). */
+  readonly paths: Map<string, PathObservation>;
+  /** Hosts found to be the slow end of data paths -> since when: avoided by later placements. */
+  readonly slowHosts: Map<string, number>;
+  /** Culprits not confirmed yet -> since when they have been one (judgement after judgement). */
+  readonly suspects: Map<string, number>;
 }
 
 /** Effects accumulated during one step, flushed in a fixed order. */
@@ -270,6 +313,7 @@ export class AmState {
   /** The node this AM runs on ('' unknown). */
   readonly amNodeId: string;
   readonly net: NetState = { links: [], partitioned: new Set(), avoid: new Map(), partition: 0, unmendable: new Set() };
+  readonly speculation: SpeculationState = { mode: 'path', attempts: new Map(), paths: new Map(), slowHosts: new Map(), suspects: new Map() };
   done: { succeeded: boolean; message: string } | undefined;
   out = new Outbox();
 
@@ -307,9 +351,12 @@ export function blocked(st: AmState, nodeId: string): boolean {
   return st.timingOut.has(nodeId) || st.unlisted.has(nodeId);
 }
 
-/** A host given up in a network partition: nothing is planned there and its free slots go back. */
+/**
+ * A host given up in a network partition, or found to be the slow end of data paths: nothing is
+ * planned there and its free slots go back.
+ */
 export function avoided(st: AmState, nodeId: string): boolean {
-  return st.net.avoid.has(nodeId);
+  return st.net.avoid.has(nodeId) || st.speculation.slowHosts.has(nodeId);
 }
 
 /** Where worker `workerId` on `nodeId` ran, as far as the assignments tell its address. */
@@ -339,4 +386,17 @@ export function flush(st: AmState): AmEffect[] {
   for (const [nodeId, plans] of o.plans) effects.push({ kind: 'plan', nodeId, nodeAddress: st.nodeAddresses.get(nodeId) ?? '', plans });
   if (o.finish) effects.push({ kind: 'finish', ...o.finish });
   return effects;
+}
+
+/** Fraction done over a task's instances: succeeded ones 1, running ones what they reported. */
+export function taskFraction(st: AmState, t: Task): number {
+  if (t.instances.length === 0) return 1;
+  let sum = t.counts.succeeded;
+  if (t.counts.running > 0) {
+    for (const inst of t.instances) {
+      if (inst.state !== 'running') continue;
+      sum += st.speculation.attempts.get(workerIdOf(t.spec.name, inst.index, inst.attempt))?.fraction ?? 0;
+    }
+  }
+  return sum / t.instances.length;
 }

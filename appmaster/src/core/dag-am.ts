@@ -42,6 +42,11 @@
  * hosts are avoided until no broken link touches them. `placementConstraints` tells the master
  * which hosts new grants must reach and which to avoid.
  *
+ * Stragglers (`tick`, speculation.ts and paths.ts, spec `speculation`): a running attempt far
+ * slower than its peers gets a backup on another node (first to succeed wins); a host found to be
+ * the slow end of the job's data paths gets nothing more, and the outputs it serves and the data
+ * work it runs move elsewhere.
+ *
  * `DagAppMaster` is a facade over one state object (am-state.ts) and modules of free functions,
  * each owning one concern: dag (instance outcomes, retries, task activation, the job's finish),
  * requests (outstanding counts and deltas), holds (slot counts and returns), workers (live attempts,
@@ -74,6 +79,7 @@ import type {
   JobSpec,
   ListedWorker,
   OutstandingRequest,
+  PathRecord,
   Recovery,
   RequestDelta,
   RunningWorker,
@@ -81,6 +87,7 @@ import type {
   TaskProgress,
   WorkerEvent,
 } from './types.js';
+import { checkSpeculation, observeEvents, observePaths } from './speculation.js';
 import { onWorkerEvents } from './worker-events.js';
 import { isCurrentWorker, liveWorkers, nodesToPoll } from './workers.js';
 
@@ -258,7 +265,24 @@ export class DagAppMaster {
 
   /** Status changes of workers on `nodeId`. Repeated and stale events are ignored. */
   workerEvents(nodeId: string, events: readonly WorkerEvent[], now: number): AmEffect[] {
-    return this.step(now, () => onWorkerEvents(this.st, nodeId, events));
+    return this.step(now, () => {
+      observeEvents(this.st, events, now);
+      onWorkerEvents(this.st, nodeId, events);
+    });
+  }
+
+  /** Transfers a serving agent's data service measured for this job's readers (speculation.ts). */
+  pathsReported(records: readonly PathRecord[], now: number): AmEffect[] {
+    if (records.length === 0) return [];
+    return this.step(now, () => {
+      observePaths(this.st, records, now);
+      return false;
+    });
+  }
+
+  /** Hosts found to be the slow end of the job's data paths (placement avoids them), sorted. */
+  slowHosts(): string[] {
+    return [...this.st.speculation.slowHosts.keys()].sort();
   }
 
   /**
@@ -287,6 +311,7 @@ export class DagAppMaster {
     return this.step(now, () => {
       checkReruns(this.st, now);
       settleReturns(this.st, now);
+      checkSpeculation(this.st, now);
     });
   }
 

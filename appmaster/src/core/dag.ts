@@ -6,13 +6,14 @@
  * attempt stopped, every slot returned, every request cancelled). The spec has passed
  * `validateJobSpec`, so dependencies are known and acyclic.
  */
-import { DEFAULT_RERUN_AFTER_MS } from '@fuxi/common';
+import { DEFAULT_RERUN_AFTER_MS, speculationOf } from '@fuxi/common';
 import {
   locate,
   newTask,
   setInstanceState,
   setOutput,
   logEntry,
+  taskFraction,
   plural,
   workerIdOf,
   type AmState,
@@ -31,6 +32,7 @@ export function beginJob(st: AmState, spec: JobSpec, restart: boolean): void {
   st.policy = spec.onAgentTimeout === 'wait' ? 'wait' : 'rerun';
   st.rerunAfterMs = Number.isFinite(spec.rerunAfterMs) && spec.rerunAfterMs >= 0 ? spec.rerunAfterMs : DEFAULT_RERUN_AFTER_MS;
   spec.tasks.forEach((ts, index) => st.tasks.set(ts.name, newTask(spec, ts, index)));
+  st.speculation.mode = speculationOf(spec);
   st.log.info({ job: spec.jobId, name: spec.name, tasks: spec.tasks.length, onAgentTimeout: st.policy, rerunAfterMs: st.rerunAfterMs, restart }, 'job started');
 }
 
@@ -153,6 +155,8 @@ export function progress(st: AmState): TaskProgress[] {
       failed: c.failed,
       retries: t.retries,
       reexecutions: t.reexecutions,
+      progress: taskFraction(st, t),
+      backups: t.backups,
     };
   });
 }

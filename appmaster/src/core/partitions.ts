@@ -167,7 +167,8 @@ export function placementConstraints(st: AmState): Constraints {
   if (!st.spec || st.done) return { reach: [], avoid: [] };
   const hosts = jobHosts(st);
   const reach = [...hosts].filter(([, l]) => l.running + l.outputs > 0).map(([h]) => h);
-  return { reach: reach.sort(), avoid: [...st.net.avoid.keys()].sort() };
+  const avoid = new Set([...st.net.avoid.keys(), ...st.speculation.slowHosts.keys()]);
+  return { reach: reach.sort(), avoid: [...avoid].sort() };
 }
 
 /**

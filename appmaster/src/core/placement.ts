@@ -47,7 +47,7 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
   const seen: Instance[] = [];
   for (const inst of pendingInstances(task, () => ready && free.size > 0)) {
     seen.push(inst);
-    const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n));
+    const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n) && !inst.avoidNodes.has(n));
     if (nodeId !== undefined) take(inst, nodeId);
   }
   // 2. Instances that already turned down a slot take whatever is left (a one-node cluster).
@@ -119,17 +119,18 @@ function planOf(st: AmState, task: Task, inst: Instance): WorkerPlan {
 
 /**
  * `FUXI_UPSTREAM` for a task's workers: for every task it depends on, where each instance's
- * output is, as `{"map": {"hosts": ["10.0.0.7:7071", ...], "outputs": [[hostIndex, "map.0.1"], ...]}}`
- * (index = instance; hostIndex -1 and "" when unknown). Hosts are listed once, so a thousand
+ * output is, as `{"map": {"hosts": ["10.0.0.7:7071", ...], "nodes": ["n7", ...], "outputs": [[hostIndex, "map.0.1"], ...]}}`
+ * (index = instance; hostIndex -1 and "" when unknown; `nodes[i]` is the node id of `hosts[i]`). Hosts are listed once, so a thousand
  * upstream instances on a few dozen hosts stay a few kilobytes. Workers read it with the SDK's
  * `upstreamOutputs()` and fetch from those agents' data service; no filesystem is shared.
  */
 function upstreamOf(st: AmState, ts: TaskSpec): string {
-  const out: Record<string, { hosts: string[]; outputs: Array<[number, string]> }> = {};
+  const out: Record<string, { hosts: string[]; nodes: string[]; outputs: Array<[number, string]> }> = {};
   for (const dep of ts.dependsOn) {
     const t = st.tasks.get(dep);
     if (!t) continue;
     const hosts: string[] = [];
+    const nodes: string[] = [];
     const index = new Map<string, number>();
     const outputs = t.instances.map((i): [number, string] => {
       const o = i.output;
@@ -139,11 +140,12 @@ function upstreamOf(st: AmState, ts: TaskSpec): string {
       if (h === undefined) {
         h = hosts.length;
         hosts.push(address);
+        nodes.push(o.nodeId);
         index.set(address, h);
       }
       return [h, o.workerId];
     });
-    out[dep] = { hosts, outputs };
+    out[dep] = { hosts, nodes, outputs };
   }
   return JSON.stringify(out);
 }

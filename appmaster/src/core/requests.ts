@@ -68,7 +68,8 @@ export function countedHolds(st: AmState, task: Task): number {
  * first time; spread over the locality hints the first time, anywhere afterwards), fewer cancelled.
  */
 export function sizeRequests(st: AmState, task: Task, pending: number): void {
-  const room = Math.max(0, task.spec.instances - countedHolds(st, task));
+  // Slots held by speculative shadows are the backups' extra room (the master's speculation allowance).
+  const room = Math.max(0, task.spec.instances + task.speculating - countedHolds(st, task));
   const need = Math.min(pending, room);
   if (need < pending) st.log.debug({ task: task.spec.name, pending, room }, 'requests held back: the task holds slots it cannot use yet');
   let outstanding = 0;

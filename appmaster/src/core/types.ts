@@ -54,6 +54,25 @@ export interface WorkerEvent {
   signal: string;
   /** For failures: the reason, e.g. the last line of stderr. */
   message: string;
+  /** Fraction done the worker reported (0-1; 0 or absent: none reported). */
+  progress?: number;
+  /** The worker's reads from other hosts, as its SDK measured them. */
+  paths?: readonly PathRecord[];
+}
+
+/**
+ * One data path: reader worker `readerWorker` on `dstNode` fetching the output of `srcWorker` on
+ * `srcNode`, as measured by the reader's SDK or the serving agent's data service: `bytes` moved in
+ * `elapsedMs`, `done` once the transfer ended.
+ */
+export interface PathRecord {
+  srcNode: string;
+  dstNode: string;
+  srcWorker: string;
+  readerWorker: string;
+  bytes: number;
+  elapsedMs: number;
+  done: boolean;
 }
 
 export interface ScheduleUnitConfig {
@@ -98,6 +117,10 @@ export interface TaskProgress {
   retries: number;
   /** Instances run again because a network partition cut their worker or output off (not failed attempts). */
   reexecutions: number;
+  /** Fraction done over the instances (0-1): succeeded ones count 1, running ones what they report. */
+  progress: number;
+  /** Speculative attempts started (backups beside slow attempts, work moved off a slow host). */
+  backups: number;
 }
 
 /** An outstanding request as the AM sees it (for ReportAppState). */

@@ -42,6 +42,7 @@ export function releaseSlot(task: Task, inst: Instance): void {
 export function dropShadow(task: Task, inst: Instance, sh: Shadow): void {
   const k = inst.shadows.indexOf(sh);
   if (k >= 0) inst.shadows.splice(k, 1);
+  if (k >= 0 && sh.speculative) task.speculating--;
   freeSlot(task, sh.nodeId);
 }
 

@@ -62,7 +62,7 @@ import {
 import { connect, implement, jobSpecFromProto, MasterConnection, retry, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
 import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, WorkerEvent } from '../core/types.js';
-import { assignmentFromProto, int64ToNumber, listedWorkerFromProto, runningWorkerToProto, workerEventFromProto } from './mapping.js';
+import { assignmentFromProto, int64ToNumber, listedWorkerFromProto, pathFromProto, runningWorkerToProto, workerEventFromProto } from './mapping.js';
 
 export interface AppMasterConfig {
   /** Master addresses (host:port); standbys redirect to the leader. */
@@ -315,6 +315,7 @@ export class AppMaster {
         WorkerEvents: async (req: WorkerEventsRequest__Output) => {
           await this.held?.promise;
           this.onWorkerStatuses(req.nodeId, req.events);
+          if (req.paths.length > 0 && this.core.started) this.execute(this.core.pathsReported(req.paths.map(pathFromProto), Date.now()));
           return {};
         },
         AgentsTimedOut: async (req: AgentsTimedOutRequest__Output) => {

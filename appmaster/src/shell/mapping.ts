@@ -3,8 +3,8 @@
  * int64 strings and enum names stop here. (The job spec is mapped by `jobSpecFromProto` of
  * `@fuxi/rpc`.)
  */
-import type { Assignment__Output, WorkerState__Output, WorkerStatus, WorkerStatus__Output } from '@fuxi/proto';
-import type { Assignment, ListedWorker, RunningWorker, WorkerEvent, WorkerState } from '../core/types.js';
+import type { Assignment__Output, PathRecord__Output, WorkerState__Output, WorkerStatus, WorkerStatus__Output } from '@fuxi/proto';
+import type { Assignment, ListedWorker, PathRecord, RunningWorker, WorkerEvent, WorkerState } from '../core/types.js';
 
 export function assignmentFromProto(a: Assignment__Output): Assignment {
   return { suId: a.suId ?? '', nodeId: a.nodeId ?? '', nodeAddress: a.nodeAddress ?? '', slots: a.slots ?? 0 };
@@ -38,6 +38,21 @@ export function workerEventFromProto(s: WorkerStatus__Output): WorkerEvent | und
     exitCode: s.exitCode ?? 0,
     signal: s.signal ?? '',
     message: s.message ?? '',
+    ...(s.progress ? { progress: s.progress } : {}),
+    ...(s.paths?.length ? { paths: s.paths.map(pathFromProto) } : {}),
+  };
+}
+
+/** A data path record as the core takes it. */
+export function pathFromProto(p: PathRecord__Output): PathRecord {
+  return {
+    srcNode: p.srcNode ?? '',
+    dstNode: p.dstNode ?? '',
+    srcWorker: p.srcWorker ?? '',
+    readerWorker: p.readerWorker ?? '',
+    bytes: int64ToNumber(p.bytes),
+    elapsedMs: int64ToNumber(p.elapsedMs),
+    done: p.done ?? false,
   };
 }
 

@@ -45,8 +45,8 @@ describe('DagAppMaster', () => {
       expect(fx.map((e) => e.kind)).to.deep.equal(['snapshot', 'return', 'finish']);
       expect(h.am.result).to.deep.equal({ succeeded: true, message: '2 tasks succeeded' });
       expect(h.am.progress()).to.deep.equal([
-        { name: 'map', total: 4, pending: 0, running: 0, succeeded: 4, failed: 0, retries: 0, reexecutions: 0 },
-        { name: 'reduce', total: 2, pending: 0, running: 0, succeeded: 2, failed: 0, retries: 0, reexecutions: 0 },
+        { name: 'map', total: 4, pending: 0, running: 0, succeeded: 4, failed: 0, retries: 0, reexecutions: 0, progress: 1, backups: 0 },
+        { name: 'reduce', total: 2, pending: 0, running: 0, succeeded: 2, failed: 0, retries: 0, reexecutions: 0, progress: 1, backups: 0 },
       ]);
       // Nothing more happens after the finish.
       expect(h.assign(asg('reduce', 'n2', 0))).to.deep.equal([]);
@@ -297,7 +297,7 @@ describe('DagAppMaster', () => {
       expect(h.progressOf('map')).to.deep.include({ running: 1 });
       fx = h.succeed('n3', 'map.0.3');
       expect(finishOf(fx)).to.deep.include({ succeeded: true });
-      expect(h.progressOf('map')).to.deep.equal({ name: 'map', total: 1, pending: 0, running: 0, succeeded: 1, failed: 0, retries: 2, reexecutions: 0 });
+      expect(h.progressOf('map')).to.deep.include({ name: 'map', total: 1, pending: 0, running: 0, succeeded: 1, failed: 0, retries: 2, reexecutions: 0 });
     });
 
     it('fails the job when an instance runs out of attempts: stops the others, returns every slot', () => {
@@ -323,7 +323,7 @@ describe('DagAppMaster', () => {
         { suId: 'map', nodeId: 'n2', slots: 1 },
         { suId: 'map', nodeId: 'n3', slots: 1 },
       ]);
-      expect(h.progressOf('map')).to.deep.equal({ name: 'map', total: 3, pending: 2, running: 0, succeeded: 0, failed: 1, retries: 1, reexecutions: 0 });
+      expect(h.progressOf('map')).to.deep.include({ name: 'map', total: 3, pending: 2, running: 0, succeeded: 0, failed: 1, retries: 1, reexecutions: 0 });
       expect(h.events('n1', ev('map.1.1', 'killed'))).to.deep.equal([]);
     });
 
@@ -545,7 +545,7 @@ describe('DagAppMaster', () => {
       expect(planIds(h.assign(asg('map', 'n2', 0), asg('map', 'n3', 1)))).to.deep.equal(['map.1.2']);
       expect(h.events('n2', ev('map.1.1', 'succeeded'))).to.deep.equal([]);
       expect(h.events('n2', ev('map.1.1', 'running'))).to.deep.equal([]);
-      expect(h.progressOf('map')).to.deep.equal({ name: 'map', total: 2, pending: 0, running: 1, succeeded: 1, failed: 0, retries: 1, reexecutions: 0 });
+      expect(h.progressOf('map')).to.deep.include({ name: 'map', total: 2, pending: 0, running: 1, succeeded: 1, failed: 0, retries: 1, reexecutions: 0 });
       // Unknown workers are ignored.
       expect(h.events('n3', ev('nope.0.1', 'succeeded'), ev('map.9.1', 'succeeded'))).to.deep.equal([]);
       expect(finishOf(h.succeed('n3', 'map.1.2'))).to.deep.include({ succeeded: true });
@@ -565,13 +565,13 @@ describe('DagAppMaster', () => {
       const h = new Harness();
       h.start(twoStage());
       expect(h.am.progress()).to.deep.equal([
-        { name: 'map', total: 4, pending: 4, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0 },
-        { name: 'reduce', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0 },
+        { name: 'map', total: 4, pending: 4, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0 },
+        { name: 'reduce', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0 },
       ]);
       h.assign(asg('map', 'n1', 3));
       h.succeed('n1', 'map.0.1');
       h.events('n1', ev('map.1.1', 'failed'));
-      expect(h.progressOf('map')).to.deep.equal({ name: 'map', total: 4, pending: 1, running: 2, succeeded: 1, failed: 0, retries: 1, reexecutions: 0 });
+      expect(h.progressOf('map')).to.deep.include({ name: 'map', total: 4, pending: 1, running: 2, succeeded: 1, failed: 0, retries: 1, reexecutions: 0 });
     });
   });
 });

@@ -120,7 +120,9 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     const beats = m.requests.filter((r) => r.deltas.length === 0 && r.units.length === 0);
     expect(beats.length).to.be.greaterThan(2);
     const mid = beats.find((b) => b.progress[0]?.running === 4);
-    expect(mid?.progress).to.deep.equal([{ name: 'map', total: 4, pending: 0, running: 4, succeeded: 0, failed: 0, retries: 0, reexecutions: 0 }]);
+    expect(mid?.progress).to.deep.equal([
+      { name: 'map', total: 4, pending: 0, running: 4, succeeded: 0, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0 },
+    ]);
     expect(Number(mid?.assignmentSeq)).to.be.greaterThan(0);
   });
 
