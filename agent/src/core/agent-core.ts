@@ -33,7 +33,7 @@ import { checkEpoch, updateGrants } from './grants.js';
 import { spawnFailed, workerExited, workerSpawned } from './lifecycle.js';
 import { durableState, takeDelta } from './persistence.js';
 import { startWorkers, stopWorkers } from './plans.js';
-import { amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
+import { amAddressOf, amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
 import { grantsConfirmed, restore } from './restore.js';
 import { tick } from './retention.js';
 import type {
@@ -210,6 +210,11 @@ export class AgentCore {
   /** Highest AM attempt seen for the app (0 when unknown). */
   amAttemptOf(appId: string): number {
     return amAttemptOf(this.st, appId);
+  }
+
+  /** Address of the app's newest AM attempt ('' when unknown): worker events go there. */
+  amAddressOf(appId: string): string {
+    return amAddressOf(this.st, appId);
   }
 
   // ------------------------------------------------------------------ checkpoint and restart

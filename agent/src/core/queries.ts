@@ -70,6 +70,11 @@ export function amAttemptOf(st: CoreState, appId: string): number {
   return st.apps.get(appId)?.amAttempt ?? 0;
 }
 
+/** Address of the app's newest AM attempt ('' when unknown). */
+export function amAddressOf(st: CoreState, appId: string): string {
+  return st.apps.get(appId)?.amAddress ?? '';
+}
+
 export function snapshot(st: CoreState): AgentSnapshot {
   return {
     nodeId: st.nodeId,

@@ -83,6 +83,8 @@ import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './
 import { AmHostSupervisor } from './am-host-supervisor.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from './hosted-am-driver.js';
 import { DataService } from './data-service.js';
+import { ProgressWatcher } from './progress-watcher.js';
+import { TransferMeter } from './transfer-meter.js';
 import { Prober } from './prober.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
@@ -137,6 +139,7 @@ export class Agent {
   readonly capacity: Resource;
   private readonly events: EventSender;
   private readonly data: DataService;
+  private readonly progress: ProgressWatcher;
   private master: MasterConnection;
   private readonly now: () => number;
   private server: RunningServer | undefined;
@@ -202,7 +205,18 @@ export class Agent {
     this.driver.onExit((e) => this.fire(this.core.workerExited(e.appId, e.workerId, e.exitCode, e.signal, this.now(), e.detail)));
     this.events = new EventSender({ nodeId: config.nodeId, log: this.log.child({ c: 'events' }), ...(deps.sendEvents ? { send: deps.sendEvents } : {}) });
     this.master = this.connectMaster(config.masters);
-    this.data = new DataService({ workDir: config.workDir, workers: { byId: (a, w) => this.core.worker(a, w), list: (a) => this.core.listWorkers(a) } });
+    const meter = new TransferMeter(config.nodeId);
+    this.data = new DataService({ workDir: config.workDir, meter, workers: { byId: (a, w) => this.core.worker(a, w), list: (a) => this.core.listWorkers(a) } });
+    this.progress = new ProgressWatcher({
+      workDir: config.workDir,
+      nodeId: config.nodeId,
+      running: () => this.core.listWorkers().filter((w) => w.state === 'RUNNING'),
+      current: (a, w) => this.core.worker(a, w),
+      amAddressOf: (a) => this.core.amAddressOf(a),
+      events: this.events,
+      meter,
+      log: this.log.child({ c: 'progress' }),
+    });
     this.tickMs = deps.tickMs ?? 1000;
     this.checkpoint = deps.checkpoint;
     this.ownsCheckpoint = deps.checkpoint === undefined;
@@ -270,6 +284,7 @@ export class Agent {
     }
     if (this.config.probe.enabled) await this.startProber();
     this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
+    this.progress.start();
     if (this.core.startsHeld) {
       this.grantWaitTimer = setTimeout(() => {
         this.grantWaitTimer = undefined;
@@ -364,6 +379,7 @@ export class Agent {
     this.stopped = true;
     this.stopping.abort();
     if (this.tickTimer) clearInterval(this.tickTimer);
+    this.progress.stop();
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     this.prober?.stop();
     for (const wake of this.sleepers) wake();

@@ -23,11 +23,14 @@ import type { FetchOutputRequest__Output, OutputChunk } from '@fuxi/proto';
 import { toGrpcError } from '@fuxi/rpc';
 import type { WorkerInfo } from '../core/agent-core.js';
 import { outputDir, workerDir } from './process-driver.js';
+import type { TransferMeter } from './transfer-meter.js';
 
 export const OUTPUT_CHUNK = 64 * 1024;
 
 export interface DataServiceOptions {
   workDir: string;
+  /** Measures every transfer to a reader that names itself (speculative execution); none: not measured. */
+  meter?: TransferMeter;
   /** The agent core's view of its workers. */
   workers: {
     byId(appId: string, workerId: string): WorkerInfo | undefined;
@@ -82,6 +85,10 @@ export class DataService {
       throw new InvalidArgumentError('offset', `must be between 0 and the file size ${size}, got ${req.offset}`);
     let cancelled = false;
     call.on('cancelled', () => (cancelled = true));
+    const meter = this.opts.meter;
+    const reader = { appId: req.appId, srcWorker: workerId, readerWorker: req.readerWorkerId ?? '', readerNode: req.readerNodeId ?? '' };
+    const metered = meter?.begin(reader, Date.now());
+    let complete = false;
     const fh = await fs.promises.open(file, 'r');
     try {
       const buf = Buffer.alloc(OUTPUT_CHUNK);
@@ -95,6 +102,7 @@ export class DataService {
           ? { data: Buffer.from(buf.subarray(0, bytesRead)), size: String(size), workerId }
           : { data: Buffer.from(buf.subarray(0, bytesRead)) };
         first = false;
+        meter?.add(metered, bytesRead);
         if (!call.write(chunk)) {
           await new Promise<void>((resolve) => {
             call.once('drain', resolve);
@@ -103,7 +111,9 @@ export class DataService {
         }
         if (bytesRead === 0) break;
       }
+      complete = !cancelled;
     } finally {
+      meter?.end(metered, Date.now(), complete);
       await fh.close();
     }
     if (!cancelled) call.end();

@@ -4,9 +4,10 @@
  * One queue per app: batched, retried with capped, jittered exponential backoff (`backoffMs`) until
  * delivered, retargeted when a newer AM attempt's address arrives, and dropped after `dropAfterMs`
  * of failures (the AM then learns worker states with ListWorkers when it comes back). Only the
- * latest status of each worker is kept while undelivered.
+ * latest status of each worker is kept while undelivered, and the latest record of each data path
+ * the node's data service served (`pushPaths`; dropped with the events, they are soft state).
  */
-import { loadFuxiProto, type AppMasterServiceDefinition, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
+import { loadFuxiProto, type AppMasterServiceDefinition, type PathRecord, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
 import { connect, type TypedClient } from '@fuxi/rpc';
 import { backoffMs, errorMessage, nullLogger, type Logger } from '@fuxi/common';
 
@@ -30,6 +31,8 @@ interface Queue {
   appId: string;
   address: string;
   items: Map<string, WorkerStatus>;
+  /** Data paths served, by reader worker and source worker. */
+  paths: Map<string, PathRecord>;
   sending: boolean;
   timer: NodeJS.Timeout | undefined;
   /** Consecutive failed deliveries. */
@@ -51,14 +54,32 @@ export class EventSender {
 
   /** Queues `status` for the AM of `appId` at `amAddress`. */
   push(appId: string, amAddress: string, status: WorkerStatus): void {
-    if (this.closed) return;
+    const q = this.queueOf(appId, amAddress, status.workerId ?? '');
+    if (!q) return;
+    const id = status.workerId ?? '';
+    q.items.delete(id); // keep arrival order of the newest status
+    q.items.set(id, status);
+    this.flush(q);
+  }
+
+  /** Queues records of data paths this node served to workers of `appId` (sent with its events). */
+  pushPaths(appId: string, amAddress: string, paths: readonly PathRecord[]): void {
+    if (paths.length === 0) return;
+    const q = this.queueOf(appId, amAddress, 'paths');
+    if (!q) return;
+    for (const p of paths) q.paths.set(`${p.readerWorker ?? ''}|${p.srcWorker ?? ''}`, p);
+    this.flush(q);
+  }
+
+  private queueOf(appId: string, amAddress: string, what: string): Queue | undefined {
+    if (this.closed) return undefined;
     if (!amAddress) {
-      this.log.debug({ appId, workerId: status.workerId }, 'no AM address for worker event; dropped');
-      return;
+      this.log.debug({ appId, what }, 'no AM address for worker event; dropped');
+      return undefined;
     }
     let q = this.queues.get(appId);
     if (!q) {
-      q = { appId, address: amAddress, items: new Map(), sending: false, timer: undefined, failures: 0, failingSinceMs: 0 };
+      q = { appId, address: amAddress, items: new Map(), paths: new Map(), sending: false, timer: undefined, failures: 0, failingSinceMs: 0 };
       this.queues.set(appId, q);
     }
     if (q.address !== amAddress) {
@@ -73,10 +94,7 @@ export class EventSender {
       }
       this.releaseClient(old);
     }
-    const id = status.workerId ?? '';
-    q.items.delete(id); // keep arrival order of the newest status
-    q.items.set(id, status);
-    this.flush(q);
+    return q;
   }
 
   /** Undelivered events (of one app, or all). */
@@ -96,20 +114,22 @@ export class EventSender {
   }
 
   private flush(q: Queue): void {
-    if (this.closed || q.sending || q.timer || q.items.size === 0) return;
+    if (this.closed || q.sending || q.timer || (q.items.size === 0 && q.paths.size === 0)) return;
     q.sending = true;
     const batch = [...q.items.values()].slice(0, this.opts.maxBatch ?? 100);
+    const paths = [...q.paths.entries()].slice(0, 4 * (this.opts.maxBatch ?? 100));
     const address = q.address;
-    this.send(address, { nodeId: this.opts.nodeId, events: batch }).then(
+    this.send(address, { nodeId: this.opts.nodeId, events: batch, paths: paths.map(([, p]) => p) }).then(
       () => {
         q.sending = false;
         for (const s of batch) {
           const id = s.workerId ?? '';
           if (q.items.get(id) === s) q.items.delete(id);
         }
+        for (const [k, p] of paths) if (q.paths.get(k) === p) q.paths.delete(k);
         q.failures = 0;
         q.failingSinceMs = 0;
-        if (q.items.size > 0) this.flush(q);
+        if (q.items.size > 0 || q.paths.size > 0) this.flush(q);
         else this.forget(q);
       },
       (e: unknown) => {
@@ -125,6 +145,7 @@ export class EventSender {
         if (now - q.failingSinceMs >= dropAfter) {
           this.log.warn({ appId: q.appId, address, dropped: q.items.size, err: errorMessage(e) }, 'AM unreachable for too long; worker events dropped');
           q.items.clear();
+          q.paths.clear();
           this.forget(q);
           return;
         }
@@ -141,7 +162,7 @@ export class EventSender {
   }
 
   private forget(q: Queue): void {
-    if (q.items.size > 0 || q.sending || q.timer) return;
+    if (q.items.size > 0 || q.paths.size > 0 || q.sending || q.timer) return;
     if (this.queues.get(q.appId) === q) this.queues.delete(q.appId);
     this.releaseClient(q.address);
   }

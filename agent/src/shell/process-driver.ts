@@ -31,7 +31,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { nullLogger, type Logger } from '@fuxi/common';
+import { nullLogger, PROGRESS_FILE, PROGRESS_FILE_ENV, type Logger } from '@fuxi/common';
 import type { Liveness, SpawnSpec, WorkerRef } from '../core/agent-core.js';
 import { FAMILY_ENV } from '../core/process-family.js';
 import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
@@ -353,6 +353,7 @@ export class RealProcessDriver implements ProcessDriver {
     for (const [k, v] of Object.entries(this.opts.baseEnv ?? process.env)) if (v !== undefined) env[k] = v;
     Object.assign(env, spec.env);
     env.FUXI_OUTPUT_DIR = path.join(dir, OUTPUT_SUBDIR);
+    env[PROGRESS_FILE_ENV] = path.join(dir, PROGRESS_FILE);
     env[FAMILY_ENV] = marker;
     return new Promise<SpawnResult>((resolve, reject) => {
       let child: ChildProcess;

@@ -14,7 +14,7 @@ import { checkRelativePath, DataService } from '../data-service.js';
 import { outputDir, workerDir } from '../process-driver.js';
 
 function req(over: Partial<FetchOutputRequest__Output>): FetchOutputRequest__Output {
-  return { appId: 'app1', workerId: '', task: '', instance: 0, path: 'part-0.json', offset: '0', ...over };
+  return { appId: 'app1', workerId: '', task: '', instance: 0, path: 'part-0.json', offset: '0', readerWorkerId: '', readerNodeId: '', ...over };
 }
 
 describe('agent data service', () => {
