@@ -10,3 +10,4 @@
  * ```
  */
 export { fetchUpstream, readOutput, upstreamOutputs, type FetchOptions, type OutputRef, type UpstreamOutput } from './sdk/outputs.js';
+export { reportProgress, workerProgress, ProgressTracker } from './sdk/progress.js';

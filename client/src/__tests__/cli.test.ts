@@ -186,7 +186,7 @@ describe('fuxi CLI', function () {
       master.update('w1', { state: 'JOB_STATE_RUNNING' });
       master.update('w1', {
         state: 'JOB_STATE_SUCCEEDED',
-        tasks: [{ name: 'map', total: 2, pending: 0, running: 0, succeeded: 2, failed: 0, retries: 0, reexecutions: 0 }],
+        tasks: [{ name: 'map', total: 2, pending: 0, running: 0, succeeded: 2, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0 }],
       });
       const r = await p;
       expect(r.code).to.equal(0);

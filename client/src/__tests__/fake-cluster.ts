@@ -106,6 +106,8 @@ export class FakeMaster {
               failed: 0,
               retries: 0,
               reexecutions: 0,
+              progress: 0,
+              backups: 0,
             })),
             spec: null,
           });

@@ -25,10 +25,10 @@ describe('cli format', () => {
 
   it('sums task progress', () => {
     const t = totals([
-      mockProgress('a', { total: 3, succeeded: 1, running: 2, retries: 1 }),
-      mockProgress('b', { total: 2, pending: 2, failed: 1, reexecutions: 2 }),
+      mockProgress('a', { total: 3, succeeded: 1, running: 2, retries: 1, progress: 0.5, backups: 1 }),
+      mockProgress('b', { total: 2, pending: 2, failed: 1, reexecutions: 2, progress: 0.25 }),
     ]);
-    expect(t).to.deep.equal({ total: 5, pending: 2, running: 2, succeeded: 1, failed: 1, retries: 1, reexecutions: 2 });
+    expect(t).to.deep.equal({ total: 5, pending: 2, running: 2, succeeded: 1, failed: 1, retries: 1, reexecutions: 2, progress: 0.4, backups: 1 });
   });
 
   it('formats a job status with a task table', () => {
@@ -36,7 +36,7 @@ describe('cli format', () => {
       state: 'JOB_STATE_FAILED',
       message: 'task map instance 3 failed 3 times',
       tasks: [
-        mockProgress('map', { total: 20, pending: 5, running: 10, succeeded: 5, retries: 1 }),
+        mockProgress('map', { total: 20, pending: 5, running: 10, succeeded: 5, retries: 1, progress: 0.4, backups: 2 }),
         mockProgress('reduce', { total: 4, pending: 4, reexecutions: 1 }),
       ],
     });
@@ -49,9 +49,9 @@ describe('cli format', () => {
     const table = text.split('\n\n')[1];
     expect(table).to.equal(
       [
-        'TASK    TOTAL  PENDING  RUNNING  SUCCEEDED  FAILED  RETRIES  REEXECUTIONS',
-        'map     20     5        10       5          0       1        0',
-        'reduce  4      4        0        0          0       0        1',
+        'TASK    PROGRESS  TOTAL  PENDING  RUNNING  SUCCEEDED  FAILED  RETRIES  REEXECUTIONS  BACKUPS',
+        'map     40%       20     5        10       5          0       1        0             2',
+        'reduce  0%        4      4        0        0          0       0        1             0',
       ].join('\n'),
     );
   });

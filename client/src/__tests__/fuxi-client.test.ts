@@ -82,7 +82,9 @@ describe('FuxiClient (against a fake master)', function () {
     const job = await client.get(res.jobId);
     expect(job.name).to.equal('wordcount');
     expect(job.state).to.equal('JOB_STATE_SUBMITTED');
-    expect(job.tasks).to.deep.equal([{ name: 'map', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0 }]);
+    expect(job.tasks).to.deep.equal([
+      { name: 'map', total: 2, pending: 2, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0 },
+    ]);
   });
 
   it('makes a resubmit with the same id idempotent', async () => {
@@ -133,7 +135,7 @@ describe('FuxiClient (against a fake master)', function () {
     master.update(jobId, { state: 'JOB_STATE_RUNNING' });
     master.update(jobId, {
       state: 'JOB_STATE_RUNNING',
-      tasks: [{ name: 'map', total: 2, pending: 0, running: 1, succeeded: 1, failed: 0, retries: 0, reexecutions: 0 }],
+      tasks: [{ name: 'map', total: 2, pending: 0, running: 1, succeeded: 1, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0 }],
     });
     master.update(jobId, { state: 'JOB_STATE_SUCCEEDED' });
     const final = await done;

@@ -2,7 +2,7 @@
 import type { ClusterStatus__Output, FaultEvent__Output, JobInfo__Output, NodeStatus__Output, TaskProgress__Output } from '@fuxi/proto';
 
 export function mockProgress(name: string, over: Partial<TaskProgress__Output> = {}): TaskProgress__Output {
-  return { name, total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0, ...over };
+  return { name, total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0, ...over };
 }
 
 export function mockJob(over: Partial<JobInfo__Output> = {}): JobInfo__Output {

@@ -50,7 +50,7 @@ export function finalLine(job: JobInfo__Output): string {
 
 /** The sum over tasks. */
 export function totals(tasks: readonly TaskProgress__Output[]): Omit<TaskProgress__Output, 'name'> {
-  const t = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0 };
+  const t = { total: 0, pending: 0, running: 0, succeeded: 0, failed: 0, retries: 0, reexecutions: 0, progress: 0, backups: 0 };
   for (const p of tasks) {
     t.total += p.total;
     t.pending += p.pending;
@@ -59,15 +59,19 @@ export function totals(tasks: readonly TaskProgress__Output[]): Omit<TaskProgres
     t.failed += p.failed;
     t.retries += p.retries;
     t.reexecutions += p.reexecutions ?? 0;
+    t.progress += (p.progress ?? 0) * p.total;
+    t.backups += p.backups ?? 0;
   }
+  t.progress = t.total > 0 ? t.progress / t.total : 0;
   return t;
 }
 
 export function formatTaskTable(tasks: readonly TaskProgress__Output[]): string {
   return renderTable(
-    ['TASK', 'TOTAL', 'PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'RETRIES', 'REEXECUTIONS'],
+    ['TASK', 'PROGRESS', 'TOTAL', 'PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'RETRIES', 'REEXECUTIONS', 'BACKUPS'],
     tasks.map((t) => [
       t.name,
+      fmtProgress(t),
       String(t.total),
       String(t.pending),
       String(t.running),
@@ -75,8 +79,16 @@ export function formatTaskTable(tasks: readonly TaskProgress__Output[]): string 
       String(t.failed),
       String(t.retries),
       String(t.reexecutions ?? 0),
+      String(t.backups ?? 0),
     ]),
   );
+}
+
+/** A task's progress as a percentage: what the AM reported, at least the share of succeeded instances. */
+function fmtProgress(t: TaskProgress__Output): string {
+  const done = t.total > 0 ? t.succeeded / t.total : 0;
+  const f = Math.min(1, Math.max(done, Number.isFinite(t.progress) ? (t.progress ?? 0) : 0));
+  return `${Math.floor(f * 100)}%`;
 }
 
 /** `fuxi status`. */

@@ -23,6 +23,7 @@
 import { FuxiError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
 import { loadFuxiProto, type FetchOutputRequest } from '@fuxi/proto';
 import { connect, retry, RpcError } from '@fuxi/rpc';
+import { workerProgress } from './progress.js';
 
 /** Where one upstream instance's output is. */
 export interface UpstreamOutput {
@@ -32,6 +33,8 @@ export interface UpstreamOutput {
   workerId: string;
   /** host:port of the agent that serves them ('' when the AM did not know it). */
   address: string;
+  /** The node id of that agent ('' when the AM did not say). */
+  nodeId: string;
 }
 
 /** Every instance of upstream task `task` of this worker (from `$FUXI_UPSTREAM`), by instance index. */
@@ -48,10 +51,12 @@ export function upstreamOutputs(task: string, env: NodeJS.ProcessEnv = process.e
   if (!t)
     throw new InvalidArgumentError('task', `${JSON.stringify(task)} is not a task this one depends on (upstream: ${Object.keys(all).join(', ') || 'none'})`);
   const hosts = Array.isArray(t.hosts) ? (t.hosts as unknown[]).map(String) : [];
+  const nodes = Array.isArray((t as { nodes?: unknown }).nodes) ? (t as { nodes: unknown[] }).nodes.map(String) : [];
   const outputs = Array.isArray(t.outputs) ? (t.outputs as unknown[]) : [];
   return outputs.map((o, instance) => {
     const [h, workerId] = Array.isArray(o) ? (o as [unknown, unknown]) : [-1, ''];
-    return { task, instance, workerId: String(workerId ?? ''), address: typeof h === 'number' && h >= 0 ? (hosts[h] ?? '') : '' };
+    const known = typeof h === 'number' && h >= 0;
+    return { task, instance, workerId: String(workerId ?? ''), address: known ? (hosts[h] ?? '') : '', nodeId: known ? (nodes[h] ?? '') : '' };
   });
 }
 
@@ -62,6 +67,10 @@ export interface FetchOptions {
   deadlineMs?: number;
   /** Ends the retries and the fetch in flight at once (e.g. from the worker's own SIGTERM handler). */
   signal?: AbortSignal;
+  /** Who reads (sent to the serving agent, which measures the path for the reader's AM). */
+  reader?: { workerId: string; nodeId: string };
+  /** Called with the size of every chunk received. */
+  onChunk?: (bytes: number) => void;
 }
 
 /** What to fetch from one agent: a worker by id, or the succeeded attempt of (task, instance). */
@@ -81,6 +90,7 @@ export async function readOutput(address: string, ref: OutputRef, opts: FetchOpt
         appId: ref.appId,
         path: ref.path,
         offset: String(got),
+        ...(opts.reader ? { readerWorkerId: opts.reader.workerId, readerNodeId: opts.reader.nodeId } : {}),
         ...('workerId' in ref ? { workerId: ref.workerId } : { task: ref.task, instance: ref.instance }),
       };
       const stream = client.stream.FetchOutput(req, { deadlineMs: opts.deadlineMs ?? 60_000 });
@@ -91,6 +101,7 @@ export async function readOutput(address: string, ref: OutputRef, opts: FetchOpt
           if (c.data.length > 0) {
             chunks.push(c.data);
             got += c.data.length;
+            opts.onChunk?.(c.data.length);
           }
         }
         return Buffer.concat(chunks, got);
@@ -112,12 +123,31 @@ export async function fetchUpstream(task: string, instance: number, path: string
   const o = upstreamOutputs(task, env)[instance];
   if (!o) throw new InvalidArgumentError('instance', `task ${JSON.stringify(task)} has no instance ${instance}`);
   if (!o.address || !o.workerId) throw new NotFoundError('output', `${task}/${instance}: the application master does not know where it ran`);
+  // The path is measured (here, and by the serving agent) for the AM's speculation.
+  const reader = env.FUXI_WORKER_ID && env.FUXI_NODE_ID ? { workerId: env.FUXI_WORKER_ID, nodeId: env.FUXI_NODE_ID } : undefined;
+  const measured = workerProgress(env).beginPath(o.nodeId || o.address, o.workerId);
+  let complete = false;
   try {
-    return await readOutput(o.address, { appId, workerId: o.workerId, path }, opts);
+    const data = await readOutput(
+      o.address,
+      { appId, workerId: o.workerId, path },
+      {
+        ...opts,
+        ...(reader ? { reader } : {}),
+        onChunk: (n) => {
+          measured.add(n);
+          opts.onChunk?.(n);
+        },
+      },
+    );
+    complete = true;
+    return data;
   } catch (e) {
     if (e instanceof RpcError || e instanceof FuxiError) {
       e.message = `${task}/${instance} ${path} from ${o.address}: ${e.message}`;
     }
     throw e;
+  } finally {
+    measured.end(complete);
   }
 }
