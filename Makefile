@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -150,6 +150,11 @@ bench-detectors: build
 # BENCH_PARTITIONS_ARGS passes options (--rounds, --jobs, --nodes, --skip-rack; see test/src/bench/partitions.ts).
 bench-partitions: build etcd rack-tools
 	node test/dist/bench/partitions.js $(BENCH_PARTITIONS_ARGS)
+
+# Benchmark (not a test): speculation off / base / path on the rack, with no fault and with one host's
+# link at 1 Mbit/s (tc tbf). Writes bench-results/stragglers.json and stragglers.svg (test/src/bench/stragglers.ts).
+bench-stragglers: build etcd rack-tools
+	node test/dist/bench/stragglers.js $(BENCH_STRAGGLERS_ARGS)
 
 # Benchmark (not a test): the AM host against dedicated AM processes. CPU and memory per job's AM
 # on a local cluster; one core step of a 100,000-instance job; the AM host's main-loop delay and its

@@ -8,3 +8,4 @@
 export * from './local-cluster.js';
 export * from './ha-cluster.js';
 export * from './wordcount.js';
+export * from './shuffle.js';
