@@ -19,6 +19,10 @@ export interface TaskProgress {
   retries: number;
   /** Instances the AM ran again because a network partition cut them off (absent in records of older versions). */
   reexecutions?: number;
+  /** Fraction done (0-1) as the AM last reported it. */
+  progress?: number;
+  /** Speculative attempts the AM started (backups, work moved off a slow host). */
+  backups?: number;
 }
 
 /** A job as the master keeps it; the persisted part is `JobRecord`. */
