@@ -84,6 +84,7 @@ import { AmHostSupervisor } from './am-host-supervisor.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from './hosted-am-driver.js';
 import { DataService } from './data-service.js';
 import { Prober } from './prober.js';
+import { WorkDirSweeper, type SweepResult, type WorkerTableView } from './workdir-sweeper.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
 
@@ -105,6 +106,8 @@ export interface AgentDeps {
    * by stop()). One given here is the caller's to close.
    */
   checkpoint?: AgentCheckpoint;
+  /** How often finished worker directories are swept (workdir-sweeper.ts; default 60 000 ms). */
+  workDirSweepMs?: number;
 }
 
 /** What start() found in the local checkpoint. */
@@ -156,6 +159,9 @@ export class Agent {
   private reportEpoch = '';
   private reportFailures = 0;
   private readonly tickMs: number;
+  private readonly workDirSweepMs: number;
+  private readonly sweeper: WorkDirSweeper;
+  private sweepTimer: NodeJS.Timeout | undefined;
   private checkpoint: AgentCheckpoint | undefined;
   private readonly ownsCheckpoint: boolean;
   private checkpointClosed = false;
@@ -204,6 +210,13 @@ export class Agent {
     this.master = this.connectMaster(config.masters);
     this.data = new DataService({ workDir: config.workDir, workers: { byId: (a, w) => this.core.worker(a, w), list: (a) => this.core.listWorkers(a) } });
     this.tickMs = deps.tickMs ?? 1000;
+    this.workDirSweepMs = deps.workDirSweepMs ?? 60_000;
+    this.sweeper = new WorkDirSweeper({
+      workDir: config.workDir,
+      policy: { retentionMs: config.workerRetentionMs, maxDiskPercent: config.workDirMaxDiskPercent },
+      table: () => this.workerTableView(),
+      log: this.log.child({ c: 'workdir' }),
+    });
     this.checkpoint = deps.checkpoint;
     this.ownsCheckpoint = deps.checkpoint === undefined;
   }
@@ -270,6 +283,7 @@ export class Agent {
     }
     if (this.config.probe.enabled) await this.startProber();
     this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
+    this.sweepTimer = setInterval(() => void this.sweepWorkDirs(), this.workDirSweepMs);
     if (this.core.startsHeld) {
       this.grantWaitTimer = setTimeout(() => {
         this.grantWaitTimer = undefined;
@@ -364,6 +378,7 @@ export class Agent {
     this.stopped = true;
     this.stopping.abort();
     if (this.tickTimer) clearInterval(this.tickTimer);
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     this.prober?.stop();
     for (const wake of this.sleepers) wake();
@@ -1020,6 +1035,25 @@ export class Agent {
       return { ...p, command: { ...p.command, argv: [...this.config.amCommand], env } };
     });
     return { ...input, plans };
+  }
+
+  /** Apps still active here (a running worker or a grant on this node) keep their finished workers' directories. */
+  private workerTableView(): WorkerTableView {
+    const workers = this.core.listWorkers();
+    const activeApps = new Set<string>(this.core.grantTable().map((g) => g.appId));
+    for (const w of workers) if (!isWorkerTerminal(w.state)) activeApps.add(w.appId);
+    return { workers, activeApps };
+  }
+
+  /** One sweep of finished worker directories (errors are logged; the next sweep tries again). */
+  async sweepWorkDirs(): Promise<SweepResult | undefined> {
+    if (this.stopped) return undefined;
+    try {
+      return await this.sweeper.sweep(this.now());
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'work dir sweep failed');
+      return undefined;
+    }
   }
 
   /** Finds a worker dir on disk from an earlier agent run (its cmd.json names task/instance/attempt). */
