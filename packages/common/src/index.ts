@@ -24,3 +24,4 @@ export * from './first-difference.js';
 export * from './am-host-protocol.js';
 export * from './version.js';
 export * from './random.js';
+export * from './app-snapshot.js';
