@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -21,6 +21,14 @@ install: node_modules/.install-stamp
 build: install
 	npx tsc -b
 	node scripts/bundle.mjs
+
+# The release tarball dist/fuxi-<version>-linux.tar.gz (scripts/dist.mjs): every runtime package's
+# compiled code, production node_modules (npm ci --omit=dev), bin/ wrappers that run the host's
+# Node.js 20.19+, the systemd units, example configs and install.sh. README: "Run it on several machines".
+# The integration suite (test/src/integration/dist.test.ts) builds one into a temp dir, runs it from
+# there and verifies the units it installs with systemd-analyze.
+dist: build
+	node scripts/dist.mjs
 
 # Debian's etcd-server, for the suites that run a real etcd.
 etcd:
@@ -133,7 +141,7 @@ bench-paper: build etcd
 clean:
 	npx tsc -b --clean
 	rm -f client/dist/fuxi.* appmaster/dist/fuxi-appmaster.*
-	rm -rf bench-results
+	rm -rf bench-results dist
 
 # Benchmark (not a test): replays the heartbeat traces in test/data/heartbeats (recorded with the
 # master's --record-heartbeats; `node test/dist/bench/record-heartbeats.js` records one on a local

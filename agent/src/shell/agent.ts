@@ -86,6 +86,7 @@ import { DataService } from './data-service.js';
 import { ProgressWatcher } from './progress-watcher.js';
 import { TransferMeter } from './transfer-meter.js';
 import { Prober } from './prober.js';
+import { WorkDirSweeper, type SweepResult, type WorkerTableView } from './workdir-sweeper.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
 
@@ -107,6 +108,8 @@ export interface AgentDeps {
    * by stop()). One given here is the caller's to close.
    */
   checkpoint?: AgentCheckpoint;
+  /** How often finished worker directories are swept (workdir-sweeper.ts; default 60 000 ms). */
+  workDirSweepMs?: number;
 }
 
 /** What start() found in the local checkpoint. */
@@ -159,6 +162,9 @@ export class Agent {
   private reportEpoch = '';
   private reportFailures = 0;
   private readonly tickMs: number;
+  private readonly workDirSweepMs: number;
+  private readonly sweeper: WorkDirSweeper;
+  private sweepTimer: NodeJS.Timeout | undefined;
   private checkpoint: AgentCheckpoint | undefined;
   private readonly ownsCheckpoint: boolean;
   private checkpointClosed = false;
@@ -218,6 +224,13 @@ export class Agent {
       log: this.log.child({ c: 'progress' }),
     });
     this.tickMs = deps.tickMs ?? 1000;
+    this.workDirSweepMs = deps.workDirSweepMs ?? 60_000;
+    this.sweeper = new WorkDirSweeper({
+      workDir: config.workDir,
+      policy: { retentionMs: config.workerRetentionMs, maxDiskPercent: config.workDirMaxDiskPercent },
+      table: () => this.workerTableView(),
+      log: this.log.child({ c: 'workdir' }),
+    });
     this.checkpoint = deps.checkpoint;
     this.ownsCheckpoint = deps.checkpoint === undefined;
   }
@@ -285,6 +298,7 @@ export class Agent {
     if (this.config.probe.enabled) await this.startProber();
     this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
     this.progress.start();
+    this.sweepTimer = setInterval(() => void this.sweepWorkDirs(), this.workDirSweepMs);
     if (this.core.startsHeld) {
       this.grantWaitTimer = setTimeout(() => {
         this.grantWaitTimer = undefined;
@@ -380,6 +394,7 @@ export class Agent {
     this.stopping.abort();
     if (this.tickTimer) clearInterval(this.tickTimer);
     this.progress.stop();
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     this.prober?.stop();
     for (const wake of this.sleepers) wake();
@@ -1036,6 +1051,25 @@ export class Agent {
       return { ...p, command: { ...p.command, argv: [...this.config.amCommand], env } };
     });
     return { ...input, plans };
+  }
+
+  /** Apps still active here (a running worker or a grant on this node) keep their finished workers' directories. */
+  private workerTableView(): WorkerTableView {
+    const workers = this.core.listWorkers();
+    const activeApps = new Set<string>(this.core.grantTable().map((g) => g.appId));
+    for (const w of workers) if (!isWorkerTerminal(w.state)) activeApps.add(w.appId);
+    return { workers, activeApps };
+  }
+
+  /** One sweep of finished worker directories (errors are logged; the next sweep tries again). */
+  async sweepWorkDirs(): Promise<SweepResult | undefined> {
+    if (this.stopped) return undefined;
+    try {
+      return await this.sweeper.sweep(this.now());
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'work dir sweep failed');
+      return undefined;
+    }
   }
 
   /** Finds a worker dir on disk from an earlier agent run (its cmd.json names task/instance/attempt). */

@@ -23,6 +23,16 @@ export interface AgentConfig {
   labels: Record<string, string>;
   capacity: Resource;
   workDir: string;
+  /**
+   * A finished worker's directory (logs, output) is deleted this long after it finished, once its
+   * app has no running worker and no grant on this node any more. Default 24h (`workerRetention`).
+   */
+  workerRetentionMs: number;
+  /**
+   * Above this share of the work dir's file system in use (percent), finished worker directories
+   * are deleted oldest-finished first, running apps' too (never a running worker's). 100: never. Default 90.
+   */
+  workDirMaxDiskPercent: number;
   stopGraceMs: number;
   pendingTimeoutMs: number;
   /**
@@ -90,6 +100,8 @@ export const CONFIG_KEYS = [
   'cpu',
   'memory',
   'workDir',
+  'workerRetention',
+  'workDirMaxDiskPercent',
   'stopGraceMs',
   'pendingTimeoutMs',
   'restoreGrantWaitMs',
@@ -135,6 +147,8 @@ export const DEFAULT_AM_HOST_RESERVE: Resource = Object.freeze({ cpuMilli: 50, m
 export const DEFAULT_AM_HOST_THREAD_INSTANCES = 10_000;
 export const DEFAULT_WORK_DIR = '/var/lib/fuxi/agent';
 export const DEFAULT_RESTORE_GRANT_WAIT_MS = 5000;
+export const DEFAULT_WORKER_RETENTION_MS = 24 * 3_600_000;
+export const DEFAULT_WORK_DIR_MAX_DISK_PERCENT = 90;
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /** Reads a YAML or JSON config file into a plain object (keys are checked by `resolveConfig`). */
@@ -205,6 +219,9 @@ export function resolveConfig(
 
   const workDir = str('workDir', pick('workDir') ?? DEFAULT_WORK_DIR);
   if (!workDir) throw new InvalidArgumentError('workDir', 'must not be empty');
+  const workerRetentionRaw = pick('workerRetention');
+  const workerRetentionMs = workerRetentionRaw === undefined ? DEFAULT_WORKER_RETENTION_MS : parseDuration('workerRetention', workerRetentionRaw);
+  const workDirMaxDiskPercent = percent('workDirMaxDiskPercent', pick('workDirMaxDiskPercent') ?? DEFAULT_WORK_DIR_MAX_DISK_PERCENT);
 
   const stopGraceMs = nonNegInt('stopGraceMs', pick('stopGraceMs') ?? DEFAULT_STOP_GRACE_MS);
   const pendingTimeoutMs = nonNegInt('pendingTimeoutMs', pick('pendingTimeoutMs') ?? DEFAULT_PENDING_TIMEOUT_MS);
@@ -239,6 +256,8 @@ export function resolveConfig(
     labels,
     capacity: { cpuMilli, memoryMb },
     workDir,
+    workerRetentionMs,
+    workDirMaxDiskPercent,
     stopGraceMs,
     pendingTimeoutMs,
     restoreGrantWaitMs,
@@ -296,6 +315,27 @@ export function parseProbe(v: unknown): ProbeSettings {
     }
   }
   return out;
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * A duration: a number with a unit (`ms`, `s`, `m`, `h`, `d`; e.g. "24h", "90m", "1.5d"), or a bare
+ * integer of milliseconds. Returns milliseconds.
+ */
+export function parseDuration(key: string, v: unknown): number {
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+  const m = typeof v === 'string' ? /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(v) : null;
+  if (!m || (m[2] === undefined && !/^\d+$/.test(m[1] ?? '')))
+    throw new InvalidArgumentError(key, `must be a duration such as "24h", "90m", "30s" or milliseconds, got ${JSON.stringify(v)}`);
+  return Math.round(Number(m[1]) * (DURATION_UNITS[m[2] ?? 'ms'] ?? 1));
+}
+
+function percent(key: string, v: unknown): number {
+  const n = typeof v === 'string' && /^\s*\d+(\.\d+)?\s*%?\s*$/.test(v) ? Number(v.replace('%', '')) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || n > 100)
+    throw new InvalidArgumentError(key, `must be a percentage of the disk above 0 and at most 100, got ${JSON.stringify(v)}`);
+  return n;
 }
 
 function commandLine(key: string, v: unknown, dflt: string[]): string[] {

@@ -32,6 +32,8 @@ const program = new Command('fuxi-agent')
   .option('--cpu <cores>', 'CPU capacity offered, cores or millicores (default: all cores)')
   .option('--memory <quantity>', 'memory capacity offered, e.g. 8Gi (default: all memory)')
   .option('--work-dir <dir>', 'worker directories and logs (default /var/lib/fuxi/agent)')
+  .option('--worker-retention <duration>', 'finished worker directories are deleted this long after they finished, once their job is done here (default 24h)')
+  .option('--work-dir-max-disk-percent <n>', 'above this disk usage, finished worker directories go oldest first (default 90; 100: never)')
   .option('--stop-grace-ms <ms>', 'SIGTERM to SIGKILL grace when stopping a worker (default 5000)')
   .option('--pending-timeout-ms <ms>', 'a plan without a grant with room is rejected after this (default 60000)')
   .option(

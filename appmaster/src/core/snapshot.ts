@@ -13,6 +13,9 @@
  */
 import type { JobSpec } from './types.js';
 
+// The log's entries are read by clients too (`fuxi logs` finds the node that ran an instance).
+export { decodeEntry, encodeEntry, type SnapshotEntry } from '@fuxi/common';
+
 export const TOPOLOGY_VERSION = 1;
 
 /** What a restarted AM checks to know the snapshot is about the same job. */
@@ -20,20 +23,6 @@ export interface Topology {
   v: number;
   job: string;
   tasks: Array<{ name: string; instances: number; dependsOn: string[] }>;
-}
-
-export interface SnapshotEntry {
-  task: string;
-  instance: number;
-  attempt: number;
-  /** '' when unknown (a success inferred from a later task's workers). */
-  nodeId: string;
-  workerId: string;
-  /** A success: its agent's address (where its output is served); may be absent in older logs. */
-  nodeAddress?: string;
-  state: 'succeeded' | 'failed';
-  /** For a failure for good: the job's failure message. */
-  message?: string;
 }
 
 export function topologyOf(spec: JobSpec): Topology {
@@ -57,34 +46,4 @@ export function sameTopology(text: string, spec: JobSpec): boolean {
     return false;
   }
   return JSON.stringify(t) === encodeTopology(spec);
-}
-
-export function encodeEntry(e: SnapshotEntry): string {
-  const base = { task: e.task, instance: e.instance, attempt: e.attempt, nodeId: e.nodeId, workerId: e.workerId, state: e.state };
-  return JSON.stringify({ ...base, ...(e.nodeAddress ? { nodeAddress: e.nodeAddress } : {}), ...(e.message !== undefined ? { message: e.message } : {}) });
-}
-
-/** A log entry, or undefined when it is not one this AM can read. */
-export function decodeEntry(text: string): SnapshotEntry | undefined {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (v === null || typeof v !== 'object') return undefined;
-  const o = v as Record<string, unknown>;
-  const int = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0;
-  if (typeof o.task !== 'string' || !int(o.instance) || !int(o.attempt)) return undefined;
-  if (o.state !== 'succeeded' && o.state !== 'failed') return undefined;
-  return {
-    task: o.task,
-    instance: o.instance,
-    attempt: o.attempt,
-    nodeId: typeof o.nodeId === 'string' ? o.nodeId : '',
-    workerId: typeof o.workerId === 'string' ? o.workerId : '',
-    ...(typeof o.nodeAddress === 'string' && o.nodeAddress ? { nodeAddress: o.nodeAddress } : {}),
-    state: o.state,
-    ...(typeof o.message === 'string' ? { message: o.message } : {}),
-  };
 }

@@ -4,7 +4,7 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { nullLogger, NotFoundError, UnavailableError, validateJobSpec } from '@fuxi/common';
-import { loadFuxiProto, type ClusterStatus, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
+import { loadFuxiProto, type ClusterStatus, type JobInfo__Output, type NodeStatus__Output, type WorkerStatus__Output } from '@fuxi/proto';
 import { implement, jobSpecFromProto, startServer, toGrpcError, type RunningServer } from '@fuxi/rpc';
 
 const TERMINAL = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
@@ -56,6 +56,8 @@ export class FakeMaster {
   batches: number[] = [];
   /** Job id -> its job array's id. */
   arrayOf = new Map<string, string>();
+  /** Job id -> its AM's snapshot log entries (GetAppSnapshot). */
+  snapshots = new Map<string, string[]>();
 
   async start(): Promise<this> {
     const def = loadFuxiProto().MasterService.service;
@@ -117,6 +119,11 @@ export class FakeMaster {
           throw new UnavailableError('reply lost');
         }
         return { jobId, created };
+      },
+      GetAppSnapshot: async (req: { appId: string }) => {
+        this.calls.push('GetAppSnapshot');
+        this.job(req.appId);
+        return { topology: '', entries: this.snapshots.get(req.appId) ?? [] };
       },
       GetJob: async (req: { jobId: string }) => {
         this.calls.push('GetJob');
@@ -255,6 +262,38 @@ export class FakeAgent {
       bind: '127.0.0.1:0',
       log: nullLogger,
       services: [{ name: 'fuxi.v1.AgentService', definition: def, handlers: implement(def, fillMissing(def, impl), nullLogger) }],
+    });
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.shutdown(100);
+  }
+}
+
+/** An application master that answers GetAppState with the workers it is given. */
+export class FakeAm {
+  workers: WorkerStatus__Output[] = [];
+  asked = 0;
+  private server?: RunningServer;
+
+  get address(): string {
+    if (!this.server) throw new Error('not started');
+    return this.server.address;
+  }
+
+  async start(): Promise<this> {
+    const def = loadFuxiProto().AppMasterService.service;
+    const impl: Record<string, unknown> = {
+      GetAppState: async () => {
+        this.asked++;
+        return { appId: '', amAttempt: 1, assignments: [], progress: [], workers: this.workers };
+      },
+    };
+    this.server = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers: implement(def, fillMissing(def, impl), nullLogger) }],
     });
     return this;
   }

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { FuxiError, InvalidArgumentError, normalizeJobSpec, type JobSpec } from '@fuxi/common';
 import { RpcError } from '@fuxi/rpc';
 import { FuxiClient } from '../sdk/fuxi-client.js';
-import { FakeAgent, FakeMaster } from './fake-cluster.js';
-import { mockNode } from './helpers.js';
+import { FakeAgent, FakeAm, FakeMaster } from './fake-cluster.js';
+import { mockJob, mockNode } from './helpers.js';
 
 function spec(over: Record<string, unknown> = {}): JobSpec {
   return normalizeJobSpec({ name: 'wordcount', tasks: [{ name: 'map', instances: 2, resources: { cpu: 0.5, memory: 256 }, command: 'true' }], ...over });
@@ -211,6 +211,73 @@ describe('FuxiClient (against a fake master)', function () {
     expect(e).to.be.instanceOf(FuxiError);
     expect((e as FuxiError).code).to.equal('NOT_FOUND');
     expect(e.message).to.equal('log of wc/map/9 (stdout) not found on any node; unreachable nodes: dead');
+  });
+
+  const readAll = async (it: AsyncIterable<Buffer>): Promise<string> => {
+    const chunks: Buffer[] = [];
+    for await (const c of it) chunks.push(c);
+    return Buffer.concat(chunks).toString();
+  };
+  const entry = (task: string, instance: number, attempt: number, nodeId: string, nodeAddress = '') =>
+    JSON.stringify({
+      task,
+      instance,
+      attempt,
+      nodeId,
+      workerId: `${task}.${instance}.${attempt}`,
+      state: 'succeeded',
+      ...(nodeAddress ? { nodeAddress } : {}),
+    });
+
+  it("reads a finished job's log only from the node its snapshot log names", async () => {
+    master.jobs.set('wc', mockJob({ jobId: 'wc', state: 'JOB_STATE_SUCCEEDED' }));
+    master.snapshots.set('wc', [entry('map', 3, 1, 'n1'), entry('map', 3, 2, 'n2'), entry('map', 4, 1, 'n1')]);
+    master.nodes = [mockNode('n1', agents[0]!.address), mockNode('n2', agents[1]!.address)];
+    agents[0]!.logs.set('wc/map/3/stdout/0', ['not this one']);
+    agents[1]!.logs.set('wc/map/3/stdout/0', ['attempt 2\n']);
+    expect(await readAll(client.logs('wc', 'map', 3))).to.equal('attempt 2\n');
+    expect([agents[0]!.reads, agents[1]!.reads]).to.deep.equal([0, 1]);
+    agents[0]!.logs.set('wc/map/3/stdout/1', ['attempt 1\n']);
+    expect(await readAll(client.logs('wc', 'map', 3, { attempt: 1 }))).to.equal('attempt 1\n');
+    expect(await client.locateWorker('wc', 'map', 4)).to.deep.equal({ nodeId: 'n1', address: '', attempt: 1 });
+  });
+
+  it("asks a running job's AM where a worker runs, and the AM's node for the AM's own log", async () => {
+    const am = await new FakeAm().start();
+    try {
+      master.jobs.set('wc', mockJob({ jobId: 'wc', state: 'JOB_STATE_RUNNING', amAddress: am.address, amNodeId: 'n2', amAttempt: 1 }));
+      am.workers = [
+        { workerId: 'map.0.2', appId: 'wc', suId: 'map', task: 'map', instance: 0, attempt: 2, nodeId: 'n1', state: 'WORKER_STATE_RUNNING' } as never,
+      ];
+      master.nodes = [mockNode('n2', agents[1]!.address), mockNode('n1', agents[0]!.address)];
+      agents[0]!.logs.set('wc/map/0/stdout/0', ['running\n']);
+      agents[1]!.logs.set('wc/__am__/0/stdout/0', ['am\n']);
+      expect(await readAll(client.logs('wc', 'map', 0))).to.equal('running\n');
+      expect(await readAll(client.logs('wc', '__am__', 0))).to.equal('am\n');
+      expect([agents[0]!.reads, agents[1]!.reads, am.asked]).to.deep.equal([1, 1, 1]);
+    } finally {
+      await am.stop();
+    }
+  });
+
+  it('names the node that ran the instance when it is gone, unreachable or no longer has the log', async () => {
+    master.jobs.set('wc', mockJob({ jobId: 'wc', state: 'JOB_STATE_FAILED' }));
+    master.snapshots.set('wc', [entry('map', 0, 1, 'gone'), entry('map', 1, 1, 'dead', '127.0.0.1:1'), entry('map', 2, 1, 'n1')]);
+    master.nodes = [mockNode('n1', agents[0]!.address), mockNode('n2', agents[1]!.address)];
+    agents[1]!.logs.set('wc/map/0/stdout/0', ['elsewhere']);
+    const fail = (instance: number) => rejects(readAll(client.logs('wc', 'map', instance)));
+    const gone = (await fail(0)) as FuxiError;
+    expect([gone.code, gone.message]).to.deep.equal([
+      'NOT_FOUND',
+      'log of wc/map/0 (stdout): it ran on node gone (attempt 1), which is no longer in the cluster',
+    ]);
+    const dead = (await fail(1)) as FuxiError;
+    expect(dead.code).to.equal('UNAVAILABLE');
+    expect(dead.message).to.equal('log of wc/map/1 (stdout): it ran on node dead (attempt 1), whose agent at 127.0.0.1:1 does not answer');
+    const deleted = (await fail(2)) as FuxiError;
+    expect(deleted.code).to.equal('NOT_FOUND');
+    expect(deleted.message).to.match(/^log of wc\/map\/2 \(stdout\): it ran on node n1 \(attempt 1\), whose agent at .* no longer has it/);
+    expect(agents[1]!.reads).to.equal(0);
   });
 
   it('reports UNAVAILABLE when no master answers', async () => {

@@ -4,7 +4,17 @@
  */
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { FuxiError, isTransientError, NotFoundError, UnavailableError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import {
+  AM_SU,
+  decodeEntry,
+  FuxiError,
+  isTransientError,
+  NotFoundError,
+  UnavailableError,
+  validateJobSpec,
+  type JobSpec,
+  type SnapshotEntry,
+} from '@fuxi/common';
 import { loadFuxiProto, type ClusterStatus__Output, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
 import { connect, jobSpecToProto, MasterConnection, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
@@ -16,6 +26,8 @@ export { DEFAULT_MASTER, defaultMasters, splitAddresses } from './masters.js';
 
 /** How long `logs` waits for a node's first answer before judging it by its connection. */
 const LOG_PROBE_MS = 5_000;
+/** How long `logs` waits for a running job's AM to say where a worker runs. */
+const AM_ASK_MS = 3_000;
 
 export interface FuxiClientOptions extends MasterConnectionOptions {
   /** Master addresses (host:port); default `defaultMasters()`. */
@@ -288,37 +300,49 @@ export class FuxiClient {
   }
 
   /**
-   * A worker's stdout or stderr, as raw chunks. Asks every node's agent in turn (healthy nodes
-   * first); the first that does not answer NOT_FOUND has the log. Throws NOT_FOUND when none has it.
+   * A worker's stdout or stderr, as raw chunks, read from the agent of the node that ran it:
+   * `locateWorker` asks the job's AM (running workers) and the master (the job's AM node, and the
+   * instances that finished, from the job's snapshot log). That node answering NOT_FOUND or not
+   * at all is the answer (the error names the node). Only when nothing knows the node (the master
+   * forgot the job, the AM does not answer, an earlier attempt that was retried) does it ask every
+   * node's agent in turn, healthy ones first. Throws NOT_FOUND when no node has it.
    */
   async *logs(jobId: string, task: string, instance: number, opts: LogOptions = {}): AsyncGenerator<Buffer, void, undefined> {
-    const nodes = await this.nodes();
-    const ordered = [...nodes.filter((n) => n.healthy), ...nodes.filter((n) => !n.healthy)];
-    const agent = loadFuxiProto().AgentService;
     const req = { appId: jobId, task, instance, stream: opts.stream ?? 'stdout', attempt: opts.attempt ?? 0, follow: opts.follow ?? false };
+    const what = `log of ${jobId}/${task}/${instance} (${req.stream}${req.attempt ? `, attempt ${req.attempt}` : ''})`;
+    const loc = await this.locateWorker(jobId, task, instance, req.attempt);
+    const nodes = await this.nodes();
+    if (loc) {
+      const address = nodes.find((n) => n.node?.nodeId === loc.nodeId)?.node?.address || loc.address;
+      const ran = `node ${loc.nodeId}${loc.attempt ? ` (attempt ${loc.attempt})` : ''}`;
+      if (!address) throw new FuxiError('NOT_FOUND', `${what}: it ran on ${ran}, which is no longer in the cluster`);
+      let log: OpenLog;
+      try {
+        log = await this.openLog(address, req);
+      } catch (e) {
+        if (e instanceof RpcError && e.code === 'NOT_FOUND') {
+          throw new FuxiError(
+            'NOT_FOUND',
+            `${what}: it ran on ${ran}, whose agent at ${address} no longer has it (deleted after workerRetention, or the host lost it)`,
+          );
+        }
+        if (e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED')) {
+          throw new FuxiError('UNAVAILABLE', `${what}: it ran on ${ran}, whose agent at ${address} does not answer`);
+        }
+        throw e;
+      }
+      yield* readOpenLog(log);
+      return;
+    }
+    const ordered = [...nodes.filter((n) => n.healthy), ...nodes.filter((n) => !n.healthy)];
     const unreachable: string[] = [];
     for (const n of ordered) {
       const address = n.node?.address;
       if (!address) continue;
-      const client = connect(agent, address);
-      const stream = client.stream.ReadLog(req);
-      const it = stream[Symbol.asyncIterator]();
-      let first: IteratorResult<{ data: Buffer }>;
+      let log: OpenLog;
       try {
-        const pending = it.next();
-        pending.catch(() => undefined); // if we give up on it below, its rejection is not unhandled
-        // A node that answers nothing within the probe time: if its channel is connected it has
-        // the log (a followed log may simply be quiet); otherwise it is unreachable.
-        let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise<undefined>((r) => (timer = setTimeout(r, this.logProbeMs, undefined)));
-        const probe = await Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
-        if (probe === undefined && client.raw.getChannel().getConnectivityState(false) !== grpc.connectivityState.READY) {
-          throw new RpcError('UNAVAILABLE', `agent ${address} did not answer`, grpc.status.UNAVAILABLE, {}, 'ReadLog');
-        }
-        first = probe ?? (await pending);
+        log = await this.openLog(address, req);
       } catch (e) {
-        stream.cancel();
-        client.close();
         if (e instanceof RpcError && e.code === 'NOT_FOUND') continue;
         if (e instanceof RpcError && (e.code === 'UNAVAILABLE' || e.code === 'DEADLINE_EXCEEDED')) {
           unreachable.push(n.node?.nodeId || address);
@@ -326,21 +350,85 @@ export class FuxiClient {
         }
         throw e;
       }
-      try {
-        let r = first;
-        while (!r.done) {
-          yield r.value.data;
-          r = await it.next();
-        }
-        return;
-      } finally {
-        stream.cancel();
-        client.close();
-      }
+      yield* readOpenLog(log);
+      return;
     }
-    const what = `log of ${jobId}/${task}/${instance} (${req.stream}${req.attempt ? `, attempt ${req.attempt}` : ''})`;
     const where = unreachable.length ? `; unreachable nodes: ${unreachable.join(', ')}` : '';
     throw new FuxiError('NOT_FOUND', `${what} not found on any node${where}`);
+  }
+
+  /**
+   * The node that ran instance `instance` of `task` (attempt `attempt`; 0: the latest), as far as
+   * the cluster knows: the job's AM node for the AM (`task` `__am__`), the running worker's node
+   * from the job's AM (GetAppState), else the node the job's snapshot log names for the finished
+   * instance (GetAppSnapshot). Undefined when none of them knows.
+   */
+  async locateWorker(jobId: string, task: string, instance: number, attempt = 0): Promise<WorkerLocation | undefined> {
+    let job: JobInfo__Output;
+    try {
+      job = await this.get(jobId);
+    } catch (e) {
+      if (e instanceof FuxiError && e.code === 'NOT_FOUND') return undefined; // forgotten (job retention)
+      throw e;
+    }
+    if (task === AM_SU) {
+      if (job.amNodeId && instance === 0 && (attempt === 0 || attempt === job.amAttempt)) return { nodeId: job.amNodeId, address: '', attempt: job.amAttempt };
+      return undefined;
+    }
+    if (!isTerminal(job.state) && job.amAddress) {
+      const am = connect(loadFuxiProto().AppMasterService, job.amAddress);
+      try {
+        const state = await am.GetAppState({}, { deadlineMs: Math.min(this.deadlineMs ?? AM_ASK_MS, AM_ASK_MS) });
+        const mine = state.workers.filter((w) => w.task === task && w.instance === instance && w.nodeId && (attempt === 0 || w.attempt === attempt));
+        const w = mine.sort((a, b) => b.attempt - a.attempt)[0];
+        if (w) return { nodeId: w.nodeId, address: '', attempt: w.attempt };
+      } catch (e) {
+        if (!(e instanceof RpcError)) throw e; // an AM that does not answer: the snapshot log may know
+      } finally {
+        am.close();
+      }
+    }
+    let entries: string[];
+    try {
+      entries = (await this.connection.call('GetAppSnapshot', { appId: jobId }, this.callOpts(true))).entries;
+    } catch (e) {
+      if (e instanceof FuxiError && e.code === 'NOT_FOUND') return undefined;
+      throw e;
+    }
+    let found: SnapshotEntry | undefined;
+    for (const text of entries) {
+      const e = decodeEntry(text);
+      if (!e || e.task !== task || e.instance !== instance || !e.nodeId || (attempt !== 0 && e.attempt !== attempt)) continue;
+      if (!found || e.attempt >= found.attempt) found = e;
+    }
+    return found ? { nodeId: found.nodeId, address: found.nodeAddress ?? '', attempt: found.attempt } : undefined;
+  }
+
+  /**
+   * Opens a ReadLog stream at one agent and waits for its first answer. An agent that answers
+   * nothing within the probe time has the log if its channel is connected (a followed log may
+   * simply be quiet); otherwise it is UNAVAILABLE. Throws the agent's error (NOT_FOUND: not there).
+   */
+  private async openLog(address: string, req: ReadLogArgs): Promise<OpenLog> {
+    const client = connect(loadFuxiProto().AgentService, address);
+    const stream = client.stream.ReadLog(req);
+    const it = stream[Symbol.asyncIterator]();
+    try {
+      const pending = it.next();
+      pending.catch(() => undefined); // if we give up on it below, its rejection is not unhandled
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<undefined>((r) => (timer = setTimeout(r, this.logProbeMs, undefined)));
+      const probe = await Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+      if (probe === undefined && client.raw.getChannel().getConnectivityState(false) !== grpc.connectivityState.READY) {
+        throw new RpcError('UNAVAILABLE', `agent ${address} did not answer`, grpc.status.UNAVAILABLE, {}, 'ReadLog');
+      }
+      const first = probe ?? (await pending);
+      return { first, it, close: () => (stream.cancel(), client.close()) };
+    } catch (e) {
+      stream.cancel();
+      client.close();
+      throw e;
+    }
   }
 
   /**
@@ -384,5 +472,40 @@ export class FuxiClient {
 
   private callOpts(retry: boolean): { retry: boolean; deadlineMs?: number } {
     return this.deadlineMs ? { retry, deadlineMs: this.deadlineMs } : { retry };
+  }
+}
+
+/** Where a worker ran (`FuxiClient.locateWorker`); `address` is '' when only the node id is known. */
+export interface WorkerLocation {
+  nodeId: string;
+  address: string;
+  /** The attempt found there (0 when unknown). */
+  attempt: number;
+}
+
+interface ReadLogArgs {
+  appId: string;
+  task: string;
+  instance: number;
+  stream: string;
+  attempt: number;
+  follow: boolean;
+}
+
+interface OpenLog {
+  first: IteratorResult<{ data: Buffer }>;
+  it: AsyncIterator<{ data: Buffer }>;
+  close: () => void;
+}
+
+async function* readOpenLog(log: OpenLog): AsyncGenerator<Buffer, void, undefined> {
+  try {
+    let r = log.first;
+    while (!r.done) {
+      yield r.value.data;
+      r = await log.it.next();
+    }
+  } finally {
+    log.close();
   }
 }

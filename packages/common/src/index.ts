@@ -25,3 +25,4 @@ export * from './am-host-protocol.js';
 export * from './version.js';
 export * from './random.js';
 export * from './worker-progress.js';
+export * from './app-snapshot.js';

@@ -19,6 +19,8 @@ describe('agent config', () => {
       labels: {},
       capacity: { cpuMilli: 4000, memoryMb: 8192 },
       workDir: '/var/lib/fuxi/agent',
+      workerRetentionMs: 86_400_000,
+      workDirMaxDiskPercent: 90,
       stopGraceMs: 5000,
       pendingTimeoutMs: 60000,
       restoreGrantWaitMs: 5000,
@@ -31,6 +33,28 @@ describe('agent config', () => {
       amHostThreadInstances: 10_000,
       probe: { enabled: true, periodMs: 200, misses: 3, port: 0 },
     });
+  });
+
+  it('reads the work dir retention as a duration and a disk percentage; errors name the field', () => {
+    const c = resolveConfig({ master: 'm:1' }, { workerRetention: '90m', workDirMaxDiskPercent: 80 }, HOST);
+    expect([c.workerRetentionMs, c.workDirMaxDiskPercent]).to.deep.equal([5_400_000, 80]);
+    expect(resolveConfig({ master: 'm:1', workerRetention: '1.5d', workDirMaxDiskPercent: '75%' }, {}, HOST)).to.include({
+      workerRetentionMs: 129_600_000,
+      workDirMaxDiskPercent: 75,
+    });
+    expect(resolveConfig({ master: 'm:1', workerRetention: '2500' }, {}, HOST).workerRetentionMs).to.equal(2500);
+    for (const [k, v] of [
+      ['workerRetention', '24 hours'],
+      ['workerRetention', '-1h'],
+      ['workerRetention', 'h'],
+      ['workDirMaxDiskPercent', 0],
+      ['workDirMaxDiskPercent', 101],
+      ['workDirMaxDiskPercent', 'most'],
+    ] as const) {
+      expect(() => resolveConfig({ master: 'm:1' }, { [k]: v }, HOST), `${k}=${v}`)
+        .to.throw(InvalidArgumentError)
+        .with.property('field', k);
+    }
   });
 
   it('configures peer probing: a mapping in the file, key=value pairs or true/false as a flag', () => {
