@@ -63,10 +63,14 @@ export class AgentMetrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    // The AM host's figures, asked for once per scrape by the first gauge collected.
+    // The AM host's figures, asked for once per scrape: a scrape starts every collect() in one
+    // synchronous pass, so the answer is shared until the next microtask.
     let pending: Promise<AmHostStats | undefined> | undefined;
     const hostStats = (): Promise<AmHostStats | undefined> => {
-      pending ??= src.amHostStats().finally(() => setImmediate(() => (pending = undefined)));
+      if (!pending) {
+        pending = src.amHostStats();
+        queueMicrotask(() => (pending = undefined));
+      }
       return pending;
     };
     new Gauge({
