@@ -1,6 +1,7 @@
 /**
  * The master's /metrics (memory store, in process): leadership, epoch, nodes and jobs by state,
- * the first takeover's phases and gRPC handling time; the endpoint is off without metricsListen.
+ * the first takeover's phases and gRPC handling time; the endpoint is off without metricsListen;
+ * on etcd, a standby shows no leadership and no cluster state, and a takeover's phases.
  * (A job's grants and store writes: test/src/integration/metrics.test.ts.)
  */
 import { expect } from 'chai';
@@ -8,6 +9,7 @@ import * as http from 'node:http';
 import { nullLogger } from '@fuxi/common';
 import { connect } from '@fuxi/rpc';
 import { loadFuxiProto } from '@fuxi/proto';
+import { startEtcd } from '@fuxi/store/etcd-fixture';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
 
@@ -22,6 +24,14 @@ function scrape(url: string): Promise<string> {
       })
       .on('error', reject);
   });
+}
+
+async function until(fn: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await fn().catch(() => false))) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** The value of the sample `name{labels}` (labels as printed), or undefined. */
@@ -70,5 +80,46 @@ describe('master: Prometheus metrics', function () {
     masters.push(m);
     await m.start();
     expect(m.metricsUrl).to.equal('');
+  });
+
+  it('on etcd: a standby is not the leader and shows no cluster state; taking over, it is, with its phases', async function () {
+    this.timeout(60_000);
+    const etcd = await startEtcd();
+    try {
+      const cfg = {
+        ...defaultConfig(['true']),
+        listen: '127.0.0.1:0',
+        metricsListen: '127.0.0.1:0',
+        store: 'etcd' as const,
+        etcdEndpoints: [etcd.endpoint],
+        etcdPrefix: `/metrics-${process.pid}/`,
+        leaseTtlSec: 2,
+        recoveryDeadlineMs: 300,
+      };
+      const a = new MasterServer(cfg, nullLogger);
+      masters.push(a);
+      await a.start();
+      await until(async () => sample(await scrape(a.metricsUrl), 'fuxi_master_leader') === 1);
+      const b = new MasterServer(cfg, nullLogger);
+      masters.push(b);
+      await b.start();
+      const standby = await scrape(b.metricsUrl);
+      expect(sample(standby, 'fuxi_master_leader')).to.equal(0);
+      expect(sample(standby, 'fuxi_master_epoch')).to.equal(0);
+      expect(standby).to.not.match(/^fuxi_master_nodes\{/m);
+      expect(sample(standby, 'fuxi_master_failover_phase_seconds_count{phase="load"}')).to.equal(undefined);
+      const epochA = sample(await scrape(a.metricsUrl), 'fuxi_master_epoch')!;
+      await a.stop();
+      await until(
+        async () => sample(await scrape(b.metricsUrl), 'fuxi_master_recovering') === 0 && sample(await scrape(b.metricsUrl), 'fuxi_master_leader') === 1,
+      );
+      const leader = await scrape(b.metricsUrl);
+      expect(sample(leader, 'fuxi_master_epoch')).to.be.greaterThan(epochA);
+      expect(sample(leader, 'fuxi_master_failover_phase_seconds_count{phase="load"}')).to.equal(1);
+      expect(sample(leader, 'fuxi_master_failover_phase_seconds_count{phase="total"}')).to.equal(1);
+    } finally {
+      for (const m of masters.splice(0)) await m.stop().catch(() => undefined);
+      await etcd.stop();
+    }
   });
 });
