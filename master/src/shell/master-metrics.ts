@@ -5,7 +5,9 @@
  * writes, gRPC calls) are observed where they happen.
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
+import { FSM_STATES } from '@fuxi/common';
 import { DaemonMetrics, LATENCY_BUCKETS, SLOW_BUCKETS } from '@fuxi/rpc/metrics';
+import { FAULT_KINDS } from '../core/fault-fsm.js';
 import type { MasterCore } from '../core/master-core.js';
 
 /** What the metrics read of the master process at a scrape. */
@@ -25,6 +27,7 @@ export class MasterMetrics {
   private readonly failoverPhase: Histogram<'phase'>;
   private readonly storeWrite: Histogram;
   private readonly storeWriteFailures: Counter;
+  private readonly faultRecovery: Histogram<'kind' | 'phase'>;
   /** The core whose grant count the counter last took, and that count. */
   private drained: { core: MasterCore; granted: number } | undefined;
 
@@ -99,6 +102,32 @@ export class MasterMetrics {
         if (g) for (const [kind, n] of Object.entries(g.pendingSlots)) this.set({ kind }, n);
       },
     });
+    new Gauge({
+      name: 'fuxi_master_faults_open',
+      help: "Faults on the leader's bulletin board not resolved yet, by kind (FM_CRASH, AM_CRASH, AM_TIMING, AGENT_CRASH, AGENT_TIMING, AGENT_PARTITIONED)",
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        this.reset();
+        const core = leading();
+        if (!core) return;
+        const open = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
+        for (const e of core.faults.open()) open[e.kind] = (open[e.kind] ?? 0) + 1;
+        for (const [kind, n] of Object.entries(open)) this.set({ kind }, n);
+      },
+    });
+    new Gauge({
+      name: 'fuxi_master_fault_fsm_state',
+      help: "1 for the leader's fault FSM state (S0 normal, S1 master, S2 AM, S3 agent failure, S4-S6 and S2S3 their combinations), 0 for the others",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        const core = leading();
+        if (!core) return;
+        for (const state of FSM_STATES) this.set({ state }, core.faults.state === state ? 1 : 0);
+      },
+    });
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
     this.grants = new Counter({
@@ -137,6 +166,16 @@ export class MasterMetrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
+    this.faultRecovery = new Histogram({
+      name: 'fuxi_master_fault_recovery_seconds',
+      help: 'Resolved faults by kind and phase: detect (posted to recovery started), recover (recovery started to resolved), total (posted to resolved)',
+      labelNames: ['kind', 'phase'],
+      buckets: SLOW_BUCKETS,
+      registers,
+      collect() {
+        self.drain();
+      },
+    });
     this.storeWriteFailures = new Counter({
       name: 'fuxi_master_store_write_failures_total',
       help: 'Hard-state writes that failed (fenced, out of space, or etcd unreachable)',
@@ -153,6 +192,11 @@ export class MasterMetrics {
     if (granted > before) this.grants.inc(granted - before);
     this.drained = { core, granted };
     for (const [ms, slots] of waits) for (let i = 0; i < slots; i++) this.grantWait.observe(ms / 1000);
+    for (const f of core.faults.takeResolved()) {
+      this.faultRecovery.observe({ kind: f.kind, phase: 'total' }, f.totalMs / 1000);
+      if (f.detectMs !== undefined) this.faultRecovery.observe({ kind: f.kind, phase: 'detect' }, f.detectMs / 1000);
+      if (f.recoverMs !== undefined) this.faultRecovery.observe({ kind: f.kind, phase: 'recover' }, f.recoverMs / 1000);
+    }
   }
 
   /** Before a core is replaced (a step-down, a new term): what it granted still counts. */

@@ -179,6 +179,9 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
     expect(count(m, 'fuxi_master_scheduling_pass_seconds')).to.be.at.least(1);
     expect(count(m, 'fuxi_master_failover_phase_seconds', { phase: 'load' })).to.equal(1);
     expect(count(m, 'fuxi_master_failover_phase_seconds', { phase: 'total' })).to.equal(1);
+    expect(count(m, 'fuxi_master_fault_recovery_seconds', { kind: 'FM_CRASH', phase: 'total' })).to.equal(1);
+    expect(value(m, 'fuxi_master_fault_fsm_state', 'GAUGE', { state: 'S0' })).to.equal(1);
+    expect(value(m, 'fuxi_master_faults_open', 'GAUGE')).to.equal(0);
     expect(count(m, 'fuxi_master_store_write_seconds')).to.be.at.least(2); // the job, its AM's place, its end
     expect(value(m, 'fuxi_master_store_write_failures_total', 'COUNTER')).to.equal(0);
     const rpc = { service: 'fuxi.v1.MasterService' };

@@ -64,6 +64,11 @@ describe('master: Prometheus metrics', function () {
       expect(sample(text, 'fuxi_master_epoch')).to.equal(Number(m.epoch));
       expect(sample(text, 'fuxi_master_failover_phase_seconds_count{phase="load"}')).to.equal(1);
       expect(sample(text, 'fuxi_master_failover_phase_seconds_count{phase="total"}')).to.equal(1);
+      // A master's start is a takeover: FM_CRASH posted and resolved once; the FSM back in S0.
+      expect(sample(text, 'fuxi_master_fault_recovery_seconds_count{kind="FM_CRASH",phase="total"}')).to.equal(1);
+      expect(sample(text, 'fuxi_master_fault_fsm_state{state="S0"}')).to.equal(1);
+      expect(sample(text, 'fuxi_master_fault_fsm_state{state="S1"}')).to.equal(0);
+      expect(sample(text, 'fuxi_master_faults_open{kind="FM_CRASH"}')).to.equal(0);
       expect(text).to.contain('# TYPE fuxi_master_grants_total counter');
       expect(text).to.contain('# TYPE fuxi_master_request_to_grant_seconds histogram');
       expect(sample(text, 'fuxi_master_nodes{state="healthy"}')).to.equal(0);
