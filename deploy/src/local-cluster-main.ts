@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 /**
- * fuxi-local-cluster: runs a master and N agents on loopback in the foreground until Ctrl-C.
+ * fuxi-local-cluster: runs a master and N agents on loopback in the foreground until Ctrl-C. Each
+ * serves Prometheus metrics on a loopback port (printed as `metrics  http://...` after its line;
+ * --no-metrics turns them off).
  *
  *   fuxi-local-cluster --agents 3 --dir /tmp/fuxi
  *   FUXI_MASTER=127.0.0.1:PORT fuxi submit job.yaml --wait     # in another shell
@@ -26,16 +28,26 @@ const program = new Command('fuxi-local-cluster')
   .option('--agent-cpu <cores>', 'cores per agent', '2')
   .option('--agent-memory <mem>', 'memory per agent', '4Gi')
   .option('--log-level <level>', 'log level of the daemons', 'info')
+  .option('--no-metrics', 'do not serve Prometheus metrics (default: every daemon serves them on a loopback port)')
   .option('--keep-workers', 'leave workers running on stop (they survive agents by design)')
   .showHelpAfterError();
 
 async function main(): Promise<void> {
   program.parse();
-  const o = program.opts<{ agents: number; dir?: string; agentCpu: string; agentMemory: string; logLevel: string; keepWorkers?: boolean }>();
+  const o = program.opts<{ agents: number; dir?: string; agentCpu: string; agentMemory: string; logLevel: string; metrics: boolean; keepWorkers?: boolean }>();
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'fuxi-cluster-'));
-  const cluster = await LocalCluster.start({ dir, agents: o.agents, agentCpu: o.agentCpu, agentMemory: o.agentMemory, logLevel: o.logLevel });
-  process.stdout.write(`master  ${cluster.masterAddress}  pid ${cluster.master.pid}  log ${cluster.master.logFile}\n`);
-  for (const a of cluster.agents) process.stdout.write(`${a.nodeId.padEnd(7)} ${a.address}  pid ${a.pid}  log ${a.logFile}\n`);
+  const cluster = await LocalCluster.start({
+    dir,
+    agents: o.agents,
+    agentCpu: o.agentCpu,
+    agentMemory: o.agentMemory,
+    logLevel: o.logLevel,
+    metrics: o.metrics,
+  });
+  // Each daemon's line, then where its metrics are (when served).
+  const metrics = (url: string | undefined) => (url ? `metrics  ${url}\n` : '');
+  process.stdout.write(`master  ${cluster.masterAddress}  pid ${cluster.master.pid}  log ${cluster.master.logFile}\n${metrics(cluster.master.metricsUrl)}`);
+  for (const a of cluster.agents) process.stdout.write(`${a.nodeId.padEnd(7)} ${a.address}  pid ${a.pid}  log ${a.logFile}\n${metrics(a.metricsUrl)}`);
   process.stdout.write(`\nexport FUXI_MASTER=${cluster.masterAddress}\n(Ctrl-C stops the cluster)\n`);
   const stop = () => {
     process.stdout.write('stopping...\n');

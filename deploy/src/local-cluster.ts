@@ -45,6 +45,11 @@ export interface LocalClusterOptions {
   masterArgs?: string[];
   /** Extra flags for every agent. */
   agentArgs?: string[];
+  /**
+   * Prometheus metrics on every daemon (`--metrics-listen` on loopback: the master on a port it
+   * keeps across restarts, each agent on a free one); `metricsUrl` of each process says where.
+   */
+  metrics?: boolean;
 }
 
 export interface ProcessInfo {
@@ -53,6 +58,8 @@ export interface ProcessInfo {
   address: string;
   logFile: string;
   child: ChildProcess;
+  /** `http://host:port/metrics` when the cluster serves metrics, else ''. */
+  metricsUrl?: string;
 }
 
 export interface AgentProcess extends ProcessInfo {
@@ -213,6 +220,8 @@ export class LocalCluster {
   readonly agents: AgentProcess[] = [];
   /** The master keeps its address across restarts (agents and AMs know only this one). */
   private masterPort = 0;
+  /** And its metrics address (a scrape target stays one). */
+  private masterMetricsPort = 0;
   private constructor(readonly opts: LocalClusterOptions) {}
 
   get masterAddress(): string {
@@ -242,6 +251,7 @@ export class LocalCluster {
     const o = this.opts;
     const logFile = join(o.dir, 'master.log');
     this.masterPort ||= await freePort();
+    if (o.metrics) this.masterMetricsPort ||= await freePort();
     const args = [
       BIN.master,
       '--listen',
@@ -258,11 +268,13 @@ export class LocalCluster {
       String(o.heartbeatIntervalMs ?? 500),
       '--log-level',
       o.logLevel ?? 'info',
+      ...(o.metrics ? ['--metrics-listen', `127.0.0.1:${this.masterMetricsPort}`] : []),
       ...(o.masterArgs ?? []),
     ];
     const child = startNodeProcess(args, logFile);
     const rec = await waitForLogLine(logFile, 'master ready', child);
-    this.master = { name: 'master', pid: child.pid!, address: String(rec.address), logFile, child };
+    const metricsUrl = o.metrics ? String((await waitForLogLine(logFile, 'metrics served', child)).metrics) : '';
+    this.master = { name: 'master', pid: child.pid!, address: String(rec.address), logFile, child, metricsUrl };
     return this.master;
   }
 
@@ -271,10 +283,11 @@ export class LocalCluster {
     const nodeId = `node-${i + 1}`;
     const workDir = join(o.dir, nodeId);
     const logFile = join(o.dir, `${nodeId}.log`);
-    const args = agentArgs(o, i, this.masterAddress, workDir);
+    const args = [...agentArgs(o, i, this.masterAddress, workDir), ...(o.metrics ? ['--metrics-listen', '127.0.0.1:0'] : [])];
     const child = startNodeProcess(args, logFile);
     const rec = await waitForLogLine(logFile, 'agent ready', child);
-    const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir };
+    const metricsUrl = typeof rec.metrics === 'string' ? rec.metrics : '';
+    const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir, metricsUrl };
     this.agents[i] = agent;
     return agent;
   }

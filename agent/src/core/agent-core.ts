@@ -33,7 +33,7 @@ import { checkEpoch, updateGrants } from './grants.js';
 import { spawnFailed, workerExited, workerSpawned } from './lifecycle.js';
 import { durableState, takeDelta } from './persistence.js';
 import { startWorkers, stopWorkers } from './plans.js';
-import { amAddressOf, amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workersById } from './queries.js';
+import { amAddressOf, amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workerCounts, workersById } from './queries.js';
 import { grantsConfirmed, restore } from './restore.js';
 import { tick } from './retention.js';
 import type {
@@ -175,6 +175,11 @@ export class AgentCore {
 
   summary(): WorkerSummary {
     return summary(this.st);
+  }
+
+  /** Workers in the registry by state, AM processes apart (the agent's metrics). */
+  workerCounts(): ReturnType<typeof workerCounts> {
+    return workerCounts(this.st);
   }
 
   /** Every application-master process (su `__am__`) known, finished ones included. */

@@ -3,7 +3,7 @@
  * instance or su, the grant table, AM attempt bars, and the whole snapshot. Every worker and grant
  * handed out is a copy.
  */
-import { add, AM_SU, isWorkerActive, ZERO, type Resource } from '@fuxi/common';
+import { add, AM_SU, isWorkerActive, ZERO, type Resource, type WorkerState } from '@fuxi/common';
 import { copyGrant, copyWorker, wkey, type CoreState, type WorkerRecord } from './core-state.js';
 import type { AgentSnapshot, GrantEntry, WorkerInfo, WorkerSummary } from './types.js';
 
@@ -22,6 +22,17 @@ export function summary(st: CoreState): WorkerSummary {
     else s.finished++;
   }
   return s;
+}
+
+/**
+ * Workers in the registry by state, AM processes (su `__am__`) apart from the rest: what the
+ * agent's `fuxi_agent_workers` gauge shows. Every state is there, zero or not.
+ */
+export function workerCounts(st: CoreState): { am: Record<WorkerState, number>; task: Record<WorkerState, number> } {
+  const zero = (): Record<WorkerState, number> => ({ PENDING: 0, STARTING: 0, RUNNING: 0, SUCCEEDED: 0, FAILED: 0, KILLED: 0, REJECTED: 0 });
+  const out = { am: zero(), task: zero() };
+  for (const w of st.workers.values()) out[w.suId === AM_SU ? 'am' : 'task'][w.state]++;
+  return out;
 }
 
 /** Every application-master process (su `__am__`) known, finished ones included. */

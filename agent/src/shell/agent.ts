@@ -75,12 +75,14 @@ import {
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
 import { implement, MasterConnection, retry, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
+import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
 import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './process-driver.js';
 import { AmHostSupervisor } from './am-host-supervisor.js';
+import { AgentMetrics } from './agent-metrics.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from './hosted-am-driver.js';
 import { DataService } from './data-service.js';
 import { ProgressWatcher } from './progress-watcher.js';
@@ -183,6 +185,9 @@ export class Agent {
   private grantWatch: { address: string; epoch: string; cancel(): void } | undefined;
   /** Peer probing (config `probe`): started with the server, on its advertised host. */
   private prober: Prober | undefined;
+  /** Prometheus metrics, when `metricsListen` is set. */
+  private readonly metrics: AgentMetrics | undefined;
+  private metricsServer: MetricsServer | undefined;
 
   constructor(
     readonly config: AgentConfig,
@@ -233,6 +238,15 @@ export class Agent {
     });
     this.checkpoint = deps.checkpoint;
     this.ownsCheckpoint = deps.checkpoint === undefined;
+    const hosted = this.hosted;
+    this.metrics = config.metricsListen
+      ? new AgentMetrics({ workerCounts: () => this.core.workerCounts(), amHostStats: async () => (hosted ? hosted.host.stats() : undefined) })
+      : undefined;
+  }
+
+  /** `http://host:port/metrics` when metrics are served, else ''. */
+  get metricsUrl(): string {
+    return this.metricsServer?.url ?? '';
   }
 
   /** host:port the AgentService is reachable at (after start). */
@@ -282,7 +296,11 @@ export class Agent {
       bind: this.config.listen,
       ...(this.config.advertise ? { advertise: this.config.advertise } : {}),
       services: [
-        { name: 'fuxi.v1.AgentService', definition: proto.AgentService.service, handlers: implement(proto.AgentService.service, this.handlers(), this.log) },
+        {
+          name: 'fuxi.v1.AgentService',
+          definition: proto.AgentService.service,
+          handlers: implement(proto.AgentService.service, this.handlers(), this.log, this.metrics?.daemon.grpc),
+        },
       ],
       log: this.log,
     });
@@ -296,6 +314,7 @@ export class Agent {
       throw new InvalidArgumentError(this.config.advertise ? 'advertise' : 'listen', problem.slice(problem.indexOf(': ') + 2));
     }
     if (this.config.probe.enabled) await this.startProber();
+    if (this.metrics) this.metricsServer = await startMetricsServer({ bind: this.config.metricsListen, registry: this.metrics.daemon.registry, log: this.log });
     this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
     this.progress.start();
     this.sweepTimer = setInterval(() => void this.sweepWorkDirs(), this.workDirSweepMs);
@@ -321,6 +340,7 @@ export class Agent {
         masters: this.config.masters,
         ...(this.restoreReport ? { restored: this.restoreReport } : {}),
         probe: this.prober ? this.prober.address : 'off',
+        ...(this.metricsServer ? { metrics: this.metricsServer.url } : {}),
       },
       'agent ready',
     );
@@ -370,6 +390,7 @@ export class Agent {
       this.now(),
     );
     for (const w of r.adopted) driver.adopt?.({ appId: w.appId, workerId: w.workerId, pid: w.pid, startTime: w.startTime, bootId: w.bootId });
+    this.metrics?.adopted(r.adopted.length);
     await this.run(r.effects); // checkpoint first, then the worker events to the AMs
     const s = this.core.summary();
     this.restoreReport = { adopted: r.adopted.length, ended: r.ended.length, pending: s.pending, grants: this.core.grantTable().length, ms: Date.now() - t0 };
@@ -397,6 +418,7 @@ export class Agent {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     this.prober?.stop();
+    await this.metricsServer?.close();
     for (const wake of this.sleepers) wake();
     this.grantWatch?.cancel();
     this.grantWatch = undefined;
@@ -806,9 +828,13 @@ export class Agent {
         const delta = this.unwritten ? mergeDeltas(this.unwritten, d) : d;
         this.unwritten = undefined;
         if (!delta || this.checkpointClosed) return;
+        const t0 = process.hrtime.bigint();
+        const took = () => Number(process.hrtime.bigint() - t0) / 1e9;
         try {
           await cp.write(delta);
+          this.metrics?.checkpointWritten(took(), true);
         } catch (e) {
+          this.metrics?.checkpointWritten(took(), false);
           this.unwritten = delta;
           this.checkpointFailures++;
           if (this.checkpointFailures === 1 || this.checkpointFailures % 20 === 0)
@@ -885,8 +911,10 @@ export class Agent {
     let next: Effect[];
     try {
       const r = await this.driver.spawn({ ...spec, env: { ...spec.env, ...this.hostEnv() } });
+      this.metrics?.launched(spec.suId === AM_SU ? 'am' : 'task', true);
       next = this.core.workerSpawned(spec.appId, spec.workerId, r.pid, r.startTime, this.now(), r.bootId);
     } catch (e) {
+      this.metrics?.launched(spec.suId === AM_SU ? 'am' : 'task', false);
       this.log.warn({ workerId: spec.workerId, err: errorMessage(e) }, 'could not spawn worker');
       next = this.core.spawnFailed(spec.appId, spec.workerId, errorMessage(e), this.now());
     }

@@ -29,7 +29,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { errorMessage, nullLogger, UnavailableError, type AmHostExitEvent, type HostedAmSpec, type Logger } from '@fuxi/common';
+import { errorMessage, nullLogger, UnavailableError, type AmHostExitEvent, type AmHostStats, type HostedAmSpec, type Logger } from '@fuxi/common';
 import { AmHostConnection } from './am-host-client.js';
 import { readBootId, readStartTime, sameProcessAlive } from './process-driver.js';
 
@@ -229,6 +229,17 @@ export class AmHostSupervisor {
       conn.request({ op: 'stop', key, graceMs }, graceMs + 5000).catch(() => undefined);
     }
     this.listed.clear();
+  }
+
+  /** The live host's stats (its AMs' instances and retries among them); undefined when no host runs or it does not answer. */
+  async stats(timeoutMs = 1000): Promise<AmHostStats | undefined> {
+    const conn = this.conn;
+    if (!conn || !this.current) return undefined;
+    try {
+      return (await conn.request({ op: 'stats' }, timeoutMs)).stats;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Stops watching; the host and its AMs keep running (like workers across an agent restart). */

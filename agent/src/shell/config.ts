@@ -7,6 +7,7 @@ import * as os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
+import { parseMetricsListen } from '@fuxi/rpc/metrics';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
 import { DEFAULT_STOP_GRACE_MS } from './process-driver.js';
@@ -18,6 +19,8 @@ export interface AgentConfig {
   listen: string;
   /** Address the master and AMs use to reach this agent; default: the bound one. */
   advertise: string | undefined;
+  /** Address of the Prometheus metrics endpoint (`GET /metrics`); '' = off. */
+  metricsListen: string;
   nodeId: string;
   rack: string;
   labels: Record<string, string>;
@@ -94,6 +97,7 @@ export const CONFIG_KEYS = [
   'master',
   'listen',
   'advertise',
+  'metricsListen',
   'nodeId',
   'rack',
   'labels',
@@ -201,6 +205,7 @@ export function resolveConfig(
   const advRaw = pick('advertise');
   const advertise = advRaw === undefined || advRaw === '' ? undefined : str('advertise', advRaw);
   if (advertise !== undefined) checkHostPort('advertise', advertise, true);
+  const metricsListen = parseMetricsListen('metricsListen', pick('metricsListen'));
 
   const nodeId = str('nodeId', pick('nodeId') ?? host.hostname);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/.test(nodeId))
@@ -251,6 +256,7 @@ export function resolveConfig(
     masters,
     listen,
     advertise,
+    metricsListen,
     nodeId,
     rack,
     labels,

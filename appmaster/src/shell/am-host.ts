@@ -33,7 +33,17 @@ import * as path from 'node:path';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
-import { errorMessage, type AmHostExitEvent, type AmHostStats, type HostedAmFault, type HostedAmInfo, type HostedAmSpec, type Logger } from '@fuxi/common';
+import {
+  errorMessage,
+  type AmHostExitEvent,
+  type AmHostStats,
+  type AmInstanceCounts,
+  type HostedAmFault,
+  type HostedAmInfo,
+  type HostedAmSpec,
+  type Logger,
+} from '@fuxi/common';
+import type { TaskProgress } from '../core/types.js';
 import { AppMaster, configFromEnv } from './app-master.js';
 
 /** What the host needs of an application master (AppMaster; tests give fakes). */
@@ -42,6 +52,8 @@ export interface HostedAppMaster {
   run(): Promise<unknown>;
   stop(reason: string): Promise<void>;
   pause(): () => void;
+  /** Each task's instance counts and retries (absent in test fakes). */
+  progress?(): TaskProgress[];
 }
 
 export interface AmHostOptions {
@@ -83,6 +95,8 @@ interface Hosted {
   fault(f: HostedAmFault): void;
   /** The wall caught an exception of this AM. */
   crashed(e: unknown): void;
+  /** Its tasks' progress as last known (a thread: as it last told; asks it again). */
+  progress(): TaskProgress[];
 }
 
 /** A pino logger writing to the AM's `<dir>/stdout`, as a dedicated AM's stdout would be. */
@@ -119,6 +133,9 @@ export class AmHost {
   private exitCb: (e: AmHostExitEvent) => void = () => {};
   private readonly loop: IntervalHistogram;
   readonly threadInstances: number;
+  /** Retries of each AM as last read, and the sum of every increase seen (`stats().retries`). */
+  private readonly retriesSeen = new Map<string, number>();
+  private retriesTotal = 0;
 
   constructor(private readonly opts: AmHostOptions) {
     this.log = opts.log;
@@ -206,9 +223,33 @@ export class AmHost {
       rssMb: Math.round(process.memoryUsage().rss / 1048576),
       cpuMs: Math.round((cpu.user + cpu.system) / 1000),
       loopDelayMs: { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), p999: ms(h.percentile(99.9)), max: ms(h.max), samples: h.count },
+      ...this.progressStats(),
     };
     if (reset) h.reset();
     return out;
+  }
+
+  /** The hosted AMs' instances by state, summed, and every retry since the host started. */
+  private progressStats(): { instances: AmInstanceCounts; retries: number } {
+    const instances: AmInstanceCounts = { pending: 0, running: 0, succeeded: 0, failed: 0 };
+    for (const am of this.ams.values()) {
+      for (const t of am.progress()) {
+        instances.pending += t.pending;
+        instances.running += t.running;
+        instances.succeeded += t.succeeded;
+        instances.failed += t.failed;
+      }
+      this.noteRetries(am);
+    }
+    return { instances, retries: this.retriesTotal };
+  }
+
+  /** Adds what an AM retried since its last reading to the host's total. */
+  private noteRetries(am: Hosted): void {
+    const now = am.progress().reduce((n, t) => n + t.retries, 0);
+    const before = this.retriesSeen.get(am.info.key) ?? 0;
+    if (now > before) this.retriesTotal += now - before;
+    this.retriesSeen.set(am.info.key, Math.max(now, before));
   }
 
   /** Stops every AM (the host is going away on purpose) and the loop monitor. */
@@ -220,6 +261,8 @@ export class AmHost {
   private ended(am: Hosted, exitCode: number | null, signal: string | null, message: string): void {
     if (this.ams.get(am.info.key) !== am) return;
     am.ctx.ended = true;
+    this.noteRetries(am);
+    this.retriesSeen.delete(am.info.key);
     this.ams.delete(am.info.key);
     writeExitFile(am.spec.dir, exitCode ?? SIGKILL_STATUS);
     this.log.info({ key: am.info.key, exitCode, signal, message, ams: this.ams.size }, 'hosted application master ended');
@@ -292,6 +335,14 @@ class InlineAm implements Hosted {
     }
   }
 
+  progress(): TaskProgress[] {
+    try {
+      return this.am?.progress?.() ?? [];
+    } catch {
+      return []; // not started far enough to have a core
+    }
+  }
+
   crashed(e: unknown): void {
     if (this.over) return;
     this.crash ??= `uncaught error: ${errorMessage(e)}`;
@@ -317,7 +368,11 @@ class InlineAm implements Hosted {
 }
 
 /** Messages between the host and an AM's worker thread (am-thread.ts). */
-export type ThreadCommand = { op: 'stop'; reason: string } | { op: 'fault'; fault: HostedAmFault };
+export type ThreadCommand = { op: 'stop'; reason: string } | { op: 'fault'; fault: HostedAmFault } | { op: 'progress' };
+/** What the thread tells the host: its tasks' progress, answering `progress`. */
+export interface ThreadReport {
+  progress: TaskProgress[];
+}
 export interface ThreadData {
   spec: HostedAmSpec;
   level: string;
@@ -331,6 +386,7 @@ class ThreadAm implements Hosted {
   private error: string | undefined;
   private terminated = false;
   private graceTimer: NodeJS.Timeout | undefined;
+  private lastProgress: TaskProgress[] = [];
 
   constructor(
     readonly info: HostedAmInfo,
@@ -349,6 +405,9 @@ class ThreadAm implements Hosted {
     // An exception the thread does not catch ends the thread (and only it): exit code 1.
     w.on('error', (e) => {
       this.error = `uncaught error: ${errorMessage(e)}`;
+    });
+    w.on('message', (m: ThreadReport) => {
+      if (Array.isArray(m?.progress)) this.lastProgress = m.progress;
     });
     w.on('exit', (code) => {
       if (this.terminated) this.end(null, 'SIGKILL', 'did not end within its stop grace; thread terminated');
@@ -373,6 +432,11 @@ class ThreadAm implements Hosted {
 
   crashed(): void {
     // Errors inside the thread end the thread by themselves; nothing of it runs on this loop.
+  }
+
+  progress(): TaskProgress[] {
+    this.post({ op: 'progress' });
+    return this.lastProgress;
   }
 
   private post(cmd: ThreadCommand): void {

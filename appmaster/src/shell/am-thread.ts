@@ -10,7 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { errorMessage, type Logger } from '@fuxi/common';
 import { AppMaster, configFromEnv } from './app-master.js';
-import type { ThreadCommand, ThreadData } from './am-host.js';
+import type { ThreadCommand, ThreadData, ThreadReport } from './am-host.js';
 
 const { spec, level } = workerData as ThreadData;
 const dest = pino.destination({ dest: path.join(spec.dir, 'stdout'), sync: false, append: true, mkdir: true });
@@ -40,7 +40,10 @@ try {
 }
 parentPort?.on('message', (cmd: ThreadCommand) => {
   if (cmd.op === 'stop') void am.stop(cmd.reason).catch(() => undefined);
-  else if (cmd.fault === 'throw')
+  else if (cmd.op === 'progress') {
+    const report: ThreadReport = { progress: am.progress() };
+    parentPort?.postMessage(report);
+  } else if (cmd.fault === 'throw')
     setImmediate(() => {
       throw new Error('fault injection: an exception inside the application master');
     });

@@ -61,7 +61,7 @@ import {
 } from '@fuxi/proto';
 import { connect, implement, jobSpecFromProto, MasterConnection, retry, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
-import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, WorkerEvent } from '../core/types.js';
+import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, TaskProgress, WorkerEvent } from '../core/types.js';
 import { assignmentFromProto, int64ToNumber, listedWorkerFromProto, pathFromProto, runningWorkerToProto, workerEventFromProto } from './mapping.js';
 
 export interface AppMasterConfig {
@@ -996,6 +996,11 @@ export class AppMaster {
    * their queue, and calls and stream messages to it wait before they are looked at (callers see
    * their deadlines pass). Used by the AM host's fault commands (tests of a hosted AM that stalls).
    */
+  /** Each task's instance counts and retries (the core's view; read by the AM host's stats). */
+  progress(): TaskProgress[] {
+    return this.core.progress();
+  }
+
   pause(): () => void {
     if (!this.held) {
       let release!: () => void;

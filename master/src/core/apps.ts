@@ -99,7 +99,10 @@ function applyRequests(st: MasterState, req: RequestsInput): RequestsResult {
     for (const u of req.units) declareUnit(app, u);
     for (const d of req.deltas) {
       const su = app.sus.get(d.suId);
-      if (su) applyDelta(su.requests, d.location, d.delta); // checkUpdate made sure it exists
+      if (su) {
+        applyDelta(su.requests, d.location, d.delta); // checkUpdate made sure it exists
+        st.grantWaits.noteRequests(su, st.now);
+      }
     }
     const constrained = req.constraints !== undefined && setConstraints(st, app, req.constraints);
     if (req.deltas.length > 0 || constrained) scheduleOrDefer(st);

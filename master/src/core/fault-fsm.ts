@@ -271,7 +271,24 @@ export interface FaultBoardOptions {
 interface Entry {
   seq: number;
   ev: FaultEvent;
+  /** When its recovery started (`recovering`), if it did. */
+  recoveringAtMs?: number;
 }
+
+/**
+ * How long a resolved fault took, for the master's metrics (`takeResolved`): from posted to
+ * recovery started (`detectMs`, when `recovering` was called), from then to resolved
+ * (`recoverMs`), and from posted to resolved (`totalMs`).
+ */
+export interface ResolvedFault {
+  kind: FaultKind;
+  detectMs?: number;
+  recoverMs?: number;
+  totalMs: number;
+}
+
+/** Resolved faults not taken yet are kept up to this many (the oldest are dropped). */
+export const MAX_UNTAKEN_RESOLVED = 10_000;
 
 interface Subscription {
   kind: FaultKind | '*';
@@ -297,6 +314,8 @@ export class FaultBoard {
   /** Recently resolved, oldest first, at most `historyLimit`. */
   private readonly resolved: Entry[] = [];
   private readonly log_: FsmTransition[] = [];
+  /** Resolved since the last `takeResolved`. */
+  private untaken: ResolvedFault[] = [];
   private readonly subs: Subscription[] = [];
   private readonly queue: Dispatch[] = [];
   private dispatching = false;
@@ -344,6 +363,7 @@ export class FaultBoard {
     }
     if (e.ev.state === 'recovering') return;
     e.ev.state = 'recovering';
+    e.recoveringAtMs = now;
     this.log.info({ id: e.ev.id, kind, subject }, 'fault recovering');
   }
 
@@ -367,6 +387,10 @@ export class FaultBoard {
     if (detail) e.ev.detail = e.ev.detail ? `${e.ev.detail}; ${detail}` : detail;
     this.resolved.push(e);
     if (this.resolved.length > this.historyLimit) this.resolved.splice(0, this.resolved.length - this.historyLimit);
+    const took: ResolvedFault = { kind, totalMs: now - e.ev.sinceMs };
+    if (e.recoveringAtMs !== undefined) Object.assign(took, { detectMs: e.recoveringAtMs - e.ev.sinceMs, recoverMs: now - e.recoveringAtMs });
+    this.untaken.push(took);
+    if (this.untaken.length > MAX_UNTAKEN_RESOLVED) this.untaken.splice(0, this.untaken.length - MAX_UNTAKEN_RESOLVED);
     this.log.info({ id: e.ev.id, kind, subject, openForMs: now - e.ev.sinceMs, detail }, 'fault resolved');
     this.transition(now, `resolve ${describe(e.ev)}`);
   }
@@ -395,6 +419,13 @@ export class FaultBoard {
   /** Whether a fault of that kind and subject is open or recovering. */
   isOpen(kind: FaultKind, subject: string): boolean {
     return this.openByKey.has(keyOf(kind, subject));
+  }
+
+  /** The faults resolved since the last call, with how long each phase took (empties the list). */
+  takeResolved(): ResolvedFault[] {
+    const out = this.untaken;
+    this.untaken = [];
+    return out;
   }
 
   /** Open and recovering events, oldest first (copies). */

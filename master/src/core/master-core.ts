@@ -11,7 +11,7 @@
  * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
  * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
  */
-import type { JobSpec, Logger } from '@fuxi/common';
+import { AM_SU, type JobSpec, type Logger } from '@fuxi/common';
 import {
   amLaunchFailed,
   finishApp,
@@ -29,7 +29,7 @@ import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
 import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
 import { checkInvariants } from './ledger.js';
-import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type SourceUse } from './master-state.js';
+import { isRegistered, isUnreported, MasterState, type AppState, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
 import { confirmBrokenLinks, connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
 import { jobView, waitersMayPlace } from './placement-scope.js';
@@ -54,6 +54,17 @@ import type {
 
 export { DEFAULT_CONFIG, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
 export type { BatchSubmitResult, SubmitResult } from './jobs.js';
+
+/** What `MasterCore.gauges()` counts. */
+export interface MasterGauges {
+  nodes: Record<NodeStatus, number>;
+  jobs: Record<JobState, number>;
+  ams: Record<AppState['amState'], number>;
+  /** Outstanding slot requests: of AM slots and of the AMs' own tasks. */
+  pendingSlots: { am: number; task: number };
+  /** A failover's aggregation window is open. */
+  recovering: boolean;
+}
 
 export class MasterCore {
   private readonly st: MasterState;
@@ -279,6 +290,35 @@ export class MasterCore {
       appsRunning: [...st.apps.values()].filter((a) => a.amState === 'running').length,
       connectivity: connectivityView(st),
     };
+  }
+
+  /**
+   * Counts the master's gauges read at each metrics scrape: nodes by status, jobs by state, apps by
+   * AM state, and the slots the apps still ask for (by SU: `am` for AM slots, `task` for the rest).
+   * One pass over nodes, jobs and apps; no state changes.
+   */
+  gauges(): MasterGauges {
+    const st = this.st;
+    const nodes: Record<NodeStatus, number> = { unreported: 0, missing: 0, healthy: 0, 'timing-out': 0, partitioned: 0, lost: 0 };
+    for (const n of st.nodes.values()) nodes[n.status]++;
+    const jobs: Record<JobState, number> = { submitted: 0, running: 0, succeeded: 0, failed: 0, killed: 0 };
+    for (const j of st.jobs.values()) jobs[j.state]++;
+    const ams: Record<AppState['amState'], number> = { waiting: 0, launching: 0, running: 0 };
+    const pendingSlots = { am: 0, task: 0 };
+    for (const app of st.apps.values()) {
+      ams[app.amState]++;
+      for (const su of app.sus.values()) for (const v of su.requests.values()) pendingSlots[su.suId === AM_SU ? 'am' : 'task'] += v;
+    }
+    return { nodes, jobs, ams, pendingSlots, recovering: st.recovering };
+  }
+
+  /**
+   * Slots granted by this core so far, and how long each granted request had waited (ms, slots)
+   * since the last call, which empties them: the shell's `fuxi_master_grants_total` and
+   * `fuxi_master_request_to_grant_seconds` (grant-waits.ts).
+   */
+  drainGrantStats(): { granted: number; waits: Array<[ms: number, slots: number]> } {
+    return this.st.grantWaits.drain();
   }
 
   /** Soft-state sources used by recovery handlers, oldest first (the last few hundred). */

@@ -8,6 +8,7 @@ import { ZERO, type Logger, type Resource } from '@fuxi/common';
 import { connectivityBase, newConnectivity, type BrokenLink, type ConnectivityState } from './connectivity.js';
 import type { DetectorConfig, FailureDetector } from './detectors.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
+import { GrantWaits } from './grant-waits.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
 import type { Effect, GrantEntry, JobRecord, NodeInfo, PlacementConstraints } from './types.js';
@@ -163,6 +164,8 @@ export interface ScheduleUnitState {
   asgn: Map<string, number>;
   /** Assigned slots on every node: the sum of `asgn`, kept in step by `setAsgn`. */
   granted: number;
+  /** Outstanding slots by when they were first seen (grant-waits.ts). */
+  waits?: Array<[sinceMs: number, slots: number]>;
 }
 
 export interface AppState {
@@ -313,6 +316,8 @@ export class MasterState {
   /** The broken links of `connectivity` at its `version` (placement-scope.ts; rebuilt on a change). */
   linksCache: { version: number; links: BrokenLink[] } | undefined;
   submitSeq = 0;
+  /** Slots granted and how long their requests waited (grant-waits.ts; the shell's metrics drain it). */
+  readonly grantWaits = new GrantWaits();
   /** A scheduling pass is owed (batch scheduling, see MasterCoreConfig.schedulingIntervalMs). */
   due = false;
   /** The `now` of the input being handled. */

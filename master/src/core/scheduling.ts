@@ -61,6 +61,7 @@ function pendingUnits(st: MasterState): SchedUnit[] {
   const units: SchedUnit[] = [];
   for (const app of st.apps.values()) {
     for (const su of app.sus.values()) {
+      if (su.requests.size > 0 || (su.waits?.length ?? 0) > 0) st.grantWaits.noteRequests(su, st.now);
       if (su.requests.size === 0) continue;
       const unit: SchedUnit = {
         appId: app.appId,
@@ -101,6 +102,7 @@ export function runScheduler(st: MasterState): void {
     if (left > 0) su.requests.set(p.location, left);
     else su.requests.delete(p.location);
     setAsgn(st, app, su, p.nodeId, (su.asgn.get(p.nodeId) ?? 0) + p.slots);
+    st.grantWaits.placed(su, p.slots, st.now);
     grantNodes.add(p.nodeId);
     if (p.suId !== AM_SU) {
       const list = appChanges.get(app.appId) ?? [];

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
+import { parseMetricsListen } from '@fuxi/rpc/metrics';
 import { parse as parseYaml } from 'yaml';
 import { parseDetectorConfig, type DetectorConfig } from '../core/detectors.js';
 import { DEFAULT_PROBE_TARGETS } from '../core/probe-targets.js';
@@ -14,6 +15,8 @@ export interface MasterConfig {
   listen: string;
   /** Address agents, AMs and clients should use (default: the bound address). */
   advertise: string;
+  /** Address of the Prometheus metrics endpoint (`GET /metrics`); '' = off. */
+  metricsListen: string;
   store: 'embedded' | 'memory' | 'etcd';
   dataDir: string;
   /** etcd client URLs (store: etcd). */
@@ -80,6 +83,7 @@ export interface MasterConfig {
 const KEYS = [
   'listen',
   'advertise',
+  'metricsListen',
   'store',
   'dataDir',
   'etcdEndpoints',
@@ -115,6 +119,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
   return {
     listen: '127.0.0.1:7070',
     advertise: '',
+    metricsListen: '',
     store: 'embedded',
     dataDir: '/var/lib/fuxi/master',
     etcdEndpoints: ['http://127.0.0.1:2379'],
@@ -223,6 +228,9 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         break;
       case 'advertise':
         cfg.advertise = v === '' ? '' : hostPort(key, v);
+        break;
+      case 'metricsListen':
+        cfg.metricsListen = parseMetricsListen(key, v);
         break;
       case 'store':
         if (v !== 'embedded' && v !== 'memory' && v !== 'etcd')

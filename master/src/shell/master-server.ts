@@ -8,6 +8,7 @@
 import { errorMessage, isTransientError, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
 import { implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
+import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
@@ -17,6 +18,7 @@ import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
 import { coalesceStoreWrites } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
+import { MasterMetrics } from './master-metrics.js';
 import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
 import { Peers } from './peers.js';
@@ -114,6 +116,9 @@ export class MasterServer {
   private stopping = false;
   /** Aborted by stop(): retries end at once. */
   private readonly stopSignal = new AbortController();
+  /** Prometheus metrics, when `metricsListen` is set. */
+  private readonly metrics: MasterMetrics | undefined;
+  private metricsServer: MetricsServer | undefined;
 
   constructor(
     private readonly cfg: MasterConfig,
@@ -123,6 +128,17 @@ export class MasterServer {
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
     this.recorder = cfg.recordHeartbeats ? HeartbeatRecorder.open(cfg.recordHeartbeats) : undefined;
+    this.metrics = cfg.metricsListen
+      ? new MasterMetrics({
+          core: () => (this.coreOrUndefined && (!this.election || this.election.isLeader()) ? this.coreOrUndefined : undefined),
+          epoch: () => this.epoch,
+        })
+      : undefined;
+  }
+
+  /** `http://host:port/metrics` when metrics are served, else ''. */
+  get metricsUrl(): string {
+    return this.metricsServer?.url ?? '';
   }
 
   /**
@@ -194,8 +210,18 @@ export class MasterServer {
       bind: this.cfg.listen,
       ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
       log: this.log,
-      services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, masterHandlers(this.handlerContext()), this.log) }],
+      services: [
+        {
+          name: 'fuxi.v1.MasterService',
+          definition: def,
+          handlers: implement(def, masterHandlers(this.handlerContext()), this.log, this.metrics?.daemon.grpc),
+        },
+      ],
     });
+    if (this.metrics) {
+      this.metricsServer = await startMetricsServer({ bind: this.cfg.metricsListen, registry: this.metrics.daemon.registry, log: this.log });
+      this.log.info({ metrics: this.metricsServer.url }, 'metrics served');
+    }
     this.updateHealth();
     this.healthTimer = setInterval(() => this.updateHealth(), HEALTH_CHECK_MS);
     this.healthTimer.unref();
@@ -283,7 +309,9 @@ export class MasterServer {
       return;
     }
     if (this.election && !this.election.isLeader()) return;
-    this.log.info({ epoch, jobs: hard.jobs.length, agents: hard.roster.length, loadMs: Date.now() - this.becameLeaderAt }, 'became leader');
+    const loadMs = Date.now() - this.becameLeaderAt;
+    this.metrics?.failoverPhaseSeconds('load', loadMs / 1000);
+    this.log.info({ epoch, jobs: hard.jobs.length, agents: hard.roster.length, loadMs }, 'became leader');
     if (full) {
       this.holdForSpace(new StoreOutOfSpaceError('alarm list', 'its NOSPACE alarm is raised'), core, hard);
       return;
@@ -372,6 +400,7 @@ export class MasterServer {
    * more is pushed or ticked.
    */
   private endTerm(answer: Error): void {
+    this.metrics?.flush();
     this.term++;
     this.termWaiters.end(answer);
     this.termWaiters = new TermWaiters();
@@ -479,6 +508,7 @@ export class MasterServer {
     if (this.probeTimer) clearInterval(this.probeTimer);
     if (this.statsTimer) clearInterval(this.statsTimer);
     if (this.spaceTimer) clearInterval(this.spaceTimer);
+    await this.metricsServer?.close();
     this.jobWatchers.clear();
     this.pushes.reset();
     await this.recorder?.close();
@@ -510,7 +540,7 @@ export class MasterServer {
           const store = this.leaderStore!;
           const term = this.term;
           // Writes of a term that ended (a failed write, a step-down, a hold for space) are not made.
-          const write = () => (term === this.term ? store.batch(ops) : Promise.reject(new UnavailableError('not made: the term ended', '')));
+          const write = () => (term === this.term ? this.timedBatch(store, ops) : Promise.reject(new UnavailableError('not made: the term ended', '')));
           this.storeQueue = this.storeQueue.then(write, write);
           for (const op of ops) {
             const bytes = op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
@@ -603,6 +633,8 @@ export class MasterServer {
           break;
         }
         case 'recovered':
+          this.metrics?.failoverPhaseSeconds('aggregation', e.aggregationMs / 1000);
+          this.metrics?.failoverPhaseSeconds('total', (Date.now() - this.becameLeaderAt) / 1000);
           this.log.info(
             {
               epoch: this.epoch,
@@ -623,6 +655,21 @@ export class MasterServer {
     return durable ? waiters.wait(durable) : Promise.resolve();
   }
 
+  /** One store batch, timed for `fuxi_master_store_write_seconds`. */
+  private timedBatch(store: Store, ops: Parameters<Store['batch']>[0]): Promise<void> {
+    if (!this.metrics) return store.batch(ops);
+    const metrics = this.metrics;
+    const t0 = process.hrtime.bigint();
+    const took = () => Number(process.hrtime.bigint() - t0) / 1e9;
+    return store.batch(ops).then(
+      () => metrics.storeWriteSeconds(took(), true),
+      (e: unknown) => {
+        metrics.storeWriteSeconds(took(), false);
+        throw e;
+      },
+    );
+  }
+
   /** Batch scheduling: runs the owed pass schedulingIntervalMs after the last one (or now). */
   private armSchedule(): void {
     const core = this.coreOrUndefined;
@@ -633,7 +680,10 @@ export class MasterServer {
       const c = this.coreOrUndefined;
       if (!c || !this.isLeading()) return;
       this.lastScheduleAt = Date.now();
-      void this.run(c.runDueSchedule(this.lastScheduleAt)).catch((err: unknown) => this.log.error({ err: errorMessage(err) }, 'scheduling pass failed'));
+      const t0 = process.hrtime.bigint();
+      const effects = c.runDueSchedule(this.lastScheduleAt);
+      this.metrics?.schedulingPassSeconds(Number(process.hrtime.bigint() - t0) / 1e9);
+      void this.run(effects).catch((err: unknown) => this.log.error({ err: errorMessage(err) }, 'scheduling pass failed'));
     }, wait);
   }
 

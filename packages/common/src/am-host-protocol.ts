@@ -62,6 +62,21 @@ export interface AmHostStats {
   cpuMs: number;
   /** Delay of the host's main event loop since the last reset (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval). */
   loopDelayMs: { p50: number; p99: number; p999: number; max: number; samples: number };
+  /**
+   * The hosted AMs' task instances by state, summed over every AM it holds (an AM in a thread: as
+   * it last told, at most a stats call old). Absent from hosts older than this field.
+   */
+  instances?: AmInstanceCounts;
+  /** Failed attempts the hosted AMs retried, since this host started (ended AMs included; never decreases). */
+  retries?: number;
+}
+
+/** Task instances of application masters by state (`pending`: not started yet, waiting for dependencies or a slot). */
+export interface AmInstanceCounts {
+  pending: number;
+  running: number;
+  succeeded: number;
+  failed: number;
 }
 
 export type AmHostAnswer =

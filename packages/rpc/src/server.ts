@@ -38,31 +38,66 @@ export type Handler<M> =
     ? (req: ReqOut, call: grpc.ServerUnaryCall<ReqOut, Res> & grpc.ServerWritableStream<ReqOut, Res>) => Promise<Res | void> | Res | void
     : never;
 
-/** Turns async handlers into grpc-js handlers with error mapping and a debug log per call. */
-export function implement<D extends grpc.ServiceDefinition>(definition: D, impl: ServiceImpl<D>, log: Logger): grpc.UntypedServiceImplementation {
+/**
+ * Told of every call `implement()` handled: service (`fuxi.v1.MasterService`), method, status code
+ * name (`OK`, `UNAVAILABLE`, ...) and the seconds from the request to the answer (a stream: until
+ * its handler returned or threw). `@fuxi/rpc/metrics` `DaemonMetrics.grpc` records them.
+ */
+export type HandlerObserver = (service: string, method: string, code: string, seconds: number) => void;
+
+/** The service name of a method path, `/fuxi.v1.AgentService/StartWorkers` -> `fuxi.v1.AgentService`. */
+function serviceOf(def: AnyMethod): string {
+  return def.path.split('/')[1] ?? '';
+}
+
+function codeName(code: number): string {
+  return grpc.status[code] ?? String(code);
+}
+
+/**
+ * Turns async handlers into grpc-js handlers with error mapping and a debug log per call; with
+ * `observe`, each call's handling time and status code go to it.
+ */
+export function implement<D extends grpc.ServiceDefinition>(
+  definition: D,
+  impl: ServiceImpl<D>,
+  log: Logger,
+  observe?: HandlerObserver,
+): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   for (const name of Object.keys(definition)) {
     const def = definition[name] as unknown as AnyMethod;
     const fn = (impl as Record<string, (req: unknown, call: unknown) => unknown>)[name];
     if (!fn) throw new Error(`no handler for ${name}`);
+    const service = serviceOf(def);
+    const done = observe ? (start: bigint, code: number) => observe(service, name, codeName(code), Number(process.hrtime.bigint() - start) / 1e9) : () => {};
     if (def.responseStream) {
       out[name] = (call: grpc.ServerWritableStream<object, object>) => {
+        const start = process.hrtime.bigint();
         Promise.resolve()
           .then(() => fn(call.request, call))
+          .then(() => done(start, grpc.status.OK))
           .catch((e: unknown) => {
+            const ge = toGrpcError(e);
+            done(start, ge.code ?? grpc.status.UNKNOWN);
             log.debug({ method: name, err: String(e) }, 'stream failed');
             // emit('error') ends the stream with the mapped status; destroy() would send none.
-            call.emit('error', Object.assign(new Error(String(e)), toGrpcError(e)));
+            call.emit('error', Object.assign(new Error(String(e)), ge));
           });
       };
     } else {
       out[name] = (call: grpc.ServerUnaryCall<object, object>, cb: grpc.sendUnaryData<object>) => {
+        const start = process.hrtime.bigint();
         Promise.resolve()
           .then(() => fn(call.request, call))
           .then(
-            (res) => cb(null, res as object),
+            (res) => {
+              done(start, grpc.status.OK);
+              cb(null, res as object);
+            },
             (e: unknown) => {
               const ge = toGrpcError(e);
+              done(start, ge.code ?? grpc.status.UNKNOWN);
               if (ge.code === grpc.status.INTERNAL) log.error({ method: name, err: e instanceof Error ? e.stack : String(e) }, 'rpc failed');
               else log.debug({ method: name, code: ge.code, msg: ge.details }, 'rpc rejected');
               cb(ge as grpc.ServiceError);

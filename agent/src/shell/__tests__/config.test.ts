@@ -14,6 +14,7 @@ describe('agent config', () => {
       masters: ['127.0.0.1:7070'],
       listen: '127.0.0.1:0',
       advertise: undefined,
+      metricsListen: '',
       nodeId: 'box1',
       rack: 'default',
       labels: {},
@@ -113,6 +114,12 @@ describe('agent config', () => {
     expect(resolveConfig({ master: 'm:1' }, { amCommand: '/opt/fuxi/bin/am --x' }, HOST).amCommand).to.deep.equal(['/opt/fuxi/bin/am', '--x']);
     expect(resolveConfig({ master: 'm:1', amCommand: 'a b' }, { amCommand: ['x'] }, HOST).amCommand).to.deep.equal(['a', 'b']);
     expect(() => resolveConfig({ master: 'm:1' }, { amCommand: [1] }, HOST)).to.throw(InvalidArgumentError, /amCommand/);
+  });
+
+  it('serves metrics on metricsListen (off by default); a bad address names the key', () => {
+    expect(resolveConfig({ master: 'm:1' }, { metricsListen: '127.0.0.1:9101' }, HOST).metricsListen).to.equal('127.0.0.1:9101');
+    expect(resolveConfig({ master: 'm:1', metricsListen: '0.0.0.0:0' }, { metricsListen: '127.0.0.1:9101' }, HOST).metricsListen).to.equal('0.0.0.0:0');
+    expect(() => resolveConfig({ master: 'm:1', metricsListen: ':9101' }, {}, HOST)).to.throw(InvalidArgumentError, /metricsListen: must be host:port/);
   });
 
   it('lets flags override the file', () => {

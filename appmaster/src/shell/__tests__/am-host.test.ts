@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeLine, LineDecoder, nullLogger, type AmHostExitEvent, type HostedAmSpec } from '@fuxi/common';
+import type { TaskProgress } from '../../core/types.js';
 import { AmHost, type HostedAppMaster } from '../am-host.js';
 import { FakeAgent, FakeMaster, wireJob } from './fakes.js';
 
@@ -183,6 +184,45 @@ describe('AM host', function () {
       ['stubborn', null, 'SIGKILL'],
     ]);
     expect(fs.readFileSync(path.join(dir, 'stubborn', 'exit'), 'utf8').trim()).to.equal('137');
+    host.close();
+  });
+
+  it("sums its AMs' instances by state in stats, and counts their retries, ended AMs' included, without going back", async () => {
+    const progress = new Map<string, TaskProgress[]>();
+    const task = (over: Partial<TaskProgress>): TaskProgress => ({
+      name: 't',
+      total: 4,
+      pending: 0,
+      running: 0,
+      succeeded: 0,
+      failed: 0,
+      retries: 0,
+      reexecutions: 0,
+      progress: 0,
+      backups: 0,
+      ...over,
+    });
+    const ams = new Map<string, ScriptedAm>();
+    const host = new AmHost({
+      log: nullLogger,
+      createAm: (spec) => {
+        const am = Object.assign(new ScriptedAm(), { progress: () => progress.get(spec.key) ?? [] });
+        ams.set(spec.key, am);
+        return am;
+      },
+    });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    host.start(amSpec('a', undefined));
+    host.start(amSpec('b', undefined));
+    progress.set('a', [task({ pending: 1, running: 2, succeeded: 1, retries: 1 })]);
+    progress.set('b', [task({ running: 1, succeeded: 2, failed: 1, retries: 2 }), task({ pending: 4 })]);
+    expect(host.stats()).to.deep.include({ instances: { pending: 5, running: 3, succeeded: 3, failed: 1 }, retries: 3 });
+    progress.set('a', [task({ succeeded: 4, retries: 2 })]);
+    ams.get('a')!.finish();
+    await waitFor(() => exits.length === 1, 5000, 'a finished');
+    // a's last retry counts, and its instances are gone with it.
+    expect(host.stats()).to.deep.include({ instances: { pending: 4, running: 1, succeeded: 2, failed: 1 }, retries: 4 });
     host.close();
   });
 

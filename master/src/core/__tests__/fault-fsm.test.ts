@@ -608,4 +608,21 @@ describe('FaultBoard', () => {
       expect(b.open()[0]).to.include({ subject: 'n1', state: 'open' });
     });
   });
+
+  describe('takeResolved', () => {
+    it('gives each resolved fault once, with its detection, recovery and total times', () => {
+      const b = new FaultBoard();
+      b.post('AGENT_TIMING', 'n1', T0);
+      b.recovering('AGENT_TIMING', 'n1', T0 + 300);
+      b.post('AM_CRASH', 'app-1', T0 + 100);
+      b.resolve('AGENT_TIMING', 'n1', T0 + 1000);
+      b.resolve('AM_CRASH', 'app-1', T0 + 600); // never marked recovering
+      b.resolve('AM_CRASH', 'app-1', T0 + 700); // not open any more: nothing
+      expect(b.takeResolved()).to.deep.equal([
+        { kind: 'AGENT_TIMING', totalMs: 1000, detectMs: 300, recoverMs: 700 },
+        { kind: 'AM_CRASH', totalMs: 500 },
+      ]);
+      expect(b.takeResolved()).to.deep.equal([]);
+    });
+  });
 });

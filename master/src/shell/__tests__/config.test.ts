@@ -66,3 +66,18 @@ describe('master config: connectivityAware', () => {
     );
   });
 });
+
+describe('master config: metricsListen', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('is off by default; takes host:port from a file or a flag', () => {
+    expect(base.metricsListen).to.equal('');
+    expect(applyConfig(base, { metricsListen: '127.0.0.1:9100' }, 'master.yaml').metricsListen).to.equal('127.0.0.1:9100');
+    expect(applyConfig(base, { metricsListen: '0.0.0.0:0' }, 'flags').metricsListen).to.equal('0.0.0.0:0');
+  });
+
+  it('names the key of a bad value', () => {
+    expect(() => applyConfig(base, { metricsListen: '9100' }, 'master.yaml')).to.throw(/master\.yaml: metricsListen: must be host:port/);
+    expect(() => applyConfig(base, { metricsListen: 'h:99999' }, 'flags')).to.throw(/metricsListen: port must be at most 65535/);
+  });
+});
