@@ -10,7 +10,7 @@ import type { DetectorConfig, FailureDetector } from './detectors.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
-import type { Effect, GrantEntry, JobRecord, NodeInfo, PlacementConstraints } from './types.js';
+import type { Effect, GrantEntry, JobRecord, NodeAdmin, NodeInfo, PlacementConstraints } from './types.js';
 
 export interface MasterCoreConfig {
   heartbeatIntervalMs: number;
@@ -285,6 +285,8 @@ const SOURCE_LOG = 500;
 /** The master core's state. Modules read and change it; only the facade empties the outbox. */
 export class MasterState {
   readonly nodes = new Map<string, NodeState>();
+  /** Operators' cordons and drains by node id (node-admin.ts; hard state). */
+  readonly admin = new Map<string, NodeAdmin>();
   /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */
   readonly detectors = new Map<string, FailureDetector>();
   readonly jobs = new Map<string, JobRecord>();

@@ -189,6 +189,18 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
     runningWorkers: n.runningWorkers,
     lastHeartbeatMs: String(n.lastHeartbeatMs),
     unreachablePeers: n.unreachablePeers,
+    ...(n.admin
+      ? {
+          admin: {
+            state: n.admin.state,
+            reason: n.admin.reason,
+            by: n.admin.by,
+            sinceMs: String(n.admin.sinceMs),
+            deadlineMs: String(n.admin.deadlineMs),
+            drained: n.admin.drained === true,
+          },
+        }
+      : {}),
   };
 }
 
