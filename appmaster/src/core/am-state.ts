@@ -270,6 +270,8 @@ export class AmState {
   /** The node this AM runs on ('' unknown). */
   readonly amNodeId: string;
   readonly net: NetState = { links: [], partitioned: new Set(), avoid: new Map(), partition: 0, unmendable: new Set() };
+  /** Nodes an operator is draining (from the master's graph): nothing new is planned there, free slots there go back. */
+  readonly draining = new Set<string>();
   done: { succeeded: boolean; message: string } | undefined;
   out = new Outbox();
 
@@ -307,9 +309,9 @@ export function blocked(st: AmState, nodeId: string): boolean {
   return st.timingOut.has(nodeId) || st.unlisted.has(nodeId);
 }
 
-/** A host given up in a network partition: nothing is planned there and its free slots go back. */
+/** A host given up in a network partition, or one being drained: nothing is planned there and its free slots go back. */
 export function avoided(st: AmState, nodeId: string): boolean {
-  return st.net.avoid.has(nodeId);
+  return st.net.avoid.has(nodeId) || st.draining.has(nodeId);
 }
 
 /** Where worker `workerId` on `nodeId` ran, as far as the assignments tell its address. */

@@ -6,8 +6,9 @@
  *
  * - **Cordoned**: the scheduler gives the node nothing new (scheduling.ts `schedView`); its grants,
  *   workers and AMs stay. An AM restarted while its node is cordoned goes elsewhere (am-restart.ts).
- * - **Draining**: cordoned, and emptied. Batch work finishes on its own (AMs return the slots they
- *   no longer need); at the deadline the master revokes every task slot still held there, as it
+ * - **Draining**: cordoned, and emptied. AMs hear of it with the connectivity graph (its
+ *   `draining` list): they plan nothing new there and give back free slots there, so batch work
+ *   finishes there and its slots come back; at the deadline the master revokes every task slot still held there, as it
  *   does for a lost node's, so the agent stops those workers and their AMs run the instances again
  *   elsewhere (a lost slot, not a failed attempt). AMs hosted on the node move last: once no task
  *   slot is left there (or at the deadline), each gets a new attempt on another node through the
@@ -31,9 +32,18 @@ export const MAX_DRAIN_DEADLINE_MS = 30 * 24 * 60 * 60 * 1000;
 const MAX_TEXT = 1024;
 
 function putAdmin(st: MasterState, a: NodeAdmin): void {
+  if ((st.admin.get(a.nodeId)?.state === 'draining') !== (a.state === 'draining')) drainingChanged(st);
   st.admin.set(a.nodeId, a);
   const op: StoreOp = { type: 'put', key: KEYS.nodeAdmin(a.nodeId), value: JSON.stringify(a) };
   st.out.push({ kind: 'store', ops: [op] });
+}
+
+/**
+ * The set of draining nodes changed: the connectivity version moves, so every AM gets the new set
+ * with its next UpdateRequests answer (placement-scope.ts `connectivityFor`).
+ */
+function drainingChanged(st: MasterState): void {
+  st.connectivity.version++;
 }
 
 function requireNode(st: MasterState, nodeId: string): void {
@@ -72,7 +82,10 @@ export function cordonNode(st: MasterState, req: AdminRequest): NodeAdmin {
 export function uncordonNode(st: MasterState, req: Omit<AdminRequest, 'reason'>): void {
   requireNode(st, req.nodeId);
   text('requestedBy', req.by);
-  if (!st.admin.delete(req.nodeId)) return;
+  const was = st.admin.get(req.nodeId);
+  if (!was) return;
+  if (was.state === 'draining') drainingChanged(st);
+  st.admin.delete(req.nodeId);
   st.out.push({ kind: 'store', ops: [{ type: 'del', key: KEYS.nodeAdmin(req.nodeId) }] });
   st.log.info({ nodeId: req.nodeId, by: req.by }, 'node uncordoned');
   scheduleOrDefer(st);

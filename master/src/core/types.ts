@@ -147,6 +147,8 @@ export interface ConnectivityView {
   brokenLinks: Array<{ a: string; b: string; sinceMs: number }>;
   /** Nodes partitioned from the master (peers still reach them). */
   partitioned: string[];
+  /** Nodes being drained (node-admin.ts): AMs plan nothing new there and give back free slots there. */
+  draining?: string[];
 }
 
 export interface SlotReturn {

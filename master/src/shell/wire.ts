@@ -146,6 +146,7 @@ export function connectivityToWire(c: ConnectivityView | undefined): Connectivit
     version: String(c.version),
     brokenLinks: c.brokenLinks.map((l) => ({ a: l.a, b: l.b, sinceMs: String(l.sinceMs) })),
     partitionedFromMaster: c.partitioned,
+    draining: c.draining ?? [],
   };
 }
 

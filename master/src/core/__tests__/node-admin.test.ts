@@ -175,6 +175,24 @@ describe('master core: node cordon, uncordon and drain', () => {
     expect(slotsOf(h)['map@n1']).to.equal(2);
   });
 
+  it('AMs hear which nodes are draining with the connectivity graph, and when a drain ends', () => {
+    for (const connectivityAware of [true, false]) {
+      const h = new Harness({ nodes: [{ nodeId: 'n1' }, { nodeId: 'n2' }], config: { connectivityAware } });
+      h.start();
+      h.ask('job-1', 1, 'node:n1');
+      const v0 = h.request('job-1', [], { connectivityVersion: 0 }).connectivity?.version ?? 0;
+      cordon(h, 'n2'); // a cordon is not a drain: nothing to tell
+      expect(h.request('job-1', [], { connectivityVersion: v0 }).connectivity, String(connectivityAware)).to.equal(undefined);
+      drain(h, 'n1', 60_000);
+      const during = h.request('job-1', [], { connectivityVersion: v0 }).connectivity!;
+      expect(during.draining, String(connectivityAware)).to.deep.equal(['n1']);
+      h.observe(h.core.uncordonNode({ nodeId: 'n1', by: 'bob' }, h.now));
+      const after = h.request('job-1', [], { connectivityVersion: during.version }).connectivity!;
+      expect(after.draining, String(connectivityAware)).to.deep.equal([]);
+      expect(after.version).to.be.greaterThan(during.version);
+    }
+  });
+
   it('a new leader loads cordons and drains with the hard state', () => {
     const core = new MasterCore('9', { ...DEFAULT_CONFIG }, nullLogger);
     const admin: NodeAdmin[] = [
