@@ -7,7 +7,9 @@
  *   the instances run again on node-3 (not counted as failed attempts), an AM there moves, the job
  *   succeeds, and node-2 ends up cordoned (drained);
  * - kill -9 of the leader: the standby takes over with both nodes still cordoned, and new work
- *   avoids them; uncordon makes node-1 ready again.
+ *   avoids them; uncordon makes node-1 ready again;
+ * - node-1 drained with a long deadline while a job runs there: its AM plans nothing new there,
+ *   the work there finishes, and the node is drained long before the deadline, nothing run twice.
  *
  * Every worker appends "<node> <instance> <attempt>" to a file, which is where the test reads
  * where work ran.
@@ -171,5 +173,22 @@ describe('node cordon, drain and uncordon (real etcd, leader + standby)', functi
     expect(back?.admin ?? null).to.equal(null);
     expect((await node('node-1')).state).to.equal('ready');
     await ha!.restartMaster(old.master.index);
+  });
+
+  it('a drain whose work finishes before the deadline ends then, with nothing run twice', async () => {
+    // node-2 is still cordoned: the work goes to node-1 and node-3, more of it than fits at once.
+    const { spec, starts } = recordingJob('finishing', 10, 2);
+    const { jobId } = await client.submit(spec);
+    await until('a worker running on node-1', () => starts().some((s) => s.node === 'node-1'), 30_000);
+    const t0 = Date.now();
+    await client.drain('node-1', { reason: 'reboot', by: 'it-operator', deadlineMs: 120_000 });
+    const end = await finalState(jobId);
+    expect(end.state, end.message).to.equal('JOB_STATE_SUCCEEDED');
+    await until('node-1 drained', async () => (await node('node-1')).admin?.drained === true, 60_000);
+    // Drained by its work ending (and its slots coming back), long before the deadline.
+    expect(Date.now() - t0).to.be.lessThan(60_000);
+    // Nothing was revoked: every instance ran once.
+    expect(starts().map((s) => s.attempt)).to.deep.equal(new Array(10).fill(1));
+    expect(end.tasks.find((t) => t.name === 'work')).to.include({ succeeded: 10, failed: 0, retries: 0 });
   });
 });
