@@ -287,6 +287,8 @@ export class MasterState {
   readonly nodes = new Map<string, NodeState>();
   /** Operators' cordons and drains by node id (node-admin.ts; hard state). */
   readonly admin = new Map<string, NodeAdmin>();
+  /** Nodes whose grant table a drain's revocation changed, pushed at the next tick (node-admin.ts). */
+  readonly drainGrantsOwed = new Set<string>();
   /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */
   readonly detectors = new Map<string, FailureDetector>();
   readonly jobs = new Map<string, JobRecord>();

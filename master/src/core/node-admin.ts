@@ -120,6 +120,11 @@ export function drainNode(st: MasterState, req: AdminRequest & { deadlineMs: num
 /** Moves every drain on; returns whether slots were freed (a scheduling pass may place the work elsewhere). */
 export function tickDrains(st: MasterState): boolean {
   if (st.recovering) return false;
+  // Grant tables of nodes whose slots the last step revoked: their AMs have been told first.
+  if (st.drainGrantsOwed.size > 0) {
+    pushGrants(st, st.drainGrantsOwed);
+    st.drainGrantsOwed.clear();
+  }
   let changed = false;
   for (const a of [...st.admin.values()]) if (a.state === 'draining') changed = progressDrain(st, a) || changed;
   return changed;
@@ -160,7 +165,10 @@ function amsLeftOn(st: MasterState, nodeId: string): boolean {
   return false;
 }
 
-/** Takes back every task slot on the node (as for a lost node): the agent stops the workers, their AMs run them again elsewhere. */
+/**
+ * Takes back every task slot on the node (as for a lost node): the AMs are told now, the agent at
+ * the next step (`tickDrains`); the workers are stopped and their AMs run them again elsewhere.
+ */
 function revokeTaskSlots(st: MasterState, nodeId: string, why: string): boolean {
   let revoked = false;
   for (const app of st.apps.values()) {
@@ -176,7 +184,9 @@ function revokeTaskSlots(st: MasterState, nodeId: string, why: string): boolean 
       revoked = true;
     }
   }
-  if (revoked) pushGrants(st, [nodeId]);
+  // The agent's table goes at the next step: each AM hears first that its slots there are gone and
+  // stops those workers itself, so their end is a lost slot to it, not a failed attempt.
+  if (revoked) st.drainGrantsOwed.add(nodeId);
   return revoked;
 }
 

@@ -124,7 +124,7 @@ describe('master core: node cordon, uncordon and drain', () => {
     expect(h.core.nodeView('n1')!.state).to.equal('cordoned');
   });
 
-  it('at the deadline the task slots still held are revoked (grants and assignments), and the AM moves at the next step', () => {
+  it('at the deadline the task slots still held are revoked, the AMs told first; the agent and the AM move at the next step', () => {
     const h = new Harness({ nodes: [{ nodeId: 'n1' }, { nodeId: 'n2' }] });
     h.start();
     h.ask('job-1', 2, 'node:n1');
@@ -138,17 +138,20 @@ describe('master core: node cordon, uncordon and drain', () => {
     h.advance(1_000);
     h.heartbeatAll();
     const effects = h.tick();
-    // The agent's table loses the task slots (it stops those workers); the AM is told.
-    expect(grantMap(h.agents.get('n1')!.grants)).to.deep.equal({ 'job-1/__am__': 1 });
+    // The AM is told first (it stops those workers itself: lost slots, not failures)...
     expect(ofKind(effects, 'assignments').map((e) => e.appId)).to.deep.equal(['job-1']);
     expect(h.ams.get('job-1')!.slots.get('map@n1')).to.equal(undefined);
+    expect(ofKind(effects, 'grants')).to.have.length(0);
     expect(h.core.getJob('job-1').amAttempt).to.equal(1);
     // The AM asks again: its slots go to n2.
     h.ask('job-1', 2);
     expect(slotsOf(h)['map@n2']).to.equal(2);
-    // Next step: the AM moves to n2; then n1 holds nothing and is drained.
-    h.advance(500);
-    h.tick();
+    // Next step: the agent's table goes (it stops whatever still runs there), the AM moves to n2;
+    // then n1 holds nothing and is drained.
+    h.advance(100);
+    const next = h.tick();
+    expect(ofKind(next, 'grants').map((e) => e.nodeId)).to.include('n1');
+    expect(grantMap(h.agents.get('n1')!.grants)).to.deep.equal({});
     expect(h.core.getJob('job-1')).to.include({ amAttempt: 2, amNodeId: 'n2' });
     expect(adminOf(h, 'n1')).to.deep.include({ state: 'cordoned', drained: true });
     expect(slotsOf(h)['map@n2']).to.equal(2);
