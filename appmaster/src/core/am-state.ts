@@ -314,6 +314,8 @@ export class AmState {
   readonly amNodeId: string;
   readonly net: NetState = { links: [], partitioned: new Set(), avoid: new Map(), partition: 0, unmendable: new Set() };
   readonly speculation: SpeculationState = { mode: 'path', attempts: new Map(), paths: new Map(), slowHosts: new Map(), suspects: new Map() };
+  /** Nodes an operator is draining (from the master's graph): nothing new is planned there, free slots there go back. */
+  readonly draining = new Set<string>();
   done: { succeeded: boolean; message: string } | undefined;
   out = new Outbox();
 
@@ -352,11 +354,11 @@ export function blocked(st: AmState, nodeId: string): boolean {
 }
 
 /**
- * A host given up in a network partition, or found to be the slow end of data paths: nothing is
- * planned there and its free slots go back.
+ * A host given up in a network partition, one being drained, or one found to be the slow end of
+ * data paths: nothing is planned there and its free slots go back.
  */
 export function avoided(st: AmState, nodeId: string): boolean {
-  return st.net.avoid.has(nodeId) || st.speculation.slowHosts.has(nodeId);
+  return st.net.avoid.has(nodeId) || st.draining.has(nodeId) || st.speculation.slowHosts.has(nodeId);
 }
 
 /** Where worker `workerId` on `nodeId` ran, as far as the assignments tell its address. */

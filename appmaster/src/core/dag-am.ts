@@ -306,6 +306,21 @@ export class DagAppMaster {
     return this.step(now, () => setConnectivity(this.st, links, partitioned));
   }
 
+  /**
+   * The nodes an operator is draining (the master's graph, whatever the job's network setting):
+   * nothing new is planned there and free slots there go back, so the work there finishes and
+   * the drain ends; running workers are left alone (at the drain's deadline the master revokes their
+   * slots, and they run again elsewhere as lost slots). Kept before `start` too.
+   */
+  drainingChanged(nodes: readonly string[], now: number): AmEffect[] {
+    const d = this.st.draining;
+    if (nodes.length === d.size && nodes.every((n) => d.has(n))) return [];
+    d.clear();
+    for (const n of nodes) d.add(n);
+    this.st.log.info({ draining: [...d] }, 'nodes being drained');
+    return this.step(now, () => true);
+  }
+
   /** Time passes: returned slots whose drop never showed are settled; timing-out nodes may be given up. */
   tick(now: number): AmEffect[] {
     return this.step(now, () => {

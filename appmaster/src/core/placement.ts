@@ -5,7 +5,7 @@
  * `${...}` substituted, `FUXI_*` variables, `FUXI_UPSTREAM`), giving surplus slots back and sizing
  * the outstanding requests to what is still pending. Nothing is planned or returned on a node that
  * is timing out or has not listed its workers yet; nothing is planned on a host given up in a network
- * partition (its free slots go back), nor for a task one of whose dependencies runs again (an output
+ * partition or being drained by an operator (its free slots go back), nor for a task one of whose dependencies runs again (an output
  * re-run in a partition: FUXI_UPSTREAM would not be complete).
  */
 import { substitute } from '@fuxi/common';

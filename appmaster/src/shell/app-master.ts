@@ -763,6 +763,8 @@ export class AppMaster {
     if (version === this.connectivityVersion) return;
     this.connectivityVersion = version;
     if (version === '0') return;
+    // Drains count for every job, connected or not.
+    this.execute(this.core.drainingChanged(c.draining, Date.now()));
     const links = c.brokenLinks.map((l) => ({ a: l.a, b: l.b }));
     const here = this.cfg.nodeId;
     this.cutFromHere = new Set(links.flatMap((l) => (l.a === here ? [l.b] : l.b === here ? [l.a] : [])));

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { FuxiClient } from '../sdk/fuxi-client.js';
-import { runCli, type CliClient, type CliDeps } from '../cli/program.js';
+import { parseDuration, runCli, type CliClient, type CliDeps } from '../cli/program.js';
 import { FakeAgent, FakeMaster } from './fake-cluster.js';
 import { Capture, mockNode } from './helpers.js';
 
@@ -38,6 +38,7 @@ async function run(args: string[], over: Partial<CliDeps> & { files?: Record<str
     stdout,
     stderr,
     env: over.env ?? {},
+    user: over.user ?? (() => 'tester'),
     readFile: (p) => {
       const t = files[p];
       if (t === undefined) throw Object.assign(new Error(`ENOENT: no such file or directory, open '${p}'`), { code: 'ENOENT' });
@@ -94,6 +95,27 @@ describe('fuxi CLI', function () {
       );
       expect((await run(['logs', 'j', 't', '-1'])).code).to.equal(2);
       expect((await run(['logs', 'j', 't', '0', '--attempt', '0'])).err).to.match(/^error: --attempt: must be an integer >= 1/);
+    });
+
+    it('checks node cordon / uncordon / drain arguments before calling the master', async () => {
+      for (const args of [['node'], ['node', 'cordon'], ['node', 'drain'], ['node', 'uncordon'], ['node', 'reboot', 'n1']]) {
+        const r = await run(args);
+        expect(r.code, args.join(' ')).to.equal(2);
+      }
+      for (const bad of ['soon', '10', '-5s', '0s', '31d', '5s10', '1h 2m']) {
+        const r = await run(['node', 'drain', 'n1', '--deadline', bad]);
+        expect(r.code, bad).to.equal(2);
+        expect(r.err, bad).to.match(/^error: --deadline: must be /);
+        expect(r.masters, bad).to.deep.equal([]);
+      }
+    });
+
+    it('parses drain deadlines', () => {
+      expect(parseDuration('90s', 'd')).to.equal(90_000);
+      expect(parseDuration('1h30m', 'd')).to.equal(5_400_000);
+      expect(parseDuration('250ms', 'd')).to.equal(250);
+      expect(parseDuration('1.5m', 'd')).to.equal(90_000);
+      expect(parseDuration('30d', 'd')).to.equal(30 * 86_400_000);
     });
 
     it('uses --master, then FUXI_MASTER, then the default', async () => {
@@ -242,6 +264,30 @@ describe('fuxi CLI', function () {
       const r = await fuxi(['nodes']);
       expect(r.out).to.match(/^NODE\s+ADDRESS.*\nn1\s+127\.0\.0\.1:\d+\s+r1\s+ready\s+cpu=8 mem=16Gi/);
       expect(JSON.parse((await fuxi(['-o', 'json', 'nodes'])).out)[0].node.nodeId).to.equal('n1');
+    });
+
+    it('node cordon, drain, uncordon: who asks, why, the deadline; nodes shows them', async () => {
+      master.nodes = [mockNode('n1', agent.address), mockNode('n2', agent.address)];
+      const c = await fuxi(['node', 'cordon', 'n1', '--reason', 'bad disk']);
+      expect(c.code).to.equal(0);
+      expect(c.out).to.equal('node n1 cordoned\n');
+      const d = await fuxi(['-o', 'json', 'node', 'drain', 'n2', '--reason', 'upgrade', '--deadline', '2m']);
+      expect(d.code).to.equal(0);
+      expect(JSON.parse(d.out).admin).to.deep.include({ state: 'draining', reason: 'upgrade', by: 'tester' });
+      expect(master.adminRequests).to.deep.equal([
+        { method: 'CordonNode', nodeId: 'n1', reason: 'bad disk', requestedBy: 'tester' },
+        { method: 'DrainNode', nodeId: 'n2', reason: 'upgrade', requestedBy: 'tester', deadlineMs: '120000' },
+      ]);
+      const table = (await fuxi(['nodes'])).out.split('\n');
+      expect(table[0]).to.match(/\sBY\s+SINCE\s+REASON$/);
+      expect(table[1]).to.match(/^n1\s.*\scordoned\s.*\stester\s+\S+\s+bad disk$/);
+      expect(table[2]).to.match(/^n2\s.*\sdraining until \S+\s.*\stester\s+\S+\s+upgrade$/);
+      const u = await fuxi(['node', 'uncordon', 'n1']);
+      expect(u.out).to.equal('node n1 uncordoned\n');
+      expect(master.nodes[0]!.admin).to.equal(null);
+      const missing = await fuxi(['node', 'cordon', 'nope']);
+      expect(missing.code).to.equal(3);
+      expect(missing.err).to.equal('error: node "nope" not found\n');
     });
 
     it('logs: raw bytes to stdout; exit 3 when no node has them', async () => {

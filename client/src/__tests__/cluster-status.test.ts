@@ -128,6 +128,7 @@ describe('cluster status formatting', () => {
         { a: 'a1', b: 'node-10', sinceMs: String(T + 60_000) },
       ],
       partitionedFromMaster: ['a3'],
+      draining: [],
     };
     expect(formatPartitions(connectivity, T + 65_000)).to.equal(
       [
@@ -136,7 +137,7 @@ describe('cluster status formatting', () => {
         '  partitioned from the master (their peers still reach them): a3',
       ].join('\n'),
     );
-    expect(formatPartitions({ version: '9', brokenLinks: [], partitionedFromMaster: [] }, T)).to.equal('');
+    expect(formatPartitions({ version: '9', brokenLinks: [], partitionedFromMaster: [], draining: [] }, T)).to.equal('');
     expect(formatPartitions(null, T)).to.equal('');
     expect(formatClusterStatus(mockClusterStatus({ connectivity }), T + 65_000)).to.equal(
       [

@@ -59,6 +59,32 @@ export class FakeMaster {
   /** Job id -> its AM's snapshot log entries (GetAppSnapshot). */
   snapshots = new Map<string, string[]>();
 
+  /** The requests of CordonNode / UncordonNode / DrainNode, in order. */
+  adminRequests: Array<{ method: string; nodeId: string; reason: string; requestedBy: string; deadlineMs?: string }> = [];
+
+  private admin(
+    method: string,
+    req: { nodeId: string; reason: string; requestedBy: string; deadlineMs?: string },
+    state: string,
+  ): { node: NodeStatus__Output } {
+    this.calls.push(method);
+    this.adminRequests.push({ method, ...req });
+    const node = this.nodes.find((n) => n.node?.nodeId === req.nodeId);
+    if (!node) throw new NotFoundError('node', req.nodeId);
+    node.state = state || 'ready';
+    node.admin = state
+      ? {
+          state,
+          reason: req.reason,
+          by: req.requestedBy,
+          sinceMs: '1000',
+          deadlineMs: state === 'draining' ? String(1000 + Number(req.deadlineMs)) : '0',
+          drained: false,
+        }
+      : null;
+    return { node };
+  }
+
   async start(): Promise<this> {
     const def = loadFuxiProto().MasterService.service;
     const impl: Record<string, unknown> = {
@@ -147,6 +173,9 @@ export class FakeMaster {
         this.calls.push('ListNodes');
         return { nodes: this.nodes };
       },
+      CordonNode: async (req: { nodeId: string; reason: string; requestedBy: string }) => this.admin('CordonNode', req, 'cordoned'),
+      UncordonNode: async (req: { nodeId: string; requestedBy: string }) => this.admin('UncordonNode', { ...req, reason: '' }, ''),
+      DrainNode: async (req: { nodeId: string; reason: string; requestedBy: string; deadlineMs: string }) => this.admin('DrainNode', req, 'draining'),
       GetClusterStatus: async () => {
         this.calls.push('GetClusterStatus');
         return { ...this.clusterStatus, leader: this.clusterStatus.leader || this.address };

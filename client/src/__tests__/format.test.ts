@@ -88,6 +88,31 @@ describe('cli format', () => {
     expect(formatNodes([])).to.equal('(no nodes)');
   });
 
+  it('shows cordoned, draining and drained nodes with who, when and why', () => {
+    const admin = (state: string, over = {}) => ({
+      state,
+      reason: 'maintenance',
+      by: 'alice',
+      sinceMs: '1700000000000',
+      deadlineMs: '0',
+      drained: false,
+      ...over,
+    });
+    const lines = formatNodes([
+      mockNode('n1', '10.0.0.1:7071', { state: 'cordoned', admin: admin('cordoned') }),
+      mockNode('n2', '10.0.0.2:7071', { state: 'draining', admin: admin('draining', { deadlineMs: '1700000060000' }) }),
+      mockNode('n3', '10.0.0.3:7071', { state: 'cordoned', admin: admin('cordoned', { drained: true }) }),
+      mockNode('n4', '10.0.0.4:7071', { state: 'timing out', admin: admin('cordoned') }),
+      mockNode('n5', '10.0.0.5:7071'),
+    ]).split('\n');
+    expect(lines[0]).to.match(/\sUNREACHABLE\s+BY\s+SINCE\s+REASON$/);
+    expect(lines[1]).to.match(/^n1\s.*\scordoned\s.*\salice\s+2023-11-14T22:13:20Z\s+maintenance$/);
+    expect(lines[2]).to.match(/\sdraining until 2023-11-14T22:14:20Z\s/);
+    expect(lines[3]).to.match(/\scordoned \(drained\)\s/);
+    expect(lines[4]).to.match(/\stiming out, cordoned\s/);
+    expect(lines[5]).to.match(/^n5\s.*\sready\s.*\s-\s+-\s+-$/);
+  });
+
   it('names the peers a node cannot reach (a partial partition) in the last column', () => {
     const lines = formatNodes([
       mockNode('a1', '10.0.0.1:7071', { unreachablePeers: ['a2'] }),

@@ -34,6 +34,7 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
     runningWorkers: 1,
     lastHeartbeatMs: '0',
     unreachablePeers: [],
+    admin: null,
     ...over,
   };
 }

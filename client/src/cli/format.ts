@@ -148,20 +148,35 @@ export function fmtUnreachable(peers: readonly string[] | undefined): string {
 /** `fuxi nodes`: the last column names the peers a node cannot reach or be reached by. */
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';
+  // Who cordoned or drains a node, when and why: only when some node has such a state.
+  const admin = nodes.some((n) => n.admin?.state);
   return renderTable(
-    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS', 'UNREACHABLE'],
+    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS', 'UNREACHABLE', ...(admin ? ['BY', 'SINCE', 'REASON'] : [])],
     nodes.map((n) => [
       n.node?.nodeId ?? '?',
       n.node?.address ?? '',
       n.node?.rack || '-',
-      n.state || (n.healthy ? 'ready' : 'not ready'),
+      nodeState(n),
       fmtResource(n.node?.capacity),
       fmtResource(n.allocated),
       fmtResource(n.free),
       String(n.runningWorkers),
       fmtUnreachable(n.unreachablePeers),
+      ...(admin ? (n.admin?.state ? [n.admin.by || '-', fmtTime(n.admin.sinceMs), n.admin.reason || '-'] : ['-', '-', '-']) : []),
     ]),
   );
+}
+
+/**
+ * A node's state: its health, or for a ready node its operator's state (cordoned, drained,
+ * draining until its deadline); a node that is not ready names both (`timing out, cordoned`).
+ */
+function nodeState(n: NodeStatus__Output): string {
+  const health = n.state || (n.healthy ? 'ready' : 'not ready');
+  const a = n.admin;
+  if (!a?.state) return health;
+  const admin = a.state === 'draining' ? `draining until ${fmtTime(a.deadlineMs)}` : a.drained ? 'cordoned (drained)' : a.state;
+  return health === a.state ? admin : `${health}, ${admin}`;
 }
 
 /**

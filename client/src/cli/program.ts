@@ -3,6 +3,7 @@
  * come in as `CliDeps` so that tests can run every command in process; `main.ts` supplies the real
  * ones. `runCli` never throws and never exits: it returns the exit code.
  */
+import { userInfo } from 'node:os';
 import { Command, Option } from 'commander';
 import { FUXI_VERSION, FuxiError, InvalidArgumentError } from '@fuxi/common';
 import type { JobInfo__Output, NodeStatus__Output } from '@fuxi/proto';
@@ -10,7 +11,7 @@ import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js
 import { defaultMasters, splitAddresses } from '../sdk/masters.js';
 import { JOB_STATE_NAMES, parseJobState, type JobStateName } from '../sdk/job-state.js';
 import { errorLine, EXIT, EXIT_CODES_HELP, exitCodeFor, isCommanderError } from './exit-codes.js';
-import { finalLine, formatArrayStatus, formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
+import { finalLine, fmtTime, formatArrayStatus, formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
 import type { ProgressStream } from './progress.js';
 
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
@@ -26,6 +27,9 @@ export type CliClient = Pick<
   | 'waitFor'
   | 'waitAll'
   | 'nodes'
+  | 'cordon'
+  | 'uncordon'
+  | 'drain'
   | 'logs'
   | 'fetchOutput'
   | 'clusterStatus'
@@ -76,6 +80,8 @@ export interface CliDeps {
   writeRaw?(chunk: Buffer): Promise<void>;
   /** The current time in ms (ages in `cluster status`); default `Date.now`. */
   now?(): number;
+  /** Who runs the command, recorded with a node's cordon or drain; default the OS user name. */
+  user?(): string;
 }
 
 interface GlobalOpts {
@@ -257,7 +263,9 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
 
   program
     .command('nodes')
-    .description('list nodes: address, rack, health, capacity, allocated, free, running workers')
+    .description(
+      'list nodes: address, rack, state (ready, cordoned, draining, timing out, partitioned, lost), capacity, allocated, free, running workers; with who cordoned or drains a node, when and why',
+    )
     .action(async (_o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
       const c = await getClient(opts);
@@ -291,6 +299,42 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       const data = await c.fetchOutput(jobId, task, n, path);
       const write = deps.writeRaw ?? (async (b: Buffer) => void deps.stdout.write(b));
       await write(data);
+    });
+
+  const user = (): string => (deps.user ? deps.user() : osUser());
+  const node = program.command('node').description('a node\'s administrative state: "fuxi node cordon|uncordon|drain NODE"');
+  node
+    .command('cordon <node>')
+    .description('place nothing new on the node; what runs there stays (survives a master failover)')
+    .option('--reason <text>', 'why (shown by "fuxi nodes")')
+    .action(async (nodeId: string, o: { reason?: string }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const c = await getClient(opts);
+      const n = await c.cordon(nodeId, { reason: o.reason ?? '', by: user() });
+      emit(opts, n, () => `node ${nodeId} cordoned`);
+    });
+  node
+    .command('uncordon <node>')
+    .description('make the node schedulable again; ends a drain (revoked work does not come back)')
+    .action(async (nodeId: string, _o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const c = await getClient(opts);
+      const n = await c.uncordon(nodeId, { by: user() });
+      emit(opts, n, () => `node ${nodeId} uncordoned`);
+    });
+  node
+    .command('drain <node>')
+    .description(
+      'place nothing new on the node; its batch work finishes or, at the deadline, has its slots revoked and runs again elsewhere; its AMs move last; then the node stays cordoned (drained)',
+    )
+    .option('--reason <text>', 'why (shown by "fuxi nodes")')
+    .option('--deadline <duration>', 'how long work may take to finish before it is moved: e.g. 90s, 10m, 2h (default 1h)')
+    .action(async (nodeId: string, o: { reason?: string; deadline?: string }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const deadlineMs = o.deadline === undefined ? 0 : parseDuration(o.deadline, '--deadline');
+      const c = await getClient(opts);
+      const n = await c.drain(nodeId, { reason: o.reason ?? '', by: user(), deadlineMs });
+      emit(opts, n, () => `node ${nodeId} draining${n?.admin?.deadlineMs ? ` (deadline ${fmtTime(n.admin.deadlineMs)})` : ''}`);
     });
 
   const cluster = program.command('cluster').description('the cluster as a whole (see "fuxi cluster status")');
@@ -332,6 +376,31 @@ function parseNonNegativeInt(s: string, what: string, min: number): number {
     throw new InvalidArgumentError(what, `must be an integer >= ${min}, got ${JSON.stringify(s)}`);
   }
   return Number(s);
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** The longest drain deadline the master takes (30 days). */
+const MAX_DEADLINE_MS = 30 * 86_400_000;
+
+/** A duration such as `500ms`, `90s`, `10m`, `2h`, `1d` (or `1h30m`) in ms; above zero, at most 30 days. */
+export function parseDuration(s: string, what: string): number {
+  const t = s.trim();
+  const parts = [...t.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== t) {
+    throw new InvalidArgumentError(what, `must be a duration such as 90s, 10m or 2h, got ${JSON.stringify(s)}`);
+  }
+  const ms = Math.round(parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_MS[p[2]!]!, 0));
+  if (ms <= 0 || ms > MAX_DEADLINE_MS) throw new InvalidArgumentError(what, `must be above 0 and at most 30d, got ${JSON.stringify(s)}`);
+  return ms;
+}
+
+/** The OS user name ('' when the OS has none for this uid). */
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return '';
+  }
 }
 
 function collect(v: string, prev: string[]): string[] {

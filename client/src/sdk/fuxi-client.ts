@@ -191,6 +191,33 @@ export class FuxiClient {
   }
 
   /**
+   * Cordons a node: the master places nothing new on it; what runs there stays. `by` names who
+   * asks (recorded with the reason, shown by `nodes()`). Answered once the master's record is
+   * durable (it survives a master failover). NOT_FOUND for a node the master does not know.
+   */
+  async cordon(nodeId: string, opts: { reason?: string; by?: string } = {}): Promise<NodeStatus__Output | null> {
+    const res = await this.connection.call('CordonNode', { nodeId, reason: opts.reason ?? '', requestedBy: opts.by ?? '' }, this.callOpts(true));
+    return res.node;
+  }
+
+  /** Makes a node schedulable again and ends a drain under way. */
+  async uncordon(nodeId: string, opts: { by?: string } = {}): Promise<NodeStatus__Output | null> {
+    const res = await this.connection.call('UncordonNode', { nodeId, requestedBy: opts.by ?? '' }, this.callOpts(true));
+    return res.node;
+  }
+
+  /**
+   * Drains a node: nothing new goes there; its batch work finishes or, `deadlineMs` from now
+   * (default: 1 hour), has its slots revoked and runs again elsewhere; its AMs move last; then it
+   * is cordoned (drained).
+   */
+  async drain(nodeId: string, opts: { reason?: string; by?: string; deadlineMs?: number } = {}): Promise<NodeStatus__Output | null> {
+    const req = { nodeId, reason: opts.reason ?? '', requestedBy: opts.by ?? '', deadlineMs: String(opts.deadlineMs ?? 0) };
+    const res = await this.connection.call('DrainNode', req, this.callOpts(true));
+    return res.node;
+  }
+
+  /**
    * The master's view of failures (`GetClusterStatus`): the leader's address and epoch, the fault
    * FSM state (`S0`..`S6`, `S2S3`), the open fault events, the progress of the last failover
    * recovery, and node and app counts. int64 fields (`epoch`, `sinceMs`, `startedAtMs`,

@@ -75,8 +75,8 @@ export function runPendingAmRestarts(st: MasterState): void {
 }
 
 /**
- * A new attempt on the same node if it is healthy, else wherever the scheduler puts it; the job
- * fails when no attempts are left.
+ * A new attempt on the same node if it is healthy and not cordoned or draining (node-admin.ts),
+ * else wherever the scheduler puts it; the job fails when no attempts are left.
  */
 export function restartAm(st: MasterState, app: AppState, why: string): void {
   if (app.job.amAttempt >= st.cfg.maxAmAttempts) {
@@ -112,7 +112,7 @@ export function restartAm(st: MasterState, app: AppState, why: string): void {
         workerIds: [`am.${oldAttempt}`],
       });
   };
-  if (node && node.reported && node.status === 'healthy' && (amSu.asgn.get(oldNodeId) ?? 0) > 0) {
+  if (node && node.reported && node.status === 'healthy' && !st.admin.has(oldNodeId) && (amSu.asgn.get(oldNodeId) ?? 0) > 0) {
     // Same node: the old AM's slot is the new one's (the agent starts it once the old one is gone).
     pushGrants(st, nodesOfApp);
     stopOld();

@@ -7,7 +7,8 @@
  *
  * `MasterCore` is a facade over one state object (master-state.ts) and the modules that own each
  * concern: ledger (assignments, usage, invariants), sync (grant and assignment tables), scheduling
- * (passes), placement-scope (connectivity-aware placement: scopes, constraints, waiting), jobs, nodes (agents and their status), apps (AMs' calls), request-limits (what an AM
+ * (passes), placement-scope (connectivity-aware placement: scopes, constraints, waiting), jobs, nodes (agents and their status),
+ * node-admin (operators' cordons and drains), apps (AMs' calls), request-limits (what an AM
  * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
  * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
  */
@@ -30,6 +31,7 @@ import type { FaultBoard } from './fault-fsm.js';
 import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
 import { checkInvariants } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type AppState, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
+import { cordonNode, drainNode, loadAdmin, tickDrains, uncordonNode } from './node-admin.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
 import { confirmBrokenLinks, connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
 import { jobView, waitersMayPlace } from './placement-scope.js';
@@ -45,6 +47,7 @@ import type {
   HeartbeatInput,
   JobRecord,
   JobState,
+  NodeAdmin,
   NodeInfo,
   NodeView,
   SlotReturn,
@@ -103,8 +106,12 @@ export class MasterCore {
    * Loads hard state read from the store (a new leader, or the embedded master restarting in
    * place) and opens the aggregation window of soft-state inference (recovery.ts).
    */
-  loadHardState(jobs: JobRecord[], roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>, now: number): Effect[] {
-    return this.effects(now, () => loadHardState(this.st, jobs, roster));
+  loadHardState(jobs: JobRecord[], roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>, now: number, admin: readonly NodeAdmin[] = []): Effect[] {
+    return this.effects(now, () => {
+      // Operators' cordons and drains first: nothing the recovery schedules may land on such a node.
+      loadAdmin(this.st, admin);
+      loadHardState(this.st, jobs, roster);
+    });
   }
 
   /** True while the aggregation window of a failover is open. */
@@ -145,6 +152,28 @@ export class MasterCore {
 
   listNodes(): NodeView[] {
     return listNodes(this.st);
+  }
+
+  /** The node as `listNodes` shows it. */
+  nodeView(nodeId: string): NodeView | undefined {
+    return listNodes(this.st).find((n) => n.info.nodeId === nodeId);
+  }
+
+  // ---------------------------------------------------------------- operators (node-admin.ts)
+
+  /** Cordons a node: nothing new is placed there; what runs there stays. */
+  cordonNode(req: { nodeId: string; reason: string; by: string }, now: number): Effect[] {
+    return this.effects(now, () => void cordonNode(this.st, req));
+  }
+
+  /** Makes a node schedulable again; ends a drain. */
+  uncordonNode(req: { nodeId: string; by: string }, now: number): Effect[] {
+    return this.effects(now, () => uncordonNode(this.st, req));
+  }
+
+  /** Drains a node: nothing new, its work finishes or at `deadlineMs` from now is revoked; its AMs move last. */
+  drainNode(req: { nodeId: string; reason: string; by: string; deadlineMs: number }, now: number): Effect[] {
+    return this.effects(now, () => void drainNode(this.st, req));
   }
 
   // ---------------------------------------------------------------- agents
@@ -206,6 +235,7 @@ export class MasterCore {
       changed = confirmBrokenLinks(st) || changed;
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
+      changed = tickDrains(st) || changed;
       // A job waiting for connectivity gets a pass once the graph has changed.
       if (changed || waitersMayPlace(st)) runScheduler(st);
       tickRetention(st);

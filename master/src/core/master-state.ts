@@ -11,7 +11,7 @@ import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm
 import { GrantWaits } from './grant-waits.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
-import type { Effect, GrantEntry, JobRecord, NodeInfo, PlacementConstraints } from './types.js';
+import type { Effect, GrantEntry, JobRecord, NodeAdmin, NodeInfo, PlacementConstraints } from './types.js';
 
 export interface MasterCoreConfig {
   heartbeatIntervalMs: number;
@@ -288,6 +288,10 @@ const SOURCE_LOG = 500;
 /** The master core's state. Modules read and change it; only the facade empties the outbox. */
 export class MasterState {
   readonly nodes = new Map<string, NodeState>();
+  /** Operators' cordons and drains by node id (node-admin.ts; hard state). */
+  readonly admin = new Map<string, NodeAdmin>();
+  /** Nodes whose grant table a drain's revocation changed, pushed at the next tick (node-admin.ts). */
+  readonly drainGrantsOwed = new Set<string>();
   /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */
   readonly detectors = new Map<string, FailureDetector>();
   readonly jobs = new Map<string, JobRecord>();

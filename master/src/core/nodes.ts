@@ -361,5 +361,13 @@ export function listNodes(st: MasterState): NodeView[] {
       runningWorkers: n.runningWorkers,
       lastHeartbeatMs: n.lastHeartbeatMs,
       unreachablePeers: unreachable.get(n.info.nodeId) ?? [],
+      ...adminOf(st, n),
     }));
+}
+
+/** A ready node shows its operator's state (cordoned, draining) as its state; any other keeps its own. */
+function adminOf(st: MasterState, n: NodeState): Partial<Pick<NodeView, 'admin' | 'state'>> | undefined {
+  const admin = st.admin.get(n.info.nodeId);
+  if (!admin) return undefined;
+  return n.status === 'healthy' ? { admin, state: admin.state } : { admin };
 }

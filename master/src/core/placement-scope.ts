@@ -176,10 +176,21 @@ export function jobView(st: MasterState, job: JobRecord): JobRecord {
 /** The graph for an AM that holds `amVersion` of it; undefined when that is current (or the graph is not heeded). */
 export function connectivityFor(st: MasterState, amVersion: number): ConnectivityView | undefined {
   const cs = st.connectivity;
-  if (!connectivityAware(st) || amVersion === cs.version) return undefined;
+  if (amVersion === cs.version) return undefined;
+  const draining = drainingNodes(st);
+  // Unaware of connectivity, AMs still hear of drains (and of their end: the version moved).
+  if (!connectivityAware(st)) return draining.length > 0 || amVersion !== 0 ? { version: cs.version, brokenLinks: [], partitioned: [], draining } : undefined;
   return {
     version: cs.version,
     brokenLinks: allLinks(st).map((l) => ({ a: l.a, b: l.b, sinceMs: l.sinceMs })),
     partitioned: [...cs.partitioned].sort(),
+    draining,
   };
+}
+
+/** Nodes an operator is draining (node-admin.ts), by id. */
+export function drainingNodes(st: MasterState): string[] {
+  const out: string[] = [];
+  for (const a of st.admin.values()) if (a.state === 'draining') out.push(a.nodeId);
+  return out.sort();
 }

@@ -15,7 +15,8 @@ import { pushAssignments, pushGrants } from './sync.js';
 
 /**
  * A node as the scheduler sees it, read live from its state. A node partitioned from the master
- * takes nothing new: the master cannot push its grants there.
+ * takes nothing new: the master cannot push its grants there; nor does one its operator cordoned or
+ * is draining (node-admin.ts). Grants it holds stay.
  */
 function schedView(st: MasterState, n: NodeState): SchedNode {
   return {
@@ -32,7 +33,7 @@ function schedView(st: MasterState, n: NodeState): SchedNode {
       return n.allocated;
     },
     get schedulable() {
-      return n.reported && n.status === 'healthy' && !(st.connectivity.partitioned.has(n.info.nodeId) && connectivityAware(st));
+      return n.reported && n.status === 'healthy' && !st.admin.has(n.info.nodeId) && !(st.connectivity.partitioned.has(n.info.nodeId) && connectivityAware(st));
     },
   };
 }

@@ -8,6 +8,9 @@ export const KEYS = {
   agent: (nodeId: string) => `agents/${nodeId}`,
   agentsPrefix: 'agents/',
   epoch: 'master/epoch',
+  /** An operator's cordon or drain of a node (node-admin.ts). */
+  nodeAdmin: (nodeId: string) => `nodeadmin/${nodeId}`,
+  nodeAdminPrefix: 'nodeadmin/',
   /** An AM's hard state: its topology (once) and its log of finished instances. */
   appPrefix: (appId: string) => `apps/${appId}/`,
   appTopology: (appId: string) => `apps/${appId}/topology`,

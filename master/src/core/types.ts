@@ -54,6 +54,23 @@ export interface NodeInfo {
   probePort?: number;
 }
 
+export type AdminState = 'cordoned' | 'draining';
+
+/** An operator's decision about a node, as stored (`nodeadmin/<id>`). */
+export interface NodeAdmin {
+  nodeId: string;
+  state: AdminState;
+  reason: string;
+  /** Who asked (the caller's user name as the client sent it). */
+  by: string;
+  /** When it was asked (ms since the epoch). */
+  sinceMs: number;
+  /** Draining: when the slots still held on the node are revoked (ms since the epoch); else 0. */
+  deadlineMs: number;
+  /** Cordoned because a drain finished. */
+  drained?: boolean;
+}
+
 export interface AmWorkerReport {
   appId: string;
   amAttempt: number;
@@ -134,6 +151,8 @@ export interface ConnectivityView {
   brokenLinks: Array<{ a: string; b: string; sinceMs: number }>;
   /** Nodes partitioned from the master (peers still reach them). */
   partitioned: string[];
+  /** Nodes being drained (node-admin.ts): AMs plan nothing new there and give back free slots there. */
+  draining?: string[];
 }
 
 export interface SlotReturn {
@@ -175,6 +194,8 @@ export interface NodeView {
   lastHeartbeatMs: number;
   /** Peers it cannot reach or be reached by (connectivity.ts `unreachablePeers`). */
   unreachablePeers: string[];
+  /** Its operator's cordon or drain (node-admin.ts), if any. */
+  admin?: NodeAdmin;
 }
 
 export interface FaultEventView {

@@ -79,7 +79,7 @@ export const MAX_BATCH_JOBS = 1000;
 /** Calls that change nothing: served from memory (a fresh load of the store) while the store is full. */
 const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob', 'WatchJobs']);
 /** Changes that clients ask for: refused with RESOURCE_EXHAUSTED while the store is full. */
-const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob']);
+const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob', 'CordonNode', 'UncordonNode', 'DrainNode']);
 
 /**
  * While etcd is out of space every call that could change state is refused before the core sees it,
@@ -114,6 +114,13 @@ function holdWhileLeaderless(h: ServiceImpl<MasterServiceDefinition>, m: Handler
     };
   }
   return out as unknown as ServiceImpl<MasterServiceDefinition>;
+}
+
+/** The node as `ListNodes` shows it, once every write queued so far (the call's included) is durable. */
+async function nodeAdminAnswer(m: HandlerContext, nodeId: string): Promise<{ node: ReturnType<typeof nodeStatusToWire> | null }> {
+  const view = m.core.nodeView(nodeId);
+  await m.durable();
+  return { node: view ? nodeStatusToWire(view) : null };
 }
 
 function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
@@ -251,6 +258,20 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       return { job };
     },
     ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
+    // Operators' cordons and drains (node-admin.ts): answered once the record is durable.
+    CordonNode: async (req) => {
+      await m.run(m.core.cordonNode({ nodeId: req.nodeId, reason: req.reason, by: req.requestedBy }, now()));
+      return nodeAdminAnswer(m, req.nodeId);
+    },
+    UncordonNode: async (req) => {
+      await m.run(m.core.uncordonNode({ nodeId: req.nodeId, by: req.requestedBy }, now()));
+      return nodeAdminAnswer(m, req.nodeId);
+    },
+    DrainNode: async (req) => {
+      const deadlineMs = Number(req.deadlineMs);
+      await m.run(m.core.drainNode({ nodeId: req.nodeId, reason: req.reason, by: req.requestedBy, deadlineMs }, now()));
+      return nodeAdminAnswer(m, req.nodeId);
+    },
     SaveAppSnapshot: async (req) => {
       await m.run(
         m.core.saveAppSnapshot({ appId: req.appId, attempt: req.amAttempt, topology: req.topology, seq: Number(req.seq), entries: req.entries }, now()),

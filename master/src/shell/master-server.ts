@@ -13,7 +13,7 @@ import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
-import type { Effect, JobRecord } from '../core/types.js';
+import type { Effect, JobRecord, NodeAdmin } from '../core/types.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
 import { coalesceStoreWrites } from './store-batches.js';
@@ -59,12 +59,15 @@ class TermWaiters {
 interface HardState {
   jobs: JobRecord[];
   roster: Array<{ nodeId: string; address: string }>;
+  /** Operators' cordons and drains (node-admin.ts). */
+  admin: NodeAdmin[];
 }
 
 async function loadHardState(store: Store): Promise<HardState> {
   const jobs = (await store.list(KEYS.jobsPrefix)).map((kv) => JSON.parse(kv.value) as JobRecord);
   const roster = (await store.list(KEYS.agentsPrefix)).map((kv) => JSON.parse(kv.value) as { nodeId: string; address: string });
-  return { jobs, roster };
+  const admin = (await store.list(KEYS.nodeAdminPrefix)).map((kv) => JSON.parse(kv.value) as NodeAdmin);
+  return { jobs, roster, admin };
 }
 
 /** How often the health status is brought up to date. */
@@ -318,7 +321,7 @@ export class MasterServer {
     }
     this.coreOrUndefined = core;
     this.wakeLeaderWaiters();
-    await this.run(core.loadHardState(hard.jobs, hard.roster, Date.now()));
+    await this.run(core.loadHardState(hard.jobs, hard.roster, Date.now(), hard.admin));
     clearInterval(this.statsTimer);
     this.hardState.lastAt = Date.now();
     this.hardState.lastBytes = this.hardState.bytes;
@@ -459,7 +462,7 @@ export class MasterServer {
       if (this.term !== term || !this.storeFull) return;
       // The core is only read from while the store is full: what loading it would do (pushes,
       // writes, the aggregation window) is not done; the next term starts afresh.
-      core.loadHardState(hard.jobs, hard.roster, Date.now());
+      core.loadHardState(hard.jobs, hard.roster, Date.now(), hard.admin);
       this.coreOrUndefined = core;
       this.wakeLeaderWaiters();
     })().catch((e: unknown) => {

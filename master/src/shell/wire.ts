@@ -146,6 +146,7 @@ export function connectivityToWire(c: ConnectivityView | undefined): Connectivit
     version: String(c.version),
     brokenLinks: c.brokenLinks.map((l) => ({ a: l.a, b: l.b, sinceMs: String(l.sinceMs) })),
     partitionedFromMaster: c.partitioned,
+    draining: c.draining ?? [],
   };
 }
 
@@ -189,6 +190,18 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
     runningWorkers: n.runningWorkers,
     lastHeartbeatMs: String(n.lastHeartbeatMs),
     unreachablePeers: n.unreachablePeers,
+    ...(n.admin
+      ? {
+          admin: {
+            state: n.admin.state,
+            reason: n.admin.reason,
+            by: n.admin.by,
+            sinceMs: String(n.admin.sinceMs),
+            deadlineMs: String(n.admin.deadlineMs),
+            drained: n.admin.drained === true,
+          },
+        }
+      : {}),
   };
 }
 

@@ -10,6 +10,8 @@ export type { Command, Command__Output } from './fuxi/v1/Command.js';
 export type { Condition, Condition__Output } from './fuxi/v1/Condition.js';
 export type { Connectivity, Connectivity__Output } from './fuxi/v1/Connectivity.js';
 export type { ConnectivityDelta, ConnectivityDelta__Output } from './fuxi/v1/ConnectivityDelta.js';
+export type { CordonNodeRequest, CordonNodeRequest__Output } from './fuxi/v1/CordonNodeRequest.js';
+export type { DrainNodeRequest, DrainNodeRequest__Output } from './fuxi/v1/DrainNodeRequest.js';
 export type { FaultEvent, FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 export type { FetchOutputRequest, FetchOutputRequest__Output } from './fuxi/v1/FetchOutputRequest.js';
 export type { FinishAppRequest, FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
@@ -44,6 +46,8 @@ export type { ListWorkersResponse, ListWorkersResponse__Output } from './fuxi/v1
 export type { LocalityHint, LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
 export type { LogChunk, LogChunk__Output } from './fuxi/v1/LogChunk.js';
 export type { MasterServiceClient, MasterServiceHandlers, MasterServiceDefinition } from './fuxi/v1/MasterService.js';
+export type { NodeAdmin, NodeAdmin__Output } from './fuxi/v1/NodeAdmin.js';
+export type { NodeAdminResponse, NodeAdminResponse__Output } from './fuxi/v1/NodeAdminResponse.js';
 export type { NodeInfo, NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 export type { NodeStatus, NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
 export type { OutputChunk, OutputChunk__Output } from './fuxi/v1/OutputChunk.js';
@@ -81,6 +85,7 @@ export type { SubmitJobsRequest, SubmitJobsRequest__Output } from './fuxi/v1/Sub
 export type { SubmitJobsResponse, SubmitJobsResponse__Output } from './fuxi/v1/SubmitJobsResponse.js';
 export type { TaskProgress, TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
 export type { TaskSpec, TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
+export type { UncordonNodeRequest, UncordonNodeRequest__Output } from './fuxi/v1/UncordonNodeRequest.js';
 export type { UpdateAssignmentsRequest, UpdateAssignmentsRequest__Output } from './fuxi/v1/UpdateAssignmentsRequest.js';
 export type { UpdateAssignmentsResponse, UpdateAssignmentsResponse__Output } from './fuxi/v1/UpdateAssignmentsResponse.js';
 export type { UpdateGrantsRequest, UpdateGrantsRequest__Output } from './fuxi/v1/UpdateGrantsRequest.js';

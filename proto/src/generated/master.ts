@@ -8,6 +8,8 @@ import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__
 import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Condition__Output } from './fuxi/v1/Condition.js';
 import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from './fuxi/v1/Connectivity.js';
 import type { ConnectivityDelta as _fuxi_v1_ConnectivityDelta, ConnectivityDelta__Output as _fuxi_v1_ConnectivityDelta__Output } from './fuxi/v1/ConnectivityDelta.js';
+import type { CordonNodeRequest as _fuxi_v1_CordonNodeRequest, CordonNodeRequest__Output as _fuxi_v1_CordonNodeRequest__Output } from './fuxi/v1/CordonNodeRequest.js';
+import type { DrainNodeRequest as _fuxi_v1_DrainNodeRequest, DrainNodeRequest__Output as _fuxi_v1_DrainNodeRequest__Output } from './fuxi/v1/DrainNodeRequest.js';
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from './fuxi/v1/FinishAppResponse.js';
@@ -32,6 +34,8 @@ import type { ListNodesRequest as _fuxi_v1_ListNodesRequest, ListNodesRequest__O
 import type { ListNodesResponse as _fuxi_v1_ListNodesResponse, ListNodesResponse__Output as _fuxi_v1_ListNodesResponse__Output } from './fuxi/v1/ListNodesResponse.js';
 import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fuxi_v1_LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
 import type { MasterServiceClient as _fuxi_v1_MasterServiceClient, MasterServiceDefinition as _fuxi_v1_MasterServiceDefinition } from './fuxi/v1/MasterService.js';
+import type { NodeAdmin as _fuxi_v1_NodeAdmin, NodeAdmin__Output as _fuxi_v1_NodeAdmin__Output } from './fuxi/v1/NodeAdmin.js';
+import type { NodeAdminResponse as _fuxi_v1_NodeAdminResponse, NodeAdminResponse__Output as _fuxi_v1_NodeAdminResponse__Output } from './fuxi/v1/NodeAdminResponse.js';
 import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
 import type { NodeStatus as _fuxi_v1_NodeStatus, NodeStatus__Output as _fuxi_v1_NodeStatus__Output } from './fuxi/v1/NodeStatus.js';
 import type { OutstandingRequest as _fuxi_v1_OutstandingRequest, OutstandingRequest__Output as _fuxi_v1_OutstandingRequest__Output } from './fuxi/v1/OutstandingRequest.js';
@@ -63,6 +67,7 @@ import type { SubmitJobsRequest as _fuxi_v1_SubmitJobsRequest, SubmitJobsRequest
 import type { SubmitJobsResponse as _fuxi_v1_SubmitJobsResponse, SubmitJobsResponse__Output as _fuxi_v1_SubmitJobsResponse__Output } from './fuxi/v1/SubmitJobsResponse.js';
 import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fuxi_v1_TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
 import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
+import type { UncordonNodeRequest as _fuxi_v1_UncordonNodeRequest, UncordonNodeRequest__Output as _fuxi_v1_UncordonNodeRequest__Output } from './fuxi/v1/UncordonNodeRequest.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from './fuxi/v1/UpdateRequestsResponse.js';
 import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from './fuxi/v1/WatchAssignmentsRequest.js';
@@ -86,6 +91,8 @@ export interface ProtoGrpcType {
       Condition: MessageTypeDefinition<_fuxi_v1_Condition, _fuxi_v1_Condition__Output>
       Connectivity: MessageTypeDefinition<_fuxi_v1_Connectivity, _fuxi_v1_Connectivity__Output>
       ConnectivityDelta: MessageTypeDefinition<_fuxi_v1_ConnectivityDelta, _fuxi_v1_ConnectivityDelta__Output>
+      CordonNodeRequest: MessageTypeDefinition<_fuxi_v1_CordonNodeRequest, _fuxi_v1_CordonNodeRequest__Output>
+      DrainNodeRequest: MessageTypeDefinition<_fuxi_v1_DrainNodeRequest, _fuxi_v1_DrainNodeRequest__Output>
       FaultEvent: MessageTypeDefinition<_fuxi_v1_FaultEvent, _fuxi_v1_FaultEvent__Output>
       FinishAppRequest: MessageTypeDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppRequest__Output>
       FinishAppResponse: MessageTypeDefinition<_fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppResponse__Output>
@@ -116,6 +123,8 @@ export interface ProtoGrpcType {
        * leader's address in the `fuxi-leader` trailer metadata so callers redirect.
        */
       MasterService: SubtypeConstructor<typeof grpc.Client, _fuxi_v1_MasterServiceClient> & { service: _fuxi_v1_MasterServiceDefinition }
+      NodeAdmin: MessageTypeDefinition<_fuxi_v1_NodeAdmin, _fuxi_v1_NodeAdmin__Output>
+      NodeAdminResponse: MessageTypeDefinition<_fuxi_v1_NodeAdminResponse, _fuxi_v1_NodeAdminResponse__Output>
       NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
       NodeStatus: MessageTypeDefinition<_fuxi_v1_NodeStatus, _fuxi_v1_NodeStatus__Output>
       OutstandingRequest: MessageTypeDefinition<_fuxi_v1_OutstandingRequest, _fuxi_v1_OutstandingRequest__Output>
@@ -147,6 +156,7 @@ export interface ProtoGrpcType {
       SubmitJobsResponse: MessageTypeDefinition<_fuxi_v1_SubmitJobsResponse, _fuxi_v1_SubmitJobsResponse__Output>
       TaskProgress: MessageTypeDefinition<_fuxi_v1_TaskProgress, _fuxi_v1_TaskProgress__Output>
       TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
+      UncordonNodeRequest: MessageTypeDefinition<_fuxi_v1_UncordonNodeRequest, _fuxi_v1_UncordonNodeRequest__Output>
       UpdateRequestsRequest: MessageTypeDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsRequest__Output>
       UpdateRequestsResponse: MessageTypeDefinition<_fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsResponse__Output>
       WatchAssignmentsRequest: MessageTypeDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_WatchAssignmentsRequest__Output>

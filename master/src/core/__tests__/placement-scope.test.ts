@@ -192,7 +192,7 @@ describe('connectivity-aware placement (master core)', () => {
       h.start();
       const base = h.core.connectivity.version;
       expect(base).to.equal(7e9);
-      expect(h.request('job-1', [], { connectivityVersion: 0 }).connectivity).to.deep.equal({ version: base, brokenLinks: [], partitioned: [] });
+      expect(h.request('job-1', [], { connectivityVersion: 0 }).connectivity).to.deep.equal({ version: base, brokenLinks: [], partitioned: [], draining: [] });
       expect(h.request('job-1', [], { connectivityVersion: base }).connectivity).to.equal(undefined);
       h.now += 5;
       cut(h, 'a2', 'a1');
@@ -201,6 +201,7 @@ describe('connectivity-aware placement (master core)', () => {
         version: base + 3, // two reports (one per end), then a4
         brokenLinks: [{ a: 'a1', b: 'a2', sinceMs: h.now }],
         partitioned: ['a4'],
+        draining: [],
       });
     });
 

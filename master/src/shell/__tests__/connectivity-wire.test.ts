@@ -56,6 +56,7 @@ describe('master wire: placement constraints and the graph', () => {
       version: '7000000002',
       brokenLinks: [{ a: 'a1', b: 'a2', sinceMs: '1234' }],
       partitionedFromMaster: ['a4'],
+      draining: [],
     });
   });
 });

@@ -18,6 +18,11 @@ export interface Connectivity {
    * not lost (their workers keep running).
    */
   'partitionedFromMaster'?: (string)[];
+  /**
+   * Nodes an operator is draining (DrainNode): an AM plans nothing new there and gives back the
+   * free slots it holds there, so that the drain ends once the work there has finished.
+   */
+  'draining'?: (string)[];
 }
 
 /**
@@ -35,4 +40,9 @@ export interface Connectivity__Output {
    * not lost (their workers keep running).
    */
   'partitionedFromMaster': (string)[];
+  /**
+   * Nodes an operator is draining (DrainNode): an AM plans nothing new there and gives back the
+   * free slots it holds there, so that the drain ends once the work there has finished.
+   */
+  'draining': (string)[];
 }

@@ -4,6 +4,8 @@ import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from '../../fuxi/v1/AssignmentUpdate.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from '../../fuxi/v1/ClusterStatus.js';
+import type { CordonNodeRequest as _fuxi_v1_CordonNodeRequest, CordonNodeRequest__Output as _fuxi_v1_CordonNodeRequest__Output } from '../../fuxi/v1/CordonNodeRequest.js';
+import type { DrainNodeRequest as _fuxi_v1_DrainNodeRequest, DrainNodeRequest__Output as _fuxi_v1_DrainNodeRequest__Output } from '../../fuxi/v1/DrainNodeRequest.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from '../../fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from '../../fuxi/v1/FinishAppResponse.js';
 import type { GetAppSnapshotRequest as _fuxi_v1_GetAppSnapshotRequest, GetAppSnapshotRequest__Output as _fuxi_v1_GetAppSnapshotRequest__Output } from '../../fuxi/v1/GetAppSnapshotRequest.js';
@@ -21,6 +23,7 @@ import type { ListJobsRequest as _fuxi_v1_ListJobsRequest, ListJobsRequest__Outp
 import type { ListJobsResponse as _fuxi_v1_ListJobsResponse, ListJobsResponse__Output as _fuxi_v1_ListJobsResponse__Output } from '../../fuxi/v1/ListJobsResponse.js';
 import type { ListNodesRequest as _fuxi_v1_ListNodesRequest, ListNodesRequest__Output as _fuxi_v1_ListNodesRequest__Output } from '../../fuxi/v1/ListNodesRequest.js';
 import type { ListNodesResponse as _fuxi_v1_ListNodesResponse, ListNodesResponse__Output as _fuxi_v1_ListNodesResponse__Output } from '../../fuxi/v1/ListNodesResponse.js';
+import type { NodeAdminResponse as _fuxi_v1_NodeAdminResponse, NodeAdminResponse__Output as _fuxi_v1_NodeAdminResponse__Output } from '../../fuxi/v1/NodeAdminResponse.js';
 import type { RegisterAgentRequest as _fuxi_v1_RegisterAgentRequest, RegisterAgentRequest__Output as _fuxi_v1_RegisterAgentRequest__Output } from '../../fuxi/v1/RegisterAgentRequest.js';
 import type { RegisterAgentResponse as _fuxi_v1_RegisterAgentResponse, RegisterAgentResponse__Output as _fuxi_v1_RegisterAgentResponse__Output } from '../../fuxi/v1/RegisterAgentResponse.js';
 import type { RegisterAppRequest as _fuxi_v1_RegisterAppRequest, RegisterAppRequest__Output as _fuxi_v1_RegisterAppRequest__Output } from '../../fuxi/v1/RegisterAppRequest.js';
@@ -37,6 +40,7 @@ import type { SubmitJobRequest as _fuxi_v1_SubmitJobRequest, SubmitJobRequest__O
 import type { SubmitJobResponse as _fuxi_v1_SubmitJobResponse, SubmitJobResponse__Output as _fuxi_v1_SubmitJobResponse__Output } from '../../fuxi/v1/SubmitJobResponse.js';
 import type { SubmitJobsRequest as _fuxi_v1_SubmitJobsRequest, SubmitJobsRequest__Output as _fuxi_v1_SubmitJobsRequest__Output } from '../../fuxi/v1/SubmitJobsRequest.js';
 import type { SubmitJobsResponse as _fuxi_v1_SubmitJobsResponse, SubmitJobsResponse__Output as _fuxi_v1_SubmitJobsResponse__Output } from '../../fuxi/v1/SubmitJobsResponse.js';
+import type { UncordonNodeRequest as _fuxi_v1_UncordonNodeRequest, UncordonNodeRequest__Output as _fuxi_v1_UncordonNodeRequest__Output } from '../../fuxi/v1/UncordonNodeRequest.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from '../../fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from '../../fuxi/v1/UpdateRequestsResponse.js';
 import type { WatchAssignmentsRequest as _fuxi_v1_WatchAssignmentsRequest, WatchAssignmentsRequest__Output as _fuxi_v1_WatchAssignmentsRequest__Output } from '../../fuxi/v1/WatchAssignmentsRequest.js';
@@ -50,6 +54,38 @@ import type { WatchJobsRequest as _fuxi_v1_WatchJobsRequest, WatchJobsRequest__O
  * leader's address in the `fuxi-leader` trailer metadata so callers redirect.
  */
 export interface MasterServiceClient extends grpc.Client {
+  /**
+   * Operators: a node's administrative state (hard state: it survives a master failover). A
+   * cordoned node gets no new grants, its work runs on; a draining one gets none either, its batch
+   * work finishes or, at the deadline, has its slots revoked (its AMs run it again elsewhere), its
+   * AMs move last, and it ends up cordoned (drained). Uncordon makes it schedulable again and ends
+   * a drain. NOT_FOUND for an unknown node; answered once the state is durable.
+   */
+  CordonNode(argument: _fuxi_v1_CordonNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  CordonNode(argument: _fuxi_v1_CordonNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  CordonNode(argument: _fuxi_v1_CordonNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  CordonNode(argument: _fuxi_v1_CordonNodeRequest, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Operators: a node's administrative state (hard state: it survives a master failover). A
+   * cordoned node gets no new grants, its work runs on; a draining one gets none either, its batch
+   * work finishes or, at the deadline, has its slots revoked (its AMs run it again elsewhere), its
+   * AMs move last, and it ends up cordoned (drained). Uncordon makes it schedulable again and ends
+   * a drain. NOT_FOUND for an unknown node; answered once the state is durable.
+   */
+  cordonNode(argument: _fuxi_v1_CordonNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  cordonNode(argument: _fuxi_v1_CordonNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  cordonNode(argument: _fuxi_v1_CordonNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  cordonNode(argument: _fuxi_v1_CordonNodeRequest, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  
+  DrainNode(argument: _fuxi_v1_DrainNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  DrainNode(argument: _fuxi_v1_DrainNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  DrainNode(argument: _fuxi_v1_DrainNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  DrainNode(argument: _fuxi_v1_DrainNodeRequest, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  drainNode(argument: _fuxi_v1_DrainNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  drainNode(argument: _fuxi_v1_DrainNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  drainNode(argument: _fuxi_v1_DrainNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  drainNode(argument: _fuxi_v1_DrainNodeRequest, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  
   FinishApp(argument: _fuxi_v1_FinishAppRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
   FinishApp(argument: _fuxi_v1_FinishAppRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
   FinishApp(argument: _fuxi_v1_FinishAppRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_FinishAppResponse__Output>): grpc.ClientUnaryCall;
@@ -234,6 +270,15 @@ export interface MasterServiceClient extends grpc.Client {
   submitJobs(argument: _fuxi_v1_SubmitJobsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
   submitJobs(argument: _fuxi_v1_SubmitJobsRequest, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
   
+  UncordonNode(argument: _fuxi_v1_UncordonNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  UncordonNode(argument: _fuxi_v1_UncordonNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  UncordonNode(argument: _fuxi_v1_UncordonNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  UncordonNode(argument: _fuxi_v1_UncordonNodeRequest, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  uncordonNode(argument: _fuxi_v1_UncordonNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  uncordonNode(argument: _fuxi_v1_UncordonNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  uncordonNode(argument: _fuxi_v1_UncordonNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  uncordonNode(argument: _fuxi_v1_UncordonNodeRequest, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  
   UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
   UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
   UpdateRequests(argument: _fuxi_v1_UpdateRequestsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_UpdateRequestsResponse__Output>): grpc.ClientUnaryCall;
@@ -303,6 +348,17 @@ export interface MasterServiceClient extends grpc.Client {
  * leader's address in the `fuxi-leader` trailer metadata so callers redirect.
  */
 export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Operators: a node's administrative state (hard state: it survives a master failover). A
+   * cordoned node gets no new grants, its work runs on; a draining one gets none either, its batch
+   * work finishes or, at the deadline, has its slots revoked (its AMs run it again elsewhere), its
+   * AMs move last, and it ends up cordoned (drained). Uncordon makes it schedulable again and ends
+   * a drain. NOT_FOUND for an unknown node; answered once the state is durable.
+   */
+  CordonNode: grpc.handleUnaryCall<_fuxi_v1_CordonNodeRequest__Output, _fuxi_v1_NodeAdminResponse>;
+  
+  DrainNode: grpc.handleUnaryCall<_fuxi_v1_DrainNodeRequest__Output, _fuxi_v1_NodeAdminResponse>;
+  
   FinishApp: grpc.handleUnaryCall<_fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse>;
   
   GetAppSnapshot: grpc.handleUnaryCall<_fuxi_v1_GetAppSnapshotRequest__Output, _fuxi_v1_GetAppSnapshotResponse>;
@@ -355,6 +411,8 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
    */
   SubmitJobs: grpc.handleUnaryCall<_fuxi_v1_SubmitJobsRequest__Output, _fuxi_v1_SubmitJobsResponse>;
   
+  UncordonNode: grpc.handleUnaryCall<_fuxi_v1_UncordonNodeRequest__Output, _fuxi_v1_NodeAdminResponse>;
+  
   UpdateRequests: grpc.handleUnaryCall<_fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse>;
   
   /**
@@ -384,6 +442,8 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
 }
 
 export interface MasterServiceDefinition extends grpc.ServiceDefinition {
+  CordonNode: MethodDefinition<_fuxi_v1_CordonNodeRequest, _fuxi_v1_NodeAdminResponse, _fuxi_v1_CordonNodeRequest__Output, _fuxi_v1_NodeAdminResponse__Output>
+  DrainNode: MethodDefinition<_fuxi_v1_DrainNodeRequest, _fuxi_v1_NodeAdminResponse, _fuxi_v1_DrainNodeRequest__Output, _fuxi_v1_NodeAdminResponse__Output>
   FinishApp: MethodDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse__Output>
   GetAppSnapshot: MethodDefinition<_fuxi_v1_GetAppSnapshotRequest, _fuxi_v1_GetAppSnapshotResponse, _fuxi_v1_GetAppSnapshotRequest__Output, _fuxi_v1_GetAppSnapshotResponse__Output>
   GetClusterStatus: MethodDefinition<_fuxi_v1_GetClusterStatusRequest, _fuxi_v1_ClusterStatus, _fuxi_v1_GetClusterStatusRequest__Output, _fuxi_v1_ClusterStatus__Output>
@@ -400,6 +460,7 @@ export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   SaveAppSnapshot: MethodDefinition<_fuxi_v1_SaveAppSnapshotRequest, _fuxi_v1_SaveAppSnapshotResponse, _fuxi_v1_SaveAppSnapshotRequest__Output, _fuxi_v1_SaveAppSnapshotResponse__Output>
   SubmitJob: MethodDefinition<_fuxi_v1_SubmitJobRequest, _fuxi_v1_SubmitJobResponse, _fuxi_v1_SubmitJobRequest__Output, _fuxi_v1_SubmitJobResponse__Output>
   SubmitJobs: MethodDefinition<_fuxi_v1_SubmitJobsRequest, _fuxi_v1_SubmitJobsResponse, _fuxi_v1_SubmitJobsRequest__Output, _fuxi_v1_SubmitJobsResponse__Output>
+  UncordonNode: MethodDefinition<_fuxi_v1_UncordonNodeRequest, _fuxi_v1_NodeAdminResponse, _fuxi_v1_UncordonNodeRequest__Output, _fuxi_v1_NodeAdminResponse__Output>
   UpdateRequests: MethodDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsRequest__Output, _fuxi_v1_UpdateRequestsResponse__Output>
   WatchAssignments: MethodDefinition<_fuxi_v1_WatchAssignmentsRequest, _fuxi_v1_AssignmentUpdate, _fuxi_v1_WatchAssignmentsRequest__Output, _fuxi_v1_AssignmentUpdate__Output>
   WatchGrants: MethodDefinition<_fuxi_v1_WatchGrantsRequest, _fuxi_v1_GrantUpdate, _fuxi_v1_WatchGrantsRequest__Output, _fuxi_v1_GrantUpdate__Output>

@@ -2,6 +2,7 @@
 
 import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from '../../fuxi/v1/NodeInfo.js';
 import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from '../../fuxi/v1/Resource.js';
+import type { NodeAdmin as _fuxi_v1_NodeAdmin, NodeAdmin__Output as _fuxi_v1_NodeAdmin__Output } from '../../fuxi/v1/NodeAdmin.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface NodeStatus {
@@ -23,6 +24,10 @@ export interface NodeStatus {
    * Peers this node cannot reach or be reached by (a partial partition); empty when none.
    */
   'unreachablePeers'?: (string)[];
+  /**
+   * Its administrative state (absent: none, the node is schedulable when ready).
+   */
+  'admin'?: (_fuxi_v1_NodeAdmin | null);
 }
 
 export interface NodeStatus__Output {
@@ -44,4 +49,8 @@ export interface NodeStatus__Output {
    * Peers this node cannot reach or be reached by (a partial partition); empty when none.
    */
   'unreachablePeers': (string)[];
+  /**
+   * Its administrative state (absent: none, the node is schedulable when ready).
+   */
+  'admin': (_fuxi_v1_NodeAdmin__Output | null);
 }
