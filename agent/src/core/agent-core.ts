@@ -33,7 +33,20 @@ import { checkEpoch, updateGrants } from './grants.js';
 import { spawnFailed, workerExited, workerSpawned } from './lifecycle.js';
 import { durableState, takeDelta } from './persistence.js';
 import { startWorkers, stopWorkers } from './plans.js';
-import { amAddressOf, amAttemptOf, amWorkers, findWorker, grantTable, listWorkers, snapshot, summary, used, worker, workerCounts, workersById } from './queries.js';
+import {
+  amAddressOf,
+  amAttemptOf,
+  amWorkers,
+  findWorker,
+  grantTable,
+  listWorkers,
+  snapshot,
+  summary,
+  used,
+  worker,
+  workerCounts,
+  workersById,
+} from './queries.js';
 import { grantsConfirmed, restore } from './restore.js';
 import { tick } from './retention.js';
 import type {
