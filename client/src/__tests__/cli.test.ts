@@ -239,7 +239,7 @@ describe('fuxi CLI', function () {
       const st = await fuxi(['status', 's1']);
       expect(st.code).to.equal(0);
       expect(st.out).to.include('state:      SUBMITTED');
-      expect(st.out).to.match(/map\s+2\s+2\s+0\s+0\s+0\s+0/);
+      expect(st.out).to.match(/map\s+0%\s+2\s+2\s+0\s+0\s+0\s+0/);
       const stj = JSON.parse((await fuxi(['-o', 'json', 'status', 's1'])).out);
       expect(stj.jobId).to.equal('s1');
       expect(stj.state).to.equal('JOB_STATE_SUBMITTED');

@@ -22,9 +22,9 @@ describe('upstream outputs ($FUXI_UPSTREAM)', () => {
 
   it('lists where each instance of an upstream task ran', () => {
     expect(upstreamOutputs('map', env)).to.deep.equal([
-      { task: 'map', instance: 0, workerId: 'map.0.1', address: '10.0.0.7:7071' },
-      { task: 'map', instance: 1, workerId: 'map.1.2', address: '10.0.0.8:7071' },
-      { task: 'map', instance: 2, workerId: '', address: '' },
+      { task: 'map', instance: 0, workerId: 'map.0.1', address: '10.0.0.7:7071', nodeId: '' },
+      { task: 'map', instance: 1, workerId: 'map.1.2', address: '10.0.0.8:7071', nodeId: '' },
+      { task: 'map', instance: 2, workerId: '', address: '', nodeId: '' },
     ]);
   });
 

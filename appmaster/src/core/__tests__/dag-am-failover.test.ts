@@ -431,6 +431,7 @@ describe('DagAppMaster: where upstream outputs are (FUXI_UPSTREAM)', () => {
     expect(upstreamOf(fx)).to.deep.equal({
       map: {
         hosts: ['n1.addr:7071', 'n2.addr:7071'],
+        nodes: ['n1', 'n2'],
         outputs: [
           [0, 'map.0.1'],
           [1, 'map.1.1'],
@@ -449,6 +450,7 @@ describe('DagAppMaster: where upstream outputs are (FUXI_UPSTREAM)', () => {
     expect(upstreamOf(fx)).to.deep.equal({
       map: {
         hosts: ['n5.addr:7071', 'n6.addr:7071'],
+        nodes: ['n5', 'n6'],
         outputs: [
           [0, 'map.0.1'],
           [1, 'map.1.1'],

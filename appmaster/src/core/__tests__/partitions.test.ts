@@ -109,6 +109,7 @@ describe('DagAppMaster: network partitions inside a job', () => {
     expect(planIds(fx)).to.deep.equal(['reduce.0.2', 'reduce.1.2']);
     expect(upstreamOf(fx, 'reduce').map).to.deep.equal({
       hosts: ['n1.addr:7071', 'n4.addr:7071'],
+      nodes: ['n1', 'n4'],
       outputs: [
         [0, 'map.0.1'],
         [1, 'map.1.2'],
@@ -231,6 +232,7 @@ describe('DagAppMaster: network partitions inside a job', () => {
     const fx = h.assign(asg('reduce', 'n5', 1));
     expect(upstreamOf(fx, 'reduce').map).to.deep.equal({
       hosts: ['n1.addr:7071', 'n4.addr:7071'],
+      nodes: ['n1', 'n4'],
       outputs: [
         [0, 'map.0.1'],
         [1, 'map.1.2'],
