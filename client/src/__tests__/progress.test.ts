@@ -1,53 +1,44 @@
 import { expect } from 'chai';
-import { createProgress, finalLine, LineProgress, progressSummary, stateChangeLine, taskSummary } from '../cli/progress.js';
-import { Capture, mockJob, mockProgress } from './helpers.js';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseProgressReport } from '@fuxi/common';
+import { ProgressTracker } from '../sdk/progress.js';
 
-describe('cli progress', () => {
-  const running = mockJob({
-    tasks: [
-      mockProgress('map', { total: 10, succeeded: 10 }),
-      mockProgress('reduce', { total: 10, succeeded: 2, running: 5, failed: 1, retries: 2, reexecutions: 1 }),
-    ],
+describe('worker SDK progress (reportProgress, measured fetches)', () => {
+  it('writes the fraction and every data path to the progress file, atomically', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-progress-'));
+    try {
+      let now = 1000;
+      const file = path.join(dir, 'progress.json');
+      const t = new ProgressTracker(file, () => now);
+      t.report(0.25);
+      const p = t.beginPath('n3', 'map.2.1');
+      now = 1800;
+      p.add(4096);
+      now = 2000;
+      p.end(true);
+      const q = t.beginPath('n1', 'map.0.1');
+      q.add(10);
+      now = 2500;
+      t.write();
+      expect(parseProgressReport(fs.readFileSync(file, 'utf8'))).to.deep.equal({
+        fraction: 0.25,
+        paths: [
+          { srcNode: 'n3', srcWorker: 'map.2.1', bytes: 4096, elapsedMs: 1000, done: true },
+          { srcNode: 'n1', srcWorker: 'map.0.1', bytes: 10, elapsedMs: 500, done: false },
+        ],
+      });
+      expect(fs.readdirSync(dir)).to.deep.equal(['progress.json']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
-  it('summarizes progress, leaving out zero counts', () => {
-    expect(progressSummary(running)).to.equal('RUNNING 12/20 succeeded, 5 running, 1 failed, 2 retries, 1 re-executions');
-    expect(progressSummary(mockJob({ state: 'JOB_STATE_SUBMITTED' }))).to.equal('SUBMITTED 0/0 succeeded');
-    expect(taskSummary(running)).to.equal('map 10/10, reduce 2/10');
-  });
-
-  it('formats state-change and final lines', () => {
-    expect(stateChangeLine(running)).to.equal('job wc-1: RUNNING 12/20 succeeded, 5 running, 1 failed, 2 retries, 1 re-executions [map 10/10, reduce 2/10]');
-    expect(stateChangeLine(mockJob({ state: 'JOB_STATE_SUBMITTED' }))).to.equal('job wc-1: SUBMITTED 0/0 succeeded');
-    expect(finalLine(mockJob({ state: 'JOB_STATE_SUCCEEDED' }))).to.equal('job wc-1 SUCCEEDED');
-    expect(finalLine(mockJob({ state: 'JOB_STATE_KILLED', message: 'killed by alice: oops' }))).to.equal('job wc-1 KILLED: killed by alice: oops');
-  });
-
-  it('prints one line per state change without a TTY', () => {
-    const out = new Capture(false);
-    const p = createProgress(out);
-    expect(p).to.be.instanceOf(LineProgress);
-    p.update(mockJob({ state: 'JOB_STATE_SUBMITTED' }));
-    p.update(mockJob({ state: 'JOB_STATE_RUNNING' }));
-    p.update(running);
-    p.update(mockJob({ state: 'JOB_STATE_SUCCEEDED' }));
-    p.stop();
-    expect(out.text.split('\n')).to.deep.equal([
-      'job wc-1: SUBMITTED 0/0 succeeded',
-      'job wc-1: RUNNING 0/0 succeeded',
-      'job wc-1: SUCCEEDED 0/0 succeeded',
-      '',
-    ]);
-  });
-
-  it('draws a bar on a TTY', () => {
-    const out = Object.assign(new Capture(true), { columns: 120, cursorTo() {}, clearLine() {}, moveCursor() {} });
-    const p = createProgress(out);
-    expect(p).to.not.be.instanceOf(LineProgress);
-    p.update(running);
-    p.update(mockJob({ state: 'JOB_STATE_SUCCEEDED', tasks: [mockProgress('map', { total: 20, succeeded: 20 })] }));
-    p.stop();
-    expect(out.text).to.include('12/20 instances');
-    expect(out.text).to.include('SUCCEEDED');
+  it('writes nothing outside a worker', () => {
+    const t = new ProgressTracker(undefined);
+    t.report(0.5);
+    t.write();
+    expect(t.snapshot()).to.deep.equal({ fraction: 0.5, paths: [] });
   });
 });
