@@ -78,13 +78,14 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
     onAgentTimeout: spec.onAgentTimeout,
     rerunAfterMs: spec.rerunAfterMs,
     network: spec.network ?? '',
+    failurePrediction: spec.failurePrediction ?? '',
     ...(spec.array ? { array: { id: spec.array.id, index: spec.array.index, maxRunning: spec.array.maxRunning } } : {}),
   };
 }
 
 /**
  * Also accepts the input type (e.g. a spec built in memory, not decoded from the wire).
- * `onAgentTimeout`, `amMode` and `network` are passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
+ * `onAgentTimeout`, `amMode`, `network` and `failurePrediction` are passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
  * sent (0 when unset): `validateJobSpec` checks both and fills the defaults ('rerun', and 30000 ms
  * when the policy is unset too).
  */
@@ -101,6 +102,7 @@ export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
     onAgentTimeout: (p.onAgentTimeout ?? '') as JobSpec['onAgentTimeout'],
     rerunAfterMs: p.rerunAfterMs ?? 0,
     ...(p.network ? { network: p.network as JobSpec['network'] } : {}),
+    ...(p.failurePrediction ? { failurePrediction: p.failurePrediction as JobSpec['failurePrediction'] } : {}),
     ...(p.array ? { array: { id: p.array.id ?? '', index: p.array.index ?? 0, maxRunning: p.array.maxRunning ?? 0 } } : {}),
   };
 }

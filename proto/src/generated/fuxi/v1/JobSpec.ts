@@ -41,6 +41,11 @@ export interface JobSpec {
    */
   'network'?: (string);
   /**
+   * Whether the master's failure prediction may act on the job (host blacklists, early kill or
+   * reschedule of attempts): "on" (default; "" means it) or "off".
+   */
+  'failurePrediction'?: (string);
+  /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
    */
@@ -83,6 +88,11 @@ export interface JobSpec__Output {
    * ignores partial partitions between hosts).
    */
   'network': (string);
+  /**
+   * Whether the master's failure prediction may act on the job (host blacklists, early kill or
+   * reschedule of attempts): "on" (default; "" means it) or "off".
+   */
+  'failurePrediction': (string);
   /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
