@@ -10,7 +10,9 @@
  *
  * p is the predicted failure probability of the attempt on its host, pElsewhere the best other
  * host's (failure-model.ts); elapsedS and remainingS the attempt's slot-seconds spent and still
- * expected. Proceeding wins ties, and a job that set `failurePrediction: off` always proceeds.
+ * expected. An attempt not started yet (elapsedS 0) is never killed (there is nothing to save by
+ * it): it proceeds or goes elsewhere. Proceeding wins ties, and a job that set
+ * `failurePrediction: off` always proceeds.
  * Pure.
  */
 
@@ -25,7 +27,7 @@ export interface DecisionConfig {
   slotSecondCost: number;
 }
 
-export const DEFAULT_DECISION_CONFIG: DecisionConfig = { failurePenalty: 60, reschedulePenalty: 5, killPenalty: 90, slotSecondCost: 1 };
+export const DEFAULT_DECISION_CONFIG: DecisionConfig = { failurePenalty: 60, reschedulePenalty: 30, killPenalty: 90, slotSecondCost: 1 };
 
 export type AtlasAction = 'proceed' | 'reschedule' | 'kill';
 
@@ -51,7 +53,7 @@ export function decide(o: AttemptOutlook, c: DecisionConfig = DEFAULT_DECISION_C
   const spent = o.elapsedS * c.slotSecondCost;
   const proceed = o.pHere * (c.failurePenalty + remaining * c.slotSecondCost);
   const reschedule = o.pElsewhere === undefined ? Infinity : c.reschedulePenalty + spent + o.pElsewhere * (c.failurePenalty + o.totalS * c.slotSecondCost);
-  const kill = c.killPenalty + spent;
+  const kill = o.elapsedS > 0 ? c.killPenalty + spent : Infinity;
   const costs = { proceed, reschedule, kill };
   if (o.predictionOff === true) return { action: 'proceed', costs };
   let action: AtlasAction = 'proceed';

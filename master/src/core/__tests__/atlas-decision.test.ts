@@ -24,6 +24,11 @@ describe('ATLAS+ decision', () => {
     expect(d.action).to.equal('kill');
   });
 
+  it('never kills an attempt that has not started', () => {
+    expect(decide({ pHere: 0.99, pElsewhere: undefined, totalS: 1000, elapsedS: 0 }, config).action).to.equal('proceed');
+    expect(decide({ pHere: 0.99, pElsewhere: 0.98, totalS: 1000, elapsedS: 0 }, config).action).to.equal('reschedule');
+  });
+
   it('proceeds when there is nowhere else to go and a failure is not near certain', () => {
     expect(decide({ pHere: 0.5, pElsewhere: undefined, totalS: 100, elapsedS: 0 }, config).action).to.equal('proceed');
   });
