@@ -62,7 +62,9 @@ export function trainModel(samples: readonly Sample[], rand: () => number, confi
   const std = new Array<number>(d).fill(0);
   for (const x of xs) for (let j = 0; j < d; j++) mean[j]! += x[j]! / n;
   for (const x of xs) for (let j = 0; j < d; j++) std[j]! += (x[j]! - mean[j]!) ** 2 / n;
-  for (let j = 0; j < d; j++) std[j] = Math.sqrt(std[j]!) || 1;
+  // A feature that does not vary (to rounding) is left unscaled: dividing by a rounding error
+  // would turn any later difference into an enormous input.
+  for (let j = 0; j < d; j++) std[j] = Math.sqrt(std[j]!) > 1e-6 ? Math.sqrt(std[j]!) : 1;
   const zs = xs.map((x) => x.map((v, j) => (v - mean[j]!) / std[j]!));
 
   const w = new Array<number>(d).fill(0);

@@ -33,6 +33,7 @@ import { isRegistered, isUnreported, MasterState, type MasterCoreConfig, type So
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
 import { confirmBrokenLinks, connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
 import { jobView, waitersMayPlace } from './placement-scope.js';
+import { tickPrediction } from './prediction-hooks.js';
 import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { unitViews } from './request-limits.js';
@@ -195,6 +196,8 @@ export class MasterCore {
       changed = confirmBrokenLinks(st) || changed;
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
+      // Failure prediction retrains off the scheduling path; a new blacklist gets a pass.
+      changed = tickPrediction(st) || changed;
       // A job waiting for connectivity gets a pass once the graph has changed.
       if (changed || waitersMayPlace(st)) runScheduler(st);
       tickRetention(st);

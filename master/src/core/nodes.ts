@@ -10,6 +10,7 @@ import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { nodeRestarted, probersOf, setPartitioned, vouchers } from './connectivity.js';
 import type { FaultKind } from './fault-fsm.js';
 import { isLive, isRegistered, PROBE_DETECTION_MS, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
+import { hostFlapped, workerEnds } from './prediction-hooks.js';
 import { membersChanged, nodeLost, unreachablePeersByNode } from './probing.js';
 import { runScheduler } from './scheduling.js';
 import { putAgent } from './store-ops.js';
@@ -42,6 +43,7 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   if (to === 'lost') nodeLost(st, nodeId);
   else if (from === 'lost') membersChanged(st);
   setPartitioned(st.connectivity, nodeId, to === 'partitioned');
+  if ((to === 'timing-out' || to === 'lost') && from === 'healthy') hostFlapped(st, nodeId);
   const [was, is] = [faultOf(from), faultOf(to)];
   if (is && is !== was) st.faults.post(is, nodeId, st.now, why);
   if (was && was !== is) st.faults.resolve(was, nodeId, st.now, why);
@@ -195,6 +197,7 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
     runScheduler(st);
   }
   for (const am of hb.amWorkers) onAmWorker(st, hb.nodeId, am);
+  if (hb.workerEnds) workerEnds(st, hb.nodeId, hb.workerEnds);
   checkAmLaunches(st, hb.nodeId, hb.amWorkers);
   if (hb.grantSeq !== node.grantSeq) return { reregister: false, full: { seq: node.grantSeq, grants: [...node.grants.values()] } };
   return { reregister: false };

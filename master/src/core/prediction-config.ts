@@ -70,8 +70,8 @@ const RULE: Record<Check, [ok: (n: number) => boolean, says: string]> = {
 
 /** Parses `failurePrediction` (an object, or `false`/`true` for off/on with the defaults). */
 export function parsePredictionConfig(raw: unknown, field = 'failurePrediction'): PredictionConfig {
-  if (raw === false || raw === 'off') return { ...DEFAULT_PREDICTION_CONFIG, enabled: false };
-  if (raw === true || raw === 'on' || raw === undefined || raw === null) return DEFAULT_PREDICTION_CONFIG;
+  if (raw === false || raw === 'off' || raw === 'false') return { ...DEFAULT_PREDICTION_CONFIG, enabled: false };
+  if (raw === true || raw === 'on' || raw === 'true' || raw === undefined || raw === null) return DEFAULT_PREDICTION_CONFIG;
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new InvalidArgumentError(field, 'must be true, false or an object such as {blockAt: 0.5}');
   const out: PredictionConfig = {
     ...DEFAULT_PREDICTION_CONFIG,

@@ -59,6 +59,19 @@ export interface AmWorkerReport {
   message: string;
 }
 
+/** A worker (not an AM) that ended, as its agent's heartbeat reports it (failure prediction's input). */
+export interface WorkerEndReport {
+  appId: string;
+  workerId: string;
+  task: string;
+  state: 'succeeded' | 'failed' | 'killed' | 'rejected' | 'pending' | 'running';
+  exitCode: number;
+  signal: string;
+  resource: Resource;
+  startedAtMs: number;
+  finishedAtMs: number;
+}
+
 export interface HeartbeatInput {
   nodeId: string;
   epoch: string;
@@ -71,6 +84,8 @@ export interface HeartbeatInput {
   connectivity?: ConnectivityDeltaInput;
   /** The version of the probe targets the agent holds (0: none). */
   probeTargetsVersion?: number;
+  /** Workers that ended since a master last answered this agent (absent: none, or an older agent). */
+  workerEnds?: WorkerEndReport[];
 }
 
 export interface GrantEntry {

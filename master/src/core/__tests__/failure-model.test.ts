@@ -38,6 +38,14 @@ describe('failure model', () => {
     expect(predictFailure(m, [0.1, 0.5, 0, 0.5, 0.95, 0.05, 0])).to.be.greaterThan(predictFailure(m, [0.1, 0.5, 0, 0.5, 0.1, 0.05, 0]));
   });
 
+  it('does not blow up a feature that never varied in training', () => {
+    const flat = train.map((s) => ({ ...s, x: [0.1, ...s.x.slice(1)] }));
+    const m = trainModel(flat, seededRandom(1));
+    if (m === undefined) throw new Error('no model');
+    const p = predictFailure(m, [0.9, 0.1, 0, 0.5, 0.5, 0.05, 0]);
+    expect(p).to.be.within(0.01, 0.99);
+  });
+
   it('gives no model with too few samples or a single class', () => {
     expect(trainModel(train.slice(0, 10), seededRandom(1))).to.equal(undefined);
     expect(

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { parsePredictionConfig } from '../../core/prediction-config.js';
 import { applyConfig, defaultConfig, resolvedDetector } from '../config.js';
 
 describe('master config: failureDetector', () => {
@@ -63,6 +64,23 @@ describe('master config: connectivityAware', () => {
   it('names the key and the reason of a bad value', () => {
     expect(() => applyConfig(base, { connectivityAware: 'sometimes' }, 'master.yaml')).to.throw(
       /master\.yaml: connectivityAware: must be true \(place by the hosts' connectivity\) or false \(ignore it\), got "sometimes"/,
+    );
+  });
+});
+
+describe('master config: failurePrediction', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('is on by default and takes an object or false', () => {
+    expect(parsePredictionConfig(base.failurePrediction).enabled).to.equal(true);
+    expect(parsePredictionConfig(applyConfig(base, { failurePrediction: false }, 'flags').failurePrediction).enabled).to.equal(false);
+    const cfg = applyConfig(base, { failurePrediction: { blockAt: 0.6, killPenalty: 120 } }, 'master.yaml');
+    expect(parsePredictionConfig(cfg.failurePrediction).blacklist.blockAt).to.equal(0.6);
+  });
+
+  it('names the key that is wrong, with its source', () => {
+    expect(() => applyConfig(base, { failurePrediction: { reschedulePenalty: -3 } }, 'master.yaml')).to.throw(
+      /master\.yaml: failurePrediction\.reschedulePenalty: must be a number >= 0, got -3/,
     );
   });
 });
