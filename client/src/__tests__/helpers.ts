@@ -34,6 +34,9 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
     runningWorkers: 1,
     lastHeartbeatMs: '0',
     unreachablePeers: [],
+    prediction: '',
+    predictionReason: '',
+    predictionJobs: [],
     ...over,
   };
 }

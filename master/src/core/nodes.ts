@@ -5,6 +5,7 @@
  */
 import { AM_SU, fits, InvalidArgumentError, StaleEpochError, sub, ZERO } from '@fuxi/common';
 import { checkAmLaunches, onAmWorker, repostAmFault } from './am-restart.js';
+import type { BlacklistEntry } from './blacklist.js';
 import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { nodeRestarted, probersOf, setPartitioned, vouchers } from './connectivity.js';
@@ -353,6 +354,7 @@ const NODE_STATE_NAMES: Record<NodeStatus, string> = {
 
 export function listNodes(st: MasterState): NodeView[] {
   const unreachable = unreachablePeersByNode(st);
+  const listed = new Map(st.prediction.entries(st.now, st.nodes.size).map((e) => [e.nodeId, e]));
   return [...st.nodes.values()]
     .sort((a, b) => (a.info.nodeId < b.info.nodeId ? -1 : 1))
     .map((n) => ({
@@ -364,5 +366,10 @@ export function listNodes(st: MasterState): NodeView[] {
       runningWorkers: n.runningWorkers,
       lastHeartbeatMs: n.lastHeartbeatMs,
       unreachablePeers: unreachable.get(n.info.nodeId) ?? [],
+      ...predictionOf(listed.get(n.info.nodeId)),
     }));
+}
+
+function predictionOf(e: BlacklistEntry | undefined): Pick<NodeView, 'prediction'> {
+  return e === undefined ? {} : { prediction: { level: e.level, reason: e.reason, jobs: e.jobs } };
 }

@@ -186,6 +186,8 @@ export interface NodeView {
   lastHeartbeatMs: number;
   /** Peers it cannot reach or be reached by (connectivity.ts `unreachablePeers`). */
   unreachablePeers: string[];
+  /** Failure prediction's listing of the host (blacklist.ts), when listed. */
+  prediction?: { level: 'gray' | 'blocked' | 'job'; reason: string; jobs: string[] };
 }
 
 export interface FaultEventView {

@@ -200,6 +200,9 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
     runningWorkers: n.runningWorkers,
     lastHeartbeatMs: String(n.lastHeartbeatMs),
     unreachablePeers: n.unreachablePeers,
+    prediction: n.prediction?.level ?? '',
+    predictionReason: n.prediction?.reason ?? '',
+    predictionJobs: n.prediction?.jobs ?? [],
   };
 }
 

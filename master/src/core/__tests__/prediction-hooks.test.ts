@@ -54,6 +54,15 @@ describe('failure prediction in the master', () => {
     expect(h.core.getJob('job-1').amNodeId).to.not.equal('n0');
   });
 
+  it('lists the blocked host with its reason for `fuxi nodes`', () => {
+    const h = trained();
+    const n0 = h.core.listNodes().find((n) => n.info.nodeId === 'n0');
+    expect(n0?.prediction?.level).to.equal('blocked');
+    expect(n0?.prediction?.reason).to.match(/^predicted 0\.\d\d: \d+ of 60 attempts failed, 0 flaps in 30 min$/);
+    // n1 failed a few attempts: at most blocked for the jobs that failed twice there, not for the cluster.
+    expect(h.core.listNodes().find((n) => n.info.nodeId === 'n1')?.prediction?.level ?? 'job').to.equal('job');
+  });
+
   it('never acts on a job with failurePrediction off: its workers may go to the blocked host', () => {
     const h = trained();
     h.start(mockSpec({ failurePrediction: 'off' }));

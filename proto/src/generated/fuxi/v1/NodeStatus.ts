@@ -23,6 +23,14 @@ export interface NodeStatus {
    * Peers this node cannot reach or be reached by (a partial partition); empty when none.
    */
   'unreachablePeers'?: (string)[];
+  /**
+   * Failure prediction's word on the host: "" (nothing), "gray" (new workers only when no other
+   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs);
+   * the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
+   */
+  'prediction'?: (string);
+  'predictionReason'?: (string);
+  'predictionJobs'?: (string)[];
 }
 
 export interface NodeStatus__Output {
@@ -44,4 +52,12 @@ export interface NodeStatus__Output {
    * Peers this node cannot reach or be reached by (a partial partition); empty when none.
    */
   'unreachablePeers': (string)[];
+  /**
+   * Failure prediction's word on the host: "" (nothing), "gray" (new workers only when no other
+   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs);
+   * the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
+   */
+  'prediction': (string);
+  'predictionReason': (string);
+  'predictionJobs': (string)[];
 }
