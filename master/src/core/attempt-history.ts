@@ -52,6 +52,8 @@ export interface HistoryConfig {
 export const DEFAULT_HISTORY_CONFIG: HistoryConfig = { capacity: 20_000, windowMs: 30 * 60_000, pressureAt: 0.75 };
 
 export interface Sample {
+  /** The attempt as reported (host, task, exit, signal, duration, resources, load at start). */
+  end: AttemptEnd;
   x: number[];
   /** 1: the attempt failed. */
   y: number;
@@ -128,7 +130,7 @@ export class AttemptHistory {
     const startMs = nowMs - Math.max(0, end.durationMs);
     const x = this.features(end.nodeId, end.appId, end.task, end.loadAtStart, end.memAtStart, startMs);
     const failed = end.exitCode !== 0 || end.signal !== '';
-    const sample: Sample = { x, y: failed ? 1 : 0, endMs: nowMs };
+    const sample: Sample = { end, x, y: failed ? 1 : 0, endMs: nowMs };
     this.samples.push(sample);
     if (this.samples.length > this.config.capacity) this.samples.shift();
     const e: Event = { atMs: nowMs, failed, pressure: end.memAtStart >= this.config.pressureAt, signal: end.signal !== '' };

@@ -13,7 +13,12 @@
  * Pure: no clock, no Math.random.
  */
 import { FEATURE_COUNT } from './attempt-history.js';
-import type { Sample } from './attempt-history.js';
+
+/** What the model trains on: features (attempt-history.ts) and the outcome (1: failed). */
+export interface Labeled {
+  x: readonly number[];
+  y: number;
+}
 
 export interface TrainConfig {
   epochs: number;
@@ -49,7 +54,7 @@ export function expand(x: readonly number[]): number[] {
  * Trains on `samples` (the history's training set); `rand` is a seeded generator in [0, 1) that
  * orders the samples. Undefined when there are too few samples or one class only.
  */
-export function trainModel(samples: readonly Sample[], rand: () => number, config: TrainConfig = DEFAULT_TRAIN_CONFIG): FailureModel | undefined {
+export function trainModel(samples: readonly Labeled[], rand: () => number, config: TrainConfig = DEFAULT_TRAIN_CONFIG): FailureModel | undefined {
   const n = samples.length;
   if (n < config.minSamples) return undefined;
   let positives = 0;
@@ -103,7 +108,7 @@ export function predictFailure(model: FailureModel, x: readonly number[]): numbe
 }
 
 /** Mean log loss and accuracy at 0.5 of `model` over `samples` (for the bench and tests). */
-export function scoreModel(model: FailureModel, samples: readonly Sample[]): { logLoss: number; accuracy: number } {
+export function scoreModel(model: FailureModel, samples: readonly Labeled[]): { logLoss: number; accuracy: number } {
   let loss = 0;
   let right = 0;
   for (const s of samples) {

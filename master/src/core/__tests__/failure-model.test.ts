@@ -1,16 +1,15 @@
 import { expect } from 'chai';
 import { seededRandom } from '@fuxi/common';
-import type { Sample } from '../attempt-history.js';
-import { predictFailure, scoreModel, trainModel } from '../failure-model.js';
+import { predictFailure, scoreModel, trainModel, type Labeled } from '../failure-model.js';
 
 /** Failures driven by the host's failure rate (feature 0) and pressure failures under memory (1, 4). */
-function samples(n: number, seed: number): Sample[] {
+function samples(n: number, seed: number): Labeled[] {
   const rand = seededRandom(seed);
-  const out: Sample[] = [];
+  const out: Labeled[] = [];
   for (let i = 0; i < n; i++) {
     const x = [rand() * 0.6, rand() * 0.6, Math.floor(rand() * 3), rand(), rand(), rand() * 0.2, 0];
     const p = 0.03 + 0.8 * x[0]! + 0.8 * x[1]! * (x[4]! > 0.7 ? 1 : 0);
-    out.push({ x, y: rand() < p ? 1 : 0, endMs: i });
+    out.push({ x, y: rand() < p ? 1 : 0 });
   }
   return out;
 }
