@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist bench-prediction
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -176,3 +176,12 @@ bench-am-host: build
 # bench-results/throughput.json. BENCH_THROUGHPUT_ARGS="--jobs 200 --ten-thousand" and the like.
 bench-throughput: build
 	node test/dist/bench/throughput.js $(BENCH_THROUGHPUT_ARGS)
+
+# Benchmark (not a test): failure prediction off and on. A simulated cluster on a fake clock (60
+# hosts, some failing many attempts, some flapping, some failing under memory pressure, all hidden
+# from the model) and 500 jobs run through the master's scheduler core, then again with the attempt
+# history, failure model, blacklist and ATLAS+ decision on; writes bench-results/prediction.json
+# {off, on}: failed attempts and jobs, mean JCT, wasted slot-seconds. A few seconds.
+# BENCH_PREDICTION_ARGS passes options (--seed, --jobs, --hosts, --config '{"blockAt": 0.5}').
+bench-prediction: build
+	node test/dist/bench/prediction.js $(BENCH_PREDICTION_ARGS)

@@ -200,6 +200,16 @@ export class AgentCore {
     return amWorkers(this.st);
   }
 
+  /** Workers that ended since the masters last acknowledged (oldest first), for the next heartbeat. */
+  workerEnds(): WorkerInfo[] {
+    return [...this.st.endsToReport];
+  }
+
+  /** A master answered a heartbeat that carried the first `count` of `workerEnds()`. */
+  workerEndsReported(count: number): void {
+    this.st.endsToReport.splice(0, count);
+  }
+
   worker(appId: string, workerId: string): WorkerInfo | undefined {
     return worker(this.st, appId, workerId);
   }

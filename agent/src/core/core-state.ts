@@ -31,6 +31,9 @@ export interface WorkerRecord extends WorkerInfo {
   startOrder: number;
 }
 
+/** Worker ends kept for the masters when heartbeats do not get through (the oldest go first). */
+export const MAX_ENDS_TO_REPORT = 1000;
+
 export interface AppRecord {
   /** Highest AM attempt seen for the app. */
   amAttempt: number;
@@ -61,6 +64,12 @@ export class CoreState {
   /** Insertion order = acceptance order. */
   readonly workers = new Map<string, WorkerRecord>();
   readonly apps = new Map<string, AppRecord>();
+  /**
+   * Workers (not AMs) that ended since the masters last heard of it, oldest first (at most
+   * `MAX_ENDS_TO_REPORT`): heartbeats carry them, so the master learns attempt outcomes (its
+   * failure prediction). Soft: not checkpointed; a restart loses the few not yet sent.
+   */
+  readonly endsToReport: WorkerInfo[] = [];
   nextOrder = 1;
   /** After a restore: no pending plan starts until the grant table is confirmed (grantsConfirmed). */
   held = false;

@@ -2,10 +2,11 @@
  * A worker's life on this node: pending plans start when their grant has room (and the node's
  * capacity allows), the spawn spec is the plan's command after substitution, the driver's reports
  * (spawned, spawn failed, exited) move the worker on, a stop is requested once, and every end goes
- * through `finish`, which logs it and pushes the status to the worker's AM (`event`).
+ * through `finish`, which logs it, pushes the status to the worker's AM (`event`) and keeps it for
+ * the next heartbeat (the master's failure prediction learns from attempt ends).
  */
 import { add, AM_SU, fits, format, isWorkerActive, isWorkerTerminal, substitute, ZERO, type Resource, type WorkerState } from '@fuxi/common';
-import { copyWorker, grantKey, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
+import { copyWorker, grantKey, MAX_ENDS_TO_REPORT, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
 import type { Effect, GrantEntry, SpawnSpec } from './types.js';
 
 /** Ends a worker in `state` (terminal): logs it and tells its AM. */
@@ -24,6 +25,10 @@ export function finish(st: CoreState, w: WorkerRecord, state: WorkerState, now: 
     },
   ];
   effects.push(...event(st, w));
+  if (w.suId !== AM_SU) {
+    st.endsToReport.push(copyWorker(w));
+    if (st.endsToReport.length > MAX_ENDS_TO_REPORT) st.endsToReport.shift();
+  }
   return effects;
 }
 

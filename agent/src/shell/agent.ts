@@ -178,6 +178,8 @@ export class Agent {
   private grantWaitTimer: NodeJS.Timeout | undefined;
   /** A registration just succeeded: heartbeat at once (no interval wait). */
   private heartbeatNow = false;
+  /** How many of the core's worker ends the heartbeat in flight carries. */
+  private endsInFlight = 0;
   private startedAtMs = 0;
   private firstHeartbeatMs = 0;
   private restoreReport: RestoreReport | undefined;
@@ -606,6 +608,8 @@ export class Agent {
    */
   heartbeatRequest(): HeartbeatRequest {
     const probes = this.prober?.core;
+    const ends = this.core.workerEnds();
+    this.endsInFlight = ends.length;
     return {
       nodeId: this.config.nodeId,
       epoch: this.core.epochSeen,
@@ -613,6 +617,7 @@ export class Agent {
       used: toWireResource(this.core.used()),
       workers: this.core.summary(),
       amWorkers: this.core.amWorkers().map(toWireStatus),
+      workerEnds: ends.map(toWireStatus),
       // Reachability of our probe targets, as changes on top of what the master acknowledged.
       ...(probes ? { connectivity: probes.report(), probeTargetsVersion: probes.targetsVersion } : {}),
     };
@@ -687,6 +692,10 @@ export class Agent {
     if (this.hbFailures > 0) this.log.info({ master: this.master.address, failures: this.hbFailures }, 'heartbeats resumed');
     this.hbFailures = 0;
     this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
+    // A master has the worker ends this heartbeat carried (also when it asks us to register again:
+    // it read them first). Ends lost with a failed heartbeat go with the next one.
+    this.core.workerEndsReported(this.endsInFlight);
+    this.endsInFlight = 0;
     if (resp.reregister) {
       this.log.info({ master: this.master.address }, 'master asked to register again');
       this.needRegister = true;

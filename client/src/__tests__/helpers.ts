@@ -35,6 +35,9 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
     lastHeartbeatMs: '0',
     unreachablePeers: [],
     admin: null,
+    prediction: '',
+    predictionReason: '',
+    predictionJobs: [],
     ...over,
   };
 }

@@ -145,13 +145,27 @@ export function fmtUnreachable(peers: readonly string[] | undefined): string {
   return peers.length > UNREACHABLE_SHOWN ? `${shown} +${peers.length - UNREACHABLE_SHOWN}` : shown;
 }
 
-/** `fuxi nodes`: the last column names the peers a node cannot reach or be reached by. */
+/** A node's PREDICTION column: '-', 'gray', 'blocked', or 'job:<n>' (blocked for n jobs). */
+export function fmtPrediction(n: Pick<NodeStatus__Output, 'prediction' | 'predictionJobs'>): string {
+  if (!n.prediction) return '-';
+  return n.prediction === 'job' ? `job:${n.predictionJobs?.length ?? 0}` : n.prediction;
+}
+
+/**
+ * `fuxi nodes`: PREDICTION is failure prediction's word on the host (why, below the table); the
+ * last column names the peers a node cannot reach or be reached by.
+ */
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';
   // Who cordoned or drains a node, when and why: only when some node has such a state.
   const admin = nodes.some((n) => n.admin?.state);
-  return renderTable(
-    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS', 'UNREACHABLE', ...(admin ? ['BY', 'SINCE', 'REASON'] : [])],
+  const listed = nodes.filter((n) => n.prediction);
+  const why = listed.map((n) => {
+    const jobs = n.predictionJobs?.length ? ` (blocked for ${n.predictionJobs.join(', ')})` : '';
+    return `  ${n.node?.nodeId ?? '?'}: ${n.prediction}${n.predictionReason ? `, ${n.predictionReason}` : ''}${jobs}`;
+  });
+  const table = renderTable(
+    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS', 'PREDICTION', 'UNREACHABLE', ...(admin ? ['BY', 'SINCE', 'REASON'] : [])],
     nodes.map((n) => [
       n.node?.nodeId ?? '?',
       n.node?.address ?? '',
@@ -161,10 +175,12 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
       fmtResource(n.allocated),
       fmtResource(n.free),
       String(n.runningWorkers),
+      fmtPrediction(n),
       fmtUnreachable(n.unreachablePeers),
       ...(admin ? (n.admin?.state ? [n.admin.by || '-', fmtTime(n.admin.sinceMs), n.admin.reason || '-'] : ['-', '-', '-']) : []),
     ]),
   );
+  return why.length === 0 ? table : `${table}\nfailure prediction:\n${why.join('\n')}`;
 }
 
 /**

@@ -4,11 +4,13 @@
  * outbox. Every module of the core (ledger, sync, nodes, apps, jobs, recovery, scheduling) is a set
  * of free functions over this object; `MasterCore` is the facade the shell calls.
  */
-import { ZERO, type Logger, type Resource } from '@fuxi/common';
+import { seededRandom, ZERO, type Logger, type Resource } from '@fuxi/common';
 import { connectivityBase, newConnectivity, type BrokenLink, type ConnectivityState } from './connectivity.js';
 import type { DetectorConfig, FailureDetector } from './detectors.js';
+import { FailurePredictor } from './failure-prediction.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import { GrantWaits } from './grant-waits.js';
+import { DEFAULT_PREDICTION_CONFIG, type PredictionConfig } from './prediction-config.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
 import type { Effect, GrantEntry, JobRecord, NodeAdmin, NodeInfo, PlacementConstraints } from './types.js';
@@ -86,6 +88,11 @@ export interface MasterCoreConfig {
    * silent nodes as without partial-partition handling; the comparison baseline).
    */
   connectivityAware?: boolean;
+  /**
+   * Failure prediction (prediction-config.ts; default on with its defaults): attempt ends from the
+   * agents' heartbeats train a model that keeps new workers off hosts likely to fail them.
+   */
+  failurePrediction?: PredictionConfig;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -326,6 +333,10 @@ export class MasterState {
   due = false;
   /** The `now` of the input being handled. */
   now = 0;
+  /** Attempt history, failure model and host blacklist (failure-prediction.ts); soft state. */
+  readonly prediction: FailurePredictor;
+  /** The training's generator, seeded from the config: the same ends train the same model. */
+  readonly predictionRand: () => number;
   /** Failover aggregation: from loading hard state until every roster agent and metaAM app reported. */
   recovering = false;
   recoveryStartMs = 0;
@@ -344,6 +355,9 @@ export class MasterState {
     this.connectivity = newConnectivity(connectivityBase(epoch));
     this.probeTargets = newProbePlan(epoch);
     this.groups = new Map(cfg.quotaGroups.map((g) => [g.name, g]));
+    const prediction = cfg.failurePrediction ?? DEFAULT_PREDICTION_CONFIG;
+    this.prediction = new FailurePredictor(prediction);
+    this.predictionRand = seededRandom(prediction.seed);
     if (!this.groups.has('default')) this.groups.set('default', { name: 'default', weight: 1 });
   }
 

@@ -5,11 +5,13 @@
  */
 import { AM_SU, fits, InvalidArgumentError, StaleEpochError, sub, ZERO } from '@fuxi/common';
 import { checkAmLaunches, onAmWorker, repostAmFault } from './am-restart.js';
+import type { BlacklistEntry } from './blacklist.js';
 import { createDetector } from './detectors.js';
 import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { nodeRestarted, probersOf, setPartitioned, vouchers } from './connectivity.js';
 import type { FaultKind } from './fault-fsm.js';
 import { isLive, isRegistered, PROBE_DETECTION_MS, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
+import { hostFlapped, workerEnds } from './prediction-hooks.js';
 import { membersChanged, nodeLost, unreachablePeersByNode } from './probing.js';
 import { runScheduler } from './scheduling.js';
 import { putAgent } from './store-ops.js';
@@ -42,6 +44,7 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   if (to === 'lost') nodeLost(st, nodeId);
   else if (from === 'lost') membersChanged(st);
   setPartitioned(st.connectivity, nodeId, to === 'partitioned');
+  if ((to === 'timing-out' || to === 'lost') && from === 'healthy') hostFlapped(st, nodeId);
   const [was, is] = [faultOf(from), faultOf(to)];
   if (is && is !== was) st.faults.post(is, nodeId, st.now, why);
   if (was && was !== is) st.faults.resolve(was, nodeId, st.now, why);
@@ -195,6 +198,7 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
     runScheduler(st);
   }
   for (const am of hb.amWorkers) onAmWorker(st, hb.nodeId, am);
+  if (hb.workerEnds) workerEnds(st, hb.nodeId, hb.workerEnds);
   checkAmLaunches(st, hb.nodeId, hb.amWorkers);
   if (hb.grantSeq !== node.grantSeq) return { reregister: false, full: { seq: node.grantSeq, grants: [...node.grants.values()] } };
   return { reregister: false };
@@ -350,6 +354,7 @@ const NODE_STATE_NAMES: Record<NodeStatus, string> = {
 
 export function listNodes(st: MasterState): NodeView[] {
   const unreachable = unreachablePeersByNode(st);
+  const listed = new Map(st.prediction.entries(st.now, st.nodes.size).map((e) => [e.nodeId, e]));
   return [...st.nodes.values()]
     .sort((a, b) => (a.info.nodeId < b.info.nodeId ? -1 : 1))
     .map((n) => ({
@@ -362,6 +367,7 @@ export function listNodes(st: MasterState): NodeView[] {
       lastHeartbeatMs: n.lastHeartbeatMs,
       unreachablePeers: unreachable.get(n.info.nodeId) ?? [],
       ...adminOf(st, n),
+      ...predictionOf(listed.get(n.info.nodeId)),
     }));
 }
 
@@ -370,4 +376,8 @@ function adminOf(st: MasterState, n: NodeState): Partial<Pick<NodeView, 'admin' 
   const admin = st.admin.get(n.info.nodeId);
   if (!admin) return undefined;
   return n.status === 'healthy' ? { admin, state: admin.state } : { admin };
+}
+
+function predictionOf(e: BlacklistEntry | undefined): Pick<NodeView, 'prediction'> {
+  return e === undefined ? {} : { prediction: { level: e.level, reason: e.reason, jobs: e.jobs } };
 }

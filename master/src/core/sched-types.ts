@@ -31,6 +31,8 @@ export interface SchedUnit {
    * the one with the fewest broken links, then the usual choice. Only with a `scope` for its app.
    */
   mostConnected?: boolean;
+  /** The job set `failurePrediction: off`: host blacklists do not apply to it (sched-blacklist.ts). */
+  predictionOff?: boolean;
 }
 
 /**
@@ -56,6 +58,16 @@ export interface PlacementScope {
   avoid: ReadonlySet<string>;
 }
 
+/**
+ * Hosts failure prediction keeps new slots off (blacklist.ts): `blocked` get none, `gray` only when
+ * no other node has room; `perApp` blocks hosts for one app only. Units with `predictionOff` ignore it.
+ */
+export interface HostBlacklist {
+  blocked: ReadonlySet<string>;
+  gray: ReadonlySet<string>;
+  perApp: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
 export interface QuotaGroup {
   name: string;
   /** Fair-share weight, > 0. */
@@ -76,6 +88,8 @@ export interface SchedulerSnapshot {
   reach?: Reach;
   /** Connected apps by app id; an app not listed (an independent one) may go anywhere. */
   scopes?: ReadonlyMap<string, PlacementScope>;
+  /** Hosts failure prediction holds back; absent: none. */
+  blacklist?: HostBlacklist;
 }
 
 export type LocalityLevel = 'node' | 'rack' | 'any';
@@ -93,9 +107,10 @@ export interface Placement {
 
 /**
  * 'unreachable': a slot fits on some node, but on none its app's scope allows (a connected app
- * whose anchors no free node reaches, or only nodes it avoids have room).
+ * whose anchors no free node reaches, or only nodes it avoids have room). 'blacklisted': a slot fits
+ * on some node, but only on hosts failure prediction blocks for its app.
  */
-export type UnsatisfiedReason = 'no-capacity' | 'quota-limit' | 'unreachable';
+export type UnsatisfiedReason = 'no-capacity' | 'quota-limit' | 'unreachable' | 'blacklisted';
 
 export interface Unsatisfied {
   appId: string;

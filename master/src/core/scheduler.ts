@@ -13,7 +13,9 @@
  * not avoid, and its first slot (`mostConnected`, its AM) the node with the fewest broken links at
  * the level it lands on (CASPR Algorithm 1, sched-reach.ts); a slot that fits somewhere, but on no
  * node its scope allows, is unsatisfied as 'unreachable'. With no broken link and nothing avoided,
- * every app places as if it had no scope.
+ * every app places as if it had no scope. Hosts failure prediction blocks (the cluster's, or the
+ * app's own) get no slot of a unit whose job has prediction on, gray ones only when no other node
+ * has room (sched-blacklist.ts); a slot that fits only on blocked hosts is unsatisfied as 'blacklisted'.
  * Conceptually one slot is placed per turn; a turn places a batch of k slots only when k one-slot
  * turns would have made exactly the same choice, so batching changes speed, never the plan.
  *
@@ -23,12 +25,16 @@
  * ```
  */
 import { isZero, scale, slotsThatFit } from '@fuxi/common';
+import { BlacklistState } from './sched-blacklist.js';
 import { buildGroups, pickGroup } from './sched-groups.js';
 import { ClusterState } from './sched-nodes.js';
 import { PlanBuilder } from './sched-plan.js';
 import { ScopeState } from './sched-reach.js';
 import { levelOf } from './sched-requests.js';
-import type { Plan, SchedulerSnapshot } from './sched-types.js';
+import type { NodeFilter } from './sched-reach.js';
+import type { Request } from './sched-requests.js';
+import type { Plan, SchedulerSnapshot, UnsatisfiedReason } from './sched-types.js';
+import type { Resource } from '@fuxi/common';
 
 export * from './sched-types.js';
 
@@ -38,6 +44,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
   const out = new PlanBuilder();
   const groups = buildGroups(snapshot, cluster.total, out);
   const scopes = new ScopeState(snapshot);
+  const blacklist = new BlacklistState(snapshot.blacklist);
   const active = [...groups.values()].filter((g) => g.units.length > 0);
 
   while (active.length > 0) {
@@ -64,10 +71,12 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
       continue;
     }
 
-    const filter = scopes.filterFor(unit.su);
-    const pick = cluster.find(r, req, filter);
+    const scoped = scopes.filterFor(unit.su);
+    const listed = blacklist.filtersFor(unit.su, scoped);
+    let pick = cluster.find(r, req, listed?.first ?? scoped);
+    if (pick === undefined && listed?.fallback !== undefined) pick = cluster.find(r, req, listed.fallback);
     if (pick === undefined) {
-      out.unsatisfied(unit.su, req.remaining, filter !== undefined && cluster.fitsSomewhere(r) ? 'unreachable' : 'no-capacity');
+      out.unsatisfied(unit.su, req.remaining, unplacedReason(cluster, r, req, scoped, listed !== undefined));
       req.remaining = 0;
       continue;
     }
@@ -86,4 +95,11 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
     out.place(unit.su, cluster.nodeId(pick.node), k, req, levelOf(req, cluster.nodeOf(pick.node)));
   }
   return out.build();
+}
+
+/** Why a slot found no node: blocked hosts, broken links, or no room anywhere. */
+function unplacedReason(cluster: ClusterState, r: Resource, req: Request, scoped: NodeFilter | undefined, listed: boolean): UnsatisfiedReason {
+  if (!cluster.fitsSomewhere(r)) return 'no-capacity';
+  if (listed && (scoped === undefined || cluster.find(r, req, scoped) !== undefined)) return 'blacklisted';
+  return scoped !== undefined ? 'unreachable' : 'no-capacity';
 }

@@ -1,14 +1,15 @@
 /**
  * Scheduling passes: collect the outstanding requests of every app, let the pure scheduler
  * (scheduler.ts) plan over a live view of the nodes and of the hosts' connectivity
- * (placement-scope.ts), and apply the plan: assignments in the ledger, grants to agents, AM
+ * (placement-scope.ts) and of the hosts failure prediction holds back (prediction-hooks.ts), and apply the plan: assignments in the ledger, grants to agents, AM
  * launches, assignment tables to AMs, and the message of a job that waits only for connectivity.
  * No pass runs while a failover's aggregation window is open.
  */
-import { AM_SU } from '@fuxi/common';
+import { AM_SU, predictionOn } from '@fuxi/common';
 import { setAsgn } from './ledger.js';
 import type { MasterState, NodeState } from './master-state.js';
 import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
+import { blacklistOf } from './prediction-hooks.js';
 import { schedule, type SchedNode, type SchedUnit } from './scheduler.js';
 import { putJob } from './store-ops.js';
 import { pushAssignments, pushGrants } from './sync.js';
@@ -75,6 +76,7 @@ function pendingUnits(st: MasterState): SchedUnit[] {
       };
       // The AM's slot is a connected app's first: the most connected node (CASPR Algorithm 1).
       if (su.suId === AM_SU && isScoped(st, app)) unit.mostConnected = true;
+      if (!predictionOn(app.job.spec)) unit.predictionOff = true;
       units.push(unit);
     }
   }
@@ -92,7 +94,16 @@ export function runScheduler(st: MasterState): void {
     return;
   }
   const scopes = connectivityAware(st) ? scopesOf(st, new Set(units.map((u) => u.appId))) : undefined;
-  const plan = schedule({ nodes: schedulerNodes(st), units, groups: st.groups, groupUsage: st.usage, reach: reachOf(links), scopes });
+  const blacklist = blacklistOf(st);
+  const plan = schedule({
+    nodes: schedulerNodes(st),
+    units,
+    groups: st.groups,
+    groupUsage: st.usage,
+    reach: reachOf(links),
+    scopes,
+    ...(blacklist ? { blacklist } : {}),
+  });
   const grantNodes = new Set<string>();
   const appChanges = new Map<string, Array<{ nodeId: string }>>();
   for (const p of plan.placements) {

@@ -80,6 +80,19 @@ export interface AmWorkerReport {
   message: string;
 }
 
+/** A worker (not an AM) that ended, as its agent's heartbeat reports it (failure prediction's input). */
+export interface WorkerEndReport {
+  appId: string;
+  workerId: string;
+  task: string;
+  state: 'succeeded' | 'failed' | 'killed' | 'rejected' | 'pending' | 'running';
+  exitCode: number;
+  signal: string;
+  resource: Resource;
+  startedAtMs: number;
+  finishedAtMs: number;
+}
+
 export interface HeartbeatInput {
   nodeId: string;
   epoch: string;
@@ -92,6 +105,8 @@ export interface HeartbeatInput {
   connectivity?: ConnectivityDeltaInput;
   /** The version of the probe targets the agent holds (0: none). */
   probeTargetsVersion?: number;
+  /** Workers that ended since a master last answered this agent (absent: none, or an older agent). */
+  workerEnds?: WorkerEndReport[];
 }
 
 export interface GrantEntry {
@@ -196,6 +211,8 @@ export interface NodeView {
   unreachablePeers: string[];
   /** Its operator's cordon or drain (node-admin.ts), if any. */
   admin?: NodeAdmin;
+  /** Failure prediction's listing of the host (blacklist.ts), when listed. */
+  prediction?: { level: 'gray' | 'blocked' | 'job'; reason: string; jobs: string[] };
 }
 
 export interface FaultEventView {

@@ -7,6 +7,7 @@ import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fux
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
 import { parse as parseYaml } from 'yaml';
 import { parseDetectorConfig, type DetectorConfig } from '../core/detectors.js';
+import { parsePredictionConfig } from '../core/prediction-config.js';
 import { DEFAULT_PROBE_TARGETS } from '../core/probe-targets.js';
 import type { QuotaGroup } from '../core/scheduler.js';
 
@@ -40,6 +41,11 @@ export interface MasterConfig {
    * kind's defaults (`resolvedDetector`).
    */
   failureDetector: Record<string, unknown>;
+  /**
+   * Failure prediction (master/src/core/prediction-config.ts): `false` turns it off; an object sets
+   * its numbers (`blockAt`, `grayAt`, `halfLifeMs`, `failurePenalty`, ...). Default on.
+   */
+  failurePrediction: unknown;
   /** Append every agent heartbeat arrival (`<nodeId> <ms>`) to this file ('' = off): traces for `make bench-detectors`. */
   recordHeartbeats: string;
   /** An AM silent this long gets a new attempt; the old one is fenced (0 = never). */
@@ -94,6 +100,7 @@ const KEYS = [
   'amTimeoutMs',
   'agentTimingOutMs',
   'failureDetector',
+  'failurePrediction',
   'recordHeartbeats',
   'amStallTimeoutMs',
   'schedulingIntervalMs',
@@ -132,6 +139,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     // The winner of `make bench-detectors` on the recorded traces: as few mistakes as the fixed
     // 3 s timeout, detection 4.5x sooner (README, performance).
     failureDetector: { kind: 'bertier' },
+    failurePrediction: true,
     recordHeartbeats: '',
     amStallTimeoutMs: 30_000,
     schedulingIntervalMs: 2,
@@ -262,6 +270,10 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         break;
       case 'recordHeartbeats':
         cfg.recordHeartbeats = v === '' ? '' : str(key, v);
+        break;
+      case 'failurePrediction':
+        parsePredictionConfig(v, key);
+        cfg.failurePrediction = v;
         break;
       case 'failureDetector':
         parseDetectorConfig(v, cfg.agentTimingOutMs, key);

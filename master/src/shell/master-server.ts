@@ -14,6 +14,7 @@ import { MasterCore } from '../core/master-core.js';
 import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
 import type { Effect, JobRecord, NodeAdmin } from '../core/types.js';
+import { parsePredictionConfig } from '../core/prediction-config.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
 import { coalesceStoreWrites } from './store-batches.js';
@@ -279,6 +280,7 @@ export class MasterServer {
         jobRetentionMs: this.cfg.jobRetentionMs,
         jobRetentionCount: this.cfg.jobRetentionCount,
         failureDetector: resolvedDetector(this.cfg),
+        failurePrediction: parsePredictionConfig(this.cfg.failurePrediction),
         amStallTimeoutMs: this.cfg.amStallTimeoutMs,
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,

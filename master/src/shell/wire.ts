@@ -104,6 +104,17 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
         }
       : {}),
     probeTargetsVersion: Number(req.probeTargetsVersion || 0),
+    workerEnds: (req.workerEnds ?? []).map((w) => ({
+      appId: w.appId,
+      workerId: w.workerId,
+      task: w.task,
+      state: workerStateOf(w.state),
+      exitCode: w.exitCode,
+      signal: w.signal,
+      resource: resourceFromWire(w.resource),
+      startedAtMs: Number(w.startedAtMs || 0),
+      finishedAtMs: Number(w.finishedAtMs || 0),
+    })),
   };
 }
 
@@ -202,6 +213,9 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
           },
         }
       : {}),
+    prediction: n.prediction?.level ?? '',
+    predictionReason: n.prediction?.reason ?? '',
+    predictionJobs: n.prediction?.jobs ?? [],
   };
 }
 

@@ -84,6 +84,11 @@ export interface JobSpec {
    * work it serves or reads moves off it.
    */
   speculation?: SpeculationMode;
+   * Whether the master's failure prediction may act on the job: 'on' (default; absent or '' means
+   * it) lets host blacklists and the per-attempt decision (proceed, reschedule, kill early) apply;
+   * 'off' keeps them off the job entirely (its attempts still feed the model).
+   */
+  failurePrediction?: FailurePrediction;
   /** A member of a job array (set by `submitArray` / `fuxi submit --array`, not in job files). */
   array?: JobArrayRef;
 }
@@ -117,6 +122,16 @@ export function speculationCap(instances: number, fraction = 0.1): number {
 
 /** '' (unset) is 'connected'. */
 export type JobNetwork = '' | 'connected' | 'independent';
+
+/** '' (unset) is 'on'. */
+export type FailurePrediction = '' | 'on' | 'off';
+
+export const FAILURE_PREDICTION_MODES: readonly FailurePrediction[] = ['on', 'off'];
+
+/** Whether failure prediction may act on the job ('on', also when unset). */
+export function predictionOn(spec: Pick<JobSpec, 'failurePrediction'>): boolean {
+  return spec.failurePrediction !== 'off';
+}
 
 /** Whether the job's hosts must all reach one another (network 'connected', also when unset). */
 export function isConnectedJob(spec: Pick<JobSpec, 'network'>): boolean {
@@ -160,7 +175,7 @@ const MAX_NAME_LENGTH = 255;
 const INT32_MAX = 2 ** 31 - 1;
 const INT32_MIN = -(2 ** 31);
 
-const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs', 'network', 'speculation'] as const;
+const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs', 'network', 'speculation', 'failurePrediction'] as const;
 const TASK_FIELDS = ['name', 'instances', 'resources', 'command', 'env', 'cwd', 'maxAttempts', 'dependsOn', 'locality', 'priority'] as const;
 const RESOURCE_FIELDS = ['cpu', 'memory'] as const;
 const AM_FIELDS = ['mode', 'cpu', 'memory'] as const;
@@ -200,7 +215,7 @@ export function parseJobSpecText(text: string, source?: string): unknown {
  * Converts the user format (see docs: `id`, `name`, `quotaGroup`, `priority`, `env`, `am` (`shared`
  * (default) / `dedicated`, or `{ mode, cpu, memory }`), `tasks`
  * with `resources`, `command`, ..., `onAgentTimeout: wait | rerun` (default rerun) and
- * `rerunAfterMs` (default 30000), `network: connected | independent` (default connected)) to a
+ * `rerunAfterMs` (default 30000), `network: connected | independent` (default connected), `failurePrediction: on | off` (default on)) to a
  * `JobSpec`, applies defaults and runs `validateJobSpec`.
  * Shape problems (unknown fields, wrong types) are checked first, over the whole document, then
  * the domain checks.
@@ -228,6 +243,8 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   if (network === '') throw new InvalidArgumentError('network', 'must be "connected" or "independent" (omit it for "connected"), got ""');
   const speculation = optString(top.speculation, 'speculation');
   if (speculation === '') throw new InvalidArgumentError('speculation', 'must be "off", "base" or "path" (omit it for "path"), got ""');
+  const failurePrediction = optString(top.failurePrediction, 'failurePrediction');
+  if (failurePrediction === '') throw new InvalidArgumentError('failurePrediction', 'must be "on" or "off" (omit it for "on"), got ""');
 
   return validateJobSpec({
     jobId,
@@ -242,6 +259,7 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
     rerunAfterMs,
     ...(network !== undefined ? { network: network as JobNetwork } : {}),
     ...(speculation !== undefined ? { speculation: speculation as SpeculationMode } : {}),
+    ...(failurePrediction !== undefined ? { failurePrediction: failurePrediction as FailurePrediction } : {}),
   });
 }
 
@@ -422,6 +440,16 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     );
   }
   if (speculation !== '') out.speculation = speculation as SpeculationMode;
+
+  // proto3 again: '' is "unset", the default ('on').
+  const failurePrediction: unknown = spec.failurePrediction ?? '';
+  if (failurePrediction !== '' && !FAILURE_PREDICTION_MODES.includes(failurePrediction as FailurePrediction)) {
+    throw new InvalidArgumentError(
+      'failurePrediction',
+      `must be "on" (the master may blacklist hosts for the job and stop attempts predicted to fail) or "off", got ${describe(failurePrediction)}`,
+    );
+  }
+  if (failurePrediction !== '') out.failurePrediction = failurePrediction as FailurePrediction;
 
   if (spec.array) out.array = checkArray(spec.array);
 

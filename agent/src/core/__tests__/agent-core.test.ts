@@ -482,6 +482,22 @@ describe('AgentCore', () => {
       expect(events(ex)).to.have.length(1);
     });
 
+    it('keeps worker ends for the next heartbeat until a master has them', () => {
+      const core = mockCore();
+      withGrant(core, 3);
+      spawnAll(core, core.startWorkers(startReq([plan('w1'), plan('w2'), plan('w3')]), 10).effects);
+      core.workerExited('app1', 'w1', 0, null, 20);
+      core.workerExited('app1', 'w2', 3, null, 21);
+      const sent = core.workerEnds();
+      expect(sent.map((w) => [w.workerId, w.state, w.exitCode, w.finishedAtMs])).to.deep.equal([
+        ['w1', 'SUCCEEDED', 0, 20],
+        ['w2', 'FAILED', 3, 21],
+      ]);
+      core.workerExited('app1', 'w3', null, 'SIGKILL', 22); // ends while the heartbeat is in flight
+      core.workerEndsReported(sent.length);
+      expect(core.workerEnds().map((w) => [w.workerId, w.signal])).to.deep.equal([['w3', 'SIGKILL']]);
+    });
+
     it('maps exits to SUCCEEDED / FAILED with a message', () => {
       const core = mockCore();
       withGrant(core, 3);

@@ -40,6 +40,8 @@ export interface SnapshotParts {
   links?: ReadonlyArray<readonly [string, string]>;
   /** Connected apps' scopes by app id; absent: no `scopes` in the snapshot. */
   scopes?: Record<string, PlacementScope>;
+  /** Hosts failure prediction holds back; absent: no `blacklist` in the snapshot. */
+  blacklist?: { blocked?: readonly string[]; gray?: readonly string[]; perApp?: Record<string, readonly string[]> };
 }
 
 /** A snapshot from plain lists; defaults to one `mockNode()` and no units. */
@@ -51,6 +53,15 @@ export function mockSnapshot(parts: SnapshotParts = {}): SchedulerSnapshot {
     groupUsage: new Map(Object.entries(parts.groupUsage ?? {})),
     ...(parts.links !== undefined ? { reach: mockReach(parts.links) } : {}),
     ...(parts.scopes !== undefined ? { scopes: new Map(Object.entries(parts.scopes)) } : {}),
+    ...(parts.blacklist !== undefined
+      ? {
+          blacklist: {
+            blocked: new Set(parts.blacklist.blocked ?? []),
+            gray: new Set(parts.blacklist.gray ?? []),
+            perApp: new Map(Object.entries(parts.blacklist.perApp ?? {}).map(([a, ids]) => [a, new Set(ids)])),
+          },
+        }
+      : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { parsePredictionConfig } from '../../core/prediction-config.js';
 import { applyConfig, defaultConfig, resolvedDetector } from '../config.js';
 
 describe('master config: failureDetector', () => {
@@ -79,5 +80,19 @@ describe('master config: metricsListen', () => {
   it('names the key of a bad value', () => {
     expect(() => applyConfig(base, { metricsListen: '9100' }, 'master.yaml')).to.throw(/master\.yaml: metricsListen: must be host:port/);
     expect(() => applyConfig(base, { metricsListen: 'h:99999' }, 'flags')).to.throw(/metricsListen: port must be at most 65535/);
+describe('master config: failurePrediction', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('is on by default and takes an object or false', () => {
+    expect(parsePredictionConfig(base.failurePrediction).enabled).to.equal(true);
+    expect(parsePredictionConfig(applyConfig(base, { failurePrediction: false }, 'flags').failurePrediction).enabled).to.equal(false);
+    const cfg = applyConfig(base, { failurePrediction: { blockAt: 0.6, killPenalty: 120 } }, 'master.yaml');
+    expect(parsePredictionConfig(cfg.failurePrediction).blacklist.blockAt).to.equal(0.6);
+  });
+
+  it('names the key that is wrong, with its source', () => {
+    expect(() => applyConfig(base, { failurePrediction: { reschedulePenalty: -3 } }, 'master.yaml')).to.throw(
+      /master\.yaml: failurePrediction\.reschedulePenalty: must be a number >= 0, got -3/,
+    );
   });
 });

@@ -9,6 +9,7 @@ import {
   taskPriority,
   topoOrder,
   validateJobSpec,
+  predictionOn,
   type JobSpec,
   type TaskSpec,
 } from '../job-spec.js';
@@ -209,6 +210,22 @@ describe('job spec', () => {
       expect(invalid(() => normalizeJobSpec(userJob({ network: 3 }))).message).to.equal('network: must be a string, got 3');
     });
 
+    it('reads failurePrediction (on by default, off to opt out) and names the field when it is wrong', () => {
+      expect(normalizeJobSpec(userJob())).to.not.have.property('failurePrediction');
+      expect(predictionOn(normalizeJobSpec(userJob()))).to.equal(true);
+      expect(predictionOn(normalizeJobSpec(userJob({ failurePrediction: 'on' })))).to.equal(true);
+      const off = normalizeJobSpec(userJob({ failurePrediction: 'off' }));
+      expect(off).to.deep.include({ failurePrediction: 'off' });
+      expect(predictionOn(off)).to.equal(false);
+      expect(invalid(() => normalizeJobSpec(userJob({ failurePrediction: 'maybe' }))).message).to.equal(
+        'failurePrediction: must be "on" (the master may blacklist hosts for the job and stop attempts predicted to fail) or "off", got "maybe"',
+      );
+      expect(invalid(() => normalizeJobSpec(userJob({ failurePrediction: '' }))).field).to.equal('failurePrediction');
+      expect(invalid(() => normalizeJobSpec(userJob({ failurePrediction: false }))).field).to.equal('failurePrediction');
+      expect(validateJobSpec(domainJob([domainTask('a')], { failurePrediction: '' }))).to.not.have.property('failurePrediction');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a')], { failurePrediction: 'no' as 'off' }))).field).to.equal('failurePrediction');
+    });
+
     it('defaults instances to 1 and accepts a single dependsOn string', () => {
       const job = userTask(1, { instances: undefined, dependsOn: 'map' });
       const spec = normalizeJobSpec(job);
@@ -248,7 +265,7 @@ describe('job spec', () => {
           'an unknown top-level field',
           userJob({ taks: [] }),
           '',
-          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network, speculation\); did you mean "tasks"\?$/,
+          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network, speculation, failurePrediction\); did you mean "tasks"\?$/,
         ],
         [
           'an unknown task field',

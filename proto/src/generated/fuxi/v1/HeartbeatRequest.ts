@@ -27,6 +27,11 @@ export interface HeartbeatRequest {
    * The version of the probe targets the agent holds (0: none yet).
    */
   'probeTargetsVersion'?: (number | string | Long);
+  /**
+   * Workers (not AMs) that ended since a master last answered, oldest first: the attempt outcomes
+   * the master's failure prediction learns from.
+   */
+  'workerEnds'?: (_fuxi_v1_WorkerStatus)[];
 }
 
 export interface HeartbeatRequest__Output {
@@ -50,4 +55,9 @@ export interface HeartbeatRequest__Output {
    * The version of the probe targets the agent holds (0: none yet).
    */
   'probeTargetsVersion': (string);
+  /**
+   * Workers (not AMs) that ended since a master last answered, oldest first: the attempt outcomes
+   * the master's failure prediction learns from.
+   */
+  'workerEnds': (_fuxi_v1_WorkerStatus__Output)[];
 }

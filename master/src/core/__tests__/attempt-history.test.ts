@@ -1,0 +1,59 @@
+import { expect } from 'chai';
+import { res } from '@fuxi/common';
+import { AttemptHistory, FEATURE_COUNT } from '../attempt-history.js';
+import type { AttemptEnd } from '../attempt-history.js';
+
+function end(over: Partial<AttemptEnd> = {}): AttemptEnd {
+  return {
+    nodeId: 'n1',
+    appId: 'j1',
+    task: 'map',
+    exitCode: 0,
+    signal: '',
+    durationMs: 1000,
+    resource: res(1000, 1024),
+    loadAtStart: 0.5,
+    memAtStart: 0.5,
+    ...over,
+  };
+}
+
+describe('attempt history', () => {
+  it('labels an attempt with the features its host showed when it started, not after', () => {
+    const h = new AttemptHistory({ capacity: 100, windowMs: 60_000, pressureAt: 0.75 });
+    h.recordEnd(end({ exitCode: 1 }), 10_000);
+    const s = h.recordEnd(end({ durationMs: 5000 }), 12_000); // started at 7,000: before the failure
+    expect(s?.x).to.have.length(FEATURE_COUNT);
+    expect(s?.x[0]).to.be.closeTo(0.1, 1e-9);
+    expect(s?.y).to.equal(0);
+    const later = h.features('n1', 'j1', 'map', 0.2, 0.3, 13_000);
+    expect(later[0]).to.be.closeTo(1.1 / 3, 1e-9); // 1 failure of 2, smoothed
+    expect(later[3]).to.equal(0.2);
+    expect(later[4]).to.equal(0.3);
+  });
+
+  it('counts failures under memory pressure, by signal, flaps, and the task across hosts', () => {
+    const h = new AttemptHistory({ capacity: 100, windowMs: 60_000, pressureAt: 0.75 });
+    h.recordEnd(end({ memAtStart: 0.9, exitCode: 137, signal: 'SIGKILL' }), 1000);
+    h.recordEnd(end({ memAtStart: 0.2 }), 1000);
+    h.recordEnd(end({ nodeId: 'n2', exitCode: 1 }), 1000);
+    h.recordFlap('n1', 1500);
+    const x = h.features('n1', 'j1', 'map', 0, 0, 2000);
+    expect(x[1]).to.be.closeTo(1.1 / 2, 1e-9);
+    expect(x[2]).to.equal(1);
+    expect(x[5]).to.be.closeTo(2.1 / 4, 1e-9);
+    expect(x[6]).to.equal(1);
+  });
+
+  it('forgets what is older than the window, keeps at most `capacity` samples, skips kills', () => {
+    const h = new AttemptHistory({ capacity: 3, windowMs: 10_000, pressureAt: 0.75 });
+    for (let i = 0; i < 5; i++) h.recordEnd(end({ exitCode: 1 }), i);
+    expect(h.recordEnd(end({ killed: true, exitCode: 1 }), 6)).to.equal(undefined);
+    expect(h.size).to.equal(3);
+    expect(h.takeNewCount()).to.equal(5);
+    expect(h.takeNewCount()).to.equal(0);
+    expect(h.features('n1', 'j1', 'map', 0, 0, 50_000)[0]).to.be.closeTo(0.1, 1e-9);
+    h.prune(50_000);
+    expect(h.hostFailures('n1', 50_000)).to.deep.equal({ failed: 0, attempts: 0, flaps: 0 });
+  });
+});
