@@ -111,6 +111,8 @@ describe('cli format', () => {
     expect(lines[3]).to.match(/\scordoned \(drained\)\s/);
     expect(lines[4]).to.match(/\stiming out, cordoned\s/);
     expect(lines[5]).to.match(/^n5\s.*\sready\s.*\s-\s+-\s+-$/);
+  });
+
   it('shows what failure prediction says of a host, and why below the table', () => {
     const lines = formatNodes([
       mockNode('n1', '10.0.0.1:7071', { prediction: 'blocked', predictionReason: 'predicted 0.62: 7 of 9 attempts failed, 2 flaps in 30 min' }),

@@ -80,6 +80,9 @@ describe('master config: metricsListen', () => {
   it('names the key of a bad value', () => {
     expect(() => applyConfig(base, { metricsListen: '9100' }, 'master.yaml')).to.throw(/master\.yaml: metricsListen: must be host:port/);
     expect(() => applyConfig(base, { metricsListen: 'h:99999' }, 'flags')).to.throw(/metricsListen: port must be at most 65535/);
+  });
+});
+
 describe('master config: failurePrediction', () => {
   const base = defaultConfig(['fuxi-appmaster']);
 

@@ -47,6 +47,11 @@ export interface JobSpec {
    */
   'speculation'?: (string);
   /**
+   * Whether the master's failure prediction may act on the job (host blacklists, early kill or
+   * reschedule of attempts): "on" (default; "" means it) or "off".
+   */
+  'failurePrediction'?: (string);
+  /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
    */
@@ -95,6 +100,11 @@ export interface JobSpec__Output {
    * finds the host common to slow data paths and moves the work that host serves or reads).
    */
   'speculation': (string);
+  /**
+   * Whether the master's failure prediction may act on the job (host blacklists, early kill or
+   * reschedule of attempts): "on" (default; "" means it) or "off".
+   */
+  'failurePrediction': (string);
   /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).

@@ -28,6 +28,14 @@ export interface NodeStatus {
    * Its administrative state (absent: none, the node is schedulable when ready).
    */
   'admin'?: (_fuxi_v1_NodeAdmin | null);
+  /**
+   * Failure prediction's word on the host: "" (nothing), "gray" (new workers only when no other
+   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs);
+   * the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
+   */
+  'prediction'?: (string);
+  'predictionReason'?: (string);
+  'predictionJobs'?: (string)[];
 }
 
 export interface NodeStatus__Output {
@@ -53,4 +61,12 @@ export interface NodeStatus__Output {
    * Its administrative state (absent: none, the node is schedulable when ready).
    */
   'admin': (_fuxi_v1_NodeAdmin__Output | null);
+  /**
+   * Failure prediction's word on the host: "" (nothing), "gray" (new workers only when no other
+   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs);
+   * the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
+   */
+  'prediction': (string);
+  'predictionReason': (string);
+  'predictionJobs': (string)[];
 }
