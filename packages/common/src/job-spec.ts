@@ -84,6 +84,7 @@ export interface JobSpec {
    * work it serves or reads moves off it.
    */
   speculation?: SpeculationMode;
+  /**
    * Whether the master's failure prediction may act on the job: 'on' (default; absent or '' means
    * it) lets host blacklists and the per-attempt decision (proceed, reschedule, kill early) apply;
    * 'off' keeps them off the job entirely (its attempts still feed the model).
