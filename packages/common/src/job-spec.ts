@@ -176,7 +176,20 @@ const MAX_NAME_LENGTH = 255;
 const INT32_MAX = 2 ** 31 - 1;
 const INT32_MIN = -(2 ** 31);
 
-const JOB_FIELDS = ['id', 'name', 'quotaGroup', 'priority', 'env', 'am', 'tasks', 'onAgentTimeout', 'rerunAfterMs', 'network', 'speculation', 'failurePrediction'] as const;
+const JOB_FIELDS = [
+  'id',
+  'name',
+  'quotaGroup',
+  'priority',
+  'env',
+  'am',
+  'tasks',
+  'onAgentTimeout',
+  'rerunAfterMs',
+  'network',
+  'speculation',
+  'failurePrediction',
+] as const;
 const TASK_FIELDS = ['name', 'instances', 'resources', 'command', 'env', 'cwd', 'maxAttempts', 'dependsOn', 'locality', 'priority'] as const;
 const RESOURCE_FIELDS = ['cpu', 'memory'] as const;
 const AM_FIELDS = ['mode', 'cpu', 'memory'] as const;
