@@ -71,6 +71,8 @@ for (const ws of RUNTIME) {
   });
 }
 fs.cpSync(path.join(repo, 'proto', 'fuxi'), path.join(stage, 'proto', 'fuxi'), { recursive: true });
+// The master's dashboard page (master/src/shell/dashboard.ts reads it beside its dist).
+fs.cpSync(path.join(repo, 'master', 'static'), path.join(stage, 'master', 'static'), { recursive: true });
 for (const d of ['systemd', 'config', 'examples']) fs.cpSync(path.join(repo, 'deploy', d), path.join(stage, 'deploy', d), { recursive: true });
 fs.copyFileSync(path.join(repo, 'README.md'), path.join(stage, 'README.md'));
 fs.copyFileSync(path.join(repo, 'deploy', 'install.sh'), path.join(stage, 'install.sh'));
