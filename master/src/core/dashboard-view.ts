@@ -45,7 +45,7 @@ export function summaryView(i: SummaryInput): SummaryJson {
   for (const j of i.jobs) jobs[j.state]++;
   const timeline: SummaryJson['timeline'] = [
     ...i.transitions.map((t) => ({ atMs: t.atMs, what: `FSM ${t.from} -> ${t.to}`, detail: t.event })),
-    ...i.faults.map((f) => ({ atMs: f.sinceMs, what: `${f.kind} ${f.subject}`, detail: `${f.state}${f.detail ? `: ${f.detail}` : ''}` })),
+    ...i.faults.map((f) => ({ atMs: f.sinceMs, what: f.subject ? `${f.kind} ${f.subject}` : f.kind, detail: `${f.state}${f.detail ? `: ${f.detail}` : ''}` })),
   ];
   if (i.status.recovery.startedAtMs > 0) timeline.push({ atMs: i.status.recovery.startedAtMs, what: 'recovery started', detail: `epoch ${i.epoch}` });
   if (i.status.recovery.finishedAtMs > 0) {
