@@ -9,6 +9,7 @@
 //                                               repository, so the programs find one another
 //   proto/fuxi/v1/*.proto                       the wire contract (the code loads the compiled
 //                                               descriptors; these are for other clients)
+//   master/static/dashboard.html                the master's web dashboard page
 //   node_modules/                               production dependencies only: `npm ci --omit=dev`
 //                                               against the repository's lock file
 //   bin/fuxi, bin/fuxi-master, bin/fuxi-agent,  the programs, each run by lib/fuxi-run with the
