@@ -7,6 +7,7 @@
  * queries the gRPC handlers use. A standby redirects (307) to the leader's dashboard when the
  * leader names one (GetClusterStatus `dashboard_url`), else serves a page that says who leads.
  */
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import type * as http from 'node:http';
 import { AM_SU, decodeEntry, errorMessage, NotFoundError, type Logger, type SnapshotEntry } from '@fuxi/common';
@@ -262,7 +263,9 @@ export class Dashboard {
     for await (const chunk of s) {
       if (!res.headersSent)
         res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
-      res.write(chunk.data);
+      // A slow reader slows the agent's stream down instead of filling the master's memory.
+      if (!res.write(chunk.data)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      if (res.destroyed) return;
     }
     if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
     res.end();
@@ -284,7 +287,13 @@ export class Dashboard {
         this.timer = undefined;
       }
     });
-    this.timer ??= setInterval(() => this.check(), EVENT_CHECK_MS);
+    this.timer ??= setInterval(() => {
+      try {
+        this.check();
+      } catch (e) {
+        this.ctx.log.warn({ err: errorMessage(e) }, 'dashboard: cannot compute what changed');
+      }
+    }, EVENT_CHECK_MS);
   }
 
   private check(): void {
