@@ -350,7 +350,7 @@ export function dashboardRoute(method: string, path: string): DashboardRoute {
   if (path === '/api/summary') return { kind: 'summary' };
   if (path === '/api/nodes') return { kind: 'nodes' };
   if (path === '/api/jobs') return { kind: 'jobs' };
-  if (path === '/events') return { kind: 'events' };
+  if (path === '/events') return method === 'GET' ? { kind: 'events' } : { kind: 'none' };
   const decode = (s: string) => {
     try {
       return decodeURIComponent(s);

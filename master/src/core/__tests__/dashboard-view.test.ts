@@ -189,6 +189,8 @@ describe('dashboard views', () => {
     expect(dashboardRoute('GET', '/api/jobs/j/logs/a%2Fb.0.1')).to.deep.equal({ kind: 'logs', jobId: 'j', workerId: 'a/b.0.1' });
     expect(dashboardRoute('GET', '/api/jobs/%E0%A4%A')).to.deep.equal({ kind: 'none' });
     expect(dashboardRoute('POST', '/api/jobs')).to.deep.equal({ kind: 'none' });
+    expect(dashboardRoute('HEAD', '/')).to.deep.equal({ kind: 'page' });
+    expect(dashboardRoute('HEAD', '/events')).to.deep.equal({ kind: 'none' });
     expect(dashboardRoute('GET', '/metrics')).to.deep.equal({ kind: 'none' });
     expect(dashboardRoute('GET', '/api/jobs/j/other/x')).to.deep.equal({ kind: 'none' });
   });
