@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist bench-prediction
+.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd chromium clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist bench-prediction
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -38,6 +38,17 @@ etcd:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server >/dev/null; \
 	fi
 	@etcd --version | head -1
+
+# Debian's chromium, for the dashboard's browser test (test/src/integration/dashboard.test.ts runs it
+# headless). apt-get update only when the package is not known yet.
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  echo "installing chromium (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  apt-cache show chromium >/dev/null 2>&1 || $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+	@chromium --version 2>/dev/null | head -1
 
 # Formats every source file with Prettier (.prettierrc.json); `make lint` (part of `make test`)
 # fails on a file that is not formatted.
@@ -98,7 +109,7 @@ rack-tools:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq iproute2 nftables >/dev/null; \
 	fi
 
-test: install etcd check-gen lint unit integration test-faults test-rack
+test: install etcd chromium check-gen lint unit integration test-faults test-rack
 
 demo: build
 	node deploy/dist/demo.js

@@ -9,6 +9,7 @@
 //                                               repository, so the programs find one another
 //   proto/fuxi/v1/*.proto                       the wire contract (the code loads the compiled
 //                                               descriptors; these are for other clients)
+//   master/static/dashboard.html                the master's web dashboard page
 //   node_modules/                               production dependencies only: `npm ci --omit=dev`
 //                                               against the repository's lock file
 //   bin/fuxi, bin/fuxi-master, bin/fuxi-agent,  the programs, each run by lib/fuxi-run with the
@@ -71,6 +72,8 @@ for (const ws of RUNTIME) {
   });
 }
 fs.cpSync(path.join(repo, 'proto', 'fuxi'), path.join(stage, 'proto', 'fuxi'), { recursive: true });
+// The master's dashboard page (master/src/shell/dashboard.ts reads it beside its dist).
+fs.cpSync(path.join(repo, 'master', 'static'), path.join(stage, 'master', 'static'), { recursive: true });
 for (const d of ['systemd', 'config', 'examples']) fs.cpSync(path.join(repo, 'deploy', d), path.join(stage, 'deploy', d), { recursive: true });
 fs.copyFileSync(path.join(repo, 'README.md'), path.join(stage, 'README.md'));
 fs.copyFileSync(path.join(repo, 'deploy', 'install.sh'), path.join(stage, 'install.sh'));

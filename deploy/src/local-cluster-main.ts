@@ -2,7 +2,8 @@
 /**
  * fuxi-local-cluster: runs a master and N agents on loopback in the foreground until Ctrl-C. Each
  * serves Prometheus metrics on a loopback port (printed as `metrics  http://...` after its line;
- * --no-metrics turns them off).
+ * --no-metrics turns them off), and the master its web dashboard on the same port (printed as
+ * `dashboard  http://.../` after its metrics line).
  *
  *   fuxi-local-cluster --agents 3 --dir /tmp/fuxi
  *   FUXI_MASTER=127.0.0.1:PORT fuxi submit job.yaml --wait     # in another shell
@@ -44,9 +45,12 @@ async function main(): Promise<void> {
     logLevel: o.logLevel,
     metrics: o.metrics,
   });
-  // Each daemon's line, then where its metrics are (when served).
+  // Each daemon's line, then where its metrics are (when served), and the master's dashboard.
   const metrics = (url: string | undefined) => (url ? `metrics  ${url}\n` : '');
-  process.stdout.write(`master  ${cluster.masterAddress}  pid ${cluster.master.pid}  log ${cluster.master.logFile}\n${metrics(cluster.master.metricsUrl)}`);
+  const dashboard = cluster.master.dashboardUrl ? `dashboard  ${cluster.master.dashboardUrl}\n` : '';
+  process.stdout.write(
+    `master  ${cluster.masterAddress}  pid ${cluster.master.pid}  log ${cluster.master.logFile}\n${metrics(cluster.master.metricsUrl)}${dashboard}`,
+  );
   for (const a of cluster.agents) process.stdout.write(`${a.nodeId.padEnd(7)} ${a.address}  pid ${a.pid}  log ${a.logFile}\n${metrics(a.metricsUrl)}`);
   process.stdout.write(`\nexport FUXI_MASTER=${cluster.masterAddress}\n(Ctrl-C stops the cluster)\n`);
   const stop = () => {

@@ -47,7 +47,8 @@ export interface LocalClusterOptions {
   agentArgs?: string[];
   /**
    * Prometheus metrics on every daemon (`--metrics-listen` on loopback: the master on a port it
-   * keeps across restarts, each agent on a free one); `metricsUrl` of each process says where.
+   * keeps across restarts, each agent on a free one); `metricsUrl` of each process says where,
+   * and the master's `dashboardUrl` where its web dashboard is (on the same port).
    */
   metrics?: boolean;
 }
@@ -60,6 +61,8 @@ export interface ProcessInfo {
   child: ChildProcess;
   /** `http://host:port/metrics` when the cluster serves metrics, else ''. */
   metricsUrl?: string;
+  /** The master's web dashboard, `http://host:port/` (beside its metrics), else ''. */
+  dashboardUrl?: string;
 }
 
 export interface AgentProcess extends ProcessInfo {
@@ -273,8 +276,10 @@ export class LocalCluster {
     ];
     const child = startNodeProcess(args, logFile);
     const rec = await waitForLogLine(logFile, 'master ready', child);
-    const metricsUrl = o.metrics ? String((await waitForLogLine(logFile, 'metrics served', child)).metrics) : '';
-    this.master = { name: 'master', pid: child.pid!, address: String(rec.address), logFile, child, metricsUrl };
+    const served = o.metrics ? await waitForLogLine(logFile, 'metrics served', child) : {};
+    const metricsUrl = typeof served.metrics === 'string' ? served.metrics : '';
+    const dashboardUrl = typeof served.dashboard === 'string' ? served.dashboard : '';
+    this.master = { name: 'master', pid: child.pid!, address: String(rec.address), logFile, child, metricsUrl, dashboardUrl };
     return this.master;
   }
 

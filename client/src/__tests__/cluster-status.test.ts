@@ -80,10 +80,12 @@ describe('cluster status formatting', () => {
       nodesTimingOut: 1,
       nodesLost: 0,
       appsRunning: 2,
+      dashboardUrl: 'http://127.0.0.1:9100/',
     });
     expect(formatClusterStatus(st, T + 4_500)).to.equal(
       [
         'leader:    127.0.0.1:7070',
+        'dashboard: http://127.0.0.1:9100/',
         'epoch:     8',
         'state:     S5 master + agent failure',
         'recovery:  aggregating for 4.5s: agents 2/3 reported, apps 2/2 reported (started 2026-01-01T00:00:00Z)',

@@ -60,6 +60,7 @@ export function mockClusterStatus(over: Partial<ClusterStatus__Output> = {}): Cl
     appsRunning: 2,
     conditions: [],
     connectivity: null,
+    dashboardUrl: '',
     ...over,
   };
 }

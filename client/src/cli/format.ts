@@ -258,12 +258,13 @@ export function formatFaultEvents(events: readonly FaultEvent__Output[], nowMs: 
 }
 
 /**
- * `fuxi cluster status`: leader, epoch, FSM state, recovery progress, counts, conditions and
- * partitions (when any), open fault events.
+ * `fuxi cluster status`: leader (and its web dashboard, when it serves one), epoch, FSM state,
+ * recovery progress, counts, conditions and partitions (when any), open fault events.
  */
 export function formatClusterStatus(st: ClusterStatus__Output, nowMs: number): string {
   const lines = [
     `leader:    ${st.leader || '-'}`,
+    ...(st.dashboardUrl ? [`dashboard: ${st.dashboardUrl}`] : []),
     `epoch:     ${st.epoch || '-'}`,
     `state:     ${fsmStateLabel(st.fsmState)}`,
     `recovery:  ${formatRecovery(st.recovery, nowMs)}`,

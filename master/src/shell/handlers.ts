@@ -52,6 +52,8 @@ export interface HandlerContext {
    * `created: false`, a read of a job whose creation or end is still being written).
    */
   durable(): Promise<void>;
+  /** This master's dashboard URL (`http://host:port/`), '' when it serves none. */
+  dashboardUrl(): string;
   /** A Heartbeat call arrived from `nodeId` (recorded when `recordHeartbeats` is set). */
   heartbeatArrived?(nodeId: string): void;
 }
@@ -288,7 +290,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     GetClusterStatus: async () => {
       const core = m.core;
       const conditions = await m.conditions();
-      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch, conditions);
+      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch, conditions, m.dashboardUrl());
     },
     WatchGrants: async (req, call) => {
       const core = m.core;

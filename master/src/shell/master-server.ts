@@ -7,7 +7,7 @@
  */
 import { errorMessage, isTransientError, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
-import { implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
+import { connect, implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
@@ -20,6 +20,7 @@ import { HeartbeatRecorder } from './heartbeat-recorder.js';
 import { coalesceStoreWrites } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { MasterMetrics } from './master-metrics.js';
+import { Dashboard } from './dashboard.js';
 import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
 import { Peers } from './peers.js';
@@ -123,6 +124,10 @@ export class MasterServer {
   /** Prometheus metrics, when `metricsListen` is set. */
   private readonly metrics: MasterMetrics | undefined;
   private metricsServer: MetricsServer | undefined;
+  /** The web dashboard, on the metrics server (dashboard.ts). */
+  private readonly dashboard: Dashboard | undefined;
+  /** The leader's dashboard URL as the leader last named it (a standby's redirect). */
+  private leaderDashboardCache: { leader: string; url: string; atMs: number } | undefined;
 
   constructor(
     private readonly cfg: MasterConfig,
@@ -138,11 +143,49 @@ export class MasterServer {
           epoch: () => this.epoch,
         })
       : undefined;
+    this.dashboard = cfg.metricsListen
+      ? new Dashboard({
+          core: () => (this.coreOrUndefined && (!this.election || this.election.isLeader()) ? this.coreOrUndefined : undefined),
+          leaderStore: () => this.leaderStore,
+          address: () => this.server.address,
+          leaderAddress: () => this.leaderAddress,
+          leaderDashboard: () => this.leaderDashboard(),
+          peers: this.peers,
+          log: log.child({ component: 'dashboard' }),
+        })
+      : undefined;
   }
 
   /** `http://host:port/metrics` when metrics are served, else ''. */
   get metricsUrl(): string {
     return this.metricsServer?.url ?? '';
+  }
+
+  /**
+   * `http://host:port/` when the dashboard is served (beside the metrics), else ''. Bound to every
+   * address (0.0.0.0 or ::), the host is the one of this master's gRPC address.
+   */
+  get dashboardUrl(): string {
+    if (!this.metricsServer) return '';
+    const url = new URL('/', this.metricsServer.url);
+    if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = this.server.address.slice(0, this.server.address.lastIndexOf(':'));
+    return url.toString();
+  }
+
+  /** The leader's dashboard URL, asked of the leader (GetClusterStatus) and kept for 5 s; undefined when it serves none. */
+  private async leaderDashboard(): Promise<string | undefined> {
+    const leader = this.leaderAddress;
+    if (!leader) return undefined;
+    const cached = this.leaderDashboardCache;
+    if (cached?.leader === leader && Date.now() - cached.atMs < 5000) return cached.url || undefined;
+    const client = connect(this.proto.MasterService, leader);
+    try {
+      const st = await client.GetClusterStatus({}, { deadlineMs: 1000 });
+      this.leaderDashboardCache = { leader, url: st.dashboardUrl, atMs: Date.now() };
+      return st.dashboardUrl || undefined;
+    } finally {
+      client.close();
+    }
   }
 
   /**
@@ -223,8 +266,14 @@ export class MasterServer {
       ],
     });
     if (this.metrics) {
-      this.metricsServer = await startMetricsServer({ bind: this.cfg.metricsListen, registry: this.metrics.daemon.registry, log: this.log });
-      this.log.info({ metrics: this.metricsServer.url }, 'metrics served');
+      const dashboard = this.dashboard;
+      this.metricsServer = await startMetricsServer({
+        bind: this.cfg.metricsListen,
+        registry: this.metrics.daemon.registry,
+        log: this.log,
+        ...(dashboard ? { routes: (req, res) => dashboard.handle(req, res) } : {}),
+      });
+      this.log.info({ metrics: this.metricsServer.url, dashboard: this.dashboardUrl }, 'metrics served');
     }
     this.updateHealth();
     this.healthTimer = setInterval(() => this.updateHealth(), HEALTH_CHECK_MS);
@@ -513,6 +562,7 @@ export class MasterServer {
     if (this.probeTimer) clearInterval(this.probeTimer);
     if (this.statsTimer) clearInterval(this.statsTimer);
     if (this.spaceTimer) clearInterval(this.spaceTimer);
+    this.dashboard?.close();
     await this.metricsServer?.close();
     this.jobWatchers.clear();
     this.pushes.reset();
@@ -768,6 +818,7 @@ export class MasterServer {
       leaderWait: () => this.leaderWait(),
       heartbeatArrived: this.recorder ? (nodeId: string) => this.recorder!.arrival(nodeId, Date.now()) : undefined,
       storeFull: () => this.storeFull,
+      dashboardUrl: () => this.dashboardUrl,
       conditions: () => this.conditions(),
       pushes: this.pushes,
       jobWatchers: this.jobWatchers,

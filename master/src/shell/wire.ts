@@ -219,7 +219,7 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
   };
 }
 
-export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch: string, conditions: Condition[] = []): ClusterStatus {
+export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch: string, conditions: Condition[] = [], dashboardUrl = ''): ClusterStatus {
   return {
     leader,
     epoch,
@@ -232,5 +232,6 @@ export function clusterStatusToWire(st: ClusterStatusView, leader: string, epoch
     appsRunning: st.appsRunning,
     conditions,
     connectivity: connectivityToWire(st.connectivity),
+    dashboardUrl,
   };
 }

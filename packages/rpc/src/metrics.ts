@@ -87,12 +87,19 @@ export function splitHostPort(bind: string): { host: string; port: number } {
 
 /**
  * Serves `registry` in the Prometheus text format at `GET /metrics` on `bind` (port 0: any free
- * port); any other path is 404. A failing collect answers 500 and is logged.
+ * port), and what `routes` answers; any other path is 404. A failing collect answers 500 and is logged.
  */
-export async function startMetricsServer(opts: { bind: string; registry: Registry; log: Logger }): Promise<MetricsServer> {
+export async function startMetricsServer(opts: {
+  bind: string;
+  registry: Registry;
+  log: Logger;
+  /** Other routes on the same server (the master's dashboard): true when it answered the request. */
+  routes?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean;
+}): Promise<MetricsServer> {
   const { host, port } = splitHostPort(opts.bind);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
+    if (path !== '/metrics' && opts.routes?.(req, res)) return;
     if (req.method !== 'GET' || path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at GET /metrics\n');
       return;

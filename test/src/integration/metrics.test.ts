@@ -98,6 +98,8 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
   let failed = false;
   /** Daemons as fuxi-local-cluster printed them: name, address, pid, metrics URL. */
   const daemons: Array<{ name: string; address: string; pid: number; metrics: string }> = [];
+  /** The master's `dashboard  http://host:port/` line, after its metrics line. */
+  let dashboard = '';
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fuxi-it-metrics-'));
@@ -116,6 +118,7 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
       const metrics = /^metrics {2}(http:\/\/127\.0\.0\.1:\d+\/metrics)$/.exec(lines[i + 1] ?? '');
       expect(metrics, `a metrics line after ${m[1]}:\n${out}`).to.not.equal(null);
       daemons.push({ name: m[1]!, address: m[2]!, pid: Number(m[3]), metrics: metrics![1]! });
+      if (m[1] === 'master') dashboard = /^dashboard {2}(http:\/\/127\.0\.0\.1:\d+\/)$/.exec(lines[i + 2] ?? '')?.[1] ?? '';
     }
   });
   afterEach(function () {
@@ -136,6 +139,8 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
   it('prints a metrics line for the master and for each agent', () => {
     expect(daemons.map((d) => d.name)).to.deep.equal(['master', ...Array.from({ length: AGENTS }, (_, i) => `node-${i + 1}`)]);
     expect(new Set(daemons.map((d) => d.metrics)).size).to.equal(daemons.length);
+    // The master's dashboard is on its metrics port.
+    expect(dashboard, out).to.equal(daemons[0]!.metrics.replace(/metrics$/, ''));
   });
 
   it('after a job ran: master, agent and AM families are there with sane values', async () => {

@@ -28,6 +28,11 @@ export interface ClusterStatus {
    * Broken links between hosts and nodes partitioned from the master (partial partitions).
    */
   'connectivity'?: (_fuxi_v1_Connectivity | null);
+  /**
+   * The leader's web dashboard (http://host:port/; served beside its metrics), '' when it serves
+   * none. A standby's dashboard redirects to it.
+   */
+  'dashboardUrl'?: (string);
 }
 
 export interface ClusterStatus__Output {
@@ -52,4 +57,9 @@ export interface ClusterStatus__Output {
    * Broken links between hosts and nodes partitioned from the master (partial partitions).
    */
   'connectivity': (_fuxi_v1_Connectivity__Output | null);
+  /**
+   * The leader's web dashboard (http://host:port/; served beside its metrics), '' when it serves
+   * none. A standby's dashboard redirects to it.
+   */
+  'dashboardUrl': (string);
 }
