@@ -7,8 +7,14 @@
  * is timing out or has not listed its workers yet; nothing is planned on a host given up in a network
  * partition or being drained by an operator (its free slots go back), nor for a task one of whose dependencies runs again (an output
  * re-run in a partition: FUXI_UPSTREAM would not be complete).
+ *
+ * A gang task (`minInstances` k > 1, `gang: true`) binds nothing until its started instances plus
+ * its free slots reach k (or all it still has to start, if fewer): then every free slot is bound at
+ * once. Slots that arrive before then are kept, not returned (the master grants a gang whole, so
+ * that wait is short). Once the gang has started, an instance that fails is retried alone like any
+ * other, while the others keep running: there is no whole-gang restart.
  */
-import { substitute } from '@fuxi/common';
+import { gangSize, substitute } from '@fuxi/common';
 import { avoided, blocked, byKey, pendingInstances, setInstanceState, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
 import { effective, returnSlots } from './holds.js';
 import { sizeRequests } from './requests.js';
@@ -35,6 +41,11 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
   }
   // A task whose dependency runs again (an output re-run in a partition) waits for it: no plans.
   const ready = task.state !== 'active' || task.spec.dependsOn.every((d) => st.tasks.get(d)?.state === 'succeeded');
+  // A gang that cannot start k instances yet keeps its free slots and plans nothing.
+  if (ready && !gangCanStart(task, free)) {
+    sizeRequests(st, task, task.counts.pending);
+    return;
+  }
   const take = (inst: Instance, nodeId: string): void => {
     const n = free.get(nodeId)!;
     if (n <= 1) free.delete(nodeId);
@@ -64,6 +75,19 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
   }
   // 4. Outstanding requests follow what is still needed.
   sizeRequests(st, task, ready ? task.counts.pending : 0);
+}
+
+/**
+ * Whether a task may bind its free slots: always, unless it is a gang (k > 1) whose instances
+ * started (running or succeeded) plus its free slots are fewer than k and than all it has to start.
+ */
+export function gangCanStart(task: Task, free: ReadonlyMap<string, number>): boolean {
+  const k = gangSize(task.spec);
+  if (k <= 1 || task.counts.pending === 0) return true;
+  const started = task.counts.running + task.counts.succeeded;
+  let slots = 0;
+  for (const n of free.values()) slots += n;
+  return started + slots >= Math.min(k, started + task.counts.pending);
 }
 
 /** A new attempt of `inst` on `nodeId`: it uses one of the task's slots there and goes out as a plan. */

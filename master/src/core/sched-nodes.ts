@@ -35,7 +35,7 @@ export class ClusterState {
   private readonly racks = new Map<string, NodeHeap>();
   private rackPos: Int32Array | undefined;
   private readonly lessFn = (a: number, b: number): boolean => this.less(a, b);
-  /** Slot shapes already known to fit nowhere; allocations only grow, so this stays true. */
+  /** Slot shapes already known to fit nowhere; allocations only grow, so this stays true (a gang's undone placements forget what was learnt during them). */
   private readonly hopeless: Resource[] = [];
 
   constructor(nodes: ReadonlyMap<string, SchedNode>) {
@@ -166,6 +166,17 @@ export class ClusterState {
     return mine < theirs || (mine === theirs && n.id < this.nodeId(pick.rival));
   }
 
+  /** How many shapes are known to fit nowhere: `forgetSince` drops those learnt after, when placements are undone. */
+  hopelessMark(): number {
+    return this.hopeless.length;
+  }
+
+  /** Forgets the shapes found hopeless since `mark` (they were hopeless only with placements now undone). */
+  forgetSince(mark: number): void {
+    this.hopeless.length = Math.min(this.hopeless.length, mark);
+  }
+
+  /** Places `amount` on node i; a negative amount undoes an earlier placement (a gang rolled back). */
   place(i: number, amount: Resource): void {
     const n = this.nodeOf(i);
     const a = add(this.alloc[i] ?? ZERO, amount);

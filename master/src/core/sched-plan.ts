@@ -13,6 +13,15 @@ export class PlanBuilder {
     else this.placements.set(key, { appId: su.appId, suId: su.suId, nodeId, slots, location: req.location, localityLevel });
   }
 
+  /** Takes back `slots` of an earlier `place` (a gang that could not be placed whole). */
+  unplace(su: SchedUnit, nodeId: string, slots: number, req: Request): void {
+    const key = `${su.appId}\u0000${su.suId}\u0000${nodeId}\u0000${req.location}`;
+    const p = this.placements.get(key);
+    if (p === undefined) return;
+    p.slots -= slots;
+    if (p.slots <= 0) this.placements.delete(key);
+  }
+
   unsatisfied(su: SchedUnit, slots: number, reason: UnsatisfiedReason): void {
     if (slots <= 0) return;
     const key = `${su.appId}\u0000${su.suId}\u0000${reason}`;

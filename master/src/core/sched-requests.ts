@@ -19,6 +19,8 @@ export interface UnitState {
   /** Node requests first, then rack, then any; by location within a kind. */
   readonly reqs: Request[];
   cur: number;
+  /** Slots still to place all at once before the unit's other slots go one by one (0: none, or done). */
+  gangLeft: number;
 }
 
 const KIND_ORDER: Record<LocalityLevel, number> = { node: 0, rack: 1, any: 2 };
@@ -40,7 +42,10 @@ export function buildUnit(su: SchedUnit, nodes: ReadonlyMap<string, SchedNode>):
     }
   }
   reqs.sort((a, b) => KIND_ORDER[a.kind] - KIND_ORDER[b.kind] || cmpStr(a.location, b.location));
-  return { su, reqs, cur: 0 };
+  // A gang larger than what the unit asks for is granted what it asks for, all at once.
+  const outstanding = reqs.reduce((n, q) => n + q.remaining, 0);
+  const gang = su.gang !== undefined && Number.isFinite(su.gang) ? Math.min(Math.floor(su.gang), outstanding) : 0;
+  return { su, reqs, cur: 0, gangLeft: gang > 1 ? gang : 0 };
 }
 
 export function levelOf(req: Request, node: SchedNode): LocalityLevel {

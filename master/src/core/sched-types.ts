@@ -33,6 +33,12 @@ export interface SchedUnit {
   mostConnected?: boolean;
   /** The job set `failurePrediction: off`: host blacklists do not apply to it (sched-blacklist.ts). */
   predictionOff?: boolean;
+  /**
+   * Gang scheduling: this pass places at least this many of the unit's slots at once, or none of
+   * them (its task's gang size less the slots it already holds; see scheduler.ts). Absent or <= 1:
+   * no gang, slots are placed one by one.
+   */
+  gang?: number;
 }
 
 /**

@@ -19,6 +19,18 @@
  * Conceptually one slot is placed per turn; a turn places a batch of k slots only when k one-slot
  * turns would have made exactly the same choice, so batching changes speed, never the plan.
  *
+ * Gang scheduling (Volcano's and coscheduling's minMember): a unit with `gang: k` (k > 1) takes its
+ * turn whole. Its first k slots are placed tentatively, one after another on the nodes the usual
+ * rules choose, and kept only if all k found room within the group's quota; if one did not, every
+ * tentative placement is undone (nodes, the group's usage, the plan) and the unit's requests are
+ * unsatisfied this pass. Its slots beyond k (minInstances below instances) then go one by one.
+ * Nothing is reserved or held from one pass to the next, so two gangs that each fit alone but not
+ * together cannot deadlock: a pass grants a whole gang or nothing of it. Gangs are served in the
+ * usual order (group share, then priority, then submission), so of two such gangs the earlier one
+ * goes first and the other follows once its slots are freed. There is no backfill protection: a
+ * large gang waits while smaller units keep taking the room it needs (policy; see
+ * docs/architecture.md, "Gang scheduling").
+ *
  * ```ts
  * const plan = schedule({ nodes, units, groups, groupUsage });
  * for (const p of plan.placements) grant(p.nodeId, p.appId, p.suId, p.slots);
@@ -32,7 +44,8 @@ import { PlanBuilder } from './sched-plan.js';
 import { ScopeState } from './sched-reach.js';
 import { levelOf } from './sched-requests.js';
 import type { NodeFilter } from './sched-reach.js';
-import type { Request } from './sched-requests.js';
+import type { GroupState } from './sched-groups.js';
+import type { Request, UnitState } from './sched-requests.js';
 import type { Plan, SchedulerSnapshot, UnsatisfiedReason } from './sched-types.js';
 import type { Resource } from '@fuxi/common';
 
@@ -63,6 +76,11 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
       continue;
     }
     const r = unit.su.resource;
+
+    if (unit.gangLeft > 0) {
+      if (!placeGang(unit, group, cluster, scopes, blacklist, out)) group.head++;
+      continue;
+    }
 
     const quotaRoom = group.quotaRoom(r);
     if (quotaRoom === 0) {
@@ -95,6 +113,66 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
     out.place(unit.su, cluster.nodeId(pick.node), k, req, levelOf(req, cluster.nodeOf(pick.node)));
   }
   return out.build();
+}
+
+/**
+ * A gang's turn: its first `gangLeft` slots placed at once, or none of them (see the header). On
+ * success the unit goes on with its other slots one by one; on failure every request of the unit
+ * is unsatisfied (the reason of the slot that found no room) and the caller moves past it.
+ */
+function placeGang(unit: UnitState, group: GroupState, cluster: ClusterState, scopes: ScopeState, blacklist: BlacklistState, out: PlanBuilder): boolean {
+  const r = unit.su.resource;
+  const need = unit.gangLeft;
+  const fail = (reason: UnsatisfiedReason): false => {
+    for (const q of unit.reqs.slice(unit.cur)) {
+      out.unsatisfied(unit.su, q.remaining, reason);
+      q.remaining = 0;
+    }
+    return false;
+  };
+  if (group.quotaRoom(r) < need) return fail('quota-limit');
+  const mark = cluster.hopelessMark();
+  const done: Array<{ node: number; k: number; req: Request }> = [];
+  let placed = 0;
+  let reason: UnsatisfiedReason | undefined;
+  const scoped = scopes.filterFor(unit.su);
+  const listed = blacklist.filtersFor(unit.su, scoped);
+  for (let c = unit.cur; c < unit.reqs.length && placed < need && reason === undefined; c++) {
+    const req = unit.reqs[c]!;
+    while (req.remaining > 0 && placed < need) {
+      let pick = cluster.find(r, req, listed?.first ?? scoped);
+      if (pick === undefined && listed?.fallback !== undefined) pick = cluster.find(r, req, listed.fallback);
+      if (pick === undefined) {
+        reason = unplacedReason(cluster, r, req, scoped, listed !== undefined);
+        break;
+      }
+      // As many slots as consecutive one-slot placements would put on the same node.
+      const cap = Math.min(req.remaining, need - placed, slotsThatFit(r, cluster.free(pick.node)));
+      let k = 1;
+      if (isZero(r)) k = cap;
+      else if (pick.single !== true) while (k < cap && cluster.winsAfter(pick, k, r)) k++;
+      cluster.place(pick.node, scale(r, k));
+      req.remaining -= k;
+      placed += k;
+      done.push({ node: pick.node, k, req });
+      // A connected app's later slots must reach this one. Anchors of a gang that is undone stay
+      // for the rest of the pass: that only narrows where the app's other units may go.
+      scopes.placed(unit.su.appId, cluster.nodeId(pick.node));
+      out.place(unit.su, cluster.nodeId(pick.node), k, req, levelOf(req, cluster.nodeOf(pick.node)));
+    }
+  }
+  if (placed >= need) {
+    group.take(scale(r, placed), cluster.total);
+    unit.gangLeft = 0;
+    return true;
+  }
+  for (const d of done) {
+    cluster.place(d.node, scale(r, -d.k));
+    d.req.remaining += d.k;
+    out.unplace(unit.su, cluster.nodeId(d.node), d.k, d.req);
+  }
+  cluster.forgetSince(mark);
+  return fail(reason ?? 'no-capacity');
 }
 
 /** Why a slot found no node: blocked hosts, broken links, or no room anywhere. */

@@ -5,7 +5,7 @@
  * launches, assignment tables to AMs, and the message of a job that waits only for connectivity.
  * No pass runs while a failover's aggregation window is open.
  */
-import { AM_SU, predictionOn } from '@fuxi/common';
+import { AM_SU, gangSize, predictionOn } from '@fuxi/common';
 import { setAsgn } from './ledger.js';
 import type { MasterState, NodeState } from './master-state.js';
 import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
@@ -77,6 +77,10 @@ function pendingUnits(st: MasterState): SchedUnit[] {
       // The AM's slot is a connected app's first: the most connected node (CASPR Algorithm 1).
       if (su.suId === AM_SU && isScoped(st, app)) unit.mostConnected = true;
       if (!predictionOn(app.job.spec)) unit.predictionOff = true;
+      // A gang task (its SU id is the task's name): what it still lacks of its gang comes at once.
+      const task = su.suId === AM_SU ? undefined : app.job.spec.tasks.find((t) => t.name === su.suId);
+      const gang = task === undefined ? 1 : gangSize(task) - su.granted;
+      if (gang > 1) unit.gang = gang;
       units.push(unit);
     }
   }

@@ -41,6 +41,12 @@ export interface TaskSpec {
   dependsOn: string[];
   locality: { nodes: string[]; racks: string[] };
   priority: number;
+  /**
+   * Gang scheduling: the master grants the task's slots only `minInstances` at once (all or nothing
+   * in one scheduling pass), and the AM starts none of its instances before it holds that many.
+   * 0 or absent = no gang (slots come one by one); `gang: true` in the user format = `instances`.
+   */
+  minInstances?: number;
 }
 
 export interface JobSpec {
@@ -143,6 +149,12 @@ export function isConnectedJob(spec: Pick<JobSpec, 'network'>): boolean {
  * The priority a task's schedule unit runs at: the task's own when it sets one (non-zero), else the
  * job's. The AM declares its units with it, and the master refuses a unit declared above it.
  */
+/** The task's gang size: how many of its instances are placed and started together (1: no gang). */
+export function gangSize(task: Pick<TaskSpec, 'minInstances' | 'instances'>): number {
+  const k = task.minInstances ?? 0;
+  return k > 1 ? Math.min(k, task.instances) : 1;
+}
+
 export function taskPriority(job: Pick<JobSpec, 'priority'>, task: Pick<TaskSpec, 'priority'>): number {
   return task.priority !== 0 ? task.priority : job.priority;
 }
@@ -190,7 +202,20 @@ const JOB_FIELDS = [
   'speculation',
   'failurePrediction',
 ] as const;
-const TASK_FIELDS = ['name', 'instances', 'resources', 'command', 'env', 'cwd', 'maxAttempts', 'dependsOn', 'locality', 'priority'] as const;
+const TASK_FIELDS = [
+  'name',
+  'instances',
+  'resources',
+  'command',
+  'env',
+  'cwd',
+  'maxAttempts',
+  'dependsOn',
+  'locality',
+  'priority',
+  'gang',
+  'minInstances',
+] as const;
 const RESOURCE_FIELDS = ['cpu', 'memory'] as const;
 const AM_FIELDS = ['mode', 'cpu', 'memory'] as const;
 const LOCALITY_FIELDS = ['nodes', 'racks'] as const;
@@ -323,7 +348,34 @@ function userTask(raw: unknown, path: string): TaskSpec {
     locality.racks = optStringList(l.racks, `${path}.locality.racks`, true);
   }
   const priority = optInteger(t.priority, `${path}.priority`) ?? 0;
-  return { name, instances, resource, command: { argv, env, cwd }, maxAttempts, dependsOn, locality, priority };
+  const minInstances = userGang(t, path, instances);
+  return { name, instances, resource, command: { argv, env, cwd }, maxAttempts, dependsOn, locality, priority, ...(minInstances > 0 ? { minInstances } : {}) };
+}
+
+/**
+ * A task's gang size from `gang` and `minInstances` (0: no gang). `gang: true` means all
+ * instances; with `minInstances` beside it the two must agree; `gang: false` excludes `minInstances`.
+ */
+function userGang(t: Record<string, unknown>, path: string, instances: number): number {
+  let gang: boolean | undefined;
+  if (t.gang !== undefined && t.gang !== null) {
+    if (typeof t.gang !== 'boolean') throw new InvalidArgumentError(`${path}.gang`, `must be true or false, got ${describe(t.gang)}`);
+    gang = t.gang;
+  }
+  const min = optInteger(t.minInstances, `${path}.minInstances`);
+  if (min !== undefined && (min < 1 || min > instances)) {
+    throw new InvalidArgumentError(`${path}.minInstances`, `must be between 1 and instances (${instances}), got ${min}`);
+  }
+  if (gang === true && min !== undefined && min !== instances) {
+    throw new InvalidArgumentError(
+      `${path}.minInstances`,
+      `gang: true means all ${instances} instances; set minInstances: ${instances} or drop one of the two, got ${min}`,
+    );
+  }
+  if (gang === false && min !== undefined) {
+    throw new InvalidArgumentError(`${path}.gang`, `is false but minInstances is ${min}; drop gang: false to schedule ${min} instances at once`);
+  }
+  return gang === true ? instances : (min ?? 0);
 }
 
 function userResource(raw: unknown, path: string): Resource {
@@ -532,6 +584,11 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     });
     const priority = t.priority ?? 0;
     checkInt32(priority, `${path}.priority`);
+    // proto3: 0 is "no gang".
+    const minInstances = t.minInstances ?? 0;
+    if (!Number.isInteger(minInstances) || minInstances < 0 || minInstances > instances) {
+      throw new InvalidArgumentError(`${path}.minInstances`, `must be between 1 and instances (${instances}), got ${minInstances}`);
+    }
 
     out.tasks.push({
       name,
@@ -542,6 +599,7 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
       dependsOn: [...dependsOn],
       locality,
       priority,
+      ...(minInstances > 0 ? { minInstances } : {}),
     });
   });
 

@@ -49,6 +49,7 @@ export function taskSpecToProto(t: TaskSpec): ProtoTaskSpec {
     dependsOn: [...t.dependsOn],
     locality: { nodes: [...t.locality.nodes], racks: [...t.locality.racks] },
     priority: t.priority,
+    minInstances: t.minInstances ?? 0,
   };
 }
 
@@ -62,6 +63,7 @@ export function taskSpecFromProto(p: ProtoTaskSpecOut | ProtoTaskSpec): TaskSpec
     dependsOn: [...(p.dependsOn ?? [])],
     locality: { nodes: [...(p.locality?.nodes ?? [])], racks: [...(p.locality?.racks ?? [])] },
     priority: p.priority ?? 0,
+    ...((p.minInstances ?? 0) > 0 ? { minInstances: p.minInstances ?? 0 } : {}),
   };
 }
 

@@ -312,6 +312,19 @@ describe('MasterCore', () => {
       expect(h.allocated('n2')).to.deep.equal(res(2000, 2048));
     });
 
+    it('grants a gang task (its size read from the job spec) whole or not at all', () => {
+      // Two 8-core nodes, the AM's half core on one: room for 15 one-core slots.
+      const gangOf = (n: number) => mockSpec({ tasks: [{ name: 'map', instances: n, gang: true, resources: { cpu: 1, memory: 1024 }, command: ['true'] }] });
+      const h = twoNodes();
+      h.start(gangOf(16));
+      h.ask('job-1', 16);
+      expect(h.amSlots('job-1')).to.deep.equal({});
+      const ok = twoNodes();
+      ok.start(gangOf(15));
+      ok.ask('job-1', 15);
+      expect(Object.values(ok.amSlots('job-1')).reduce((a, b) => a + b, 0)).to.equal(15);
+    });
+
     it('honours node and rack locality', () => {
       const h = new Harness({
         nodes: [

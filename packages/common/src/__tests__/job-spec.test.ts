@@ -3,6 +3,7 @@ import { InvalidArgumentError } from '../errors.js';
 import {
   DEFAULT_AM_RESOURCE,
   DEFAULT_SHARED_AM_RESOURCE,
+  gangSize,
   isConnectedJob,
   normalizeJobSpec,
   parseJobSpecText,
@@ -226,6 +227,23 @@ describe('job spec', () => {
       expect(invalid(() => validateJobSpec(domainJob([domainTask('a')], { failurePrediction: 'no' as 'off' }))).field).to.equal('failurePrediction');
     });
 
+    it('reads gang and minInstances (gang: true = all instances; none = no gang)', () => {
+      expect(normalizeJobSpec(userTask(0, { instances: 3, gang: true })).tasks[0]?.minInstances).to.equal(3);
+      expect(normalizeJobSpec(userTask(0, { instances: 3, gang: true, minInstances: 3 })).tasks[0]?.minInstances).to.equal(3);
+      expect(normalizeJobSpec(userTask(0, { instances: 4, minInstances: 2 })).tasks[0]?.minInstances).to.equal(2);
+      expect(normalizeJobSpec(userTask(0, { gang: false })).tasks[0]).to.not.have.property('minInstances');
+      expect(normalizeJobSpec(userJob()).tasks[0]).to.not.have.property('minInstances');
+      expect(gangSize({ instances: 4, minInstances: 2 })).to.equal(2);
+      expect(gangSize({ instances: 4 })).to.equal(1);
+    });
+
+    it('validates minInstances of a domain spec (0 = no gang)', () => {
+      expect(validateJobSpec(domainJob([domainTask('a', [], { instances: 3, minInstances: 3 })])).tasks[0]?.minInstances).to.equal(3);
+      expect(validateJobSpec(domainJob([domainTask('a', [], { instances: 3, minInstances: 0 })])).tasks[0]).to.not.have.property('minInstances');
+      const e = invalid(() => validateJobSpec(domainJob([domainTask('a'), domainTask('b', [], { instances: 4, minInstances: 9 })])));
+      expect(e.message).to.equal('tasks[1].minInstances: must be between 1 and instances (4), got 9');
+    });
+
     it('defaults instances to 1 and accepts a single dependsOn string', () => {
       const job = userTask(1, { instances: undefined, dependsOn: 'map' });
       const spec = normalizeJobSpec(job);
@@ -271,7 +289,7 @@ describe('job spec', () => {
           'an unknown task field',
           userTask(1, { instnaces: 3 }),
           'tasks[1]',
-          /^unknown field "instnaces" \(known: name, instances, resources, command, env, cwd, maxAttempts, dependsOn, locality, priority\); did you mean "instances"\?$/,
+          /^unknown field "instnaces" \(known: name, instances, resources, command, env, cwd, maxAttempts, dependsOn, locality, priority, gang, minInstances\); did you mean "instances"\?$/,
         ],
         ['the domain name "resource"', userTask(0, { resource: { cpu: 1, memory: 1 } }), 'tasks[0]', /unknown field "resource".*did you mean "resources"/],
         ['an unknown resource field', userTask(0, { resources: { cpu: 1, mem: 1 } }), 'tasks[0].resources', /^unknown field "mem" \(known: cpu, memory\)/],
@@ -337,6 +355,17 @@ describe('job spec', () => {
         ['a self dependency', userTask(0, { dependsOn: ['map'] }), 'tasks[0].dependsOn[0]', 'task "map" cannot depend on itself'],
         ['a repeated dependency', userTask(1, { dependsOn: ['map', 'map'] }), 'tasks[1].dependsOn[1]', 'duplicate dependency "map"'],
         ['a cycle', userTask(0, { dependsOn: ['reduce'] }), 'tasks[0].dependsOn', 'cycle: map -> reduce -> map'],
+        ['minInstances above instances', userTask(1, { instances: 4, minInstances: 9 }), 'tasks[1].minInstances', 'must be between 1 and instances (4), got 9'],
+        ['zero minInstances', userTask(0, { minInstances: 0 }), 'tasks[0].minInstances', 'must be between 1 and instances (2), got 0'],
+        ['fractional minInstances', userTask(0, { minInstances: 1.5 }), 'tasks[0].minInstances', 'must be an integer, got 1.5'],
+        ['a non-boolean gang', userTask(0, { gang: 'yes' }), 'tasks[0].gang', 'must be true or false, got "yes"'],
+        [
+          'gang: true with a smaller minInstances',
+          userTask(0, { instances: 4, gang: true, minInstances: 2 }),
+          'tasks[0].minInstances',
+          /^gang: true means all 4 instances/,
+        ],
+        ['gang: false with minInstances', userTask(0, { gang: false, minInstances: 2 }), 'tasks[0].gang', /^is false but minInstances is 2/],
         ['an empty locality node', userTask(0, { locality: { nodes: [''] } }), 'tasks[0].locality.nodes[0]', /non-empty node id/],
       ];
       for (const [what, raw, field, reason] of cases) {

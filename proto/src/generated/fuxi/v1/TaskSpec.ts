@@ -13,6 +13,11 @@ export interface TaskSpec {
   'dependsOn'?: (string)[];
   'locality'?: (_fuxi_v1_LocalityHint | null);
   'priority'?: (number);
+  /**
+   * Gang scheduling: slots are granted, and instances started, min_instances at a time (all or
+   * nothing per scheduling pass). 0 = no gang; the job file's `gang: true` = instances.
+   */
+  'minInstances'?: (number);
 }
 
 export interface TaskSpec__Output {
@@ -24,4 +29,9 @@ export interface TaskSpec__Output {
   'dependsOn': (string)[];
   'locality': (_fuxi_v1_LocalityHint__Output | null);
   'priority': (number);
+  /**
+   * Gang scheduling: slots are granted, and instances started, min_instances at a time (all or
+   * nothing per scheduling pass). 0 = no gang; the job file's `gang: true` = instances.
+   */
+  'minInstances': (number);
 }
