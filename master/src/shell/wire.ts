@@ -70,6 +70,7 @@ export function nodeInfoFromWire(n: NodeInfo__Output | null | undefined): NodeIn
     labels: n?.labels ?? {},
     bootId: n?.bootId ?? '',
     probePort: n?.probePort ?? 0,
+    ...(n?.resourceEnforcement ? { resourceEnforcement: n.resourceEnforcement } : {}),
   };
 }
 
