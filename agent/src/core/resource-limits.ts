@@ -137,12 +137,14 @@ export function overMemory(rssBytes: number, l: WorkerLimits): boolean {
 }
 
 /**
- * The agent's group of one controller: `<own group>/fuxi-<nodeId>`, relative to the controller's
- * mount (the agent's own group from /proc/self/cgroup; never anywhere else).
+ * The agent's group of one controller: `<own group>/fuxi-<nodeId>[-<tag>]`, relative to the
+ * controller's mount (the agent's own group from /proc/self/cgroup; never anywhere else). The tag
+ * (the shell's: a digest of the work dir) keeps two agents of one host apart even when they share
+ * a group and a node id.
  */
-export function agentGroup(ownGroup: string, nodeId: string): string {
+export function agentGroup(ownGroup: string, nodeId: string, tag = ''): string {
   const own = ownGroup.replace(/\/+$/, '');
-  return `${own}/fuxi-${groupName(nodeId)}`;
+  return `${own}/fuxi-${groupName(nodeId)}${tag ? `-${groupName(tag)}` : ''}`;
 }
 
 /** A worker's group under the agent's: `<agent group>/<app>/<worker>`. */

@@ -203,7 +203,7 @@ export class Agent {
     // Probed once: the mode is logged at start and told to the master with the registration.
     this.enforcer = deps.driver
       ? undefined
-      : openEnforcer({ setting: config.resourceEnforcement, nodeId: config.nodeId, log: this.log.child({ c: 'limits' }) });
+      : openEnforcer({ setting: config.resourceEnforcement, nodeId: config.nodeId, workDir: config.workDir, log: this.log.child({ c: 'limits' }) });
     const enforcer = this.enforcer ? { enforcer: this.enforcer } : {};
     if (!deps.driver && config.amHost) {
       const real = new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }), ...enforcer });

@@ -23,6 +23,7 @@
  * const evidence = enf.finish('app1', 'map.0.1'); // oomVerdict(exitCode, signal, evidence)
  * ```
  */
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
@@ -43,6 +44,8 @@ import {
 export interface EnforcerOptions {
   setting: EnforcementSetting;
   nodeId: string;
+  /** The agent's work dir: a digest of it is in the agent's group name (two agents of a host apart). */
+  workDir?: string;
   log?: Logger;
   /** /proc/self/cgroup and /proc/self/mountinfo text (tests); default: read. */
   procSelfCgroup?: string;
@@ -163,7 +166,7 @@ function probeHost(opts: EnforcerOptions): { probe: EnforcementProbe; v1?: Layou
       if (problem) probe.v2.problem = problem;
       else {
         probe.v2.writable = true;
-        v2 = { kind: 'v2', dirs: [{ controller: '', dir: path.join(m2.dir, agentGroup(relTo(m2, base), opts.nodeId)) }] };
+        v2 = { kind: 'v2', dirs: [{ controller: '', dir: path.join(m2.dir, agentGroup(relTo(m2, base), opts.nodeId, tagOf(opts))) }] };
       }
     } else probe.v2.problem = `the agent's cgroup v2 group ${dir} has no memory and cpu controllers (delegate them: systemd Delegate=yes)`;
   }
@@ -182,12 +185,38 @@ function probeHost(opts: EnforcerOptions): { probe: EnforcementProbe; v1?: Layou
     if (problem) problems.push(problem);
     else {
       probe.v1[c] = true;
-      dirs.push({ controller: c, dir: path.join(m.dir, agentGroup(relTo(m, own), opts.nodeId)) });
+      dirs.push({ controller: c, dir: path.join(m.dir, agentGroup(relTo(m, own), opts.nodeId, tagOf(opts))) });
     }
   }
   if (problems.length > 0) probe.v1.problem = problems.join('; ');
   if (probe.v1.memory && probe.v1.cpu) v1 = { kind: 'v1', dirs };
   return { probe, ...(v1 ? { v1 } : {}), ...(v2 ? { v2 } : {}) };
+}
+
+/** 8 hex digits of the work dir's SHA-256 ('' without one). */
+function tagOf(opts: EnforcerOptions): string {
+  return opts.workDir ? createHash('sha256').update(path.resolve(opts.workDir)).digest('hex').slice(0, 8) : '';
+}
+
+/**
+ * Removes every group of the agent `nodeId` with `workDir` that holds no process (tests, after
+ * killing what they started; waits up to `waitMs` for processes still leaving). Nothing when the
+ * host has no writable cgroup.
+ */
+export async function removeAgentGroups(nodeId: string, workDir: string, waitMs = 3000): Promise<void> {
+  let enf: ResourceEnforcer;
+  try {
+    enf = openEnforcer({ setting: 'auto', nodeId, workDir });
+  } catch {
+    return;
+  }
+  const until = Date.now() + waitMs;
+  for (;;) {
+    enf.sweep([]);
+    enf.close();
+    if (enf.agentDirs.every((d) => !fs.existsSync(d)) || Date.now() >= until) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** The group path `own` relative to mount `m` (what goes after the mount directory). */

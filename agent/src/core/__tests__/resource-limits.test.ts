@@ -103,6 +103,7 @@ describe('resource limits: groups', () => {
   it("puts the agent's groups under its own group, a worker's under its app", () => {
     expect(agentGroup('/process_api/abc', 'n1')).to.equal('/process_api/abc/fuxi-n1');
     expect(agentGroup('/', 'n1')).to.equal('/fuxi-n1');
+    expect(agentGroup('/a', 'n1', '0badcafe')).to.equal('/a/fuxi-n1-0badcafe');
     expect(workerGroup('/x/fuxi-n1', 'job-7', 'map.0.1')).to.equal('/x/fuxi-n1/job-7/map.0.1');
   });
 
