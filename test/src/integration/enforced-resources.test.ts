@@ -4,12 +4,15 @@
  * X of Y`, the job fails with that message, and the node stays ready and runs the next job.
  */
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { FuxiClient } from '@fuxi/client';
-import type { LocalCluster } from '@fuxi/deploy';
+import { BIN, type LocalCluster } from '@fuxi/deploy';
 import { job, startCluster, stopCluster, until } from '../harness.js';
 
 /** Allocates (and touches) 8 MB every 20 ms until killed. */
 const HOG = ['node', '-e', 'const a = []; setInterval(() => a.push(Buffer.alloc(8 << 20, 1)), 20);'];
+const run = promisify(execFile);
 
 describe('enforced resources (local cluster, real workers)', function () {
   let cluster: LocalCluster;
@@ -42,6 +45,9 @@ describe('enforced resources (local cluster, real workers)', function () {
     const mode = nodes[0]?.node?.resourceEnforcement;
     process.stderr.write(`      [limits] node-1 enforces with ${mode}\n`);
     expect(['cgroup-v2', 'cgroup-v1', 'rss']).to.include(mode);
+    const out = (await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'nodes'])).stdout;
+    expect(out).to.match(/\bLIMITS\b/);
+    expect(out).to.match(new RegExp(`^node-1\\s.*\\s${mode}\\s`, 'm'));
   });
 
   it('a task past its memory grant fails with OOM: used X of Y; the node stays ready and runs the next job', async () => {
@@ -51,6 +57,8 @@ describe('enforced resources (local cluster, real workers)', function () {
     const end = await finalState(jobId);
     expect(end.state).to.equal('JOB_STATE_FAILED');
     expect(end.message).to.match(/failed after 2 attempts: .*OOM: used [\d.]+ MB of 64 MB/);
+    const status = (await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'status', jobId])).stdout;
+    expect(status).to.match(/^message: .*OOM: used [\d.]+ MB of 64 MB/m);
 
     // Not a node fault: the node is ready, not timing out or blacklisted, and takes the next job.
     const [n] = await client.nodes();
