@@ -275,6 +275,7 @@ export class RealProcessDriver implements ProcessDriver {
   /** Re-adopted workers by pid. */
   private readonly adopted = new Map<number, RegisteredWorker>();
   private pollTimer: NodeJS.Timeout | undefined;
+  private closed = false;
   /** `rss` mode: the memory limit of each live worker (by root pid), and what its sampler saw. */
   private readonly rssWatch = new Map<number, { limits: WorkerLimits; maxRss: number; killedAt: number }>();
 
@@ -502,7 +503,8 @@ export class RealProcessDriver implements ProcessDriver {
    */
   private enforcementEvidence(pid: number, appId: string, workerId: string): OomEvidence | undefined {
     const enforcer = this.opts.enforcer;
-    if (!enforcer) return undefined;
+    // Closed (the agent stopping): the groups stay for the agent that re-adopts the worker.
+    if (!enforcer || this.closed) return undefined;
     if (enforcer.mode === 'rss') {
       const w = this.rssWatch.get(pid);
       this.rssWatch.delete(pid);
@@ -517,6 +519,7 @@ export class RealProcessDriver implements ProcessDriver {
   }
 
   close(): void {
+    this.closed = true;
     this.families.close();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;

@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../core/agent-core.js';
 import { parseProcCgroup } from '../../core/resource-limits.js';
-import { cgroupMounts, openEnforcer, type ResourceEnforcer } from '../cgroups.js';
+import { cgroupMounts, openEnforcer, removeAgentGroups, type ResourceEnforcer } from '../cgroups.js';
 import { RealProcessDriver, type ExitInfo } from '../process-driver.js';
 import { waitFor } from './helpers.js';
 
@@ -97,8 +97,9 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     h = harness(enforcer);
   });
 
-  after(() => {
+  after(async () => {
     h?.cleanup();
+    await removeAgentGroups(nodeId, ''); // whatever a failed test left
     for (const d of enforcer?.agentDirs ?? []) expect(fs.existsSync(d), `${d} removed`).to.equal(false);
   });
 
@@ -135,6 +136,36 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     expect(e.exitCode).to.equal(137); // the wrapper saw its command die of SIGKILL
     expect(e.detail).to.match(/^OOM: used [\d.]+ MB of 64 MB$/);
     for (const d of enforcer.groupDirs('cg-app', 'hog')) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
+  });
+
+  it('a re-adopted worker (agent restart) keeps its groups; its OOM is reported by the new driver', async () => {
+    const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cgroups-adopt-'));
+    const first = new RealProcessDriver({ workDir, stopGraceMs: 500, enforcer });
+    first.onExit(() => {}); // in this process its child's exit still arrives; a dead agent hears nothing
+    // Waits for a file, then allocates past its grant: it runs on after the first driver is gone.
+    const go = path.join(workDir, 'go');
+    const s = spec('adopted', ['sh', '-c', `while [ ! -e ${go} ]; do sleep 0.05; done; exec "$@"`, 'sh', ...HOG], 64);
+    const r = await first.spawn(s);
+    h.pids.push(r.pid);
+    const inGroup = (d: string) => fs.readFileSync(path.join(d, 'cgroup.procs'), 'utf8').split('\n').includes(String(r.pid));
+    await waitFor(() => enforcer.groupDirs('cg-app', 'adopted').every(inGroup), 5000, 'the wrapper in its groups');
+    first.close();
+    // The restarted agent: a new enforcer of the same identity, the start-up sweep with the live worker.
+    const again = openEnforcer({ setting: 'auto', nodeId });
+    again.sweep([{ appId: 'cg-app', workerId: 'adopted' }]);
+    const dirs = again.groupDirs('cg-app', 'adopted');
+    for (const d of dirs) expect(inGroup(d), d).to.equal(true);
+    const second = new RealProcessDriver({ workDir, adoptPollMs: 100, enforcer: again });
+    const exits: ExitInfo[] = [];
+    second.onExit((e) => exits.push(e));
+    second.adopt({ appId: 'cg-app', workerId: 'adopted', pid: r.pid, startTime: r.startTime, bootId: r.bootId, resource: { cpuMilli: 500, memoryMb: 64 } });
+    fs.writeFileSync(go, '');
+    await waitFor(() => exits.length > 0, 30_000, 'the adopted worker ends');
+    second.close();
+    expect(exits[0]).to.include({ workerId: 'adopted', exitCode: 137 });
+    expect(exits[0]?.detail).to.match(/^OOM: used [\d.]+ MB of 64 MB$/);
+    for (const d of dirs) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
+    fs.rmSync(workDir, { recursive: true, force: true });
   });
 
   it('the start-up sweep removes groups of gone workers and keeps those of live ones', () => {
