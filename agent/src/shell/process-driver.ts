@@ -16,6 +16,11 @@
  * to all of it, then after a grace SIGSTOP and SIGKILL to whatever is left, until nothing is; so
  * children that called `setsid` or double-forked die too. Never by name, never a reused pid.
  *
+ * Limits (with an `enforcer`, shell/cgroups.ts; docs/architecture.md, "Enforced resources"): the
+ * worker's cgroups are made with its grant's limits before it is spawned, and the wrapper writes
+ * its own pid into them before it runs the command. When the worker ends, a kill for memory in its
+ * group (or, in `rss` mode, by the family sampler) becomes the exit's `detail`, `OOM: used X of Y`.
+ *
  * After an agent restart, `probe()` tells whether a registered worker is still the same process
  * (pid + /proc start time + host boot id; never a reused pid) and `adopt()` watches one that is:
  * the agent is no longer its parent, so it polls /proc (every `adoptPollMs`) and, once the process
@@ -408,6 +413,7 @@ export class RealProcessDriver implements ProcessDriver {
       try {
         child = spawn('/bin/sh', ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv], { cwd, env, detached: true, stdio: 'ignore' });
       } catch (e) {
+        if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
         reject(e instanceof Error ? e : new Error(String(e)));
         return;
       }
