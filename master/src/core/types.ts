@@ -93,6 +93,8 @@ export interface WorkerEndReport {
   resource: Resource;
   startedAtMs: number;
   finishedAtMs: number;
+  /** The agent's message ('' or absent: none); `OOM: used X of Y` for a worker killed for memory. */
+  message?: string;
 }
 
 export interface HeartbeatInput {

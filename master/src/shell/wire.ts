@@ -115,6 +115,7 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
       resource: resourceFromWire(w.resource),
       startedAtMs: Number(w.startedAtMs || 0),
       finishedAtMs: Number(w.finishedAtMs || 0),
+      ...(w.message ? { message: w.message } : {}),
     })),
   };
 }
