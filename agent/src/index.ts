@@ -27,3 +27,5 @@ export * from './shell/am-host-client.js';
 export * from './shell/am-host-supervisor.js';
 export * from './shell/hosted-am-driver.js';
 export * from './shell/prober.js';
+export * from './core/resource-limits.js';
+export * from './shell/cgroups.js';

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
+import { removeAgentGroups } from '@fuxi/agent';
 import { isAlive, LocalCluster, waitForLogLine, type LocalClusterOptions, type ProcessInfo } from '@fuxi/deploy';
 
 export { isAlive };
@@ -18,6 +19,8 @@ export async function startCluster(name: string, opts: Partial<LocalClusterOptio
 export async function stopCluster(c: LocalCluster | undefined, keepOnFailure: boolean): Promise<void> {
   if (!c) return;
   await c.stop({ killWorkers: true });
+  // The agents' worker cgroups (their workers are gone now).
+  for (const a of c.agents) if (a) await removeAgentGroups(a.nodeId, a.workDir);
   if (!keepOnFailure) rmSync(c.opts.dir, { recursive: true, force: true });
   else process.stderr.write(`  (logs kept in ${c.opts.dir})\n`);
 }

@@ -134,6 +134,7 @@ export function spawnSpec(st: CoreState, w: WorkerRecord): SpawnSpec {
     argv: w.command.argv.map((a) => substitute(a, vars)),
     env,
     cwd: substitute(w.command.cwd, vars),
+    resource: { ...w.resource },
   };
 }
 
@@ -208,7 +209,8 @@ export function workerExited(
     message = '';
   } else {
     state = 'FAILED';
-    message = signal ? `killed by signal ${signal}` : exitCode === null && detail ? detail : `exit code ${exitCode ?? 'unknown'}`;
+    // `detail` from the shell: why nothing is known, or what ended it (`OOM: used X of Y`).
+    message = detail ? detail : signal ? `killed by signal ${signal}` : `exit code ${exitCode ?? 'unknown'}`;
   }
   const effects = finish(st, w, state, now, message);
   effects.push(...startPending(st, now));

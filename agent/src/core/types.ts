@@ -107,6 +107,8 @@ export interface SpawnSpec {
   env: Record<string, string>;
   /** '' = the worker's own directory. */
   cwd: string;
+  /** The worker's grant (its slot resource): the limits it runs under (core/resource-limits.ts). Absent: none. */
+  resource?: Resource;
 }
 
 export type Effect =

@@ -88,6 +88,7 @@ import { DataService } from './data-service.js';
 import { ProgressWatcher } from './progress-watcher.js';
 import { TransferMeter } from './transfer-meter.js';
 import { Prober } from './prober.js';
+import { openEnforcer, type ResourceEnforcer } from './cgroups.js';
 import { WorkDirSweeper, type SweepResult, type WorkerTableView } from './workdir-sweeper.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
@@ -140,6 +141,8 @@ export class Agent {
   private readonly driver: ProcessDriver;
   /** Set when AMs of this node run in its AM host. */
   private readonly hosted: HostedAmDriver | undefined;
+  /** How workers are held to their grants (shell/cgroups.ts); undefined with an injected driver. */
+  readonly enforcer: ResourceEnforcer | undefined;
   /** What this node offers the cluster: its capacity, less the AM host's reserve when it hosts AMs. */
   readonly capacity: Resource;
   private readonly events: EventSender;
@@ -197,8 +200,13 @@ export class Agent {
   ) {
     this.log = deps.log ?? nullLogger;
     this.now = deps.now ?? Date.now;
+    // Probed once: the mode is logged at start and told to the master with the registration.
+    this.enforcer = deps.driver
+      ? undefined
+      : openEnforcer({ setting: config.resourceEnforcement, nodeId: config.nodeId, workDir: config.workDir, log: this.log.child({ c: 'limits' }) });
+    const enforcer = this.enforcer ? { enforcer: this.enforcer } : {};
     if (!deps.driver && config.amHost) {
-      const real = new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
+      const real = new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }), ...enforcer });
       const host = new AmHostSupervisor({
         workDir: config.workDir,
         command: config.amHostCommand,
@@ -211,7 +219,8 @@ export class Agent {
       // The host's own base is held back; each hosted AM's slot is granted on top of it.
       this.capacity = sub(config.capacity, config.amHostReserve);
     } else {
-      this.driver = deps.driver ?? new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }) });
+      this.driver =
+        deps.driver ?? new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }), ...enforcer });
       this.capacity = config.capacity;
     }
     this.core = new AgentCore({ nodeId: config.nodeId, capacity: this.capacity, pendingTimeoutMs: config.pendingTimeoutMs }, this.log.child({ c: 'core' }));
@@ -288,6 +297,8 @@ export class Agent {
         await this.persist(); // names the node in a new checkpoint
       else await this.restore(saved, t0);
       this.hosted?.restored(this.config.stopGraceMs);
+      // Groups of this agent's workers that are gone (re-adopted ones keep theirs).
+      this.enforcer?.sweep(this.core.listWorkers().filter((w) => !isWorkerTerminal(w.state)));
     } catch (e) {
       if (this.ownsCheckpoint) await this.checkpoint.close().catch(() => {});
       this.checkpointClosed = true;
@@ -340,6 +351,7 @@ export class Agent {
         ...(this.hosted ? { amHost: { reserve: this.config.amHostReserve, threadInstances: this.config.amHostThreadInstances } } : {}),
         workDir: this.config.workDir,
         masters: this.config.masters,
+        resourceEnforcement: this.enforcer ? { mode: this.enforcer.mode, why: this.enforcer.reason, groups: this.enforcer.agentDirs } : 'n/a (injected driver)',
         ...(this.restoreReport ? { restored: this.restoreReport } : {}),
         probe: this.prober ? this.prober.address : 'off',
         ...(this.metricsServer ? { metrics: this.metricsServer.url } : {}),
@@ -391,7 +403,8 @@ export class Agent {
       (w) => (driver.probe ? driver.probe({ appId: w.appId, workerId: w.workerId, pid: w.pid, startTime: w.startTime, bootId: w.bootId }) : { kind: 'gone' }),
       this.now(),
     );
-    for (const w of r.adopted) driver.adopt?.({ appId: w.appId, workerId: w.workerId, pid: w.pid, startTime: w.startTime, bootId: w.bootId });
+    for (const w of r.adopted)
+      driver.adopt?.({ appId: w.appId, workerId: w.workerId, pid: w.pid, startTime: w.startTime, bootId: w.bootId, resource: w.resource });
     this.metrics?.adopted(r.adopted.length);
     await this.run(r.effects); // checkpoint first, then the worker events to the AMs
     const s = this.core.summary();
@@ -431,6 +444,7 @@ export class Agent {
     this.events.close();
     this.master.close();
     this.driver.close();
+    this.enforcer?.close(); // empty groups of the agent go; live workers keep theirs
     // Later changes (a worker exiting now) are not written: the next start finds them on disk.
     await this.persistChain.catch(() => {});
     this.checkpointClosed = true;
@@ -449,6 +463,7 @@ export class Agent {
       labels: this.config.labels,
       bootId: readBootId(),
       probePort: this.prober?.port ?? 0,
+      resourceEnforcement: this.enforcer?.mode ?? '',
     };
   }
 

@@ -10,6 +10,7 @@ import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fux
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
+import { ENFORCEMENT_SETTINGS, type EnforcementSetting } from '../core/resource-limits.js';
 import { DEFAULT_STOP_GRACE_MS } from './process-driver.js';
 
 export interface AgentConfig {
@@ -69,6 +70,12 @@ export interface AgentConfig {
   amHostThreadInstances: number;
   /** Peer probing over UDP (core/probes.ts, shell/prober.ts). */
   probe: ProbeSettings;
+  /**
+   * How workers are held to their grants (shell/cgroups.ts): `cgroup-v2`, `cgroup-v1` (a cgroup per
+   * worker with memory and CPU limits), `rss` (memory only: the family's RSS sampled, killed past
+   * its grant), `off`, or `auto` (the first of these the host allows; the default).
+   */
+  resourceEnforcement: EnforcementSetting;
 }
 
 /**
@@ -118,6 +125,7 @@ export const CONFIG_KEYS = [
   'amHostMemory',
   'amHostThreadInstances',
   'probe',
+  'resourceEnforcement',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 
@@ -251,6 +259,10 @@ export function resolveConfig(
     );
   const amHostThreadInstances = nonNegInt('amHostThreadInstances', pick('amHostThreadInstances') ?? DEFAULT_AM_HOST_THREAD_INSTANCES, 'an instance count');
   const probe = parseProbe(pick('probe'));
+  const enfRaw = pick('resourceEnforcement') ?? 'auto';
+  const resourceEnforcement = typeof enfRaw === 'string' ? enfRaw.trim() : enfRaw;
+  if (typeof resourceEnforcement !== 'string' || !(ENFORCEMENT_SETTINGS as readonly string[]).includes(resourceEnforcement))
+    throw new InvalidArgumentError('resourceEnforcement', `must be one of ${ENFORCEMENT_SETTINGS.join(', ')}, got ${JSON.stringify(enfRaw)}`);
 
   return {
     masters,
@@ -275,6 +287,7 @@ export function resolveConfig(
     amHostReserve,
     amHostThreadInstances,
     probe,
+    resourceEnforcement: resourceEnforcement as EnforcementSetting,
   };
 }
 

@@ -52,6 +52,10 @@ const program = new Command('fuxi-agent')
     '--probe <settings>',
     'peer probing over UDP: false to turn it off, or key=value[,...] of enabled, periodMs (200), misses (3), port (0: the gRPC port)',
   )
+  .option(
+    '--resource-enforcement <mode>',
+    'how workers are held to their grants: auto (default), cgroup-v2, cgroup-v1 (a cgroup per worker with memory and CPU limits), rss (memory only: RSS sampled, killed past the grant), off',
+  )
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();

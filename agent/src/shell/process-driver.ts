@@ -16,6 +16,11 @@
  * to all of it, then after a grace SIGSTOP and SIGKILL to whatever is left, until nothing is; so
  * children that called `setsid` or double-forked die too. Never by name, never a reused pid.
  *
+ * Limits (with an `enforcer`, shell/cgroups.ts; docs/architecture.md, "Enforced resources"): the
+ * worker's cgroups are made with its grant's limits before it is spawned, and the wrapper writes
+ * its own pid into them before it runs the command. When the worker ends, a kill for memory in its
+ * group (or, in `rss` mode, by the family sampler) becomes the exit's `detail`, `OOM: used X of Y`.
+ *
  * After an agent restart, `probe()` tells whether a registered worker is still the same process
  * (pid + /proc start time + host boot id; never a reused pid) and `adopt()` watches one that is:
  * the agent is no longer its parent, so it polls /proc (every `adoptPollMs`) and, once the process
@@ -31,9 +36,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { nullLogger, PROGRESS_FILE, PROGRESS_FILE_ENV, type Logger } from '@fuxi/common';
+import { nullLogger, PROGRESS_FILE, PROGRESS_FILE_ENV, type Logger, type Resource } from '@fuxi/common';
 import type { Liveness, SpawnSpec, WorkerRef } from '../core/agent-core.js';
-import { FAMILY_ENV } from '../core/process-family.js';
+import { FAMILY_ENV, type ProcId } from '../core/process-family.js';
+import { limitsFor, oomVerdict, overMemory, type OomEvidence, type WorkerLimits } from '../core/resource-limits.js';
+import type { ResourceEnforcer } from './cgroups.js';
 import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
 
 export interface SpawnResult {
@@ -51,7 +58,10 @@ export interface ExitInfo {
   exitCode: number | null;
   /** Name of the signal that ended it (e.g. 'SIGTERM'); null when it exited. */
   signal: string | null;
-  /** Both null: why nothing is known (a re-adopted worker that left no exit code). */
+  /**
+   * Both null: why nothing is known (a re-adopted worker that left no exit code). Or what ended
+   * it: `OOM: used X of Y` (killed for memory past its grant).
+   */
   detail?: string;
 }
 
@@ -63,6 +73,8 @@ export interface RegisteredWorker {
   pid: number;
   startTime: string;
   bootId: string;
+  /** Its grant (the limits it runs under); absent: none known. */
+  resource?: Resource;
 }
 
 export interface ProcessDriver {
@@ -105,6 +117,12 @@ export interface RealProcessDriverOptions {
   familySampleMs?: number;
   /** How often a running stop looks at /proc again (default 100 ms). */
   familyPollMs?: number;
+  /**
+   * Enforces each worker's grant (shell/cgroups.ts): its own cgroup with the grant's limits, or, in
+   * `rss` mode, the family's RSS sampled (every `familySampleMs`) and the family killed past its
+   * memory. Absent: nothing enforced.
+   */
+  enforcer?: ResourceEnforcer;
   log?: Logger;
 }
 
@@ -113,12 +131,18 @@ export const DEFAULT_ADOPT_POLL_MS = 500;
 export const DEFAULT_STOP_GRACE_MS = 5000;
 
 /**
- * The wrapper: `$1` is the worker dir, the rest is argv. Runs argv with its output in files, then
- * records the exit code atomically.
+ * The wrapper: `$1` is the worker dir, then the `cgroup.procs` files of the worker's groups, `--`,
+ * and argv. Joins the groups (so the command runs inside its limits from its first instruction),
+ * runs argv with its output in files, then records the exit code atomically.
  */
 const WRAPPER = [
   'd="$1"; shift',
   'echo "$$" >"$d/pid"',
+  'while [ "$1" != "--" ]; do',
+  '  echo "$$" >"$1" || { echo "fuxi: cannot join the cgroup $1" >"$d/stderr"; exit 125; }',
+  '  shift',
+  'done',
+  'shift',
   '"$@" >"$d/stdout" 2>"$d/stderr" </dev/null',
   'c=$?',
   'echo "$c" >"$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"',
@@ -228,6 +252,16 @@ export function readPidFile(dir: string): number {
   }
 }
 
+/** Resident memory of `pid` in bytes (/proc/<pid>/status VmRSS), 0 when it is gone. */
+export function readRss(pid: number): number {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s*kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'latin1'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** The arguments of `pid` (/proc/<pid>/cmdline), or undefined when it is gone. */
 function readCmdline(pid: number): string[] | undefined {
   try {
@@ -246,12 +280,16 @@ export class RealProcessDriver implements ProcessDriver {
   /** Re-adopted workers by pid. */
   private readonly adopted = new Map<number, RegisteredWorker>();
   private pollTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** `rss` mode: the memory limit of each live worker (by root pid), and what its sampler saw. */
+  private readonly rssWatch = new Map<number, { limits: WorkerLimits; maxRss: number; killedAt: number }>();
 
   constructor(private readonly opts: RealProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
     this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
     this.families = new WorkerFamilies({
       log: this.log,
+      ...(opts.enforcer?.mode === 'rss' ? { onSample: (key, rec, members) => this.sampleRss(key, rec, members) } : {}),
       ...(opts.familySampleMs !== undefined ? { sampleMs: opts.familySampleMs } : {}),
       ...(opts.familyPollMs !== undefined ? { pollMs: opts.familyPollMs } : {}),
     });
@@ -288,6 +326,8 @@ export class RealProcessDriver implements ProcessDriver {
   adopt(w: RegisteredWorker): void {
     if (w.pid <= 0) return;
     this.adopted.set(w.pid, { ...w });
+    // Its cgroups (path from app and worker id) hold it still; in rss mode sampling resumes.
+    if (this.opts.enforcer?.mode === 'rss' && w.resource) this.watchRss(w.pid, limitsFor(w.resource));
     const marker = readFamilyFile(workerDir(this.opts.workDir, w.appId, w.workerId));
     this.families.track(w.pid, { appId: w.appId, workerId: w.workerId, root: { pid: w.pid, startTime: w.startTime }, marker });
     if (!this.pollTimer) {
@@ -307,9 +347,10 @@ export class RealProcessDriver implements ProcessDriver {
       this.adopted.delete(pid);
       this.families.rootEnded(pid);
       const code = readExitFile(workerDir(this.opts.workDir, w.appId, w.workerId));
+      const oom = oomVerdict(code, null, this.enforcementEvidence(pid, w.appId, w.workerId));
       const info: ExitInfo =
-        code !== null
-          ? { appId: w.appId, workerId: w.workerId, pid, exitCode: code, signal: null }
+        oom || code !== null
+          ? { appId: w.appId, workerId: w.workerId, pid, exitCode: code, signal: null, ...(oom ? { detail: oom } : {}) }
           : {
               appId: w.appId,
               workerId: w.workerId,
@@ -355,16 +396,30 @@ export class RealProcessDriver implements ProcessDriver {
     env.FUXI_OUTPUT_DIR = path.join(dir, OUTPUT_SUBDIR);
     env[PROGRESS_FILE_ENV] = path.join(dir, PROGRESS_FILE);
     env[FAMILY_ENV] = marker;
+    const enforcer = this.opts.enforcer;
+    const limits = spec.resource ? limitsFor(spec.resource) : undefined;
+    // The worker's groups exist with its limits before its wrapper joins them (and execs the command).
+    let procs: string[] = [];
+    if (enforcer && limits) {
+      try {
+        procs = enforcer.prepare(spec.appId, spec.workerId, limits);
+      } catch (e) {
+        enforcer.finish(spec.appId, spec.workerId);
+        throw new Error(`cannot make the worker's cgroup (${enforcer.mode}): ${(e as Error).message}`);
+      }
+    }
     return new Promise<SpawnResult>((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn('/bin/sh', ['-c', WRAPPER, 'fuxi-worker', dir, ...spec.argv], { cwd, env, detached: true, stdio: 'ignore' });
+        child = spawn('/bin/sh', ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv], { cwd, env, detached: true, stdio: 'ignore' });
       } catch (e) {
+        if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
         reject(e instanceof Error ? e : new Error(String(e)));
         return;
       }
       const pid = child.pid;
       if (pid === undefined) {
+        if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
         child.once('error', (e) => reject(e));
         return;
       }
@@ -380,11 +435,20 @@ export class RealProcessDriver implements ProcessDriver {
             : signal
               ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal }
               : { appId: spec.appId, workerId: spec.workerId, pid, exitCode: code, signal: null };
+        const oom = oomVerdict(info.exitCode, info.signal, this.enforcementEvidence(pid, spec.appId, spec.workerId));
+        if (oom) {
+          info.detail = oom;
+          this.log.warn(
+            { appId: spec.appId, workerId: spec.workerId, pid, exitCode: info.exitCode, signal: info.signal, detail: oom },
+            'worker killed for memory',
+          );
+        }
         this.exitCb(info);
       });
       child.unref();
       const startTime = readStartTime(pid);
       this.families.track(pid, { appId: spec.appId, workerId: spec.workerId, root: { pid, startTime }, marker });
+      if (enforcer?.mode === 'rss' && limits) this.watchRss(pid, limits);
       resolve({ pid, startTime, bootId: readBootId() });
     });
   }
@@ -418,12 +482,50 @@ export class RealProcessDriver implements ProcessDriver {
     return { appId: w.appId, workerId: w.workerId, marker, ...(root ? { root } : {}) };
   }
 
+  /** `rss` mode: samples the worker's family from now on (a grant without memory is not watched). */
+  private watchRss(pid: number, limits: WorkerLimits): void {
+    if (limits.memoryBytes !== null) this.rssWatch.set(pid, { limits, maxRss: 0, killedAt: 0 });
+  }
+
+  /** `rss` mode, at each family sample: the family's RSS; past its grant, SIGKILL to all of it. */
+  private sampleRss(key: number, rec: FamilyRecord, members: readonly ProcId[]): void {
+    const w = this.rssWatch.get(key);
+    if (!w || w.killedAt > 0) return;
+    let rss = 0;
+    for (const m of members) rss += readRss(m.pid);
+    w.maxRss = Math.max(w.maxRss, rss);
+    if (!overMemory(rss, w.limits)) return;
+    w.killedAt = rss;
+    this.log.warn(
+      { appId: rec.appId, workerId: rec.workerId, pid: key, rssBytes: rss, limitBytes: w.limits.memoryBytes },
+      'worker family over its memory grant: killing it',
+    );
+    this.families.stop(key, 0);
+  }
+
+  /**
+   * What the enforcement knows of memory kills in the worker that ended (its root `pid`): its
+   * cgroup's counters (the group is removed then), or whether the RSS sampler killed it.
+   */
+  private enforcementEvidence(pid: number, appId: string, workerId: string): OomEvidence | undefined {
+    const enforcer = this.opts.enforcer;
+    // Closed (the agent stopping): the groups stay for the agent that re-adopts the worker.
+    if (!enforcer || this.closed) return undefined;
+    if (enforcer.mode === 'rss') {
+      const w = this.rssWatch.get(pid);
+      this.rssWatch.delete(pid);
+      return w && w.killedAt > 0 ? { oomKills: 1, maxUsageBytes: w.killedAt, limitBytes: w.limits.memoryBytes } : undefined;
+    }
+    return enforcer.finish(appId, workerId);
+  }
+
   /** Number of stops still running (a family is dropped once nothing of it is left). */
   get stopsRunning(): number {
     return this.families.stopping;
   }
 
   close(): void {
+    this.closed = true;
     this.families.close();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;

@@ -44,6 +44,8 @@ export interface WorkerFamiliesOptions {
   exclude?: number[];
   /** The process table (default: /proc). */
   table?: { read(): ProcEntry[] };
+  /** Called with the live members of each family not being stopped, at every sample. */
+  onSample?: (key: number, rec: FamilyRecord, members: readonly ProcId[]) => void;
 }
 
 export const DEFAULT_FAMILY_SAMPLE_MS = 1000;
@@ -77,6 +79,7 @@ export class WorkerFamilies {
   private readonly pollMs: number;
   private readonly exclude: number[];
   private readonly table: { read(): ProcEntry[] };
+  private readonly onSample: WorkerFamiliesOptions['onSample'];
   private timer: NodeJS.Timeout | undefined;
   private timerDue = 0;
   private closed = false;
@@ -87,6 +90,7 @@ export class WorkerFamilies {
     this.pollMs = opts.pollMs ?? DEFAULT_FAMILY_POLL_MS;
     this.exclude = [0, 1, process.pid, process.ppid, ...(opts.exclude ?? [])];
     this.table = opts.table ?? new ProcTable(FAMILY_ENV);
+    this.onSample = opts.onSample;
   }
 
   /** Starts sampling the family of the worker whose root is `key` (its pid). */
@@ -154,11 +158,15 @@ export class WorkerFamilies {
     const now = Date.now();
     let snap = this.table.read();
     const killing: Array<[number, Family]> = [];
+    const sampled: Array<[number, Family]> = [];
     for (const [key, f] of this.families) {
       const members = familyOf(snap, this.query(f));
       f.known = members.map((m) => ({ pid: m.pid, startTime: m.startTime }));
       const s = f.stopping;
-      if (!s) continue;
+      if (!s) {
+        if (!f.rootEnded) sampled.push([key, f]);
+        continue;
+      }
       if (members.length === 0) {
         this.log.info({ appId: f.rec.appId, workerId: f.rec.workerId, pid: key, ms: now - s.startedAt, phase: s.phase }, 'worker process family stopped');
         this.families.delete(key);
@@ -193,6 +201,8 @@ export class WorkerFamilies {
       f.known = members.map((m) => ({ pid: m.pid, startTime: m.startTime }));
       for (const m of members) signalProcess(m, 'SIGKILL');
     }
+    // After the loop: a callback may stop a family (which runs tick again).
+    if (this.onSample) for (const [key, f] of sampled) if (!f.stopping && this.families.get(key) === f) this.onSample(key, f.rec, f.known);
     this.schedule();
   }
 

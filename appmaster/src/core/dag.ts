@@ -63,8 +63,13 @@ export function succeed(st: AmState, task: Task, inst: Instance, attempt: number
  * The instance's current attempt failed on `nodeId` (its slot already released): retried (pending
  * again, preferring other nodes) while attempts remain, else the instance, its task and the job fail.
  */
-export function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: string, reason: string): void {
-  if (nodeId) inst.failedNodes.add(nodeId);
+/**
+ * An attempt of `inst` failed on `nodeId`. The instance avoids that node from then on unless the
+ * failure was the task's own (`taskFault`: killed for using more memory than its grant), not the
+ * node's.
+ */
+export function failAttempt(st: AmState, task: Task, inst: Instance, nodeId: string, reason: string, taskFault = false): void {
+  if (nodeId && !taskFault) inst.failedNodes.add(nodeId);
   inst.lastError = reason;
   inst.declined = false;
   const log = { task: task.spec.name, instance: inst.index, attempt: inst.attempt, node: nodeId, reason };

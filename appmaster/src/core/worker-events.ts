@@ -12,6 +12,11 @@ import type { WorkerEvent } from './types.js';
 import { dropShadow, releaseSlot, stopWorker } from './workers.js';
 
 /** Why an attempt failed, for logs and the job's failure message. */
+/** The agent's message for a worker killed for using more memory than its grant (`OOM: used X of Y`). */
+export function isOomMessage(message: string): boolean {
+  return message.startsWith('OOM: ');
+}
+
 export function failureReason(ev: Pick<WorkerEvent, 'state' | 'exitCode' | 'signal' | 'message'>): string {
   let base: string;
   switch (ev.state) {
@@ -96,7 +101,8 @@ function onCurrentEvent(st: AmState, task: Task, inst: Instance, reportingNode: 
       const nodeId = inst.nodeId || reportingNode;
       // Planned before an output it reads ran again in a partition: a re-execution, not a failure.
       if (excuseStaleUpstream(st, task, inst, nodeId, failureReason(ev))) return;
-      failAttempt(st, task, inst, nodeId, failureReason(ev));
+      // Killed for memory past its grant (the agent's `OOM: used X of Y`): the task's fault, not the node's.
+      failAttempt(st, task, inst, nodeId, failureReason(ev), ev.state === 'failed' && isOomMessage(ev.message));
       return;
     }
   }

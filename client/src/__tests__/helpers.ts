@@ -26,7 +26,16 @@ export function mockJob(over: Partial<JobInfo__Output> = {}): JobInfo__Output {
 
 export function mockNode(id: string, address: string, over: Partial<NodeStatus__Output> = {}): NodeStatus__Output {
   return {
-    node: { nodeId: id, address, rack: 'r1', capacity: { cpuMilli: 8000, memoryMb: 16384 }, labels: {}, bootId: 'b', probePort: 0 },
+    node: {
+      nodeId: id,
+      address,
+      rack: 'r1',
+      capacity: { cpuMilli: 8000, memoryMb: 16384 },
+      labels: {},
+      bootId: 'b',
+      probePort: 0,
+      resourceEnforcement: 'cgroup-v1',
+    },
     healthy: true,
     state: 'ready',
     allocated: { cpuMilli: 500, memoryMb: 512 },

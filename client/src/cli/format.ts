@@ -152,7 +152,8 @@ export function fmtPrediction(n: Pick<NodeStatus__Output, 'prediction' | 'predic
 }
 
 /**
- * `fuxi nodes`: PREDICTION is failure prediction's word on the host (why, below the table); the
+ * `fuxi nodes`: LIMITS is how the agent holds workers to their grants (`cgroup-v2`, `cgroup-v1`,
+ * `rss`: memory only, `off`); PREDICTION is failure prediction's word on the host (why, below the table); the
  * last column names the peers a node cannot reach or be reached by.
  */
 export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
@@ -165,7 +166,20 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
     return `  ${n.node?.nodeId ?? '?'}: ${n.prediction}${n.predictionReason ? `, ${n.predictionReason}` : ''}${jobs}`;
   });
   const table = renderTable(
-    ['NODE', 'ADDRESS', 'RACK', 'STATE', 'CAPACITY', 'ALLOCATED', 'FREE', 'WORKERS', 'PREDICTION', 'UNREACHABLE', ...(admin ? ['BY', 'SINCE', 'REASON'] : [])],
+    [
+      'NODE',
+      'ADDRESS',
+      'RACK',
+      'STATE',
+      'CAPACITY',
+      'ALLOCATED',
+      'FREE',
+      'WORKERS',
+      'LIMITS',
+      'PREDICTION',
+      'UNREACHABLE',
+      ...(admin ? ['BY', 'SINCE', 'REASON'] : []),
+    ],
     nodes.map((n) => [
       n.node?.nodeId ?? '?',
       n.node?.address ?? '',
@@ -175,6 +189,7 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
       fmtResource(n.allocated),
       fmtResource(n.free),
       String(n.runningWorkers),
+      n.node?.resourceEnforcement || '-',
       fmtPrediction(n),
       fmtUnreachable(n.unreachablePeers),
       ...(admin ? (n.admin?.state ? [n.admin.by || '-', fmtTime(n.admin.sinceMs), n.admin.reason || '-'] : ['-', '-', '-']) : []),

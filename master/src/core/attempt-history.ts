@@ -34,6 +34,11 @@ export interface AttemptEnd {
   memAtStart: number;
   /** Killed by the master or its AM (preempted, rescheduled): not a failure of the host or task. */
   killed?: boolean;
+  /**
+   * The task's own failure (killed for memory past its grant, `OOM: used X of Y`): counted for the
+   * task, not for the host.
+   */
+  taskFault?: boolean;
 }
 
 export const FEATURE_NAMES = ['hostFailRate', 'hostPressureFailRate', 'hostFlaps', 'load', 'memAllocated', 'taskFailRate', 'hostSignalFails'] as const;
@@ -134,7 +139,7 @@ export class AttemptHistory {
     this.samples.push(sample);
     if (this.samples.length > this.config.capacity) this.samples.shift();
     const e: Event = { atMs: nowMs, failed, pressure: end.memAtStart >= this.config.pressureAt, signal: end.signal !== '' };
-    this.recent(this.hosts, end.nodeId).push(e);
+    if (end.taskFault !== true) this.recent(this.hosts, end.nodeId).push(e);
     this.recent(this.tasks, taskKey(end.appId, end.task)).push(e);
     this.fresh++;
     return sample;

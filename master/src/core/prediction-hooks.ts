@@ -31,6 +31,8 @@ export function workerEnds(st: MasterState, nodeId: string, ends: readonly Worke
         loadAtStart: load,
         memAtStart: mem,
         killed: e.state === 'killed',
+        // Killed for memory past its grant (the agent's `OOM: used X of Y`): the task's failure, not the host's.
+        ...(e.state === 'failed' && (e.message ?? '').startsWith('OOM: ') ? { taskFault: true } : {}),
       },
       st.now,
     );

@@ -52,6 +52,8 @@ export interface NodeInfo {
   bootId: string;
   /** UDP port of the agent's probe responder on the host of `address` (0 or absent: it does not probe). */
   probePort?: number;
+  /** How the agent holds workers to their grants ('cgroup-v1', 'rss', ...; absent: not said). */
+  resourceEnforcement?: string;
 }
 
 export type AdminState = 'cordoned' | 'draining';
@@ -91,6 +93,8 @@ export interface WorkerEndReport {
   resource: Resource;
   startedAtMs: number;
   finishedAtMs: number;
+  /** The agent's message ('' or absent: none); `OOM: used X of Y` for a worker killed for memory. */
+  message?: string;
 }
 
 export interface HeartbeatInput {

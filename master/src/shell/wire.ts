@@ -70,6 +70,7 @@ export function nodeInfoFromWire(n: NodeInfo__Output | null | undefined): NodeIn
     labels: n?.labels ?? {},
     bootId: n?.bootId ?? '',
     probePort: n?.probePort ?? 0,
+    ...(n?.resourceEnforcement ? { resourceEnforcement: n.resourceEnforcement } : {}),
   };
 }
 
@@ -114,6 +115,7 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
       resource: resourceFromWire(w.resource),
       startedAtMs: Number(w.startedAtMs || 0),
       finishedAtMs: Number(w.finishedAtMs || 0),
+      ...(w.message ? { message: w.message } : {}),
     })),
   };
 }

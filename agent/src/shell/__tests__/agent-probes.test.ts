@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { nullLogger, portOf } from '@fuxi/common';
 import { loadFuxiProto, type HeartbeatRequest__Output, type HeartbeatResponse, type RegisterAgentRequest__Output } from '@fuxi/proto';
 import { implement, startServer, type RunningServer } from '@fuxi/rpc';
+import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
 import { Prober } from '../prober.js';
@@ -83,6 +84,8 @@ describe('Agent shell: peer probing in heartbeats (fake master, a peer prober on
     await agent?.stop();
     peer?.stop();
     await master?.shutdown(100);
+    // The worker cgroups of this agent (every process is gone by now).
+    await removeAgentGroups('node-a', workDir);
     fs.rmSync(workDir, { recursive: true, force: true });
   });
 

@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { res } from '@fuxi/common';
 import { loadFuxiProto, type Grant, type WorkerPlan, type WorkerStatus__Output } from '@fuxi/proto';
 import { connect, RpcError } from '@fuxi/rpc';
+import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { LevelCheckpoint, MemoryCheckpoint } from '../checkpoint.js';
 import { resolveConfig } from '../config.js';
@@ -119,6 +120,8 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     }
     await master.stop();
     await am.stop();
+    // The worker cgroups of this agent (every process is gone by now).
+    await removeAgentGroups('node-r', workDir);
     fs.rmSync(workDir, { recursive: true, force: true });
   });
 
@@ -369,6 +372,8 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     }
     await master.stop();
     await am.stop();
+    // The worker cgroups of this agent (every process is gone by now).
+    await removeAgentGroups('node-m', workDir);
     fs.rmSync(workDir, { recursive: true, force: true });
   });
 

@@ -12,6 +12,7 @@ import {
   type WorkerStatus__Output,
 } from '@fuxi/proto';
 import { connect, implement, RpcError, startServer, type RunningServer } from '@fuxi/rpc';
+import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
 import { alive, stubs, waitFor } from './helpers.js';
@@ -97,6 +98,8 @@ describe('Agent shell (in-process, fake master and AM)', function () {
         /* gone */
       }
     }
+    // The worker cgroups of this agent (every process is gone by now).
+    await removeAgentGroups('node-a', workDir);
     fs.rmSync(workDir, { recursive: true, force: true });
   });
 

@@ -33,6 +33,7 @@ describe('agent config', () => {
       amHostReserve: { cpuMilli: 50, memoryMb: 96 },
       amHostThreadInstances: 10_000,
       probe: { enabled: true, periodMs: 200, misses: 3, port: 0 },
+      resourceEnforcement: 'auto',
     });
   });
 
@@ -83,6 +84,18 @@ describe('agent config', () => {
       [[1], /^probe: must be a mapping/],
     ];
     for (const [probe, re] of bad) expect(() => resolveConfig({ master: 'm:1' }, { probe }, HOST), JSON.stringify(probe)).to.throw(InvalidArgumentError, re);
+  });
+
+  it('reads resourceEnforcement (auto by default); a bad value names the field', () => {
+    expect(resolveConfig({ master: 'm:1' }, {}, HOST).resourceEnforcement).to.equal('auto');
+    for (const v of ['auto', 'cgroup-v2', 'cgroup-v1', 'rss', 'off'])
+      expect(resolveConfig({ master: 'm:1' }, { resourceEnforcement: v }, HOST).resourceEnforcement).to.equal(v);
+    expect(resolveConfig({ master: 'm:1', resourceEnforcement: ' rss ' }, { resourceEnforcement: 'off' }, HOST).resourceEnforcement).to.equal('rss');
+    for (const v of ['cgroups', 'v1', true, 3, ''])
+      expect(() => resolveConfig({ master: 'm:1' }, { resourceEnforcement: v }, HOST), JSON.stringify(v)).to.throw(
+        InvalidArgumentError,
+        /^resourceEnforcement: must be one of auto, cgroup-v2, cgroup-v1, rss, off/,
+      );
   });
 
   it('configures the AM host: on by default, its command, reserve and thread threshold', () => {

@@ -17,6 +17,7 @@ import {
   type ReportAgentStateRequest__Output,
 } from '@fuxi/proto';
 import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
+import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
 import { alive, waitFor } from './helpers.js';
@@ -182,6 +183,8 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
         /* gone */
       }
     }
+    // The worker cgroups of this agent (every process is gone by now).
+    if (workDir) await removeAgentGroups('node-a', workDir);
     if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
   });
 

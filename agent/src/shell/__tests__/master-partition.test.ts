@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { nullLogger, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto, type HeartbeatRequest__Output, type HeartbeatResponse } from '@fuxi/proto';
 import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
+import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
 import { alive, stubs, waitFor } from './helpers.js';
@@ -71,6 +72,8 @@ describe('Agent shell cut from the master', function () {
         /* gone */
       }
     }
+    // The worker cgroups of this agent (every process is gone by now).
+    await removeAgentGroups('node-p', workDir);
     fs.rmSync(workDir, { recursive: true, force: true });
   });
 

@@ -143,6 +143,21 @@ describe('DagAppMaster', () => {
       expect(h.am.units()).to.deep.equal([{ suId: 'map', resource: { cpuMilli: 1000, memoryMb: 1024 }, priority: 5 }]);
     });
 
+    it("a worker killed for memory past its grant (OOM) is the task's failure: the retry may run on the same node", () => {
+      const h = new Harness();
+      h.start(mockJob([mockTask({ instances: 1 })]));
+      h.assign(asg('map', 'n1', 1));
+      const fx = h.events('n1', ev('map.0.1', 'failed', { exitCode: 137, message: 'OOM: used 1024 MB of 1024 MB' }));
+      // Not a node fault: the slot on n1 is not returned, the retry takes it.
+      expect(returnsOf(fx)).to.deep.equal([]);
+      expect(planIds(fx)).to.deep.equal(['map.0.2']);
+      // It still counts as an attempt (3 at most), and the job's message says why.
+      expect(planIds(h.events('n1', ev('map.0.2', 'failed', { exitCode: 137, message: 'OOM: used 1024 MB of 1024 MB' })))).to.deep.equal(['map.0.3']);
+      const finish = finishOf(h.events('n1', ev('map.0.3', 'failed', { exitCode: 137, message: 'OOM: used 1024 MB of 1024 MB' })));
+      expect(finish?.succeeded).to.equal(false);
+      expect(finish?.message).to.match(/failed after 3 attempts: exit code 137 \(OOM: used 1024 MB of 1024 MB\)$/);
+    });
+
     it('spreads the first request over locality hints (node:, rack:), one delta per location; retries ask anywhere', () => {
       expect(spread(4, ['node:n1', 'node:n2', 'rack:r1'])).to.deep.equal([
         ['node:n1', 2],

@@ -45,6 +45,16 @@ describe('attempt history', () => {
     expect(x[6]).to.equal(1);
   });
 
+  it('counts a worker killed for memory past its grant (taskFault) for the task, not the host', () => {
+    const h = new AttemptHistory({ capacity: 100, windowMs: 60_000, pressureAt: 0.75 });
+    for (let i = 0; i < 3; i++) h.recordEnd(end({ exitCode: 137, taskFault: true }), 1000 + i);
+    h.recordEnd(end(), 1100);
+    const x = h.features('n1', 'j1', 'map', 0, 0, 2000);
+    expect(x[0]).to.be.closeTo(0.1 / 2, 1e-9); // the host: one attempt, none failed
+    expect(x[5]).to.be.closeTo(3.1 / 5, 1e-9); // the task: 3 failures of 4
+    expect(h.hostFailures('n1', 2000)).to.deep.equal({ failed: 0, attempts: 1, flaps: 0 });
+  });
+
   it('forgets what is older than the window, keeps at most `capacity` samples, skips kills', () => {
     const h = new AttemptHistory({ capacity: 3, windowMs: 10_000, pressureAt: 0.75 });
     for (let i = 0; i < 5; i++) h.recordEnd(end({ exitCode: 1 }), i);

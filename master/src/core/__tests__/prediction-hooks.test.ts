@@ -6,10 +6,11 @@ import { Harness, mockSpec } from './core-factories.js';
 
 const NODES = ['n0', 'n1', 'n2', 'n3'].map((nodeId) => ({ nodeId }));
 
-function ends(nodeId: string, count: number, failRate: number, rand: () => number, now: number): WorkerEndReport[] {
+function ends(nodeId: string, count: number, failRate: number, rand: () => number, now: number, oom = false): WorkerEndReport[] {
   return Array.from({ length: count }, (_, i) => {
     const failed = rand() < failRate;
     return {
+      ...(failed && oom ? { message: 'OOM: used 1024 MB of 1024 MB' } : {}),
       appId: `old-${i % 3}`,
       workerId: `${nodeId}.${now}.${i}`,
       task: 'map',
@@ -24,7 +25,7 @@ function ends(nodeId: string, count: number, failRate: number, rand: () => numbe
 }
 
 /** A master whose agents reported 240 attempt ends, n0 failing 80 % of its, then ticked: n0 is blocked. */
-function trained(): Harness {
+function trained(oom = false): Harness {
   const config = {
     failurePrediction: parsePredictionConfig({ minSamples: 100, retrainAfter: 100, trainIntervalMs: 1000, blockAt: 0.35, maxBlockedFraction: 0.5 }),
   };
@@ -32,7 +33,7 @@ function trained(): Harness {
   const rand = seededRandom(3);
   for (let round = 0; round < 4; round++) {
     h.advance(1000);
-    for (const { nodeId } of NODES) h.heartbeat(nodeId, { workerEnds: ends(nodeId, 15, nodeId === 'n0' ? 0.8 : 0.02, rand, h.now) });
+    for (const { nodeId } of NODES) h.heartbeat(nodeId, { workerEnds: ends(nodeId, 15, nodeId === 'n0' ? 0.8 : 0.02, rand, h.now, oom && nodeId === 'n0') });
   }
   h.tick();
   return h;
@@ -61,6 +62,11 @@ describe('failure prediction in the master', () => {
     expect(n0?.prediction?.reason).to.match(/^predicted 0\.\d\d: \d+ of 60 attempts failed, 0 flaps in 30 min$/);
     // n1 failed a few attempts: at most blocked for the jobs that failed twice there, not for the cluster.
     expect(h.core.listNodes().find((n) => n.info.nodeId === 'n1')?.prediction?.level ?? 'job').to.equal('job');
+  });
+
+  it('does not hold workers killed for memory past their grant (OOM) against their host', () => {
+    const h = trained(true);
+    expect(h.core.listNodes().find((n) => n.info.nodeId === 'n0')?.prediction?.level).to.not.equal('blocked');
   });
 
   it('never acts on a job with failurePrediction off: its workers may go to the blocked host', () => {

@@ -23,6 +23,12 @@ export interface NodeInfo {
    * probe or answer probes, so no peer probes it).
    */
   'probePort'?: (number);
+  /**
+   * How the agent holds workers to their grants: "cgroup-v2", "cgroup-v1" (a cgroup per worker
+   * with memory and CPU limits), "rss" (memory only: RSS sampled, killed past the grant), "off";
+   * empty from agents that do not say.
+   */
+  'resourceEnforcement'?: (string);
 }
 
 /**
@@ -46,4 +52,10 @@ export interface NodeInfo__Output {
    * probe or answer probes, so no peer probes it).
    */
   'probePort': (number);
+  /**
+   * How the agent holds workers to their grants: "cgroup-v2", "cgroup-v1" (a cgroup per worker
+   * with memory and CPU limits), "rss" (memory only: RSS sampled, killed past the grant), "off";
+   * empty from agents that do not say.
+   */
+  'resourceEnforcement': (string);
 }

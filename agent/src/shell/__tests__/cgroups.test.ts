@@ -1,0 +1,207 @@
+import { expect } from 'chai';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { SpawnSpec } from '../../core/agent-core.js';
+import { parseProcCgroup } from '../../core/resource-limits.js';
+import { cgroupMounts, openEnforcer, removeAgentGroups, type ResourceEnforcer } from '../cgroups.js';
+import { RealProcessDriver, type ExitInfo } from '../process-driver.js';
+import { waitFor } from './helpers.js';
+
+/** Allocates (and touches) 8 MB every 20 ms until killed: far past a 64 MB grant within a second. */
+const HOG = ['node', '-e', 'const a = []; setInterval(() => a.push(Buffer.alloc(8 << 20, 1)), 20);'];
+
+function spec(workerId: string, argv: string[], memoryMb: number, cpuMilli = 500): SpawnSpec {
+  return { workerId, appId: 'cg-app', suId: 'map', task: 'map', instance: 0, attempt: 1, argv, env: {}, cwd: '', resource: { cpuMilli, memoryMb } };
+}
+
+/** Whether this host lets the agent make cgroup v1 memory and cpu groups (root, v1 mounted). */
+function v1Writable(): boolean {
+  try {
+    return openEnforcer({ setting: 'cgroup-v1', nodeId: `probe-${process.pid}` }).mode === 'cgroup-v1';
+  } catch {
+    return false;
+  }
+}
+
+/** The driver with `enforcer`, its exits, and cleanup of whatever it started. */
+function harness(enforcer: ResourceEnforcer) {
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cgroups-'));
+  const driver = new RealProcessDriver({ workDir, stopGraceMs: 500, familySampleMs: 200, enforcer });
+  const exits: ExitInfo[] = [];
+  const pids: number[] = [];
+  driver.onExit((e) => exits.push(e));
+  return {
+    driver,
+    pids,
+    async exitOf(workerId: string, ms = 30_000): Promise<ExitInfo> {
+      await waitFor(() => exits.some((e) => e.workerId === workerId), ms, `exit of ${workerId}`);
+      return exits.find((e) => e.workerId === workerId) as ExitInfo;
+    },
+    cleanup(): void {
+      driver.close();
+      for (const pid of pids) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      enforcer.close();
+      fs.rmSync(workDir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe('cgroups: mounts and the agent group', () => {
+  it('reads cgroup mounts (with their root) from mountinfo', () => {
+    const ms = cgroupMounts(
+      [
+        '32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu',
+        '35 31 0:32 /docker/abc /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory',
+        '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
+        '22 1 0:20 / /proc rw - proc proc rw',
+      ].join('\n'),
+    );
+    expect(ms.map((m) => [m.dir, m.root, m.fstype])).to.deep.equal([
+      ['/sys/fs/cgroup/cpu', '/', 'cgroup'],
+      ['/sys/fs/cgroup/memory', '/docker/abc', 'cgroup'],
+      ['/sys/fs/cgroup/unified', '/', 'cgroup2'],
+    ]);
+  });
+
+  it('off and rss need no cgroup', () => {
+    expect(openEnforcer({ setting: 'off', nodeId: 'n' }).mode).to.equal('off');
+    const rss = openEnforcer({ setting: 'rss', nodeId: 'n' });
+    expect(rss.mode).to.equal('rss');
+    expect(rss.prepare('a', 'w', { memoryBytes: 1, cpuQuotaUs: null, cpuPeriodUs: 100_000 })).to.deep.equal([]);
+  });
+
+  it('refuses a cgroup mode the host does not have, naming resourceEnforcement', () => {
+    const noCgroups = { procSelfCgroup: '0::/\n', mountInfo: '' };
+    expect(() => openEnforcer({ setting: 'cgroup-v2', nodeId: 'n', ...noCgroups })).to.throw(/resourceEnforcement: cgroup-v2 is not available/);
+    expect(() => openEnforcer({ setting: 'cgroup-v1', nodeId: 'n', ...noCgroups })).to.throw(/resourceEnforcement: cgroup-v1 is not available/);
+    expect(openEnforcer({ setting: 'auto', nodeId: 'n', ...noCgroups }).mode).to.equal('rss');
+  });
+});
+
+describe('cgroups: cgroup v1 (real groups on this host)', function () {
+  this.timeout(60_000);
+  let enforcer: ResourceEnforcer;
+  let h: ReturnType<typeof harness>;
+  const nodeId = `test-${process.pid}-${Date.now()}`;
+
+  before(function () {
+    if (!v1Writable()) this.skip();
+    enforcer = openEnforcer({ setting: 'auto', nodeId });
+    h = harness(enforcer);
+  });
+
+  after(async () => {
+    h?.cleanup();
+    await removeAgentGroups(nodeId, ''); // whatever a failed test left
+    for (const d of enforcer?.agentDirs ?? []) expect(fs.existsSync(d), `${d} removed`).to.equal(false);
+  });
+
+  it('auto picks cgroup v1 here, under the agent own group of each controller', () => {
+    expect(enforcer.mode).to.equal('cgroup-v1');
+    const own = parseProcCgroup(fs.readFileSync('/proc/self/cgroup', 'utf8'));
+    const [mem, cpu] = enforcer.agentDirs;
+    expect(mem).to.equal(path.join('/sys/fs/cgroup/memory', own.get('memory') ?? '', `fuxi-${nodeId}`));
+    expect(cpu).to.equal(path.join('/sys/fs/cgroup/cpu', own.get('cpu') ?? '', `fuxi-${nodeId}`));
+  });
+
+  it('runs a worker in its own groups with the limits of its grant, and removes them after', async () => {
+    const r = await h.driver.spawn(spec('normal', ['sleep', '2'], 64, 250));
+    h.pids.push(r.pid);
+    const [memDir, cpuDir] = enforcer.groupDirs('cg-app', 'normal') as [string, string];
+    expect(fs.readFileSync(path.join(memDir, 'memory.limit_in_bytes'), 'utf8').trim()).to.equal(String(64 * 1024 * 1024));
+    expect(fs.readFileSync(path.join(cpuDir, 'cpu.cfs_quota_us'), 'utf8').trim()).to.equal('25000');
+    expect(fs.readFileSync(path.join(cpuDir, 'cpu.cfs_period_us'), 'utf8').trim()).to.equal('100000');
+    // The wrapper (and the command after it) is in both groups.
+    await waitFor(() => fs.readFileSync(path.join(memDir, 'cgroup.procs'), 'utf8').split('\n').includes(String(r.pid)));
+    const groups = parseProcCgroup(fs.readFileSync(`/proc/${r.pid}/cgroup`, 'utf8'));
+    expect(memDir.endsWith(groups.get('memory') ?? '?')).to.equal(true);
+    expect(cpuDir.endsWith(groups.get('cpu') ?? '?')).to.equal(true);
+    const e = await h.exitOf('normal');
+    expect(e.exitCode).to.equal(0);
+    expect(e.detail).to.equal(undefined);
+    await waitFor(() => !fs.existsSync(memDir) && !fs.existsSync(cpuDir), 5000, 'groups removed');
+  });
+
+  it('a worker allocating far past its memory grant is OOM-killed and says so', async () => {
+    const r = await h.driver.spawn(spec('hog', HOG, 64));
+    h.pids.push(r.pid);
+    const e = await h.exitOf('hog');
+    expect(e.exitCode).to.equal(137); // the wrapper saw its command die of SIGKILL
+    expect(e.detail).to.match(/^OOM: used [\d.]+ MB of 64 MB$/);
+    for (const d of enforcer.groupDirs('cg-app', 'hog')) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
+  });
+
+  it('a re-adopted worker (agent restart) keeps its groups; its OOM is reported by the new driver', async () => {
+    const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cgroups-adopt-'));
+    const first = new RealProcessDriver({ workDir, stopGraceMs: 500, enforcer });
+    first.onExit(() => {}); // in this process its child's exit still arrives; a dead agent hears nothing
+    // Waits for a file, then allocates past its grant: it runs on after the first driver is gone.
+    const go = path.join(workDir, 'go');
+    const s = spec('adopted', ['sh', '-c', `while [ ! -e ${go} ]; do sleep 0.05; done; exec "$@"`, 'sh', ...HOG], 64);
+    const r = await first.spawn(s);
+    h.pids.push(r.pid);
+    const inGroup = (d: string) => fs.readFileSync(path.join(d, 'cgroup.procs'), 'utf8').split('\n').includes(String(r.pid));
+    await waitFor(() => enforcer.groupDirs('cg-app', 'adopted').every(inGroup), 5000, 'the wrapper in its groups');
+    first.close();
+    // The restarted agent: a new enforcer of the same identity, the start-up sweep with the live worker.
+    const again = openEnforcer({ setting: 'auto', nodeId });
+    again.sweep([{ appId: 'cg-app', workerId: 'adopted' }]);
+    const dirs = again.groupDirs('cg-app', 'adopted');
+    for (const d of dirs) expect(inGroup(d), d).to.equal(true);
+    const second = new RealProcessDriver({ workDir, adoptPollMs: 100, enforcer: again });
+    const exits: ExitInfo[] = [];
+    second.onExit((e) => exits.push(e));
+    second.adopt({ appId: 'cg-app', workerId: 'adopted', pid: r.pid, startTime: r.startTime, bootId: r.bootId, resource: { cpuMilli: 500, memoryMb: 64 } });
+    fs.writeFileSync(go, '');
+    await waitFor(() => exits.length > 0, 30_000, 'the adopted worker ends');
+    second.close();
+    expect(exits[0]).to.include({ workerId: 'adopted', exitCode: 137 });
+    expect(exits[0]?.detail).to.match(/^OOM: used [\d.]+ MB of 64 MB$/);
+    for (const d of dirs) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
+    fs.rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('the start-up sweep removes groups of gone workers and keeps those of live ones', () => {
+    for (const d of [...enforcer.groupDirs('cg-app', 'gone'), ...enforcer.groupDirs('cg-app', 'live')]) fs.mkdirSync(d, { recursive: true });
+    enforcer.sweep([{ appId: 'cg-app', workerId: 'live' }]);
+    for (const d of enforcer.groupDirs('cg-app', 'gone')) expect(fs.existsSync(d)).to.equal(false);
+    for (const d of enforcer.groupDirs('cg-app', 'live')) expect(fs.existsSync(d)).to.equal(true);
+    enforcer.sweep([]);
+    for (const d of enforcer.groupDirs('cg-app', 'live')) expect(fs.existsSync(d)).to.equal(false);
+    for (const d of enforcer.agentDirs) expect(fs.readdirSync(d, { withFileTypes: true }).filter((x) => x.isDirectory())).to.deep.equal([]);
+  });
+});
+
+describe('cgroups: rss fallback (real processes)', function () {
+  this.timeout(60_000);
+  let h: ReturnType<typeof harness>;
+
+  before(() => {
+    h = harness(openEnforcer({ setting: 'rss', nodeId: 'rss' }));
+  });
+  after(() => h.cleanup());
+
+  it('kills a worker family whose RSS passes its memory grant, with the OOM message', async () => {
+    const r = await h.driver.spawn(spec('hog', HOG, 64));
+    h.pids.push(r.pid);
+    const e = await h.exitOf('hog');
+    expect(e.exitCode === 0).to.equal(false);
+    expect(e.detail).to.match(/^OOM: used [\d.]+ MB of 64 MB$/);
+    await waitFor(() => h.driver.stopsRunning === 0, 10_000, 'family stopped');
+  });
+
+  it('leaves a worker within its grant alone', async () => {
+    const r = await h.driver.spawn(spec('small', ['sh', '-c', 'sleep 1'], 64));
+    h.pids.push(r.pid);
+    const e = await h.exitOf('small');
+    expect(e.exitCode).to.equal(0);
+    expect(e.detail).to.equal(undefined);
+  });
+});
