@@ -123,8 +123,9 @@ describe('node cordon, drain and uncordon (real etcd, leader + standby)', functi
   it('a drain at its deadline moves the running work elsewhere and the job succeeds; the node ends up drained', async () => {
     const { spec, starts } = recordingJob('drained', 4, 6);
     const { jobId } = await client.submit(spec);
-    // Wait for work on node-2 (node-1 is cordoned: the AM and half the work land on node-2).
-    await until('a worker running on node-2', () => starts().some((s) => s.node === 'node-2'), 30_000);
+    // Wait until every instance started (they all fit at once: node-1 is cordoned, so the AM and
+    // half the work land on node-2), so the count on node-2 is final before the drain.
+    await until('all 4 workers started, some on node-2', () => starts().length >= 4 && starts().some((s) => s.node === 'node-2'), 30_000);
     const onNode2 = starts().filter((s) => s.node === 'node-2').length;
     const amBefore = (await client.get(jobId)).amNodeId;
     const answer = await client.drain('node-2', { reason: 'kernel upgrade', by: 'it-operator', deadlineMs: 1000 });
