@@ -115,6 +115,8 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
       startedAtMs: Number(w.startedAtMs || 0),
       finishedAtMs: Number(w.finishedAtMs || 0),
     })),
+    // proto3 cannot tell an empty list from none: no running workers listed is none running.
+    runningWorkers: (req.runningWorkers ?? []).map((w) => ({ appId: w.appId, workerId: w.workerId, task: w.task, startedAtMs: Number(w.startedAtMs || 0) })),
   };
 }
 
