@@ -44,6 +44,7 @@ function applyVerdict(st: AmState, running: ReadonlyMap<string, [Task, Instance]
   const log = { task: t.spec.name, instance: inst.index, attempt: inst.attempt, node: v.nodeId, pHere: v.pHere, pElsewhere: v.pElsewhere };
   inst.shadows.push({ attempt: inst.attempt, nodeId: v.nodeId, started: inst.started, adopted: inst.adopted });
   inst.avoidNodes.add(v.nodeId);
+  inst.predictedBad.add(v.nodeId);
   inst.nodeId = '';
   inst.started = false;
   inst.adopted = false;

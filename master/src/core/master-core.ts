@@ -239,8 +239,9 @@ export class MasterCore {
       changed = tickDrains(st) || changed;
       // Failure prediction retrains off the scheduling path; a new blacklist gets a pass.
       changed = tickPrediction(st) || changed;
-      // ATLAS+ weighs running attempts (never inside a scheduling pass); verdicts wait for their AMs.
-      tickVerdicts(st);
+      // ATLAS+ weighs running attempts (never inside a scheduling pass); verdicts wait for their
+      // AMs, and the jobs' lists changed.
+      changed = tickVerdicts(st).length > 0 || changed;
       // A job waiting for connectivity gets a pass once the graph has changed.
       if (changed || waitersMayPlace(st)) runScheduler(st);
       tickRetention(st);

@@ -74,7 +74,8 @@ export function runningWorkers(st: MasterState, nodeId: string, list: readonly R
 /**
  * Periodic, every `decideIntervalMs` once a model exists: ATLAS+ weighs the running attempts of
  * jobs with prediction on, on healthy nodes; a move goes to a healthy host the blacklist does not
- * block. Returns the verdicts issued (they wait for their AMs).
+ * block. The job gets no new worker on a host it was moved off (blacklist.ts `blockForJob`).
+ * Returns the verdicts issued (they wait for their AMs).
  */
 export function tickVerdicts(st: MasterState): Verdict[] {
   const p = st.prediction;
@@ -106,6 +107,7 @@ export function tickVerdicts(st: MasterState): Verdict[] {
   });
   if (verdicts.length === 0) return verdicts;
   st.attempts.issue(verdicts);
+  for (const v of verdicts) p.blacklist.blockForJob(v.appId, v.nodeId, st.now);
   for (const v of verdicts)
     st.log.info(
       { appId: v.appId, workerId: v.workerId, nodeId: v.nodeId, action: v.action, pHere: v.pHere, pElsewhere: v.pElsewhere },

@@ -35,6 +35,9 @@ describe('DagAppMaster: failure prediction verdicts', () => {
     const fx = h.events('n1', ev('map.0.1', 'killed'));
     expect(returnsOf(fx)).to.deep.equal([{ suId: 'map', nodeId: 'n1', slots: 1 }]);
     expect(deltasOf(fx)).to.deep.equal([{ suId: 'map', location: '', delta: 1 }]);
+    // A slot on n1 again (asked by locality, say) is not taken, not even as the last resort.
+    expect(planIds(h.assign(asg('map', 'n1', 1)))).to.deep.equal([]);
+    expect(planIds(h.assign(asg('map', 'n1', 1)))).to.deep.equal([]);
     // Elsewhere it runs, with maxAttempts 1 still allowing it (the move was not a failure).
     expect(planIds(h.assign(asg('map', 'n3', 1)))).to.deep.equal(['map.0.2']);
     h.events('n3', ev('map.0.2', 'running'));

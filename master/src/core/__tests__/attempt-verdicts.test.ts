@@ -152,6 +152,9 @@ describe('ATLAS+ verdicts in the master', () => {
     expect(r.verdicts?.map((v) => [v.workerId, v.nodeId, v.action])).to.deep.equal([['map.0.1', 'n0', 'reschedule']]);
     expect(r.verdicts?.[0]?.pHere).to.be.greaterThan(r.verdicts?.[0]?.pElsewhere ?? 1);
     expect(h.request('job-off', []).verdicts).to.equal(undefined);
+    // job-1 gets no new worker on n0 (it may ask for it by locality), job-off may.
+    expect(h.core.listNodes().find((n) => n.info.nodeId === 'n0')?.prediction?.jobs).to.include('job-1');
+    expect(h.core.listNodes().find((n) => n.info.nodeId === 'n0')?.prediction?.jobs).to.not.include('job-off');
     // Still listed running: not judged again.
     h.advance(5000);
     h.heartbeatAll(['n1', 'n2', 'n3']);
