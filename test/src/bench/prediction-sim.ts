@@ -37,7 +37,7 @@ interface Result {
 const { values: args } = parseArgs({
   options: {
     seed: { type: 'string', default: '3' },
-    jobs: { type: 'string', default: '60' },
+    jobs: { type: 'string', default: '150' },
     nodes: { type: 'string', default: '24' },
     'submit-every-ms': { type: 'string', default: '1000' },
     config: { type: 'string', default: '{}' },
@@ -49,7 +49,8 @@ const SEED = Number(args.seed);
 const JOBS = Number(args.jobs);
 const NODES = Number(args.nodes);
 const EVERY_MS = Number(args['submit-every-ms']);
-const ON_CONFIG = { minSamples: 80, retrainAfter: 40, trainIntervalMs: 3000, decideIntervalMs: 2000, ...(JSON.parse(args.config) as Record<string, number>) };
+// Scaled to the run's minutes: a model from 40 ends, retrained every 20 ends at most every 2 s.
+const ON_CONFIG = { minSamples: 40, retrainAfter: 20, trainIntervalMs: 2000, decideIntervalMs: 2000, ...(JSON.parse(args.config) as Record<string, number>) };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
