@@ -188,11 +188,13 @@ bench-am-host: build
 bench-throughput: build
 	node test/dist/bench/throughput.js $(BENCH_THROUGHPUT_ARGS)
 
-# Benchmark (not a test): failure prediction off and on. A simulated cluster on a fake clock (60
-# hosts, some failing many attempts, some flapping, some failing under memory pressure, all hidden
-# from the model) and 500 jobs run through the master's scheduler core, then again with the attempt
-# history, failure model, blacklist and ATLAS+ decision on; writes bench-results/prediction.json
-# {off, on}: failed attempts and jobs, mean JCT, wasted slot-seconds. A few seconds.
-# BENCH_PREDICTION_ARGS passes options (--seed, --jobs, --hosts, --config '{"blockAt": 0.5}').
+# Benchmark (not a test): failure prediction off and on, on the node simulator: a real master, 24
+# simulated nodes (real agents, simulated workers, real in-process AMs; some nodes fail many
+# attempts, some flap, some fail under memory pressure, all hidden from the master) and 60 jobs,
+# once with the master's failurePrediction false and once on; writes bench-results/prediction.json
+# {off, on}: failed attempts and jobs, mean JCT, wasted slot-seconds. About 5 minutes.
+# BENCH_PREDICTION_ARGS passes options (--seed, --jobs, --nodes, --config '{"reschedulePenalty": 10}').
+# `node test/dist/bench/prediction.js` is the model-only discrete-event version (fake clock, 500
+# jobs in seconds; writes bench-results/prediction-des.json).
 bench-prediction: build
-	node test/dist/bench/prediction.js $(BENCH_PREDICTION_ARGS)
+	node test/dist/bench/prediction-sim.js $(BENCH_PREDICTION_ARGS)

@@ -40,6 +40,7 @@ import {
   findWorker,
   grantTable,
   listWorkers,
+  runningTaskWorkers,
   snapshot,
   summary,
   used,
@@ -203,6 +204,11 @@ export class AgentCore {
   /** Workers that ended since the masters last acknowledged (oldest first), for the next heartbeat. */
   workerEnds(): WorkerInfo[] {
     return [...this.st.endsToReport];
+  }
+
+  /** The task workers running now (at most 1,000), for the next heartbeat: failure prediction weighs them. */
+  runningTaskWorkers(): ReturnType<typeof runningTaskWorkers> {
+    return runningTaskWorkers(this.st);
   }
 
   /** A master answered a heartbeat that carried the first `count` of `workerEnds()`. */

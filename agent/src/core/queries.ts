@@ -40,6 +40,21 @@ export function amWorkers(st: CoreState): WorkerInfo[] {
   return [...st.workers.values()].filter((w) => w.suId === AM_SU).map(copyWorker);
 }
 
+/** At most this many running task workers go in a heartbeat (`runningTaskWorkers`). */
+export const MAX_RUNNING_REPORTED = 1000;
+
+/**
+ * The task workers (not AMs) running now, oldest started first, at most MAX_RUNNING_REPORTED: the
+ * attempts the master's failure prediction weighs one by one.
+ */
+export function runningTaskWorkers(st: CoreState): Array<Pick<WorkerInfo, 'workerId' | 'appId' | 'task' | 'instance' | 'attempt' | 'startedAtMs'>> {
+  return [...st.workers.values()]
+    .filter((w) => w.suId !== AM_SU && w.state === 'RUNNING')
+    .sort((a, b) => a.startedAtMs - b.startedAtMs || (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0))
+    .slice(0, MAX_RUNNING_REPORTED)
+    .map((w) => ({ workerId: w.workerId, appId: w.appId, task: w.task, instance: w.instance, attempt: w.attempt, startedAtMs: w.startedAtMs }));
+}
+
 export function worker(st: CoreState, appId: string, workerId: string): WorkerInfo | undefined {
   const w = st.workers.get(wkey(appId, workerId));
   return w ? copyWorker(w) : undefined;

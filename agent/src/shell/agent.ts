@@ -633,6 +633,7 @@ export class Agent {
       workers: this.core.summary(),
       amWorkers: this.core.amWorkers().map(toWireStatus),
       workerEnds: ends.map(toWireStatus),
+      runningWorkers: this.core.runningTaskWorkers().map((w) => ({ ...w, startedAtMs: String(w.startedAtMs) })),
       // Reachability of our probe targets, as changes on top of what the master acknowledged.
       ...(probes ? { connectivity: probes.report(), probeTargetsVersion: probes.targetsVersion } : {}),
     };

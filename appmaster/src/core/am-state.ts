@@ -89,6 +89,11 @@ export interface Instance {
   readonly failedNodes: Set<string>;
   /** Nodes its next attempt should not use: where a backed-up or moved attempt ran (speculation.ts). */
   readonly avoidNodes: Set<string>;
+  /**
+   * Nodes failure prediction moved or killed an attempt of it off (verdicts.ts): never used again,
+   * not even when it declined every other slot (the master grants the job none there either).
+   */
+  readonly predictedBad: Set<string>;
   /** Since its last failure this instance turned down a slot on a node it failed on. */
   declined: boolean;
   /** The attempt lost with its node; a late SUCCEEDED of it still counts. 0 = none. */
@@ -225,6 +230,7 @@ function newInstance(index: number): Instance {
     shadows: [],
     failedNodes: new Set<string>(),
     avoidNodes: new Set<string>(),
+    predictedBad: new Set<string>(),
     declined: false,
     lostAttempt: 0,
     lastError: '',

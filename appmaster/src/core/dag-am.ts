@@ -72,6 +72,7 @@ import { restore, workersListed } from './restore.js';
 import { placementConstraints, resolvePartitions, setConnectivity, type Constraints, type LinkInput } from './partitions.js';
 import { encodeTopology } from './snapshot.js';
 import { agentsTimedOut, checkReruns, timingOutNodes } from './timing-out.js';
+import { applyVerdicts, type AttemptVerdict, type VerdictOutcome } from './verdicts.js';
 import type {
   AmEffect,
   Assignment,
@@ -239,6 +240,19 @@ export class DagAppMaster {
       agentsTimedOut(this.st, nodeIds, recoveredNodeIds, now);
       checkReruns(this.st, now);
     });
+  }
+
+  /**
+   * ATLAS+'s verdicts on running attempts (verdicts.ts), from the master's UpdateRequests answer:
+   * a `reschedule` re-runs the instance elsewhere uncounted, a `kill` fails the attempt early.
+   */
+  attemptVerdicts(verdicts: readonly AttemptVerdict[], now: number): { effects: AmEffect[]; outcomes: VerdictOutcome[] } {
+    let outcomes: VerdictOutcome[] = [];
+    const effects = this.step(now, () => {
+      outcomes = applyVerdicts(this.st, verdicts);
+      return outcomes.some((o) => o === 'rescheduled' || o === 'killed');
+    });
+    return { effects, outcomes };
   }
 
   /**

@@ -58,13 +58,14 @@ function reconcileTask(st: AmState, task: Task, now: number): void {
   const seen: Instance[] = [];
   for (const inst of pendingInstances(task, () => ready && free.size > 0)) {
     seen.push(inst);
-    const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n) && !inst.avoidNodes.has(n));
+    const nodeId = [...free.keys()].find((n) => !inst.failedNodes.has(n) && !inst.avoidNodes.has(n) && !inst.predictedBad.has(n));
     if (nodeId !== undefined) take(inst, nodeId);
   }
-  // 2. Instances that already turned down a slot take whatever is left (a one-node cluster).
+  // 2. Instances that already turned down a slot take whatever is left (a one-node cluster), except
+  //    a node failure prediction moved them off.
   for (const inst of seen) {
     if (inst.state !== 'pending' || !inst.declined) continue;
-    const nodeId = free.keys().next().value;
+    const nodeId = inst.predictedBad.size === 0 ? free.keys().next().value : [...free.keys()].find((n) => !inst.predictedBad.has(n));
     if (nodeId !== undefined) take(inst, nodeId);
   }
   // 3. Free slots left now are surplus, or only on nodes the remaining instances failed on (every

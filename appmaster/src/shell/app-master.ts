@@ -727,6 +727,14 @@ export class AppMaster {
     if (deltas.length > 0) this.refusals = this.refusedSince = 0;
     if (req.constraints && constraintsKey) this.constraintsSent = constraintsKey;
     if (res.connectivity) this.onConnectivity(res.connectivity);
+    if (res.attemptVerdicts && res.attemptVerdicts.length > 0) {
+      const r = this.core.attemptVerdicts(res.attemptVerdicts, Date.now());
+      this.log.info(
+        { verdicts: res.attemptVerdicts.map((v, i) => `${v.workerId}@${v.nodeId}: ${v.action} -> ${r.outcomes[i]}`) },
+        'failure prediction verdicts from the master',
+      );
+      this.execute(r.effects);
+    }
     if (res.reportState) {
       this.log.info({ epoch: this.epoch, master: this.conn.address }, 'master asked for our state');
       this.wantReport();

@@ -4,6 +4,7 @@
  */
 import { AM_SU, FailedPreconditionError, NotFoundError, StaleEpochError, type JobSpec } from '@fuxi/common';
 import { repostAmFault } from './am-restart.js';
+import type { Verdict } from './attempt-verdicts.js';
 import { endJob } from './jobs.js';
 import { applyDelta, declareUnit, setAsgn } from './ledger.js';
 import { endFailoverIfSettled, isUnreported, type AppState, type MasterState } from './master-state.js';
@@ -69,6 +70,8 @@ export interface RequestsInput {
 
 export interface RequestsResult {
   reportState?: boolean;
+  /** ATLAS+'s verdicts on the app's running attempts (attempt-verdicts.ts). */
+  verdicts?: Verdict[];
   full?: { seq: number; assignments: AssignmentEntry[] };
   /** The graph, when the AM's version of it is stale. */
   connectivity?: ConnectivityView;
@@ -77,7 +80,9 @@ export interface RequestsResult {
 export function updateRequests(st: MasterState, req: RequestsInput): RequestsResult {
   const r = applyRequests(st, req);
   const connectivity = connectivityFor(st, req.connectivityVersion ?? 0);
-  return connectivity === undefined ? r : { ...r, connectivity };
+  // ATLAS+'s verdicts on the app's running attempts (attempt-verdicts.ts), each handed out once.
+  const verdicts = r.reportState === true ? [] : st.attempts.take(req.appId);
+  return { ...r, ...(connectivity === undefined ? {} : { connectivity }), ...(verdicts.length > 0 ? { verdicts } : {}) };
 }
 
 function applyRequests(st: MasterState, req: RequestsInput): RequestsResult {

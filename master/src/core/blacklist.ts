@@ -72,6 +72,15 @@ export class Blacklist {
     while (times.length > Math.max(1, Math.ceil(this.config.jobBlockFailures))) times.shift();
   }
 
+  /**
+   * Failure prediction moved or killed one of the job's running attempts off the host: the job
+   * gets no new worker there within the half-life, as if it had failed there `jobBlockFailures`
+   * times (its AM may ask for that host again, e.g. by locality).
+   */
+  blockForJob(appId: string, nodeId: string, nowMs: number): void {
+    for (let i = 0; i < Math.max(1, Math.ceil(this.config.jobBlockFailures)); i++) this.recordJobFailure(appId, nodeId, nowMs);
+  }
+
   /** The job ended: its own list goes. */
   forgetJob(appId: string): void {
     this.jobs.delete(appId);

@@ -35,7 +35,7 @@ import { cordonNode, drainNode, loadAdmin, tickDrains, uncordonNode } from './no
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
 import { confirmBrokenLinks, connectivityView, membersChanged, probeHeartbeat, refreshProbeTargets, type ProbeAnswer } from './probing.js';
 import { jobView, waitersMayPlace } from './placement-scope.js';
-import { tickPrediction } from './prediction-hooks.js';
+import { tickPrediction, tickVerdicts } from './prediction-hooks.js';
 import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { unitViews } from './request-limits.js';
@@ -239,6 +239,9 @@ export class MasterCore {
       changed = tickDrains(st) || changed;
       // Failure prediction retrains off the scheduling path; a new blacklist gets a pass.
       changed = tickPrediction(st) || changed;
+      // ATLAS+ weighs running attempts (never inside a scheduling pass); verdicts wait for their
+      // AMs, and the jobs' lists changed.
+      changed = tickVerdicts(st).length > 0 || changed;
       // A job waiting for connectivity gets a pass once the graph has changed.
       if (changed || waitersMayPlace(st)) runScheduler(st);
       tickRetention(st);

@@ -7,6 +7,7 @@
 import { seededRandom, ZERO, type Logger, type Resource } from '@fuxi/common';
 import { connectivityBase, newConnectivity, type BrokenLink, type ConnectivityState } from './connectivity.js';
 import type { DetectorConfig, FailureDetector } from './detectors.js';
+import { AttemptWatch } from './attempt-verdicts.js';
 import { FailurePredictor } from './failure-prediction.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import { GrantWaits } from './grant-waits.js';
@@ -337,6 +338,8 @@ export class MasterState {
   readonly prediction: FailurePredictor;
   /** The training's generator, seeded from the config: the same ends train the same model. */
   readonly predictionRand: () => number;
+  /** Running attempts as agents list them, and ATLAS+'s verdicts waiting for their AMs (attempt-verdicts.ts); soft state. */
+  readonly attempts = new AttemptWatch();
   /** Failover aggregation: from loading hard state until every roster agent and metaAM app reported. */
   recovering = false;
   recoveryStartMs = 0;

@@ -11,7 +11,7 @@ import { holdsTaskSlotsOn, setAsgn } from './ledger.js';
 import { nodeRestarted, probersOf, setPartitioned, vouchers } from './connectivity.js';
 import type { FaultKind } from './fault-fsm.js';
 import { isLive, isRegistered, PROBE_DETECTION_MS, type MasterState, type NodeState, type NodeStatus } from './master-state.js';
-import { hostFlapped, workerEnds } from './prediction-hooks.js';
+import { hostFlapped, runningWorkers, workerEnds } from './prediction-hooks.js';
 import { membersChanged, nodeLost, unreachablePeersByNode } from './probing.js';
 import { runScheduler } from './scheduling.js';
 import { putAgent } from './store-ops.js';
@@ -41,8 +41,10 @@ export function setNodeStatus(st: MasterState, node: NodeState, to: NodeStatus, 
   // So for one back from a partition: the gap was the network's, not its beat.
   if (to === 'lost' || from === 'partitioned') st.detectors.delete(nodeId);
   // A lost node leaves the connectivity graph and the probe targets; one back rejoins them.
-  if (to === 'lost') nodeLost(st, nodeId);
-  else if (from === 'lost') membersChanged(st);
+  if (to === 'lost') {
+    nodeLost(st, nodeId);
+    st.attempts.nodeGone(nodeId);
+  } else if (from === 'lost') membersChanged(st);
   setPartitioned(st.connectivity, nodeId, to === 'partitioned');
   if ((to === 'timing-out' || to === 'lost') && from === 'healthy') hostFlapped(st, nodeId);
   const [was, is] = [faultOf(from), faultOf(to)];
@@ -199,6 +201,7 @@ export function heartbeat(st: MasterState, hb: HeartbeatInput): HeartbeatResult 
   }
   for (const am of hb.amWorkers) onAmWorker(st, hb.nodeId, am);
   if (hb.workerEnds) workerEnds(st, hb.nodeId, hb.workerEnds);
+  if (hb.runningWorkers) runningWorkers(st, hb.nodeId, hb.runningWorkers);
   checkAmLaunches(st, hb.nodeId, hb.amWorkers);
   if (hb.grantSeq !== node.grantSeq) return { reregister: false, full: { seq: node.grantSeq, grants: [...node.grants.values()] } };
   return { reregister: false };

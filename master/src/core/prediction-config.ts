@@ -15,6 +15,8 @@ export interface PredictionConfig {
   /** Retrain after this many new attempt ends, at most every `trainIntervalMs`. */
   retrainAfter: number;
   trainIntervalMs: number;
+  /** How often running attempts are weighed (attempt-verdicts.ts). */
+  decideIntervalMs: number;
   /** Seed of the training's generator (sample order). */
   seed: number;
   history: HistoryConfig;
@@ -27,6 +29,7 @@ export const DEFAULT_PREDICTION_CONFIG: PredictionConfig = {
   enabled: true,
   retrainAfter: 200,
   trainIntervalMs: 60_000,
+  decideIntervalMs: 10_000,
   seed: 1,
   history: DEFAULT_HISTORY_CONFIG,
   train: DEFAULT_TRAIN_CONFIG,
@@ -40,6 +43,7 @@ type Check = 'positive' | 'nonNegative' | 'fraction' | 'positiveInt' | 'int';
 const KEYS: Record<string, [part: 'top' | 'history' | 'train' | 'blacklist' | 'decision', check: Check]> = {
   retrainAfter: ['top', 'positiveInt'],
   trainIntervalMs: ['top', 'positiveInt'],
+  decideIntervalMs: ['top', 'positiveInt'],
   seed: ['top', 'int'],
   historyCapacity: ['history', 'positiveInt'],
   windowMs: ['history', 'positiveInt'],

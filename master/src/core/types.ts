@@ -97,6 +97,14 @@ export interface WorkerEndReport {
   message?: string;
 }
 
+/** A task worker running on an agent, as its heartbeat lists it (the per-attempt decision's input). */
+export interface RunningWorkerReport {
+  appId: string;
+  workerId: string;
+  task: string;
+  startedAtMs: number;
+}
+
 export interface HeartbeatInput {
   nodeId: string;
   epoch: string;
@@ -111,6 +119,8 @@ export interface HeartbeatInput {
   probeTargetsVersion?: number;
   /** Workers that ended since a master last answered this agent (absent: none, or an older agent). */
   workerEnds?: WorkerEndReport[];
+  /** The task workers running on the node now (absent: an older agent, or a simulated one). */
+  runningWorkers?: RunningWorkerReport[];
 }
 
 export interface GrantEntry {

@@ -187,6 +187,13 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
         assignments: r.full?.assignments ?? [],
         reportState: r.reportState ?? false,
         connectivity: connectivityToWire(r.connectivity),
+        attemptVerdicts: (r.verdicts ?? []).map((v) => ({
+          workerId: v.workerId,
+          nodeId: v.nodeId,
+          action: v.action,
+          pHere: v.pHere,
+          pElsewhere: v.pElsewhere,
+        })),
       };
     },
     ReturnSlots: async (req) => {

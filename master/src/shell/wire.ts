@@ -117,6 +117,8 @@ export function heartbeatFromWire(req: HeartbeatRequest__Output): HeartbeatInput
       finishedAtMs: Number(w.finishedAtMs || 0),
       ...(w.message ? { message: w.message } : {}),
     })),
+    // proto3 cannot tell an empty list from none: no running workers listed is none running.
+    runningWorkers: (req.runningWorkers ?? []).map((w) => ({ appId: w.appId, workerId: w.workerId, task: w.task, startedAtMs: Number(w.startedAtMs || 0) })),
   };
 }
 

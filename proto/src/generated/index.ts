@@ -5,6 +5,7 @@ export type { AgentsTimedOutResponse, AgentsTimedOutResponse__Output } from './f
 export type { AppMasterServiceClient, AppMasterServiceHandlers, AppMasterServiceDefinition } from './fuxi/v1/AppMasterService.js';
 export type { Assignment, Assignment__Output } from './fuxi/v1/Assignment.js';
 export type { AssignmentUpdate, AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
+export type { AttemptVerdict, AttemptVerdict__Output } from './fuxi/v1/AttemptVerdict.js';
 export type { ClusterStatus, ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 export type { Command, Command__Output } from './fuxi/v1/Command.js';
 export type { Condition, Condition__Output } from './fuxi/v1/Condition.js';

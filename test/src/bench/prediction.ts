@@ -14,7 +14,8 @@
  * used them all. An attempt's outcome is a hash of (seed, job, task, instance, attempt, host), so
  * both runs draw the same luck for the same choice.
  *
- * Writes bench-results/prediction.json `{"off": P, "on": P}`, P = {failedAttempts, failedJobs,
+ * The model-only version of `make bench-prediction` (which runs on the node simulator,
+ * prediction-sim.ts). Writes bench-results/prediction-des.json `{"off": P, "on": P}`, P = {failedAttempts, failedJobs,
  * jobs, meanJctMs, wastedSlotSeconds}, and prints more (decisions taken, hosts listed).
  *
  *   node test/dist/bench/prediction.js [--seed N] [--jobs N] [--hosts N] [--config '{"blockAt": 0.5}']
@@ -454,7 +455,7 @@ function main(): void {
   console.log(`(${((performance.now() - t0) / 1000).toFixed(1)} s)`);
   const out = join(REPO_ROOT, 'bench-results');
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'prediction.json'), JSON.stringify({ off: off.result, on: on.result }, null, 2) + '\n');
+  writeFileSync(join(out, 'prediction-des.json'), JSON.stringify({ off: off.result, on: on.result }, null, 2) + '\n');
 }
 
 main();

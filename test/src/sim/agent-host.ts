@@ -32,10 +32,16 @@
  *   pause-am <appId> <ms>           the app's AM goes silent towards the master for ms; later
  *                                   "am resumed" {appId, recoveredMs} once the master answers it
  *   list-ams                        {ams: [{appId, amAttempt, nodeId}]}
- *   stats                           {apps: {appId: {spawns, amSpawns, killed, failed, spawned: [keys],
- *                                   succeeded: [keys]}}, rpc: {method: HistogramJson}} (keys "task:instance")
+ *   stats                           {apps: {appId: {spawns, amSpawns, killed, failed, wastedMs, spawned: [keys],
+ *                                   succeeded: [keys]}}, rpc: {method: HistogramJson}} (keys "task:instance";
+ *                                   wastedMs: time of workers that did not succeed)
  *
  * With `--control` every master call of the host's agents and AMs is timed (rpc-timing.ts).
+ *
+ * `--proneness <json>` (the failure prediction benchmark): hidden failure proneness of some nodes,
+ * `{"<nodeId>": {"fail": 0.45}, "<nodeId>": {"memoryFail": 0.6, "memoryAt": 0.7}}`: the node fails
+ * that fraction of its workers, or of those started with at least `memoryAt` of its memory in use
+ * (sim-driver.ts `hostFailure`). Flapping is the controller's: `pause-agent`.
  *
  * `--probe`: the virtual agents' peer probing (the agent setting `probe`: `true`, or
  * `key=value,...`); off by default, since every virtual node's pings would share this one process.
@@ -80,6 +86,29 @@ interface HostOptions {
   amHostThreadInstances: number;
   /** The agents' `probe` setting ('false' by default). */
   probe: string;
+  /** Hidden failure proneness by node id (`--proneness`). */
+  proneness: Record<string, Proneness>;
+}
+
+/** A node's hidden failure proneness: a fraction of every worker, or of those started under memory pressure. */
+export interface Proneness {
+  fail?: number;
+  memoryFail?: number;
+  memoryAt?: number;
+}
+
+function parseProneness(raw: string | undefined): Record<string, Proneness> {
+  if (raw === undefined || raw === '') return {};
+  const v: unknown = JSON.parse(raw);
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('--proneness must be a JSON object keyed by node id');
+  for (const [node, p] of Object.entries(v as Record<string, unknown>)) {
+    if (typeof p !== 'object' || p === null) throw new Error(`--proneness.${node} must be an object like {"fail": 0.4}`);
+    for (const [k, n] of Object.entries(p as Record<string, unknown>)) {
+      if (!['fail', 'memoryFail', 'memoryAt'].includes(k)) throw new Error(`--proneness.${node}.${k} is not fail, memoryFail or memoryAt`);
+      if (typeof n !== 'number' || n < 0 || n > 1) throw new Error(`--proneness.${node}.${k} must be a number from 0 to 1`);
+    }
+  }
+  return v as Record<string, Proneness>;
 }
 
 function parse(): HostOptions {
@@ -101,6 +130,7 @@ function parse(): HostOptions {
       'am-host': { type: 'boolean', default: false },
       'am-host-thread-instances': { type: 'string', default: '10000' },
       probe: { type: 'string', default: 'false' },
+      proneness: { type: 'string' },
     },
     strict: true,
   });
@@ -130,6 +160,7 @@ function parse(): HostOptions {
     amHost: values['am-host'],
     amHostThreadInstances: int('am-host-thread-instances', values['am-host-thread-instances'], 0),
     probe: values.probe,
+    proneness: parseProneness(values.proneness),
   };
 }
 
@@ -172,9 +203,21 @@ async function main(): Promise<void> {
       },
       {},
     );
+    const prone = o.proneness[nodeId];
+    const agentIndex = i;
     const driver = new SimProcessDriver({
       pids,
       log: nlog,
+      ...(prone
+        ? {
+            hostFailure: () => {
+              const a = agents[agentIndex];
+              const memUsed = a ? a.core.used().memoryMb / Math.max(1, a.config.capacity.memoryMb) : 0;
+              const underPressure = prone.memoryFail !== undefined && memUsed >= (prone.memoryAt ?? 0.7);
+              return 1 - (1 - (prone.fail ?? 0)) * (1 - (underPressure ? (prone.memoryFail ?? 0) : 0));
+            },
+          }
+        : {}),
       runAppMaster: (spec) => (shared ? shared.run(spec) : startInProcessAm(spec, nlog)),
       ...(o.control ? { observer: counts } : {}),
     });
@@ -284,11 +327,16 @@ async function main(): Promise<void> {
 
 /** Per app: worker starts and ends seen by this host's simulated drivers (AM workers apart). */
 class InstanceCounts implements SimDriverObserver {
-  private readonly apps = new Map<string, { spawns: number; amSpawns: number; killed: number; failed: number; spawned: Set<string>; succeeded: Set<string> }>();
+  private readonly apps = new Map<
+    string,
+    { spawns: number; amSpawns: number; killed: number; failed: number; wastedMs: number; spawned: Set<string>; succeeded: Set<string> }
+  >();
+  /** Start times of running (non-AM) workers, by app/worker id. */
+  private readonly started = new Map<string, number>();
 
   private app(appId: string) {
     let a = this.apps.get(appId);
-    if (!a) this.apps.set(appId, (a = { spawns: 0, amSpawns: 0, killed: 0, failed: 0, spawned: new Set(), succeeded: new Set() }));
+    if (!a) this.apps.set(appId, (a = { spawns: 0, amSpawns: 0, killed: 0, failed: 0, wastedMs: 0, spawned: new Set(), succeeded: new Set() }));
     return a;
   }
 
@@ -300,21 +348,37 @@ class InstanceCounts implements SimDriverObserver {
     }
     a.spawns++;
     a.spawned.add(`${spec.task}:${spec.instance}`);
+    this.started.set(`${spec.appId}/${spec.workerId}`, Date.now());
   }
 
   finished(spec: SpawnSpec, exitCode: number | null, signal: string | null): void {
     if (spec.suId === AM_SU) return;
     const a = this.app(spec.appId);
+    const k = `${spec.appId}/${spec.workerId}`;
+    const ranMs = Date.now() - (this.started.get(k) ?? Date.now());
+    this.started.delete(k);
     if (exitCode === 0) a.succeeded.add(`${spec.task}:${spec.instance}`);
-    else if (signal) a.killed++;
-    else a.failed++;
+    else {
+      // A slot's time spent on an attempt that produced nothing (failed, or stopped).
+      a.wastedMs += ranMs;
+      if (signal) a.killed++;
+      else a.failed++;
+    }
   }
 
   toJSON(): Record<string, unknown> {
     return Object.fromEntries(
       [...this.apps].map(([appId, a]) => [
         appId,
-        { spawns: a.spawns, amSpawns: a.amSpawns, killed: a.killed, failed: a.failed, spawned: [...a.spawned], succeeded: [...a.succeeded] },
+        {
+          spawns: a.spawns,
+          amSpawns: a.amSpawns,
+          killed: a.killed,
+          failed: a.failed,
+          wastedMs: a.wastedMs,
+          spawned: [...a.spawned],
+          succeeded: [...a.succeeded],
+        },
       ]),
     );
   }

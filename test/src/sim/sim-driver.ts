@@ -3,7 +3,8 @@
  * plan's environment; default one hour) that then "exits" with `SIM_EXIT_CODE` (default 0), or,
  * with probability `SIM_FAIL_PROBABILITY` (0-1, default 0), with `SIM_FAIL_EXIT_CODE` (default 1):
  * the draw is a hash of (app, worker id), so it is the same on every run and differs per attempt;
- * kill ends it at once with SIGTERM. Application-master workers (schedule unit `__am__`) are run by
+ * kill ends it at once with SIGTERM. A host may also be failure-prone (`hostFailure`, hidden from
+ * the master): a worker then also fails with the probability it gives at spawn (a draw of its own). Application-master workers (schedule unit `__am__`) are run by
  * `runAppMaster` instead, e.g. a real in-process `AppMaster`, so that apps make progress.
  *
  * Agent restarts (fault injection): `close()` (called by `Agent.stop()`) detaches the driver: the
@@ -68,6 +69,12 @@ export interface SimProcessDriverOptions {
   defaultDurationMs?: number;
   log?: Logger;
   observer?: SimDriverObserver;
+  /**
+   * The host's own failure proneness: the probability that it fails this (non-AM) worker, asked
+   * at spawn (e.g. higher under memory pressure). Drawn apart from SIM_FAIL_PROBABILITY (key
+   * `<app>/<worker>/host`), so jobs' own draws stay what they are. Absent: the host never fails one.
+   */
+  hostFailure?: (spec: SpawnSpec) => number;
 }
 
 interface SimWorker {
@@ -153,8 +160,9 @@ export class SimProcessDriver implements ProcessDriver {
     } else {
       const ms = envInt(spec.env, 'SIM_DURATION_MS', this.opts.defaultDurationMs ?? DEFAULT_SIM_DURATION_MS);
       const failP = envProbability(spec.env, 'SIM_FAIL_PROBABILITY');
-      const code =
-        failP > 0 && draw(`${spec.appId}/${spec.workerId}`) < failP ? envInt(spec.env, 'SIM_FAIL_EXIT_CODE', 1) : envInt(spec.env, 'SIM_EXIT_CODE', 0);
+      const hostP = this.opts.hostFailure ? Math.min(1, Math.max(0, this.opts.hostFailure(spec))) : 0;
+      const fails = (failP > 0 && draw(`${spec.appId}/${spec.workerId}`) < failP) || (hostP > 0 && draw(`${spec.appId}/${spec.workerId}/host`) < hostP);
+      const code = fails ? envInt(spec.env, 'SIM_FAIL_EXIT_CODE', 1) : envInt(spec.env, 'SIM_EXIT_CODE', 0);
       w.timer = setTimeout(() => this.finish(w, code, null), ms);
     }
     return { pid, startTime: String(pid), bootId: 'sim' };

@@ -498,6 +498,17 @@ describe('AgentCore', () => {
       expect(core.workerEnds().map((w) => [w.workerId, w.signal])).to.deep.equal([['w3', 'SIGKILL']]);
     });
 
+    it('lists its running task workers for the heartbeat (failure prediction weighs them), not the ended ones', () => {
+      const core = mockCore();
+      withGrant(core, 3);
+      spawnAll(core, core.startWorkers(startReq([plan('w1'), plan('w2'), plan('w3')]), 10).effects);
+      core.workerExited('app1', 'w2', 1, null, 20);
+      expect(core.runningTaskWorkers().map((w) => [w.workerId, w.appId])).to.deep.equal([
+        ['w1', 'app1'],
+        ['w3', 'app1'],
+      ]);
+    });
+
     it('maps exits to SUCCEEDED / FAILED with a message', () => {
       const core = mockCore();
       withGrant(core, 3);

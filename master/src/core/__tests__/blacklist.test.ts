@@ -39,6 +39,13 @@ describe('blacklist', () => {
     expect(b.view(1000, 10).perApp.size).to.equal(0);
   });
 
+  it('blocks a host for a job at once when failure prediction moved the job off it', () => {
+    const b = new Blacklist(config);
+    b.blockForJob('j1', 'n2', 0);
+    expect([...(b.view(0, 10).perApp.get('j1') ?? [])]).to.deep.equal(['n2']);
+    expect(b.view(10 * MIN, 10).perApp.size).to.equal(0);
+  });
+
   it('never blocks more than maxBlockedFraction of the hosts: the worst go first, the rest stay gray', () => {
     const b = new Blacklist({ ...config, maxBlockedFraction: 0.2 });
     b.observeHost('a', 0.6, 'x', 0);

@@ -22,6 +22,7 @@ describe('failure prediction config', () => {
     expect(c.history.capacity).to.equal(500);
     expect(c.train.epochs).to.equal(3);
     expect(c.retrainAfter).to.equal(10);
+    expect(parsePredictionConfig({ decideIntervalMs: 2000 }).decideIntervalMs).to.equal(2000);
     expect(DEFAULT_PREDICTION_CONFIG.blacklist.blockAt).to.not.equal(0.6);
   });
 
@@ -32,6 +33,7 @@ describe('failure prediction config', () => {
     expect(fieldOf({ blokAt: 0.5 })).to.equal('failurePrediction.blokAt');
     expect(fieldOf({ enabled: 'yes' })).to.equal('failurePrediction.enabled');
     expect(fieldOf({ grayAt: 0.8, blockAt: 0.5 })).to.equal('failurePrediction.grayAt');
+    expect(fieldOf({ decideIntervalMs: 0 })).to.equal('failurePrediction.decideIntervalMs');
     expect(fieldOf(42)).to.equal('failurePrediction');
   });
 });

@@ -33,6 +33,8 @@ export interface SimHostOptions {
   racks?: number;
   agentLogLevel?: string;
   startTimeoutMs?: number;
+  /** Hidden failure proneness of nodes (agent-host.ts `--proneness`, JSON). */
+  proneness?: string;
 }
 
 export class SimHost {
@@ -73,6 +75,7 @@ export class SimHost {
       'info',
       '--agent-log-level',
       o.agentLogLevel ?? 'warn',
+      ...(o.proneness ? ['--proneness', o.proneness] : []),
     ];
     const child = spawn(process.execPath, args, { stdio: ['pipe', fd, fd] });
     closeSync(fd);

@@ -25,6 +25,32 @@ describe('SimProcessDriver', () => {
     expect(d.running).to.equal(0);
   });
 
+  it('fails workers of a failure-prone host with the probability it gives, drawn per worker', async () => {
+    const asked: string[] = [];
+    const d = new SimProcessDriver({
+      pids: new PidCounter(),
+      hostFailure: (s) => {
+        asked.push(s.workerId);
+        return 0.5;
+      },
+    });
+    const exits: ExitInfo[] = [];
+    d.onExit((e) => exits.push(e));
+    for (let i = 0; i < 40; i++) await d.spawn(spec({ workerId: `map.${i}.1`, env: { SIM_DURATION_MS: '5' } }));
+    await sleep(60);
+    const failed = exits.filter((e) => e.exitCode === 1).map((e) => e.workerId);
+    expect(asked).to.have.length(40);
+    expect(failed).to.deep.equal(exits.filter((e) => draw(`app-1/${e.workerId}/host`) < 0.5).map((e) => e.workerId));
+    expect(failed.length).to.be.within(10, 30);
+    // A host that is not failure-prone fails none of them.
+    const sound = new SimProcessDriver({ pids: new PidCounter() });
+    const ok: ExitInfo[] = [];
+    sound.onExit((e) => ok.push(e));
+    for (let i = 0; i < 10; i++) await sound.spawn(spec({ workerId: `map.${i}.1`, env: { SIM_DURATION_MS: '5' } }));
+    await sleep(40);
+    expect(ok.every((e) => e.exitCode === 0)).to.equal(true);
+  });
+
   it('gives unique pids across drivers sharing a counter, above any real pid', async () => {
     const pids = new PidCounter();
     const a = new SimProcessDriver({ pids });

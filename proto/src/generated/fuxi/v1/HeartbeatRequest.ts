@@ -32,6 +32,12 @@ export interface HeartbeatRequest {
    * the master's failure prediction learns from.
    */
   'workerEnds'?: (_fuxi_v1_WorkerStatus)[];
+  /**
+   * The task workers (not AMs) running on this node now, at most 1,000: the attempts the master's
+   * failure prediction weighs one by one (ATLAS+: proceed, reschedule, kill). Only worker_id,
+   * app_id, task, instance, attempt and started_at_ms are set.
+   */
+  'runningWorkers'?: (_fuxi_v1_WorkerStatus)[];
 }
 
 export interface HeartbeatRequest__Output {
@@ -60,4 +66,10 @@ export interface HeartbeatRequest__Output {
    * the master's failure prediction learns from.
    */
   'workerEnds': (_fuxi_v1_WorkerStatus__Output)[];
+  /**
+   * The task workers (not AMs) running on this node now, at most 1,000: the attempts the master's
+   * failure prediction weighs one by one (ATLAS+: proceed, reschedule, kill). Only worker_id,
+   * app_id, task, instance, attempt and started_at_ms are set.
+   */
+  'runningWorkers': (_fuxi_v1_WorkerStatus__Output)[];
 }
