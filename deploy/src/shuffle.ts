@@ -26,14 +26,14 @@ export interface ShuffleOptions {
   /** Bytes of each partition (a multiple of 4). */
   partitionBytes: number;
   speculation?: SpeculationMode;
-  /** Per task: cpu cores and MiB (default 0.2 and 64). */
+  /** Per task: cpu cores and MiB (default 0.2 and 160: a Node.js worker and its page cache, counted by its cgroup). */
   cpu?: number;
   memoryMiB?: number;
 }
 
 /** The job, id `<name>-<base-36 time>`; maxAttempts 3. */
 export function shuffleSpec(name: string, o: ShuffleOptions): JobSpec {
-  const task = { resources: { cpu: o.cpu ?? 0.2, memory: o.memoryMiB ?? 64 }, cwd: SHUFFLE_DIR, maxAttempts: 3 };
+  const task = { resources: { cpu: o.cpu ?? 0.2, memory: o.memoryMiB ?? 160 }, cwd: SHUFFLE_DIR, maxAttempts: 3 };
   return normalizeJobSpec({
     id: `${name}-${Date.now().toString(36)}${Math.floor(Math.random() * 1296).toString(36)}`,
     name,

@@ -29,12 +29,12 @@ export function wordcountSpec(): JobSpec {
 
 /**
  * The example as the rack tests and benchmarks run it: 12 maps and 4 reducers of 0.2 cores and
- * 64 MiB each, 3 attempts, id `<name>-<base-36 time>`. `mapCommand` replaces the maps' command
+ * 160 MiB each (a Node.js worker, counted by its cgroup), 3 attempts, id `<name>-<base-36 time>`. `mapCommand` replaces the maps' command
  * (it gets the instance and the instance count as $1 and $2, e.g. for a gate before `map.mjs`).
  */
 export function smallWordcountSpec(name: string, mapCommand?: string[]): JobSpec {
   const spec = wordcountSpec();
-  const task = { resources: { cpu: 0.2, memory: 64 }, cwd: WORDCOUNT_DIR, maxAttempts: 3 };
+  const task = { resources: { cpu: 0.2, memory: 160 }, cwd: WORDCOUNT_DIR, maxAttempts: 3 };
   return normalizeJobSpec({
     id: `${name}-${Date.now().toString(36)}`,
     name,
