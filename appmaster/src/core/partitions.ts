@@ -150,7 +150,7 @@ export function jobHosts(st: AmState): Map<string, HostLoad> {
 }
 
 /** Tasks whose outputs a task not yet finished (waiting or active) depends on. */
-function neededTasks(st: AmState): Set<Task> {
+export function neededTasks(st: AmState): Set<Task> {
   const needed = new Set<Task>();
   for (const t of st.tasks.values()) {
     if (t.state === 'succeeded' || t.state === 'failed') continue;

@@ -27,6 +27,7 @@
 import { speculationCap } from '@fuxi/common';
 import { blocked, idOf, setInstanceState, setOutput, workerIdOf, type AmState, type Instance, type Task } from './am-state.js';
 import { setTaskState } from './dag.js';
+import { neededTasks } from './partitions.js';
 import { judgePaths, observePath, percentile } from './paths.js';
 import type { PathRecord, WorkerEvent } from './types.js';
 import { liveWorkers, releaseSlot, stopWorker } from './workers.js';
@@ -274,19 +275,6 @@ function moved(t: Task, inst: Instance, host: string): void {
   inst.declined = false;
   inst.lostAttempt = 0;
   t.backups++;
-}
-
-/** Tasks whose outputs a task not yet finished depends on. */
-function neededTasks(st: AmState): Set<Task> {
-  const needed = new Set<Task>();
-  for (const t of st.tasks.values()) {
-    if (t.state === 'succeeded' || t.state === 'failed') continue;
-    for (const d of t.spec.dependsOn) {
-      const dt = st.tasks.get(d);
-      if (dt) needed.add(dt);
-    }
-  }
-  return needed;
 }
 
 function hasDependents(st: AmState, t: Task): boolean {

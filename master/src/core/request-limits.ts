@@ -20,7 +20,7 @@
  * master failover) is not: refusing it would leave the app unreported, so the offending entries
  * are dropped or clamped to the limit and a warning says which (`sanitizeReport`).
  */
-import { AM_SU, dimensionsOver, InvalidArgumentError, min, taskPriority, type JobSpec, type Resource, type TaskSpec } from '@fuxi/common';
+import { AM_SU, dimensionsOver, InvalidArgumentError, min, speculationCap, taskPriority, type JobSpec, type Resource, type TaskSpec } from '@fuxi/common';
 import { applyDelta, cancelOrder, outstandingOf } from './ledger.js';
 import { DEFAULT_CONFIG, type AppState, type MasterState, type ScheduleUnitState } from './master-state.js';
 import type { RequestDelta, UnitConfig, UnitView } from './types.js';
@@ -30,7 +30,7 @@ const LOCATION = /^(node|rack):.+$/;
 /** Slots an SU of `task` may have outstanding and granted together: its instances plus the allowance. */
 export function slotLimit(st: MasterState, task: Pick<TaskSpec, 'instances'>): number {
   const fraction = st.cfg.speculationAllowance ?? DEFAULT_CONFIG.speculationAllowance ?? 0;
-  return task.instances + Math.max(1, Math.ceil(fraction * task.instances));
+  return task.instances + speculationCap(task.instances, fraction);
 }
 
 /** How long a node back from timing out (missing, lost, unreported) is not counted: its AMs hear it meanwhile. */
