@@ -47,6 +47,7 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
     prediction: '',
     predictionReason: '',
     predictionJobs: [],
+    testbed: '',
     ...over,
   };
 }

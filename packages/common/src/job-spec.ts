@@ -96,6 +96,12 @@ export interface JobSpec {
    * 'off' keeps them off the job entirely (its attempts still feed the model).
    */
   failurePrediction?: FailurePrediction;
+  /**
+   * A testbed (a set of hosts an operator reserved for the job's quota group, `fuxi testbed
+   * create`): the job's AM and workers go only to its hosts while it is active. Absent or '': the
+   * job may go anywhere its group may (its group's testbeds included).
+   */
+  testbed?: string;
   /** A member of a job array (set by `submitArray` / `fuxi submit --array`, not in job files). */
   array?: JobArrayRef;
 }
@@ -182,6 +188,8 @@ export const SPECULATION_MODES: readonly SpeculationMode[] = ['off', 'base', 'pa
 export const DEFAULT_SPECULATION: Exclude<SpeculationMode, ''> = 'path';
 export const MAX_INSTANCES = 100_000;
 export const JOB_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+/** A testbed's name (`fuxi testbed create NAME`): also a store key's last part. */
+export const TESTBED_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const TASK_NAME_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
 export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_NAME_LENGTH = 255;
@@ -201,6 +209,7 @@ const JOB_FIELDS = [
   'network',
   'speculation',
   'failurePrediction',
+  'testbed',
 ] as const;
 const TASK_FIELDS = [
   'name',
@@ -284,6 +293,8 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   if (speculation === '') throw new InvalidArgumentError('speculation', 'must be "off", "base" or "path" (omit it for "path"), got ""');
   const failurePrediction = optString(top.failurePrediction, 'failurePrediction');
   if (failurePrediction === '') throw new InvalidArgumentError('failurePrediction', 'must be "on" or "off" (omit it for "on"), got ""');
+  const testbed = optString(top.testbed, 'testbed');
+  if (testbed === '') throw new InvalidArgumentError('testbed', 'must name a testbed (omit it to run anywhere the quota group may), got ""');
 
   return validateJobSpec({
     jobId,
@@ -299,6 +310,7 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
     ...(network !== undefined ? { network: network as JobNetwork } : {}),
     ...(speculation !== undefined ? { speculation: speculation as SpeculationMode } : {}),
     ...(failurePrediction !== undefined ? { failurePrediction: failurePrediction as FailurePrediction } : {}),
+    ...(testbed !== undefined ? { testbed } : {}),
   });
 }
 
@@ -517,6 +529,12 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
   }
   if (failurePrediction !== '') out.failurePrediction = failurePrediction as FailurePrediction;
 
+  const testbed: unknown = spec.testbed ?? '';
+  if (testbed !== '') {
+    if (typeof testbed !== 'string' || !TESTBED_NAME_PATTERN.test(testbed))
+      throw new InvalidArgumentError('testbed', `must be a testbed name (${TESTBED_NAME_PATTERN.source}), got ${describe(testbed)}`);
+    out.testbed = testbed;
+  }
   if (spec.array) out.array = checkArray(spec.array);
 
   const tasks = spec.tasks ?? [];

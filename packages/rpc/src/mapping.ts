@@ -82,6 +82,7 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
     network: spec.network ?? '',
     speculation: spec.speculation ?? '',
     failurePrediction: spec.failurePrediction ?? '',
+    testbed: spec.testbed ?? '',
     ...(spec.array ? { array: { id: spec.array.id, index: spec.array.index, maxRunning: spec.array.maxRunning } } : {}),
   };
 }
@@ -107,6 +108,7 @@ export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
     ...(p.network ? { network: p.network as JobSpec['network'] } : {}),
     ...(p.speculation ? { speculation: p.speculation as JobSpec['speculation'] } : {}),
     ...(p.failurePrediction ? { failurePrediction: p.failurePrediction as JobSpec['failurePrediction'] } : {}),
+    ...(p.testbed ? { testbed: p.testbed } : {}),
     ...(p.array ? { array: { id: p.array.id ?? '', index: p.array.index ?? 0, maxRunning: p.array.maxRunning ?? 0 } } : {}),
   };
 }

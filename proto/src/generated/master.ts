@@ -10,6 +10,10 @@ import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Con
 import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from './fuxi/v1/Connectivity.js';
 import type { ConnectivityDelta as _fuxi_v1_ConnectivityDelta, ConnectivityDelta__Output as _fuxi_v1_ConnectivityDelta__Output } from './fuxi/v1/ConnectivityDelta.js';
 import type { CordonNodeRequest as _fuxi_v1_CordonNodeRequest, CordonNodeRequest__Output as _fuxi_v1_CordonNodeRequest__Output } from './fuxi/v1/CordonNodeRequest.js';
+import type { CreateTestbedRequest as _fuxi_v1_CreateTestbedRequest, CreateTestbedRequest__Output as _fuxi_v1_CreateTestbedRequest__Output } from './fuxi/v1/CreateTestbedRequest.js';
+import type { CreateTestbedResponse as _fuxi_v1_CreateTestbedResponse, CreateTestbedResponse__Output as _fuxi_v1_CreateTestbedResponse__Output } from './fuxi/v1/CreateTestbedResponse.js';
+import type { DeleteTestbedRequest as _fuxi_v1_DeleteTestbedRequest, DeleteTestbedRequest__Output as _fuxi_v1_DeleteTestbedRequest__Output } from './fuxi/v1/DeleteTestbedRequest.js';
+import type { DeleteTestbedResponse as _fuxi_v1_DeleteTestbedResponse, DeleteTestbedResponse__Output as _fuxi_v1_DeleteTestbedResponse__Output } from './fuxi/v1/DeleteTestbedResponse.js';
 import type { DrainNodeRequest as _fuxi_v1_DrainNodeRequest, DrainNodeRequest__Output as _fuxi_v1_DrainNodeRequest__Output } from './fuxi/v1/DrainNodeRequest.js';
 import type { FaultEvent as _fuxi_v1_FaultEvent, FaultEvent__Output as _fuxi_v1_FaultEvent__Output } from './fuxi/v1/FaultEvent.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from './fuxi/v1/FinishAppRequest.js';
@@ -23,6 +27,7 @@ import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output }
 import type { GrantUpdate as _fuxi_v1_GrantUpdate, GrantUpdate__Output as _fuxi_v1_GrantUpdate__Output } from './fuxi/v1/GrantUpdate.js';
 import type { HeartbeatRequest as _fuxi_v1_HeartbeatRequest, HeartbeatRequest__Output as _fuxi_v1_HeartbeatRequest__Output } from './fuxi/v1/HeartbeatRequest.js';
 import type { HeartbeatResponse as _fuxi_v1_HeartbeatResponse, HeartbeatResponse__Output as _fuxi_v1_HeartbeatResponse__Output } from './fuxi/v1/HeartbeatResponse.js';
+import type { HostWorkers as _fuxi_v1_HostWorkers, HostWorkers__Output as _fuxi_v1_HostWorkers__Output } from './fuxi/v1/HostWorkers.js';
 import type { JobArray as _fuxi_v1_JobArray, JobArray__Output as _fuxi_v1_JobArray__Output } from './fuxi/v1/JobArray.js';
 import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
 import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
@@ -33,6 +38,8 @@ import type { ListJobsRequest as _fuxi_v1_ListJobsRequest, ListJobsRequest__Outp
 import type { ListJobsResponse as _fuxi_v1_ListJobsResponse, ListJobsResponse__Output as _fuxi_v1_ListJobsResponse__Output } from './fuxi/v1/ListJobsResponse.js';
 import type { ListNodesRequest as _fuxi_v1_ListNodesRequest, ListNodesRequest__Output as _fuxi_v1_ListNodesRequest__Output } from './fuxi/v1/ListNodesRequest.js';
 import type { ListNodesResponse as _fuxi_v1_ListNodesResponse, ListNodesResponse__Output as _fuxi_v1_ListNodesResponse__Output } from './fuxi/v1/ListNodesResponse.js';
+import type { ListTestbedsRequest as _fuxi_v1_ListTestbedsRequest, ListTestbedsRequest__Output as _fuxi_v1_ListTestbedsRequest__Output } from './fuxi/v1/ListTestbedsRequest.js';
+import type { ListTestbedsResponse as _fuxi_v1_ListTestbedsResponse, ListTestbedsResponse__Output as _fuxi_v1_ListTestbedsResponse__Output } from './fuxi/v1/ListTestbedsResponse.js';
 import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fuxi_v1_LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
 import type { MasterServiceClient as _fuxi_v1_MasterServiceClient, MasterServiceDefinition as _fuxi_v1_MasterServiceDefinition } from './fuxi/v1/MasterService.js';
 import type { NodeAdmin as _fuxi_v1_NodeAdmin, NodeAdmin__Output as _fuxi_v1_NodeAdmin__Output } from './fuxi/v1/NodeAdmin.js';
@@ -68,6 +75,7 @@ import type { SubmitJobsRequest as _fuxi_v1_SubmitJobsRequest, SubmitJobsRequest
 import type { SubmitJobsResponse as _fuxi_v1_SubmitJobsResponse, SubmitJobsResponse__Output as _fuxi_v1_SubmitJobsResponse__Output } from './fuxi/v1/SubmitJobsResponse.js';
 import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fuxi_v1_TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
 import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
+import type { Testbed as _fuxi_v1_Testbed, Testbed__Output as _fuxi_v1_Testbed__Output } from './fuxi/v1/Testbed.js';
 import type { UncordonNodeRequest as _fuxi_v1_UncordonNodeRequest, UncordonNodeRequest__Output as _fuxi_v1_UncordonNodeRequest__Output } from './fuxi/v1/UncordonNodeRequest.js';
 import type { UpdateRequestsRequest as _fuxi_v1_UpdateRequestsRequest, UpdateRequestsRequest__Output as _fuxi_v1_UpdateRequestsRequest__Output } from './fuxi/v1/UpdateRequestsRequest.js';
 import type { UpdateRequestsResponse as _fuxi_v1_UpdateRequestsResponse, UpdateRequestsResponse__Output as _fuxi_v1_UpdateRequestsResponse__Output } from './fuxi/v1/UpdateRequestsResponse.js';
@@ -94,6 +102,10 @@ export interface ProtoGrpcType {
       Connectivity: MessageTypeDefinition<_fuxi_v1_Connectivity, _fuxi_v1_Connectivity__Output>
       ConnectivityDelta: MessageTypeDefinition<_fuxi_v1_ConnectivityDelta, _fuxi_v1_ConnectivityDelta__Output>
       CordonNodeRequest: MessageTypeDefinition<_fuxi_v1_CordonNodeRequest, _fuxi_v1_CordonNodeRequest__Output>
+      CreateTestbedRequest: MessageTypeDefinition<_fuxi_v1_CreateTestbedRequest, _fuxi_v1_CreateTestbedRequest__Output>
+      CreateTestbedResponse: MessageTypeDefinition<_fuxi_v1_CreateTestbedResponse, _fuxi_v1_CreateTestbedResponse__Output>
+      DeleteTestbedRequest: MessageTypeDefinition<_fuxi_v1_DeleteTestbedRequest, _fuxi_v1_DeleteTestbedRequest__Output>
+      DeleteTestbedResponse: MessageTypeDefinition<_fuxi_v1_DeleteTestbedResponse, _fuxi_v1_DeleteTestbedResponse__Output>
       DrainNodeRequest: MessageTypeDefinition<_fuxi_v1_DrainNodeRequest, _fuxi_v1_DrainNodeRequest__Output>
       FaultEvent: MessageTypeDefinition<_fuxi_v1_FaultEvent, _fuxi_v1_FaultEvent__Output>
       FinishAppRequest: MessageTypeDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppRequest__Output>
@@ -107,6 +119,7 @@ export interface ProtoGrpcType {
       GrantUpdate: MessageTypeDefinition<_fuxi_v1_GrantUpdate, _fuxi_v1_GrantUpdate__Output>
       HeartbeatRequest: MessageTypeDefinition<_fuxi_v1_HeartbeatRequest, _fuxi_v1_HeartbeatRequest__Output>
       HeartbeatResponse: MessageTypeDefinition<_fuxi_v1_HeartbeatResponse, _fuxi_v1_HeartbeatResponse__Output>
+      HostWorkers: MessageTypeDefinition<_fuxi_v1_HostWorkers, _fuxi_v1_HostWorkers__Output>
       JobArray: MessageTypeDefinition<_fuxi_v1_JobArray, _fuxi_v1_JobArray__Output>
       JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
       JobSpec: MessageTypeDefinition<_fuxi_v1_JobSpec, _fuxi_v1_JobSpec__Output>
@@ -118,6 +131,8 @@ export interface ProtoGrpcType {
       ListJobsResponse: MessageTypeDefinition<_fuxi_v1_ListJobsResponse, _fuxi_v1_ListJobsResponse__Output>
       ListNodesRequest: MessageTypeDefinition<_fuxi_v1_ListNodesRequest, _fuxi_v1_ListNodesRequest__Output>
       ListNodesResponse: MessageTypeDefinition<_fuxi_v1_ListNodesResponse, _fuxi_v1_ListNodesResponse__Output>
+      ListTestbedsRequest: MessageTypeDefinition<_fuxi_v1_ListTestbedsRequest, _fuxi_v1_ListTestbedsRequest__Output>
+      ListTestbedsResponse: MessageTypeDefinition<_fuxi_v1_ListTestbedsResponse, _fuxi_v1_ListTestbedsResponse__Output>
       LocalityHint: MessageTypeDefinition<_fuxi_v1_LocalityHint, _fuxi_v1_LocalityHint__Output>
       /**
        * The master: agents, application masters and clients all talk to it.
@@ -158,6 +173,7 @@ export interface ProtoGrpcType {
       SubmitJobsResponse: MessageTypeDefinition<_fuxi_v1_SubmitJobsResponse, _fuxi_v1_SubmitJobsResponse__Output>
       TaskProgress: MessageTypeDefinition<_fuxi_v1_TaskProgress, _fuxi_v1_TaskProgress__Output>
       TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
+      Testbed: MessageTypeDefinition<_fuxi_v1_Testbed, _fuxi_v1_Testbed__Output>
       UncordonNodeRequest: MessageTypeDefinition<_fuxi_v1_UncordonNodeRequest, _fuxi_v1_UncordonNodeRequest__Output>
       UpdateRequestsRequest: MessageTypeDefinition<_fuxi_v1_UpdateRequestsRequest, _fuxi_v1_UpdateRequestsRequest__Output>
       UpdateRequestsResponse: MessageTypeDefinition<_fuxi_v1_UpdateRequestsResponse, _fuxi_v1_UpdateRequestsResponse__Output>

@@ -227,6 +227,15 @@ describe('job spec', () => {
       expect(invalid(() => validateJobSpec(domainJob([domainTask('a')], { failurePrediction: 'no' as 'off' }))).field).to.equal('failurePrediction');
     });
 
+    it('reads testbed (absent: anywhere the quota group may go) and names the field when it is wrong', () => {
+      expect(normalizeJobSpec(userJob())).to.not.have.property('testbed');
+      expect(normalizeJobSpec(userJob({ testbed: 'ml-1' }))).to.deep.include({ testbed: 'ml-1' });
+      expect(invalid(() => normalizeJobSpec(userJob({ testbed: '' }))).field).to.equal('testbed');
+      expect(invalid(() => normalizeJobSpec(userJob({ testbed: 'ML 1' }))).message).to.match(/^testbed: must be a testbed name/);
+      expect(invalid(() => normalizeJobSpec(userJob({ testbed: 7 }))).field).to.equal('testbed');
+      expect(validateJobSpec(domainJob([domainTask('a')], { testbed: '' }))).to.not.have.property('testbed');
+    });
+
     it('reads gang and minInstances (gang: true = all instances; none = no gang)', () => {
       expect(normalizeJobSpec(userTask(0, { instances: 3, gang: true })).tasks[0]?.minInstances).to.equal(3);
       expect(normalizeJobSpec(userTask(0, { instances: 3, gang: true, minInstances: 3 })).tasks[0]?.minInstances).to.equal(3);
@@ -283,7 +292,7 @@ describe('job spec', () => {
           'an unknown top-level field',
           userJob({ taks: [] }),
           '',
-          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network, speculation, failurePrediction\); did you mean "tasks"\?$/,
+          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network, speculation, failurePrediction, testbed\); did you mean "tasks"\?$/,
         ],
         [
           'an unknown task field',

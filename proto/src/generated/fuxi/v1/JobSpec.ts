@@ -52,6 +52,11 @@ export interface JobSpec {
    */
   'failurePrediction'?: (string);
   /**
+   * A testbed of the job's quota group (`fuxi testbed create`): the job's AM and workers go only to
+   * its hosts while it is active ('' = anywhere the quota group may go).
+   */
+  'testbed'?: (string);
+  /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
    */
@@ -105,6 +110,11 @@ export interface JobSpec__Output {
    * reschedule of attempts): "on" (default; "" means it) or "off".
    */
   'failurePrediction': (string);
+  /**
+   * A testbed of the job's quota group (`fuxi testbed create`): the job's AM and workers go only to
+   * its hosts while it is active ('' = anywhere the quota group may go).
+   */
+  'testbed': (string);
   /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).

@@ -5,6 +5,10 @@ import type { MethodDefinition } from '@grpc/proto-loader'
 import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from '../../fuxi/v1/AssignmentUpdate.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from '../../fuxi/v1/ClusterStatus.js';
 import type { CordonNodeRequest as _fuxi_v1_CordonNodeRequest, CordonNodeRequest__Output as _fuxi_v1_CordonNodeRequest__Output } from '../../fuxi/v1/CordonNodeRequest.js';
+import type { CreateTestbedRequest as _fuxi_v1_CreateTestbedRequest, CreateTestbedRequest__Output as _fuxi_v1_CreateTestbedRequest__Output } from '../../fuxi/v1/CreateTestbedRequest.js';
+import type { CreateTestbedResponse as _fuxi_v1_CreateTestbedResponse, CreateTestbedResponse__Output as _fuxi_v1_CreateTestbedResponse__Output } from '../../fuxi/v1/CreateTestbedResponse.js';
+import type { DeleteTestbedRequest as _fuxi_v1_DeleteTestbedRequest, DeleteTestbedRequest__Output as _fuxi_v1_DeleteTestbedRequest__Output } from '../../fuxi/v1/DeleteTestbedRequest.js';
+import type { DeleteTestbedResponse as _fuxi_v1_DeleteTestbedResponse, DeleteTestbedResponse__Output as _fuxi_v1_DeleteTestbedResponse__Output } from '../../fuxi/v1/DeleteTestbedResponse.js';
 import type { DrainNodeRequest as _fuxi_v1_DrainNodeRequest, DrainNodeRequest__Output as _fuxi_v1_DrainNodeRequest__Output } from '../../fuxi/v1/DrainNodeRequest.js';
 import type { FinishAppRequest as _fuxi_v1_FinishAppRequest, FinishAppRequest__Output as _fuxi_v1_FinishAppRequest__Output } from '../../fuxi/v1/FinishAppRequest.js';
 import type { FinishAppResponse as _fuxi_v1_FinishAppResponse, FinishAppResponse__Output as _fuxi_v1_FinishAppResponse__Output } from '../../fuxi/v1/FinishAppResponse.js';
@@ -23,6 +27,8 @@ import type { ListJobsRequest as _fuxi_v1_ListJobsRequest, ListJobsRequest__Outp
 import type { ListJobsResponse as _fuxi_v1_ListJobsResponse, ListJobsResponse__Output as _fuxi_v1_ListJobsResponse__Output } from '../../fuxi/v1/ListJobsResponse.js';
 import type { ListNodesRequest as _fuxi_v1_ListNodesRequest, ListNodesRequest__Output as _fuxi_v1_ListNodesRequest__Output } from '../../fuxi/v1/ListNodesRequest.js';
 import type { ListNodesResponse as _fuxi_v1_ListNodesResponse, ListNodesResponse__Output as _fuxi_v1_ListNodesResponse__Output } from '../../fuxi/v1/ListNodesResponse.js';
+import type { ListTestbedsRequest as _fuxi_v1_ListTestbedsRequest, ListTestbedsRequest__Output as _fuxi_v1_ListTestbedsRequest__Output } from '../../fuxi/v1/ListTestbedsRequest.js';
+import type { ListTestbedsResponse as _fuxi_v1_ListTestbedsResponse, ListTestbedsResponse__Output as _fuxi_v1_ListTestbedsResponse__Output } from '../../fuxi/v1/ListTestbedsResponse.js';
 import type { NodeAdminResponse as _fuxi_v1_NodeAdminResponse, NodeAdminResponse__Output as _fuxi_v1_NodeAdminResponse__Output } from '../../fuxi/v1/NodeAdminResponse.js';
 import type { RegisterAgentRequest as _fuxi_v1_RegisterAgentRequest, RegisterAgentRequest__Output as _fuxi_v1_RegisterAgentRequest__Output } from '../../fuxi/v1/RegisterAgentRequest.js';
 import type { RegisterAgentResponse as _fuxi_v1_RegisterAgentResponse, RegisterAgentResponse__Output as _fuxi_v1_RegisterAgentResponse__Output } from '../../fuxi/v1/RegisterAgentResponse.js';
@@ -76,6 +82,44 @@ export interface MasterServiceClient extends grpc.Client {
   cordonNode(argument: _fuxi_v1_CordonNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
   cordonNode(argument: _fuxi_v1_CordonNodeRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
   cordonNode(argument: _fuxi_v1_CordonNodeRequest, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Operators: testbeds, named sets of hosts reserved for one quota group, optionally for a time
+   * window (hard state: they survive a master failover). While a testbed is active only its group's
+   * jobs get new slots on its hosts (workers of other groups already there run on); a job that names
+   * it (JobSpec.testbed) goes only there. INVALID_ARGUMENT names the field at fault; answered once
+   * the testbed is durable (a failed write changes nothing and is UNAVAILABLE).
+   */
+  CreateTestbed(argument: _fuxi_v1_CreateTestbedRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  CreateTestbed(argument: _fuxi_v1_CreateTestbedRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  CreateTestbed(argument: _fuxi_v1_CreateTestbedRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  CreateTestbed(argument: _fuxi_v1_CreateTestbedRequest, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Operators: testbeds, named sets of hosts reserved for one quota group, optionally for a time
+   * window (hard state: they survive a master failover). While a testbed is active only its group's
+   * jobs get new slots on its hosts (workers of other groups already there run on); a job that names
+   * it (JobSpec.testbed) goes only there. INVALID_ARGUMENT names the field at fault; answered once
+   * the testbed is durable (a failed write changes nothing and is UNAVAILABLE).
+   */
+  createTestbed(argument: _fuxi_v1_CreateTestbedRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  createTestbed(argument: _fuxi_v1_CreateTestbedRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  createTestbed(argument: _fuxi_v1_CreateTestbedRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  createTestbed(argument: _fuxi_v1_CreateTestbedRequest, callback: grpc.requestCallback<_fuxi_v1_CreateTestbedResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * NOT_FOUND for an unknown testbed.
+   */
+  DeleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
+  DeleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
+  DeleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
+  DeleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * NOT_FOUND for an unknown testbed.
+   */
+  deleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
+  deleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
+  deleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
+  deleteTestbed(argument: _fuxi_v1_DeleteTestbedRequest, callback: grpc.requestCallback<_fuxi_v1_DeleteTestbedResponse__Output>): grpc.ClientUnaryCall;
   
   DrainNode(argument: _fuxi_v1_DrainNodeRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
   DrainNode(argument: _fuxi_v1_DrainNodeRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_NodeAdminResponse__Output>): grpc.ClientUnaryCall;
@@ -163,6 +207,15 @@ export interface MasterServiceClient extends grpc.Client {
   listNodes(argument: _fuxi_v1_ListNodesRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
   listNodes(argument: _fuxi_v1_ListNodesRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
   listNodes(argument: _fuxi_v1_ListNodesRequest, callback: grpc.requestCallback<_fuxi_v1_ListNodesResponse__Output>): grpc.ClientUnaryCall;
+  
+  ListTestbeds(argument: _fuxi_v1_ListTestbedsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
+  ListTestbeds(argument: _fuxi_v1_ListTestbedsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
+  ListTestbeds(argument: _fuxi_v1_ListTestbedsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
+  ListTestbeds(argument: _fuxi_v1_ListTestbedsRequest, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
+  listTestbeds(argument: _fuxi_v1_ListTestbedsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
+  listTestbeds(argument: _fuxi_v1_ListTestbedsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
+  listTestbeds(argument: _fuxi_v1_ListTestbedsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
+  listTestbeds(argument: _fuxi_v1_ListTestbedsRequest, callback: grpc.requestCallback<_fuxi_v1_ListTestbedsResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * --- agents ---
@@ -357,6 +410,20 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
    */
   CordonNode: grpc.handleUnaryCall<_fuxi_v1_CordonNodeRequest__Output, _fuxi_v1_NodeAdminResponse>;
   
+  /**
+   * Operators: testbeds, named sets of hosts reserved for one quota group, optionally for a time
+   * window (hard state: they survive a master failover). While a testbed is active only its group's
+   * jobs get new slots on its hosts (workers of other groups already there run on); a job that names
+   * it (JobSpec.testbed) goes only there. INVALID_ARGUMENT names the field at fault; answered once
+   * the testbed is durable (a failed write changes nothing and is UNAVAILABLE).
+   */
+  CreateTestbed: grpc.handleUnaryCall<_fuxi_v1_CreateTestbedRequest__Output, _fuxi_v1_CreateTestbedResponse>;
+  
+  /**
+   * NOT_FOUND for an unknown testbed.
+   */
+  DeleteTestbed: grpc.handleUnaryCall<_fuxi_v1_DeleteTestbedRequest__Output, _fuxi_v1_DeleteTestbedResponse>;
+  
   DrainNode: grpc.handleUnaryCall<_fuxi_v1_DrainNodeRequest__Output, _fuxi_v1_NodeAdminResponse>;
   
   FinishApp: grpc.handleUnaryCall<_fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse>;
@@ -377,6 +444,8 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   ListJobs: grpc.handleUnaryCall<_fuxi_v1_ListJobsRequest__Output, _fuxi_v1_ListJobsResponse>;
   
   ListNodes: grpc.handleUnaryCall<_fuxi_v1_ListNodesRequest__Output, _fuxi_v1_ListNodesResponse>;
+  
+  ListTestbeds: grpc.handleUnaryCall<_fuxi_v1_ListTestbedsRequest__Output, _fuxi_v1_ListTestbedsResponse>;
   
   /**
    * --- agents ---
@@ -443,6 +512,8 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
 
 export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   CordonNode: MethodDefinition<_fuxi_v1_CordonNodeRequest, _fuxi_v1_NodeAdminResponse, _fuxi_v1_CordonNodeRequest__Output, _fuxi_v1_NodeAdminResponse__Output>
+  CreateTestbed: MethodDefinition<_fuxi_v1_CreateTestbedRequest, _fuxi_v1_CreateTestbedResponse, _fuxi_v1_CreateTestbedRequest__Output, _fuxi_v1_CreateTestbedResponse__Output>
+  DeleteTestbed: MethodDefinition<_fuxi_v1_DeleteTestbedRequest, _fuxi_v1_DeleteTestbedResponse, _fuxi_v1_DeleteTestbedRequest__Output, _fuxi_v1_DeleteTestbedResponse__Output>
   DrainNode: MethodDefinition<_fuxi_v1_DrainNodeRequest, _fuxi_v1_NodeAdminResponse, _fuxi_v1_DrainNodeRequest__Output, _fuxi_v1_NodeAdminResponse__Output>
   FinishApp: MethodDefinition<_fuxi_v1_FinishAppRequest, _fuxi_v1_FinishAppResponse, _fuxi_v1_FinishAppRequest__Output, _fuxi_v1_FinishAppResponse__Output>
   GetAppSnapshot: MethodDefinition<_fuxi_v1_GetAppSnapshotRequest, _fuxi_v1_GetAppSnapshotResponse, _fuxi_v1_GetAppSnapshotRequest__Output, _fuxi_v1_GetAppSnapshotResponse__Output>
@@ -452,6 +523,7 @@ export interface MasterServiceDefinition extends grpc.ServiceDefinition {
   KillJob: MethodDefinition<_fuxi_v1_KillJobRequest, _fuxi_v1_KillJobResponse, _fuxi_v1_KillJobRequest__Output, _fuxi_v1_KillJobResponse__Output>
   ListJobs: MethodDefinition<_fuxi_v1_ListJobsRequest, _fuxi_v1_ListJobsResponse, _fuxi_v1_ListJobsRequest__Output, _fuxi_v1_ListJobsResponse__Output>
   ListNodes: MethodDefinition<_fuxi_v1_ListNodesRequest, _fuxi_v1_ListNodesResponse, _fuxi_v1_ListNodesRequest__Output, _fuxi_v1_ListNodesResponse__Output>
+  ListTestbeds: MethodDefinition<_fuxi_v1_ListTestbedsRequest, _fuxi_v1_ListTestbedsResponse, _fuxi_v1_ListTestbedsRequest__Output, _fuxi_v1_ListTestbedsResponse__Output>
   RegisterAgent: MethodDefinition<_fuxi_v1_RegisterAgentRequest, _fuxi_v1_RegisterAgentResponse, _fuxi_v1_RegisterAgentRequest__Output, _fuxi_v1_RegisterAgentResponse__Output>
   RegisterApp: MethodDefinition<_fuxi_v1_RegisterAppRequest, _fuxi_v1_RegisterAppResponse, _fuxi_v1_RegisterAppRequest__Output, _fuxi_v1_RegisterAppResponse__Output>
   ReportAgentState: MethodDefinition<_fuxi_v1_ReportAgentStateRequest, _fuxi_v1_ReportAgentStateResponse, _fuxi_v1_ReportAgentStateRequest__Output, _fuxi_v1_ReportAgentStateResponse__Output>

@@ -36,6 +36,10 @@ export interface NodeStatus {
   'prediction'?: (string);
   'predictionReason'?: (string);
   'predictionJobs'?: (string)[];
+  /**
+   * The testbed that holds the node now (only its quota group's jobs get new slots here); '' when none.
+   */
+  'testbed'?: (string);
 }
 
 export interface NodeStatus__Output {
@@ -69,4 +73,8 @@ export interface NodeStatus__Output {
   'prediction': (string);
   'predictionReason': (string);
   'predictionJobs': (string)[];
+  /**
+   * The testbed that holds the node now (only its quota group's jobs get new slots here); '' when none.
+   */
+  'testbed': (string);
 }
