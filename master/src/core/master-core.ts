@@ -8,7 +8,7 @@
  * `MasterCore` is a facade over one state object (master-state.ts) and the modules that own each
  * concern: ledger (assignments, usage, invariants), sync (grant and assignment tables), scheduling
  * (passes), placement-scope (connectivity-aware placement: scopes, constraints, waiting), jobs, nodes (agents and their status),
- * node-admin (operators' cordons and drains), apps (AMs' calls), request-limits (what an AM
+ * node-admin (operators' cordons and drains), testbed-admin (operators' testbeds), apps (AMs' calls), request-limits (what an AM
  * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
  * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
  */
@@ -40,6 +40,19 @@ import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { unitViews } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
+import {
+  addTestbed,
+  listTestbeds,
+  loadTestbeds,
+  planDeleteTestbed,
+  planTestbed,
+  removeTestbed,
+  tickTestbeds,
+  type TestbedPlan,
+  type TestbedView,
+} from './testbed-admin.js';
+import type { CreateTestbed, Testbed } from './testbeds.js';
+import type { StoreOp } from './store-ops.js';
 import type {
   AssignmentEntry,
   ClusterStatusView,
@@ -58,6 +71,7 @@ import type {
 
 export { DEFAULT_CONFIG, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
 export type { BatchSubmitResult, SubmitResult } from './jobs.js';
+export type { TestbedPlan, TestbedView } from './testbed-admin.js';
 
 /** What `MasterCore.gauges()` counts. */
 export interface MasterGauges {
@@ -107,10 +121,18 @@ export class MasterCore {
    * Loads hard state read from the store (a new leader, or the embedded master restarting in
    * place) and opens the aggregation window of soft-state inference (recovery.ts).
    */
-  loadHardState(jobs: JobRecord[], roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>, now: number, admin: readonly NodeAdmin[] = []): Effect[] {
+  loadHardState(
+    jobs: JobRecord[],
+    roster: Array<Pick<NodeInfo, 'nodeId' | 'address'>>,
+    now: number,
+    admin: readonly NodeAdmin[] = [],
+    testbeds: readonly Testbed[] = [],
+  ): Effect[] {
     return this.effects(now, () => {
-      // Operators' cordons and drains first: nothing the recovery schedules may land on such a node.
+      // Operators' cordons, drains and testbeds first: nothing the recovery schedules may land on
+      // such a node.
       loadAdmin(this.st, admin);
+      loadTestbeds(this.st, testbeds);
       loadHardState(this.st, jobs, roster);
     });
   }
@@ -177,6 +199,37 @@ export class MasterCore {
     return this.effects(now, () => void drainNode(this.st, req));
   }
 
+  // ---------------------------------------------------------------- operators (testbed-admin.ts)
+
+  /**
+   * Checks and resolves a testbed (throws on bad input). Changes nothing: the caller writes `ops`
+   * and, once they are durable, applies the testbed with `addTestbed`.
+   */
+  planTestbed(req: CreateTestbed, now: number): TestbedPlan {
+    this.st.now = now;
+    return planTestbed(this.st, req);
+  }
+
+  /** Applies a planned testbed whose write is durable. */
+  addTestbed(tb: Testbed, now: number): Effect[] {
+    return this.effects(now, () => addTestbed(this.st, tb));
+  }
+
+  /** The write that deletes a testbed (NOT_FOUND for an unknown one). Changes nothing. */
+  planDeleteTestbed(name: string): StoreOp[] {
+    return planDeleteTestbed(this.st, name);
+  }
+
+  /** Applies a deletion whose write is durable. */
+  removeTestbed(name: string, now: number): Effect[] {
+    return this.effects(now, () => removeTestbed(this.st, name));
+  }
+
+  listTestbeds(now: number): TestbedView[] {
+    this.st.now = now;
+    return listTestbeds(this.st);
+  }
+
   // ---------------------------------------------------------------- agents
 
   /** Whether this master knows the node (registered, or from the roster after a failover). */
@@ -237,6 +290,8 @@ export class MasterCore {
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
       changed = tickDrains(st) || changed;
+      // A testbed's window opened or closed: its hosts take other work, or stop taking it.
+      changed = tickTestbeds(st) || changed;
       // Failure prediction retrains off the scheduling path; a new blacklist gets a pass.
       changed = tickPrediction(st) || changed;
       // ATLAS+ weighs running attempts (never inside a scheduling pass); verdicts wait for their

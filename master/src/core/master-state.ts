@@ -14,6 +14,7 @@ import { GrantWaits } from './grant-waits.js';
 import { DEFAULT_PREDICTION_CONFIG, type PredictionConfig } from './prediction-config.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
+import type { Testbed } from './testbeds.js';
 import type { Effect, GrantEntry, JobRecord, NodeAdmin, NodeInfo, PlacementConstraints } from './types.js';
 
 export interface MasterCoreConfig {
@@ -298,6 +299,10 @@ export class MasterState {
   readonly nodes = new Map<string, NodeState>();
   /** Operators' cordons and drains by node id (node-admin.ts; hard state). */
   readonly admin = new Map<string, NodeAdmin>();
+  /** Operators' testbeds by name (testbed-admin.ts; hard state). */
+  readonly testbeds = new Map<string, Testbed>();
+  /** The next time a testbed's window opens or closes (a scheduling pass is due then); undefined: none. */
+  testbedBoundaryMs: number | undefined;
   /** Nodes whose grant table a drain's revocation changed, pushed at the next tick (node-admin.ts). */
   readonly drainGrantsOwed = new Set<string>();
   /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */

@@ -15,6 +15,7 @@ import { hostFlapped, runningWorkers, workerEnds } from './prediction-hooks.js';
 import { membersChanged, nodeLost, unreachablePeersByNode } from './probing.js';
 import { runScheduler } from './scheduling.js';
 import { putAgent } from './store-ops.js';
+import { testbedOfNode } from './testbed-admin.js';
 import { pushAssignments } from './sync.js';
 import type { GrantEntry, HeartbeatInput, NodeInfo, NodeView } from './types.js';
 
@@ -371,6 +372,7 @@ export function listNodes(st: MasterState): NodeView[] {
       unreachablePeers: unreachable.get(n.info.nodeId) ?? [],
       ...adminOf(st, n),
       ...predictionOf(listed.get(n.info.nodeId)),
+      ...testbedOf(st, n.info.nodeId),
     }));
 }
 
@@ -379,6 +381,11 @@ function adminOf(st: MasterState, n: NodeState): Partial<Pick<NodeView, 'admin' 
   const admin = st.admin.get(n.info.nodeId);
   if (!admin) return undefined;
   return n.status === 'healthy' ? { admin, state: admin.state } : { admin };
+}
+
+function testbedOf(st: MasterState, nodeId: string): Pick<NodeView, 'testbed'> {
+  const testbed = testbedOfNode(st, nodeId);
+  return testbed === undefined ? {} : { testbed };
 }
 
 function predictionOf(e: BlacklistEntry | undefined): Pick<NodeView, 'prediction'> {

@@ -39,6 +39,11 @@ export interface SchedUnit {
    * no gang, slots are placed one by one.
    */
   gang?: number;
+  /**
+   * The job names a testbed (testbeds.ts): its slots go only to that testbed's hosts, and nowhere
+   * while the testbed is not active (not in `reservations`).
+   */
+  testbed?: string;
 }
 
 /**
@@ -74,6 +79,18 @@ export interface HostBlacklist {
   perApp: ReadonlyMap<string, ReadonlySet<string>>;
 }
 
+/**
+ * Hosts active testbeds hold (testbeds.ts): a host in `groupOf` takes new slots only of units of that
+ * quota group; a unit with a `testbed` only on that testbed's hosts.
+ */
+export interface Reservations {
+  groupOf: ReadonlyMap<string, string>;
+  /** Active testbeds by name: their hosts. */
+  testbeds: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Set when every reserved host belongs to this one group (its units then skip the filter). */
+  onlyGroup?: string;
+}
+
 export interface QuotaGroup {
   name: string;
   /** Fair-share weight, > 0. */
@@ -96,6 +113,8 @@ export interface SchedulerSnapshot {
   scopes?: ReadonlyMap<string, PlacementScope>;
   /** Hosts failure prediction holds back; absent: none. */
   blacklist?: HostBlacklist;
+  /** Hosts active testbeds hold; absent: none. */
+  reservations?: Reservations;
 }
 
 export type LocalityLevel = 'node' | 'rack' | 'any';
@@ -114,9 +133,11 @@ export interface Placement {
 /**
  * 'unreachable': a slot fits on some node, but on none its app's scope allows (a connected app
  * whose anchors no free node reaches, or only nodes it avoids have room). 'blacklisted': a slot fits
- * on some node, but only on hosts failure prediction blocks for its app.
+ * on some node, but only on hosts failure prediction blocks for its app. 'reserved': a slot fits on
+ * some node, but only on hosts testbeds keep it off (another group's testbed, or outside the
+ * testbed its job names).
  */
-export type UnsatisfiedReason = 'no-capacity' | 'quota-limit' | 'unreachable' | 'blacklisted';
+export type UnsatisfiedReason = 'no-capacity' | 'quota-limit' | 'unreachable' | 'blacklisted' | 'reserved';
 
 export interface Unsatisfied {
   appId: string;

@@ -16,6 +16,9 @@
  * every app places as if it had no scope. Hosts failure prediction blocks (the cluster's, or the
  * app's own) get no slot of a unit whose job has prediction on, gray ones only when no other node
  * has room (sched-blacklist.ts); a slot that fits only on blocked hosts is unsatisfied as 'blacklisted'.
+ * A host an active testbed holds takes only its quota group's units, and a unit whose job names a
+ * testbed goes only to its hosts (sched-testbeds.ts); a slot kept off every host with room by that
+ * rule is unsatisfied as 'reserved'.
  * Conceptually one slot is placed per turn; a turn places a batch of k slots only when k one-slot
  * turns would have made exactly the same choice, so batching changes speed, never the plan.
  *
@@ -42,11 +45,12 @@ import { buildGroups, pickGroup } from './sched-groups.js';
 import { ClusterState } from './sched-nodes.js';
 import { PlanBuilder } from './sched-plan.js';
 import { ScopeState } from './sched-reach.js';
+import { TestbedState } from './sched-testbeds.js';
 import { levelOf } from './sched-requests.js';
 import type { NodeFilter } from './sched-reach.js';
 import type { GroupState } from './sched-groups.js';
 import type { Request, UnitState } from './sched-requests.js';
-import type { Plan, SchedulerSnapshot, UnsatisfiedReason } from './sched-types.js';
+import type { Plan, SchedulerSnapshot, SchedUnit, UnsatisfiedReason } from './sched-types.js';
 import type { Resource } from '@fuxi/common';
 
 export * from './sched-types.js';
@@ -58,6 +62,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
   const groups = buildGroups(snapshot, cluster.total, out);
   const scopes = new ScopeState(snapshot);
   const blacklist = new BlacklistState(snapshot.blacklist);
+  const testbeds = new TestbedState(snapshot.reservations);
   const active = [...groups.values()].filter((g) => g.units.length > 0);
 
   while (active.length > 0) {
@@ -78,7 +83,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
     const r = unit.su.resource;
 
     if (unit.gangLeft > 0) {
-      if (!placeGang(unit, group, cluster, scopes, blacklist, out)) group.head++;
+      if (!placeGang(unit, group, cluster, scopes, testbeds, blacklist, out)) group.head++;
       continue;
     }
 
@@ -89,12 +94,13 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
       continue;
     }
 
-    const scoped = scopes.filterFor(unit.su);
+    const scope = scopes.filterFor(unit.su);
+    const scoped = testbeds.filterFor(unit.su, scope);
     const listed = blacklist.filtersFor(unit.su, scoped);
     let pick = cluster.find(r, req, listed?.first ?? scoped);
     if (pick === undefined && listed?.fallback !== undefined) pick = cluster.find(r, req, listed.fallback);
     if (pick === undefined) {
-      out.unsatisfied(unit.su, req.remaining, unplacedReason(cluster, r, req, scoped, listed !== undefined));
+      out.unsatisfied(unit.su, req.remaining, unplacedReason(cluster, r, req, { scope, scoped, testbeds, su: unit.su, listed: listed !== undefined }));
       req.remaining = 0;
       continue;
     }
@@ -120,7 +126,15 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
  * success the unit goes on with its other slots one by one; on failure every request of the unit
  * is unsatisfied (the reason of the slot that found no room) and the caller moves past it.
  */
-function placeGang(unit: UnitState, group: GroupState, cluster: ClusterState, scopes: ScopeState, blacklist: BlacklistState, out: PlanBuilder): boolean {
+function placeGang(
+  unit: UnitState,
+  group: GroupState,
+  cluster: ClusterState,
+  scopes: ScopeState,
+  testbeds: TestbedState,
+  blacklist: BlacklistState,
+  out: PlanBuilder,
+): boolean {
   const r = unit.su.resource;
   const need = unit.gangLeft;
   const fail = (reason: UnsatisfiedReason): false => {
@@ -135,7 +149,8 @@ function placeGang(unit: UnitState, group: GroupState, cluster: ClusterState, sc
   const done: Array<{ node: number; k: number; req: Request }> = [];
   let placed = 0;
   let reason: UnsatisfiedReason | undefined;
-  const scoped = scopes.filterFor(unit.su);
+  const scope = scopes.filterFor(unit.su);
+  const scoped = testbeds.filterFor(unit.su, scope);
   const listed = blacklist.filtersFor(unit.su, scoped);
   for (let c = unit.cur; c < unit.reqs.length && placed < need && reason === undefined; c++) {
     const req = unit.reqs[c]!;
@@ -143,7 +158,7 @@ function placeGang(unit: UnitState, group: GroupState, cluster: ClusterState, sc
       let pick = cluster.find(r, req, listed?.first ?? scoped);
       if (pick === undefined && listed?.fallback !== undefined) pick = cluster.find(r, req, listed.fallback);
       if (pick === undefined) {
-        reason = unplacedReason(cluster, r, req, scoped, listed !== undefined);
+        reason = unplacedReason(cluster, r, req, { scope, scoped, testbeds, su: unit.su, listed: listed !== undefined });
         break;
       }
       // As many slots as consecutive one-slot placements would put on the same node.
@@ -175,9 +190,20 @@ function placeGang(unit: UnitState, group: GroupState, cluster: ClusterState, sc
   return fail(reason ?? 'no-capacity');
 }
 
-/** Why a slot found no node: blocked hosts, broken links, or no room anywhere. */
-function unplacedReason(cluster: ClusterState, r: Resource, req: Request, scoped: NodeFilter | undefined, listed: boolean): UnsatisfiedReason {
+/** The filters a slot was placed under: its connectivity scope, that with the testbeds' rule, blacklists. */
+interface SlotFilters {
+  scope: NodeFilter | undefined;
+  scoped: NodeFilter | undefined;
+  testbeds: TestbedState;
+  su: SchedUnit;
+  listed: boolean;
+}
+
+/** Why a slot found no node: blocked hosts, testbeds, broken links, or no room anywhere. */
+function unplacedReason(cluster: ClusterState, r: Resource, req: Request, f: SlotFilters): UnsatisfiedReason {
   if (!cluster.fitsSomewhere(r)) return 'no-capacity';
-  if (listed && (scoped === undefined || cluster.find(r, req, scoped) !== undefined)) return 'blacklisted';
-  return scoped !== undefined ? 'unreachable' : 'no-capacity';
+  if (f.listed && (f.scoped === undefined || cluster.find(r, req, f.scoped) !== undefined)) return 'blacklisted';
+  const own = f.testbeds.own(f.su);
+  if (own !== undefined && cluster.find(r, req, { allows: own, degree: undefined }) === undefined) return 'reserved';
+  return f.scope !== undefined ? 'unreachable' : 'no-capacity';
 }

@@ -1,7 +1,8 @@
 /**
  * Scheduling passes: collect the outstanding requests of every app, let the pure scheduler
  * (scheduler.ts) plan over a live view of the nodes and of the hosts' connectivity
- * (placement-scope.ts) and of the hosts failure prediction holds back (prediction-hooks.ts), and apply the plan: assignments in the ledger, grants to agents, AM
+ * (placement-scope.ts) and of the hosts failure prediction holds back (prediction-hooks.ts) and
+ * testbeds reserve (testbed-admin.ts), and apply the plan: assignments in the ledger, grants to agents, AM
  * launches, assignment tables to AMs, and the message of a job that waits only for connectivity.
  * No pass runs while a failover's aggregation window is open.
  */
@@ -11,7 +12,9 @@ import type { MasterState, NodeState } from './master-state.js';
 import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
 import { blacklistOf } from './prediction-hooks.js';
 import { schedule, type SchedNode, type SchedUnit } from './scheduler.js';
+import { reservationsOf } from './sched-testbeds.js';
 import { putJob } from './store-ops.js';
+import { isActive } from './testbeds.js';
 import { pushAssignments, pushGrants } from './sync.js';
 
 /**
@@ -81,6 +84,8 @@ function pendingUnits(st: MasterState): SchedUnit[] {
       const task = su.suId === AM_SU ? undefined : app.job.spec.tasks.find((t) => t.name === su.suId);
       const gang = task === undefined ? 1 : gangSize(task) - su.granted;
       if (gang > 1) unit.gang = gang;
+      // A job that names a testbed goes only to its hosts (its AM too).
+      if (app.job.spec.testbed) unit.testbed = app.job.spec.testbed;
       units.push(unit);
     }
   }
@@ -99,6 +104,7 @@ export function runScheduler(st: MasterState): void {
   }
   const scopes = connectivityAware(st) ? scopesOf(st, new Set(units.map((u) => u.appId))) : undefined;
   const blacklist = blacklistOf(st);
+  const reservations = st.testbeds.size === 0 ? undefined : reservationsOf([...st.testbeds.values()].filter((tb) => isActive(tb, st.now)));
   const plan = schedule({
     nodes: schedulerNodes(st),
     units,
@@ -107,6 +113,7 @@ export function runScheduler(st: MasterState): void {
     reach: reachOf(links),
     scopes,
     ...(blacklist ? { blacklist } : {}),
+    ...(reservations ? { reservations } : {}),
   });
   const grantNodes = new Set<string>();
   const appChanges = new Map<string, Array<{ nodeId: string }>>();

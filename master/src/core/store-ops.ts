@@ -11,6 +11,9 @@ export const KEYS = {
   /** An operator's cordon or drain of a node (node-admin.ts). */
   nodeAdmin: (nodeId: string) => `nodeadmin/${nodeId}`,
   nodeAdminPrefix: 'nodeadmin/',
+  /** An operator's testbed: hosts reserved for a quota group (testbeds.ts). */
+  testbed: (name: string) => `testbeds/${name}`,
+  testbedsPrefix: 'testbeds/',
   /** An AM's hard state: its topology (once) and its log of finished instances. */
   appPrefix: (appId: string) => `apps/${appId}/`,
   appTopology: (appId: string) => `apps/${appId}/topology`,

@@ -227,6 +227,8 @@ export interface NodeView {
   admin?: NodeAdmin;
   /** Failure prediction's listing of the host (blacklist.ts), when listed. */
   prediction?: { level: 'gray' | 'blocked' | 'job'; reason: string; jobs: string[] };
+  /** The testbed holding it now (testbed-admin.ts), if any. */
+  testbed?: string;
 }
 
 export interface FaultEventView {

@@ -4,6 +4,7 @@
  */
 import { add, res, scale, ZERO } from '@fuxi/common';
 import type { Resource } from '@fuxi/common';
+import { reservationsOf } from '../sched-testbeds.js';
 import type { PlacementScope, Plan, QuotaGroup, Reach, SchedNode, SchedUnit, SchedulerSnapshot } from '../scheduler.js';
 
 /** A schedulable 8-core / 16 GiB node `n1` in rack `r1`, nothing allocated. */
@@ -42,6 +43,8 @@ export interface SnapshotParts {
   scopes?: Record<string, PlacementScope>;
   /** Hosts failure prediction holds back; absent: no `blacklist` in the snapshot. */
   blacklist?: { blocked?: readonly string[]; gray?: readonly string[]; perApp?: Record<string, readonly string[]> };
+  /** Active testbeds; absent: no `reservations` in the snapshot. */
+  testbeds?: ReadonlyArray<{ name: string; group: string; hosts: readonly string[] }>;
 }
 
 /** A snapshot from plain lists; defaults to one `mockNode()` and no units. */
@@ -62,6 +65,7 @@ export function mockSnapshot(parts: SnapshotParts = {}): SchedulerSnapshot {
           },
         }
       : {}),
+    ...(parts.testbeds !== undefined ? { reservations: reservationsOf(parts.testbeds) } : {}),
   };
 }
 
