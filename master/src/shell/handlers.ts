@@ -10,6 +10,7 @@ import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
 import type { MasterCore } from '../core/master-core.js';
 import { KEYS } from '../core/store-ops.js';
+import type { StoreOp } from '../core/store-ops.js';
 import type { Effect } from '../core/types.js';
 import type { JobWatchers } from './job-watchers.js';
 import type { PushStreams } from './push-streams.js';
@@ -25,6 +26,8 @@ import {
   nodeStatusToWire,
   updateRequestsFromWire,
   connectivityToWire,
+  createTestbedFromWire,
+  testbedToWire,
 } from './wire.js';
 
 /** What the handlers need of the master process. */
@@ -45,6 +48,11 @@ export interface HandlerContext {
   conditions(): Promise<Condition[]>;
   /** Carries out effects; resolves once every store write among them is durable. */
   run(effects: Effect[]): Promise<void>;
+  /**
+   * Writes `ops` in this term's order, before memory changes (the caller applies the change once
+   * this resolves). A failed write changes nothing and is answered UNAVAILABLE; the term goes on.
+   */
+  writeFirst(ops: StoreOp[]): Promise<void>;
   /**
    * Resolves once every store write queued so far is durable; UNAVAILABLE if the term ended first
    * (a write failed, or the leader stepped down). A client's answer taken from memory waits for it,
@@ -79,9 +87,9 @@ type Method = keyof ServiceImpl<MasterServiceDefinition>;
 export const MAX_BATCH_JOBS = 1000;
 
 /** Calls that change nothing: served from memory (a fresh load of the store) while the store is full. */
-const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob', 'WatchJobs']);
+const READS = new Set<Method>(['GetJob', 'ListJobs', 'ListNodes', 'GetAppSnapshot', 'GetClusterStatus', 'WatchJob', 'WatchJobs', 'ListTestbeds']);
 /** Changes that clients ask for: refused with RESOURCE_EXHAUSTED while the store is full. */
-const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob', 'CordonNode', 'UncordonNode', 'DrainNode']);
+const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob', 'CordonNode', 'UncordonNode', 'DrainNode', 'CreateTestbed', 'DeleteTestbed']);
 
 /**
  * While etcd is out of space every call that could change state is refused before the core sees it,
@@ -127,6 +135,17 @@ async function nodeAdminAnswer(m: HandlerContext, nodeId: string): Promise<{ nod
 
 function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
   const now = () => Date.now();
+  // Testbed changes one at a time: each is planned against the testbeds the ones before it made.
+  let testbedQueue: Promise<unknown> = Promise.resolve();
+  const oneAtATime = <T>(f: () => Promise<T>): Promise<T> => {
+    const p = testbedQueue.then(f, f);
+    testbedQueue = p.catch(() => undefined);
+    return p;
+  };
+  /** The core that planned a change must still lead when it is applied. */
+  const stillLeading = (core: MasterCore): void => {
+    if (m.core !== core) throw new UnavailableError('the leader changed while the testbed was being saved: retry', '');
+  };
   return {
     RegisterAgent: async (req) => {
       const info = nodeInfoFromWire(req.node);
@@ -281,6 +300,31 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       await m.run(m.core.drainNode({ nodeId: req.nodeId, reason: req.reason, by: req.requestedBy, deadlineMs }, now()));
       return nodeAdminAnswer(m, req.nodeId);
     },
+    // Operators' testbeds (testbed-admin.ts): written first, applied once durable, so a failed
+    // write leaves the master as it was.
+    CreateTestbed: (req) =>
+      oneAtATime(async () => {
+        const core = m.core;
+        const plan = core.planTestbed(createTestbedFromWire(req), now());
+        if (plan.ops.length > 0) {
+          await m.writeFirst(plan.ops);
+          stillLeading(core);
+          await m.run(core.addTestbed(plan.testbed, now()));
+        }
+        const view = core.listTestbeds(now()).find((t) => t.name === plan.testbed.name);
+        await m.durable();
+        return { testbed: view ? testbedToWire(view) : null, othersRunning: plan.othersRunning };
+      }),
+    ListTestbeds: async () => ({ testbeds: m.core.listTestbeds(now()).map(testbedToWire) }),
+    DeleteTestbed: (req) =>
+      oneAtATime(async () => {
+        const core = m.core;
+        const ops = core.planDeleteTestbed(req.name);
+        await m.writeFirst(ops);
+        stillLeading(core);
+        await m.run(core.removeTestbed(req.name, now()));
+        return {};
+      }),
     SaveAppSnapshot: async (req) => {
       await m.run(
         m.core.saveAppSnapshot({ appId: req.appId, attempt: req.amAttempt, topology: req.topology, seq: Number(req.seq), entries: req.entries }, now()),

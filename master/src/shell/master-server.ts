@@ -12,8 +12,9 @@ import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
-import { KEYS } from '../core/store-ops.js';
+import { KEYS, type StoreOp } from '../core/store-ops.js';
 import type { Effect, JobRecord, NodeAdmin } from '../core/types.js';
+import { parseTestbed, type Testbed } from '../core/testbeds.js';
 import { parsePredictionConfig } from '../core/prediction-config.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
@@ -63,13 +64,16 @@ interface HardState {
   roster: Array<{ nodeId: string; address: string }>;
   /** Operators' cordons and drains (node-admin.ts). */
   admin: NodeAdmin[];
+  /** Operators' testbeds (testbed-admin.ts). */
+  testbeds: Testbed[];
 }
 
 async function loadHardState(store: Store): Promise<HardState> {
   const jobs = (await store.list(KEYS.jobsPrefix)).map((kv) => JSON.parse(kv.value) as JobRecord);
   const roster = (await store.list(KEYS.agentsPrefix)).map((kv) => JSON.parse(kv.value) as { nodeId: string; address: string });
   const admin = (await store.list(KEYS.nodeAdminPrefix)).map((kv) => JSON.parse(kv.value) as NodeAdmin);
-  return { jobs, roster, admin };
+  const testbeds = (await store.list(KEYS.testbedsPrefix)).map((kv) => parseTestbed(kv.value)).filter((t): t is Testbed => t !== undefined);
+  return { jobs, roster, admin, testbeds };
 }
 
 /** How often the health status is brought up to date. */
@@ -372,7 +376,7 @@ export class MasterServer {
     }
     this.coreOrUndefined = core;
     this.wakeLeaderWaiters();
-    await this.run(core.loadHardState(hard.jobs, hard.roster, Date.now(), hard.admin));
+    await this.run(core.loadHardState(hard.jobs, hard.roster, Date.now(), hard.admin, hard.testbeds));
     clearInterval(this.statsTimer);
     this.hardState.lastAt = Date.now();
     this.hardState.lastBytes = this.hardState.bytes;
@@ -513,7 +517,7 @@ export class MasterServer {
       if (this.term !== term || !this.storeFull) return;
       // The core is only read from while the store is full: what loading it would do (pushes,
       // writes, the aggregation window) is not done; the next term starts afresh.
-      core.loadHardState(hard.jobs, hard.roster, Date.now(), hard.admin);
+      core.loadHardState(hard.jobs, hard.roster, Date.now(), hard.admin, hard.testbeds);
       this.coreOrUndefined = core;
       this.wakeLeaderWaiters();
     })().catch((e: unknown) => {
@@ -823,8 +827,39 @@ export class MasterServer {
       pushes: this.pushes,
       jobWatchers: this.jobWatchers,
       run: (effects) => this.run(effects),
+      writeFirst: (ops) => this.writeFirst(ops),
       durable: () => this.durable(),
     };
+  }
+
+  /** See HandlerContext.writeFirst: queued behind this term's writes; a failure changes nothing. */
+  private writeFirst(ops: StoreOp[]): Promise<void> {
+    if (!this.isLeading()) {
+      if (this.storeFull) return Promise.reject(new ResourceExhaustedError('store space', this.storeFull.message));
+      return Promise.reject(new UnavailableError('not the leader', this.leaderAddress));
+    }
+    const store = this.leaderStore!;
+    const term = this.term;
+    const write = () => (term === this.term ? this.timedBatch(store, ops) : Promise.reject(new UnavailableError('not made: the term ended', '')));
+    const done = this.storeQueue.then(write, write);
+    this.storeQueue = done.catch(() => undefined);
+    return this.termWaiters.wait(
+      done.catch((err: unknown) => {
+        if (err instanceof UnavailableError) throw err;
+        if (err instanceof FencedError) {
+          const answer = new UnavailableError(`not the leader any more (${err.message}): retry`, '');
+          this.stepDown('fenced: a newer leader owns the store', answer);
+          throw answer;
+        }
+        if (err instanceof StoreOutOfSpaceError && this.store instanceof EtcdStore) {
+          this.holdForSpace(err);
+          throw err;
+        }
+        // Memory is as it was: nothing to rebuild. Only the caller hears of it.
+        this.log.warn({ keys: ops.map((o) => o.key), err: errorMessage(err) }, 'hard-state write failed; nothing changed');
+        throw new UnavailableError(`the store refused the write (${errorMessage(err)}); nothing changed: retry`, '');
+      }),
+    );
   }
 
   /** See HandlerContext.durable: the store queue drained within this term. */

@@ -7,6 +7,7 @@ import type { Resource } from '@fuxi/common';
 import type {
   ClusterStatus,
   Condition,
+  CreateTestbedRequest__Output,
   Connectivity,
   Grant__Output,
   HeartbeatRequest__Output,
@@ -18,11 +19,14 @@ import type {
   PlacementConstraints__Output,
   ReportAppStateRequest__Output,
   ScheduleUnitConfig__Output,
+  Testbed as TestbedWire,
   UpdateRequestsRequest__Output,
   WorkerStatus__Output,
 } from '@fuxi/proto';
 import { jobSpecToProto } from '@fuxi/rpc';
 import type { RequestsInput } from '../core/apps.js';
+import type { TestbedView } from '../core/testbed-admin.js';
+import type { CreateTestbed } from '../core/testbeds.js';
 import type { ProbeAnswer } from '../core/probing.js';
 import type { AppReport } from '../core/recovery.js';
 import type {
@@ -220,6 +224,39 @@ export function nodeStatusToWire(n: NodeView): NodeStatus {
     prediction: n.prediction?.level ?? '',
     predictionReason: n.prediction?.reason ?? '',
     predictionJobs: n.prediction?.jobs ?? [],
+    testbed: n.testbed ?? '',
+  };
+}
+
+export function testbedToWire(t: TestbedView): TestbedWire {
+  return {
+    name: t.name,
+    quotaGroup: t.group,
+    selectorHosts: t.selector.hosts ?? [],
+    selectorLabel: t.selector.label ?? '',
+    selectorCount: t.selector.count ?? 0,
+    hosts: t.hosts,
+    startMs: String(t.startMs ?? 0),
+    endMs: String(t.endMs ?? 0),
+    createdMs: String(t.createdMs),
+    active: t.active,
+  };
+}
+
+/** A CreateTestbed request as the core takes it (int64 as decimal strings; 0: unset). */
+export function createTestbedFromWire(req: CreateTestbedRequest__Output): CreateTestbed {
+  const startMs = Number(req.startMs);
+  const endMs = Number(req.endMs);
+  return {
+    name: req.name,
+    group: req.quotaGroup,
+    selector: {
+      ...(req.hosts.length > 0 ? { hosts: [...req.hosts] } : {}),
+      ...(req.label !== '' ? { label: req.label } : {}),
+      ...(req.count !== 0 ? { count: req.count } : {}),
+    },
+    ...(startMs !== 0 ? { startMs } : {}),
+    ...(endMs !== 0 ? { endMs } : {}),
   };
 }
 
