@@ -290,6 +290,32 @@ describe('fuxi CLI', function () {
       expect(missing.err).to.equal('error: node "nope" not found\n');
     });
 
+    it('testbed create, list, delete; nodes shows the TESTBED column', async () => {
+      master.nodes = [mockNode('n1', agent.address), mockNode('n2', agent.address)];
+      const c = await fuxi(['testbed', 'create', 'ml', '--group', 'research', '--hosts', 'n1', '--start', '2030-01-01T00:00:00Z', '--for', '2h']);
+      expect(c.code).to.equal(0);
+      expect(c.out).to.equal(
+        'testbed ml for group research: n1 (2030-01-01T00:00:00Z .. 2030-01-01T02:00:00Z)\n' +
+          '  n1: 2 workers of other groups running; they finish there, no new ones start\n',
+      );
+      expect(master.testbedRequests[0]).to.deep.include({ name: 'ml', quotaGroup: 'research', hosts: ['n1'], label: '', count: 0, requestedBy: 'tester' });
+      expect(master.testbedRequests[0]?.endMs).to.equal(String(Date.parse('2030-01-01T02:00:00Z')));
+      const list = await fuxi(['testbed', 'list']);
+      expect(list.out.split('\n')[0]).to.match(/^NAME\s+GROUP\s+HOSTS\s+WINDOW\s+ACTIVE\s+SELECTOR$/);
+      expect(list.out.split('\n')[1]).to.match(/^ml\s+research\s+n1\s+2030-01-01T00:00:00Z \.\. 2030-01-01T02:00:00Z\s+yes\s+hosts$/);
+      expect(JSON.parse((await fuxi(['testbed', 'list', '--json'])).out)[0]).to.deep.include({ name: 'ml', hosts: ['n1'] });
+      const table = (await fuxi(['nodes'])).out.split('\n');
+      expect(table[0]).to.match(/\sTESTBED$/);
+      expect(table[1]).to.match(/\sml$/);
+      expect(table[2]).to.match(/\s-$/);
+      expect((await fuxi(['testbed', 'delete', 'ml'])).out).to.equal('testbed ml deleted\n');
+      const missing = await fuxi(['testbed', 'delete', 'ml']);
+      expect(missing.code).to.equal(3);
+      const two = await fuxi(['testbed', 'create', 'x', '--group', 'g', '--hosts', 'n1', '--count', '2']);
+      expect(two.code).to.equal(2);
+      expect(two.err).to.match(/--hosts\/--label\/--count: give exactly one/);
+    });
+
     it('logs: raw bytes to stdout; exit 3 when no node has them', async () => {
       master.nodes = [mockNode('n1', agent.address)];
       agent.logs.set('j1/map/1/stderr/2', ['oops\n', 'bye\n']);

@@ -4,7 +4,15 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import { nullLogger, NotFoundError, UnavailableError, validateJobSpec } from '@fuxi/common';
-import { loadFuxiProto, type ClusterStatus, type JobInfo__Output, type NodeStatus__Output, type WorkerStatus__Output } from '@fuxi/proto';
+import {
+  loadFuxiProto,
+  type ClusterStatus,
+  type CreateTestbedRequest__Output,
+  type JobInfo__Output,
+  type NodeStatus__Output,
+  type Testbed__Output,
+  type WorkerStatus__Output,
+} from '@fuxi/proto';
 import { implement, jobSpecFromProto, startServer, toGrpcError, type RunningServer } from '@fuxi/rpc';
 
 const TERMINAL = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
@@ -58,6 +66,10 @@ export class FakeMaster {
   arrayOf = new Map<string, string>();
   /** Job id -> its AM's snapshot log entries (GetAppSnapshot). */
   snapshots = new Map<string, string[]>();
+
+  /** Testbeds by name (CreateTestbed, ListTestbeds, DeleteTestbed) and the create requests received. */
+  testbeds = new Map<string, Testbed__Output>();
+  testbedRequests: CreateTestbedRequest__Output[] = [];
 
   /** The requests of CordonNode / UncordonNode / DrainNode, in order. */
   adminRequests: Array<{ method: string; nodeId: string; reason: string; requestedBy: string; deadlineMs?: string }> = [];
@@ -176,6 +188,32 @@ export class FakeMaster {
       CordonNode: async (req: { nodeId: string; reason: string; requestedBy: string }) => this.admin('CordonNode', req, 'cordoned'),
       UncordonNode: async (req: { nodeId: string; requestedBy: string }) => this.admin('UncordonNode', { ...req, reason: '' }, ''),
       DrainNode: async (req: { nodeId: string; reason: string; requestedBy: string; deadlineMs: string }) => this.admin('DrainNode', req, 'draining'),
+      CreateTestbed: async (req: CreateTestbedRequest__Output) => {
+        this.calls.push('CreateTestbed');
+        this.testbedRequests.push(req);
+        const hosts = req.hosts.length > 0 ? req.hosts : this.nodes.slice(0, req.count || this.nodes.length).map((n) => n.node?.nodeId ?? '');
+        const t: Testbed__Output = {
+          name: req.name,
+          quotaGroup: req.quotaGroup,
+          selectorHosts: req.hosts,
+          selectorLabel: req.label,
+          selectorCount: req.count,
+          hosts,
+          startMs: req.startMs,
+          endMs: req.endMs,
+          createdMs: '1',
+          active: true,
+        };
+        this.testbeds.set(req.name, t);
+        for (const n of this.nodes) if (hosts.includes(n.node?.nodeId ?? '')) n.testbed = req.name;
+        return { testbed: t, othersRunning: hosts.slice(0, 1).map((nodeId) => ({ nodeId, workers: 2 })) };
+      },
+      ListTestbeds: async () => ({ testbeds: [...this.testbeds.values()] }),
+      DeleteTestbed: async (req: { name: string }) => {
+        this.calls.push('DeleteTestbed');
+        if (!this.testbeds.delete(req.name)) throw new NotFoundError('testbed', req.name);
+        return {};
+      },
       GetClusterStatus: async () => {
         this.calls.push('GetClusterStatus');
         return { ...this.clusterStatus, leader: this.clusterStatus.leader || this.address };

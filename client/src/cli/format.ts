@@ -13,6 +13,7 @@ import type {
   RecoveryProgress__Output,
   Resource__Output,
   TaskProgress__Output,
+  Testbed__Output,
 } from '@fuxi/proto';
 import { fsmStateLabel } from '../sdk/cluster-state.js';
 import { shortState } from '../sdk/job-state.js';
@@ -160,6 +161,8 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
   if (nodes.length === 0) return '(no nodes)';
   // Who cordoned or drains a node, when and why: only when some node has such a state.
   const admin = nodes.some((n) => n.admin?.state);
+  // The testbed holding a node: only when some node is held.
+  const testbeds = nodes.some((n) => n.testbed);
   const listed = nodes.filter((n) => n.prediction);
   const why = listed.map((n) => {
     const jobs = n.predictionJobs?.length ? ` (blocked for ${n.predictionJobs.join(', ')})` : '';
@@ -178,6 +181,7 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
       'LIMITS',
       'PREDICTION',
       'UNREACHABLE',
+      ...(testbeds ? ['TESTBED'] : []),
       ...(admin ? ['BY', 'SINCE', 'REASON'] : []),
     ],
     nodes.map((n) => [
@@ -192,10 +196,37 @@ export function formatNodes(nodes: readonly NodeStatus__Output[]): string {
       n.node?.resourceEnforcement || '-',
       fmtPrediction(n),
       fmtUnreachable(n.unreachablePeers),
+      ...(testbeds ? [n.testbed || '-'] : []),
       ...(admin ? (n.admin?.state ? [n.admin.by || '-', fmtTime(n.admin.sinceMs), n.admin.reason || '-'] : ['-', '-', '-']) : []),
     ]),
   );
   return why.length === 0 ? table : `${table}\nfailure prediction:\n${why.join('\n')}`;
+}
+
+/** A testbed's window: `always`, `from T`, `until T` or `T .. T`. */
+export function fmtWindow(t: Pick<Testbed__Output, 'startMs' | 'endMs'>): string {
+  const start = Number(t.startMs ?? 0);
+  const end = Number(t.endMs ?? 0);
+  if (start <= 0 && end <= 0) return 'always';
+  if (end <= 0) return `from ${fmtTime(start)}`;
+  if (start <= 0) return `until ${fmtTime(end)}`;
+  return `${fmtTime(start)} .. ${fmtTime(end)}`;
+}
+
+/** `fuxi testbed list`: each testbed's group, hosts, window and whether it holds its hosts now. */
+export function formatTestbeds(testbeds: readonly Testbed__Output[]): string {
+  if (testbeds.length === 0) return '(no testbeds)';
+  return renderTable(
+    ['NAME', 'GROUP', 'HOSTS', 'WINDOW', 'ACTIVE', 'SELECTOR'],
+    testbeds.map((t) => [
+      t.name,
+      t.quotaGroup,
+      t.hosts.join(',') || '-',
+      fmtWindow(t),
+      t.active ? 'yes' : 'no',
+      t.selectorLabel ? `label ${t.selectorLabel}` : t.selectorCount ? `count ${t.selectorCount}` : 'hosts',
+    ]),
+  );
 }
 
 /**

@@ -11,7 +11,18 @@ import type { FuxiClient, LogOptions, SubmitResult } from '../sdk/fuxi-client.js
 import { defaultMasters, splitAddresses } from '../sdk/masters.js';
 import { JOB_STATE_NAMES, parseJobState, type JobStateName } from '../sdk/job-state.js';
 import { errorLine, EXIT, EXIT_CODES_HELP, exitCodeFor, isCommanderError } from './exit-codes.js';
-import { finalLine, fmtTime, formatArrayStatus, formatClusterStatus, formatJobList, formatJobStatus, formatNodes, toJson } from './format.js';
+import {
+  finalLine,
+  fmtTime,
+  fmtWindow,
+  formatArrayStatus,
+  formatClusterStatus,
+  formatJobList,
+  formatJobStatus,
+  formatNodes,
+  formatTestbeds,
+  toJson,
+} from './format.js';
 import type { ProgressStream } from './progress.js';
 
 /** The part of `FuxiClient` the CLI uses (tests pass a fake). */
@@ -30,6 +41,9 @@ export type CliClient = Pick<
   | 'cordon'
   | 'uncordon'
   | 'drain'
+  | 'createTestbed'
+  | 'testbeds'
+  | 'deleteTestbed'
   | 'logs'
   | 'fetchOutput'
   | 'clusterStatus'
@@ -337,6 +351,70 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       emit(opts, n, () => `node ${nodeId} draining${n?.admin?.deadlineMs ? ` (deadline ${fmtTime(n.admin.deadlineMs)})` : ''}`);
     });
 
+  const testbed = program
+    .command('testbed')
+    .description('hosts reserved for a quota group (survive a master failover): "fuxi testbed create|list|delete"; a job names one with "testbed: NAME"');
+  testbed
+    .command('create <name>')
+    .description(
+      "reserve hosts for a quota group: only its jobs get new slots there while the testbed is active (other groups' workers already there run on until they finish)",
+    )
+    .requiredOption('--group <group>', 'the quota group the hosts are reserved for')
+    .option('--hosts <ids>', 'these nodes, comma-separated')
+    .option('--label <key=value>', 'every node carrying this label')
+    .option('--count <n>', 'this many hosts the master picks (healthy, uncordoned, least loaded)')
+    .option('--start <time>', 'active from this time (ISO 8601, e.g. 2026-12-01T08:00:00Z); default now')
+    .option('--end <time>', 'active until this time (ISO 8601); default: until deleted')
+    .option('--for <duration>', 'active this long from the start, e.g. 90m, 2h, 3d (instead of --end)')
+    .action(
+      async (name: string, o: { group: string; hosts?: string; label?: string; count?: string; start?: string; end?: string; for?: string }, cmd: Command) => {
+        const opts = cmd.optsWithGlobals<GlobalOpts>();
+        const given = [o.hosts, o.label, o.count].filter((x) => x !== undefined).length;
+        if (given !== 1) throw new InvalidArgumentError('--hosts/--label/--count', 'give exactly one');
+        if (o.end !== undefined && o.for !== undefined) throw new InvalidArgumentError('--for', 'give --end or --for, not both');
+        const now = deps.now ? deps.now() : Date.now();
+        const startMs = o.start === undefined ? undefined : parseTime(o.start, '--start');
+        const endMs = o.end !== undefined ? parseTime(o.end, '--end') : o.for !== undefined ? (startMs ?? now) + parseDuration(o.for, '--for') : undefined;
+        const c = await getClient(opts);
+        const res = await c.createTestbed({
+          name,
+          group: o.group,
+          ...(o.hosts !== undefined ? { hosts: splitAddresses(o.hosts) ?? [] } : {}),
+          ...(o.label !== undefined ? { label: o.label } : {}),
+          ...(o.count !== undefined ? { count: parseNonNegativeInt(o.count, '--count', 1) } : {}),
+          ...(startMs !== undefined ? { startMs } : {}),
+          ...(endMs !== undefined ? { endMs } : {}),
+          by: user(),
+        });
+        emit(opts, res, () => {
+          const t = res.testbed;
+          const lines = [`testbed ${name} for group ${t?.quotaGroup ?? o.group}: ${t?.hosts.join(', ') ?? ''} (${t ? fmtWindow(t) : '?'})`];
+          for (const h of res.othersRunning)
+            lines.push(`  ${h.nodeId}: ${h.workers} worker${h.workers === 1 ? '' : 's'} of other groups running; they finish there, no new ones start`);
+          return lines.join('\n');
+        });
+      },
+    );
+  testbed
+    .command('list')
+    .description('list testbeds: group, hosts, window, whether active now')
+    .option('--json', 'JSON output (as -o json)')
+    .action(async (o: { json?: boolean }, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const c = await getClient(opts);
+      const list = await c.testbeds();
+      emit(o.json ? { ...opts, output: 'json' } : opts, list, () => formatTestbeds(list));
+    });
+  testbed
+    .command('delete <name>')
+    .description('delete a testbed: its hosts are ordinary again')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const opts = cmd.optsWithGlobals<GlobalOpts>();
+      const c = await getClient(opts);
+      await c.deleteTestbed(name, { by: user() });
+      emit(opts, { name, deleted: true }, () => `testbed ${name} deleted`);
+    });
+
   const cluster = program.command('cluster').description('the cluster as a whole (see "fuxi cluster status")');
   cluster
     .command('status')
@@ -392,6 +470,13 @@ export function parseDuration(s: string, what: string): number {
   const ms = Math.round(parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_MS[p[2]!]!, 0));
   if (ms <= 0 || ms > MAX_DEADLINE_MS) throw new InvalidArgumentError(what, `must be above 0 and at most 30d, got ${JSON.stringify(s)}`);
   return ms;
+}
+
+/** An ISO 8601 time (or ms since the epoch) as ms since the epoch. */
+export function parseTime(s: string, what: string): number {
+  const t = /^\d+$/.test(s.trim()) ? Number(s.trim()) : Date.parse(s);
+  if (!Number.isFinite(t) || t <= 0) throw new InvalidArgumentError(what, `must be a time such as 2026-12-01T08:00:00Z, got ${JSON.stringify(s)}`);
+  return t;
 }
 
 /** The OS user name ('' when the OS has none for this uid). */

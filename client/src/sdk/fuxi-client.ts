@@ -15,7 +15,14 @@ import {
   type JobSpec,
   type SnapshotEntry,
 } from '@fuxi/common';
-import { loadFuxiProto, type ClusterStatus__Output, type JobInfo__Output, type NodeStatus__Output } from '@fuxi/proto';
+import {
+  loadFuxiProto,
+  type ClusterStatus__Output,
+  type CreateTestbedResponse__Output,
+  type JobInfo__Output,
+  type NodeStatus__Output,
+  type Testbed__Output,
+} from '@fuxi/proto';
 import { connect, jobSpecToProto, MasterConnection, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
 import { defaultMasters } from './masters.js';
@@ -215,6 +222,50 @@ export class FuxiClient {
     const req = { nodeId, reason: opts.reason ?? '', requestedBy: opts.by ?? '', deadlineMs: String(opts.deadlineMs ?? 0) };
     const res = await this.connection.call('DrainNode', req, this.callOpts(true));
     return res.node;
+  }
+
+  /**
+   * Reserves hosts for quota group `group` (a testbed): by name (`hosts`), by label (`label`,
+   * key=value) or a `count` of hosts the master picks (healthy, uncordoned, least loaded); give
+   * exactly one. With `startMs`/`endMs` (ms since the epoch) only inside that window. While it is
+   * active only the group's jobs get new slots on its hosts, and a job whose spec names it
+   * (`testbed: NAME`) goes only there; `othersRunning` in the answer counts the work of other
+   * groups already on its hosts (it runs on to its end). Answered once the testbed is durable (it
+   * survives a master failover); INVALID_ARGUMENT names the field at fault. Sending the same
+   * request again returns the same testbed.
+   */
+  async createTestbed(req: {
+    name: string;
+    group: string;
+    hosts?: readonly string[];
+    label?: string;
+    count?: number;
+    startMs?: number;
+    endMs?: number;
+    by?: string;
+  }): Promise<CreateTestbedResponse__Output> {
+    const wire = {
+      name: req.name,
+      quotaGroup: req.group,
+      hosts: [...(req.hosts ?? [])],
+      label: req.label ?? '',
+      count: req.count ?? 0,
+      startMs: String(req.startMs ?? 0),
+      endMs: String(req.endMs ?? 0),
+      requestedBy: req.by ?? '',
+    };
+    return this.connection.call('CreateTestbed', wire, this.callOpts(true));
+  }
+
+  /** Every testbed, by name (int64 fields are decimal strings; `active`: holding its hosts now). */
+  async testbeds(): Promise<Testbed__Output[]> {
+    const res = await this.connection.call('ListTestbeds', {}, this.callOpts(true));
+    return res.testbeds;
+  }
+
+  /** Deletes a testbed: its hosts are ordinary again. NOT_FOUND for an unknown one. */
+  async deleteTestbed(name: string, opts: { by?: string } = {}): Promise<void> {
+    await this.connection.call('DeleteTestbed', { name, requestedBy: opts.by ?? '' }, this.callOpts(true));
   }
 
   /**
