@@ -3,6 +3,7 @@
  * the end of a job (every slot released, its workers stopped when it failed or was killed, its
  * app state deleted from the store).
  */
+import { checkJobTestbed } from './testbeds.js';
 import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { admissible, heldMessage, indexMember } from './arrays.js';
 import { setAsgn } from './ledger.js';
@@ -32,6 +33,7 @@ export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
   if (!st.groups.has(spec.quotaGroup)) {
     throw new InvalidArgumentError('quotaGroup', `unknown quota group "${spec.quotaGroup}" (known: ${[...st.groups.keys()].join(', ')})`);
   }
+  checkJobTestbed(st.testbeds, spec, st.now);
   const job: JobRecord = {
     jobId: spec.jobId,
     spec,

@@ -1,7 +1,7 @@
 /**
  * Testbeds during one schedule() call (testbeds.ts): a host an active testbed holds takes new slots
  * only of its quota group's units; a unit whose job names a testbed takes slots only on that
- * testbed's hosts (none while it is not active). One more `NodeFilter` on `find`, like the host
+ * testbed's hosts, if the testbed is its group's (none while it is not active). One more `NodeFilter` on `find`, like the host
  * blacklists (sched-blacklist.ts); a slot that fits only where testbeds keep it off is unsatisfied
  * as 'reserved'.
  */
@@ -27,8 +27,10 @@ export class TestbedState {
   own(su: SchedUnit): ((nodeId: string) => boolean) | undefined {
     const res = this.res;
     if (su.testbed !== undefined) {
+      // Only its own group's testbed: a job naming another group's gets nothing.
       const hosts = res?.testbeds.get(su.testbed) ?? NONE;
-      return (id) => hosts.has(id);
+      const groupOf = res?.groupOf;
+      return (id) => hosts.has(id) && groupOf?.get(id) === su.quotaGroup;
     }
     if (res === undefined || res.groupOf.size === 0 || res.onlyGroup === su.quotaGroup) return undefined;
     const groupOf = res.groupOf;

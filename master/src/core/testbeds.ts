@@ -240,6 +240,20 @@ function sameDefinition(tb: Testbed, req: CreateTestbed): boolean {
   );
 }
 
+/**
+ * Checks the testbed a submitted job names: it must exist, not be over, and belong to the job's
+ * quota group (InvalidArgumentError on `testbed`). A job may name a testbed whose window has not
+ * opened yet: it waits for it.
+ */
+export function checkJobTestbed(testbeds: ReadonlyMap<string, Testbed>, spec: { testbed?: string; quotaGroup: string }, nowMs: number): void {
+  const name = spec.testbed;
+  if (name === undefined || name === '') return;
+  const tb = testbeds.get(name);
+  if (tb === undefined) throw new InvalidArgumentError('testbed', `no testbed "${name}" (see fuxi testbed list)`);
+  if (tb.group !== spec.quotaGroup) throw new InvalidArgumentError('testbed', `"${name}" is reserved for quota group "${tb.group}", not "${spec.quotaGroup}"`);
+  if (isExpired(tb, nowMs)) throw new InvalidArgumentError('testbed', `"${name}" ended at ${new Date(tb.endMs ?? 0).toISOString()}`);
+}
+
 /** A testbed record read from the store; undefined when it is not one (logged and skipped by the caller). */
 export function parseTestbed(json: string): Testbed | undefined {
   try {

@@ -43,6 +43,12 @@ describe('scheduler: testbeds', () => {
     expect(plan.unsatisfied.map((u) => u.reason)).to.deep.equal(['reserved']);
   });
 
+  it("a job that names another group's testbed gets nothing", () => {
+    const plan = schedule(mockSnapshot({ nodes, units: [mockUnit({ testbed: 'ml', requests: { '': 2 } })], testbeds }));
+    expect(placed(plan)).to.equal(0);
+    expect(plan.unsatisfied[0]?.reason).to.equal('reserved');
+  });
+
   it('a job that names a testbed that is not active gets nothing', () => {
     const plan = schedule(mockSnapshot({ nodes, units: [mockUnit({ quotaGroup: 'research', testbed: 'ghost', requests: { '': 2 } })], testbeds }));
     expect(placed(plan)).to.equal(0);
@@ -85,7 +91,7 @@ describe('scheduler: testbeds (properties)', () => {
   const unitsArb = fc.array(
     fc.record({
       group: fc.constantFrom(...GROUPS),
-      confined: fc.boolean(),
+      confined: fc.constantFrom(undefined, 'ml', 'etl', 'ghost'),
       loc: fc.constantFrom('', 'node:n0', 'node:n2', 'rack:r0', 'rack:r1'),
       slots: fc.integer({ min: 1, max: 12 }),
       cpu: fc.integer({ min: 1, max: 4 }),
@@ -107,7 +113,7 @@ describe('scheduler: testbeds (properties)', () => {
         ];
         const units: SchedUnit[] = us.map((u, i) => ({
           ...mockUnit({ appId: `app-${i}`, quotaGroup: u.group, resource: res(u.cpu * 1000, 1024), requests: { [u.loc]: u.slots } }),
-          ...(u.confined && u.group !== 'default' ? { testbed: u.group === 'research' ? 'ml' : 'etl' } : {}),
+          ...(u.confined !== undefined ? { testbed: u.confined } : {}),
           ...(u.gang ? { gang: u.slots } : {}),
         }));
         const plan = schedule(mockSnapshot({ nodes: mockNodes(6, 2), units, testbeds }));
@@ -117,7 +123,8 @@ describe('scheduler: testbeds (properties)', () => {
           const u = units.find((x) => x.appId === p.appId)!;
           const holder = groupOf.get(p.nodeId);
           expect(holder === undefined || holder === u.quotaGroup, `${p.appId} of ${u.quotaGroup} on ${p.nodeId} (held by ${holder})`).to.equal(true);
-          if (u.testbed !== undefined) expect(hostsOf.get(u.testbed)).to.include(p.nodeId);
+          // Confined: only the named testbed's hosts, and only if it is the unit's group's.
+          if (u.testbed !== undefined) expect(hostsOf.get(u.testbed) ?? []).to.include(p.nodeId);
         }
       }),
       { numRuns: 300 },

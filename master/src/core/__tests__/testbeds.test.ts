@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { AlreadyExistsError, InvalidArgumentError } from '@fuxi/common';
 import {
   activeTestbedOf,
+  checkJobTestbed,
   nextBoundary,
   resolveTestbed,
   testbedHosts,
@@ -155,4 +156,22 @@ describe('testbeds: validation errors name the field', () => {
       expect(() => resolveTestbed({ ...ok, ...over }, ctx())).to.throw(message);
     });
   }
+});
+
+describe('testbeds: a job that names one', () => {
+  const tbs = new Map([
+    ['ml', tb({ name: 'ml' })],
+    ['old', tb({ name: 'old', endMs: NOW - 1 })],
+    ['soon', tb({ name: 'soon', startMs: NOW + HOUR })],
+  ]);
+  it('must name an existing testbed of its quota group that is not over', () => {
+    expect(() => checkJobTestbed(tbs, { quotaGroup: 'research' }, NOW)).to.not.throw();
+    expect(() => checkJobTestbed(tbs, { quotaGroup: 'research', testbed: 'ml' }, NOW)).to.not.throw();
+    expect(() => checkJobTestbed(tbs, { quotaGroup: 'research', testbed: 'soon' }, NOW)).to.not.throw();
+    expect(() => checkJobTestbed(tbs, { quotaGroup: 'research', testbed: 'nope' }, NOW)).to.throw(/^testbed: no testbed "nope"/);
+    expect(() => checkJobTestbed(tbs, { quotaGroup: 'default', testbed: 'ml' }, NOW)).to.throw(
+      /^testbed: "ml" is reserved for quota group "research", not "default"/,
+    );
+    expect(() => checkJobTestbed(tbs, { quotaGroup: 'research', testbed: 'old' }, NOW)).to.throw(/^testbed: "old" ended at/);
+  });
 });

@@ -6,9 +6,9 @@
  * testbeds loads them.
  */
 import { expect } from 'chai';
-import { nullLogger } from '@fuxi/common';
+import { normalizeJobSpec, nullLogger } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, type TypedClient } from '@fuxi/rpc';
+import { connect, jobSpecToProto, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
@@ -117,6 +117,21 @@ describe('master: testbeds over gRPC', function () {
     expect((await rpcError(client.CreateTestbed(create('ml', { hosts: ['n2'] })))).code).to.equal('ALREADY_EXISTS');
     expect((await rpcError(client.DeleteTestbed({ name: 'ghost', requestedBy: '' }))).code).to.equal('NOT_FOUND');
     expect((await client.ListTestbeds({})).testbeds).to.have.length(1);
+  });
+
+  it('a job may name only an existing testbed of its own quota group', async () => {
+    await client.CreateTestbed(create('ml', { hosts: ['n1'] }));
+    const spec = (id: string, over: Record<string, unknown>) =>
+      jobSpecToProto(
+        normalizeJobSpec({ id, name: id, tasks: [{ name: 'map', instances: 1, resources: { cpu: 1, memory: 256 }, command: ['true'] }], ...over }),
+      );
+    expect((await client.SubmitJob({ spec: spec('ok', { quotaGroup: 'research', testbed: 'ml' }) })).created).to.equal(true);
+    const other = await rpcError(client.SubmitJob({ spec: spec('other', { testbed: 'ml' }) }));
+    expect(other.code).to.equal('INVALID_ARGUMENT');
+    expect(other.message).to.match(/^testbed: "ml" is reserved for quota group "research", not "default"/);
+    expect((await rpcError(client.SubmitJob({ spec: spec('none', { quotaGroup: 'research', testbed: 'ghost' }) }))).message).to.match(
+      /^testbed: no testbed "ghost"/,
+    );
   });
 
   it('a master starting on a store that holds testbeds loads them', async () => {
