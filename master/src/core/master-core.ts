@@ -47,6 +47,7 @@ import {
   planDeleteTestbed,
   planTestbed,
   removeTestbed,
+  testbedJobView,
   tickTestbeds,
   type TestbedPlan,
   type TestbedView,
@@ -155,18 +156,23 @@ export class MasterCore {
 
   /** The job as clients see it (a running job's message says what its placement waits for, placement-scope.ts). */
   getJob(jobId: string): JobRecord {
-    return jobView(this.st, getJob(this.st, jobId));
+    return this.view(getJob(this.st, jobId));
   }
 
   /** A page of jobs (jobs.ts `listJobsPage`), as clients see them. */
   listJobsPage(q: { states?: readonly JobState[]; arrayId?: string; limit?: number; after?: string }): { jobs: JobRecord[]; nextAfter: string } {
     const page = listJobsPage(this.st, q);
-    return { ...page, jobs: page.jobs.map((j) => jobView(this.st, j)) };
+    return { ...page, jobs: page.jobs.map((j) => this.view(j)) };
   }
 
   /** Jobs in `states` (all when empty), only the members of job array `arrayId` when given, as clients see them. */
   listJobs(states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
-    return listJobs(this.st, states, arrayId).map((j) => jobView(this.st, j));
+    return listJobs(this.st, states, arrayId).map((j) => this.view(j));
+  }
+
+  /** A job as clients see it: what its placement waits for (connectivity, its testbed) in its message. */
+  private view(job: JobRecord): JobRecord {
+    return testbedJobView(this.st, jobView(this.st, job));
   }
 
   killJob(jobId: string, reason: string, now: number): Effect[] {

@@ -14,6 +14,7 @@ import { AM_SU, dominantShare, NotFoundError } from '@fuxi/common';
 import { isRegistered, type MasterState } from './master-state.js';
 import { scheduleOrDefer } from './scheduling.js';
 import { KEYS, type StoreOp } from './store-ops.js';
+import { TERMINAL_STATES, type JobRecord } from './types.js';
 import { activeTestbedOf, isActive, nextBoundary, resolveTestbed, type CreateTestbed, type Testbed, type TestbedNode } from './testbeds.js';
 
 /** A testbed as operators see it. */
@@ -108,6 +109,24 @@ export function tickTestbeds(st: MasterState): boolean {
 /** Every testbed, by name. */
 export function listTestbeds(st: MasterState): TestbedView[] {
   return [...st.testbeds.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map((tb) => ({ ...tb, active: isActive(tb, st.now) }));
+}
+
+/**
+ * The job as `fuxi status` shows it: one that names a testbed not active now says so while it has
+ * no other message (it waits for the window, or for a testbed that was deleted).
+ */
+export function testbedJobView(st: MasterState, job: JobRecord): JobRecord {
+  const name = job.spec.testbed;
+  if (name === undefined || job.message !== '' || TERMINAL_STATES.has(job.state)) return job;
+  const tb = st.testbeds.get(name);
+  if (tb !== undefined && isActive(tb, st.now)) return job;
+  const why =
+    tb === undefined
+      ? `waiting: testbed ${name} does not exist (deleted?)`
+      : tb.startMs !== undefined && st.now < tb.startMs
+        ? `waiting: testbed ${name} opens at ${new Date(tb.startMs).toISOString()}`
+        : `waiting: testbed ${name} ended at ${new Date(tb.endMs ?? 0).toISOString()}`;
+  return { ...job, message: why };
 }
 
 /** The name of the testbed holding the node now, if any. */

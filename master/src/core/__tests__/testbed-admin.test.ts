@@ -53,11 +53,13 @@ describe('master core: testbeds', () => {
     expect(h.core.listTestbeds(h.now)[0]?.active).to.equal(false);
     const { effects } = h.submit(mockSpec({ id: 'job-2', quotaGroup: 'research', testbed: 'lab' }));
     expect(ofKind(effects, 'launchAm')).to.have.length(0);
+    expect(h.core.getJob('job-2').message).to.match(/^waiting: testbed lab opens at /);
     h.advance(1000);
     const opened = h.core.tick(h.now);
     h.observe(opened);
     expect(ofKind(opened, 'launchAm').map((e) => e.nodeId)).to.deep.equal(['n2']);
     expect(h.core.nodeView('n2')?.testbed).to.equal('lab');
+    expect(h.core.getJob('job-2').message).to.equal('');
     // While it is open a default job gets nothing on n2: neither its AM nor a slot asked for there.
     h.start(mockSpec({ id: 'job-1' }));
     expect(h.core.getJob('job-1').amNodeId).to.equal('n1');
@@ -66,6 +68,7 @@ describe('master core: testbeds', () => {
     h.advance(1000);
     h.observe(h.core.tick(h.now));
     expect(h.core.nodeView('n2')?.testbed).to.equal(undefined);
+    expect(h.core.getJob('job-2').message).to.match(/^waiting: testbed lab ended at /);
     h.ask('job-1', 1, 'node:n2');
     expect(slotsOf(h, 'job-1')['map@n2']).to.equal(1);
   });
