@@ -2,7 +2,8 @@
  * Testbeds with real processes: a real etcd, two masters (a leader and a standby), three agents.
  * A testbed reserves one agent for quota group `research`: a `default` job never runs there (its
  * AM neither), while a `research` job that names the testbed runs only there; after kill -9 of the
- * leader the standby takes over with the testbed loaded from etcd, and it is still enforced.
+ * leader the standby takes over with the testbed loaded from etcd, and it is still enforced; once it
+ * is deleted, a default job uses that host again.
  */
 import { expect } from 'chai';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -136,5 +137,9 @@ describe('testbeds (real etcd, 1 leader + 1 standby, 3 agents)', function () {
     await checkEnforced('after');
     await client.deleteTestbed('lab');
     expect(await client.testbeds()).to.deep.equal([]);
+    // The control: without the testbed, a default job does use that host (the least loaded).
+    const free = await client.submit(sleeper('open-free', 'default', 6));
+    expect((await finalState(free.jobId)).state).to.equal('JOB_STATE_SUCCEEDED');
+    expect([...(seen.get(free.jobId) ?? [])], 'hosts of a default job once the testbed is deleted').to.include(reserved);
   });
 });
