@@ -278,7 +278,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   program
     .command('nodes')
     .description(
-      'list nodes: address, rack, state (ready, cordoned, draining, timing out, partitioned, lost), capacity, allocated, free, running workers; with who cordoned or drains a node, when and why',
+      'list nodes: address, rack, state (ready, cordoned, draining, timing out, partitioned, lost), capacity, allocated, free, running workers, the testbed holding it; with who cordoned or drains a node, when and why',
     )
     .action(async (_o: unknown, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
