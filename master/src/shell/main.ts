@@ -81,6 +81,7 @@ async function main(): Promise<void> {
       () => process.exit(1),
     );
   };
+  process.on('SIGHUP', () => master.reloadTokens());
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }
