@@ -49,6 +49,12 @@ export interface AgentConfig {
   checkpointSync: boolean;
   logLevel: string;
   /**
+   * No TLS (the default until certificates are configured): the master's calls cannot be told from
+   * others', so a StopWorkers or UpdateGrants with no token is taken as the master's. StartWorkers
+   * needs the app's current AM token on every cluster (the master presents it for AM launches).
+   */
+  insecure: boolean;
+  /**
    * The built-in application master of this node's installation: what runs when the master asks
    * this agent to start an AM without naming a command (the default), so an AM is always the one
    * installed on the host that runs it.
@@ -118,6 +124,7 @@ export const CONFIG_KEYS = [
   'restoreGrantWaitMs',
   'checkpointSync',
   'logLevel',
+  'insecure',
   'amCommand',
   'amHost',
   'amHostCommand',
@@ -243,6 +250,7 @@ export function resolveConfig(
   const logLevel = str('logLevel', pick('logLevel') ?? process.env.FUXI_LOG_LEVEL ?? 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
+  const insecure = bool('insecure', pick('insecure') ?? true);
   const amCommand = commandLine('amCommand', pick('amCommand'), defaultAmCommand);
   const amHost = bool('amHost', pick('amHost') ?? true);
   const amHostCommand = commandLine('amHostCommand', pick('amHostCommand'), defaultAmHostCommand);
@@ -281,6 +289,7 @@ export function resolveConfig(
     restoreGrantWaitMs,
     checkpointSync,
     logLevel,
+    insecure,
     amCommand,
     amHost,
     amHostCommand,
