@@ -152,7 +152,7 @@ function checkAm(caller: CallerIdentity, target: AuthzTarget, deny: (reason: str
 }
 
 function jobReason(caller: CallerIdentity, job: { owner: string; group: string }): string {
-  const groups = caller.groups?.length ? ` or to quota groups ${caller.groups.join(', ')}` : '';
+  const groups = caller.groups?.length ? ` and those of quota groups ${caller.groups.join(', ')}` : '';
   return `job owned by ${job.owner || '(nobody)'} in quota group ${job.group || 'default'}; ${caller.name} may act only on its own jobs${groups}`;
 }
 
