@@ -39,6 +39,7 @@
  * ```
  */
 import {
+  AM_TOKEN_ENV,
   backoffMs,
   cmpInt64,
   errorMessage,
@@ -168,7 +169,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterCon
     appId,
     amAttempt,
     nodeId: env.FUXI_NODE_ID ?? '',
-    ...(env.FUXI_AM_TOKEN ? { token: env.FUXI_AM_TOKEN } : {}),
+    ...(env[AM_TOKEN_ENV] ? { token: env[AM_TOKEN_ENV] } : {}),
     // The agent tells us where we run: bind where it listens, advertise the host as peers reach it.
     bind: env.FUXI_AM_BIND || `${hostPort(env.FUXI_BIND_HOST || '127.0.0.1')}:0`,
     ...(env.FUXI_AM_ADVERTISE ? { advertise: env.FUXI_AM_ADVERTISE } : env.FUXI_NODE_HOST ? { advertise: `${hostPort(env.FUXI_NODE_HOST)}:0` } : {}),

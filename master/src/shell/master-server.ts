@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
-import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
+import { AM_SU, AM_TOKEN_ENV, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
 import type { Effect, JobRecord, NodeAdmin } from '../core/types.js';
 import { parsePredictionConfig } from '../core/prediction-config.js';
@@ -772,7 +772,7 @@ export class MasterServer {
     // agent starts the AM only for the app's current token (the hash it holds with the grant).
     const job = this.core.getJob(e.appId);
     const token = job.amAttempt === e.attempt ? job.amToken : undefined;
-    if (token) env.FUXI_AM_TOKEN = token;
+    if (token) env[AM_TOKEN_ENV] = token;
     const plan = {
       workerId: `am.${e.attempt}`,
       suId: AM_SU,
