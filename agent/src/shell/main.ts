@@ -56,6 +56,10 @@ const program = new Command('fuxi-agent')
     '--resource-enforcement <mode>',
     'how workers are held to their grants: auto (default), cgroup-v2, cgroup-v1 (a cgroup per worker with memory and CPU limits), rss (memory only: RSS sampled, killed past the grant), off',
   )
+  .option(
+    '--insecure <bool>',
+    "no TLS: a StopWorkers or UpdateGrants without an AM token is taken as the master's (default true); StartWorkers always needs the app's AM token",
+  )
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();
