@@ -40,11 +40,13 @@ export function checkPlanToken(st: CoreState, c: PlanAuthInput): void {
     throw new PermissionDeniedError(c.method, `no application master token: plans for ${c.appId} need its current attempt's token`);
   }
   const cur = currentAmToken(st, c.appId);
+  // A grant that names no attempt (0) ties its token to none.
   if (cur && c.presentedHash === cur.hash) {
-    if (c.amAttempt > cur.attempt) throw new PermissionDeniedError(c.method, `the token is of attempt ${cur.attempt} of ${c.appId}, not ${c.amAttempt}`);
+    if (cur.attempt > 0 && c.amAttempt > cur.attempt)
+      throw new PermissionDeniedError(c.method, `the token is of attempt ${cur.attempt} of ${c.appId}, not ${c.amAttempt}`);
     return;
   }
-  if (!cur || c.amAttempt > cur.attempt)
+  if (!cur || (cur.attempt > 0 && c.amAttempt > cur.attempt))
     throw new UnavailableError(`${c.method}: no grant of ${c.appId} attempt ${c.amAttempt} on this node yet to check its token against; retry`);
   throw new PermissionDeniedError(c.method, `the token is not the one of ${c.appId}'s current application master attempt (${cur.attempt})`);
 }
