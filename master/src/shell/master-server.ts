@@ -141,8 +141,11 @@ export class MasterServer {
   constructor(
     private readonly cfg: MasterConfig,
     private readonly log: Logger,
-    /** `store`: used instead of opening the configured embedded or memory store (tests inject faults with it). */
-    private readonly deps: { store?: Store } = {},
+    /**
+     * `store`: used instead of opening the configured embedded or memory store (tests inject faults
+     * with it). `mintAmToken`: makes AM attempt tokens instead of 32 random bytes (tests that act as an AM).
+     */
+    private readonly deps: { store?: Store; mintAmToken?: () => { token: string; hash: string } } = {},
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
     this.tokenFile = cfg.tokensFile ? new TokenFile(cfg.tokensFile, log.child({ component: 'tokens' })) : undefined;
@@ -334,7 +337,7 @@ export class MasterServer {
     return new MasterCore(
       epoch,
       {
-        mintAmToken,
+        mintAmToken: this.deps.mintAmToken ?? mintAmToken,
         heartbeatIntervalMs: this.cfg.heartbeatIntervalMs,
         agentTimeoutMs: this.cfg.agentTimeoutMs,
         amHeartbeatIntervalMs: this.cfg.amHeartbeatIntervalMs,
