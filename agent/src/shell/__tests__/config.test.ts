@@ -27,6 +27,7 @@ describe('agent config', () => {
       restoreGrantWaitMs: 5000,
       checkpointSync: false,
       logLevel: c.logLevel,
+      insecure: true,
       amCommand: DEFAULT_AM_COMMAND,
       amHost: true,
       amHostCommand: DEFAULT_AM_HOST_COMMAND,
@@ -35,6 +36,12 @@ describe('agent config', () => {
       probe: { enabled: true, periodMs: 200, misses: 3, port: 0 },
       resourceEnforcement: 'auto',
     });
+  });
+
+  it('insecure is true unless set false (a flag string or a config boolean)', () => {
+    expect(resolveConfig({ master: 'm:1', insecure: 'false' }, {}, HOST).insecure).to.equal(false);
+    expect(resolveConfig({ master: 'm:1' }, { insecure: false }, HOST).insecure).to.equal(false);
+    expect(() => resolveConfig({ master: 'm:1', insecure: 'maybe' }, {}, HOST)).to.throw(/insecure/);
   });
 
   it('reads the work dir retention as a duration and a disk percentage; errors name the field', () => {
