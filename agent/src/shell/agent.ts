@@ -80,6 +80,7 @@ import {
   callerOf,
   implement,
   MasterConnection,
+  readTokenFile,
   retry,
   startServer,
   tokenHash,
@@ -516,6 +517,8 @@ export class Agent {
       // A master process answers (a standby's redirect in a failover included): this agent is not
       // cut off from the masters, whatever the leader is doing (see noGrantNoMasterMs).
       onAnswer: () => this.core.masterHeard(this.now()),
+      // The agent's own token (role agent, named as this node), read again at each call.
+      ...(this.config.tokenFile ? { token: () => readTokenFile(this.config.tokenFile!) } : {}),
     });
   }
 

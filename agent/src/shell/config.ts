@@ -7,6 +7,7 @@ import * as os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
+import { readTokenFile } from '@fuxi/rpc';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
@@ -54,6 +55,8 @@ export interface AgentConfig {
    * needs the app's current AM token on every cluster (the master presents it for AM launches).
    */
   insecure: boolean;
+  /** A file holding this agent's bearer token for the master (role agent, named as this node; absent = none). */
+  tokenFile?: string;
   /**
    * The built-in application master of this node's installation: what runs when the master asks
    * this agent to start an AM without naming a command (the default), so an AM is always the one
@@ -125,6 +128,7 @@ export const CONFIG_KEYS = [
   'checkpointSync',
   'logLevel',
   'insecure',
+  'tokenFile',
   'amCommand',
   'amHost',
   'amHostCommand',
@@ -251,6 +255,9 @@ export function resolveConfig(
   if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
   const insecure = bool('insecure', pick('insecure') ?? true);
+  const tokenFileRaw = pick('tokenFile');
+  const tokenFile = tokenFileRaw === undefined || tokenFileRaw === '' ? '' : str('tokenFile', tokenFileRaw);
+  if (tokenFile) readTokenFile(tokenFile); // missing or empty: stop now, naming the key
   const amCommand = commandLine('amCommand', pick('amCommand'), defaultAmCommand);
   const amHost = bool('amHost', pick('amHost') ?? true);
   const amHostCommand = commandLine('amHostCommand', pick('amHostCommand'), defaultAmHostCommand);
@@ -290,6 +297,7 @@ export function resolveConfig(
     checkpointSync,
     logLevel,
     insecure,
+    ...(tokenFile ? { tokenFile } : {}),
     amCommand,
     amHost,
     amHostCommand,

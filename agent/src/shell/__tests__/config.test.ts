@@ -44,6 +44,18 @@ describe('agent config', () => {
     expect(() => resolveConfig({ master: 'm:1', insecure: 'maybe' }, {}, HOST)).to.throw(/insecure/);
   });
 
+  it("reads tokenFile's token at start: a missing file stops the agent naming the key", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-token-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'token'), 'agent-token-of-box1-000\n');
+      expect(resolveConfig({ master: 'm:1', tokenFile: path.join(dir, 'token') }, {}, HOST).tokenFile).to.equal(path.join(dir, 'token'));
+      expect(() => resolveConfig({ master: 'm:1', tokenFile: path.join(dir, 'none') }, {}, HOST)).to.throw(/tokenFile: cannot read/);
+      expect(resolveConfig({ master: 'm:1' }, {}, HOST)).not.to.have.property('tokenFile');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reads the work dir retention as a duration and a disk percentage; errors name the field', () => {
     const c = resolveConfig({ master: 'm:1' }, { workerRetention: '90m', workDirMaxDiskPercent: 80 }, HOST);
     expect([c.workerRetentionMs, c.workDirMaxDiskPercent]).to.deep.equal([5_400_000, 80]);
