@@ -144,11 +144,13 @@ export function authorize(method: MasterMethodName, caller: CallerIdentity, targ
 
 function checkAm(caller: CallerIdentity, target: AuthzTarget, deny: (reason: string) => never): void {
   const app = target.app;
+  // No such app: nothing to protect; the handler answers NOT_FOUND (or the core refuses it).
+  if (!app) return;
   // An app that has no token (a job from before attempt tokens, a simulated master) is fenced by its attempt number alone.
   if (app && !app.tokenRequired && (caller.role === 'anonymous' || effectiveRole(caller, target.insecure) === 'admin')) return;
   if (caller.role === 'anonymous') return deny(`needs the token of the application master's current attempt; none was presented`);
   if (caller.role !== 'am') return deny(`needs the token of the application master's current attempt; ${caller.name} is ${article(caller.role)}`);
-  if (!app || caller.appId !== app.appId) return deny(`the token is of application ${caller.appId ?? '?'}, not ${app?.appId ?? 'this one'}`);
+  if (caller.appId !== app.appId) return deny(`the token is of application ${caller.appId ?? '?'}, not ${app.appId}`);
   if (caller.attempt !== app.attempt) deny(`the token is of attempt ${caller.attempt ?? '?'} of ${app.appId}; the current attempt is ${app.attempt}`);
 }
 

@@ -67,6 +67,8 @@ describe('master core: authorization table', () => {
     expect(refusal('RegisterApp', am(2, 'other'), secure({ app }))).to.be.instanceOf(PermissionDeniedError);
     expect(refusal('RegisterApp', admin, secure({ app }))).to.be.instanceOf(PermissionDeniedError);
     expect(refusal('RegisterApp', anon, secure({ app }))).to.be.instanceOf(UnauthenticatedError);
+    // No such app: the handler answers (NOT_FOUND), not the table.
+    expect(refusal('WatchAssignments', anon, secure())).to.equal(undefined);
     // An app without a token (a record from before tokens) is fenced by its attempt number alone.
     expect(refusal('RegisterApp', anon, secure({ insecure: true, app: { ...app, tokenRequired: false } }))).to.equal(undefined);
   });
