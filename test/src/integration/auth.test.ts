@@ -76,13 +76,14 @@ describe('identities, roles and AM tokens (real processes)', function () {
   let alice: FuxiClient;
   let bob: FuxiClient;
   let failed = false;
+  let tokensFile = '';
   const proto = loadFuxiProto();
 
   before(async () => {
     const { mkdtempSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const tokensDir = mkdtempSync(join(tmpdir(), 'fuxi-it-tokens-'));
-    const tokensFile = join(tokensDir, 'tokens.csv');
+    tokensFile = join(tokensDir, 'tokens.csv');
     writeFileSync(tokensFile, `${ADMIN},root,admin\n${ALICE},alice,user\n${BOB},bob,user,gold\n`);
     const masterConfig = join(tokensDir, 'master.json');
     writeFileSync(masterConfig, JSON.stringify({ tokensFile, quotaGroups: [{ name: 'default' }, { name: 'gold' }] }));
@@ -167,6 +168,32 @@ describe('identities, roles and AM tokens (real processes)', function () {
     expect(cli.stdout).to.match(/alice-2\s+alice-2\s+\S+\s+alice\b/);
     writeFileSync(release, '');
     await admin.kill('alice-2', 'done');
+  });
+
+  it('the master reads the tokens file again when it changes, and on SIGHUP', async () => {
+    const CAROL = 'carol-token-for-the-auth-test-004';
+    const carol = new FuxiClient({ masters: [cluster.masterAddress], token: CAROL, retryForMs: 500 });
+    const base = `${ADMIN},root,admin\n${ALICE},alice,user\n${BOB},bob,user,gold\n`;
+    try {
+      expect((await refusal(carol.list())).code).to.equal('UNAUTHENTICATED');
+      writeFileSync(tokensFile, `${base}${CAROL},carol,user\n`);
+      await until('carol known', async () => Array.isArray(await carol.list().catch(() => undefined)), 10_000);
+      // Carol's line is gone, and SIGHUP has the master read the file at once.
+      writeFileSync(tokensFile, base);
+      process.kill(cluster.master.pid, 'SIGHUP');
+      await until(
+        'carol unknown again',
+        async () =>
+          (await carol.list().then(
+            () => undefined,
+            (e: unknown) => e,
+          )) instanceof RpcError,
+        10_000,
+      );
+      expect((await refusal(carol.list())).code).to.equal('UNAUTHENTICATED');
+    } finally {
+      carol.close();
+    }
   });
 
   it("an old AM attempt's token is refused by the master and by the agent; StartWorkers without the token starts nothing; the token is in no log, status or worker", async () => {
