@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { FuxiClient } from '@fuxi/client';
@@ -76,13 +76,14 @@ describe('identities, roles and AM tokens (real processes)', function () {
   let alice: FuxiClient;
   let bob: FuxiClient;
   let failed = false;
+  let tokensDir = '';
   let tokensFile = '';
   const proto = loadFuxiProto();
 
   before(async () => {
     const { mkdtempSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
-    const tokensDir = mkdtempSync(join(tmpdir(), 'fuxi-it-tokens-'));
+    tokensDir = mkdtempSync(join(tmpdir(), 'fuxi-it-tokens-'));
     tokensFile = join(tokensDir, 'tokens.csv');
     writeFileSync(tokensFile, `${ADMIN},root,admin\n${ALICE},alice,user\n${BOB},bob,user,gold\n`);
     const masterConfig = join(tokensDir, 'master.json');
@@ -99,6 +100,7 @@ describe('identities, roles and AM tokens (real processes)', function () {
   after(async () => {
     for (const c of [admin, alice, bob]) c?.close();
     await stopCluster(cluster, failed);
+    if (tokensDir) rmSync(tokensDir, { recursive: true, force: true });
   });
 
   async function workers(): Promise<Worker[]> {
