@@ -48,6 +48,7 @@ import {
   workerCounts,
   workersById,
 } from './queries.js';
+import { checkPlanToken, type PlanAuthInput } from './plan-tokens.js';
 import { grantsConfirmed, restore } from './restore.js';
 import { tick } from './retention.js';
 import type {
@@ -239,6 +240,11 @@ export class AgentCore {
 
   grantTable(): GrantEntry[] {
     return grantTable(this.st);
+  }
+
+  /** Refuses a plan or stop without the app's current AM token (plan-tokens.ts); changes nothing. */
+  checkPlanToken(input: PlanAuthInput): void {
+    checkPlanToken(this.st, input);
   }
 
   /** Highest AM attempt seen for the app (0 when unknown). */

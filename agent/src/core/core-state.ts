@@ -107,7 +107,14 @@ export function meta(st: CoreState): CheckpointMeta {
 }
 
 export function copyGrant(g: GrantEntry): GrantEntry {
-  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: { ...g.resource }, amAttempt: g.amAttempt ?? 0 };
+  return {
+    appId: g.appId,
+    suId: g.suId,
+    slots: g.slots,
+    resource: { ...g.resource },
+    amAttempt: g.amAttempt ?? 0,
+    ...(g.amTokenHash ? { amTokenHash: g.amTokenHash } : {}),
+  };
 }
 
 /** A worker as checkpointed: a copy with its orders. */

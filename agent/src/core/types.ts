@@ -23,6 +23,8 @@ export interface GrantEntry {
    * the agent has seen raises the app's bar: plans and stops from older attempts are then refused.
    */
   amAttempt?: number;
+  /** sha-256 (hex) of that attempt's token: plans and stops must present the token (plan-tokens.ts). */
+  amTokenHash?: string;
 }
 
 export interface PlanInput {

@@ -50,6 +50,7 @@ import {
   UnavailableError,
   type Logger,
   type Resource,
+  PermissionDeniedError,
 } from '@fuxi/common';
 import {
   loadFuxiProto,
@@ -74,7 +75,19 @@ import {
   type UpdateGrantsRequest__Output,
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
-import { implement, MasterConnection, retry, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
+import {
+  bearerToken,
+  callerOf,
+  implement,
+  MasterConnection,
+  readTokenFile,
+  retry,
+  startServer,
+  tokenHash,
+  toGrpcError,
+  type RunningServer,
+  type ServiceImpl,
+} from '@fuxi/rpc';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
@@ -504,6 +517,8 @@ export class Agent {
       // A master process answers (a standby's redirect in a failover included): this agent is not
       // cut off from the masters, whatever the leader is doing (see noGrantNoMasterMs).
       onAnswer: () => this.core.masterHeard(this.now()),
+      // The agent's own token (role agent, named as this node), read again at each call.
+      ...(this.config.tokenFile ? { token: () => readTokenFile(this.config.tokenFile!) } : {}),
     });
   }
 
@@ -980,22 +995,49 @@ export class Agent {
 
   // ------------------------------------------------------------------ AgentService
 
+  /**
+   * Plans and stops only from the app's AM with its current attempt's token, or from the master
+   * (plan-tokens.ts). The master is known by its certificate (role `master`); on an insecure cluster
+   * (no TLS) a stop that presents no token is taken as the master's, a plan never is.
+   */
+  private checkPlanToken(call: Parameters<typeof callerOf>[0], method: 'StartWorkers' | 'StopWorkers', appId: string, amAttempt: number): void {
+    const token = bearerToken(call.metadata);
+    const fromMaster = token === undefined && callerOf(call, { insecure: this.config.insecure }, method).role === 'master';
+    this.core.checkPlanToken({
+      method,
+      appId,
+      amAttempt,
+      presentedHash: token === undefined ? undefined : tokenHash(token),
+      trustedWithoutToken: fromMaster || (method === 'StopWorkers' && this.config.insecure),
+    });
+  }
+
+  /** Master-only calls: the master's certificate, or (insecure cluster) any caller. */
+  private checkFromMaster(call: Parameters<typeof callerOf>[0], method: string): void {
+    if (this.config.insecure) return;
+    const caller = callerOf(call, { insecure: false }, method);
+    if (caller.role !== 'master') throw new PermissionDeniedError(method, `only the master may call it; ${caller.name} is ${caller.role}`);
+  }
+
   private handlers(): ServiceImpl<AgentServiceDefinition> {
     return {
-      UpdateGrants: async (req: UpdateGrantsRequest__Output): Promise<UpdateGrantsResponse> => {
+      UpdateGrants: async (req: UpdateGrantsRequest__Output, call): Promise<UpdateGrantsResponse> => {
+        this.checkFromMaster(call, 'UpdateGrants');
         await this.confirmPushEpoch(req.epoch, 'UpdateGrants');
         const r = this.core.updateGrants(fromWireUpdateGrants(req), this.now());
         await this.run(r.effects);
         return { appliedSeq: r.appliedSeq };
       },
-      StartWorkers: async (req: StartWorkersRequest__Output): Promise<StartWorkersResponse> => {
+      StartWorkers: async (req: StartWorkersRequest__Output, call): Promise<StartWorkersResponse> => {
+        this.checkPlanToken(call, 'StartWorkers', req.appId, req.amAttempt);
         await this.confirmPushEpoch(req.epoch, 'StartWorkers');
         const input = this.resolveAmCommand(fromWireStartWorkers(req));
         const r = this.core.startWorkers(input, this.now());
         await this.run(r.effects);
         return { workers: this.core.workersById(input.appId, [...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
       },
-      StopWorkers: async (req: StopWorkersRequest__Output): Promise<StopWorkersResponse> => {
+      StopWorkers: async (req: StopWorkersRequest__Output, call): Promise<StopWorkersResponse> => {
+        this.checkPlanToken(call, 'StopWorkers', req.appId, req.amAttempt);
         await this.confirmPushEpoch(req.epoch, 'StopWorkers');
         const r = this.core.stopWorkers(fromWireStopWorkers(req), this.now());
         await this.run(r.effects);

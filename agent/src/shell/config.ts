@@ -7,6 +7,7 @@ import * as os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
+import { readTokenFile } from '@fuxi/rpc';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
@@ -48,6 +49,14 @@ export interface AgentConfig {
   /** fsync every checkpoint batch (default false: a write survives the agent's own crash, not the host's). */
   checkpointSync: boolean;
   logLevel: string;
+  /**
+   * No TLS (the default until certificates are configured): the master's calls cannot be told from
+   * others', so a StopWorkers or UpdateGrants with no token is taken as the master's. StartWorkers
+   * needs the app's current AM token on every cluster (the master presents it for AM launches).
+   */
+  insecure: boolean;
+  /** A file holding this agent's bearer token for the master (role agent, named as this node; absent = none). */
+  tokenFile?: string;
   /**
    * The built-in application master of this node's installation: what runs when the master asks
    * this agent to start an AM without naming a command (the default), so an AM is always the one
@@ -118,6 +127,8 @@ export const CONFIG_KEYS = [
   'restoreGrantWaitMs',
   'checkpointSync',
   'logLevel',
+  'insecure',
+  'tokenFile',
   'amCommand',
   'amHost',
   'amHostCommand',
@@ -243,6 +254,10 @@ export function resolveConfig(
   const logLevel = str('logLevel', pick('logLevel') ?? process.env.FUXI_LOG_LEVEL ?? 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
+  const insecure = bool('insecure', pick('insecure') ?? true);
+  const tokenFileRaw = pick('tokenFile');
+  const tokenFile = tokenFileRaw === undefined || tokenFileRaw === '' ? '' : str('tokenFile', tokenFileRaw);
+  if (tokenFile) readTokenFile(tokenFile); // missing or empty: stop now, naming the key
   const amCommand = commandLine('amCommand', pick('amCommand'), defaultAmCommand);
   const amHost = bool('amHost', pick('amHost') ?? true);
   const amHostCommand = commandLine('amHostCommand', pick('amHostCommand'), defaultAmHostCommand);
@@ -281,6 +296,8 @@ export function resolveConfig(
     restoreGrantWaitMs,
     checkpointSync,
     logLevel,
+    insecure,
+    ...(tokenFile ? { tokenFile } : {}),
     amCommand,
     amHost,
     amHostCommand,

@@ -18,7 +18,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { AM_SU, errorMessage, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
+import { AM_SU, errorMessage, redactedEnv, nullLogger, UnavailableError, type Logger } from '@fuxi/common';
 import type { Liveness, SpawnSpec, WorkerRef } from '../core/agent-core.js';
 import type { AmHostSupervisor } from './am-host-supervisor.js';
 import { readExitFile, workerDir, type ExitInfo, type ProcessDriver, type RegisteredWorker, type SpawnResult } from './process-driver.js';
@@ -62,7 +62,10 @@ export class HostedAmDriver implements ProcessDriver {
     const dir = workerDir(this.opts.workDir, spec.appId, spec.workerId);
     await fs.promises.mkdir(dir, { recursive: true });
     for (const f of ['exit', 'exit.tmp', 'pid', 'family']) await fs.promises.rm(path.join(dir, f), { force: true });
-    await fs.promises.writeFile(path.join(dir, 'cmd.json'), JSON.stringify({ ...spec, hosted: true, startedAt: new Date().toISOString() }, null, 2) + '\n');
+    await fs.promises.writeFile(
+      path.join(dir, 'cmd.json'),
+      JSON.stringify({ ...spec, env: redactedEnv(spec.env), hosted: true, startedAt: new Date().toISOString() }, null, 2) + '\n',
+    );
     const am = { key: keyOf(spec), appId: spec.appId, workerId: spec.workerId, dir, env: spec.env };
     // A host that died under the request is replaced once; when none can be started at all, the
     // AM runs in a process of its own instead.

@@ -56,6 +56,11 @@ const program = new Command('fuxi-agent')
     '--resource-enforcement <mode>',
     'how workers are held to their grants: auto (default), cgroup-v2, cgroup-v1 (a cgroup per worker with memory and CPU limits), rss (memory only: RSS sampled, killed past the grant), off',
   )
+  .option('--token-file <file>', "this agent's bearer token for the master (a tokens-file entry with role agent named as this node)")
+  .option(
+    '--insecure <bool>',
+    "no TLS: a StopWorkers or UpdateGrants without an AM token is taken as the master's (default true); StartWorkers always needs the app's AM token",
+  )
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();

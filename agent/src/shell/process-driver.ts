@@ -36,7 +36,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { nullLogger, PROGRESS_FILE, PROGRESS_FILE_ENV, type Logger, type Resource } from '@fuxi/common';
+import { nullLogger, PROGRESS_FILE, PROGRESS_FILE_ENV, redactedEnv, type Logger, type Resource } from '@fuxi/common';
 import type { Liveness, SpawnSpec, WorkerRef } from '../core/agent-core.js';
 import { FAMILY_ENV, type ProcId } from '../core/process-family.js';
 import { limitsFor, oomVerdict, overMemory, type OomEvidence, type WorkerLimits } from '../core/resource-limits.js';
@@ -386,7 +386,10 @@ export class RealProcessDriver implements ProcessDriver {
     // A new marker per launch (a reused worker id gets another): written before the process exists.
     const marker = randomUUID();
     await fs.promises.writeFile(path.join(dir, FAMILY_FILE), marker + '\n');
-    await fs.promises.writeFile(path.join(dir, 'cmd.json'), JSON.stringify({ ...spec, startedAt: new Date().toISOString() }, null, 2) + '\n');
+    await fs.promises.writeFile(
+      path.join(dir, 'cmd.json'),
+      JSON.stringify({ ...spec, env: redactedEnv(spec.env), startedAt: new Date().toISOString() }, null, 2) + '\n',
+    );
     const cwd = spec.cwd || dir;
     const st = await fs.promises.stat(cwd).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`working directory ${cwd} does not exist`);

@@ -39,6 +39,7 @@
  * ```
  */
 import {
+  AM_TOKEN_ENV,
   backoffMs,
   cmpInt64,
   errorMessage,
@@ -71,6 +72,11 @@ export interface AppMasterConfig {
   amAttempt: number;
   /** The node this AM runs on (for logs). */
   nodeId?: string;
+  /**
+   * This attempt's token (FUXI_AM_TOKEN, from the master at launch): the bearer token of every
+   * master and agent call. Never logged, never passed to workers.
+   */
+  token?: string;
   /** Address the AppMasterService binds (default `127.0.0.1:0`). */
   bind?: string;
   /** Address agents and the master should use, when it differs from the bound one. */
@@ -163,6 +169,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterCon
     appId,
     amAttempt,
     nodeId: env.FUXI_NODE_ID ?? '',
+    ...(env[AM_TOKEN_ENV] ? { token: env[AM_TOKEN_ENV] } : {}),
     // The agent tells us where we run: bind where it listens, advertise the host as peers reach it.
     bind: env.FUXI_AM_BIND || `${hostPort(env.FUXI_BIND_HOST || '127.0.0.1')}:0`,
     ...(env.FUXI_AM_ADVERTISE ? { advertise: env.FUXI_AM_ADVERTISE } : env.FUXI_NODE_HOST ? { advertise: `${hostPort(env.FUXI_NODE_HOST)}:0` } : {}),
@@ -241,6 +248,7 @@ export class AppMaster {
     return new MasterConnection(addresses, {
       retryForMs: Math.min(this.cfg.masterCallRetryForMs ?? 120_000, this.masterRetryForMs),
       onRedirect: (from, to) => this.log.info({ from, to }, 'following the master leader'),
+      ...(this.cfg.token ? { token: this.cfg.token } : {}),
     });
   }
 
@@ -910,7 +918,7 @@ export class AppMaster {
   private agent(address: string): AgentClient {
     let c = this.agents.get(address);
     if (!c) {
-      c = connect(this.proto.AgentService, address);
+      c = connect(this.proto.AgentService, address, this.cfg.token ? { token: this.cfg.token } : {});
       this.agents.set(address, c);
     }
     return c;

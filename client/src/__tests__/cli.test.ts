@@ -52,6 +52,18 @@ describe('fuxi CLI', function () {
   this.timeout(20_000);
 
   describe('without a master', () => {
+    it('hands --token-file (else $FUXI_TOKEN_FILE) to the client it makes', async () => {
+      const seen: Array<{ tokenFile?: string } | undefined> = [];
+      const makeClient = (_m: string[], auth?: { tokenFile?: string }) => {
+        seen.push(auth);
+        return { list: async () => [], close: () => {} } as unknown as CliClient;
+      };
+      await run(['--token-file', '/etc/fuxi/alice.token', 'list'], { makeClient, env: { FUXI_TOKEN_FILE: '/other' } });
+      await run(['list'], { makeClient, env: { FUXI_TOKEN_FILE: '/from/env' } });
+      await run(['list'], { makeClient });
+      expect(seen).to.deep.equal([{ tokenFile: '/etc/fuxi/alice.token' }, { tokenFile: '/from/env' }, {}]);
+    });
+
     it('prints help with the exit codes, exit 0', async () => {
       const r = await run(['--help']);
       expect(r.code).to.equal(0);

@@ -149,6 +149,7 @@ export class FakeMaster {
               progress: 0,
               backups: 0,
             })),
+            owner: '',
             spec: null,
           });
         }

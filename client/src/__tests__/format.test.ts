@@ -43,6 +43,7 @@ describe('cli format', () => {
     const text = formatJobStatus(job);
     expect(text).to.include('job:        wc-1');
     expect(text).to.include('state:      FAILED');
+    expect(text).to.include('owner:      alice');
     expect(text).to.include('message:    task map instance 3 failed 3 times');
     expect(text).to.include('AM node:    n1 (127.0.0.1:7071), attempt 1');
     expect(text).to.include('submitted:  2026-01-01T00:00:00Z');
@@ -66,12 +67,12 @@ describe('cli format', () => {
   it('formats a job list', () => {
     const jobs = [
       mockJob({ tasks: [mockProgress('m', { total: 4, succeeded: 1 })] }),
-      mockJob({ jobId: 'other-2', name: 'x', state: 'JOB_STATE_SUCCEEDED', submittedAtMs: '0' }),
+      mockJob({ jobId: 'other-2', name: 'x', state: 'JOB_STATE_SUCCEEDED', submittedAtMs: '0', owner: '' }),
     ];
     const lines = formatJobList(jobs).split('\n');
-    expect(lines[0]).to.match(/^JOB\s+NAME\s+STATE\s+QUOTA\s+PRIORITY\s+SUCCEEDED\s+SUBMITTED$/);
-    expect(lines[1]).to.match(/^wc-1\s+wordcount\s+RUNNING\s+default\s+0\s+1\/4\s+2026-01-01T00:00:00Z$/);
-    expect(lines[2]).to.match(/^other-2\s+x\s+SUCCEEDED\s+default\s+0\s+0\/0\s+-$/);
+    expect(lines[0]).to.match(/^JOB\s+NAME\s+STATE\s+OWNER\s+QUOTA\s+PRIORITY\s+SUCCEEDED\s+SUBMITTED$/);
+    expect(lines[1]).to.match(/^wc-1\s+wordcount\s+RUNNING\s+alice\s+default\s+0\s+1\/4\s+2026-01-01T00:00:00Z$/);
+    expect(lines[2]).to.match(/^other-2\s+x\s+SUCCEEDED\s+-\s+default\s+0\s+0\/0\s+-$/);
     expect(formatJobList([])).to.equal('(no jobs)');
   });
 

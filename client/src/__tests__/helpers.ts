@@ -20,6 +20,7 @@ export function mockJob(over: Partial<JobInfo__Output> = {}): JobInfo__Output {
     amAddress: '127.0.0.1:7071',
     tasks: [],
     spec: null,
+    owner: 'alice',
     ...over,
   };
 }

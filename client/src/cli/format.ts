@@ -99,6 +99,7 @@ export function formatJobStatus(job: JobInfo__Output): string {
     `job:        ${job.jobId}`,
     `name:       ${job.name}`,
     `state:      ${shortState(job.state)}`,
+    `owner:      ${job.owner || '-'}`,
     ...(job.message ? [`message:    ${job.message}`] : []),
     `quota:      ${job.quotaGroup || '-'} (priority ${job.priority})`,
     `submitted:  ${fmtTime(job.submittedAtMs)}`,
@@ -113,10 +114,10 @@ export function formatJobStatus(job: JobInfo__Output): string {
 export function formatJobList(jobs: readonly JobInfo__Output[]): string {
   if (jobs.length === 0) return '(no jobs)';
   return renderTable(
-    ['JOB', 'NAME', 'STATE', 'QUOTA', 'PRIORITY', 'SUCCEEDED', 'SUBMITTED'],
+    ['JOB', 'NAME', 'STATE', 'OWNER', 'QUOTA', 'PRIORITY', 'SUCCEEDED', 'SUBMITTED'],
     jobs.map((j) => {
       const t = totals(j.tasks);
-      return [j.jobId, j.name, shortState(j.state), j.quotaGroup, String(j.priority), `${t.succeeded}/${t.total}`, fmtTime(j.submittedAtMs)];
+      return [j.jobId, j.name, shortState(j.state), j.owner || '-', j.quotaGroup, String(j.priority), `${t.succeeded}/${t.total}`, fmtTime(j.submittedAtMs)];
     }),
   );
 }

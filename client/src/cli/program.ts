@@ -85,7 +85,7 @@ export interface CliOutput extends ProgressStream {
 
 export interface CliDeps {
   /** May load the client lazily: `fuxi --help` and usage errors never need gRPC. */
-  makeClient(masters: string[]): CliClient | Promise<CliClient>;
+  makeClient(masters: string[], auth?: { tokenFile?: string }): CliClient | Promise<CliClient>;
   stdout: CliOutput;
   stderr: CliOutput;
   readFile(path: string): string;
@@ -100,6 +100,7 @@ export interface CliDeps {
 
 interface GlobalOpts {
   master?: string;
+  tokenFile?: string;
   output: 'table' | 'json';
 }
 
@@ -110,7 +111,8 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   let masters: string[] = [];
   const getClient = async (opts: GlobalOpts): Promise<CliClient> => {
     masters = splitAddresses(opts.master ?? '') ?? defaultMasters(deps.env ?? process.env);
-    client ??= await deps.makeClient(masters);
+    const tokenFile = opts.tokenFile || (deps.env ?? process.env).FUXI_TOKEN_FILE || undefined;
+    client ??= await deps.makeClient(masters, tokenFile ? { tokenFile } : {});
     return client;
   };
   const out = (s: string) => deps.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -123,9 +125,13 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .exitOverride()
     .configureOutput({ writeOut: (s) => deps.stdout.write(s), writeErr: (s) => deps.stderr.write(s) })
     .option('--master <addresses>', 'master address(es), comma-separated (default: $FUXI_MASTER or 127.0.0.1:7070)')
+    .option('--token-file <path>', 'file holding the bearer token to authenticate with (default: $FUXI_TOKEN_FILE)')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
     .showHelpAfterError('(run "fuxi --help" for usage)')
-    .addHelpText('after', `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]`);
+    .addHelpText(
+      'after',
+      `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]\n  FUXI_TOKEN_FILE  file holding the bearer token (see --token-file)`,
+    );
 
   program
     .command('submit [file]')

@@ -23,7 +23,7 @@ import {
   type NodeStatus__Output,
   type Testbed__Output,
 } from '@fuxi/proto';
-import { connect, jobSpecToProto, MasterConnection, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
+import { connect, jobSpecToProto, MasterConnection, readTokenFile, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
 import { defaultMasters } from './masters.js';
 import { isTerminal, type JobStateName } from './job-state.js';
@@ -43,6 +43,12 @@ export interface FuxiClientOptions extends MasterConnectionOptions {
   deadlineMs?: number;
   /** `logs`: how long to wait for a node's first answer before judging it by its connection (default 5 s). */
   logProbeMs?: number;
+  /**
+   * A file holding the bearer token (its first line), read at each call so a replaced token is
+   * used at once; `token` gives it directly instead. Neither: no token (an insecure cluster, or a
+   * client certificate).
+   */
+  tokenFile?: string;
 }
 
 export interface SubmitResult {
@@ -74,8 +80,12 @@ export class FuxiClient {
   private readonly logProbeMs: number;
 
   constructor(opts: FuxiClientOptions = {}) {
-    const { masters, deadlineMs, logProbeMs, ...connOpts } = opts;
+    const { masters, deadlineMs, logProbeMs, tokenFile, ...connOpts } = opts;
     this.logProbeMs = logProbeMs ?? LOG_PROBE_MS;
+    if (tokenFile) {
+      readTokenFile(tokenFile); // a missing or empty file is an error now, naming it
+      connOpts.token = () => readTokenFile(tokenFile);
+    }
     this.connection = new MasterConnection(masters && masters.length ? masters : defaultMasters(), connOpts);
     this.deadlineMs = deadlineMs;
     this.retryForMs = opts.retryForMs ?? 30_000;

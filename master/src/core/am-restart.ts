@@ -5,6 +5,7 @@
  * restart waits until every agent has reported (Table 3, row 13).
  */
 import { AM_SU } from '@fuxi/common';
+import { mintAttemptToken } from './am-tokens.js';
 import { endJob } from './jobs.js';
 import { setAsgn } from './ledger.js';
 import { isUnreported, type AppState, type MasterState } from './master-state.js';
@@ -144,6 +145,7 @@ export function restartAm(st: MasterState, app: AppState, why: string): void {
 function newAttempt(st: MasterState, app: AppState, why: string): void {
   app.pendingAmRestart = undefined;
   app.job.amAttempt += 1;
+  mintAttemptToken(st, app.job);
   app.job.amAddress = '';
   app.amState = 'waiting';
   app.lastRequestSeq = 0;
@@ -163,7 +165,7 @@ function renameGrants(st: MasterState, app: AppState): Set<string> {
   for (const n of nodesOfApp) {
     const ns = st.nodes.get(n);
     if (!ns) continue;
-    for (const [k, g] of ns.grants) if (g.appId === app.appId) ns.grants.set(k, { ...g, amAttempt: app.job.amAttempt });
+    for (const [k, g] of ns.grants) if (g.appId === app.appId) ns.grants.set(k, { ...g, amAttempt: app.job.amAttempt, amTokenHash: app.job.amTokenHash });
   }
   return nodesOfApp;
 }

@@ -5,6 +5,7 @@
  */
 import { checkJobTestbed } from './testbeds.js';
 import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
+import { mintAttemptToken } from './am-tokens.js';
 import { admissible, heldMessage, indexMember } from './arrays.js';
 import { setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
@@ -18,7 +19,8 @@ export interface SubmitResult {
   created: boolean;
 }
 
-export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
+/** `owner`: the submitting caller's name (authz.ts), kept with the job. */
+export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): SubmitResult {
   const existing = st.jobs.get(submitted.jobId);
   if (existing) {
     // A retry of the same submission is answered as done; another spec under the same id is refused.
@@ -46,6 +48,7 @@ export function submitJob(st: MasterState, submitted: JobSpec): SubmitResult {
     amNodeId: '',
     amAddress: '',
     progress: spec.tasks.map((t) => ({ name: t.name, total: t.instances, pending: t.instances, running: 0, succeeded: 0, failed: 0, retries: 0 })),
+    ...(owner ? { owner } : {}),
   };
   st.jobs.set(job.jobId, job);
   indexMember(st, job);
@@ -73,10 +76,10 @@ export interface BatchSubmitResult {
  * `submitJob` would (a refused one changes nothing), in order, so an id twice in one batch is
  * created once and then found.
  */
-export function submitJobs(st: MasterState, specs: readonly JobSpec[]): BatchSubmitResult[] {
+export function submitJobs(st: MasterState, specs: readonly JobSpec[], owner = ''): BatchSubmitResult[] {
   return specs.map((spec) => {
     try {
-      return submitJob(st, spec);
+      return submitJob(st, spec, owner);
     } catch (e) {
       if (e instanceof FuxiError) return { jobId: spec.jobId, created: false, error: e };
       throw e;
@@ -151,6 +154,7 @@ export function killJob(st: MasterState, jobId: string, reason: string): void {
 /** A new app for the job's next AM attempt, asking for the AM's slot. */
 function startAttempt(st: MasterState, job: JobRecord): void {
   job.amAttempt += 1;
+  mintAttemptToken(st, job);
   const app: AppState = newApp(job, 'waiting', true, st.now);
   app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map(), granted: 0 });
   st.apps.set(app.appId, app);

@@ -145,13 +145,13 @@ export class MasterCore {
 
   // ---------------------------------------------------------------- clients
 
-  submitJob(spec: JobSpec, now: number): { result: SubmitResult; effects: Effect[] } {
-    return this.step(now, () => ({ result: submitJob(this.st, spec) }));
+  submitJob(spec: JobSpec, now: number, owner = ''): { result: SubmitResult; effects: Effect[] } {
+    return this.step(now, () => ({ result: submitJob(this.st, spec, owner) }));
   }
 
   /** Many submissions in one input: each taken or refused on its own (jobs.ts `submitJobs`). */
-  submitJobs(specs: readonly JobSpec[], now: number): { results: BatchSubmitResult[]; effects: Effect[] } {
-    return this.step(now, () => ({ results: submitJobs(this.st, specs) }));
+  submitJobs(specs: readonly JobSpec[], now: number, owner = ''): { results: BatchSubmitResult[]; effects: Effect[] } {
+    return this.step(now, () => ({ results: submitJobs(this.st, specs, owner) }));
   }
 
   /** The job as clients see it (a running job's message says what its placement waits for, placement-scope.ts). */

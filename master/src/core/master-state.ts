@@ -19,6 +19,11 @@ import type { Effect, GrantEntry, JobRecord, NodeAdmin, NodeInfo, PlacementConst
 
 export interface MasterCoreConfig {
   heartbeatIntervalMs: number;
+  /**
+   * Makes each AM attempt's token (am-tokens.ts): the shell's `crypto.randomBytes`. Absent: attempts
+   * get no token and are fenced by their attempt number alone (simulators, unit tests).
+   */
+  mintAmToken?: () => { token: string; hash: string };
   /** An agent silent this long is lost: its allocations are released. */
   agentTimeoutMs: number;
   /** How often AMs call UpdateRequests (their heartbeat). */

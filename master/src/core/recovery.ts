@@ -13,6 +13,7 @@
  */
 import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } from '@fuxi/common';
 import { runPendingAmRestarts } from './am-restart.js';
+import { mintAttemptToken } from './am-tokens.js';
 import { indexMember, isHeld } from './arrays.js';
 import { admitArrayMembers, endJob, newApp } from './jobs.js';
 import { declareUnit, setAsgn } from './ledger.js';
@@ -77,7 +78,11 @@ export function openAggregation(st: MasterState): void {
     // when it starts): loaded before its AM was placed, the job is about to start attempt 1. Left
     // at 0, its AM would run as attempt 0, which agents refuse once they saw attempt 1 from the old
     // leader's grant ("stale am attempt"), failing the job.
-    if (j.amAttempt === 0) j.amAttempt = 1;
+    if (j.amAttempt === 0) {
+      j.amAttempt = 1;
+      // Its token was never written (nor its AM launched): this leader makes the attempt's token.
+      mintAttemptToken(st, j);
+    }
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);

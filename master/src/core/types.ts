@@ -39,6 +39,13 @@ export interface JobRecord {
   amNodeId: string;
   amAddress: string;
   progress: TaskProgress[];
+  /** Who submitted the job (the caller's name; absent in records of older versions: nobody). */
+  owner?: string;
+  /** The current AM attempt's token and its sha-256 (am-tokens.ts); never shown to clients or logged. */
+  amToken?: string;
+  amTokenHash?: string;
+  /** Hashes of earlier attempts' tokens, so that a call with one is refused as old (PERMISSION_DENIED). */
+  retiredAmTokenHashes?: string[];
   /** A job array member held by its array's maxRunning (arrays.ts); written, so a new leader holds it too. */
   held?: boolean;
 }
@@ -130,6 +137,8 @@ export interface GrantEntry {
   resource: Resource;
   /** The app's current AM attempt (agents fence older attempts with it). */
   amAttempt?: number;
+  /** sha-256 of the current attempt's token: agents accept plans only with that token. */
+  amTokenHash?: string;
 }
 
 export interface AssignmentEntry {

@@ -84,6 +84,13 @@ export interface MasterConfig {
   probeAllUpTo: number;
   probeSample: number;
   probeMaxTargets: number;
+  /**
+   * No TLS (the default until certificates are configured): a caller with no credentials counts as
+   * an admin, as such a cluster trusts its network. AM tokens are checked either way.
+   */
+  insecure: boolean;
+  /** The static tokens file (`token,name,role[,group...]` per line; '' = none), reloaded on change and SIGHUP. */
+  tokensFile: string;
 }
 
 const KEYS = [
@@ -120,6 +127,8 @@ const KEYS = [
   'probeAllUpTo',
   'probeSample',
   'probeMaxTargets',
+  'insecure',
+  'tokensFile',
 ] as const;
 
 export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
@@ -156,6 +165,8 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     amCommand: defaultAmCommand,
     quotaGroups: [{ name: 'default', weight: 1 }],
     logLevel: 'info',
+    insecure: true,
+    tokensFile: '',
     probeAllUpTo: DEFAULT_PROBE_TARGETS.allUpTo,
     probeSample: DEFAULT_PROBE_TARGETS.sample,
     probeMaxTargets: DEFAULT_PROBE_TARGETS.maxTargets,
@@ -344,6 +355,13 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         break;
       case 'quotaGroups':
         cfg.quotaGroups = quotaGroups(key, v);
+        break;
+      case 'insecure':
+        if (v !== true && v !== false && v !== 'true' && v !== 'false') throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
+        cfg.insecure = v === true || v === 'true';
+        break;
+      case 'tokensFile':
+        cfg.tokensFile = typeof v === 'string' ? v : str(key, v);
         break;
       case 'logLevel':
         if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(String(v)))

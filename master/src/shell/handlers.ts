@@ -8,7 +8,10 @@ import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceE
 import type { Condition, MasterServiceDefinition } from '@fuxi/proto';
 import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
+import type { TokenTable } from '@fuxi/rpc';
+import { canSeeJob } from '../core/authz.js';
 import type { MasterCore } from '../core/master-core.js';
+import { authorizeCalls, callerOfCall } from './authorization.js';
 import { KEYS } from '../core/store-ops.js';
 import type { StoreOp } from '../core/store-ops.js';
 import type { Effect } from '../core/types.js';
@@ -64,6 +67,10 @@ export interface HandlerContext {
   dashboardUrl(): string;
   /** A Heartbeat call arrived from `nodeId` (recorded when `recordHeartbeats` is set). */
   heartbeatArrived?(nodeId: string): void;
+  /** No TLS: callers without credentials count as admins (authz.ts). */
+  readonly insecure: boolean;
+  /** The static tokens (the tokens file), if any. */
+  tokens(): TokenTable | undefined;
 }
 
 /** A job id from the name, for clients that did not choose one (choosing it makes retries idempotent). */
@@ -78,7 +85,7 @@ function generatedJobId(name: string): string {
 }
 
 export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
-  return holdWhileLeaderless(refuseChangesWhileStoreFull(handlers(m), m), m);
+  return holdWhileLeaderless(refuseChangesWhileStoreFull(authorizeCalls(handlers(m), m), m), m);
 }
 
 type Method = keyof ServiceImpl<MasterServiceDefinition>;
@@ -235,18 +242,18 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       );
       return {};
     },
-    SubmitJob: async (req) => {
+    SubmitJob: async (req, call) => {
       if (!req.spec) throw new InvalidArgumentError('spec', 'is required');
       const spec = jobSpecFromProto(req.spec);
       if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
-      const { result, effects } = m.core.submitJob(spec, now());
+      const { result, effects } = m.core.submitJob(spec, now(), callerOfCall(call).name);
       // Acknowledge only once the job is durable in the store (also when it existed: a retry
       // may arrive while the first call's write is still under way).
       await m.run(effects);
       await m.durable();
       return result;
     },
-    SubmitJobs: async (req) => {
+    SubmitJobs: async (req, call) => {
       if (req.specs.length === 0) throw new InvalidArgumentError('specs', 'must hold at least one job spec');
       if (req.specs.length > MAX_BATCH_JOBS) throw new InvalidArgumentError('specs', `holds ${req.specs.length} job specs; at most ${MAX_BATCH_JOBS} per call`);
       const specs = req.specs.map((p) => {
@@ -254,7 +261,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
         if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
         return spec;
       });
-      const { results, effects } = m.core.submitJobs(specs, now());
+      const { results, effects } = m.core.submitJobs(specs, now(), callerOfCall(call).name);
       // Acknowledged only once every taken job is durable (their writes go out in store batches
       // below the store's request limit: master-server.ts `run`), those that existed too.
       await m.run(effects);
@@ -273,9 +280,12 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       await m.durable();
       return { job };
     },
-    ListJobs: async (req) => {
+    ListJobs: async (req, call) => {
       const page = m.core.listJobsPage({ states: jobStatesFromWire(req.states), arrayId: req.arrayId, limit: req.limit, after: req.after });
-      const jobs = page.jobs.map((j) => jobInfo(j));
+      // A user sees its own jobs and its groups' (authz.ts); a page may hold fewer than `limit` then.
+      const caller = callerOfCall(call);
+      const visible = page.jobs.filter((j) => canSeeJob(caller, m.insecure, { owner: j.owner ?? '', group: j.spec.quotaGroup || 'default' }));
+      const jobs = visible.map((j) => jobInfo(j));
       await m.durable();
       return { jobs, nextAfter: page.nextAfter };
     },

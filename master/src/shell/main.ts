@@ -50,6 +50,14 @@ const program = new Command('fuxi-master')
   .option('--probe-all-up-to <n>', 'up to this many probing agents, each probes every other (default 64)')
   .option('--probe-sample <n>', 'above it, each agent probes this many peers on a hash ring... (default 16)')
   .option('--probe-max-targets <n>', '...plus hosts sharing an app with it, this many in all (default 64)')
+  .option(
+    '--insecure <bool>',
+    'no TLS: callers without credentials count as admins (default true until certificates are set up; AM tokens are checked either way)',
+  )
+  .option(
+    '--tokens-file <file>',
+    'static bearer tokens, one "token,name,role[,group...]" per line (roles admin, user, agent, master); reloaded on change and SIGHUP',
+  )
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError();
 
@@ -81,6 +89,7 @@ async function main(): Promise<void> {
       () => process.exit(1),
     );
   };
+  process.on('SIGHUP', () => master.reloadTokens());
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }

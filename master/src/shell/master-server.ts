@@ -7,11 +7,12 @@
  */
 import { errorMessage, isTransientError, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
-import { connect, implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
+import { connect, implement, retry, startServer, tokenHash, TokenFile, type RunningServer } from '@fuxi/rpc';
+import { randomBytes } from 'node:crypto';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
 import { MasterCore } from '../core/master-core.js';
-import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
+import { AM_SU, AM_TOKEN_ENV, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS, type StoreOp } from '../core/store-ops.js';
 import type { Effect, JobRecord, NodeAdmin } from '../core/types.js';
 import { parseTestbed, type Testbed } from '../core/testbeds.js';
@@ -79,6 +80,12 @@ async function loadHardState(store: Store): Promise<HardState> {
 /** How often the health status is brought up to date. */
 const HEALTH_CHECK_MS = 200;
 
+/** An AM attempt's token (am-tokens.ts): 32 random bytes, base64url, and its sha-256 for agents. */
+function mintAmToken(): { token: string; hash: string } {
+  const token = randomBytes(32).toString('base64url');
+  return { token, hash: tokenHash(token) };
+}
+
 export class MasterServer {
   /** Present while this process leads. */
   private coreOrUndefined: MasterCore | undefined;
@@ -132,14 +139,20 @@ export class MasterServer {
   private readonly dashboard: Dashboard | undefined;
   /** The leader's dashboard URL as the leader last named it (a standby's redirect). */
   private leaderDashboardCache: { leader: string; url: string; atMs: number } | undefined;
+  /** The static tokens (`tokensFile`), kept current. */
+  private readonly tokenFile: TokenFile | undefined;
 
   constructor(
     private readonly cfg: MasterConfig,
     private readonly log: Logger,
-    /** `store`: used instead of opening the configured embedded or memory store (tests inject faults with it). */
-    private readonly deps: { store?: Store } = {},
+    /**
+     * `store`: used instead of opening the configured embedded or memory store (tests inject faults
+     * with it). `mintAmToken`: makes AM attempt tokens instead of 32 random bytes (tests that act as an AM).
+     */
+    private readonly deps: { store?: Store; mintAmToken?: () => { token: string; hash: string } } = {},
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
+    this.tokenFile = cfg.tokensFile ? new TokenFile(cfg.tokensFile, log.child({ component: 'tokens' })) : undefined;
     this.recorder = cfg.recordHeartbeats ? HeartbeatRecorder.open(cfg.recordHeartbeats) : undefined;
     this.metrics = cfg.metricsListen
       ? new MasterMetrics({
@@ -319,10 +332,16 @@ export class MasterServer {
     await this.becomeLeader(epoch, this.store);
   }
 
+  /** Reads the tokens file again (SIGHUP). */
+  reloadTokens(): void {
+    this.tokenFile?.reload();
+  }
+
   private newCore(epoch: string): MasterCore {
     return new MasterCore(
       epoch,
       {
+        mintAmToken: this.deps.mintAmToken ?? mintAmToken,
         heartbeatIntervalMs: this.cfg.heartbeatIntervalMs,
         agentTimeoutMs: this.cfg.agentTimeoutMs,
         amHeartbeatIntervalMs: this.cfg.amHeartbeatIntervalMs,
@@ -567,6 +586,7 @@ export class MasterServer {
     if (this.statsTimer) clearInterval(this.statsTimer);
     if (this.spaceTimer) clearInterval(this.spaceTimer);
     this.dashboard?.close();
+    this.tokenFile?.close();
     await this.metricsServer?.close();
     this.jobWatchers.clear();
     this.pushes.reset();
@@ -755,6 +775,11 @@ export class MasterServer {
       FUXI_LOG_LEVEL: this.cfg.logLevel,
       ...this.amPlacementEnv(e.appId),
     };
+    // The attempt's token goes in the AM's environment, and with this plan as its bearer token: the
+    // agent starts the AM only for the app's current token (the hash it holds with the grant).
+    const job = this.core.getJob(e.appId);
+    const token = job.amAttempt === e.attempt ? job.amToken : undefined;
+    if (token) env[AM_TOKEN_ENV] = token;
     const plan = {
       workerId: `am.${e.attempt}`,
       suId: AM_SU,
@@ -773,7 +798,10 @@ export class MasterServer {
           if (this.stopping || !this.coreOrUndefined) return undefined;
           return this.peers
             .agent(e.address)
-            .StartWorkers({ appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] }, { deadlineMs: 10_000 });
+            .StartWorkers(
+              { appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] },
+              { deadlineMs: 10_000, ...(token ? { token } : {}) },
+            );
         },
         { maxAttempts: 6, signal: this.stopSignal.signal },
       );
@@ -829,6 +857,8 @@ export class MasterServer {
       run: (effects) => this.run(effects),
       writeFirst: (ops) => this.writeFirst(ops),
       durable: () => this.durable(),
+      insecure: this.cfg.insecure,
+      tokens: () => this.tokenFile?.table,
     };
   }
 

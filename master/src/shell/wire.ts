@@ -195,6 +195,7 @@ export function jobInfo(j: JobRecord, withSpec = false): JobInfo {
     amNodeId: j.amNodeId,
     amAddress: j.amAddress,
     tasks: j.progress,
+    owner: j.owner ?? '',
     ...(withSpec ? { spec: jobSpecToProto(j.spec) } : {}),
   };
 }

@@ -23,7 +23,10 @@ export interface HostedAmSpec {
   workerId: string;
   /** The worker's directory: the AM logs to `stdout` there and the host writes `exit` there when it ends. */
   dir: string;
-  /** What a dedicated AM would find in its environment (FUXI_MASTER, FUXI_APP_ID, FUXI_AM_ATTEMPT, ...). */
+  /**
+   * What a dedicated AM would find in its environment (FUXI_MASTER, FUXI_APP_ID, FUXI_AM_ATTEMPT,
+   * FUXI_AM_TOKEN: the attempt's token, which the host hands to that AM alone and never logs, ...).
+   */
   env: Record<string, string>;
 }
 

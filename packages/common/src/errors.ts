@@ -11,7 +11,9 @@ export type ErrorCode =
   | 'UNAVAILABLE'
   | 'ABORTED'
   | 'DEADLINE_EXCEEDED'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  | 'PERMISSION_DENIED'
+  | 'UNAUTHENTICATED';
 
 export class FuxiError extends Error {
   constructor(
@@ -84,6 +86,29 @@ export class ResourceExhaustedError extends FuxiError {
     message: string,
   ) {
     super('RESOURCE_EXHAUSTED', message, { resource });
+  }
+}
+
+/**
+ * The caller is known but may not make this call (wrong role, not the job's owner or group, an
+ * older AM attempt's token). `method` is the RPC refused; the message says why. Never names a token.
+ */
+export class PermissionDeniedError extends FuxiError {
+  constructor(
+    readonly method: string,
+    readonly reason: string,
+  ) {
+    super('PERMISSION_DENIED', `${method}: permission denied: ${reason}`, { method });
+  }
+}
+
+/** The call carried no credentials where some are needed, or a token nobody issued. Never names the token. */
+export class UnauthenticatedError extends FuxiError {
+  constructor(
+    readonly method: string,
+    readonly reason: string,
+  ) {
+    super('UNAUTHENTICATED', `${method}: unauthenticated: ${reason}`, { method });
   }
 }
 

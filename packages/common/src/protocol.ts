@@ -11,6 +11,18 @@ import { cmpInt64, type Int64 } from './epoch.js';
  */
 export const AM_SU = '__am__';
 
+/**
+ * The environment variable in which an AM process gets its attempt's token from the master (the
+ * bearer token of its calls). Only the AM's own process has it: never its workers, never a file
+ * other workers could read, never a log.
+ */
+export const AM_TOKEN_ENV = 'FUXI_AM_TOKEN';
+
+/** `env` with the AM token's value hidden, for what is written beside a worker (its `cmd.json`). */
+export function redactedEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  return AM_TOKEN_ENV in env ? { ...env, [AM_TOKEN_ENV]: '(redacted)' } : { ...env };
+}
+
 /** A worker's state as agents report it (proto `WorkerState`). */
 export type WorkerState = 'PENDING' | 'STARTING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'KILLED' | 'REJECTED';
 

@@ -9,10 +9,13 @@
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { fromGrpcError } from './errors.js';
+import { tokenMetadata } from './auth.js';
 
 export interface CallOptions {
   /** Per-call deadline; every call has one (default 10 s). */
   deadlineMs?: number;
+  /** The bearer token of this call, instead of the client's (`ConnectOptions.token`). */
+  token?: string;
 }
 
 export const DEFAULT_DEADLINE_MS = 10_000;
@@ -45,20 +48,30 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.enable_retries': 0,
 };
 
-export function connect<D>(ctor: ServiceCtor & { service: D }, address: string): TypedClient<D> {
+export interface ConnectOptions {
+  /**
+   * The bearer token sent with every call (`authorization: Bearer ...`): a string, or a function
+   * asked at each call (a token that changes, e.g. read again from its file). None when empty.
+   */
+  token?: string | (() => string | undefined);
+}
+
+export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, connectOpts: ConnectOptions = {}): TypedClient<D> {
   const raw = new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  const tok = connectOpts.token;
+  const metadata = (opts: CallOptions): grpc.Metadata => tokenMetadata(opts.token ?? (typeof tok === 'function' ? tok() : tok));
   const out: Record<string, unknown> = {};
   const streams: Record<string, unknown> = {};
   for (const [name, d] of Object.entries(ctor.service)) {
     const def = d as MethodDefinition<object, object, object, object>;
     if (def.responseStream) {
-      streams[name] = (req: object, opts: CallOptions = {}) => openStream(raw, def, name, req, opts);
+      streams[name] = (req: object, opts: CallOptions = {}) => openStream(raw, def, name, req, opts, metadata(opts));
       continue;
     }
     out[name] = (req: object, opts: CallOptions = {}) =>
       new Promise((resolve, reject) => {
         const deadline = new Date(Date.now() + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS));
-        raw.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, req, new grpc.Metadata(), { deadline }, (err, res) => {
+        raw.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, req, metadata(opts), { deadline }, (err, res) => {
           if (err) reject(fromGrpcError(err, name));
           else resolve(res);
         });
@@ -77,9 +90,10 @@ function openStream(
   name: string,
   req: object,
   opts: CallOptions,
+  metadata: grpc.Metadata,
 ): ServerStream<object> {
   const callOpts: grpc.CallOptions = opts.deadlineMs ? { deadline: new Date(Date.now() + opts.deadlineMs) } : {};
-  const call = raw.makeServerStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, req, new grpc.Metadata(), callOpts);
+  const call = raw.makeServerStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, req, metadata, callOpts);
   return {
     cancel: () => call.cancel(),
     async *[Symbol.asyncIterator]() {

@@ -16,6 +16,8 @@ const TO_GRPC: Record<ErrorCode, grpc.status> = {
   ABORTED: grpc.status.ABORTED,
   DEADLINE_EXCEEDED: grpc.status.DEADLINE_EXCEEDED,
   INTERNAL: grpc.status.INTERNAL,
+  PERMISSION_DENIED: grpc.status.PERMISSION_DENIED,
+  UNAUTHENTICATED: grpc.status.UNAUTHENTICATED,
 };
 
 const FROM_GRPC = new Map<grpc.status, ErrorCode>(Object.entries(TO_GRPC).map(([k, v]) => [v, k as ErrorCode]));

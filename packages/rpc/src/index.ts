@@ -1,6 +1,6 @@
 /**
  * @fuxi/rpc: gRPC plumbing shared by every daemon and the SDK: typed promise clients, async server
- * handlers, the one error <-> status mapping, health checking and reflection, a master
+ * handlers, the one error <-> status mapping, callers' identities (auth.ts), health checking and reflection, a master
  * connection that follows leader redirects, and the one retry loop (`retry`, `Retrier`).
  *
  * ```ts
@@ -23,3 +23,4 @@ export * from './master-connection.js';
 export * from './mapping.js';
 export * from './process-guards.js';
 export * from './retry.js';
+export * from './auth.js';

@@ -28,6 +28,8 @@ export interface MasterConnectionOptions {
    * counts; silence from every master (a cut) does not.
    */
   onAnswer?: (address: string) => void;
+  /** The bearer token sent with every call (client.ts `ConnectOptions`). */
+  token?: string | (() => string | undefined);
 }
 
 export class MasterConnection {
@@ -51,7 +53,7 @@ export class MasterConnection {
   client(address = this.current): MasterClient {
     let c = this.clients.get(address);
     if (!c) {
-      c = connect(loadFuxiProto().MasterService, address);
+      c = connect(loadFuxiProto().MasterService, address, { token: this.opts.token });
       this.clients.set(address, c);
     }
     return c;

@@ -21,7 +21,7 @@ import { readBootId, readStartTime, workerDir } from '../process-driver.js';
 import type { WorkerEntry } from '../../core/agent-core.js';
 import { emptyDelta } from '../../core/state-delta.js';
 import { AgentProcess, FakeAm, FakeMaster, waitFor } from './restart-fakes.js';
-import { alive } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH } from './helpers.js';
 
 const proto = loadFuxiProto();
 const SLOT = { cpuMilli: 500, memoryMb: 256 };
@@ -69,7 +69,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
   async function grant(a: AgentProcess, seq: string, grants: Grant[]): Promise<void> {
     master.seq = seq;
     master.grants = grants;
-    const c = connect(proto.AgentService, a.address);
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
     try {
       // A push is taken only under an epoch the master's answer confirmed: wait for the registration.
       for (let t0 = Date.now(); (await c.GetAgentState({})).epoch !== master.epoch;) {
@@ -84,7 +84,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
   }
 
   async function startWorkers(a: AgentProcess, plans: WorkerPlan[], amAttempt = 1): Promise<WorkerStatus__Output[]> {
-    const c = connect(proto.AgentService, a.address);
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
     try {
       const r = await c.StartWorkers({ appId: 'app1', amAttempt, amAddress: am.address, plans });
       for (const w of r.workers) if (w.pid > 0) pids.push(w.pid);
@@ -95,7 +95,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
   }
 
   async function state(a: AgentProcess) {
-    const c = connect(proto.AgentService, a.address);
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
     try {
       return await c.GetAgentState({});
     } finally {
@@ -128,7 +128,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
   it('re-adopts the live workers with the same pids and reports the exit code 7 of the one that ended while it was down', async () => {
     const a1 = await startAgent();
     await waitFor(() => master.heartbeats.length >= 1, 10_000, 'heartbeats');
-    await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 3, resource: SLOT, amAttempt: 1 }]);
+    await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 3, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }]);
     const started = await startWorkers(a1, [
       plan('long-0', ['sleep', '30'], 0),
       plan('long-1', ['sleep', '30'], 1),
@@ -195,7 +195,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
 
     // The re-adopted workers are the agent's again: a stop kills the group, the end is noticed
     // (the agent is not their parent: it polls) and reported.
-    const c = connect(proto.AgentService, a2.address);
+    const c = connect(proto.AgentService, a2.address, { token: AM_TOKEN });
     await c.StopWorkers({ appId: 'app1', workerIds: ['long-1'], amAttempt: 1, reason: 'test stop' });
     c.close();
     await waitFor(() => !alive(pid['long-1']!), 5000, 'long-1 to be killed');
@@ -209,7 +209,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
 
   it('re-adopted workers that exit after the restart are reported with their real exit code', async () => {
     const a1 = await startAgent();
-    await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1 }]);
+    await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }]);
     const [w] = await startWorkers(a1, [plan('late-5', ['sh', '-c', 'sleep 2; exit 5'])]);
     await a1.crash();
     const a2 = await startAgent();
@@ -258,13 +258,13 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     await cp.write({
       ...emptyDelta(),
       meta: { nodeId: 'node-r', epoch: '3', grantEpoch: '3', grantSeq: '1' },
-      putGrants: [{ appId: 'app1', suId: 'map', slots: 2, resource: res(500, 256), amAttempt: 1 }],
+      putGrants: [{ appId: 'app1', suId: 'map', slots: 2, resource: res(500, 256), amAttempt: 1, amTokenHash: AM_TOKEN_HASH }],
       putApps: [{ appId: 'app1', amAttempt: 1, amAddress: am.address }],
       putWorkers: [entry('reused', 1), entry('reused-stopping', 2, 'speculation lost')],
     });
     await cp.close();
     master.seq = '1';
-    master.grants = [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1 }];
+    master.grants = [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }];
 
     const a = await startAgent();
     expect(a.log('agent ready')?.restored).to.include({ adopted: 0, ended: 2 });
@@ -284,14 +284,14 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
   it("follows the master's grant table when it changed while the agent was down, and keeps the AM attempt bar", async () => {
     const a1 = await startAgent();
     await grant(a1, '1', [
-      { appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 2 },
-      { appId: 'app2', suId: 'x', slots: 1, resource: SLOT, amAttempt: 1 },
+      { appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 2, amTokenHash: AM_TOKEN_HASH },
+      { appId: 'app2', suId: 'x', slots: 1, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH },
     ]);
     const [w] = await startWorkers(a1, [plan('keep', ['sleep', '30'])], 2);
     await a1.crash();
     // Meanwhile the master revoked app2's grant (seq 2).
     master.seq = '2';
-    master.grants = [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 2 }];
+    master.grants = [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 2, amTokenHash: AM_TOKEN_HASH }];
     const a2 = await startAgent();
     await waitFor(() => master.fullTablesSent >= 1, 10_000, 'the full table');
     await waitFor(() => master.heartbeats.some((h) => h.req.grantSeq === '2'), 10_000, 'a heartbeat with the new seq');
@@ -314,7 +314,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
 
   it("runs from the checkpoint's grants when the master cannot be reached (Table 3 row 12: From Checkpoint)", async () => {
     const a1 = await startAgent();
-    await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1 }]);
+    await grant(a1, '1', [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }]);
     const [w] = await startWorkers(a1, [plan('one', ['sleep', '30'])]);
     await a1.crash();
     master.down = true; // failing over too: no leader
@@ -382,12 +382,17 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     const a = newAgent(cp);
     await a.start();
     await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
-    const c = connect(proto.AgentService, a.address);
-    const g = await c.UpdateGrants({ epoch: '5', seq: '4', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 3 }] });
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
+    const g = await c.UpdateGrants({
+      epoch: '5',
+      seq: '4',
+      full: true,
+      grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 3, amTokenHash: AM_TOKEN_HASH }],
+    });
     expect(g.appliedSeq).to.equal('4');
     let saved = await cp.reopen().load();
     expect(saved.meta).to.deep.equal({ nodeId: 'node-m', epoch: '5', grantEpoch: '5', grantSeq: '4' });
-    expect(saved.grants).to.deep.equal([{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 3 }]);
+    expect(saved.grants).to.deep.equal([{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 3, amTokenHash: AM_TOKEN_HASH }]);
     expect(saved.apps).to.deep.equal([{ appId: 'app1', amAttempt: 3, amAddress: '' }]);
     const r = await c.StartWorkers({ appId: 'app1', amAttempt: 3, amAddress: am.address, plans: [plan('w1', ['sleep', '30'])] });
     c.close();
@@ -412,8 +417,13 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     const a = newAgent(cp);
     await a.start();
     await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
-    const c = connect(proto.AgentService, a.address);
-    await c.UpdateGrants({ epoch: '5', seq: '1', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1 }] });
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
+    await c.UpdateGrants({
+      epoch: '5',
+      seq: '1',
+      full: true,
+      grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }],
+    });
     const writes = cp.writes;
     cp.failWrites = 1;
     let err: unknown;
@@ -446,9 +456,9 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     const a1 = newAgent(cp);
     await a1.start();
     await waitFor(() => a1.core.epochSeen === '5', 10_000, 'the registration answer');
-    const c = connect(proto.AgentService, a1.address);
+    const c = connect(proto.AgentService, a1.address, { token: AM_TOKEN });
     master.seq = '1';
-    master.grants = [{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 1 }];
+    master.grants = [{ appId: 'app1', suId: 'map', slots: 1, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }];
     await c.UpdateGrants({ epoch: '5', seq: '1', full: true, grants: master.grants });
     const r = await c.StartWorkers({ appId: 'app1', amAttempt: 1, amAddress: am.address, plans: [plan('w1', ['sh', '-c', 'sleep 1.5; exit 3'])] });
     c.close();

@@ -15,7 +15,7 @@ import { connect, implement, RpcError, startServer, type RunningServer } from '@
 import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { alive, stubs, waitFor } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, stubs, waitFor } from './helpers.js';
 
 describe('Agent shell (in-process, fake master and AM)', function () {
   this.timeout(30_000);
@@ -31,7 +31,7 @@ describe('Agent shell (in-process, fake master and AM)', function () {
   const pids: number[] = [];
   const slot = { cpuMilli: 100, memoryMb: 64 };
 
-  const agentClient = () => connect(proto.AgentService, agent.address);
+  const agentClient = () => connect(proto.AgentService, agent.address, { token: AM_TOKEN });
   const lastEvent = (workerId: string) => [...amEvents].reverse().find((e) => e.workerId === workerId);
 
   before(async () => {
@@ -120,6 +120,25 @@ describe('Agent shell (in-process, fake master and AM)', function () {
 
   it('starts a worker once both the plan and the grant are there, and pushes its events to the AM', async () => {
     const c = agentClient();
+    const plan = (appId: string) => ({
+      appId,
+      amAttempt: 1,
+      amAddress: am.address,
+      plans: [{ workerId: `${appId}-w`, suId: 'map', task: 'map', instance: 0, attempt: 1, command: { argv: ['true'] }, resource: slot }],
+    });
+    // No grant of the app here at all: its AM token cannot be checked yet; the AM retries.
+    const early = await c.StartWorkers(plan('app0')).then(
+      () => undefined,
+      (e: unknown) => e as RpcError,
+    );
+    expect(early?.code).to.equal('UNAVAILABLE');
+    // The agent holds a grant of the app (another unit): a plan with its token waits for its own grant.
+    await c.UpdateGrants({
+      epoch: '3',
+      seq: '1',
+      full: false,
+      grants: [{ appId: 'app1', suId: 'reduce', slots: 1, resource: slot, amTokenHash: AM_TOKEN_HASH }],
+    });
     const start = await c.StartWorkers({
       appId: 'app1',
       amAttempt: 1,
@@ -137,8 +156,13 @@ describe('Agent shell (in-process, fake master and AM)', function () {
       ],
     });
     expect(start.workers[0]?.state).to.equal('WORKER_STATE_PENDING');
-    const g = await c.UpdateGrants({ epoch: '3', seq: '1', full: false, grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: slot }] });
-    expect(g.appliedSeq).to.equal('1');
+    const g = await c.UpdateGrants({
+      epoch: '3',
+      seq: '2',
+      full: false,
+      grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: slot, amTokenHash: AM_TOKEN_HASH }],
+    });
+    expect(g.appliedSeq).to.equal('2');
     await waitFor(() => lastEvent('app1-map-0-1')?.state === 'WORKER_STATE_SUCCEEDED');
     const ev = lastEvent('app1-map-0-1');
     expect(ev?.nodeId).to.equal('node-a');
@@ -175,12 +199,17 @@ describe('Agent shell (in-process, fake master and AM)', function () {
     }
     expect((err as RpcError).code).to.equal('FAILED_PRECONDITION');
     const gap = await c.UpdateGrants({ epoch: '3', seq: '9', full: false, grants: [] });
-    expect(gap.appliedSeq).to.equal('1');
+    expect(gap.appliedSeq).to.equal('2');
     c.close();
   });
 
   it('applies the full grant table from a heartbeat reply', async () => {
-    nextHeartbeatReply = { epoch: '3', fullGrants: true, grantSeq: '7', grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot }] };
+    nextHeartbeatReply = {
+      epoch: '3',
+      fullGrants: true,
+      grantSeq: '7',
+      grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot, amTokenHash: AM_TOKEN_HASH }],
+    };
     await waitFor(() => agent.core.appliedGrantSeq === '7');
     await waitFor(() => heartbeats[heartbeats.length - 1]?.grantSeq === '7');
     const c = agentClient();
@@ -230,7 +259,12 @@ describe('Agent shell (in-process, fake master and AM)', function () {
 
   it('runs an AM process from the master and reports it in heartbeats, not as events', async () => {
     const c = agentClient();
-    await c.UpdateGrants({ epoch: '3', seq: '8', full: false, grants: [{ appId: 'app2', suId: '__am__', slots: 1, resource: slot }] });
+    await c.UpdateGrants({
+      epoch: '3',
+      seq: '8',
+      full: false,
+      grants: [{ appId: 'app2', suId: '__am__', slots: 1, resource: slot, amTokenHash: AM_TOKEN_HASH }],
+    });
     const r = await c.StartWorkers({
       appId: 'app2',
       amAttempt: 1,

@@ -27,6 +27,7 @@ describe('agent config', () => {
       restoreGrantWaitMs: 5000,
       checkpointSync: false,
       logLevel: c.logLevel,
+      insecure: true,
       amCommand: DEFAULT_AM_COMMAND,
       amHost: true,
       amHostCommand: DEFAULT_AM_HOST_COMMAND,
@@ -35,6 +36,24 @@ describe('agent config', () => {
       probe: { enabled: true, periodMs: 200, misses: 3, port: 0 },
       resourceEnforcement: 'auto',
     });
+  });
+
+  it('insecure is true unless set false (a flag string or a config boolean)', () => {
+    expect(resolveConfig({ master: 'm:1', insecure: 'false' }, {}, HOST).insecure).to.equal(false);
+    expect(resolveConfig({ master: 'm:1' }, { insecure: false }, HOST).insecure).to.equal(false);
+    expect(() => resolveConfig({ master: 'm:1', insecure: 'maybe' }, {}, HOST)).to.throw(/insecure/);
+  });
+
+  it("reads tokenFile's token at start: a missing file stops the agent naming the key", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-token-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'token'), 'agent-token-of-box1-000\n');
+      expect(resolveConfig({ master: 'm:1', tokenFile: path.join(dir, 'token') }, {}, HOST).tokenFile).to.equal(path.join(dir, 'token'));
+      expect(() => resolveConfig({ master: 'm:1', tokenFile: path.join(dir, 'none') }, {}, HOST)).to.throw(/tokenFile: cannot read/);
+      expect(resolveConfig({ master: 'm:1' }, {}, HOST)).not.to.have.property('tokenFile');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reads the work dir retention as a duration and a disk percentage; errors name the field', () => {

@@ -2,6 +2,14 @@
 import * as fs from 'node:fs';
 import { UnavailableError } from '@fuxi/common';
 import type * as grpc from '@grpc/grpc-js';
+import { tokenHash } from '@fuxi/rpc';
+
+/**
+ * The AM token of the suites' apps: their grants carry its hash and their plans present it (an
+ * agent accepts plans only with the app's current AM token).
+ */
+export const AM_TOKEN = 'the-am-token-of-the-agent-suites';
+export const AM_TOKEN_HASH = tokenHash(AM_TOKEN);
 
 /** Polls `cond` every 10 ms until it holds; throws after `ms`. */
 export async function waitFor(cond: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {

@@ -20,7 +20,7 @@ import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { alive, waitFor } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, waitFor } from './helpers.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -152,8 +152,8 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
 
   /** Grants app1/map 2 slots (epoch, seq), runs one long worker and one that finishes; returns the long one's pid. */
   async function runWorkers(a: Agent, epoch: string, seq: string): Promise<number> {
-    const c = connect(proto.AgentService, a.address);
-    await c.UpdateGrants({ epoch, seq, full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot }] });
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
+    await c.UpdateGrants({ epoch, seq, full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot, amTokenHash: AM_TOKEN_HASH }] });
     const r = await c.StartWorkers({
       appId: 'app1',
       amAttempt: 1,
@@ -227,8 +227,8 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
       fullGrants: true,
       grantSeq: '1',
       grants: [
-        { appId: 'app1', suId: 'map', slots: 2, resource: slot },
-        { appId: 'app3', suId: 'x', slots: 1, resource: slot },
+        { appId: 'app1', suId: 'map', slots: 2, resource: slot, amTokenHash: AM_TOKEN_HASH },
+        { appId: 'app3', suId: 'x', slots: 1, resource: slot, amTokenHash: AM_TOKEN_HASH },
       ],
     };
     await waitFor(() => a.core.appliedGrantEpoch === '4', 5_000, 'the new full table');
@@ -278,7 +278,7 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
     const a = await startAgent([m.address]);
     await waitFor(() => m.heartbeats.length >= 1, 10_000, 'heartbeats to the leader');
     const pid = await runWorkers(a, '5', '2');
-    const c = connect(proto.AgentService, a.address);
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
     const forged = '9223372036854775807';
     let code = '';
     try {
@@ -290,7 +290,12 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
     expect(a.core.epochSeen).to.equal('5');
     expect(a.core.grantTable()).to.have.length(1);
     // The real master's next push is taken, and the worker runs on.
-    const r = await c.UpdateGrants({ epoch: '5', seq: '3', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot }] });
+    const r = await c.UpdateGrants({
+      epoch: '5',
+      seq: '3',
+      full: true,
+      grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot, amTokenHash: AM_TOKEN_HASH }],
+    });
     expect(r.appliedSeq).to.equal('3');
     c.close();
     // Heartbeats go on with the real master, under its epoch (nothing raised it, so nothing persisted it).

@@ -14,7 +14,7 @@ import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { alive, stubs, waitFor } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, stubs, waitFor } from './helpers.js';
 
 describe('Agent shell cut from the master', function () {
   this.timeout(60_000);
@@ -79,8 +79,8 @@ describe('Agent shell cut from the master', function () {
 
   it('keeps its workers running through a long cut, takes plans from the AM meanwhile, and heartbeats again after it', async () => {
     await waitFor(() => agent.registered && answered >= 2, 20_000, 'registration and heartbeats');
-    const c = connect(proto.AgentService, agent.address);
-    await c.UpdateGrants({ epoch: '3', seq: '1', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot }] });
+    const c = connect(proto.AgentService, agent.address, { token: AM_TOKEN });
+    await c.UpdateGrants({ epoch: '3', seq: '1', full: true, grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: slot, amTokenHash: AM_TOKEN_HASH }] });
     const plan = (instance: number) => ({
       workerId: `app1-map-${instance}-1`,
       suId: 'map',

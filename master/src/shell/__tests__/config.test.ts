@@ -99,3 +99,18 @@ describe('master config: failurePrediction', () => {
     );
   });
 });
+
+describe('master config: insecure and tokensFile', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('is insecure with no tokens file by default; takes both from a file or flags', () => {
+    expect([base.insecure, base.tokensFile]).to.deep.equal([true, '']);
+    const cfg = applyConfig(base, { insecure: 'false', tokensFile: '/etc/fuxi/tokens.csv' }, 'flags');
+    expect([cfg.insecure, cfg.tokensFile]).to.deep.equal([false, '/etc/fuxi/tokens.csv']);
+    expect(applyConfig(base, { insecure: false }, 'master.yaml').insecure).to.equal(false);
+  });
+
+  it('names the key of a bad value', () => {
+    expect(() => applyConfig(base, { insecure: 'sometimes' }, 'master.yaml')).to.throw(/master\.yaml: insecure: must be true or false/);
+  });
+});

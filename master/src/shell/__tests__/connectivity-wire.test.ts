@@ -7,7 +7,9 @@
 import { expect } from 'chai';
 import { normalizeJobSpec, nullLogger } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition, type ReportAppStateRequest__Output, type UpdateRequestsRequest__Output } from '@fuxi/proto';
-import { connect, jobSpecToProto, type TypedClient } from '@fuxi/rpc';
+import { connect, jobSpecToProto, tokenHash, type TypedClient } from '@fuxi/rpc';
+
+const AM_TOKEN = 'the-am-token-of-this-test';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
 import { appReportFromWire, connectivityToWire, updateRequestsFromWire } from '../wire.js';
@@ -72,7 +74,10 @@ describe('master: the graph in UpdateRequests answers over gRPC', function () {
   });
 
   async function start(connectivityAware: boolean): Promise<void> {
-    server = new MasterServer({ ...defaultConfig(['true']), listen: '127.0.0.1:0', store: 'memory', schedulingIntervalMs: 0, connectivityAware }, nullLogger);
+    // The test is the app's AM: it knows the token the master gives the attempt.
+    server = new MasterServer({ ...defaultConfig(['true']), listen: '127.0.0.1:0', store: 'memory', schedulingIntervalMs: 0, connectivityAware }, nullLogger, {
+      mintAmToken: () => ({ token: AM_TOKEN, hash: tokenHash(AM_TOKEN) }),
+    });
     await server.start();
     client = connect(loadFuxiProto().MasterService, server.address);
     const spec = normalizeJobSpec({
@@ -85,17 +90,20 @@ describe('master: the graph in UpdateRequests answers over gRPC', function () {
   }
 
   const call = (seq: number, connectivityVersion: string) =>
-    client.UpdateRequests({
-      appId: 'wc',
-      amAttempt: 1,
-      seq: String(seq),
-      units: [],
-      deltas: [],
-      assignmentSeq: '0',
-      progress: [],
-      connectivityVersion,
-      constraints: { reach: [], avoid: ['nowhere'] },
-    });
+    client.UpdateRequests(
+      {
+        appId: 'wc',
+        amAttempt: 1,
+        seq: String(seq),
+        units: [],
+        deltas: [],
+        assignmentSeq: '0',
+        progress: [],
+        connectivityVersion,
+        constraints: { reach: [], avoid: ['nowhere'] },
+      },
+      { token: AM_TOKEN },
+    );
 
   it("answers a stale version with the master's graph, a current one with none", async () => {
     await start(true);

@@ -6,7 +6,9 @@
 import { expect } from 'chai';
 import { normalizeJobSpec, nullLogger } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, jobSpecToProto, type TypedClient } from '@fuxi/rpc';
+import { connect, jobSpecToProto, tokenHash, type TypedClient } from '@fuxi/rpc';
+
+const AM_TOKEN = 'the-am-token-of-this-test';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
 import { rpcError } from './helpers.js';
@@ -17,7 +19,10 @@ describe('master: request limits over gRPC', function () {
   let client: TypedClient<MasterServiceDefinition>;
 
   beforeEach(async () => {
-    server = new MasterServer({ ...defaultConfig(['true']), listen: '127.0.0.1:0', store: 'memory', schedulingIntervalMs: 0 }, nullLogger);
+    // The test is the app's AM: it knows the token the master gives the attempt.
+    server = new MasterServer({ ...defaultConfig(['true']), listen: '127.0.0.1:0', store: 'memory', schedulingIntervalMs: 0 }, nullLogger, {
+      mintAmToken: () => ({ token: AM_TOKEN, hash: tokenHash(AM_TOKEN) }),
+    });
     await server.start();
     client = connect(loadFuxiProto().MasterService, server.address);
     const spec = normalizeJobSpec({ id: 'wc', name: 'wc', tasks: [{ name: 'map', instances: 4, resources: { cpu: 1, memory: 256 }, command: ['true'] }] });
@@ -30,15 +35,18 @@ describe('master: request limits over gRPC', function () {
   });
 
   const request = (seq: number, cpuMilli: number, delta: number) =>
-    client.UpdateRequests({
-      appId: 'wc',
-      amAttempt: 1,
-      seq: String(seq),
-      units: [{ suId: 'map', resource: { cpuMilli, memoryMb: 256 }, priority: 0 }],
-      deltas: [{ suId: 'map', location: '', delta }],
-      assignmentSeq: '0',
-      progress: [],
-    });
+    client.UpdateRequests(
+      {
+        appId: 'wc',
+        amAttempt: 1,
+        seq: String(seq),
+        units: [{ suId: 'map', resource: { cpuMilli, memoryMb: 256 }, priority: 0 }],
+        deltas: [{ suId: 'map', location: '', delta }],
+        assignmentSeq: '0',
+        progress: [],
+      },
+      { token: AM_TOKEN },
+    );
 
   it('answers a slot larger than the task declares with INVALID_ARGUMENT naming the field, and applies nothing', async () => {
     const err = await rpcError(request(1, 2000, 1));

@@ -103,6 +103,8 @@ export class FakeAm {
     private readonly heartbeatMs: number,
     /** Take assignment pushes on a WatchAssignments stream (as the real AM does) instead of calls. */
     private readonly useStream = true,
+    /** The attempt's token (FUXI_AM_TOKEN of its launch): the bearer token of its master calls. */
+    private readonly token = '',
   ) {}
 
   /** Slots asked for and not granted yet. */
@@ -132,7 +134,12 @@ export class FakeAm {
     this.address = `127.0.0.1:${port}`;
     for (let i = 0; ; i++) {
       try {
-        const res = await this.master.call(defs().master.RegisterApp, { appId: this.appId, amAttempt: this.attempt, address: this.address }, CALL_DEADLINE_MS);
+        const res = await this.master.call(
+          defs().master.RegisterApp,
+          { appId: this.appId, amAttempt: this.attempt, address: this.address },
+          CALL_DEADLINE_MS,
+          this.token,
+        );
         this.epoch = res.epoch;
         this.applyTable(res.epoch, Number(res.assignmentSeq), true, res.assignments);
         break;
@@ -155,6 +162,7 @@ export class FakeAm {
           this.cancelWatch = undefined;
           if (!this.stopped && status !== 1) this.streamsEnded++;
         },
+        this.token,
       );
     }
     this.lastRequestAt = performance.now();
@@ -224,7 +232,7 @@ export class FakeAm {
     this.requestCalls++;
     const attempt = (): void => {
       body.assignmentSeq = String(this.appliedSeq);
-      this.master.call(defs().master.UpdateRequests, body, CALL_DEADLINE_MS).then(
+      this.master.call(defs().master.UpdateRequests, body, CALL_DEADLINE_MS, this.token).then(
         (res) => {
           if (res.fullAssignments) {
             this.fullTablesInAnswers++;
@@ -256,7 +264,7 @@ export class FakeAm {
     this.busy = true;
     this.returnCalls++;
     const attempt = (): void => {
-      this.master.call(defs().master.ReturnSlots, body, CALL_DEADLINE_MS).then(
+      this.master.call(defs().master.ReturnSlots, body, CALL_DEADLINE_MS, this.token).then(
         () => {
           this.busy = false;
           this.pump();

@@ -389,7 +389,7 @@ export class LoadGen {
             const appId = env.FUXI_APP_ID ?? r.appId;
             const attempt = Number(env.FUXI_AM_ATTEMPT ?? r.amAttempt);
             node.amWorkers = node.amWorkers.filter((w) => w.appId !== appId).concat([st]);
-            this.launchAm(appId, attempt);
+            this.launchAm(appId, attempt, env.FUXI_AM_TOKEN ?? '');
           }
         }
         return { workers };
@@ -401,14 +401,23 @@ export class LoadGen {
 
   // ---------------------------------------------------------------- application masters
 
-  private launchAm(appId: string, attempt: number): void {
+  private launchAm(appId: string, attempt: number, token: string): void {
     const old = this.apps.get(appId);
     if (old && old.attempt >= attempt) return;
     if (old) {
       this.log(`app ${appId}: AM attempt ${attempt} replaces ${old.attempt}`);
       void old.stop();
     }
-    const am = new FakeAm(appId, attempt, this.amClient, this.o.slot, this.recorder, this.amHeartbeatMs, (this.o.pushTransport ?? 'stream') === 'stream');
+    const am = new FakeAm(
+      appId,
+      attempt,
+      this.amClient,
+      this.o.slot,
+      this.recorder,
+      this.amHeartbeatMs,
+      (this.o.pushTransport ?? 'stream') === 'stream',
+      token,
+    );
     this.apps.set(appId, am);
     am.start().catch((e: unknown) => this.log(`app ${appId}: AM could not register: ${String(e)}`));
   }

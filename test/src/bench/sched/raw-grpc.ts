@@ -67,13 +67,21 @@ export class RawGrpcClient {
     return s;
   }
 
-  call<M extends AnyMethod>(def: M, req: ReqOf<M>, deadlineMs: number): Promise<ResOf<M>> {
+  /** `token`: the bearer token of the call (an AM's attempt token), if any. */
+  call<M extends AnyMethod>(def: M, req: ReqOf<M>, deadlineMs: number, token = ''): Promise<ResOf<M>> {
     if (this.closed) return Promise.reject(new RawGrpcError(1, 'client closed'));
     return new Promise((resolve, reject) => {
       let st: http2.ClientHttp2Stream;
       try {
         st = this.open().request(
-          { ':method': 'POST', ':path': def.path, 'content-type': 'application/grpc', te: 'trailers', 'grpc-timeout': `${deadlineMs}m` },
+          {
+            ':method': 'POST',
+            ':path': def.path,
+            'content-type': 'application/grpc',
+            te: 'trailers',
+            'grpc-timeout': `${deadlineMs}m`,
+            ...(token ? { authorization: `Bearer ${token}` } : {}),
+          },
           { endStream: false },
         );
       } catch (e) {
@@ -121,10 +129,19 @@ export class RawGrpcClient {
    * A server-streaming call: `onMessage` for each message as it arrives; resolves with the final
    * status when the stream ends (0 = OK). No deadline. Returns a function that cancels the stream.
    */
-  stream<M extends AnyMethod>(def: M, req: ReqOf<M>, onMessage: (res: ResOf<M>) => void, onEnd: (status: number, message: string) => void): () => void {
+  stream<M extends AnyMethod>(
+    def: M,
+    req: ReqOf<M>,
+    onMessage: (res: ResOf<M>) => void,
+    onEnd: (status: number, message: string) => void,
+    token = '',
+  ): () => void {
     let st: http2.ClientHttp2Stream;
     try {
-      st = this.open().request({ ':method': 'POST', ':path': def.path, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+      st = this.open().request(
+        { ':method': 'POST', ':path': def.path, 'content-type': 'application/grpc', te: 'trailers', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        { endStream: false },
+      );
     } catch (e) {
       onEnd(14, String(e));
       return () => undefined;

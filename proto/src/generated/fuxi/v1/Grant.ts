@@ -17,6 +17,11 @@ export interface Grant {
    * restarted or stalled AM's predecessor).
    */
   'amAttempt'?: (number);
+  /**
+   * sha-256 (hex) of the current AM attempt's token: agents accept plans for the app only from a
+   * caller presenting that token (never the token itself).
+   */
+  'amTokenHash'?: (string);
 }
 
 /**
@@ -34,4 +39,9 @@ export interface Grant__Output {
    * restarted or stalled AM's predecessor).
    */
   'amAttempt': (number);
+  /**
+   * sha-256 (hex) of the current AM attempt's token: agents accept plans for the app only from a
+   * caller presenting that token (never the token itself).
+   */
+  'amTokenHash': (string);
 }

@@ -22,6 +22,10 @@ export interface JobInfo {
   'amAddress'?: (string);
   'tasks'?: (_fuxi_v1_TaskProgress)[];
   'spec'?: (_fuxi_v1_JobSpec | null);
+  /**
+   * Who submitted the job (the caller's name; empty: nobody known, e.g. an insecure cluster's anonymous client).
+   */
+  'owner'?: (string);
 }
 
 export interface JobInfo__Output {
@@ -41,4 +45,8 @@ export interface JobInfo__Output {
   'amAddress': (string);
   'tasks': (_fuxi_v1_TaskProgress__Output)[];
   'spec': (_fuxi_v1_JobSpec__Output | null);
+  /**
+   * Who submitted the job (the caller's name; empty: nobody known, e.g. an insecure cluster's anonymous client).
+   */
+  'owner': (string);
 }
