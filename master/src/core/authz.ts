@@ -65,6 +65,9 @@ export const MASTER_METHODS = {
   CordonNode: 'admin',
   UncordonNode: 'admin',
   DrainNode: 'admin',
+  CreateTestbed: 'admin',
+  DeleteTestbed: 'admin',
+  ListTestbeds: 'known',
 } as const satisfies Record<string, Requirement>;
 
 export type MasterMethodName = keyof typeof MASTER_METHODS;
