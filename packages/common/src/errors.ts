@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'UNAVAILABLE'
   | 'ABORTED'
   | 'DEADLINE_EXCEEDED'
+  | 'PERMISSION_DENIED'
   | 'INTERNAL';
 
 export class FuxiError extends Error {
@@ -84,6 +85,16 @@ export class ResourceExhaustedError extends FuxiError {
     message: string,
   ) {
     super('RESOURCE_EXHAUSTED', message, { resource });
+  }
+}
+
+/**
+ * The caller is known (its TLS certificate names it) but may not make this call, e.g. an agent
+ * certificate for one node registering as another. The message names who asked and for what.
+ */
+export class PermissionDeniedError extends FuxiError {
+  constructor(message: string, details: Record<string, string> = {}) {
+    super('PERMISSION_DENIED', message, details);
   }
 }
 

@@ -9,6 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { fromGrpcError } from './errors.js';
+import { defaultTransport, type Transport } from './tls.js';
 
 export interface CallOptions {
   /** Per-call deadline; every call has one (default 10 s). */
@@ -45,8 +46,12 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.enable_retries': 0,
 };
 
-export function connect<D>(ctor: ServiceCtor & { service: D }, address: string): TypedClient<D> {
-  const raw = new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+/**
+ * A client of one service at `address`, over `transport` (default: the process's,
+ * `setDefaultTransport`): mutual TLS, verifying the server's certificate against `address`.
+ */
+export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, transport: Transport = defaultTransport()): TypedClient<D> {
+  const raw = new ctor(address, transport.channelCredentials(), CHANNEL_OPTIONS);
   const out: Record<string, unknown> = {};
   const streams: Record<string, unknown> = {};
   for (const [name, d] of Object.entries(ctor.service)) {

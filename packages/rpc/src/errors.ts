@@ -15,6 +15,7 @@ const TO_GRPC: Record<ErrorCode, grpc.status> = {
   UNAVAILABLE: grpc.status.UNAVAILABLE,
   ABORTED: grpc.status.ABORTED,
   DEADLINE_EXCEEDED: grpc.status.DEADLINE_EXCEEDED,
+  PERMISSION_DENIED: grpc.status.PERMISSION_DENIED,
   INTERNAL: grpc.status.INTERNAL,
 };
 

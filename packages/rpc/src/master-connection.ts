@@ -9,6 +9,7 @@ import { connect, type CallOptions, type TypedClient } from './client.js';
 import type { MethodName } from './server.js';
 import { RpcError } from './errors.js';
 import { Retrier } from './retry.js';
+import type { Transport } from './tls.js';
 
 export type MasterClient = TypedClient<MasterServiceDefinition>;
 
@@ -28,6 +29,8 @@ export interface MasterConnectionOptions {
    * counts; silence from every master (a cut) does not.
    */
   onAnswer?: (address: string) => void;
+  /** Mutual TLS or plaintext; default the process's (`setDefaultTransport`). */
+  transport?: Transport;
 }
 
 export class MasterConnection {
@@ -51,7 +54,7 @@ export class MasterConnection {
   client(address = this.current): MasterClient {
     let c = this.clients.get(address);
     if (!c) {
-      c = connect(loadFuxiProto().MasterService, address);
+      c = connect(loadFuxiProto().MasterService, address, this.opts.transport);
       this.clients.set(address, c);
     }
     return c;
