@@ -74,7 +74,7 @@ import {
   type UpdateGrantsRequest__Output,
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
-import { implement, MasterConnection, retry, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
+import { implement, MasterConnection, retry, startServer, toGrpcError, transportEnv, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
@@ -924,7 +924,13 @@ export class Agent {
    */
   private hostEnv(): Record<string, string> {
     const listenHost = hostOf(this.config.listen);
-    return { FUXI_NODE_HOST: hostOf(this.address), FUXI_BIND_HOST: listenHost, FUXI_AGENT_ADDRESS: this.address };
+    return {
+      FUXI_NODE_HOST: hostOf(this.address),
+      FUXI_BIND_HOST: listenHost,
+      FUXI_AGENT_ADDRESS: this.address,
+      // The TLS files (paths, never their contents) for its calls to the master, agents and AMs.
+      ...transportEnv({ tls: this.config.tls, insecure: this.config.insecure || !this.config.tls }),
+    };
   }
 
   private async refuseSpawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
+import { parseInsecure, parseTlsConfig, type TlsFiles } from '@fuxi/rpc/tls';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
 import { ENFORCEMENT_SETTINGS, type EnforcementSetting } from '../core/resource-limits.js';
@@ -76,6 +77,14 @@ export interface AgentConfig {
    * its grant), `off`, or `auto` (the first of these the host allows; the default).
    */
   resourceEnforcement: EnforcementSetting;
+  /**
+   * Mutual TLS: `{ca, cert, key}` PEM paths (this node's certificate: CN = its node id, O = agent,
+   * SANs of the addresses it is dialed at). Its AMs and workers get the paths (never the key
+   * material) in `FUXI_TLS_CA`, `FUXI_TLS_CERT`, `FUXI_TLS_KEY`. Required unless `insecure`.
+   */
+  tls?: TlsFiles | undefined;
+  /** Plaintext, no TLS (an explicit opt-out; loudly warned about beyond loopback). */
+  insecure?: boolean | undefined;
 }
 
 /**
@@ -126,8 +135,13 @@ export const CONFIG_KEYS = [
   'amHostThreadInstances',
   'probe',
   'resourceEnforcement',
+  'tls',
+  'insecure',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
+/** Flags that set one file of `tls` (`--tls-ca`, `--tls-cert`, `--tls-key`). */
+export const TLS_FLAGS = { tlsCa: 'ca', tlsCert: 'cert', tlsKey: 'key' } as const;
+export type TlsFlag = keyof typeof TLS_FLAGS;
 
 export interface HostFacts {
   hostname: string;
@@ -187,7 +201,7 @@ export function loadConfigFile(file: string): Record<string, unknown> {
  * `flags` and `file` use the camelCase keys of CONFIG_KEYS.
  */
 export function resolveConfig(
-  flags: Partial<Record<ConfigKey, unknown>>,
+  flags: Partial<Record<ConfigKey | TlsFlag, unknown>>,
   file: Record<string, unknown>,
   host: HostFacts = hostFacts(),
   defaultAmCommand: string[] = DEFAULT_AM_COMMAND,
@@ -288,7 +302,23 @@ export function resolveConfig(
     amHostThreadInstances,
     probe,
     resourceEnforcement: resourceEnforcement as EnforcementSetting,
+    ...resolveTls(flags, file),
   };
+}
+
+/** `tls` from the file, each of its files overridden by `--tls-ca/--tls-cert/--tls-key`; `insecure`. */
+function resolveTls(flags: Partial<Record<ConfigKey | TlsFlag, unknown>>, file: Record<string, unknown>): { tls?: TlsFiles; insecure: boolean } {
+  const insecureRaw = flags.insecure !== undefined ? flags.insecure : file.insecure;
+  const insecure = insecureRaw === undefined ? false : parseInsecure('insecure', insecureRaw);
+  let tls: Record<string, unknown> | undefined;
+  if (file.tls !== undefined) tls = { ...parseTlsConfig('tls', file.tls) };
+  for (const [flag, part] of Object.entries(TLS_FLAGS)) {
+    const v = flags[flag as TlsFlag];
+    if (v === undefined) continue;
+    if (typeof v !== 'string' || v === '') throw new InvalidArgumentError(`--tls-${part}`, `must be a file path, got ${JSON.stringify(v)}`);
+    tls = { ...(tls ?? {}), [part]: v };
+  }
+  return tls ? { tls: parseTlsConfig('tls', tls), insecure } : { insecure };
 }
 
 /**

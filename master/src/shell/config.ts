@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
+import { parseInsecure, parseTlsConfig, type TlsFiles } from '@fuxi/rpc/tls';
 import { parse as parseYaml } from 'yaml';
 import { parseDetectorConfig, type DetectorConfig } from '../core/detectors.js';
 import { parsePredictionConfig } from '../core/prediction-config.js';
@@ -84,6 +85,13 @@ export interface MasterConfig {
   probeAllUpTo: number;
   probeSample: number;
   probeMaxTargets: number;
+  /**
+   * Mutual TLS: `{ca, cert, key}` PEM paths (the master's certificate: CN=master, O=master, SANs
+   * of the addresses it is dialed at). Required unless `insecure`.
+   */
+  tls?: TlsFiles | undefined;
+  /** Plaintext, no TLS (an explicit opt-out; loudly warned about beyond loopback). */
+  insecure?: boolean | undefined;
 }
 
 const KEYS = [
@@ -120,7 +128,12 @@ const KEYS = [
   'probeAllUpTo',
   'probeSample',
   'probeMaxTargets',
+  'tls',
+  'insecure',
 ] as const;
+
+/** Flags that set one file of `tls` (`--tls-ca`, `--tls-cert`, `--tls-key`). */
+const TLS_FLAGS = { tlsCa: 'ca', tlsCert: 'cert', tlsKey: 'key' } as const;
 
 export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
   return {
@@ -159,6 +172,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     probeAllUpTo: DEFAULT_PROBE_TARGETS.allUpTo,
     probeSample: DEFAULT_PROBE_TARGETS.sample,
     probeMaxTargets: DEFAULT_PROBE_TARGETS.maxTargets,
+    insecure: false,
   };
 }
 
@@ -230,7 +244,18 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
   for (const [k, v] of Object.entries(raw)) {
     if (v === undefined) continue;
     const key = source === 'flags' ? k : `${source}: ${k}`;
+    if (source === 'flags' && k in TLS_FLAGS) {
+      const part = TLS_FLAGS[k as keyof typeof TLS_FLAGS];
+      cfg.tls = { ...(cfg.tls ?? { ca: '', cert: '', key: '' }), [part]: str(`--tls-${part}`, v) };
+      continue;
+    }
     switch (k as (typeof KEYS)[number]) {
+      case 'tls':
+        cfg.tls = parseTlsConfig(source === 'flags' ? 'tls' : `${source}: tls`, v);
+        break;
+      case 'insecure':
+        cfg.insecure = parseInsecure(key, v);
+        break;
       case 'listen':
         cfg.listen = hostPort(key, v);
         break;
@@ -363,6 +388,7 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         throw new InvalidArgumentError(key, `unknown setting (known: ${KEYS.join(', ')})`);
     }
   }
+  if (cfg.tls) parseTlsConfig('tls', cfg.tls); // every file given (flags may set some of them)
   if (cfg.agentTimingOutMs <= cfg.heartbeatIntervalMs) {
     throw new InvalidArgumentError('agentTimingOutMs', `must be greater than heartbeatIntervalMs (${cfg.heartbeatIntervalMs})`);
   }

@@ -6,11 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
 import type { Condition, MasterServiceDefinition } from '@fuxi/proto';
-import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
+import { jobSpecFromProto, jobSpecToProto, peerIdentity, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
 import type { MasterCore } from '../core/master-core.js';
 import { KEYS } from '../core/store-ops.js';
 import type { Effect } from '../core/types.js';
+import { checkAgentPeer } from './agent-identity.js';
 import type { JobWatchers } from './job-watchers.js';
 import type { PushStreams } from './push-streams.js';
 import {
@@ -128,9 +129,10 @@ async function nodeAdminAnswer(m: HandlerContext, nodeId: string): Promise<{ nod
 function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
   const now = () => Date.now();
   return {
-    RegisterAgent: async (req) => {
+    RegisterAgent: async (req, call) => {
       const info = nodeInfoFromWire(req.node);
       if (!info.nodeId) throw new InvalidArgumentError('node.nodeId', 'is required');
+      checkAgentPeer(peerIdentity(call), info.nodeId, 'RegisterAgent');
       if (!info.address) throw new InvalidArgumentError('node.address', 'is required');
       const r = m.core.registerAgent(info, req.epochSeen, now(), req.withState ? req.grants.map(grantFromWire) : undefined);
       // A registration starts a new session: the agent watches again (a restarted one from its
@@ -146,7 +148,8 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
         grants: r.adopted?.grants ?? [],
       };
     },
-    Heartbeat: async (req) => {
+    Heartbeat: async (req, call) => {
+      checkAgentPeer(peerIdentity(call), req.nodeId, 'Heartbeat');
       m.heartbeatArrived?.(req.nodeId);
       const r = m.core.heartbeat(heartbeatFromWire(req), now());
       await m.run(r.effects);
@@ -160,7 +163,8 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
         ...probeAnswerToWire(r),
       };
     },
-    ReportAgentState: async (req) => {
+    ReportAgentState: async (req, call) => {
+      checkAgentPeer(peerIdentity(call), req.nodeId, 'ReportAgentState');
       await m.run(m.core.reportAgentState({ nodeId: req.nodeId, epoch: req.epoch, grants: req.grants.map(grantFromWire) }, now()));
       return {};
     },
@@ -302,6 +306,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     WatchGrants: async (req, call) => {
       const core = m.core;
       if (!req.nodeId) throw new InvalidArgumentError('nodeId', 'is required');
+      checkAgentPeer(peerIdentity(call), req.nodeId, 'WatchGrants');
       if (req.epoch !== core.epoch)
         throw new FailedPreconditionError(`epoch ${req.epoch} is not this master's (${core.epoch}): register again`, { field: 'epoch' });
       if (!core.knowsNode(req.nodeId)) throw new NotFoundError('node', req.nodeId);
