@@ -26,6 +26,7 @@ export * from './sdk/fuxi-client.js';
 export * from './sdk/job-state.js';
 export * from './sdk/job-id.js';
 export { loadJobSpecFile } from './sdk/job-file.js';
+export { CERT_ROLES, checkIssueOptions, issueCert, makeCa, type CertRole, type IssuedCert, type IssueOptions } from './sdk/certs.js';
 export {
   DEFAULT_AM_RESOURCE,
   InvalidArgumentError,
