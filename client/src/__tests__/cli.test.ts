@@ -125,7 +125,7 @@ describe('fuxi CLI', function () {
     });
 
     it('exits 4 when no master answers, without a stack trace', async () => {
-      const r = await run(['--master', '127.0.0.1:1', 'status', 'x'], { makeClient: (m) => new FuxiClient({ masters: m, retryForMs: 200 }) });
+      const r = await run(['--master', '127.0.0.1:1', 'status', 'x'], { makeClient: (m) => new FuxiClient({ masters: m, insecure: true, retryForMs: 200 }) });
       expect(r.code).to.equal(4);
       expect(r.err).to.match(/^error: master unavailable \(127\.0\.0\.1:1\): /);
       expect(r.err.trim().split('\n')).to.have.length(1);
@@ -141,7 +141,7 @@ describe('fuxi CLI', function () {
   describe('against a fake master', () => {
     let master: FakeMaster;
     let agent: FakeAgent;
-    const real = (m: string[]) => new FuxiClient({ masters: m, retryForMs: 2000 });
+    const real = (m: string[]) => new FuxiClient({ masters: m, insecure: true, retryForMs: 2000 });
     const fuxi = (args: string[], files?: Record<string, string>) =>
       run(['--master', master.address, ...args], { makeClient: real, ...(files ? { files } : {}) });
 

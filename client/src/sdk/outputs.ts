@@ -22,7 +22,7 @@
  */
 import { FuxiError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
 import { loadFuxiProto, type FetchOutputRequest } from '@fuxi/proto';
-import { connect, retry, RpcError, sharedTransport, type Transport, transportFromEnv } from '@fuxi/rpc';
+import { connect, defaultTransport, retry, RpcError, sharedTransport, type Transport, transportFromEnv } from '@fuxi/rpc';
 import { workerProgress } from './progress.js';
 
 /** Where one upstream instance's output is. */
@@ -77,10 +77,12 @@ export interface FetchOptions {
 
 /**
  * A worker's transport: the TLS files (or `FUXI_INSECURE=1`) its agent put into its environment
- * (`FUXI_TLS_CA`, `FUXI_TLS_CERT`, `FUXI_TLS_KEY`); made once.
+ * (`FUXI_TLS_CA`, `FUXI_TLS_CERT`, `FUXI_TLS_KEY`); a process its agent did not start (a test)
+ * without them gets the process's.
  */
 export function workerTransport(env: NodeJS.ProcessEnv = process.env): Transport {
-  return sharedTransport(transportFromEnv(env), 'FUXI_TLS_CA');
+  const cfg = transportFromEnv(env);
+  return cfg.tls || cfg.insecure ? sharedTransport(cfg, 'FUXI_TLS_CA') : defaultTransport();
 }
 
 /** What to fetch from one agent: a worker by id, or the succeeded attempt of (task, instance). */

@@ -168,9 +168,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const names = opts.services.map((s) => s.name);
   const health = addHealth(server, Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]) as Record<string, ServingStatus>);
   addReflection(server, fuxiFileDescriptorProtos);
+  const transport = opts.transport ?? defaultTransport();
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(opts.bind, (opts.transport ?? defaultTransport()).serverCredentials(), (err, p) => (err ? reject(err) : resolve(p)));
+    server.bindAsync(opts.bind, transport.serverCredentials(), (err, p) => (err ? reject(err) : resolve(p)));
   });
+  // TLS: serving (and saying so) only once the certificates are read.
+  await transport.ready();
   const address = advertisedAddress(opts.bind, port, opts.advertise);
   return {
     server,

@@ -198,8 +198,12 @@ export class ReloadingCertificateProvider implements grpc.experimental.Certifica
   };
   private readonly onId: IdListener = (u) => {
     this.lastId = u;
+    if (u) this.markLoaded();
     for (const l of this.id) l(u);
   };
+  private markLoaded!: () => void;
+  /** Resolves once the files were first read (a server serves from then on). */
+  readonly loaded = new Promise<void>((resolve) => (this.markLoaded = resolve));
 
   constructor(private readonly files: TlsFiles) {
     this.inner = this.watcher();
@@ -282,6 +286,17 @@ export class Transport {
     // One credentials object per process, so grpc-js can share subchannels between clients.
     this.channelCreds ??= grpc.experimental.createCertificateProviderChannelCredentials(this.provider, this.provider);
     return this.channelCreds;
+  }
+
+  /**
+   * Resolves once a server or channel using it has its certificates read (at most `timeoutMs`);
+   * a server that starts to serve before that refuses connections for a moment.
+   */
+  async ready(timeoutMs = 5000): Promise<void> {
+    if (!this.provider) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.provider.loaded, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   /** Re-reads the certificate files now (new connections see them; open ones keep theirs). */

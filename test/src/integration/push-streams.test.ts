@@ -69,7 +69,7 @@ describe('push streams (real processes)', function () {
   });
 
   it('refuses a grant stream for a missing node id, another epoch or an unknown node', async () => {
-    const master = connect(loadFuxiProto().MasterService, cluster.masterAddress);
+    const master = connect(loadFuxiProto().MasterService, cluster.masterAddress, cluster.transport());
     try {
       const { epoch } = await master.GetClusterStatus({});
       const missing = await firstError(master.stream.WatchGrants({ nodeId: '', epoch }));
