@@ -99,3 +99,23 @@ describe('master config: failurePrediction', () => {
     );
   });
 });
+
+describe('master config: tls and insecure', () => {
+  const base = defaultConfig([]);
+  const tls = { ca: '/pki/ca.crt', cert: '/pki/master.crt', key: '/pki/master.key' };
+
+  it('takes tls from the file and --tls-* flags over it; insecure: true opts out', () => {
+    const fromFile = applyConfig(base, { tls }, 'master.yaml');
+    expect(fromFile.tls).to.deep.equal(tls);
+    expect(applyConfig(fromFile, { tlsKey: '/other.key' }, 'flags').tls).to.deep.equal({ ...tls, key: '/other.key' });
+    expect(applyConfig(base, { tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, 'flags').tls).to.deep.equal({ ca: 'a', cert: 'b', key: 'c' });
+    expect(applyConfig(base, { insecure: true }, 'master.yaml').insecure).to.equal(true);
+    expect(base.insecure).to.equal(false);
+  });
+
+  it('names the file and the field of a bad value', () => {
+    expect(() => applyConfig(base, { tls: { ca: 'a', cert: 'b' } }, 'master.yaml')).to.throw(/^master\.yaml: tls\.key: must be the path of a PEM file/);
+    expect(() => applyConfig(base, { tlsCa: 'a' }, 'flags')).to.throw(/^tls\.cert: must be the path of a PEM file/);
+    expect(() => applyConfig(base, { insecure: 'maybe' }, 'master.yaml')).to.throw(/^master\.yaml: insecure: must be true or false/);
+  });
+});
