@@ -308,10 +308,12 @@ export function resolveConfig(
 
 /** `tls` from the file, each of its files overridden by `--tls-ca/--tls-cert/--tls-key`; `insecure`. */
 function resolveTls(flags: Partial<Record<ConfigKey | TlsFlag, unknown>>, file: Record<string, unknown>): { tls?: TlsFiles; insecure: boolean } {
-  const insecureRaw = flags.insecure !== undefined ? flags.insecure : file.insecure;
+  const tlsFlags = Object.keys(TLS_FLAGS).some((f) => flags[f as TlsFlag] !== undefined);
+  // Flags over the file: --insecure drops the file's tls; --tls-* the file's insecure.
+  const insecureRaw = flags.insecure !== undefined ? flags.insecure : tlsFlags ? undefined : file.insecure;
   const insecure = insecureRaw === undefined ? false : parseInsecure('insecure', insecureRaw);
   let tls: Record<string, unknown> | undefined;
-  if (file.tls !== undefined) tls = { ...parseTlsConfig('tls', file.tls) };
+  if (file.tls !== undefined && !(flags.insecure !== undefined && insecure)) tls = { ...parseTlsConfig('tls', file.tls) };
   for (const [flag, part] of Object.entries(TLS_FLAGS)) {
     const v = flags[flag as TlsFlag];
     if (v === undefined) continue;

@@ -247,6 +247,7 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
     if (source === 'flags' && k in TLS_FLAGS) {
       const part = TLS_FLAGS[k as keyof typeof TLS_FLAGS];
       cfg.tls = { ...(cfg.tls ?? { ca: '', cert: '', key: '' }), [part]: str(`--tls-${part}`, v) };
+      cfg.insecure = false; // flags over the file: TLS files given on the command line win
       continue;
     }
     switch (k as (typeof KEYS)[number]) {
@@ -255,6 +256,8 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         break;
       case 'insecure':
         cfg.insecure = parseInsecure(key, v);
+        // flags over the file: --insecure wins over the file's tls
+        if (source === 'flags' && cfg.insecure) cfg.tls = undefined;
         break;
       case 'listen':
         cfg.listen = hostPort(key, v);

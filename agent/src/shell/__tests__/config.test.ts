@@ -48,6 +48,11 @@ describe('agent config', () => {
     expect(resolveConfig({ master: 'm:1' }, { insecure: true }, HOST))
       .to.include({ insecure: true })
       .and.not.have.property('tls');
+    // Flags over the file: --insecure drops the file's tls, --tls-* the file's insecure.
+    expect(resolveConfig({ master: 'm:1', insecure: true }, { tls }, HOST))
+      .to.include({ insecure: true })
+      .and.not.have.property('tls');
+    expect(resolveConfig({ master: 'm:1', tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, { insecure: true }, HOST)).to.include({ insecure: false });
     expect(() => resolveConfig({ master: 'm:1', tlsCa: 'a' }, {}, HOST)).to.throw(InvalidArgumentError, /^tls\.cert: must be the path of a PEM file/);
     expect(() => resolveConfig({ master: 'm:1' }, { tls: { ca: 'a', cert: 'b', key: 'c', password: 'x' } }, HOST)).to.throw(/^tls\.password: unknown field/);
     expect(() => resolveConfig({ master: 'm:1' }, { insecure: 'yes' }, HOST)).to.throw(/^insecure: must be true or false/);

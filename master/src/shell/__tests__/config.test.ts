@@ -111,6 +111,10 @@ describe('master config: tls and insecure', () => {
     expect(applyConfig(base, { tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, 'flags').tls).to.deep.equal({ ca: 'a', cert: 'b', key: 'c' });
     expect(applyConfig(base, { insecure: true }, 'master.yaml').insecure).to.equal(true);
     expect(base.insecure).to.equal(false);
+    // Flags over the file: --insecure drops the file's tls, --tls-* the file's insecure.
+    const plain = applyConfig(fromFile, { insecure: true }, 'flags');
+    expect([plain.insecure, plain.tls]).to.deep.equal([true, undefined]);
+    expect(applyConfig(applyConfig(base, { insecure: true }, 'master.yaml'), { tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, 'flags').insecure).to.equal(false);
   });
 
   it('names the file and the field of a bad value', () => {
