@@ -283,6 +283,7 @@ export class Transport {
 
   channelCredentials(): grpc.ChannelCredentials {
     if (!this.provider) return grpc.credentials.createInsecure();
+    quietIpServerNameWarning();
     // One credentials object per process, so grpc-js can share subchannels between clients.
     this.channelCreds ??= grpc.experimental.createCertificateProviderChannelCredentials(this.provider, this.provider);
     return this.channelCreds;
@@ -309,6 +310,25 @@ export class Transport {
     if (!this.config.tls) return { tls: false };
     return { tls: true, ca: this.config.tls.ca, cert: this.config.tls.cert, name: this.identity?.name, role: this.identity?.role };
   }
+}
+
+let quieted = false;
+
+/**
+ * grpc-js sends the dialed host as the TLS server name (SNI) even when it is an IP address, and
+ * Node warns about that once per process (DEP0123) on stderr, into every CLI run. Our servers use
+ * no SNI and the certificate is still checked against the IP (its SAN), so only that one warning
+ * is dropped; every other warning is emitted as before.
+ */
+function quietIpServerNameWarning(): void {
+  if (quieted) return;
+  quieted = true;
+  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const code = typeof rest[0] === 'object' && rest[0] !== null ? (rest[0] as { code?: string }).code : rest[1];
+    if (code === 'DEP0123') return;
+    emit(warning, ...rest);
+  }) as typeof process.emitWarning;
 }
 
 const shared = new Map<string, Transport>();
