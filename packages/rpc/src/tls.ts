@@ -183,7 +183,8 @@ type IdListener = grpc.experimental.IdentityCertificateUpdateListener;
 /**
  * A certificate provider over grpc-js's `FileWatcherCertificateProvider` (files re-read every
  * `reloadMs`) that `reload()` can make re-read now: it swaps in a fresh watcher, which reads the
- * files at once, and moves its listeners over.
+ * files at once, and moves its listeners over. A re-read that fails keeps the last good files'
+ * certificates (the watcher alone would drop them and refuse every connection).
  */
 export class ReloadingCertificateProvider implements grpc.experimental.CertificateProvider {
   private inner: grpc.experimental.FileWatcherCertificateProvider;
@@ -192,11 +193,14 @@ export class ReloadingCertificateProvider implements grpc.experimental.Certifica
   /** The latest updates, replayed to a listener added later (as the watcher does). */
   private lastCa: grpc.experimental.CaCertificateUpdate | null | undefined;
   private lastId: grpc.experimental.IdentityCertificateUpdate | null | undefined;
+  // A re-read that fails (a file missing for a moment) keeps the certificates in use.
   private readonly onCa: CaListener = (u) => {
+    if (!u && this.lastCa) return;
     this.lastCa = u;
     for (const l of this.ca) l(u);
   };
   private readonly onId: IdListener = (u) => {
+    if (!u && this.lastId) return;
     this.lastId = u;
     if (u) this.markLoaded();
     for (const l of this.id) l(u);

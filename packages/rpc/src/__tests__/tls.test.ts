@@ -275,6 +275,18 @@ describe('mutual TLS (tls.ts)', function () {
       expect(await call(s, Transport.from({ tls: admin }))).to.equal('admin/admin/');
     });
 
+    it('keeps serving the last good certificate while a file is missing', async () => {
+      const live: TlsFiles = { ca: join(dir, 'ca.crt'), cert: join(dir, 'gone.crt'), key: join(dir, 'gone.key'), reloadMs: 50 };
+      copyFileSync(server.cert, live.cert);
+      copyFileSync(server.key, live.key);
+      const s = await startServer({ bind: '127.0.0.1:0', services: [whoAmI()], log: nullLogger, transport: Transport.from({ tls: live }) });
+      servers.push(s);
+      rmSync(live.cert);
+      await new Promise((r) => setTimeout(r, 300)); // several failed re-reads
+      expect(await serverCn(s.port, admin, readFileSync)).to.equal('master');
+      expect(await call(s, Transport.from({ tls: admin }))).to.equal('admin/admin/');
+    });
+
     it('picks up changed files by itself (reloadMs)', async () => {
       const live: TlsFiles = { ca: join(dir, 'ca.crt'), cert: join(dir, 'watched.crt'), key: join(dir, 'watched.key'), reloadMs: 100 };
       copyFileSync(server.cert, live.cert);
