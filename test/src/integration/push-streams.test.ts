@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { loadFuxiProto } from '@fuxi/proto';
-import { connect, RpcError } from '@fuxi/rpc';
+import { connect, RpcError, Transport } from '@fuxi/rpc';
 import type { LocalCluster } from '@fuxi/deploy';
 import type { FuxiClient } from '@fuxi/client';
 import { job, startCluster, stopCluster, until } from '../harness.js';
@@ -75,10 +75,22 @@ describe('push streams (real processes)', function () {
       const missing = await firstError(master.stream.WatchGrants({ nodeId: '', epoch }));
       expect(missing.code).to.equal('INVALID_ARGUMENT');
       expect(missing.message).to.include('nodeId');
-      const stale = await firstError(master.stream.WatchGrants({ nodeId: cluster.agents[0]!.nodeId, epoch: String(BigInt(epoch) + 1n) }));
-      expect(stale.code).to.equal('FAILED_PRECONDITION');
-      const unknown = await firstError(master.stream.WatchGrants({ nodeId: 'no-such-node', epoch }));
-      expect(unknown.code).to.equal('NOT_FOUND');
+      // A grant stream is an agent's: only with the certificate of the node it names.
+      const notAgent = await firstError(master.stream.WatchGrants({ nodeId: cluster.agents[0]!.nodeId, epoch }));
+      expect(notAgent.code).to.equal('PERMISSION_DENIED');
+      const asNode = (nodeId: string) =>
+        connect(loadFuxiProto().MasterService, cluster.masterAddress, Transport.from({ tls: cluster.pki!.issue(nodeId, 'agent') }));
+      const node1 = asNode(cluster.agents[0]!.nodeId);
+      const stranger = asNode('no-such-node');
+      try {
+        const stale = await firstError(node1.stream.WatchGrants({ nodeId: cluster.agents[0]!.nodeId, epoch: String(BigInt(epoch) + 1n) }));
+        expect(stale.code).to.equal('FAILED_PRECONDITION');
+        const unknown = await firstError(stranger.stream.WatchGrants({ nodeId: 'no-such-node', epoch }));
+        expect(unknown.code).to.equal('NOT_FOUND');
+      } finally {
+        node1.close();
+        stranger.close();
+      }
       const app = await firstError(master.stream.WatchAssignments({ appId: 'no-such-app', amAttempt: 1, epoch }));
       expect(app.code).to.equal('NOT_FOUND');
     } finally {
