@@ -18,6 +18,7 @@ import { createLogger, errorMessage, InvalidArgumentError, FUXI_VERSION } from '
 import { insecureListenWarning, installProcessGuards, reloadOnSighup, setDefaultTransport, Transport } from '@fuxi/rpc';
 import { Agent } from './agent.js';
 import { loadConfigFile, resolveConfig, type ConfigKey, type TlsFlag } from './config.js';
+import { checkOwnCertificate } from './own-certificate.js';
 
 const program = new Command('fuxi-agent')
   .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
@@ -76,6 +77,7 @@ async function main(): Promise<void> {
   const cfg = resolveConfig(flags, file);
   // TLS on by default: neither tls nor insecure: true is a configuration error naming `tls`.
   const transport = Transport.from({ tls: cfg.tls, insecure: cfg.insecure });
+  checkOwnCertificate(transport.identity, cfg.nodeId);
   const log = createLogger('agent', { level: cfg.logLevel });
   installProcessGuards(log, 'fuxi-agent');
   setDefaultTransport(transport);

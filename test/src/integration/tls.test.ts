@@ -203,6 +203,28 @@ describe('mutual TLS (real processes)', function () {
       );
       expect(a?.code).to.equal(2);
       expect(a?.stderr).to.match(/^fuxi-agent: invalid configuration: tls: required/);
+      // An agent whose certificate names another node stops at start, naming the setting.
+      const node1 = cluster.pki!.issue('node-1', 'agent');
+      const wrong = await run(process.execPath, [
+        BIN.agent,
+        '--master',
+        cluster.masterAddress,
+        '--node-id',
+        'node-9',
+        '--work-dir',
+        join(dir, 'w9'),
+        '--tls-ca',
+        node1.ca,
+        '--tls-cert',
+        node1.cert,
+        '--tls-key',
+        node1.key,
+      ]).then(
+        () => undefined,
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(wrong?.code).to.equal(2);
+      expect(wrong?.stderr).to.match(/^fuxi-agent: invalid configuration: tls\.cert: names node "node-1" \(CN\) but this agent is "node-9"/);
       const child = spawn(process.execPath, [BIN.master, '--listen', '0.0.0.0:0', '--store', 'memory', '--insecure'], {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
