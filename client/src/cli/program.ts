@@ -413,7 +413,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
 }
 
 /** The transport settings: flags first, then the environment. Errors name the flag. */
-export function cliTransport(opts: GlobalOpts, env: NodeJS.ProcessEnv): CliTransport {
+export function cliTransport(opts: Pick<GlobalOpts, 'tlsCa' | 'tlsCert' | 'tlsKey' | 'insecure'>, env: NodeJS.ProcessEnv): CliTransport {
   const ca = opts.tlsCa ?? env.FUXI_TLS_CA;
   const cert = opts.tlsCert ?? env.FUXI_TLS_CERT;
   const key = opts.tlsKey ?? env.FUXI_TLS_KEY;

@@ -360,8 +360,9 @@ export function setDefaultTransport(t: Transport | undefined): void {
 
 /** The process's transport; plaintext when no daemon main set one (in-process tests). */
 export function defaultTransport(): Transport {
-  return (processDefault ??= Transport.insecure());
+  return processDefault ?? (plaintext ??= Transport.insecure());
 }
+let plaintext: Transport | undefined;
 
 /** True when a daemon main (or a client) set the process transport. */
 export function hasDefaultTransport(): boolean {
