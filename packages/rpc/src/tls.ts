@@ -395,7 +395,7 @@ export function reloadOnSighup(transport: Transport, log: Logger): void {
  * for a plaintext call.
  */
 export function peerIdentity(call: { getAuthContext?: () => { sslPeerCertificate?: PeerCertificate } }): PeerIdentity | undefined {
-  const cert = call.getAuthContext?.().sslPeerCertificate;
+  const cert = call?.getAuthContext?.().sslPeerCertificate;
   if (!cert || !cert.subject || Object.keys(cert).length === 0) return undefined;
   const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
   const name = first(cert.subject.CN) ?? '';
