@@ -86,8 +86,8 @@ export interface CliDeps {
 
 /**
  * How the CLI reaches the cluster: mutual TLS files (`--tls-ca/--tls-cert/--tls-key`, else
- * `FUXI_TLS_CA/CERT/KEY`) or plaintext (`--insecure`, `FUXI_INSECURE=1`). The client refuses
- * neither (TLS is on by default).
+ * `FUXI_TLS_CA/CERT/KEY`) or plaintext (`--insecure`, `FUXI_INSECURE=1`). With neither the
+ * client refuses to start, naming `--tls-ca` (TLS is on by default).
  */
 export interface CliTransport {
   tls?: { ca: string; cert: string; key: string };
