@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd chromium clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist bench-prediction
+.PHONY: help install build openssl format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd chromium clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist bench-prediction
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -29,6 +29,14 @@ build: install
 # there and verifies the units it installs with systemd-analyze.
 dist: build
 	node scripts/dist.mjs
+
+# Debian's openssl: `fuxi certs`, and so every cluster the demo and the tests start (mutual TLS).
+openssl:
+	@if ! command -v openssl >/dev/null 2>&1; then \
+	  echo "installing openssl (Debian)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssl >/dev/null; \
+	fi
 
 # Debian's etcd-server, for the suites that run a real etcd.
 etcd:
@@ -63,17 +71,17 @@ lint: build
 	npx eslint .
 	npx madge --circular --extensions js proto/dist packages/common/dist packages/rpc/dist packages/store/dist master/dist agent/dist appmaster/dist client/dist deploy/dist
 
-unit: build
+unit: build openssl
 	npx mocha --config .mocharc.unit.json
 
-integration: build
+integration: build openssl
 	npx mocha --config .mocharc.integration.json
 
 # Every row of the paper's Table 3 (crash = kill -9, timing = SIGSTOP past the detection threshold,
 # then SIGCONT; a hosted AM fails alone through its AM host), each alone and combined, and the AM
 # host's own crash and pause (rows 14, 15), against real processes and a real etcd; writes
 # bench-results/fault-matrix.json. FUXI_FAULT_ROWS=8-13 runs a subset.
-test-faults: build etcd
+test-faults: build openssl etcd
 	npx mocha --config .mocharc.faults.json
 
 # The rack: etcd, masters and agents each on a host of its own (network namespaces on a bridge,
@@ -81,7 +89,7 @@ test-faults: build etcd
 # harness's own tests, a job's life across hosts (word count, leader kill -9, agent kill -9 and
 # restart), fault-matrix rows 1, 2, 4 and 9, and one minute of the history test (every fault kind
 # once). Needs root (CI has it); fails with the reason otherwise.
-test-rack: build etcd rack-tools
+test-rack: build openssl etcd rack-tools
 	npx mocha --config .mocharc.rack.json
 
 # The partition matrix (part of test-rack) once more with connectivity awareness off: masters with
@@ -109,9 +117,9 @@ rack-tools:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq iproute2 nftables >/dev/null; \
 	fi
 
-test: install etcd chromium check-gen lint unit integration test-faults test-rack
+test: install openssl etcd chromium check-gen lint unit integration test-faults test-rack
 
-demo: build
+demo: build openssl
 	node deploy/dist/demo.js
 
 # Benchmark (not a test): real etcd, 3 masters, 200 simulated nodes, 50 apps; kills the leader 5

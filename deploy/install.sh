@@ -4,7 +4,8 @@
 # Running it again (the same release, or a newer one) is safe: it never overwrites a config.
 #
 #   - the system user and group `fuxi` (no login, home /var/lib/fuxi), which the daemons run as
-#   - /var/lib/fuxi (state: the units' StateDirectory= puts master/ and agent/ under it), /etc/fuxi
+#   - /var/lib/fuxi (state: the units' StateDirectory= puts master/ and agent/ under it), /etc/fuxi,
+#     /etc/fuxi/pki (0750, group fuxi: the host's certificate and key go there, README "Security")
 #   - the release in /opt/fuxi (replaced as a whole); /usr/local/bin/fuxi* link to its bin/
 #   - /etc/fuxi/master.yaml and agent.yaml from deploy/config/cluster/ when they do not exist yet
 #   - the units fuxi-master.service and fuxi-agent.service in /etc/systemd/system
@@ -37,8 +38,8 @@ if [ -z "$root" ]; then
   fi
 fi
 install -d -m 0755 "$root/etc/fuxi" "$root/opt" "$root/usr/local/bin" "$root/etc/systemd/system"
-install -d -m 0750 "$root/var/lib/fuxi"
-if [ -z "$root" ]; then chown fuxi:fuxi /var/lib/fuxi; fi
+install -d -m 0750 "$root/var/lib/fuxi" "$root/etc/fuxi/pki"
+if [ -z "$root" ]; then chown fuxi:fuxi /var/lib/fuxi; chown root:fuxi /etc/fuxi/pki; fi
 
 # The release, replaced as a whole (a half-copied tree is never the installed one).
 if [ "$src" != "$prefix" ]; then
@@ -56,5 +57,6 @@ done
 install -m 0644 "$prefix/deploy/systemd/fuxi-master.service" "$prefix/deploy/systemd/fuxi-agent.service" "$root/etc/systemd/system/"
 if [ -z "$root" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 
-echo "Fuxi-TS $(cat "$prefix/VERSION") installed in $prefix. Next: edit /etc/fuxi/master.yaml (master hosts)"
+echo "Fuxi-TS $(cat "$prefix/VERSION") installed in $prefix. Next: the CA and this host's certificate"
+echo "in /etc/fuxi/pki (fuxi certs; README, Security), edit /etc/fuxi/master.yaml (master hosts)"
 echo "or /etc/fuxi/agent.yaml (agent hosts), then: systemctl enable --now fuxi-master (or fuxi-agent)."

@@ -39,7 +39,11 @@ const BUNDLES = [
     plugins: [noPino],
     // A submit to a master that is not there runs the spec reader, the client, the wire encoding
     // and a connection attempt; it must exit 4 (master unavailable).
-    warmUp: { args: ['submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'], env: { FUXI_RETRY_MS: '0' }, exit: 4 },
+    warmUp: {
+      args: ['submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'],
+      env: { FUXI_RETRY_MS: '0', FUXI_INSECURE: '1' },
+      exit: 4,
+    },
   },
   {
     entry: 'appmaster/dist/shell/main.js',
@@ -47,7 +51,7 @@ const BUNDLES = [
     plugins: [],
     // An AM whose master is not there starts its server and retries RegisterApp until stopped:
     // the launcher writes the cache 0.5 s in, then the run is stopped.
-    warmUp: { args: [], env: { FUXI_MASTER: '127.0.0.1:1', FUXI_APP_ID: 'warm-up', FUXI_LOG_LEVEL: 'silent' }, untilCache: true },
+    warmUp: { args: [], env: { FUXI_MASTER: '127.0.0.1:1', FUXI_APP_ID: 'warm-up', FUXI_LOG_LEVEL: 'silent', FUXI_INSECURE: '1' }, untilCache: true },
   },
 ];
 

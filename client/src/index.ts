@@ -5,7 +5,10 @@
  * import { readFileSync } from 'node:fs';
  * import { FuxiClient, normalizeJobSpec, parseJobSpecText } from '@fuxi/client';
  *
- * const fuxi = new FuxiClient({ masters: ['10.0.0.1:7070', '10.0.0.2:7070'] }); // default: $FUXI_MASTER or 127.0.0.1:7070
+ * const fuxi = new FuxiClient({
+ *   masters: ['10.0.0.1:7070', '10.0.0.2:7070'], // default: $FUXI_MASTER or 127.0.0.1:7070
+ *   tls: { ca: 'pki/ca.crt', cert: 'pki/ops.crt', key: 'pki/ops.key' }, // default: $FUXI_TLS_CA, _CERT, _KEY
+ * });
  * const spec = normalizeJobSpec(parseJobSpecText(readFileSync('wordcount.yaml', 'utf8'), 'wordcount.yaml'));
  * const { jobId } = await fuxi.submit(spec);           // validated locally; the id makes retries idempotent
  * const done = await fuxi.waitFor(jobId, (job) => console.log(job.state, job.tasks));
@@ -26,6 +29,7 @@ export * from './sdk/fuxi-client.js';
 export * from './sdk/job-state.js';
 export * from './sdk/job-id.js';
 export { loadJobSpecFile } from './sdk/job-file.js';
+export { CERT_ROLES, checkIssueOptions, issueCert, makeCa, type CertRole, type IssuedCert, type IssueOptions } from './sdk/certs.js';
 export {
   DEFAULT_AM_RESOURCE,
   InvalidArgumentError,

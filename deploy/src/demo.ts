@@ -3,7 +3,8 @@
  * `make demo`: starts a local cluster (1 master + 3 agents, embedded store), runs the bundled
  * word-count job (20 map instances, then 4 reduce instances), waits with progress, checks the
  * result (each reducer's output, fetched from the agent that ran it) against a direct count, prints
- * it and stops the cluster.
+ * it and stops the cluster. Mutual TLS like any cluster (a CA and certificates made under its
+ * folder); `--insecure` runs it in plaintext.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,8 +20,9 @@ function bar(done: number, total: number, width = 20): string {
 async function main(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-demo-'));
   const log = (s: string) => process.stderr.write(`${s}\n`);
-  log(`fuxi demo: starting 1 master + 3 agents under ${dir}`);
-  const cluster = await LocalCluster.start({ dir, agents: 3, agentCpu: '2', agentMemory: '2Gi' });
+  const insecure = process.argv.includes('--insecure');
+  log(`fuxi demo: starting 1 master + 3 agents under ${dir} (${insecure ? 'INSECURE: plaintext' : `mutual TLS, certificates in ${join(dir, 'pki')}`})`);
+  const cluster = await LocalCluster.start({ dir, agents: 3, agentCpu: '2', agentMemory: '2Gi', insecure });
   const client = cluster.client();
   let ok = false;
   try {

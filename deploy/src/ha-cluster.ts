@@ -22,7 +22,9 @@ import { closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { FuxiClient } from '@fuxi/client';
 import { loadFuxiProto, type GetAgentStateResponse__Output } from '@fuxi/proto';
-import { connect } from '@fuxi/rpc';
+import { connect, sharedTransport, type Transport } from '@fuxi/rpc';
+import { hostOf } from '@fuxi/common';
+import { ClusterPki, tlsArgs, tlsEnv } from './cluster-pki.js';
 import { agentArgs, BIN, freePort, hasExited, isAlive, killAmHosts, startNodeProcess, waitExit, type AgentProcess, type ProcessInfo } from './local-cluster.js';
 
 // ------------------------------------------------------------------------------------ log tail
@@ -208,6 +210,8 @@ export interface HaClusterOptions {
    * master and agent runs and with which config file. Without it everything runs here on loopback.
    */
   placement?: ClusterPlacement;
+  /** Plaintext, no TLS (default: mutual TLS with a CA and certificates made under `<dir>/pki`). */
+  insecure?: boolean;
 }
 
 /** One daemon's host in a placed cluster. */
@@ -221,6 +225,8 @@ export interface HostSlot {
    * as an operator writes it; the harness adds only the node id, paths, timings and log level.
    */
   config?: string;
+  /** The host's IP addresses, as peers dial it: the SANs of its certificate (loopback is always one). */
+  ips?: readonly string[];
 }
 
 export interface ClusterPlacement {
@@ -251,7 +257,14 @@ export class HaCluster {
   private addresses: string[] = [];
   private stoppedAll = false;
 
-  private constructor(readonly opts: HaClusterOptions) {}
+  /** The cluster's CA and certificates (`<dir>/pki`); undefined when it runs `insecure`. */
+  readonly pki: ClusterPki | undefined;
+  private adminTransport: Transport | undefined;
+
+  private constructor(readonly opts: HaClusterOptions) {
+    mkdirSync(opts.dir, { recursive: true });
+    this.pki = opts.insecure ? undefined : ClusterPki.create(join(opts.dir, 'pki'));
+  }
 
   /** Starts the masters, waits for a leader, starts the agents and waits until all are registered. */
   static async start(opts: HaClusterOptions): Promise<HaCluster> {
@@ -288,7 +301,28 @@ export class HaCluster {
 
   /** A client that knows every master (follows redirects to the leader). */
   client(opts: { retryForMs?: number; deadlineMs?: number } = {}): FuxiClient {
-    return new FuxiClient({ masters: this.masterAddresses, ...opts });
+    return new FuxiClient({ masters: this.masterAddresses, ...opts, ...(this.pki ? { tls: this.pki.admin() } : { insecure: true }) });
+  }
+
+  /** The environment the `fuxi` CLI needs for this cluster (`FUXI_TLS_*` of the admin certificate, or `FUXI_INSECURE=1`). */
+  clientEnv(): Record<string, string> {
+    return tlsEnv(this.pki?.admin());
+  }
+
+  /** The admin client's transport, for raw gRPC clients of the cluster's daemons. */
+  transport(): Transport {
+    this.adminTransport ??= sharedTransport(this.pki ? { tls: this.pki.admin() } : { insecure: true });
+    return this.adminTransport;
+  }
+
+  /**
+   * Daemon flags of `name`'s certificate with the slot's IPs as SANs (`--insecure` when the cluster
+   * is insecure). The masters share one certificate (CN=master) naming every master host.
+   */
+  private tlsArgs(name: string, role: 'master' | 'agent', slot: HostSlot | undefined): string[] {
+    const slots = role === 'master' ? (this.opts.placement?.masters ?? []) : slot ? [slot] : [];
+    const ips = slots.flatMap((s) => [...(s.ips ?? []), ...(s.address ? [hostOf(s.address)] : [])]);
+    return tlsArgs(this.pki ? this.pki.issue(name, role, ips) : undefined);
   }
 
   private masterArgs(i: number): string[] {
@@ -329,6 +363,7 @@ export class HaCluster {
       ...opt('--am-timeout-ms', o.amTimeoutMs),
       '--log-level',
       o.logLevel ?? 'info',
+      ...this.tlsArgs('master', 'master', this.masterSlot(i)),
       ...(o.masterArgs ?? []),
     ];
   }
@@ -433,7 +468,7 @@ export class HaCluster {
     const workDir = join(o.dir, nodeId);
     const logFile = join(o.dir, `${nodeId}.log`);
     const slot = this.agentSlot(i);
-    const args = agentArgs(o, i, this.masterAddresses.join(','), workDir, slot?.config);
+    const args = [...agentArgs(o, i, this.masterAddresses.join(','), workDir, slot?.config), ...this.tlsArgs(nodeId, 'agent', slot)];
     const child = startNodeProcess(args, logFile, {}, slot?.wrap);
     const tail = new LogTail(logFile, ['agent ready']);
     const rec = await tail.waitFor((r) => r.msg === 'agent ready' && r.pid === child.pid, { what: '"agent ready"', child });
@@ -467,7 +502,7 @@ export class HaCluster {
     await Promise.all(
       this.agents.map(async (a) => {
         if (!a || !isAlive(a.pid)) return;
-        const c = connect(loadFuxiProto().AgentService, a.address);
+        const c = connect(loadFuxiProto().AgentService, a.address, this.transport());
         try {
           out.push({ agent: a, state: await c.GetAgentState({}, { deadlineMs }) });
         } catch {

@@ -5,6 +5,7 @@
  * const cluster = await LocalCluster.start({ dir: '/tmp/c', agents: 3 });
  * ```
  */
+export * from './cluster-pki.js';
 export * from './local-cluster.js';
 export * from './ha-cluster.js';
 export * from './wordcount.js';

@@ -5,8 +5,12 @@
  * --no-metrics turns them off), and the master its web dashboard on the same port (printed as
  * `dashboard  http://.../` after its metrics line).
  *
+ * Mutual TLS by default: it makes a CA and certificates under `<dir>/pki` (the master, each agent,
+ * an `admin` client) and prints the `export` lines the CLI needs; --insecure runs plaintext.
+ *
  *   fuxi-local-cluster --agents 3 --dir /tmp/fuxi
- *   FUXI_MASTER=127.0.0.1:PORT fuxi submit job.yaml --wait     # in another shell
+ *   export FUXI_MASTER=127.0.0.1:PORT FUXI_TLS_CA=... FUXI_TLS_CERT=... FUXI_TLS_KEY=...   # as printed
+ *   fuxi submit job.yaml --wait                                                           # in another shell
  */
 import { FUXI_VERSION } from '@fuxi/common';
 import { Command, InvalidArgumentError } from 'commander';
@@ -31,11 +35,21 @@ const program = new Command('fuxi-local-cluster')
   .option('--log-level <level>', 'log level of the daemons', 'info')
   .option('--no-metrics', 'do not serve Prometheus metrics (default: every daemon serves them on a loopback port)')
   .option('--keep-workers', 'leave workers running on stop (they survive agents by design)')
+  .option('--insecure', 'plaintext, no TLS (default: mutual TLS with a CA and certificates made under <dir>/pki)')
   .showHelpAfterError();
 
 async function main(): Promise<void> {
   program.parse();
-  const o = program.opts<{ agents: number; dir?: string; agentCpu: string; agentMemory: string; logLevel: string; metrics: boolean; keepWorkers?: boolean }>();
+  const o = program.opts<{
+    agents: number;
+    dir?: string;
+    agentCpu: string;
+    agentMemory: string;
+    logLevel: string;
+    metrics: boolean;
+    keepWorkers?: boolean;
+    insecure?: boolean;
+  }>();
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'fuxi-cluster-'));
   const cluster = await LocalCluster.start({
     dir,
@@ -44,6 +58,7 @@ async function main(): Promise<void> {
     agentMemory: o.agentMemory,
     logLevel: o.logLevel,
     metrics: o.metrics,
+    insecure: o.insecure ?? false,
   });
   // Each daemon's line, then where its metrics are (when served), and the master's dashboard.
   const metrics = (url: string | undefined) => (url ? `metrics  ${url}\n` : '');
@@ -52,7 +67,12 @@ async function main(): Promise<void> {
     `master  ${cluster.masterAddress}  pid ${cluster.master.pid}  log ${cluster.master.logFile}\n${metrics(cluster.master.metricsUrl)}${dashboard}`,
   );
   for (const a of cluster.agents) process.stdout.write(`${a.nodeId.padEnd(7)} ${a.address}  pid ${a.pid}  log ${a.logFile}\n${metrics(a.metricsUrl)}`);
-  process.stdout.write(`\nexport FUXI_MASTER=${cluster.masterAddress}\n(Ctrl-C stops the cluster)\n`);
+  const env = { FUXI_MASTER: cluster.masterAddress, ...cluster.clientEnv() };
+  const exports = Object.entries(env)
+    .map(([k, v]) => `export ${k}=${v}\n`)
+    .join('');
+  const pki = cluster.pki ? `\ncertificates  ${cluster.pki.dir} (CA ca.crt; admin.crt is the CLI's)\n` : '\nINSECURE: plaintext, no TLS (--insecure)\n';
+  process.stdout.write(`${pki}\n${exports}(Ctrl-C stops the cluster)\n`);
   const stop = () => {
     process.stdout.write('stopping...\n');
     cluster.stop({ killWorkers: !o.keepWorkers }).then(() => process.exit(0));

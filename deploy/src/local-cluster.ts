@@ -1,6 +1,8 @@
 /**
  * A local cluster: one master and N agents on loopback, each a real process with its own work dir
- * and log file. Used by `make demo`, the integration tests and `fuxi-local-cluster`.
+ * and log file. Used by `make demo`, the integration tests and `fuxi-local-cluster`. Mutual TLS by
+ * default: a CA and certificates under `<dir>/pki` (`master`, `node-<i>`, an `admin` client);
+ * `insecure: true` runs plaintext.
  *
  * ```ts
  * const cluster = await LocalCluster.start({ dir: '/tmp/c1', agents: 3 });
@@ -14,6 +16,8 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FuxiClient } from '@fuxi/client';
+import { sharedTransport, type Transport } from '@fuxi/rpc';
+import { ClusterPki, tlsArgs, tlsEnv } from './cluster-pki.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The root of this installation (the repository checkout, or /opt/fuxi). */
@@ -51,6 +55,8 @@ export interface LocalClusterOptions {
    * and the master's `dashboardUrl` where its web dashboard is (on the same port).
    */
   metrics?: boolean;
+  /** Plaintext, no TLS (default: mutual TLS with certificates under `<dir>/pki`). */
+  insecure?: boolean;
 }
 
 export interface ProcessInfo {
@@ -225,19 +231,34 @@ export class LocalCluster {
   private masterPort = 0;
   /** And its metrics address (a scrape target stays one). */
   private masterMetricsPort = 0;
-  private constructor(readonly opts: LocalClusterOptions) {}
+  /** The cluster's CA and certificates (`<dir>/pki`); undefined when it runs `insecure`. */
+  readonly pki: ClusterPki | undefined;
+  private constructor(readonly opts: LocalClusterOptions) {
+    mkdirSync(opts.dir, { recursive: true });
+    this.pki = opts.insecure ? undefined : ClusterPki.create(join(opts.dir, 'pki'));
+  }
 
   get masterAddress(): string {
     return this.master.address;
   }
 
-  client(): FuxiClient {
-    return new FuxiClient({ masters: [this.masterAddress] });
+  /** A client with the `admin` certificate (or plaintext when the cluster is insecure). */
+  client(opts: { retryForMs?: number; deadlineMs?: number } = {}): FuxiClient {
+    return new FuxiClient({ masters: [this.masterAddress], ...opts, ...(this.pki ? { tls: this.pki.admin() } : { insecure: true }) });
+  }
+
+  /** The environment the `fuxi` CLI needs for this cluster (`FUXI_TLS_*` of the admin certificate, or `FUXI_INSECURE=1`). */
+  clientEnv(): Record<string, string> {
+    return tlsEnv(this.pki?.admin());
+  }
+
+  /** Daemon flags for `name`'s certificate (`--insecure` when the cluster is insecure). */
+  tlsArgs(name: string, role: 'master' | 'agent'): string[] {
+    return tlsArgs(this.pki ? this.pki.issue(name, role) : undefined);
   }
 
   static async start(opts: LocalClusterOptions): Promise<LocalCluster> {
     const c = new LocalCluster(opts);
-    mkdirSync(opts.dir, { recursive: true });
     try {
       await c.startMaster();
       await Promise.all(Array.from({ length: opts.agents }, (_, i) => c.startAgent(i)));
@@ -272,6 +293,7 @@ export class LocalCluster {
       '--log-level',
       o.logLevel ?? 'info',
       ...(o.metrics ? ['--metrics-listen', `127.0.0.1:${this.masterMetricsPort}`] : []),
+      ...this.tlsArgs('master', 'master'),
       ...(o.masterArgs ?? []),
     ];
     const child = startNodeProcess(args, logFile);
@@ -288,7 +310,7 @@ export class LocalCluster {
     const nodeId = `node-${i + 1}`;
     const workDir = join(o.dir, nodeId);
     const logFile = join(o.dir, `${nodeId}.log`);
-    const args = [...agentArgs(o, i, this.masterAddress, workDir), ...(o.metrics ? ['--metrics-listen', '127.0.0.1:0'] : [])];
+    const args = [...agentArgs(o, i, this.masterAddress, workDir), ...(o.metrics ? ['--metrics-listen', '127.0.0.1:0'] : []), ...this.tlsArgs(nodeId, 'agent')];
     const child = startNodeProcess(args, logFile);
     const rec = await waitForLogLine(logFile, 'agent ready', child);
     const metricsUrl = typeof rec.metrics === 'string' ? rec.metrics : '';
@@ -317,6 +339,13 @@ export class LocalCluster {
     if (isAlive(p.pid)) process.kill(p.pid, sig);
   }
 
+  /** The admin client's transport, for raw gRPC clients of the cluster's daemons (`connect(..., cluster.transport())`). */
+  transport(): Transport {
+    this.adminTransport ??= this.pki ? sharedTransport({ tls: this.pki.admin() }) : sharedTransport({ insecure: true });
+    return this.adminTransport;
+  }
+  private adminTransport: Transport | undefined;
+
   /** Pids of every worker process the agents know of (running ones). */
   async workerPids(): Promise<number[]> {
     const { loadFuxiProto } = await import('@fuxi/proto');
@@ -324,7 +353,7 @@ export class LocalCluster {
     const pids: number[] = [];
     for (const a of this.agents) {
       if (!a || !isAlive(a.pid)) continue;
-      const c = connect(loadFuxiProto().AgentService, a.address);
+      const c = connect(loadFuxiProto().AgentService, a.address, this.transport());
       try {
         const st = await c.GetAgentState({}, { deadlineMs: 3000 });
         for (const w of st.workers) if (w.pid > 0 && w.state === 'WORKER_STATE_RUNNING') pids.push(w.pid);

@@ -84,7 +84,9 @@ import {
   retry,
   startServer,
   tokenHash,
+  defaultTransport,
   toGrpcError,
+  transportEnv,
   type RunningServer,
   type ServiceImpl,
 } from '@fuxi/rpc';
@@ -939,7 +941,13 @@ export class Agent {
    */
   private hostEnv(): Record<string, string> {
     const listenHost = hostOf(this.config.listen);
-    return { FUXI_NODE_HOST: hostOf(this.address), FUXI_BIND_HOST: listenHost, FUXI_AGENT_ADDRESS: this.address };
+    return {
+      FUXI_NODE_HOST: hostOf(this.address),
+      FUXI_BIND_HOST: listenHost,
+      FUXI_AGENT_ADDRESS: this.address,
+      // The TLS files (paths, never their contents) for its calls to the master, agents and AMs.
+      ...transportEnv({ tls: this.config.tls, insecure: this.config.insecure || !this.config.tls }),
+    };
   }
 
   private async refuseSpawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
@@ -1002,19 +1010,24 @@ export class Agent {
    */
   private checkPlanToken(call: Parameters<typeof callerOf>[0], method: 'StartWorkers' | 'StopWorkers', appId: string, amAttempt: number): void {
     const token = bearerToken(call.metadata);
-    const fromMaster = token === undefined && callerOf(call, { insecure: this.config.insecure }, method).role === 'master';
+    const fromMaster = token === undefined && callerOf(call, { insecure: this.plaintext() }, method).role === 'master';
     this.core.checkPlanToken({
       method,
       appId,
       amAttempt,
       presentedHash: token === undefined ? undefined : tokenHash(token),
-      trustedWithoutToken: fromMaster || (method === 'StopWorkers' && this.config.insecure),
+      trustedWithoutToken: fromMaster || (method === 'StopWorkers' && this.plaintext()),
     });
+  }
+
+  /** Plaintext (`insecure: true`, or no TLS set up in this process): callers cannot be told apart by certificate. */
+  private plaintext(): boolean {
+    return this.config.insecure === true || !defaultTransport().secure;
   }
 
   /** Master-only calls: the master's certificate, or (insecure cluster) any caller. */
   private checkFromMaster(call: Parameters<typeof callerOf>[0], method: string): void {
-    if (this.config.insecure) return;
+    if (this.plaintext()) return;
     const caller = callerOf(call, { insecure: false }, method);
     if (caller.role !== 'master') throw new PermissionDeniedError(method, `only the master may call it; ${caller.name} is ${caller.role}`);
   }

@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { readTokenFile } from '@fuxi/rpc';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
+import { parseInsecure, parseTlsConfig, type TlsFiles } from '@fuxi/rpc/tls';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
 import { ENFORCEMENT_SETTINGS, type EnforcementSetting } from '../core/resource-limits.js';
@@ -49,12 +50,6 @@ export interface AgentConfig {
   /** fsync every checkpoint batch (default false: a write survives the agent's own crash, not the host's). */
   checkpointSync: boolean;
   logLevel: string;
-  /**
-   * No TLS (the default until certificates are configured): the master's calls cannot be told from
-   * others', so a StopWorkers or UpdateGrants with no token is taken as the master's. StartWorkers
-   * needs the app's current AM token on every cluster (the master presents it for AM launches).
-   */
-  insecure: boolean;
   /** A file holding this agent's bearer token for the master (role agent, named as this node; absent = none). */
   tokenFile?: string;
   /**
@@ -85,6 +80,18 @@ export interface AgentConfig {
    * its grant), `off`, or `auto` (the first of these the host allows; the default).
    */
   resourceEnforcement: EnforcementSetting;
+  /**
+   * Mutual TLS: `{ca, cert, key}` PEM paths (this node's certificate: CN = its node id, O = agent,
+   * SANs of the addresses it is dialed at). Its AMs and workers get the paths (never the key
+   * material) in `FUXI_TLS_CA`, `FUXI_TLS_CERT`, `FUXI_TLS_KEY`. Required unless `insecure`.
+   */
+  tls?: TlsFiles | undefined;
+  /**
+   * Plaintext, no TLS (an explicit opt-out; loudly warned about beyond loopback). The master's calls
+   * cannot be told from others' then, so a StopWorkers or UpdateGrants with no token is taken as the
+   * master's. StartWorkers needs the app's current AM token on every cluster.
+   */
+  insecure?: boolean | undefined;
 }
 
 /**
@@ -127,7 +134,6 @@ export const CONFIG_KEYS = [
   'restoreGrantWaitMs',
   'checkpointSync',
   'logLevel',
-  'insecure',
   'tokenFile',
   'amCommand',
   'amHost',
@@ -137,8 +143,13 @@ export const CONFIG_KEYS = [
   'amHostThreadInstances',
   'probe',
   'resourceEnforcement',
+  'tls',
+  'insecure',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
+/** Flags that set one file of `tls` (`--tls-ca`, `--tls-cert`, `--tls-key`). */
+export const TLS_FLAGS = { tlsCa: 'ca', tlsCert: 'cert', tlsKey: 'key' } as const;
+export type TlsFlag = keyof typeof TLS_FLAGS;
 
 export interface HostFacts {
   hostname: string;
@@ -198,7 +209,7 @@ export function loadConfigFile(file: string): Record<string, unknown> {
  * `flags` and `file` use the camelCase keys of CONFIG_KEYS.
  */
 export function resolveConfig(
-  flags: Partial<Record<ConfigKey, unknown>>,
+  flags: Partial<Record<ConfigKey | TlsFlag, unknown>>,
   file: Record<string, unknown>,
   host: HostFacts = hostFacts(),
   defaultAmCommand: string[] = DEFAULT_AM_COMMAND,
@@ -254,7 +265,6 @@ export function resolveConfig(
   const logLevel = str('logLevel', pick('logLevel') ?? process.env.FUXI_LOG_LEVEL ?? 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new InvalidArgumentError('logLevel', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
-  const insecure = bool('insecure', pick('insecure') ?? true);
   const tokenFileRaw = pick('tokenFile');
   const tokenFile = tokenFileRaw === undefined || tokenFileRaw === '' ? '' : str('tokenFile', tokenFileRaw);
   if (tokenFile) readTokenFile(tokenFile); // missing or empty: stop now, naming the key
@@ -296,7 +306,6 @@ export function resolveConfig(
     restoreGrantWaitMs,
     checkpointSync,
     logLevel,
-    insecure,
     ...(tokenFile ? { tokenFile } : {}),
     amCommand,
     amHost,
@@ -305,7 +314,25 @@ export function resolveConfig(
     amHostThreadInstances,
     probe,
     resourceEnforcement: resourceEnforcement as EnforcementSetting,
+    ...resolveTls(flags, file),
   };
+}
+
+/** `tls` from the file, each of its files overridden by `--tls-ca/--tls-cert/--tls-key`; `insecure`. */
+function resolveTls(flags: Partial<Record<ConfigKey | TlsFlag, unknown>>, file: Record<string, unknown>): { tls?: TlsFiles; insecure: boolean } {
+  const tlsFlags = Object.keys(TLS_FLAGS).some((f) => flags[f as TlsFlag] !== undefined);
+  // Flags over the file: --insecure drops the file's tls; --tls-* the file's insecure.
+  const insecureRaw = flags.insecure !== undefined ? flags.insecure : tlsFlags ? undefined : file.insecure;
+  const insecure = insecureRaw === undefined ? false : parseInsecure('insecure', insecureRaw);
+  let tls: Record<string, unknown> | undefined;
+  if (file.tls !== undefined && !(flags.insecure !== undefined && insecure)) tls = { ...parseTlsConfig('tls', file.tls) };
+  for (const [flag, part] of Object.entries(TLS_FLAGS)) {
+    const v = flags[flag as TlsFlag];
+    if (v === undefined) continue;
+    if (typeof v !== 'string' || v === '') throw new InvalidArgumentError(`--tls-${part}`, `must be a file path, got ${JSON.stringify(v)}`);
+    tls = { ...(tls ?? {}), [part]: v };
+  }
+  return tls ? { tls: parseTlsConfig('tls', tls), insecure } : { insecure };
 }
 
 /**

@@ -15,9 +15,10 @@
  */
 import { Command, CommanderError } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError, FUXI_VERSION } from '@fuxi/common';
-import { installProcessGuards } from '@fuxi/rpc';
+import { insecureListenWarning, installProcessGuards, reloadOnSighup, setDefaultTransport, Transport } from '@fuxi/rpc';
 import { Agent } from './agent.js';
-import { loadConfigFile, resolveConfig, type ConfigKey } from './config.js';
+import { loadConfigFile, resolveConfig, type ConfigKey, type TlsFlag } from './config.js';
+import { checkOwnCertificate } from './own-certificate.js';
 
 const program = new Command('fuxi-agent')
   .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
@@ -57,10 +58,10 @@ const program = new Command('fuxi-agent')
     'how workers are held to their grants: auto (default), cgroup-v2, cgroup-v1 (a cgroup per worker with memory and CPU limits), rss (memory only: RSS sampled, killed past the grant), off',
   )
   .option('--token-file <file>', "this agent's bearer token for the master (a tokens-file entry with role agent named as this node)")
-  .option(
-    '--insecure <bool>',
-    "no TLS: a StopWorkers or UpdateGrants without an AM token is taken as the master's (default true); StartWorkers always needs the app's AM token",
-  )
+  .option('--tls-ca <file>', 'mutual TLS: CA certificate (PEM) peers must be signed by (config: tls.ca)')
+  .option('--tls-cert <file>', "mutual TLS: this node's certificate (CN=<node id>, O=agent; config: tls.cert)")
+  .option('--tls-key <file>', 'mutual TLS: its private key (config: tls.key)')
+  .option('--insecure', 'plaintext, no TLS (config: insecure: true); without it the agent needs tls')
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();
@@ -72,11 +73,19 @@ async function main(): Promise<void> {
     if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : 2);
     throw e;
   }
-  const { config, ...flags } = program.opts<Partial<Record<ConfigKey | 'config', string | boolean>>>();
+  const { config, ...flags } = program.opts<Partial<Record<ConfigKey | TlsFlag | 'config', string | boolean>>>();
   const file = typeof config === 'string' && config ? loadConfigFile(config) : {};
   const cfg = resolveConfig(flags, file);
+  // TLS on by default: neither tls nor insecure: true is a configuration error naming `tls`.
+  const transport = Transport.from({ tls: cfg.tls, insecure: cfg.insecure });
+  checkOwnCertificate(transport.identity, cfg.nodeId);
   const log = createLogger('agent', { level: cfg.logLevel });
   installProcessGuards(log, 'fuxi-agent');
+  setDefaultTransport(transport);
+  reloadOnSighup(transport, log);
+  const warning = insecureListenWarning(transport, cfg.listen);
+  if (warning) log.warn({ listen: cfg.listen }, warning);
+  else log.info(transport.describe(), 'transport');
   const agent = new Agent(cfg, { log });
   await agent.start();
   let stopping = false;

@@ -60,7 +60,20 @@ import {
   type WorkerEventsRequest__Output,
   type WorkerStatus__Output,
 } from '@fuxi/proto';
-import { connect, implement, jobSpecFromProto, MasterConnection, retry, RpcError, startServer, type RunningServer, type TypedClient } from '@fuxi/rpc';
+import {
+  connect,
+  implement,
+  jobSpecFromProto,
+  MasterConnection,
+  retry,
+  RpcError,
+  sharedTransport,
+  startServer,
+  transportFromEnv,
+  type RunningServer,
+  type Transport,
+  type TypedClient,
+} from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
 import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, TaskProgress, WorkerEvent } from '../core/types.js';
 import { assignmentFromProto, int64ToNumber, listedWorkerFromProto, pathFromProto, runningWorkerToProto, workerEventFromProto } from './mapping.js';
@@ -82,6 +95,11 @@ export interface AppMasterConfig {
   /** Address agents and the master should use, when it differs from the bound one. */
   advertise?: string;
   log: Logger;
+  /**
+   * Mutual TLS (or plaintext) of its server and every call; default the process's. From the
+   * agent: `FUXI_TLS_CA`, `FUXI_TLS_CERT`, `FUXI_TLS_KEY` (or `FUXI_INSECURE=1`).
+   */
+  transport?: Transport;
   /** How long master calls are retried while the master is unreachable (default 5 min). */
   masterRetryForMs?: number;
   /** How long one master call cycles through the masters before `masterRetryForMs` takes over (default 2 min). */
@@ -164,7 +182,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv, log: Logger): AppMasterCon
   const amAttempt = Number(env.FUXI_AM_ATTEMPT ?? '1');
   if (!Number.isInteger(amAttempt) || amAttempt < 1)
     throw new InvalidArgumentError('FUXI_AM_ATTEMPT', `must be a positive integer, got "${env.FUXI_AM_ATTEMPT}"`);
+  const tls = transportFromEnv(env);
   return {
+    ...(tls.tls || tls.insecure ? { transport: sharedTransport(tls, 'FUXI_TLS_CA') } : {}),
     masters,
     appId,
     amAttempt,
@@ -249,6 +269,7 @@ export class AppMaster {
       retryForMs: Math.min(this.cfg.masterCallRetryForMs ?? 120_000, this.masterRetryForMs),
       onRedirect: (from, to) => this.log.info({ from, to }, 'following the master leader'),
       ...(this.cfg.token ? { token: this.cfg.token } : {}),
+      ...(this.cfg.transport ? { transport: this.cfg.transport } : {}),
     });
   }
 
@@ -359,6 +380,7 @@ export class AppMaster {
       bind: this.cfg.bind ?? '127.0.0.1:0',
       ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
       log: this.log,
+      ...(this.cfg.transport ? { transport: this.cfg.transport } : {}),
       services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers }],
     });
     this.log.info({ address: this.server.address, node: this.cfg.nodeId }, 'application master serving');
@@ -918,7 +940,10 @@ export class AppMaster {
   private agent(address: string): AgentClient {
     let c = this.agents.get(address);
     if (!c) {
-      c = connect(this.proto.AgentService, address, this.cfg.token ? { token: this.cfg.token } : {});
+      c = connect(this.proto.AgentService, address, {
+        ...(this.cfg.token ? { token: this.cfg.token } : {}),
+        ...(this.cfg.transport ? { transport: this.cfg.transport } : {}),
+      });
       this.agents.set(address, c);
     }
     return c;

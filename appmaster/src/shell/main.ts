@@ -7,9 +7,11 @@
  * `FUXI_NODE_HOST:<bound port>`, never loopback on a rack). FUXI_AM_BIND and FUXI_AM_ADVERTISE
  * override both; FUXI_LOG_LEVEL is optional. Exits 0 once FinishApp went through (whether the job succeeded or failed), 1 on a fatal
  * error (the master then restarts the AM or fails the job), 143 on SIGTERM (its agent stops it).
- * Its last log line carries the process's CPU time (`cpuMs`).
+ * Its last log line carries the process's CPU time (`cpuMs`). Mutual TLS with the files its agent
+ * names in FUXI_TLS_CA, FUXI_TLS_CERT and FUXI_TLS_KEY, or plaintext with FUXI_INSECURE=1; with
+ * neither it exits 1.
  */
-import { createLogger, errorMessage, FUXI_VERSION } from '@fuxi/common';
+import { createLogger, errorMessage, FUXI_VERSION, InvalidArgumentError } from '@fuxi/common';
 import { AppMaster, configFromEnv } from './app-master.js';
 
 async function main(): Promise<number> {
@@ -31,7 +33,11 @@ async function main(): Promise<number> {
     process.exit(143);
   });
   try {
-    const am = new AppMaster(configFromEnv(process.env, log));
+    const cfg = configFromEnv(process.env, log);
+    // TLS on by default: the agent always says (FUXI_TLS_* or FUXI_INSECURE=1); a bare start is refused.
+    if (!cfg.transport)
+      throw new InvalidArgumentError('FUXI_TLS_CA', 'required: FUXI_TLS_CA, FUXI_TLS_CERT and FUXI_TLS_KEY (or FUXI_INSECURE=1 for plaintext)');
+    const am = new AppMaster(cfg);
     const result = await am.run();
     const cpu = process.cpuUsage();
     log.info({ succeeded: result.succeeded, message: result.message, cpuMs: Math.round((cpu.user + cpu.system) / 1000) }, 'application master exiting');

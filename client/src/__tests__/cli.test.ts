@@ -54,13 +54,13 @@ describe('fuxi CLI', function () {
   describe('without a master', () => {
     it('hands --token-file (else $FUXI_TOKEN_FILE) to the client it makes', async () => {
       const seen: Array<{ tokenFile?: string } | undefined> = [];
-      const makeClient = (_m: string[], auth?: { tokenFile?: string }) => {
+      const makeClient = (_m: string[], _t?: unknown, auth?: { tokenFile?: string }) => {
         seen.push(auth);
         return { list: async () => [], close: () => {} } as unknown as CliClient;
       };
-      await run(['--token-file', '/etc/fuxi/alice.token', 'list'], { makeClient, env: { FUXI_TOKEN_FILE: '/other' } });
-      await run(['list'], { makeClient, env: { FUXI_TOKEN_FILE: '/from/env' } });
-      await run(['list'], { makeClient });
+      await run(['--token-file', '/etc/fuxi/alice.token', 'list'], { makeClient, env: { FUXI_TOKEN_FILE: '/other', FUXI_INSECURE: '1' } });
+      await run(['list'], { makeClient, env: { FUXI_TOKEN_FILE: '/from/env', FUXI_INSECURE: '1' } });
+      await run(['list'], { makeClient, env: { FUXI_INSECURE: '1' } });
       expect(seen).to.deep.equal([{ tokenFile: '/etc/fuxi/alice.token' }, { tokenFile: '/from/env' }, {}]);
     });
 
@@ -137,7 +137,7 @@ describe('fuxi CLI', function () {
     });
 
     it('exits 4 when no master answers, without a stack trace', async () => {
-      const r = await run(['--master', '127.0.0.1:1', 'status', 'x'], { makeClient: (m) => new FuxiClient({ masters: m, retryForMs: 200 }) });
+      const r = await run(['--master', '127.0.0.1:1', 'status', 'x'], { makeClient: (m) => new FuxiClient({ masters: m, insecure: true, retryForMs: 200 }) });
       expect(r.code).to.equal(4);
       expect(r.err).to.match(/^error: master unavailable \(127\.0\.0\.1:1\): /);
       expect(r.err.trim().split('\n')).to.have.length(1);
@@ -153,7 +153,7 @@ describe('fuxi CLI', function () {
   describe('against a fake master', () => {
     let master: FakeMaster;
     let agent: FakeAgent;
-    const real = (m: string[]) => new FuxiClient({ masters: m, retryForMs: 2000 });
+    const real = (m: string[]) => new FuxiClient({ masters: m, insecure: true, retryForMs: 2000 });
     const fuxi = (args: string[], files?: Record<string, string>) =>
       run(['--master', master.address, ...args], { makeClient: real, ...(files ? { files } : {}) });
 

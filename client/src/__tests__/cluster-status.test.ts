@@ -187,7 +187,7 @@ describe('fuxi cluster status (against a fake master)', function () {
     const stdout = new Capture();
     const stderr = new Capture();
     const code = await runCli(['--master', master.address, ...args], {
-      makeClient: (m) => new FuxiClient({ masters: m, retryForMs: 2000 }),
+      makeClient: (m) => new FuxiClient({ masters: m, insecure: true, retryForMs: 2000 }),
       stdout,
       stderr,
       env: {},
@@ -283,7 +283,7 @@ describe('fuxi cluster status (against a fake master)', function () {
   });
 
   it('the SDK returns the status', async () => {
-    const c = new FuxiClient({ masters: [master.address], retryForMs: 2000 });
+    const c = new FuxiClient({ masters: [master.address], insecure: true, retryForMs: 2000 });
     try {
       const st = await c.clusterStatus();
       expect(st.fsmState).to.equal('S6');
@@ -315,7 +315,7 @@ describe('fuxi cluster status (against a fake master)', function () {
     const stdout = new Capture();
     const stderr = new Capture();
     const code = await runCli(['--master', '127.0.0.1:1', 'cluster', 'status'], {
-      makeClient: (m) => new FuxiClient({ masters: m, retryForMs: 200 }),
+      makeClient: (m) => new FuxiClient({ masters: m, insecure: true, retryForMs: 200 }),
       stdout,
       stderr,
       env: {},

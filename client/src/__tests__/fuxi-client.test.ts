@@ -27,7 +27,7 @@ describe('FuxiClient (against a fake master)', function () {
   beforeEach(async () => {
     master = await new FakeMaster().start();
     agents = [await new FakeAgent().start(), await new FakeAgent().start()];
-    client = new FuxiClient({ masters: [master.address], retryForMs: 3000 });
+    client = new FuxiClient({ masters: [master.address], insecure: true, retryForMs: 3000 });
   });
 
   afterEach(async () => {
@@ -178,7 +178,7 @@ describe('FuxiClient (against a fake master)', function () {
   });
 
   it('keeps a quiet stream from a connected node', async () => {
-    const c = new FuxiClient({ masters: [master.address], logProbeMs: 100 });
+    const c = new FuxiClient({ masters: [master.address], insecure: true, logProbeMs: 100 });
     try {
       master.nodes = [mockNode('n1', agents[0]!.address), mockNode('n2', agents[1]!.address)];
       agents[0]!.logs.set('wc/map/0/stdout/0', ['late']);
@@ -281,7 +281,7 @@ describe('FuxiClient (against a fake master)', function () {
   });
 
   it('reports UNAVAILABLE when no master answers', async () => {
-    const c = new FuxiClient({ masters: ['127.0.0.1:1'], retryForMs: 300 });
+    const c = new FuxiClient({ masters: ['127.0.0.1:1'], insecure: true, retryForMs: 300 });
     try {
       const e = await rejects(c.get('x'));
       expect((e as RpcError).code).to.equal('UNAVAILABLE');

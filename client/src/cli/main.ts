@@ -21,9 +21,15 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
 // No top-level await: scripts/bundle.mjs bundles this file as CommonJS (see start.cts).
 void runCli(process.argv.slice(2), {
   // gRPC and the wire contract load only when a command talks to the cluster.
-  makeClient: async (masters, auth) => {
+  makeClient: async (masters, transport, auth) => {
     const { FuxiClient } = await import('../sdk/fuxi-client.js');
-    return new FuxiClient({ masters, retryForMs: Number(process.env.FUXI_RETRY_MS ?? 15_000), ...(auth?.tokenFile ? { tokenFile: auth.tokenFile } : {}) });
+    return new FuxiClient({
+      masters,
+      retryForMs: Number(process.env.FUXI_RETRY_MS ?? 15_000),
+      ...transport,
+      tlsField: '--tls-ca',
+      ...(auth?.tokenFile ? { tokenFile: auth.tokenFile } : {}),
+    });
   },
   stdout: process.stdout,
   stderr: process.stderr,

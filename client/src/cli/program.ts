@@ -85,7 +85,7 @@ export interface CliOutput extends ProgressStream {
 
 export interface CliDeps {
   /** May load the client lazily: `fuxi --help` and usage errors never need gRPC. */
-  makeClient(masters: string[], auth?: { tokenFile?: string }): CliClient | Promise<CliClient>;
+  makeClient(masters: string[], transport?: CliTransport, auth?: { tokenFile?: string }): CliClient | Promise<CliClient>;
   stdout: CliOutput;
   stderr: CliOutput;
   readFile(path: string): string;
@@ -98,9 +98,23 @@ export interface CliDeps {
   user?(): string;
 }
 
+/**
+ * How the CLI reaches the cluster: mutual TLS files (`--tls-ca/--tls-cert/--tls-key`, else
+ * `FUXI_TLS_CA/CERT/KEY`) or plaintext (`--insecure`, `FUXI_INSECURE=1`). With neither the
+ * client refuses to start, naming `--tls-ca` (TLS is on by default).
+ */
+export interface CliTransport {
+  tls?: { ca: string; cert: string; key: string };
+  insecure?: boolean;
+}
+
 interface GlobalOpts {
   master?: string;
   tokenFile?: string;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  insecure?: boolean;
   output: 'table' | 'json';
 }
 
@@ -112,7 +126,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
   const getClient = async (opts: GlobalOpts): Promise<CliClient> => {
     masters = splitAddresses(opts.master ?? '') ?? defaultMasters(deps.env ?? process.env);
     const tokenFile = opts.tokenFile || (deps.env ?? process.env).FUXI_TOKEN_FILE || undefined;
-    client ??= await deps.makeClient(masters, tokenFile ? { tokenFile } : {});
+    client ??= await deps.makeClient(masters, cliTransport(opts, deps.env ?? process.env), tokenFile ? { tokenFile } : {});
     return client;
   };
   const out = (s: string) => deps.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -126,11 +140,15 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .configureOutput({ writeOut: (s) => deps.stdout.write(s), writeErr: (s) => deps.stderr.write(s) })
     .option('--master <addresses>', 'master address(es), comma-separated (default: $FUXI_MASTER or 127.0.0.1:7070)')
     .option('--token-file <path>', 'file holding the bearer token to authenticate with (default: $FUXI_TOKEN_FILE)')
+    .option('--tls-ca <file>', "CA certificate (PEM) the cluster's certificates are signed by (default: $FUXI_TLS_CA)")
+    .option('--tls-cert <file>', 'your client certificate (PEM; default: $FUXI_TLS_CERT)')
+    .option('--tls-key <file>', 'its private key (PEM; default: $FUXI_TLS_KEY)')
+    .option('--insecure', 'plaintext, no TLS (only for a cluster started with insecure: true; default: $FUXI_INSECURE=1)')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
     .showHelpAfterError('(run "fuxi --help" for usage)')
     .addHelpText(
       'after',
-      `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]\n  FUXI_TOKEN_FILE  file holding the bearer token (see --token-file)`,
+      `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]\n  FUXI_TLS_CA, FUXI_TLS_CERT, FUXI_TLS_KEY  mutual TLS files (as --tls-ca, --tls-cert, --tls-key)\n  FUXI_INSECURE=1  plaintext (as --insecure)\n  FUXI_TOKEN_FILE  file holding the bearer token (see --token-file)`,
     );
 
   program
@@ -432,6 +450,36 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       emit(opts, st, () => formatClusterStatus(st, deps.now ? deps.now() : Date.now()));
     });
 
+  const certs = program.command('certs').description('make a cluster CA and certificates signed by it (with the openssl binary)');
+  certs
+    .command('ca')
+    .description('make D/ca.crt and D/ca.key (0600): the cluster CA')
+    .requiredOption('--dir <dir>', 'folder for the CA and the certificates it signs')
+    .option('--force', 'replace an existing CA (every certificate it signed stops working)')
+    .action(async (o: { dir: string; force?: boolean }) => {
+      const { makeCa } = await import('../sdk/certs.js');
+      const ca = makeCa(o.dir, { force: o.force ?? false });
+      out(`CA ${ca.cert} (key ${ca.key}, mode 0600)`);
+    });
+  certs
+    .command('issue')
+    .description('make D/N.crt and D/N.key (0600) signed by D/ca.crt: subject CN=N (identity), O=R (role)')
+    .requiredOption('--dir <dir>', 'folder holding ca.crt and ca.key')
+    .requiredOption('--name <name>', 'identity: "master", an agent\'s node id, a user\'s name')
+    .requiredOption('--role <role>', 'master, agent, admin or user')
+    .option('--ip <address>', 'IP address peers dial this host by (repeatable; a server needs every one)', collect, [])
+    .option('--dns <name>', 'DNS name peers dial this host by (repeatable)', collect, [])
+    .option('--days <n>', 'validity in days (default 825)')
+    .option('--force', 'replace an existing N.crt / N.key')
+    .action(async (o: { dir: string; name: string; role: string; ip: string[]; dns: string[]; days?: string; force?: boolean }) => {
+      const { issueCert } = await import('../sdk/certs.js');
+      const days = o.days === undefined ? undefined : parseNonNegativeInt(o.days, '--days', 1);
+      const c = issueCert({ dir: o.dir, name: o.name, role: o.role, ips: o.ip, dns: o.dns, force: o.force ?? false, ...(days ? { days } : {}) });
+      out(
+        `certificate ${c.cert} (key ${c.key}, mode 0600; CN=${o.name}, O=${o.role}${o.ip.length + o.dns.length ? `, SANs ${[...o.dns, ...o.ip].join(' ')}` : ''})`,
+      );
+    });
+
   try {
     await program.parseAsync([...args], { from: 'user' });
   } catch (e) {
@@ -443,6 +491,34 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     client?.close();
   }
   return code;
+}
+
+/** The transport settings: flags first, then the environment. Errors name the flag. */
+export function cliTransport(opts: Pick<GlobalOpts, 'tlsCa' | 'tlsCert' | 'tlsKey' | 'insecure'>, env: NodeJS.ProcessEnv): CliTransport {
+  const ca = opts.tlsCa ?? env.FUXI_TLS_CA;
+  const cert = opts.tlsCert ?? env.FUXI_TLS_CERT;
+  const key = opts.tlsKey ?? env.FUXI_TLS_KEY;
+  const insecure = opts.insecure === true || env.FUXI_INSECURE === '1' || env.FUXI_INSECURE === 'true';
+  if (ca || cert || key) {
+    if (insecure && (opts.tlsCa || opts.tlsCert || opts.tlsKey || opts.insecure))
+      throw new InvalidArgumentError('--insecure', 'give either --insecure or --tls-ca/--tls-cert/--tls-key, not both');
+    if (!insecure) {
+      const missing = (
+        [
+          ['--tls-ca', ca],
+          ['--tls-cert', cert],
+          ['--tls-key', key],
+        ] as const
+      ).find(([, v]) => !v);
+      if (missing)
+        throw new InvalidArgumentError(
+          missing[0],
+          'required with the other TLS files (--tls-ca, --tls-cert and --tls-key go together; env FUXI_TLS_CA, FUXI_TLS_CERT, FUXI_TLS_KEY)',
+        );
+      return { tls: { ca: ca!, cert: cert!, key: key! } };
+    }
+  }
+  return insecure ? { insecure: true } : {};
 }
 
 function parseStates(list: readonly string[]): JobStateName[] {

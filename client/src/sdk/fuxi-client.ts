@@ -23,7 +23,20 @@ import {
   type NodeStatus__Output,
   type Testbed__Output,
 } from '@fuxi/proto';
-import { connect, jobSpecToProto, MasterConnection, readTokenFile, Retrier, RpcError, type MasterConnectionOptions } from '@fuxi/rpc';
+import {
+  connect,
+  defaultTransport,
+  hasDefaultTransport,
+  jobSpecToProto,
+  MasterConnection,
+  readTokenFile,
+  Retrier,
+  RpcError,
+  Transport,
+  transportFromEnv,
+  type MasterConnectionOptions,
+  type TlsFiles,
+} from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
 import { defaultMasters } from './masters.js';
 import { isTerminal, type JobStateName } from './job-state.js';
@@ -49,6 +62,30 @@ export interface FuxiClientOptions extends MasterConnectionOptions {
    * client certificate).
    */
   tokenFile?: string;
+  /**
+   * Mutual TLS: CA, client certificate and key (PEM paths). Default: `FUXI_TLS_CA`,
+   * `FUXI_TLS_CERT`, `FUXI_TLS_KEY`; inside a daemon, the daemon's own.
+   */
+  tls?: TlsFiles;
+  /** Plaintext, for a cluster started with `insecure: true` (or `FUXI_INSECURE=1`). */
+  insecure?: boolean;
+  /** The field named when neither is given (`tls`; the CLI says `--tls-ca`). */
+  tlsField?: string;
+}
+
+/**
+ * The client's transport: `transport`, else `tls` / `insecure`, else the environment, else the
+ * process's when a daemon set one. TLS is on by default: with none of them this throws an
+ * InvalidArgumentError naming `tls` (or `field`).
+ */
+export function clientTransport(opts: Pick<FuxiClientOptions, 'transport' | 'tls' | 'insecure' | 'tlsField'>, env: NodeJS.ProcessEnv = process.env): Transport {
+  if (opts.transport) return opts.transport;
+  const field = opts.tlsField ?? 'tls';
+  if (opts.tls || opts.insecure) return Transport.from({ tls: opts.tls, insecure: opts.insecure }, field);
+  const fromEnv = transportFromEnv(env);
+  if (fromEnv.tls || fromEnv.insecure) return Transport.from(fromEnv, field);
+  if (hasDefaultTransport()) return defaultTransport();
+  return Transport.from({}, field);
 }
 
 export interface SubmitResult {
@@ -75,18 +112,21 @@ export interface LogOptions {
 
 export class FuxiClient {
   readonly connection: MasterConnection;
+  /** Mutual TLS (or plaintext) of every channel this client opens. */
+  readonly transport: Transport;
   private readonly deadlineMs: number | undefined;
   private readonly retryForMs: number;
   private readonly logProbeMs: number;
 
   constructor(opts: FuxiClientOptions = {}) {
-    const { masters, deadlineMs, logProbeMs, tokenFile, ...connOpts } = opts;
+    const { masters, deadlineMs, logProbeMs, tokenFile, tls, insecure, tlsField, ...connOpts } = opts;
     this.logProbeMs = logProbeMs ?? LOG_PROBE_MS;
     if (tokenFile) {
       readTokenFile(tokenFile); // a missing or empty file is an error now, naming it
       connOpts.token = () => readTokenFile(tokenFile);
     }
-    this.connection = new MasterConnection(masters && masters.length ? masters : defaultMasters(), connOpts);
+    this.transport = clientTransport({ transport: opts.transport, tls, insecure, tlsField });
+    this.connection = new MasterConnection(masters && masters.length ? masters : defaultMasters(), { ...connOpts, transport: this.transport });
     this.deadlineMs = deadlineMs;
     this.retryForMs = opts.retryForMs ?? 30_000;
   }
@@ -464,7 +504,7 @@ export class FuxiClient {
       return undefined;
     }
     if (!isTerminal(job.state) && job.amAddress) {
-      const am = connect(loadFuxiProto().AppMasterService, job.amAddress);
+      const am = connect(loadFuxiProto().AppMasterService, job.amAddress, this.transport);
       try {
         const state = await am.GetAppState({}, { deadlineMs: Math.min(this.deadlineMs ?? AM_ASK_MS, AM_ASK_MS) });
         const mine = state.workers.filter((w) => w.task === task && w.instance === instance && w.nodeId && (attempt === 0 || w.attempt === attempt));
@@ -498,7 +538,7 @@ export class FuxiClient {
    * simply be quiet); otherwise it is UNAVAILABLE. Throws the agent's error (NOT_FOUND: not there).
    */
   private async openLog(address: string, req: ReadLogArgs): Promise<OpenLog> {
-    const client = connect(loadFuxiProto().AgentService, address);
+    const client = connect(loadFuxiProto().AgentService, address, this.transport);
     const stream = client.stream.ReadLog(req);
     const it = stream[Symbol.asyncIterator]();
     try {
@@ -534,7 +574,7 @@ export class FuxiClient {
       const address = n.node?.address;
       if (!address) continue;
       try {
-        return await readOutput(address, { appId: jobId, task, instance, path }, { retryForMs: 0, ...opts });
+        return await readOutput(address, { appId: jobId, task, instance, path }, { retryForMs: 0, transport: this.transport, ...opts });
       } catch (e) {
         if (!(e instanceof RpcError)) throw e;
         if (e.code === 'NOT_FOUND') continue;

@@ -22,7 +22,7 @@
  */
 import { FuxiError, InvalidArgumentError, NotFoundError } from '@fuxi/common';
 import { loadFuxiProto, type FetchOutputRequest } from '@fuxi/proto';
-import { connect, retry, RpcError } from '@fuxi/rpc';
+import { connect, defaultTransport, retry, RpcError, sharedTransport, type Transport, transportFromEnv } from '@fuxi/rpc';
 import { workerProgress } from './progress.js';
 
 /** Where one upstream instance's output is. */
@@ -71,6 +71,18 @@ export interface FetchOptions {
   reader?: { workerId: string; nodeId: string };
   /** Called with the size of every chunk received. */
   onChunk?: (bytes: number) => void;
+  /** Mutual TLS or plaintext (default: the process's; inside a worker, from its environment). */
+  transport?: Transport;
+}
+
+/**
+ * A worker's transport: the TLS files (or `FUXI_INSECURE=1`) its agent put into its environment
+ * (`FUXI_TLS_CA`, `FUXI_TLS_CERT`, `FUXI_TLS_KEY`); a process its agent did not start (a test)
+ * without them gets the process's.
+ */
+export function workerTransport(env: NodeJS.ProcessEnv = process.env): Transport {
+  const cfg = transportFromEnv(env);
+  return cfg.tls || cfg.insecure ? sharedTransport(cfg, 'FUXI_TLS_CA') : defaultTransport();
 }
 
 /** What to fetch from one agent: a worker by id, or the succeeded attempt of (task, instance). */
@@ -85,7 +97,7 @@ export async function readOutput(address: string, ref: OutputRef, opts: FetchOpt
   let got = 0;
   return retry(
     async () => {
-      const client = connect(loadFuxiProto().AgentService, address);
+      const client = connect(loadFuxiProto().AgentService, address, opts.transport);
       const req: FetchOutputRequest = {
         appId: ref.appId,
         path: ref.path,
@@ -133,6 +145,7 @@ export async function fetchUpstream(task: string, instance: number, path: string
       { appId, workerId: o.workerId, path },
       {
         ...opts,
+        transport: opts.transport ?? workerTransport(env),
         ...(reader ? { reader } : {}),
         onChunk: (n) => {
           measured.add(n);

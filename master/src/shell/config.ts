@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
+import { parseInsecure, parseTlsConfig, type TlsFiles } from '@fuxi/rpc/tls';
 import { parse as parseYaml } from 'yaml';
 import { parseDetectorConfig, type DetectorConfig } from '../core/detectors.js';
 import { parsePredictionConfig } from '../core/prediction-config.js';
@@ -85,12 +86,15 @@ export interface MasterConfig {
   probeSample: number;
   probeMaxTargets: number;
   /**
-   * No TLS (the default until certificates are configured): a caller with no credentials counts as
-   * an admin, as such a cluster trusts its network. AM tokens are checked either way.
-   */
-  insecure: boolean;
   /** The static tokens file (`token,name,role[,group...]` per line; '' = none), reloaded on change and SIGHUP. */
   tokensFile: string;
+  /**
+   * Mutual TLS: `{ca, cert, key}` PEM paths (the master's certificate: CN=master, O=master, SANs
+   * of the addresses it is dialed at). Required unless `insecure`.
+   */
+  tls?: TlsFiles | undefined;
+  /** Plaintext, no TLS (an explicit opt-out; loudly warned about beyond loopback). */
+  insecure?: boolean | undefined;
 }
 
 const KEYS = [
@@ -127,9 +131,13 @@ const KEYS = [
   'probeAllUpTo',
   'probeSample',
   'probeMaxTargets',
-  'insecure',
   'tokensFile',
+  'tls',
+  'insecure',
 ] as const;
+
+/** Flags that set one file of `tls` (`--tls-ca`, `--tls-cert`, `--tls-key`). */
+const TLS_FLAGS = { tlsCa: 'ca', tlsCert: 'cert', tlsKey: 'key' } as const;
 
 export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
   return {
@@ -165,7 +173,6 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     amCommand: defaultAmCommand,
     quotaGroups: [{ name: 'default', weight: 1 }],
     logLevel: 'info',
-    insecure: true,
     tokensFile: '',
     probeAllUpTo: DEFAULT_PROBE_TARGETS.allUpTo,
     probeSample: DEFAULT_PROBE_TARGETS.sample,
@@ -241,7 +248,21 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
   for (const [k, v] of Object.entries(raw)) {
     if (v === undefined) continue;
     const key = source === 'flags' ? k : `${source}: ${k}`;
+    if (source === 'flags' && k in TLS_FLAGS) {
+      const part = TLS_FLAGS[k as keyof typeof TLS_FLAGS];
+      cfg.tls = { ...(cfg.tls ?? { ca: '', cert: '', key: '' }), [part]: str(`--tls-${part}`, v) };
+      cfg.insecure = false; // flags over the file: TLS files given on the command line win
+      continue;
+    }
     switch (k as (typeof KEYS)[number]) {
+      case 'tls':
+        cfg.tls = parseTlsConfig(source === 'flags' ? 'tls' : `${source}: tls`, v);
+        break;
+      case 'insecure':
+        cfg.insecure = parseInsecure(key, v);
+        // flags over the file: --insecure wins over the file's tls
+        if (source === 'flags' && cfg.insecure) cfg.tls = undefined;
+        break;
       case 'listen':
         cfg.listen = hostPort(key, v);
         break;
@@ -356,10 +377,6 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'quotaGroups':
         cfg.quotaGroups = quotaGroups(key, v);
         break;
-      case 'insecure':
-        if (v !== true && v !== false && v !== 'true' && v !== 'false') throw new InvalidArgumentError(key, `must be true or false, got ${JSON.stringify(v)}`);
-        cfg.insecure = v === true || v === 'true';
-        break;
       case 'tokensFile':
         cfg.tokensFile = typeof v === 'string' ? v : str(key, v);
         break;
@@ -381,6 +398,7 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         throw new InvalidArgumentError(key, `unknown setting (known: ${KEYS.join(', ')})`);
     }
   }
+  if (cfg.tls) parseTlsConfig('tls', cfg.tls); // every file given (flags may set some of them)
   if (cfg.agentTimingOutMs <= cfg.heartbeatIntervalMs) {
     throw new InvalidArgumentError('agentTimingOutMs', `must be greater than heartbeatIntervalMs (${cfg.heartbeatIntervalMs})`);
   }

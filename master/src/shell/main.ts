@@ -7,7 +7,7 @@
  */
 import { Command } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf, FUXI_VERSION } from '@fuxi/common';
-import { advertisedAddress, installProcessGuards } from '@fuxi/rpc';
+import { advertisedAddress, insecureListenWarning, installProcessGuards, reloadOnSighup, setDefaultTransport, Transport } from '@fuxi/rpc';
 import { applyConfig, defaultConfig, readConfigFile } from './config.js';
 import { MasterServer } from './master-server.js';
 
@@ -51,13 +51,13 @@ const program = new Command('fuxi-master')
   .option('--probe-sample <n>', 'above it, each agent probes this many peers on a hash ring... (default 16)')
   .option('--probe-max-targets <n>', '...plus hosts sharing an app with it, this many in all (default 64)')
   .option(
-    '--insecure <bool>',
-    'no TLS: callers without credentials count as admins (default true until certificates are set up; AM tokens are checked either way)',
-  )
-  .option(
     '--tokens-file <file>',
     'static bearer tokens, one "token,name,role[,group...]" per line (roles admin, user, agent, master); reloaded on change and SIGHUP',
   )
+  .option('--tls-ca <file>', 'mutual TLS: CA certificate (PEM) peers must be signed by (config: tls.ca)')
+  .option('--tls-cert <file>', "mutual TLS: this master's certificate (CN=master, O=master; config: tls.cert)")
+  .option('--tls-key <file>', 'mutual TLS: its private key (config: tls.key)')
+  .option('--insecure', 'plaintext, no TLS (config: insecure: true); without it the master needs tls')
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError();
 
@@ -75,8 +75,15 @@ async function main(): Promise<void> {
     ...(cfg.store === 'etcd' ? cfg.etcdEndpoints : []),
   ]);
   if (problem) throw new InvalidArgumentError(key, problem.slice(problem.indexOf(': ') + 2));
+  // TLS on by default: neither tls nor insecure: true is a configuration error naming `tls`.
+  const transport = Transport.from({ tls: cfg.tls, insecure: cfg.insecure });
   const log = createLogger('master', { level: cfg.logLevel });
   installProcessGuards(log, 'fuxi-master');
+  setDefaultTransport(transport);
+  reloadOnSighup(transport, log);
+  const warning = insecureListenWarning(transport, cfg.listen);
+  if (warning) log.warn({ listen: cfg.listen }, warning);
+  else log.info(transport.describe(), 'transport');
   const master = new MasterServer(cfg, log);
   await master.start();
   let stopping = false;

@@ -7,7 +7,7 @@
  */
 import { errorMessage, isTransientError, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
-import { connect, implement, retry, startServer, tokenHash, TokenFile, type RunningServer } from '@fuxi/rpc';
+import { connect, defaultTransport, implement, retry, startServer, tokenHash, TokenFile, type RunningServer } from '@fuxi/rpc';
 import { randomBytes } from 'node:crypto';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
@@ -857,7 +857,8 @@ export class MasterServer {
       run: (effects) => this.run(effects),
       writeFirst: (ops) => this.writeFirst(ops),
       durable: () => this.durable(),
-      insecure: this.cfg.insecure,
+      // `insecure` as configured; unset: whether this process runs plaintext (no certificate tells callers apart; authz.ts).
+      insecure: this.cfg.insecure ?? !defaultTransport().secure,
       tokens: () => this.tokenFile?.table,
     };
   }

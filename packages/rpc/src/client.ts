@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { fromGrpcError } from './errors.js';
 import { tokenMetadata } from './auth.js';
+import { defaultTransport, Transport } from './tls.js';
 
 export interface CallOptions {
   /** Per-call deadline; every call has one (default 10 s). */
@@ -54,10 +55,19 @@ export interface ConnectOptions {
    * asked at each call (a token that changes, e.g. read again from its file). None when empty.
    */
   token?: string | (() => string | undefined);
+  /** Mutual TLS or plaintext; default the process's (`setDefaultTransport`). */
+  transport?: Transport;
 }
 
-export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, connectOpts: ConnectOptions = {}): TypedClient<D> {
-  const raw = new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+/**
+ * A client of one service at `address`, over a transport (default: the process's,
+ * `setDefaultTransport`): mutual TLS, verifying the server's certificate against `address`. The
+ * third argument is that transport, or the options (`transport` and a bearer `token`).
+ */
+export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, optsOrTransport: ConnectOptions | Transport = {}): TypedClient<D> {
+  const connectOpts: ConnectOptions = optsOrTransport instanceof Transport ? { transport: optsOrTransport } : optsOrTransport;
+  const transport = connectOpts.transport ?? defaultTransport();
+  const raw = new ctor(address, transport.channelCredentials(), CHANNEL_OPTIONS);
   const tok = connectOpts.token;
   const metadata = (opts: CallOptions): grpc.Metadata => tokenMetadata(opts.token ?? (typeof tok === 'function' ? tok() : tok));
   const out: Record<string, unknown> = {};

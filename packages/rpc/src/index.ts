@@ -4,6 +4,8 @@
  * connection that follows leader redirects, and the one retry loop (`retry`, `Retrier`).
  *
  * ```ts
+ * // Mutual TLS for every server and client of this process (tls.ts); or Transport.insecure().
+ * setDefaultTransport(Transport.from({ tls: { ca: 'ca.crt', cert: 'node-1.crt', key: 'node-1.key' } }));
  * const srv = await startServer({ bind: '127.0.0.1:0', log, services: [{
  *   name: 'fuxi.v1.AgentService', definition: proto.AgentService.service,
  *   handlers: implement(proto.AgentService.service, impl, log) }] });
@@ -24,3 +26,4 @@ export * from './mapping.js';
 export * from './process-guards.js';
 export * from './retry.js';
 export * from './auth.js';
+export * from './tls.js';

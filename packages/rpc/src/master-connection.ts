@@ -9,6 +9,7 @@ import { connect, type CallOptions, type TypedClient } from './client.js';
 import type { MethodName } from './server.js';
 import { RpcError } from './errors.js';
 import { Retrier } from './retry.js';
+import type { Transport } from './tls.js';
 
 export type MasterClient = TypedClient<MasterServiceDefinition>;
 
@@ -30,6 +31,8 @@ export interface MasterConnectionOptions {
   onAnswer?: (address: string) => void;
   /** The bearer token sent with every call (client.ts `ConnectOptions`). */
   token?: string | (() => string | undefined);
+  /** Mutual TLS or plaintext; default the process's (`setDefaultTransport`). */
+  transport?: Transport;
 }
 
 export class MasterConnection {
@@ -53,7 +56,7 @@ export class MasterConnection {
   client(address = this.current): MasterClient {
     let c = this.clients.get(address);
     if (!c) {
-      c = connect(loadFuxiProto().MasterService, address, { token: this.opts.token });
+      c = connect(loadFuxiProto().MasterService, address, { token: this.opts.token, transport: this.opts.transport });
       this.clients.set(address, c);
     }
     return c;

@@ -10,6 +10,7 @@ import { isWildcardHost, type Logger } from '@fuxi/common';
 import * as os from 'node:os';
 import { toGrpcError } from './errors.js';
 import { addHealth, addReflection, type Health } from './introspection.js';
+import { defaultTransport, type Transport } from './tls.js';
 
 type AnyMethod = MethodDefinition<object, object, object, object>;
 
@@ -130,6 +131,8 @@ export interface ServerOptions {
   advertise?: string;
   services: Array<{ definition: grpc.ServiceDefinition; handlers: grpc.UntypedServiceImplementation; name: string }>;
   log: Logger;
+  /** Mutual TLS or plaintext; default the process's (`setDefaultTransport`). */
+  transport?: Transport;
 }
 
 /**
@@ -165,9 +168,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const names = opts.services.map((s) => s.name);
   const health = addHealth(server, Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]) as Record<string, ServingStatus>);
   addReflection(server, fuxiFileDescriptorProtos);
+  const transport = opts.transport ?? defaultTransport();
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(opts.bind, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+    server.bindAsync(opts.bind, transport.serverCredentials(), (err, p) => (err ? reject(err) : resolve(p)));
   });
+  // TLS: serving (and saying so) only once the certificates are read.
+  await transport.ready();
   const address = advertisedAddress(opts.bind, port, opts.advertise);
   return {
     server,

@@ -235,7 +235,7 @@ async function cost(o: Options, dir: string) {
         const { loadFuxiProto } = await import('@fuxi/proto');
         const { connect } = await import('@fuxi/rpc');
         for (const a of cluster.agents) {
-          const c = connect(loadFuxiProto().AgentService, a.address);
+          const c = connect(loadFuxiProto().AgentService, a.address, cluster.transport());
           try {
             const w = (await c.GetAgentState({})).workers.find((x) => x.appId === id && x.suId === '__am__' && x.state === 'WORKER_STATE_RUNNING' && x.pid > 0);
             if (w) return w.pid;
@@ -360,6 +360,8 @@ async function neighbours(o: Options, dir: string, mode: 'alone' | 'thread' | 'm
       `127.0.0.1:${port}`,
       '--store',
       'memory',
+      // Simulated hosts dial in plaintext.
+      '--insecure',
       '--heartbeat-interval-ms',
       '1000',
       '--agent-timing-out-ms',
@@ -373,7 +375,7 @@ async function neighbours(o: Options, dir: string, mode: 'alone' | 'thread' | 'm
   );
   const hostLog = join(d, 'sim.log');
   let sim: ReturnType<typeof startNodeProcess> | undefined;
-  const client = new FuxiClient({ masters: [`127.0.0.1:${port}`] });
+  const client = new FuxiClient({ masters: [`127.0.0.1:${port}`], insecure: true });
   try {
     await waitForLogLine(masterLog, 'master ready', master);
     sim = startNodeProcess(

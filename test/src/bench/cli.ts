@@ -57,10 +57,10 @@ function options(): Options {
 }
 
 /** Runs `node args` to its exit; its wall time in ms, and its output. */
-function timed(args: string[]): Promise<{ ms: number; code: number | null; stdout: string; stderr: string }> {
+function timed(args: string[], env: Record<string, string> = {}): Promise<{ ms: number; code: number | null; stdout: string; stderr: string }> {
   return new Promise((res, rej) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -129,7 +129,7 @@ async function main(): Promise<void> {
     const submit: number[] = [];
     const am: number[] = [];
     for (let i = 0; i < o.runs; i++) {
-      const r = await timed([o.cli, '--master', cluster.masterAddress, 'submit', spec, '--id', `bench-cli-${i}`]);
+      const r = await timed([o.cli, '--master', cluster.masterAddress, 'submit', spec, '--id', `bench-cli-${i}`], cluster.clientEnv());
       if (r.code !== 0) throw new Error(`fuxi submit exited ${r.code}: ${r.stderr}`);
       submit.push(r.ms);
       const jobId = r.stdout.trim();

@@ -200,6 +200,8 @@ class Bench {
       dir: this.dir,
       masters: o.masters,
       agents: 0,
+      // Simulated hosts dial in plaintext.
+      insecure: true,
       etcd: { endpoints: [this.etcd.endpoint], prefix: PREFIX },
       leaseTtlSec: o.leaseTtlSec,
       recoveryDeadlineMs: o.recoveryDeadlineMs,

@@ -99,6 +99,8 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
   const cluster = await LocalCluster.start({
     dir,
     agents: 0,
+    // Simulated hosts dial in plaintext.
+    insecure: true,
     heartbeatIntervalMs: 500,
     agentTimeoutMs: 20_000,
     logLevel: 'info',

@@ -191,6 +191,8 @@ class MasterProcess {
       `127.0.0.1:${port}`,
       '--store',
       'memory',
+      // A bench on loopback with simulated nodes: plaintext.
+      '--insecure',
       '--heartbeat-interval-ms',
       String(hb),
       '--am-heartbeat-interval-ms',

@@ -68,7 +68,7 @@ async function work(client: FuxiClient, jobId: string): Promise<{ all: number; s
   let all = 0;
   let stopped = 0;
   for (const n of await client.nodes()) {
-    const agent = connect(loadFuxiProto().AgentService, n.node!.address);
+    const agent = connect(loadFuxiProto().AgentService, n.node!.address, client.transport);
     try {
       for (const w of (await agent.ListWorkers({ appId: jobId })).workers) {
         if (!w.task || w.workerId.startsWith('am.')) continue;

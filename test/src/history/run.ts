@@ -11,7 +11,6 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { FuxiClient } from '@fuxi/client';
 import { checkHistory, SAFETY_KINDS, type CheckResult, type FinalState } from './checker.js';
 import { HistoryCluster } from './history-cluster.js';
 import { HistoryRecorder, type JobView } from './history.js';
@@ -99,6 +98,7 @@ export async function runHistory(o: HistoryRunOptions): Promise<HistorySummary> 
   const h = new HistoryRecorder(Date.now, 60_000);
   const workload = new Workload(h, {
     masters: hc.ha.masterAddresses,
+    transport: hc.ha.transport(),
     clients: o.clients ?? 4,
     thinkMs: [200, 1200],
     maxActive: 10,
@@ -190,7 +190,7 @@ export async function runHistory(o: HistoryRunOptions): Promise<HistorySummary> 
  * worker of a terminal job runs any more, then takes the last look.
  */
 async function observe(hc: HistoryCluster, timeoutMs: number, log: (s: string) => void): Promise<FinalState> {
-  const client = new FuxiClient({ masters: hc.ha.masterAddresses, retryForMs: 30_000, deadlineMs: 10_000 });
+  const client = hc.ha.client({ retryForMs: 30_000, deadlineMs: 10_000 });
   try {
     const until = Date.now() + timeoutMs;
     let jobs: JobView[] = [];

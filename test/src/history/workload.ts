@@ -9,12 +9,15 @@
  * variant is in the job's name, which is how a read tells which spec a job holds.
  */
 import { FuxiClient, type JobSpec } from '@fuxi/client';
+import type { Transport } from '@fuxi/rpc';
 import { normalizeJobSpec, seededRandom } from '@fuxi/common';
 import type { JobInfo__Output } from '@fuxi/proto';
 import type { HistoryRecorder, JobView } from './history.js';
 
 export interface WorkloadOptions {
   masters: string[];
+  /** The cluster's admin transport (mutual TLS). */
+  transport: Transport;
   clients: number;
   /** Pause between one client's calls (uniform in [min, max] ms). */
   thinkMs: [number, number];
@@ -70,7 +73,7 @@ export class Workload {
   start(): void {
     for (let c = 0; c < this.o.clients; c++) {
       const patience = this.o.patience[c % this.o.patience.length]!;
-      const client = new FuxiClient({ masters: this.o.masters, ...patience });
+      const client = new FuxiClient({ masters: this.o.masters, transport: this.o.transport, ...patience });
       this.clients.push(client);
       this.loops.push(this.loop(`c${c + 1}`, client, rng(this.o.seed * 1000 + c)));
     }

@@ -63,7 +63,7 @@ describe('AM host (real processes)', function () {
     const { connect } = await import('@fuxi/rpc');
     const out: Worker[] = [];
     for (const a of cluster.agents) {
-      const c = connect(loadFuxiProto().AgentService, a.address);
+      const c = connect(loadFuxiProto().AgentService, a.address, cluster.transport());
       try {
         const st = await c.GetAgentState({}, { deadlineMs: 3000 });
         for (const w of st.workers as WorkerStatus__Output[])

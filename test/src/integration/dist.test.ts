@@ -95,7 +95,26 @@ describe('release tarball (make dist)', function () {
       children.push(c);
       return c;
     };
-    start('fuxi-master', ['--store', 'embedded', '--data-dir', path.join(tmp, 'master'), '--listen', master, '--heartbeat-interval-ms', '300'], 'master.log');
+    // Mutual TLS with certificates made by the installed `fuxi certs`.
+    const pki = path.join(tmp, 'pki');
+    const certs = (...args: string[]) => run(path.join(inst, 'bin', 'fuxi'), ['certs', ...args], { cwd: tmp, env });
+    await certs('ca', '--dir', pki);
+    await certs('issue', '--dir', pki, '--name', 'master', '--role', 'master', '--ip', '127.0.0.1');
+    await certs('issue', '--dir', pki, '--name', 'dist-n1', '--role', 'agent', '--ip', '127.0.0.1');
+    await certs('issue', '--dir', pki, '--name', 'ops', '--role', 'admin');
+    const tls = (name: string) => [
+      '--tls-ca',
+      path.join(pki, 'ca.crt'),
+      '--tls-cert',
+      path.join(pki, `${name}.crt`),
+      '--tls-key',
+      path.join(pki, `${name}.key`),
+    ];
+    start(
+      'fuxi-master',
+      ['--store', 'embedded', '--data-dir', path.join(tmp, 'master'), '--listen', master, '--heartbeat-interval-ms', '300', ...tls('master')],
+      'master.log',
+    );
     start(
       'fuxi-agent',
       [
@@ -115,10 +134,11 @@ describe('release tarball (make dist)', function () {
         'false',
         '--probe',
         'false',
+        ...tls('dist-n1'),
       ],
       'agent.log',
     );
-    const fuxi = (...args: string[]) => run(path.join(inst, 'bin', 'fuxi'), ['--master', master, ...args], { cwd: tmp, env });
+    const fuxi = (...args: string[]) => run(path.join(inst, 'bin', 'fuxi'), ['--master', master, ...tls('ops'), ...args], { cwd: tmp, env });
     await until('the agent registered', async () => (await fuxi('nodes')).stdout.includes('dist-n1'), 60_000, 300);
     const jobFile = path.join(tmp, 'job.yaml');
     fs.writeFileSync(

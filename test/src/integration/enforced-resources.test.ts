@@ -45,7 +45,8 @@ describe('enforced resources (local cluster, real workers)', function () {
     const mode = nodes[0]?.node?.resourceEnforcement;
     process.stderr.write(`      [limits] node-1 enforces with ${mode}\n`);
     expect(['cgroup-v2', 'cgroup-v1', 'rss']).to.include(mode);
-    const out = (await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'nodes'])).stdout;
+    const out = (await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'nodes'], { env: { ...process.env, ...cluster.clientEnv() } }))
+      .stdout;
     expect(out).to.match(/\bLIMITS\b/);
     expect(out).to.match(new RegExp(`^node-1\\s.*\\s${mode}\\s`, 'm'));
   });
@@ -57,7 +58,9 @@ describe('enforced resources (local cluster, real workers)', function () {
     const end = await finalState(jobId);
     expect(end.state).to.equal('JOB_STATE_FAILED');
     expect(end.message).to.match(/failed after 2 attempts: .*OOM: used [\d.]+ MB of 64 MB/);
-    const status = (await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'status', jobId])).stdout;
+    const status = (
+      await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'status', jobId], { env: { ...process.env, ...cluster.clientEnv() } })
+    ).stdout;
     expect(status).to.match(/^message: .*OOM: used [\d.]+ MB of 64 MB/m);
 
     // Not a node fault: the node is ready, not timing out or blacklisted, and takes the next job.

@@ -35,7 +35,7 @@ describe('gang scheduling (real processes)', function () {
   async function workers(jobId: string): Promise<Array<{ task: string; state: string }>> {
     const out: Array<{ task: string; state: string }> = [];
     for (const n of await client.nodes()) {
-      const agent = connect(loadFuxiProto().AgentService, n.node!.address);
+      const agent = connect(loadFuxiProto().AgentService, n.node!.address, client.transport);
       try {
         for (const w of (await agent.ListWorkers({ appId: jobId })).workers) if (w.task !== AM_SU) out.push({ task: w.task, state: w.state });
       } finally {

@@ -18,6 +18,8 @@ const exampleDir = join(BIN.master, '..', '..', '..', '..', 'deploy', 'examples'
 
 describe('job lifecycle (real processes)', function () {
   let cluster: LocalCluster;
+  /** The CLI's environment: the cluster's admin certificate. */
+  const cliEnv = () => ({ ...process.env, ...cluster.clientEnv() });
   let client: FuxiClient;
   let failed = false;
 
@@ -113,7 +115,7 @@ describe('job lifecycle (real processes)', function () {
       const nodes = await client.nodes();
       const found: Array<{ node: string; pid: number }> = [];
       for (const n of nodes) {
-        const agent = connect(loadFuxiProto().AgentService, n.node!.address);
+        const agent = connect(loadFuxiProto().AgentService, n.node!.address, client.transport);
         try {
           const st = await agent.ListWorkers({ appId: jobId });
           for (const w of st.workers) if (w.task === 'sleep' && w.state === 'WORKER_STATE_RUNNING') found.push({ node: n.node!.nodeId, pid: w.pid });
@@ -177,7 +179,7 @@ describe('job lifecycle (real processes)', function () {
       for (const f of files) pids.push(Number(readFileSync(`${f}.pid`, 'utf8').trim()));
       const before = files.map((f) => size(`${f}.out`));
       await until('every file growing', () => files.every((f, i) => size(`${f}.out`) > before[i]!));
-      const killed = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'kill', jobId, '--reason', 'detached test']);
+      const killed = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'kill', jobId, '--reason', 'detached test'], { env: cliEnv() });
       expect(killed.stdout).to.match(/KILLED/);
       await until('every grandchild gone', () => pids.every((p) => !running(p)), 30_000);
       const after = files.map((f) => size(`${f}.out`));
@@ -241,7 +243,7 @@ describe('job lifecycle (real processes)', function () {
       Promise.all(ids.map((id) => client.get(id))).then((js) => js.every((j) => ['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED'].includes(j.state)));
     while (!(await done())) {
       for (const [address, cap] of capacity) {
-        const agent = connect(loadFuxiProto().AgentService, address);
+        const agent = connect(loadFuxiProto().AgentService, address, client.transport);
         try {
           const st = await agent.GetAgentState({});
           let cpu = 0;
@@ -268,7 +270,7 @@ describe('job lifecycle (real processes)', function () {
 
   describe('bad input', () => {
     const cli = (args: string[]) =>
-      run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, ...args]).then(
+      run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, ...args], { env: cliEnv() }).then(
         (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
         (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
       );
@@ -313,7 +315,7 @@ describe('job lifecycle (real processes)', function () {
     }
 
     it('the master runs the same checks: INVALID_ARGUMENT with the same message, nothing created', async () => {
-      const master = connect(loadFuxiProto().MasterService, cluster.masterAddress);
+      const master = connect(loadFuxiProto().MasterService, cluster.masterAddress, cluster.transport());
       const before = (await client.list()).length;
       try {
         const tasks = [{ name: 'a', instances: 1, resource: { cpuMilli: 0, memoryMb: 10 }, command: { argv: ['true'] }, maxAttempts: 1 }];
@@ -362,7 +364,7 @@ describe('job lifecycle (real processes)', function () {
         file,
         'id: hello-cli\nname: hello\ntasks:\n  - name: greet\n    instances: 3\n    resources: {cpu: 0.1, memory: 32Mi}\n    command: ["sh", "-c", "echo hello from ${instance}"]\n',
       );
-      const cli = (args: string[]) => run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, ...args]);
+      const cli = (args: string[]) => run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, ...args], { env: cliEnv() });
       const sub = await cli(['submit', file, '--wait']);
       expect(sub.stdout).to.match(/hello-cli/);
       const st = JSON.parse((await cli(['status', 'hello-cli', '-o', 'json'])).stdout) as { state: string };

@@ -12,7 +12,7 @@ import { isAlive, job, startCluster, stopCluster, until, waitForLog } from '../h
 async function runningWorkers(client: FuxiClient, jobId: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const n of await client.nodes()) {
-    const agent = connect(loadFuxiProto().AgentService, n.node!.address);
+    const agent = connect(loadFuxiProto().AgentService, n.node!.address, client.transport);
     try {
       for (const w of (await agent.ListWorkers({ appId: jobId })).workers) {
         if (w.state === 'WORKER_STATE_RUNNING' && w.pid > 0) out.set(`${n.node!.nodeId}/${w.workerId}`, w.pid);

@@ -145,7 +145,8 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
 
   it('after a job ran: master, agent and AM families are there with sane values', async () => {
     const master = daemons[0]!;
-    const client = new FuxiClient({ masters: [master.address] });
+    const pki = join(dir, 'pki');
+    const client = new FuxiClient({ masters: [master.address], tls: { ca: join(pki, 'ca.crt'), cert: join(pki, 'admin.crt'), key: join(pki, 'admin.key') } });
     try {
       // Each instance fails its first attempt: two retries.
       const spec = job({

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { loadFuxiProto } from '@fuxi/proto';
-import { connect, RpcError } from '@fuxi/rpc';
+import { connect, RpcError, Transport } from '@fuxi/rpc';
 import type { LocalCluster } from '@fuxi/deploy';
 import type { FuxiClient } from '@fuxi/client';
 import { job, startCluster, stopCluster, until } from '../harness.js';
@@ -69,16 +69,28 @@ describe('push streams (real processes)', function () {
   });
 
   it('refuses a grant stream for a missing node id, another epoch or an unknown node', async () => {
-    const master = connect(loadFuxiProto().MasterService, cluster.masterAddress);
+    const master = connect(loadFuxiProto().MasterService, cluster.masterAddress, cluster.transport());
     try {
       const { epoch } = await master.GetClusterStatus({});
       const missing = await firstError(master.stream.WatchGrants({ nodeId: '', epoch }));
       expect(missing.code).to.equal('INVALID_ARGUMENT');
       expect(missing.message).to.include('nodeId');
-      const stale = await firstError(master.stream.WatchGrants({ nodeId: cluster.agents[0]!.nodeId, epoch: String(BigInt(epoch) + 1n) }));
-      expect(stale.code).to.equal('FAILED_PRECONDITION');
-      const unknown = await firstError(master.stream.WatchGrants({ nodeId: 'no-such-node', epoch }));
-      expect(unknown.code).to.equal('NOT_FOUND');
+      // A grant stream is an agent's: only with the certificate of the node it names.
+      const notAgent = await firstError(master.stream.WatchGrants({ nodeId: cluster.agents[0]!.nodeId, epoch }));
+      expect(notAgent.code).to.equal('PERMISSION_DENIED');
+      const asNode = (nodeId: string) =>
+        connect(loadFuxiProto().MasterService, cluster.masterAddress, Transport.from({ tls: cluster.pki!.issue(nodeId, 'agent') }));
+      const node1 = asNode(cluster.agents[0]!.nodeId);
+      const stranger = asNode('no-such-node');
+      try {
+        const stale = await firstError(node1.stream.WatchGrants({ nodeId: cluster.agents[0]!.nodeId, epoch: String(BigInt(epoch) + 1n) }));
+        expect(stale.code).to.equal('FAILED_PRECONDITION');
+        const unknown = await firstError(stranger.stream.WatchGrants({ nodeId: 'no-such-node', epoch }));
+        expect(unknown.code).to.equal('NOT_FOUND');
+      } finally {
+        node1.close();
+        stranger.close();
+      }
       const app = await firstError(master.stream.WatchAssignments({ appId: 'no-such-app', amAttempt: 1, epoch }));
       expect(app.code).to.equal('NOT_FOUND');
     } finally {

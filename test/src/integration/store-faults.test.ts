@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
 import { HaCluster, isAlive, LogTail, type MasterProcess } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
-import { connect, jobSpecToProto, RpcError } from '@fuxi/rpc';
+import { connect, jobSpecToProto, RpcError, type Transport } from '@fuxi/rpc';
 import { EtcdStore } from '@fuxi/store';
 import { startEtcd, type EtcdProcess } from '../etcd-harness.js';
 import { job, sleep, until } from '../harness.js';
@@ -42,8 +42,11 @@ async function directCall(m: MasterProcess, deadlineMs: number, fn: (c: ReturnTy
   }
 }
 
+/** The cluster's admin transport (set once it started). */
+let adminTransport: Transport | undefined;
+
 function master(m: MasterProcess) {
-  return connect(loadFuxiProto().MasterService, m.address);
+  return connect(loadFuxiProto().MasterService, m.address, adminTransport);
 }
 
 describe('etcd faults under real masters (stall, outage, compaction)', function () {
@@ -71,6 +74,7 @@ describe('etcd faults under real masters (stall, outage, compaction)', function 
       agentMemory: '2Gi',
     });
     client = ha.client({ retryForMs: 60_000 });
+    adminTransport = ha.transport();
   });
   afterEach(function () {
     if (this.currentTest?.state === 'failed') failed = true;

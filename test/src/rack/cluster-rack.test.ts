@@ -94,7 +94,11 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
 
   /** The `fuxi` CLI, run here (outside the rack's hosts) against the masters' addresses. */
   async function fuxi(...args: string[]): Promise<string> {
-    const { stdout } = await run(process.execPath, [BIN.cli, '--master', rc!.ha.masterAddresses.join(','), ...args], { timeout: 240_000, maxBuffer: 16 << 20 });
+    const { stdout } = await run(process.execPath, [BIN.cli, '--master', rc!.ha.masterAddresses.join(','), ...args], {
+      env: { ...process.env, ...rc!.ha.clientEnv() },
+      timeout: 240_000,
+      maxBuffer: 16 << 20,
+    });
     return stdout;
   }
 

@@ -58,7 +58,13 @@ describe('peer probing on the rack: a link cut between two agent hosts shows, an
   const unreachable = async () => Object.fromEntries((await client.nodes()).map((n) => [n.node?.nodeId ?? '?', n.unreachablePeers]));
   const links = async () => ((await client.clusterStatus()).connectivity?.brokenLinks ?? []).map((l) => `${l.a} <-/-> ${l.b}`);
   const cli = async (...args: string[]) =>
-    (await run(process.execPath, [BIN.cli, '--master', rc!.ha.masterAddresses.join(','), ...args], { timeout: 60_000, maxBuffer: 4 << 20 })).stdout;
+    (
+      await run(process.execPath, [BIN.cli, '--master', rc!.ha.masterAddresses.join(','), ...args], {
+        env: { ...process.env, ...rc!.ha.clientEnv() },
+        timeout: 60_000,
+        maxBuffer: 4 << 20,
+      })
+    ).stdout;
 
   it('every agent registers a probe responder on its own host, and nothing is broken', async () => {
     const nodes = await until('three nodes with probe responders', async () => {

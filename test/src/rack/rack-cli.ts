@@ -6,7 +6,8 @@
  * that later calls (cut, heal, ...) find it.
  *
  *   node test/dist/rack/rack-cli.js up [--hosts etcd:10,m1:11,a1:21] [--prefix fxr] [--subnet 10.213.0]
- *   node test/dist/rack/rack-cli.js exec m1 node master/dist/shell/main.js --config deploy/config/cluster/master.yaml
+ *   node test/dist/rack/rack-cli.js exec m1 node master/dist/shell/main.js --config deploy/config/cluster/master.yaml \
+ *     --tls-ca pki/ca.crt --tls-cert pki/master.crt --tls-key pki/master.key   # from `fuxi certs` (or --insecure)
  *   node test/dist/rack/rack-cli.js cut a1 a2 | heal a1 a2 | isolate a1 | heal-all [a1] | slow a1 1mbit | unslow a1
  *   node test/dist/rack/rack-cli.js down
  */

@@ -115,11 +115,14 @@ export function rackConfigs(dir: string, subnet: string): { master: string; agen
 /**
  * Where every daemon runs: master i on m(i+1), agent i on agent host i % hosts, each with the
  * config file of its kind (`configs`: the example rack's, unless rewritten for another subnet).
+ * Each host's address goes into its certificate (HaCluster issues them: the masters' one names
+ * every master host, each agent's its own host).
  */
 export function rackPlacement(rack: Rack, agentHostCount: number, configs: { master: string; agent: string } = CLUSTER_CONFIG): ClusterPlacement {
   return {
     masters: MASTER_HOSTS.map((m) => ({ address: `${rack.host(m).ip}:${MASTER_PORT}`, wrap: rack.wrap(m), config: configs.master })),
-    agents: agentHosts(agentHostCount).map((a) => ({ address: '', wrap: rack.wrap(a), config: configs.agent })),
+    // Each agent host's certificate names its own address (the harness issues one per host).
+    agents: agentHosts(agentHostCount).map((a) => ({ address: '', wrap: rack.wrap(a), config: configs.agent, ips: [rack.host(a).ip] })),
   };
 }
 

@@ -59,6 +59,8 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
       '300',
       '--log-level',
       'info',
+      // The fake master and AM of this test serve plaintext.
+      '--insecure',
       ...extra,
     ]);
     agents.push(a);

@@ -27,7 +27,6 @@ describe('agent config', () => {
       restoreGrantWaitMs: 5000,
       checkpointSync: false,
       logLevel: c.logLevel,
-      insecure: true,
       amCommand: DEFAULT_AM_COMMAND,
       amHost: true,
       amHostCommand: DEFAULT_AM_HOST_COMMAND,
@@ -35,13 +34,8 @@ describe('agent config', () => {
       amHostThreadInstances: 10_000,
       probe: { enabled: true, periodMs: 200, misses: 3, port: 0 },
       resourceEnforcement: 'auto',
+      insecure: false,
     });
-  });
-
-  it('insecure is true unless set false (a flag string or a config boolean)', () => {
-    expect(resolveConfig({ master: 'm:1', insecure: 'false' }, {}, HOST).insecure).to.equal(false);
-    expect(resolveConfig({ master: 'm:1' }, { insecure: false }, HOST).insecure).to.equal(false);
-    expect(() => resolveConfig({ master: 'm:1', insecure: 'maybe' }, {}, HOST)).to.throw(/insecure/);
   });
 
   it("reads tokenFile's token at start: a missing file stops the agent naming the key", () => {
@@ -54,6 +48,26 @@ describe('agent config', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('takes tls {ca, cert, key} from the file, each file overridden by --tls-*; errors name the field', () => {
+    const tls = { ca: '/pki/ca.crt', cert: '/pki/box1.crt', key: '/pki/box1.key' };
+    expect(resolveConfig({ master: 'm:1' }, { tls }, HOST))
+      .to.include({ insecure: false })
+      .and.to.have.deep.property('tls', tls);
+    expect(resolveConfig({ master: 'm:1', tlsCert: '/other.crt' }, { tls }, HOST).tls).to.deep.equal({ ...tls, cert: '/other.crt' });
+    expect(resolveConfig({ master: 'm:1', tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, {}, HOST).tls).to.deep.equal({ ca: 'a', cert: 'b', key: 'c' });
+    expect(resolveConfig({ master: 'm:1' }, { insecure: true }, HOST))
+      .to.include({ insecure: true })
+      .and.not.have.property('tls');
+    // Flags over the file: --insecure drops the file's tls, --tls-* the file's insecure.
+    expect(resolveConfig({ master: 'm:1', insecure: true }, { tls }, HOST))
+      .to.include({ insecure: true })
+      .and.not.have.property('tls');
+    expect(resolveConfig({ master: 'm:1', tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, { insecure: true }, HOST)).to.include({ insecure: false });
+    expect(() => resolveConfig({ master: 'm:1', tlsCa: 'a' }, {}, HOST)).to.throw(InvalidArgumentError, /^tls\.cert: must be the path of a PEM file/);
+    expect(() => resolveConfig({ master: 'm:1' }, { tls: { ca: 'a', cert: 'b', key: 'c', password: 'x' } }, HOST)).to.throw(/^tls\.password: unknown field/);
+    expect(() => resolveConfig({ master: 'm:1' }, { insecure: 'yes' }, HOST)).to.throw(/^insecure: must be true or false/);
   });
 
   it('reads the work dir retention as a duration and a disk percentage; errors name the field', () => {

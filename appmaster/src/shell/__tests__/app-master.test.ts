@@ -140,6 +140,7 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
           FUXI_AM_ATTEMPT: '1',
           FUXI_NODE_ID: 'n1',
           FUXI_LOG_LEVEL: 'warn',
+          FUXI_INSECURE: '1', // the fake master and agents serve plaintext
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -100,17 +100,35 @@ describe('master config: failurePrediction', () => {
   });
 });
 
-describe('master config: insecure and tokensFile', () => {
+describe('master config: tokensFile', () => {
   const base = defaultConfig(['fuxi-appmaster']);
 
-  it('is insecure with no tokens file by default; takes both from a file or flags', () => {
-    expect([base.insecure, base.tokensFile]).to.deep.equal([true, '']);
-    const cfg = applyConfig(base, { insecure: 'false', tokensFile: '/etc/fuxi/tokens.csv' }, 'flags');
-    expect([cfg.insecure, cfg.tokensFile]).to.deep.equal([false, '/etc/fuxi/tokens.csv']);
-    expect(applyConfig(base, { insecure: false }, 'master.yaml').insecure).to.equal(false);
+  it('has no tokens file by default; takes one from a file or flags', () => {
+    expect(base.tokensFile).to.equal('');
+    expect(applyConfig(base, { tokensFile: '/etc/fuxi/tokens.csv' }, 'flags').tokensFile).to.equal('/etc/fuxi/tokens.csv');
+  });
+});
+
+describe('master config: tls and insecure', () => {
+  const base = defaultConfig([]);
+  const tls = { ca: '/pki/ca.crt', cert: '/pki/master.crt', key: '/pki/master.key' };
+
+  it('takes tls from the file and --tls-* flags over it; insecure: true opts out', () => {
+    const fromFile = applyConfig(base, { tls }, 'master.yaml');
+    expect(fromFile.tls).to.deep.equal(tls);
+    expect(applyConfig(fromFile, { tlsKey: '/other.key' }, 'flags').tls).to.deep.equal({ ...tls, key: '/other.key' });
+    expect(applyConfig(base, { tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, 'flags').tls).to.deep.equal({ ca: 'a', cert: 'b', key: 'c' });
+    expect(applyConfig(base, { insecure: true }, 'master.yaml').insecure).to.equal(true);
+    expect(base.insecure).to.equal(undefined);
+    // Flags over the file: --insecure drops the file's tls, --tls-* the file's insecure.
+    const plain = applyConfig(fromFile, { insecure: true }, 'flags');
+    expect([plain.insecure, plain.tls]).to.deep.equal([true, undefined]);
+    expect(applyConfig(applyConfig(base, { insecure: true }, 'master.yaml'), { tlsCa: 'a', tlsCert: 'b', tlsKey: 'c' }, 'flags').insecure).to.equal(false);
   });
 
-  it('names the key of a bad value', () => {
-    expect(() => applyConfig(base, { insecure: 'sometimes' }, 'master.yaml')).to.throw(/master\.yaml: insecure: must be true or false/);
+  it('names the file and the field of a bad value', () => {
+    expect(() => applyConfig(base, { tls: { ca: 'a', cert: 'b' } }, 'master.yaml')).to.throw(/^master\.yaml: tls\.key: must be the path of a PEM file/);
+    expect(() => applyConfig(base, { tlsCa: 'a' }, 'flags')).to.throw(/^tls\.cert: must be the path of a PEM file/);
+    expect(() => applyConfig(base, { insecure: 'maybe' }, 'master.yaml')).to.throw(/^master\.yaml: insecure: must be true or false/);
   });
 });

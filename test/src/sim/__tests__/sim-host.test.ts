@@ -24,7 +24,8 @@ describe('simulated agent host (embedded master)', function () {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fuxi-sim-host-'));
-    cluster = await LocalCluster.start({ dir, agents: 0, heartbeatIntervalMs: 300, logLevel: 'info' });
+    // Simulated hosts dial in plaintext: the cluster runs insecure.
+    cluster = await LocalCluster.start({ dir, agents: 0, heartbeatIntervalMs: 300, logLevel: 'info', insecure: true });
   });
   afterEach(function () {
     if (this.currentTest?.state === 'failed') failed = true;
