@@ -96,6 +96,13 @@ export interface JobSpec {
    * 'off' keeps them off the job entirely (its attempts still feed the model).
    */
   failurePrediction?: FailurePrediction;
+  /**
+   * The external scheduler that places the job's task slots (absent or '': the built-in one), like
+   * Kubernetes' `schedulerName`: the master leaves them to the process registered under this name
+   * (SchedulerService), and they wait while none is (or fall back after `externalSchedulerFallbackMs`).
+   * The AM's own slot is always placed by the master.
+   */
+  scheduler?: string;
   /** A member of a job array (set by `submitArray` / `fuxi submit --array`, not in job files). */
   array?: JobArrayRef;
 }
@@ -184,6 +191,8 @@ export const MAX_INSTANCES = 100_000;
 export const JOB_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const TASK_NAME_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
 export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** An external scheduler's name (a job's `scheduler`, SchedulerService registrations). */
+export const SCHEDULER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const MAX_NAME_LENGTH = 255;
 const INT32_MAX = 2 ** 31 - 1;
 const INT32_MIN = -(2 ** 31);
@@ -201,6 +210,7 @@ const JOB_FIELDS = [
   'network',
   'speculation',
   'failurePrediction',
+  'scheduler',
 ] as const;
 const TASK_FIELDS = [
   'name',
@@ -284,6 +294,8 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   if (speculation === '') throw new InvalidArgumentError('speculation', 'must be "off", "base" or "path" (omit it for "path"), got ""');
   const failurePrediction = optString(top.failurePrediction, 'failurePrediction');
   if (failurePrediction === '') throw new InvalidArgumentError('failurePrediction', 'must be "on" or "off" (omit it for "on"), got ""');
+  const scheduler = optString(top.scheduler, 'scheduler');
+  if (scheduler === '') throw new InvalidArgumentError('scheduler', 'must be an external scheduler\'s name (omit it for the built-in scheduler), got ""');
 
   return validateJobSpec({
     jobId,
@@ -299,6 +311,7 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
     ...(network !== undefined ? { network: network as JobNetwork } : {}),
     ...(speculation !== undefined ? { speculation: speculation as SpeculationMode } : {}),
     ...(failurePrediction !== undefined ? { failurePrediction: failurePrediction as FailurePrediction } : {}),
+    ...(scheduler !== undefined ? { scheduler } : {}),
   });
 }
 
@@ -516,6 +529,16 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     );
   }
   if (failurePrediction !== '') out.failurePrediction = failurePrediction as FailurePrediction;
+
+  // proto3: '' is "unset", the built-in scheduler.
+  const scheduler: unknown = spec.scheduler ?? '';
+  if (typeof scheduler !== 'string' || (scheduler !== '' && !SCHEDULER_NAME_PATTERN.test(scheduler))) {
+    throw new InvalidArgumentError(
+      'scheduler',
+      `must be an external scheduler's name: 1-63 characters of letters, digits, '.', '_' or '-' (${SCHEDULER_NAME_PATTERN.source}), got ${describe(scheduler)}`,
+    );
+  }
+  if (scheduler !== '') out.scheduler = scheduler;
 
   if (spec.array) out.array = checkArray(spec.array);
 

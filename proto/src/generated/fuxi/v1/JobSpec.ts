@@ -52,6 +52,11 @@ export interface JobSpec {
    */
   'failurePrediction'?: (string);
   /**
+   * The external scheduler that places the job's task slots (SchedulerService), by the name it
+   * registers under; "" = the built-in scheduler. The AM's slot is always placed by the master.
+   */
+  'scheduler'?: (string);
+  /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
    */
@@ -105,6 +110,11 @@ export interface JobSpec__Output {
    * reschedule of attempts): "on" (default; "" means it) or "off".
    */
   'failurePrediction': (string);
+  /**
+   * The external scheduler that places the job's task slots (SchedulerService), by the name it
+   * registers under; "" = the built-in scheduler. The AM's slot is always placed by the master.
+   */
+  'scheduler': (string);
   /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
