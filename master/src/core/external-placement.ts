@@ -31,7 +31,8 @@ export type RejectCode =
   | 'OVER_CAPACITY'
   | 'OVER_REQUEST'
   | 'PARTIAL_GANG'
-  | 'INVALID';
+  | 'INVALID'
+  | 'RECOVERING';
 
 export interface ExternalPlacement {
   appId: string;

@@ -40,6 +40,11 @@ import { tickRetention } from './retention.js';
 import { finishRecovery, loadHardState, registerWithState, reportAgentState, reportAppState, tickFailover, type AppReport } from './recovery.js';
 import { unitViews } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
+import { tickExternal, type HistoryEntry, type Registration } from './external-registry.js';
+import { currentRegistration, detachScheduler, placeExternal, registerScheduler, type RegisterSchedulerInput } from './external-schedulers.js';
+import type { ExternalPlacement, Rejection } from './external-placement.js';
+import { buildView, type SchedulerViewState } from './external-view.js';
+import type { Testbed } from './testbeds.js';
 import type {
   AssignmentEntry,
   ClusterStatusView,
@@ -237,6 +242,8 @@ export class MasterCore {
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;
       changed = tickDrains(st) || changed;
+      // External schedulers stalled, or absent past the fallback time: their jobs may move.
+      changed = tickExternal(st) || changed;
       // Failure prediction retrains off the scheduling path; a new blacklist gets a pass.
       changed = tickPrediction(st) || changed;
       // ATLAS+ weighs running attempts (never inside a scheduling pass); verdicts wait for their
@@ -299,6 +306,50 @@ export class MasterCore {
     return this.effects(now, () => {
       if (this.st.due) runScheduler(this.st);
     });
+  }
+
+  // ---------------------------------------------------------------- external schedulers
+
+  /** An external scheduler registers (external-schedulers.ts); a newer registration of its name fences the older. */
+  registerScheduler(req: RegisterSchedulerInput, now: number): { registration: Registration; effects: Effect[] } {
+    return this.step(now, () => ({ registration: registerScheduler(this.st, req) }));
+  }
+
+  /** Its placements, each applied through the grant path or rejected; any call is a keepalive. */
+  placeExternal(
+    call: { name: string; epoch: string; placements: readonly ExternalPlacement[] },
+    now: number,
+  ): { applied: number; rejected: Rejection[]; effects: Effect[] } {
+    return this.step(now, () => placeExternal(this.st, call));
+  }
+
+  /** Its stream ended: its jobs wait, or fall back after `externalSchedulerFallbackMs`. */
+  detachScheduler(name: string, epoch: string, now: number): Effect[] {
+    return this.effects(now, () => {
+      if (detachScheduler(this.st, name, epoch) && this.st.cfg.externalSchedulerFallbackMs === 0) runScheduler(this.st);
+    });
+  }
+
+  /**
+   * What registration `name`/`epoch` sees now (hosts in scope, pending requests of its jobs), and
+   * the history after `historySeq`; undefined when that registration is no longer current.
+   */
+  schedulerView(
+    name: string,
+    epoch: string,
+    historySeq: number,
+    now: number,
+  ): { view: SchedulerViewState; history: HistoryEntry[]; historySeq: number } | undefined {
+    this.st.now = now;
+    const reg = currentRegistration(this.st, name, epoch);
+    if (reg === undefined) return undefined;
+    const h = this.st.external.historySince(historySeq);
+    return { view: buildView(this.st, reg), history: h.entries, historySeq: h.last };
+  }
+
+  /** Reserved testbeds (testbeds.ts), as the testbed module holds them. */
+  setTestbeds(testbeds: ReadonlyMap<string, Testbed>): void {
+    this.st.testbeds = testbeds;
   }
 
   // ---------------------------------------------------------------- views

@@ -10,7 +10,8 @@ import { setAsgn } from './ledger.js';
 import type { MasterState, NodeState } from './master-state.js';
 import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
 import { blacklistOf } from './prediction-hooks.js';
-import { schedule, type SchedNode, type SchedUnit } from './scheduler.js';
+import { externalHolds } from './external-registry.js';
+import { schedule, type Placement, type SchedNode, type SchedUnit } from './scheduler.js';
 import { putJob } from './store-ops.js';
 import { pushAssignments, pushGrants } from './sync.js';
 
@@ -34,9 +35,14 @@ function schedView(st: MasterState, n: NodeState): SchedNode {
       return n.allocated;
     },
     get schedulable() {
-      return n.reported && n.status === 'healthy' && !st.admin.has(n.info.nodeId) && !(st.connectivity.partitioned.has(n.info.nodeId) && connectivityAware(st));
+      return nodeSchedulable(st, n);
     },
   };
+}
+
+/** Whether a node takes new slots (see schedView). */
+export function nodeSchedulable(st: MasterState, n: NodeState): boolean {
+  return n.reported && n.status === 'healthy' && !st.admin.has(n.info.nodeId) && !(st.connectivity.partitioned.has(n.info.nodeId) && connectivityAware(st));
 }
 
 /**
@@ -65,6 +71,8 @@ function pendingUnits(st: MasterState): SchedUnit[] {
     for (const su of app.sus.values()) {
       if (su.requests.size > 0 || (su.waits?.length ?? 0) > 0) st.grantWaits.noteRequests(su, st.now);
       if (su.requests.size === 0) continue;
+      // A task of a job with an external scheduler is that scheduler's while it holds it.
+      if (su.suId !== AM_SU && externalHolds(st, app)) continue;
       const unit: SchedUnit = {
         appId: app.appId,
         suId: su.suId,
@@ -108,9 +116,18 @@ export function runScheduler(st: MasterState): void {
     scopes,
     ...(blacklist ? { blacklist } : {}),
   });
+  applyPlacements(st, plan.placements, () => noteWaiting(st, plan, links));
+}
+
+/**
+ * Applies placements (a plan's, or an external scheduler's that passed external-placement.ts):
+ * assignments in the ledger, grants to agents, AM launches, assignment tables to AMs. `beforePush`
+ * runs after the ledger changed and before anything is pushed.
+ */
+export function applyPlacements(st: MasterState, placements: readonly Placement[], beforePush?: () => void): void {
   const grantNodes = new Set<string>();
   const appChanges = new Map<string, Array<{ nodeId: string }>>();
-  for (const p of plan.placements) {
+  for (const p of placements) {
     const app = st.apps.get(p.appId);
     const su = app?.sus.get(p.suId);
     if (!app || !su) continue;
@@ -143,8 +160,8 @@ export function runScheduler(st: MasterState): void {
     st.out.push(putJob(app.job), { kind: 'jobChanged', jobId: app.appId });
     st.log.info({ appId: app.appId, nodeId: p.nodeId, attempt: app.job.amAttempt }, 'launching application master');
   }
-  // After the placements: the message names the app's hosts, the new ones included.
-  noteWaiting(st, plan, links);
+  // After the placements: the waiting messages name the app's hosts, the new ones included.
+  beforePush?.();
   // The outbox sends grants before AM launches and assignments, so plans rarely wait for their grant.
   pushGrants(st, grantNodes);
   for (const [appId, changed] of appChanges) {
