@@ -25,6 +25,7 @@ import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
 import { Peers } from './peers.js';
 import { PushStreams } from './push-streams.js';
+import { SchedulerStreams } from './scheduler-streams.js';
 
 /**
  * One master process. With the embedded or memory store it leads at once (one master; failover is
@@ -111,6 +112,8 @@ export class MasterServer {
   private readonly peers = new Peers();
   private readonly jobWatchers = new JobWatchers();
   private readonly pushes: PushStreams;
+  /** External schedulers' Watch streams and Place calls (SchedulerService). */
+  private readonly schedulers: SchedulerStreams;
   /** Heartbeat arrivals to a file (`recordHeartbeats`). */
   private readonly recorder: HeartbeatRecorder | undefined;
   private storeQueue: Promise<void> = Promise.resolve();
@@ -136,6 +139,18 @@ export class MasterServer {
     private readonly deps: { store?: Store } = {},
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this;
+    this.schedulers = new SchedulerStreams(
+      {
+        get core() {
+          return self.core;
+        },
+        run: (effects) => this.run(effects),
+        stallMs: cfg.externalSchedulerStallMs,
+      },
+      log.child({ component: 'external-schedulers' }),
+    );
     this.recorder = cfg.recordHeartbeats ? HeartbeatRecorder.open(cfg.recordHeartbeats) : undefined;
     this.metrics = cfg.metricsListen
       ? new MasterMetrics({
@@ -253,6 +268,7 @@ export class MasterServer {
 
   async start(): Promise<void> {
     const def = this.proto.MasterService.service;
+    const schedDef = this.proto.SchedulerService.service;
     this.server = await startServer({
       bind: this.cfg.listen,
       ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
@@ -262,6 +278,11 @@ export class MasterServer {
           name: 'fuxi.v1.MasterService',
           definition: def,
           handlers: implement(def, masterHandlers(this.handlerContext()), this.log, this.metrics?.daemon.grpc),
+        },
+        {
+          name: 'fuxi.v1.SchedulerService',
+          definition: schedDef,
+          handlers: implement(schedDef, this.schedulers.handlers(), this.log, this.metrics?.daemon.grpc),
         },
       ],
     });
@@ -340,6 +361,8 @@ export class MasterServer {
         probeSample: this.cfg.probeSample,
         probeMaxTargets: this.cfg.probeMaxTargets,
         connectivityAware: this.cfg.connectivityAware,
+        externalSchedulerStallMs: this.cfg.externalSchedulerStallMs,
+        ...(this.cfg.externalSchedulerFallbackMs !== undefined ? { externalSchedulerFallbackMs: this.cfg.externalSchedulerFallbackMs } : {}),
       },
       this.log.child({ component: 'core', epoch }),
     );
@@ -465,6 +488,7 @@ export class MasterServer {
     clearInterval(this.statsTimer);
     this.jobWatchers.clear();
     this.pushes.reset();
+    this.schedulers.reset();
   }
 
   /** Stops acting at once: no command, push or write leaves this process after this. */
@@ -566,6 +590,7 @@ export class MasterServer {
     await this.metricsServer?.close();
     this.jobWatchers.clear();
     this.pushes.reset();
+    this.schedulers.reset();
     await this.recorder?.close();
     await this.election?.close().catch(() => undefined);
     this.coreOrUndefined = undefined;
@@ -706,6 +731,7 @@ export class MasterServer {
       }
     }
     this.armSchedule();
+    this.schedulers.poke();
     // A call waits for its writes, or for the end of the term (a step-down answers at once).
     return durable ? waiters.wait(durable) : Promise.resolve();
   }
