@@ -87,12 +87,16 @@ export interface Rejection {
   message: string;
 }
 
-/** One Place call's outcome, timed: `viewAtMs` is when the view it was decided on arrived (ms, monotonic). */
+/**
+ * One Place call's outcome, timed (ms, `performance.now()`): `viewAtMs` when the first view it was
+ * decided on arrived, `sentAtMs` when the call went out, `doneAtMs` when its answer came.
+ */
 export interface PlaceOutcome {
   placements: Placement[];
   applied: number;
   rejected: Rejection[];
   viewAtMs: number;
+  sentAtMs: number;
   doneAtMs: number;
 }
 
@@ -349,7 +353,8 @@ export abstract class ExternalScheduler {
   private async place(placements: Placement[], viewAt: number): Promise<void> {
     const client = this.client;
     if (!client) return;
-    this.lastSentAt = now();
+    const sentAt = now();
+    this.lastSentAt = sentAt;
     const r = await client.Place({ name: this.opts.name, epoch: this.epoch, version: String(this.version), placements }, { deadlineMs: 5000 });
     const rejected = r.rejected.map((x) => ({ placement: placements[x.index]!, code: x.code, message: x.message }));
     // What the master applied is known now: take it off the local view until the next push says so.
@@ -366,7 +371,7 @@ export abstract class ExternalScheduler {
         if (req.count <= 0) this.pending.delete(key);
       }
     });
-    this.onPlaced({ placements, applied: r.applied, rejected, viewAtMs: viewAt, doneAtMs: now() });
+    this.onPlaced({ placements, applied: r.applied, rejected, viewAtMs: viewAt, sentAtMs: sentAt, doneAtMs: now() });
     if (rejected.length > 0) this.onRejected(rejected);
   }
 

@@ -48,6 +48,11 @@ export class ExternalRegistry {
   /** Names whose jobs fell back to the built-in scheduler (their fallback time passed). */
   readonly fellBack = new Set<string>();
   private counter = 0;
+  /**
+   * Something the schedulers' views show may have changed since the shell last looked (requests,
+   * returns, placements, node status: every input that owes or runs a scheduling pass sets it).
+   */
+  changed = false;
   readonly history: HistoryEntry[] = [];
   private seq = 0;
 

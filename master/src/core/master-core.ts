@@ -312,7 +312,10 @@ export class MasterCore {
 
   /** An external scheduler registers (external-schedulers.ts); a newer registration of its name fences the older. */
   registerScheduler(req: RegisterSchedulerInput, now: number): { registration: Registration; effects: Effect[] } {
-    return this.step(now, () => ({ registration: registerScheduler(this.st, req) }));
+    return this.step(now, () => {
+      this.st.external.changed = true;
+      return { registration: registerScheduler(this.st, req) };
+    });
   }
 
   /** Its placements, each applied through the grant path or rejected; any call is a keepalive. */
@@ -345,6 +348,13 @@ export class MasterCore {
     if (reg === undefined) return undefined;
     const h = this.st.external.historySince(historySeq);
     return { view: buildView(this.st, reg), history: h.entries, historySeq: h.last };
+  }
+
+  /** Whether the schedulers' views may have changed since the last call (which clears it). */
+  takeSchedulerViewsChanged(): boolean {
+    const c = this.st.external.changed;
+    this.st.external.changed = false;
+    return c;
   }
 
   /** Reserved testbeds (testbeds.ts), as the testbed module holds them. */

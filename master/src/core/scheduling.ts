@@ -58,6 +58,7 @@ function schedulerNodes(st: MasterState): ReadonlyMap<string, SchedNode> {
 
 /** A pass now, or (batch scheduling) a pass owed to the next `runDueSchedule`. */
 export function scheduleOrDefer(st: MasterState): void {
+  st.external.changed = true;
   if ((st.cfg.schedulingIntervalMs ?? 0) > 0) {
     st.due = true;
     return;
@@ -98,6 +99,7 @@ function pendingUnits(st: MasterState): SchedUnit[] {
 /** Runs the scheduler over the current state and applies its plan. */
 export function runScheduler(st: MasterState): void {
   st.due = false;
+  st.external.changed = true;
   if (st.recovering) return;
   const units = pendingUnits(st);
   const links = liveLinks(st);
@@ -125,6 +127,7 @@ export function runScheduler(st: MasterState): void {
  * runs after the ledger changed and before anything is pushed.
  */
 export function applyPlacements(st: MasterState, placements: readonly Placement[], beforePush?: () => void): void {
+  if (placements.length > 0) st.external.changed = true;
   const grantNodes = new Set<string>();
   const appChanges = new Map<string, Array<{ nodeId: string }>>();
   for (const p of placements) {

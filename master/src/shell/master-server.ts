@@ -731,7 +731,9 @@ export class MasterServer {
       }
     }
     this.armSchedule();
-    this.schedulers.poke();
+    // External schedulers see what changed (not after every heartbeat: only inputs that changed
+    // requests, slots or nodes; and at least once a second, see SchedulerStreams).
+    if (effects.length > 0 || this.coreOrUndefined?.takeSchedulerViewsChanged()) this.schedulers.poke();
     // A call waits for its writes, or for the end of the term (a step-down answers at once).
     return durable ? waiters.wait(durable) : Promise.resolve();
   }

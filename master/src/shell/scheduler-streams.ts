@@ -25,6 +25,8 @@ import { diffViews, type HostView, type PendingView, type SchedulerViewState } f
 import type { MasterCore } from '../core/master-core.js';
 import type { Effect } from '../core/types.js';
 
+const SAFETY_PUSH_MS = 1000;
+
 interface Watcher {
   name: string;
   epoch: string;
@@ -62,6 +64,8 @@ const historyToWire = (e: HistoryEntry) => ({ kind: e.kind, atMs: String(e.atMs)
 export class SchedulerStreams {
   private readonly watchers = new Set<Watcher>();
   private scheduled = false;
+  /** A push at least this often while streams are open: changes no input flagged (a node timing out) get out too. */
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly ctx: SchedulerStreamsContext,
@@ -114,6 +118,10 @@ export class SchedulerStreams {
         },
       };
       this.watchers.add(w);
+      if (!this.timer) {
+        this.timer = setInterval(() => this.poke(), SAFETY_PUSH_MS);
+        this.timer.unref();
+      }
       const gone = () => {
         if (ended) return;
         w.end();
@@ -213,5 +221,7 @@ export class SchedulerStreams {
   /** The term ended: every stream ends with UNAVAILABLE (the schedulers re-register with the new leader). */
   reset(): void {
     for (const w of [...this.watchers]) w.end(new UnavailableError('the master stopped leading: register with the new leader', ''));
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 }
