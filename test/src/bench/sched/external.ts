@@ -57,4 +57,6 @@ export interface BenchSchedulerReport {
   registrations: number;
   /** Views received (the last view's version). */
   views: number;
+  /** Round trips of a call that does nothing, every 100 ms while recording (the machine's load). */
+  pingSamples: number[];
 }
