@@ -144,6 +144,8 @@ export class MasterServer {
     this.schedulers = new SchedulerStreams(
       {
         get core() {
+          // Holding still while etcd is out of space: no placement is taken (nothing could be pushed).
+          if (self.storeFull) throw new UnavailableError(`the master holds still while the store is full (${self.storeFull.message})`, '');
           return self.core;
         },
         run: (effects) => this.run(effects),
