@@ -89,22 +89,26 @@ export function liveRegistration(st: MasterState, name: string): Registration | 
   return r !== undefined && st.now - r.lastHeardMs <= stallMs(st) ? r : undefined;
 }
 
-/** The job's task slots wait for (or are placed by) its external scheduler, not the built-in one. */
-export function externalHolds(st: MasterState, app: AppState): boolean {
+/**
+ * The job's task slots wait for (or are placed by) its external scheduler, not the built-in one.
+ * A scheduling pass (`mark`) notes when a name was first found absent: its fallback time runs from
+ * then; a read (a job's message) changes nothing.
+ */
+export function externalHolds(st: MasterState, app: AppState, mark = true): boolean {
   const name = app.job.spec.scheduler;
   if (name === undefined || name === '') return false;
   if (liveRegistration(st, name) !== undefined) return true;
   const fallback = st.cfg.externalSchedulerFallbackMs;
   if (fallback === undefined) return true;
   const reg = st.external;
-  if (!reg.absentSince.has(name)) reg.absentSince.set(name, st.now);
+  if (mark && !reg.absentSince.has(name)) reg.absentSince.set(name, st.now);
   return st.now - (reg.absentSince.get(name) ?? st.now) < fallback;
 }
 
 /** Why a job waits, when it waits for its external scheduler: shown as its message. */
 export function externalWaitingMessage(st: MasterState, app: AppState): string | undefined {
   const name = app.job.spec.scheduler;
-  if (name === undefined || name === '' || liveRegistration(st, name) !== undefined || !externalHolds(st, app)) return undefined;
+  if (name === undefined || name === '' || liveRegistration(st, name) !== undefined || !externalHolds(st, app, false)) return undefined;
   for (const su of app.sus.values()) if (su.requests.size > 0) return `waiting for external scheduler ${name}`;
   return undefined;
 }

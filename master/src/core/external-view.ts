@@ -70,7 +70,7 @@ export function buildView(st: MasterState, reg: Registration): SchedulerViewStat
   }
   const items: Array<PendingView & { seq: number }> = [];
   for (const app of st.apps.values()) {
-    if (app.job.spec.scheduler !== reg.name || !externalHolds(st, app)) continue;
+    if (app.job.spec.scheduler !== reg.name || !externalHolds(st, app, false)) continue;
     for (const su of app.sus.values()) {
       if (su.suId === AM_SU || su.requests.size === 0) continue;
       let count = 0;

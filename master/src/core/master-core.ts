@@ -10,7 +10,9 @@
  * (passes), placement-scope (connectivity-aware placement: scopes, constraints, waiting), jobs, nodes (agents and their status),
  * node-admin (operators' cordons and drains), apps (AMs' calls), request-limits (what an AM
  * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
- * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
+ * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use), and
+ * external-schedulers (SchedulerService: registrations, views, placements checked by
+ * external-placement).
  */
 import { AM_SU, type JobSpec, type Logger } from '@fuxi/common';
 import {

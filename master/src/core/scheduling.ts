@@ -3,6 +3,8 @@
  * (scheduler.ts) plan over a live view of the nodes and of the hosts' connectivity
  * (placement-scope.ts) and of the hosts failure prediction holds back (prediction-hooks.ts), and apply the plan: assignments in the ledger, grants to agents, AM
  * launches, assignment tables to AMs, and the message of a job that waits only for connectivity.
+ * The tasks of a job held for an external scheduler (external-registry.ts) are left out; its
+ * placements come in through `applyPlacements` (external-schedulers.ts).
  * No pass runs while a failover's aggregation window is open.
  */
 import { AM_SU, gangSize, predictionOn } from '@fuxi/common';
