@@ -22,18 +22,17 @@ export interface Testbed {
   createdMs: number;
 }
 
-function activeAt(t: Testbed, nowMs: number): boolean {
-  return (t.startMs === undefined || t.startMs <= nowMs) && (t.endMs === undefined || nowMs < t.endMs);
-}
-
 /** The testbed `nodeId` belongs to at `nowMs` (inside its window), if any. */
 export function activeTestbedOf(testbeds: ReadonlyMap<string, Testbed>, nodeId: string, nowMs: number): Testbed | undefined {
-  for (const t of testbeds.values()) if (activeAt(t, nowMs) && t.hosts.includes(nodeId)) return t;
+  for (const t of testbeds.values()) {
+    if ((t.startMs === undefined || t.startMs <= nowMs) && (t.endMs === undefined || nowMs < t.endMs) && t.hosts.includes(nodeId)) return t;
+  }
   return undefined;
 }
 
 /** The hosts of testbed `name` at `nowMs`; none when it does not exist or is outside its window. */
 export function testbedHosts(testbeds: ReadonlyMap<string, Testbed>, name: string, nowMs: number): string[] {
   const t = testbeds.get(name);
-  return t !== undefined && activeAt(t, nowMs) ? [...t.hosts] : [];
+  if (t === undefined || (t.startMs !== undefined && nowMs < t.startMs) || (t.endMs !== undefined && nowMs >= t.endMs)) return [];
+  return [...t.hosts];
 }
