@@ -139,7 +139,8 @@ bench-failover-rack: build etcd rack-tools
 
 # Benchmark (not a test): the real master's scheduler over real gRPC at 1,000 and 5,000 virtual
 # nodes: grants/s, request-to-grant latency, heartbeat CPU, memory per node and per running worker;
-# writes bench-results/sched.json. BENCH_SCHED_ARGS passes options (e.g. --scales 1000).
+# and an external scheduler's round trip at 1,000 hosts (externalScheduler; `--only external` runs
+# just that case). Writes bench-results/sched.json. BENCH_SCHED_ARGS passes options (e.g. --scales 1000).
 bench-sched: build
 	node test/dist/bench/sched.js $(BENCH_SCHED_ARGS)
 

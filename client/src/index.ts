@@ -26,6 +26,7 @@
  * `InvalidArgumentError` with a field path such as `tasks[1].resources.cpu`.
  */
 export * from './sdk/fuxi-client.js';
+export * from './sdk/external-scheduler.js';
 export * from './sdk/job-state.js';
 export * from './sdk/job-id.js';
 export { loadJobSpecFile } from './sdk/job-file.js';

@@ -17,6 +17,7 @@ import { FILE_DESCRIPTOR_PROTOS, FUXI_DESCRIPTOR, GENERATED_LOADER_OPTIONS } fro
 import type { AgentServiceDefinition } from './generated/fuxi/v1/AgentService.js';
 import type { AppMasterServiceDefinition } from './generated/fuxi/v1/AppMasterService.js';
 import type { MasterServiceDefinition } from './generated/fuxi/v1/MasterService.js';
+import type { SchedulerServiceDefinition } from './generated/fuxi/v1/SchedulerService.js';
 
 export * from './generated/index.js';
 
@@ -28,13 +29,14 @@ export const LOADER_OPTIONS: protoLoader.Options = {
 };
 
 /** Every `.proto` file (relative to `proto/`, the include dir), in the order the generator loads them. */
-export const PROTO_FILES = ['fuxi/v1/agent.proto', 'fuxi/v1/appmaster.proto', 'fuxi/v1/common.proto', 'fuxi/v1/master.proto'];
-export const SERVICE_NAMES = ['fuxi.v1.MasterService', 'fuxi.v1.AgentService', 'fuxi.v1.AppMasterService'] as const;
+export const PROTO_FILES = ['fuxi/v1/agent.proto', 'fuxi/v1/appmaster.proto', 'fuxi/v1/common.proto', 'fuxi/v1/master.proto', 'fuxi/v1/scheduler.proto'];
+export const SERVICE_NAMES = ['fuxi.v1.MasterService', 'fuxi.v1.AgentService', 'fuxi.v1.AppMasterService', 'fuxi.v1.SchedulerService'] as const;
 
 export interface FuxiServices {
   MasterService: grpc.ServiceClientConstructor & { service: MasterServiceDefinition };
   AgentService: grpc.ServiceClientConstructor & { service: AgentServiceDefinition };
   AppMasterService: grpc.ServiceClientConstructor & { service: AppMasterServiceDefinition };
+  SchedulerService: grpc.ServiceClientConstructor & { service: SchedulerServiceDefinition };
 }
 
 /** protobufjs's `toObject` options: what a deserialized message looks like (int64 as decimal strings, ...). */
@@ -86,7 +88,7 @@ function serviceDefinition(name: string): grpc.ServiceDefinition {
 }
 
 /**
- * The package definition of the three Fuxi services, built from the precompiled descriptor. Each
+ * The package definition of the Fuxi services, built from the precompiled descriptor. Each
  * method carries what gRPC uses (path, streaming, serializers as proto-loader builds them with
  * `LOADER_OPTIONS`, `originalName`); the `requestType` / `responseType` descriptor objects that
  * proto-loader adds are not built (nothing reads them; reflection uses `fuxiFileDescriptorProtos`).
@@ -112,7 +114,7 @@ function clientConstructor(name: (typeof SERVICE_NAMES)[number]): grpc.ServiceCl
 }
 
 /**
- * The three service constructors of `fuxi.v1` (as `grpc.loadPackageDefinition` makes them), each
+ * The service constructors of `fuxi.v1` (as `grpc.loadPackageDefinition` makes them), each
  * built when first read.
  */
 export function loadFuxiProto(): FuxiServices {
@@ -125,6 +127,9 @@ export function loadFuxiProto(): FuxiServices {
     },
     get AppMasterService() {
       return clientConstructor('fuxi.v1.AppMasterService') as FuxiServices['AppMasterService'];
+    },
+    get SchedulerService() {
+      return clientConstructor('fuxi.v1.SchedulerService') as FuxiServices['SchedulerService'];
     },
   };
 }

@@ -10,7 +10,9 @@
  * (passes), placement-scope (connectivity-aware placement: scopes, constraints, waiting), jobs, nodes (agents and their status),
  * node-admin (operators' cordons and drains), testbed-admin (operators' testbeds), apps (AMs' calls), request-limits (what an AM
  * may ask for), am-restart (AM failover), recovery (master failover, Algorithms 1 and 2), table3
- * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use).
+ * and fault-handlers (the fault FSM's handlers and the soft-state sources each may use), and
+ * external-schedulers (SchedulerService: registrations, views, placements checked by
+ * external-placement).
  */
 import { AM_SU, type JobSpec, type Logger } from '@fuxi/common';
 import {
@@ -54,6 +56,10 @@ import {
 } from './testbed-admin.js';
 import type { CreateTestbed, Testbed } from './testbeds.js';
 import type { StoreOp } from './store-ops.js';
+import { tickExternal, type HistoryEntry, type Registration } from './external-registry.js';
+import { currentRegistration, detachScheduler, placeExternal, registerScheduler, type RegisterSchedulerInput } from './external-schedulers.js';
+import type { ExternalPlacement, Rejection } from './external-placement.js';
+import { buildView, type SchedulerViewState } from './external-view.js';
 import type {
   AssignmentEntry,
   ClusterStatusView,
@@ -298,6 +304,8 @@ export class MasterCore {
       changed = tickDrains(st) || changed;
       // A testbed's window opened or closed: its hosts take other work, or stop taking it.
       changed = tickTestbeds(st) || changed;
+      // External schedulers stalled, or absent past the fallback time: their jobs may move.
+      changed = tickExternal(st) || changed;
       // Failure prediction retrains off the scheduling path; a new blacklist gets a pass.
       changed = tickPrediction(st) || changed;
       // ATLAS+ weighs running attempts (never inside a scheduling pass); verdicts wait for their
@@ -360,6 +368,55 @@ export class MasterCore {
     return this.effects(now, () => {
       if (this.st.due) runScheduler(this.st);
     });
+  }
+
+  // ---------------------------------------------------------------- external schedulers
+
+  /** An external scheduler registers (external-schedulers.ts); a newer registration of its name fences the older. */
+  registerScheduler(req: RegisterSchedulerInput, now: number): { registration: Registration; effects: Effect[] } {
+    return this.step(now, () => {
+      this.st.external.changed = true;
+      return { registration: registerScheduler(this.st, req) };
+    });
+  }
+
+  /** Its placements, each applied through the grant path or rejected; any call is a keepalive. */
+  placeExternal(
+    call: { name: string; epoch: string; placements: readonly ExternalPlacement[] },
+    now: number,
+  ): { applied: number; rejected: Rejection[]; effects: Effect[] } {
+    return this.step(now, () => placeExternal(this.st, call));
+  }
+
+  /** Its stream ended: its jobs wait, or fall back after `externalSchedulerFallbackMs`. */
+  detachScheduler(name: string, epoch: string, now: number): Effect[] {
+    return this.effects(now, () => {
+      if (detachScheduler(this.st, name, epoch) && this.st.cfg.externalSchedulerFallbackMs === 0) runScheduler(this.st);
+    });
+  }
+
+  /**
+   * What registration `name`/`epoch` sees now (hosts in scope, pending requests of its jobs), and
+   * the history after `historySeq`; undefined when that registration is no longer current.
+   */
+  schedulerView(
+    name: string,
+    epoch: string,
+    historySeq: number,
+    now: number,
+  ): { view: SchedulerViewState; history: HistoryEntry[]; historySeq: number } | undefined {
+    this.st.now = now;
+    const reg = currentRegistration(this.st, name, epoch);
+    if (reg === undefined) return undefined;
+    const h = this.st.external.historySince(historySeq);
+    return { view: buildView(this.st, reg), history: h.entries, historySeq: h.last };
+  }
+
+  /** Whether the schedulers' views may have changed since the last call (which clears it). */
+  takeSchedulerViewsChanged(): boolean {
+    const c = this.st.external.changed;
+    this.st.external.changed = false;
+    return c;
   }
 
   // ---------------------------------------------------------------- views

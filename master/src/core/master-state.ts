@@ -10,6 +10,7 @@ import type { DetectorConfig, FailureDetector } from './detectors.js';
 import { AttemptWatch } from './attempt-verdicts.js';
 import { FailurePredictor } from './failure-prediction.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
+import { ExternalRegistry } from './external-registry.js';
 import { GrantWaits } from './grant-waits.js';
 import { DEFAULT_PREDICTION_CONFIG, type PredictionConfig } from './prediction-config.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
@@ -100,6 +101,16 @@ export interface MasterCoreConfig {
    * agents' heartbeats train a model that keeps new workers off hosts likely to fail them.
    */
   failurePrediction?: PredictionConfig;
+  /**
+   * External schedulers (external-registry.ts): one silent this long (no Place call, keepalives
+   * included) counts as gone: its registration ends. Default 10 s.
+   */
+  externalSchedulerStallMs?: number;
+  /**
+   * Jobs of an external scheduler that has been absent (never registered, gone or stalled) this
+   * long are placed by the built-in scheduler until it registers again. Absent: they wait.
+   */
+  externalSchedulerFallbackMs?: number;
 }
 
 export const DEFAULT_CONFIG: MasterCoreConfig = {
@@ -350,6 +361,8 @@ export class MasterState {
   readonly predictionRand: () => number;
   /** Running attempts as agents list them, and ATLAS+'s verdicts waiting for their AMs (attempt-verdicts.ts); soft state. */
   readonly attempts = new AttemptWatch();
+  /** External schedulers' registrations and the history they are shown (external-registry.ts); soft state. */
+  readonly external = new ExternalRegistry();
   /** Failover aggregation: from loading hard state until every roster agent and metaAM app reported. */
   recovering = false;
   recoveryStartMs = 0;

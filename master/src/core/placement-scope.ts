@@ -19,6 +19,7 @@
 import { isConnectedJob } from '@fuxi/common';
 import { brokenLinks, type BrokenLink } from './connectivity.js';
 import type { AppState, MasterState } from './master-state.js';
+import { externalWaitingMessage } from './external-registry.js';
 import type { PlacementScope, Plan, Reach } from './sched-types.js';
 import { TERMINAL_STATES, type ConnectivityView, type JobRecord, type PlacementConstraints } from './types.js';
 
@@ -168,7 +169,8 @@ function listed(xs: readonly string[]): string {
 
 /** The job as `fuxi status` shows it: a running job's message says what its placement waits for. */
 export function jobView(st: MasterState, job: JobRecord): JobRecord {
-  const waiting = st.apps.get(job.jobId)?.waiting;
+  const app = st.apps.get(job.jobId);
+  const waiting = app?.waiting ?? (app && externalWaitingMessage(st, app));
   if (waiting === undefined || job.message !== '' || TERMINAL_STATES.has(job.state)) return job;
   return { ...job, message: waiting };
 }

@@ -22,6 +22,9 @@ export function workerEnds(st: MasterState, nodeId: string, ends: readonly Worke
   const mem = cap.memoryMb > 0 ? node.allocated.memoryMb / cap.memoryMb : 0;
   for (const e of ends) {
     if (e.state !== 'succeeded' && e.state !== 'failed' && e.state !== 'killed') continue; // rejected: never ran
+    if (e.state === 'failed' && st.apps.get(e.appId)?.job.spec.scheduler !== undefined) {
+      st.external.record({ kind: 'failed', atMs: st.now, appId: e.appId, unit: e.task, nodeId, count: 1 });
+    }
     if (e.state !== 'killed') st.attempts.attemptFinished(e.appId, e.task, Math.max(0, e.finishedAtMs - e.startedAtMs));
     st.prediction.attemptEnded(
       {

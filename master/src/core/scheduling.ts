@@ -4,6 +4,8 @@
  * (placement-scope.ts) and of the hosts failure prediction holds back (prediction-hooks.ts) and
  * testbeds reserve (testbed-admin.ts), and apply the plan: assignments in the ledger, grants to agents, AM
  * launches, assignment tables to AMs, and the message of a job that waits only for connectivity.
+ * The tasks of a job held for an external scheduler (external-registry.ts) are left out; its
+ * placements come in through `applyPlacements` (external-schedulers.ts).
  * No pass runs while a failover's aggregation window is open.
  */
 import { AM_SU, gangSize, predictionOn } from '@fuxi/common';
@@ -11,7 +13,8 @@ import { setAsgn } from './ledger.js';
 import type { MasterState, NodeState } from './master-state.js';
 import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
 import { blacklistOf } from './prediction-hooks.js';
-import { schedule, type SchedNode, type SchedUnit } from './scheduler.js';
+import { externalHolds } from './external-registry.js';
+import { schedule, type Placement, type SchedNode, type SchedUnit } from './scheduler.js';
 import { reservationsOf } from './sched-testbeds.js';
 import { putJob } from './store-ops.js';
 import { isActive } from './testbeds.js';
@@ -37,9 +40,14 @@ function schedView(st: MasterState, n: NodeState): SchedNode {
       return n.allocated;
     },
     get schedulable() {
-      return n.reported && n.status === 'healthy' && !st.admin.has(n.info.nodeId) && !(st.connectivity.partitioned.has(n.info.nodeId) && connectivityAware(st));
+      return nodeSchedulable(st, n);
     },
   };
+}
+
+/** Whether a node takes new slots (see schedView). */
+export function nodeSchedulable(st: MasterState, n: NodeState): boolean {
+  return n.reported && n.status === 'healthy' && !st.admin.has(n.info.nodeId) && !(st.connectivity.partitioned.has(n.info.nodeId) && connectivityAware(st));
 }
 
 /**
@@ -55,6 +63,7 @@ function schedulerNodes(st: MasterState): ReadonlyMap<string, SchedNode> {
 
 /** A pass now, or (batch scheduling) a pass owed to the next `runDueSchedule`. */
 export function scheduleOrDefer(st: MasterState): void {
+  st.external.changed = true;
   if ((st.cfg.schedulingIntervalMs ?? 0) > 0) {
     st.due = true;
     return;
@@ -68,6 +77,8 @@ function pendingUnits(st: MasterState): SchedUnit[] {
     for (const su of app.sus.values()) {
       if (su.requests.size > 0 || (su.waits?.length ?? 0) > 0) st.grantWaits.noteRequests(su, st.now);
       if (su.requests.size === 0) continue;
+      // A task of a job with an external scheduler is that scheduler's while it holds it.
+      if (su.suId !== AM_SU && externalHolds(st, app)) continue;
       const unit: SchedUnit = {
         appId: app.appId,
         suId: su.suId,
@@ -95,6 +106,7 @@ function pendingUnits(st: MasterState): SchedUnit[] {
 /** Runs the scheduler over the current state and applies its plan. */
 export function runScheduler(st: MasterState): void {
   st.due = false;
+  st.external.changed = true;
   if (st.recovering) return;
   const units = pendingUnits(st);
   const links = liveLinks(st);
@@ -115,9 +127,19 @@ export function runScheduler(st: MasterState): void {
     ...(blacklist ? { blacklist } : {}),
     ...(reservations ? { reservations } : {}),
   });
+  applyPlacements(st, plan.placements, () => noteWaiting(st, plan, links));
+}
+
+/**
+ * Applies placements (a plan's, or an external scheduler's that passed external-placement.ts):
+ * assignments in the ledger, grants to agents, AM launches, assignment tables to AMs. `beforePush`
+ * runs after the ledger changed and before anything is pushed.
+ */
+export function applyPlacements(st: MasterState, placements: readonly Placement[], beforePush?: () => void): void {
+  if (placements.length > 0) st.external.changed = true;
   const grantNodes = new Set<string>();
   const appChanges = new Map<string, Array<{ nodeId: string }>>();
-  for (const p of plan.placements) {
+  for (const p of placements) {
     const app = st.apps.get(p.appId);
     const su = app?.sus.get(p.suId);
     if (!app || !su) continue;
@@ -150,8 +172,8 @@ export function runScheduler(st: MasterState): void {
     st.out.push(putJob(app.job), { kind: 'jobChanged', jobId: app.appId });
     st.log.info({ appId: app.appId, nodeId: p.nodeId, attempt: app.job.amAttempt }, 'launching application master');
   }
-  // After the placements: the message names the app's hosts, the new ones included.
-  noteWaiting(st, plan, links);
+  // After the placements: the waiting messages name the app's hosts, the new ones included.
+  beforePush?.();
   // The outbox sends grants before AM launches and assignments, so plans rarely wait for their grant.
   pushGrants(st, grantNodes);
   for (const [appId, changed] of appChanges) {

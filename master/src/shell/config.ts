@@ -55,6 +55,10 @@ export interface MasterConfig {
   schedulingIntervalMs: number;
   /** AM attempts per job before it fails. */
   maxAmAttempts: number;
+  /** An external scheduler silent this long (no Place call or keepalive) counts as gone. */
+  externalSchedulerStallMs: number;
+  /** Jobs of an external scheduler absent this long go to the built-in scheduler (0 = at once; unset = they wait). */
+  externalSchedulerFallbackMs: number | undefined;
   /** Job specs above this many bytes are refused (keep below etcd's --max-request-bytes; 0 = no limit). */
   maxJobSpecBytes: number;
   /** A finished job is deleted this long after it ended. */
@@ -116,6 +120,8 @@ const KEYS = [
   'amStallTimeoutMs',
   'schedulingIntervalMs',
   'maxAmAttempts',
+  'externalSchedulerStallMs',
+  'externalSchedulerFallbackMs',
   'maxJobSpecBytes',
   'jobRetentionMs',
   'jobRetentionCount',
@@ -161,6 +167,8 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     amStallTimeoutMs: 30_000,
     schedulingIntervalMs: 2,
     maxAmAttempts: 4,
+    externalSchedulerStallMs: 10_000,
+    externalSchedulerFallbackMs: undefined,
     maxJobSpecBytes: 1024 * 1024,
     jobRetentionMs: 7 * 24 * 3600 * 1000,
     jobRetentionCount: 100_000,
@@ -328,6 +336,19 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'maxAmAttempts':
         cfg.maxAmAttempts = positiveInt(key, v);
         break;
+      case 'externalSchedulerStallMs':
+        cfg.externalSchedulerStallMs = positiveInt(key, v);
+        break;
+      case 'externalSchedulerFallbackMs': {
+        const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+          throw new InvalidArgumentError(
+            key,
+            `must be an integer >= 0 (milliseconds without the scheduler before its jobs fall back; omit it to let them wait), got ${JSON.stringify(v)}`,
+          );
+        cfg.externalSchedulerFallbackMs = n;
+        break;
+      }
       case 'maxJobSpecBytes': {
         const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
         if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)

@@ -27,6 +27,7 @@ import { JobWatchers } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
 import { Peers } from './peers.js';
 import { PushStreams } from './push-streams.js';
+import { SchedulerStreams } from './scheduler-streams.js';
 
 /**
  * One master process. With the embedded or memory store it leads at once (one master; failover is
@@ -122,6 +123,8 @@ export class MasterServer {
   private readonly peers = new Peers();
   private readonly jobWatchers = new JobWatchers();
   private readonly pushes: PushStreams;
+  /** External schedulers' Watch streams and Place calls (SchedulerService). */
+  private readonly schedulers: SchedulerStreams;
   /** Heartbeat arrivals to a file (`recordHeartbeats`). */
   private readonly recorder: HeartbeatRecorder | undefined;
   private storeQueue: Promise<void> = Promise.resolve();
@@ -153,6 +156,20 @@ export class MasterServer {
   ) {
     this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
     this.tokenFile = cfg.tokensFile ? new TokenFile(cfg.tokensFile, log.child({ component: 'tokens' })) : undefined;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this;
+    this.schedulers = new SchedulerStreams(
+      {
+        get core() {
+          // Holding still while etcd is out of space: no placement is taken (nothing could be pushed).
+          if (self.storeFull) throw new UnavailableError(`the master holds still while the store is full (${self.storeFull.message})`, '');
+          return self.core;
+        },
+        run: (effects) => this.run(effects),
+        stallMs: cfg.externalSchedulerStallMs,
+      },
+      log.child({ component: 'external-schedulers' }),
+    );
     this.recorder = cfg.recordHeartbeats ? HeartbeatRecorder.open(cfg.recordHeartbeats) : undefined;
     this.metrics = cfg.metricsListen
       ? new MasterMetrics({
@@ -270,6 +287,7 @@ export class MasterServer {
 
   async start(): Promise<void> {
     const def = this.proto.MasterService.service;
+    const schedDef = this.proto.SchedulerService.service;
     this.server = await startServer({
       bind: this.cfg.listen,
       ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
@@ -279,6 +297,11 @@ export class MasterServer {
           name: 'fuxi.v1.MasterService',
           definition: def,
           handlers: implement(def, masterHandlers(this.handlerContext()), this.log, this.metrics?.daemon.grpc),
+        },
+        {
+          name: 'fuxi.v1.SchedulerService',
+          definition: schedDef,
+          handlers: implement(schedDef, this.schedulers.handlers(), this.log, this.metrics?.daemon.grpc),
         },
       ],
     });
@@ -363,6 +386,8 @@ export class MasterServer {
         probeSample: this.cfg.probeSample,
         probeMaxTargets: this.cfg.probeMaxTargets,
         connectivityAware: this.cfg.connectivityAware,
+        externalSchedulerStallMs: this.cfg.externalSchedulerStallMs,
+        ...(this.cfg.externalSchedulerFallbackMs !== undefined ? { externalSchedulerFallbackMs: this.cfg.externalSchedulerFallbackMs } : {}),
       },
       this.log.child({ component: 'core', epoch }),
     );
@@ -488,6 +513,7 @@ export class MasterServer {
     clearInterval(this.statsTimer);
     this.jobWatchers.clear();
     this.pushes.reset();
+    this.schedulers.reset();
   }
 
   /** Stops acting at once: no command, push or write leaves this process after this. */
@@ -590,6 +616,7 @@ export class MasterServer {
     await this.metricsServer?.close();
     this.jobWatchers.clear();
     this.pushes.reset();
+    this.schedulers.reset();
     await this.recorder?.close();
     await this.election?.close().catch(() => undefined);
     this.coreOrUndefined = undefined;
@@ -730,6 +757,9 @@ export class MasterServer {
       }
     }
     this.armSchedule();
+    // External schedulers see what changed (not after every heartbeat: only inputs that changed
+    // requests, slots or nodes; and at least once a second, see SchedulerStreams).
+    if (effects.length > 0 || this.coreOrUndefined?.takeSchedulerViewsChanged()) this.schedulers.poke();
     // A call waits for its writes, or for the end of the term (a step-down answers at once).
     return durable ? waiters.wait(durable) : Promise.resolve();
   }

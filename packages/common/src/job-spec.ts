@@ -102,6 +102,13 @@ export interface JobSpec {
    * job may go anywhere its group may (its group's testbeds included).
    */
   testbed?: string;
+  /**
+   * The external scheduler that places the job's task slots (absent or '': the built-in one), like
+   * Kubernetes' `schedulerName`: the master leaves them to the process registered under this name
+   * (SchedulerService), and they wait while none is (or fall back after `externalSchedulerFallbackMs`).
+   * The AM's own slot is always placed by the master.
+   */
+  scheduler?: string;
   /** A member of a job array (set by `submitArray` / `fuxi submit --array`, not in job files). */
   array?: JobArrayRef;
 }
@@ -192,6 +199,8 @@ export const JOB_ID_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const TESTBED_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const TASK_NAME_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
 export const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** An external scheduler's name (a job's `scheduler`, SchedulerService registrations). */
+export const SCHEDULER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const MAX_NAME_LENGTH = 255;
 const INT32_MAX = 2 ** 31 - 1;
 const INT32_MIN = -(2 ** 31);
@@ -210,6 +219,7 @@ const JOB_FIELDS = [
   'speculation',
   'failurePrediction',
   'testbed',
+  'scheduler',
 ] as const;
 const TASK_FIELDS = [
   'name',
@@ -295,6 +305,8 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
   if (failurePrediction === '') throw new InvalidArgumentError('failurePrediction', 'must be "on" or "off" (omit it for "on"), got ""');
   const testbed = optString(top.testbed, 'testbed');
   if (testbed === '') throw new InvalidArgumentError('testbed', 'must name a testbed (omit it to run anywhere the quota group may), got ""');
+  const scheduler = optString(top.scheduler, 'scheduler');
+  if (scheduler === '') throw new InvalidArgumentError('scheduler', 'must be an external scheduler\'s name (omit it for the built-in scheduler), got ""');
 
   return validateJobSpec({
     jobId,
@@ -311,6 +323,7 @@ export function normalizeJobSpec(raw: unknown): JobSpec {
     ...(speculation !== undefined ? { speculation: speculation as SpeculationMode } : {}),
     ...(failurePrediction !== undefined ? { failurePrediction: failurePrediction as FailurePrediction } : {}),
     ...(testbed !== undefined ? { testbed } : {}),
+    ...(scheduler !== undefined ? { scheduler } : {}),
   });
 }
 
@@ -535,6 +548,16 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
       throw new InvalidArgumentError('testbed', `must be a testbed name (${TESTBED_NAME_PATTERN.source}), got ${describe(testbed)}`);
     out.testbed = testbed;
   }
+  // proto3: '' is "unset", the built-in scheduler.
+  const scheduler: unknown = spec.scheduler ?? '';
+  if (typeof scheduler !== 'string' || (scheduler !== '' && !SCHEDULER_NAME_PATTERN.test(scheduler))) {
+    throw new InvalidArgumentError(
+      'scheduler',
+      `must be an external scheduler's name: 1-63 characters of letters, digits, '.', '_' or '-' (${SCHEDULER_NAME_PATTERN.source}), got ${describe(scheduler)}`,
+    );
+  }
+  if (scheduler !== '') out.scheduler = scheduler;
+
   if (spec.array) out.array = checkArray(spec.array);
 
   const tasks = spec.tasks ?? [];

@@ -83,13 +83,14 @@ export function jobSpecToProto(spec: JobSpec): ProtoJobSpec {
     speculation: spec.speculation ?? '',
     failurePrediction: spec.failurePrediction ?? '',
     testbed: spec.testbed ?? '',
+    scheduler: spec.scheduler ?? '',
     ...(spec.array ? { array: { id: spec.array.id, index: spec.array.index, maxRunning: spec.array.maxRunning } } : {}),
   };
 }
 
 /**
  * Also accepts the input type (e.g. a spec built in memory, not decoded from the wire).
- * `onAgentTimeout`, `amMode`, `network`, `speculation` and `failurePrediction` are passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
+ * `onAgentTimeout`, `amMode`, `network`, `speculation`, `failurePrediction` and `scheduler` are passed on as sent ('' when unset, or an unknown word) and `rerunAfterMs` as
  * sent (0 when unset): `validateJobSpec` checks both and fills the defaults ('rerun', and 30000 ms
  * when the policy is unset too).
  */
@@ -109,6 +110,7 @@ export function jobSpecFromProto(p: ProtoJobSpecOut | ProtoJobSpec): JobSpec {
     ...(p.speculation ? { speculation: p.speculation as JobSpec['speculation'] } : {}),
     ...(p.failurePrediction ? { failurePrediction: p.failurePrediction as JobSpec['failurePrediction'] } : {}),
     ...(p.testbed ? { testbed: p.testbed } : {}),
+    ...(p.scheduler ? { scheduler: p.scheduler } : {}),
     ...(p.array ? { array: { id: p.array.id ?? '', index: p.array.index ?? 0, maxRunning: p.array.maxRunning ?? 0 } } : {}),
   };
 }

@@ -25,9 +25,17 @@
  *   node test/dist/bench/sched.js [--scales 1000,5000] [--apps 20] [--windows 4,16,32,64] [--fill 0.5]
  *     [--duration-ms 10000] [--warmup-ms 2000] [--hb-phase-ms 5000] [--heartbeat-interval-ms 1000]
  *     [--push-transport stream|call] [--master-cpu-prof DIR] [--master-node-flags '--max-semi-space-size=64'] [--keep]
+ *     [--only scales|external] [--external-hosts 1000] [--external-window 4]
+ *
+ * The external-scheduler case (`externalScheduler` in the results; `--only external` runs it
+ * alone and keeps the other results of the file): the same master and virtual nodes, the apps'
+ * jobs with `scheduler: bench-ext`, placed by an SDK scheduler (sched/external.ts) attached over
+ * SchedulerService while every app keeps `--external-window` slots asked for (churn). Round trip:
+ * from the arrival of the state push that showed pending requests to the Place answer that
+ * applied them (the grant), one sample per placement.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -37,6 +45,7 @@ import { normalizeJobSpec } from '@fuxi/common';
 import { freePort, terminate } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect, jobSpecToProto } from '@fuxi/rpc';
+import type { BenchSchedulerReport } from './sched/external.js';
 import { LoadGen, type LoadCounters } from './sched/load.js';
 import { CpuMeter, cpuNs, percentile, round, rssBytes } from './sched/proc.js';
 
@@ -45,6 +54,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const REPO = join(here, '..', '..', '..');
 const MASTER_BIN = join(REPO, 'master', 'dist', 'shell', 'main.js');
 const MEM_PROBE = join(here, 'sched', 'mem-probe.js');
+const EXT_SCHEDULER = join(here, 'sched', 'external-main.js');
 
 const LATENCY_TARGET_MS = 50;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -70,6 +80,10 @@ interface Options {
   masterNodeFlags: string[];
   pushTransport: 'stream' | 'call';
   keep: boolean;
+  /** '' (both), 'scales' or 'external'. */
+  only: '' | 'scales' | 'external';
+  externalHosts: number;
+  externalWindow: number;
 }
 
 function options(): Options {
@@ -94,6 +108,9 @@ function options(): Options {
       'master-node-flags': { type: 'string', default: '' },
       'push-transport': { type: 'string', default: 'stream' },
       keep: { type: 'boolean', default: false },
+      only: { type: 'string', default: '' },
+      'external-hosts': { type: 'string', default: '1000' },
+      'external-window': { type: 'string', default: '4' },
     },
     strict: true,
   });
@@ -139,6 +156,13 @@ function options(): Options {
       return t;
     })(),
     keep: Boolean(values.keep),
+    only: ((): Options['only'] => {
+      const v = String(values.only);
+      if (v !== '' && v !== 'scales' && v !== 'external') throw new Error(`--only must be scales or external, got ${JSON.stringify(v)}`);
+      return v;
+    })(),
+    externalHosts: num('external-hosts', 1),
+    externalWindow: num('external-window', 1),
   };
 }
 
@@ -558,19 +582,31 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-sched-'));
   say(`logs in ${dir}`);
   const results: Record<string, ScaleResult> = {};
+  let external: ExternalResult | undefined;
   let ok = false;
   try {
-    for (const n of o.scales) results[`nodes${n}`] = await runScale(o, dir, n);
+    if (o.only !== 'external') for (const n of o.scales) results[`nodes${n}`] = await runScale(o, dir, n);
+    if (o.only !== 'scales') external = await runExternal(o, dir);
     ok = true;
   } finally {
     if (ok && !o.keep) rmSync(dir, { recursive: true, force: true });
     else say(`logs kept in ${dir}`);
+  }
+  if (o.only === 'external') {
+    // Only this case: the file's other results stay as they were.
+    const prev = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as Record<string, unknown>) : {};
+    mkdirSync(dirname(o.out), { recursive: true });
+    writeFileSync(o.out, `${JSON.stringify({ ...prev, externalScheduler: external }, null, 2)}\n`);
+    say(`wrote ${o.out}`);
+    process.stdout.write(`${externalLine(external!)}\n`);
+    return;
   }
   const largest = results[`nodes${Math.max(...o.scales)}`]!;
   const at1000 = results.nodes1000;
   const slotsPerNode = Math.min(Math.floor(o.nodeCpuMilli / o.slotCpuMilli), Math.floor(o.nodeMemoryMb / o.slotMemoryMb));
   const report = {
     ...results,
+    ...(external ? { externalScheduler: external } : {}),
     heartbeatCpuUsPerNodePerBeat: largest.heartbeatCpuUsPerNodePerBeat,
     masterBytesPerNode: largest.masterBytesPerNode,
     masterBytesPerRunningWorker: largest.masterBytesPerRunningWorker,
@@ -634,6 +670,132 @@ async function main(): Promise<void> {
       .map(([k, r]) => line(k, r))
       .join('\n')}\n`,
   );
+  if (external) process.stdout.write(`${externalLine(external)}\n`);
+}
+
+// ------------------------------------------------------------------------------------ external scheduler
+
+const EXTERNAL_TARGET_P99_MS = 20;
+
+interface ExternalResult {
+  hosts: number;
+  placements: number;
+  roundTripMs: { p50: number; p90: number; p99: number; max: number; samples: number };
+  /** The Place call alone, sent to answered (the rest of the round trip: the push and waiting for the previous call). */
+  placeCallMs: { p50: number; p99: number; calls: number };
+  target: { p99UnderMs: number; met: boolean };
+  placeRejections: number;
+  /** State pushes the scheduler received over the run (warm-up included). */
+  viewsReceived: number;
+  /** A call that does nothing (an empty Place), every 100 ms from the scheduler's process: what the machine's load alone costs a call. */
+  noOpCallMs: { p50: number; p99: number; calls: number };
+  apps: number;
+  windowPerApp: number;
+  durationMs: number;
+  masterCpuUtilization: number;
+  loadAverage1m: number;
+}
+
+function externalLine(r: ExternalResult): string {
+  return (
+    `externalScheduler: ${r.hosts} hosts, ${r.placements} placements, round trip p50 ${r.roundTripMs.p50} ms, p99 ${r.roundTripMs.p99} ms ` +
+    `(target < ${EXTERNAL_TARGET_P99_MS} ms); a no-op call p50 ${r.noOpCallMs.p50} ms, p99 ${r.noOpCallMs.p99} ms; load average ${r.loadAverage1m}`
+  );
+}
+
+async function runExternal(o: Options, dir: string): Promise<ExternalResult> {
+  const n = o.externalHosts;
+  say(`--- external scheduler, ${n} hosts: starting the master`);
+  const master = await MasterProcess.start(o, dir, n);
+  let load: LoadGen | undefined;
+  // The scheduler runs in a process of its own, as a real one does (sched/external-main.ts).
+  const fd = openSync(join(dir, 'external-scheduler.log'), 'a');
+  const sched = spawn(process.execPath, [EXT_SCHEDULER, master.address], { stdio: ['ignore', fd, fd, 'ipc'] });
+  closeSync(fd);
+  let registered = false;
+  let report: BenchSchedulerReport | undefined;
+  sched.on('message', (m: { type?: string; report?: BenchSchedulerReport }) => {
+    if (m.type === 'registered') registered = true;
+    if (m.type === 'report') report = m.report;
+  });
+  try {
+    load = new LoadGen({
+      master: master.address,
+      nodes: n,
+      racks: o.racks,
+      capacity: { cpuMilli: o.nodeCpuMilli, memoryMb: o.nodeMemoryMb },
+      slot: { cpuMilli: o.slotCpuMilli, memoryMb: o.slotMemoryMb },
+      pushTransport: o.pushTransport,
+      log: say,
+    });
+    await load.start();
+    const lg = load;
+    await waitFor('the scheduler to register', () => registered, 30_000);
+    const masterClient = connect(loadFuxiProto().MasterService, master.address);
+    try {
+      for (let i = 0; i < o.apps; i++) {
+        const spec = normalizeJobSpec({
+          id: `ext-${i}`,
+          name: `ext-${i}`,
+          priority: 1,
+          scheduler: 'bench-ext',
+          am: { cpu: '100m', memory: 128 },
+          tasks: [{ name: 'work', instances: 4 * o.externalWindow, resources: { cpu: `${o.slotCpuMilli}m`, memory: o.slotMemoryMb }, command: ['true'] }],
+        });
+        await masterClient.SubmitJob({ spec: jobSpecToProto(spec) }, { deadlineMs: 30_000 });
+      }
+    } finally {
+      masterClient.close();
+    }
+    await waitFor(`${o.apps} AMs to register`, () => lg.apps.size === o.apps && [...lg.apps.values()].every((a) => a.registered), 60_000);
+    say(`${o.apps} apps running; churn with ${o.externalWindow} slots asked per app`);
+    lg.setMode({ kind: 'churn', window: o.externalWindow });
+    await sleep(o.warmupMs);
+    const meter = new CpuMeter(master.pid);
+    meter.start();
+    sched.send({ type: 'record', on: true });
+    await sleep(o.durationMs);
+    sched.send({ type: 'record', on: false });
+    const cpu = meter.stop();
+    sched.send({ type: 'report' });
+    await waitFor("the scheduler's report", () => report !== undefined, 30_000);
+    const r = report!;
+    const samples = Float64Array.from(r.samples).sort();
+    const result: ExternalResult = {
+      hosts: n,
+      placements: r.placed,
+      roundTripMs: {
+        p50: round(percentile(samples, 50)),
+        p90: round(percentile(samples, 90)),
+        p99: round(percentile(samples, 99)),
+        max: round(samples.length > 0 ? samples[samples.length - 1]! : NaN),
+        samples: samples.length,
+      },
+      placeCallMs: (() => {
+        const c = Float64Array.from(r.callSamples).sort();
+        return { p50: round(percentile(c, 50)), p99: round(percentile(c, 99)), calls: c.length };
+      })(),
+      target: { p99UnderMs: EXTERNAL_TARGET_P99_MS, met: percentile(samples, 99) < EXTERNAL_TARGET_P99_MS },
+      placeRejections: r.rejected,
+      viewsReceived: r.views,
+      noOpCallMs: (() => {
+        const c = Float64Array.from(r.pingSamples).sort();
+        return { p50: round(percentile(c, 50)), p99: round(percentile(c, 99)), calls: c.length };
+      })(),
+      apps: o.apps,
+      windowPerApp: o.externalWindow,
+      durationMs: o.durationMs,
+      masterCpuUtilization: round(cpu.utilization, 3),
+      loadAverage1m: round((await import('node:os')).loadavg()[0] ?? 0, 2),
+    };
+    say(externalLine(result));
+    return result;
+  } finally {
+    if (sched.connected) sched.send({ type: 'stop' });
+    await terminate(sched, 5000);
+    await load?.stop().catch(() => undefined);
+    await master.stop();
+  }
 }
 
 main().then(

@@ -132,3 +132,21 @@ describe('master config: tls and insecure', () => {
     expect(() => applyConfig(base, { insecure: 'maybe' }, 'master.yaml')).to.throw(/^master\.yaml: insecure: must be true or false/);
   });
 });
+
+describe('master config: external schedulers', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('stalls after 10 s by default, and has no fallback (jobs wait) unless one is set', () => {
+    expect(base.externalSchedulerStallMs).to.equal(10_000);
+    expect(base.externalSchedulerFallbackMs).to.equal(undefined);
+    expect(applyConfig(base, { externalSchedulerStallMs: '3000', externalSchedulerFallbackMs: '0' }, 'flags')).to.include({
+      externalSchedulerStallMs: 3000,
+      externalSchedulerFallbackMs: 0,
+    });
+  });
+
+  it('names the key of a bad value', () => {
+    expect(() => applyConfig(base, { externalSchedulerFallbackMs: -1 }, 'master.yaml')).to.throw(/externalSchedulerFallbackMs: must be an integer >= 0/);
+    expect(() => applyConfig(base, { externalSchedulerStallMs: 0 }, 'flags')).to.throw(/externalSchedulerStallMs: /);
+  });
+});

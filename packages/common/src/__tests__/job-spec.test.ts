@@ -236,6 +236,16 @@ describe('job spec', () => {
       expect(validateJobSpec(domainJob([domainTask('a')], { testbed: '' }))).to.not.have.property('testbed');
     });
 
+    it('reads scheduler (an external scheduler by name; absent = the built-in one) and names the field when it is wrong', () => {
+      expect(normalizeJobSpec(userJob())).to.not.have.property('scheduler');
+      expect(normalizeJobSpec(userJob({ scheduler: 'ffd' }))).to.deep.include({ scheduler: 'ffd' });
+      expect(invalid(() => normalizeJobSpec(userJob({ scheduler: '' }))).field).to.equal('scheduler');
+      expect(invalid(() => normalizeJobSpec(userJob({ scheduler: 'has space' }))).message).to.match(/^scheduler: must be an external scheduler's name/);
+      expect(invalid(() => normalizeJobSpec(userJob({ scheduler: 7 }))).field).to.equal('scheduler');
+      expect(validateJobSpec(domainJob([domainTask('a')], { scheduler: '' }))).to.not.have.property('scheduler');
+      expect(invalid(() => validateJobSpec(domainJob([domainTask('a')], { scheduler: '-x' }))).field).to.equal('scheduler');
+    });
+
     it('reads gang and minInstances (gang: true = all instances; none = no gang)', () => {
       expect(normalizeJobSpec(userTask(0, { instances: 3, gang: true })).tasks[0]?.minInstances).to.equal(3);
       expect(normalizeJobSpec(userTask(0, { instances: 3, gang: true, minInstances: 3 })).tasks[0]?.minInstances).to.equal(3);
@@ -292,7 +302,7 @@ describe('job spec', () => {
           'an unknown top-level field',
           userJob({ taks: [] }),
           '',
-          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network, speculation, failurePrediction, testbed\); did you mean "tasks"\?$/,
+          /^unknown field "taks" \(known: id, name, quotaGroup, priority, env, am, tasks, onAgentTimeout, rerunAfterMs, network, speculation, failurePrediction, testbed, scheduler\); did you mean "tasks"\?$/,
         ],
         [
           'an unknown task field',

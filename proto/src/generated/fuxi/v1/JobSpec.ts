@@ -57,6 +57,11 @@ export interface JobSpec {
    */
   'testbed'?: (string);
   /**
+   * The external scheduler that places the job's task slots (SchedulerService), by the name it
+   * registers under; "" = the built-in scheduler. The AM's slot is always placed by the master.
+   */
+  'scheduler'?: (string);
+  /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).
    */
@@ -115,6 +120,11 @@ export interface JobSpec__Output {
    * its hosts while it is active ('' = anywhere the quota group may go).
    */
   'testbed': (string);
+  /**
+   * The external scheduler that places the job's task slots (SchedulerService), by the name it
+   * registers under; "" = the built-in scheduler. The AM's slot is always placed by the master.
+   */
+  'scheduler': (string);
   /**
    * Set on the members of a job array (`fuxi submit --array`, SDK `submitArray`): the array's id,
    * this member's index, and how many members may run at once (0 = no limit).

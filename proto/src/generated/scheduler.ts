@@ -1,0 +1,77 @@
+import type * as grpc from '@grpc/grpc-js';
+import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
+import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
+import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from './fuxi/v1/Connectivity.js';
+import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from './fuxi/v1/Grant.js';
+import type { HistoryEntry as _fuxi_v1_HistoryEntry, HistoryEntry__Output as _fuxi_v1_HistoryEntry__Output } from './fuxi/v1/HistoryEntry.js';
+import type { HostState as _fuxi_v1_HostState, HostState__Output as _fuxi_v1_HostState__Output } from './fuxi/v1/HostState.js';
+import type { JobArray as _fuxi_v1_JobArray, JobArray__Output as _fuxi_v1_JobArray__Output } from './fuxi/v1/JobArray.js';
+import type { JobInfo as _fuxi_v1_JobInfo, JobInfo__Output as _fuxi_v1_JobInfo__Output } from './fuxi/v1/JobInfo.js';
+import type { JobSpec as _fuxi_v1_JobSpec, JobSpec__Output as _fuxi_v1_JobSpec__Output } from './fuxi/v1/JobSpec.js';
+import type { Link as _fuxi_v1_Link, Link__Output as _fuxi_v1_Link__Output } from './fuxi/v1/Link.js';
+import type { LocalityHint as _fuxi_v1_LocalityHint, LocalityHint__Output as _fuxi_v1_LocalityHint__Output } from './fuxi/v1/LocalityHint.js';
+import type { NodeInfo as _fuxi_v1_NodeInfo, NodeInfo__Output as _fuxi_v1_NodeInfo__Output } from './fuxi/v1/NodeInfo.js';
+import type { PathRecord as _fuxi_v1_PathRecord, PathRecord__Output as _fuxi_v1_PathRecord__Output } from './fuxi/v1/PathRecord.js';
+import type { PendingRequest as _fuxi_v1_PendingRequest, PendingRequest__Output as _fuxi_v1_PendingRequest__Output } from './fuxi/v1/PendingRequest.js';
+import type { PlaceRequest as _fuxi_v1_PlaceRequest, PlaceRequest__Output as _fuxi_v1_PlaceRequest__Output } from './fuxi/v1/PlaceRequest.js';
+import type { PlaceResponse as _fuxi_v1_PlaceResponse, PlaceResponse__Output as _fuxi_v1_PlaceResponse__Output } from './fuxi/v1/PlaceResponse.js';
+import type { PlacementRejection as _fuxi_v1_PlacementRejection, PlacementRejection__Output as _fuxi_v1_PlacementRejection__Output } from './fuxi/v1/PlacementRejection.js';
+import type { RegisterSchedulerRequest as _fuxi_v1_RegisterSchedulerRequest, RegisterSchedulerRequest__Output as _fuxi_v1_RegisterSchedulerRequest__Output } from './fuxi/v1/RegisterSchedulerRequest.js';
+import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resource__Output } from './fuxi/v1/Resource.js';
+import type { SchedulerEvent as _fuxi_v1_SchedulerEvent, SchedulerEvent__Output as _fuxi_v1_SchedulerEvent__Output } from './fuxi/v1/SchedulerEvent.js';
+import type { SchedulerRegistered as _fuxi_v1_SchedulerRegistered, SchedulerRegistered__Output as _fuxi_v1_SchedulerRegistered__Output } from './fuxi/v1/SchedulerRegistered.js';
+import type { SchedulerServiceClient as _fuxi_v1_SchedulerServiceClient, SchedulerServiceDefinition as _fuxi_v1_SchedulerServiceDefinition } from './fuxi/v1/SchedulerService.js';
+import type { SchedulerView as _fuxi_v1_SchedulerView, SchedulerView__Output as _fuxi_v1_SchedulerView__Output } from './fuxi/v1/SchedulerView.js';
+import type { SlotPlacement as _fuxi_v1_SlotPlacement, SlotPlacement__Output as _fuxi_v1_SlotPlacement__Output } from './fuxi/v1/SlotPlacement.js';
+import type { TaskProgress as _fuxi_v1_TaskProgress, TaskProgress__Output as _fuxi_v1_TaskProgress__Output } from './fuxi/v1/TaskProgress.js';
+import type { TaskSpec as _fuxi_v1_TaskSpec, TaskSpec__Output as _fuxi_v1_TaskSpec__Output } from './fuxi/v1/TaskSpec.js';
+import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from './fuxi/v1/WorkerStatus.js';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  fuxi: {
+    v1: {
+      Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
+      Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
+      Connectivity: MessageTypeDefinition<_fuxi_v1_Connectivity, _fuxi_v1_Connectivity__Output>
+      Grant: MessageTypeDefinition<_fuxi_v1_Grant, _fuxi_v1_Grant__Output>
+      HistoryEntry: MessageTypeDefinition<_fuxi_v1_HistoryEntry, _fuxi_v1_HistoryEntry__Output>
+      HostState: MessageTypeDefinition<_fuxi_v1_HostState, _fuxi_v1_HostState__Output>
+      JobArray: MessageTypeDefinition<_fuxi_v1_JobArray, _fuxi_v1_JobArray__Output>
+      JobInfo: MessageTypeDefinition<_fuxi_v1_JobInfo, _fuxi_v1_JobInfo__Output>
+      JobSpec: MessageTypeDefinition<_fuxi_v1_JobSpec, _fuxi_v1_JobSpec__Output>
+      JobState: EnumTypeDefinition
+      Link: MessageTypeDefinition<_fuxi_v1_Link, _fuxi_v1_Link__Output>
+      LocalityHint: MessageTypeDefinition<_fuxi_v1_LocalityHint, _fuxi_v1_LocalityHint__Output>
+      NodeInfo: MessageTypeDefinition<_fuxi_v1_NodeInfo, _fuxi_v1_NodeInfo__Output>
+      PathRecord: MessageTypeDefinition<_fuxi_v1_PathRecord, _fuxi_v1_PathRecord__Output>
+      PendingRequest: MessageTypeDefinition<_fuxi_v1_PendingRequest, _fuxi_v1_PendingRequest__Output>
+      PlaceRequest: MessageTypeDefinition<_fuxi_v1_PlaceRequest, _fuxi_v1_PlaceRequest__Output>
+      PlaceResponse: MessageTypeDefinition<_fuxi_v1_PlaceResponse, _fuxi_v1_PlaceResponse__Output>
+      PlacementRejection: MessageTypeDefinition<_fuxi_v1_PlacementRejection, _fuxi_v1_PlacementRejection__Output>
+      RegisterSchedulerRequest: MessageTypeDefinition<_fuxi_v1_RegisterSchedulerRequest, _fuxi_v1_RegisterSchedulerRequest__Output>
+      Resource: MessageTypeDefinition<_fuxi_v1_Resource, _fuxi_v1_Resource__Output>
+      SchedulerEvent: MessageTypeDefinition<_fuxi_v1_SchedulerEvent, _fuxi_v1_SchedulerEvent__Output>
+      SchedulerRegistered: MessageTypeDefinition<_fuxi_v1_SchedulerRegistered, _fuxi_v1_SchedulerRegistered__Output>
+      /**
+       * External schedulers: a process that decides where the task slots of some jobs go (the jobs whose
+       * spec says `scheduler: <its name>`), on the hosts of one scope (a testbed or a quota group).
+       * It opens Watch, which registers it and streams the state it needs; it answers with Place calls.
+       * A standby answers both with UNAVAILABLE and the leader's address, like every MasterService call.
+       */
+      SchedulerService: SubtypeConstructor<typeof grpc.Client, _fuxi_v1_SchedulerServiceClient> & { service: _fuxi_v1_SchedulerServiceDefinition }
+      SchedulerView: MessageTypeDefinition<_fuxi_v1_SchedulerView, _fuxi_v1_SchedulerView__Output>
+      SlotPlacement: MessageTypeDefinition<_fuxi_v1_SlotPlacement, _fuxi_v1_SlotPlacement__Output>
+      TaskProgress: MessageTypeDefinition<_fuxi_v1_TaskProgress, _fuxi_v1_TaskProgress__Output>
+      TaskSpec: MessageTypeDefinition<_fuxi_v1_TaskSpec, _fuxi_v1_TaskSpec__Output>
+      WorkerState: EnumTypeDefinition
+      WorkerStatus: MessageTypeDefinition<_fuxi_v1_WorkerStatus, _fuxi_v1_WorkerStatus__Output>
+    }
+  }
+}
+
