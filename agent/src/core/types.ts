@@ -23,6 +23,8 @@ export interface GrantEntry {
    * the agent has seen raises the app's bar: plans and stops from older attempts are then refused.
    */
   amAttempt?: number;
+  /** The job's quota group (the master's word): picks the user its job processes run as. */
+  quotaGroup?: string;
 }
 
 export interface PlanInput {

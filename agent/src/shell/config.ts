@@ -76,6 +76,17 @@ export interface AgentConfig {
    * its grant), `off`, or `auto` (the first of these the host allows; the default).
    */
   resourceEnforcement: EnforcementSetting;
+  /**
+   * Who job processes run as when the agent runs as root (core/worker-identity.ts): this user
+   * (default `nobody`), or `workerUsers[<quota group>]` for jobs of a group listed there. A user
+   * that is uid 0 is a config error unless `allowRootWorkers` is true. An agent that is not root
+   * runs them as itself and says so at start.
+   */
+  workerUser: string;
+  workerUsers: Record<string, string>;
+  allowRootWorkers: boolean;
+  /** Absolute roots besides its own directory that a job's `cwd` may resolve into. Default none. */
+  allowedPaths: string[];
 }
 
 /**
@@ -126,6 +137,10 @@ export const CONFIG_KEYS = [
   'amHostThreadInstances',
   'probe',
   'resourceEnforcement',
+  'workerUser',
+  'workerUsers',
+  'allowRootWorkers',
+  'allowedPaths',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 
@@ -264,6 +279,11 @@ export function resolveConfig(
   if (typeof resourceEnforcement !== 'string' || !(ENFORCEMENT_SETTINGS as readonly string[]).includes(resourceEnforcement))
     throw new InvalidArgumentError('resourceEnforcement', `must be one of ${ENFORCEMENT_SETTINGS.join(', ')}, got ${JSON.stringify(enfRaw)}`);
 
+  const workerUser = str('workerUser', pick('workerUser') ?? '').trim();
+  const workerUsers = parseWorkerUsers(pick('workerUsers'));
+  const allowRootWorkers = bool('allowRootWorkers', pick('allowRootWorkers') ?? false);
+  const allowedPaths = parseAllowedPaths(pick('allowedPaths'));
+
   return {
     masters,
     listen,
@@ -288,7 +308,45 @@ export function resolveConfig(
     amHostThreadInstances,
     probe,
     resourceEnforcement: resourceEnforcement as EnforcementSetting,
+    workerUser,
+    workerUsers,
+    allowRootWorkers,
+    allowedPaths,
   };
+}
+
+/** `workerUsers`: a mapping of quota group -> user, or as a flag `group=user[,group=user...]`. */
+export function parseWorkerUsers(v: unknown): Record<string, string> {
+  if (v === undefined || v === null || v === '') return {};
+  let entries: Array<[string, unknown]>;
+  if (typeof v === 'string') {
+    entries = v
+      .split(',')
+      .filter((p) => p.trim() !== '')
+      .map((p) => {
+        const i = p.indexOf('=');
+        if (i <= 0) throw new InvalidArgumentError('workerUsers', `must be group=user[,group=user...], got ${JSON.stringify(v)}`);
+        return [p.slice(0, i).trim(), p.slice(i + 1).trim()];
+      });
+  } else if (typeof v === 'object' && !Array.isArray(v)) entries = Object.entries(v as Record<string, unknown>);
+  else throw new InvalidArgumentError('workerUsers', `must be a mapping of quota group to user, got ${JSON.stringify(v)}`);
+  const out: Record<string, string> = {};
+  for (const [g, u] of entries) {
+    if (typeof u !== 'string' || u.trim() === '') throw new InvalidArgumentError(`workerUsers.${g}`, `must be a user name, got ${JSON.stringify(u)}`);
+    out[g] = u.trim();
+  }
+  return out;
+}
+
+/** `allowedPaths`: absolute directories (a list, or as a flag comma-separated). */
+export function parseAllowedPaths(v: unknown): string[] {
+  if (v === undefined || v === null || v === '') return [];
+  const list = typeof v === 'string' ? v.split(',') : v;
+  if (!Array.isArray(list) || !list.every((p) => typeof p === 'string'))
+    throw new InvalidArgumentError('allowedPaths', `must be a list of absolute directories, got ${JSON.stringify(v)}`);
+  const out = (list as string[]).map((p) => p.trim()).filter((p) => p !== '');
+  for (const p of out) if (!p.startsWith('/')) throw new InvalidArgumentError('allowedPaths', `must be absolute, got ${JSON.stringify(p)}`);
+  return out;
 }
 
 /**

@@ -56,6 +56,10 @@ const program = new Command('fuxi-agent')
     '--resource-enforcement <mode>',
     'how workers are held to their grants: auto (default), cgroup-v2, cgroup-v1 (a cgroup per worker with memory and CPU limits), rss (memory only: RSS sampled, killed past the grant), off',
   )
+  .option('--worker-user <user>', 'when the agent runs as root, job processes run as this user (default nobody; never uid 0 without --allow-root-workers)')
+  .option('--worker-users <group=user,...>', "users of the listed quota groups' job processes (default: --worker-user for all)")
+  .option('--allow-root-workers <bool>', 'let a worker user be uid 0 (default false)')
+  .option('--allowed-paths <dir,...>', "absolute directories a job's cwd may resolve into besides the worker's own (default none)")
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();

@@ -24,11 +24,18 @@ export function toWireResource(r: Resource): WireResource {
 }
 
 export function fromWireGrant(g: Grant__Output): GrantEntry {
-  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: fromWireResource(g.resource), amAttempt: g.amAttempt ?? 0 };
+  return {
+    appId: g.appId,
+    suId: g.suId,
+    slots: g.slots,
+    resource: fromWireResource(g.resource),
+    amAttempt: g.amAttempt ?? 0,
+    ...(g.quotaGroup ? { quotaGroup: g.quotaGroup } : {}),
+  };
 }
 
 export function toWireGrant(g: GrantEntry): Grant {
-  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: toWireResource(g.resource), amAttempt: g.amAttempt ?? 0 };
+  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: toWireResource(g.resource), amAttempt: g.amAttempt ?? 0, quotaGroup: g.quotaGroup ?? '' };
 }
 
 export function fromWireUpdateGrants(req: UpdateGrantsRequest__Output): UpdateGrantsInput {

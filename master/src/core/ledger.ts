@@ -24,7 +24,7 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
   node.allocated = add(node.allocated, scale(su.resource, slots - before));
   const key = grantKey(app.appId, su.suId);
   if (slots === 0) node.grants.delete(key);
-  else node.grants.set(key, { appId: app.appId, suId: su.suId, slots, resource: su.resource, amAttempt: app.job.amAttempt });
+  else node.grants.set(key, { appId: app.appId, suId: su.suId, slots, resource: su.resource, amAttempt: app.job.amAttempt, quotaGroup: group });
 }
 
 /** Declares a unit, or updates its priority; the caller has validated it. */

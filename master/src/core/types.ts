@@ -54,6 +54,8 @@ export interface NodeInfo {
   probePort?: number;
   /** How the agent holds workers to their grants ('cgroup-v1', 'rss', ...; absent: not said). */
   resourceEnforcement?: string;
+  /** Who the agent runs job processes as (absent: not said). */
+  workerUser?: string;
 }
 
 export type AdminState = 'cordoned' | 'draining';
@@ -130,6 +132,8 @@ export interface GrantEntry {
   resource: Resource;
   /** The app's current AM attempt (agents fence older attempts with it). */
   amAttempt?: number;
+  /** The job's quota group (agents pick the worker user by it). */
+  quotaGroup?: string;
 }
 
 export interface AssignmentEntry {

@@ -17,6 +17,11 @@ export interface Grant {
    * restarted or stalled AM's predecessor).
    */
   'amAttempt'?: (number);
+  /**
+   * The job's quota group: the agent runs the app's job processes as that group's user
+   * (agent config `workerUsers`).
+   */
+  'quotaGroup'?: (string);
 }
 
 /**
@@ -34,4 +39,9 @@ export interface Grant__Output {
    * restarted or stalled AM's predecessor).
    */
   'amAttempt': (number);
+  /**
+   * The job's quota group: the agent runs the app's job processes as that group's user
+   * (agent config `workerUsers`).
+   */
+  'quotaGroup': (string);
 }
