@@ -23,7 +23,19 @@ import { join } from 'node:path';
 import { FuxiClient } from '@fuxi/client';
 import { loadFuxiProto, type GetAgentStateResponse__Output } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
-import { agentArgs, BIN, freePort, hasExited, isAlive, killAmHosts, startNodeProcess, waitExit, type AgentProcess, type ProcessInfo } from './local-cluster.js';
+import {
+  agentArgs,
+  BIN,
+  freePort,
+  hasExited,
+  isAlive,
+  killAmHosts,
+  passThrough,
+  startNodeProcess,
+  waitExit,
+  type AgentProcess,
+  type ProcessInfo,
+} from './local-cluster.js';
 
 // ------------------------------------------------------------------------------------ log tail
 
@@ -257,6 +269,7 @@ export class HaCluster {
   static async start(opts: HaClusterOptions): Promise<HaCluster> {
     const c = new HaCluster(opts);
     mkdirSync(opts.dir, { recursive: true });
+    passThrough(opts.dir);
     c.addresses = opts.placement ? opts.placement.masters.map((m) => m.address) : (await freeLoopbackPorts(opts.masters ?? 3)).map((p) => `127.0.0.1:${p}`);
     try {
       await Promise.all(c.addresses.map((_, i) => c.startMaster(i)));
