@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fuxi/common';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
+import { DEFAULT_MAX_MESSAGE_BYTES, parseMaxMessageBytes } from '@fuxi/rpc/message-size';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
 import { ENFORCEMENT_SETTINGS, type EnforcementSetting } from '../core/resource-limits.js';
@@ -87,6 +88,8 @@ export interface AgentConfig {
   allowRootWorkers: boolean;
   /** Absolute roots besides its own directory that a job's `cwd` may resolve into. Default none. */
   allowedPaths: string[];
+  /** Largest gRPC message the agent sends or receives (packages/rpc/src/message-size.ts). Default 64 MiB. */
+  maxMessageBytes: number;
 }
 
 /**
@@ -141,6 +144,7 @@ export const CONFIG_KEYS = [
   'workerUsers',
   'allowRootWorkers',
   'allowedPaths',
+  'maxMessageBytes',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 
@@ -283,6 +287,8 @@ export function resolveConfig(
   const workerUsers = parseWorkerUsers(pick('workerUsers'));
   const allowRootWorkers = bool('allowRootWorkers', pick('allowRootWorkers') ?? false);
   const allowedPaths = parseAllowedPaths(pick('allowedPaths'));
+  const mmRaw = pick('maxMessageBytes');
+  const maxMessageBytes = mmRaw === undefined ? DEFAULT_MAX_MESSAGE_BYTES : parseMaxMessageBytes('maxMessageBytes', mmRaw);
 
   return {
     masters,
@@ -312,6 +318,7 @@ export function resolveConfig(
     workerUsers,
     allowRootWorkers,
     allowedPaths,
+    maxMessageBytes,
   };
 }
 

@@ -15,7 +15,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError, FUXI_VERSION } from '@fuxi/common';
-import { installProcessGuards } from '@fuxi/rpc';
+import { installProcessGuards, setMaxMessageBytes } from '@fuxi/rpc';
 import { Agent } from './agent.js';
 import { loadConfigFile, resolveConfig, type ConfigKey } from './config.js';
 
@@ -60,6 +60,7 @@ const program = new Command('fuxi-agent')
   .option('--worker-users <group=user,...>', "users of the listed quota groups' job processes (default: --worker-user for all)")
   .option('--allow-root-workers <bool>', 'let a worker user be uid 0 (default false)')
   .option('--allowed-paths <dir,...>', "absolute directories a job's cwd may resolve into besides the worker's own (default none)")
+  .option('--max-message-bytes <n>', 'largest gRPC message sent or received, bytes or 64Mi (default 64Mi)')
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();
@@ -76,6 +77,7 @@ async function main(): Promise<void> {
   const cfg = resolveConfig(flags, file);
   const log = createLogger('agent', { level: cfg.logLevel });
   installProcessGuards(log, 'fuxi-agent');
+  setMaxMessageBytes(cfg.maxMessageBytes);
   const agent = new Agent(cfg, { log });
   await agent.start();
   let stopping = false;

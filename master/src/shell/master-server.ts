@@ -10,6 +10,7 @@ import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from
 import { connect, implement, retry, startServer, type RunningServer } from '@fuxi/rpc';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
+import { SubmitRate } from '../core/submit-rate.js';
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS } from '../core/store-ops.js';
@@ -334,6 +335,9 @@ export class MasterServer {
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,
         maxJobSpecBytes: this.cfg.maxJobSpecBytes,
+        maxEnvBytes: this.cfg.maxEnvBytes,
+        maxEnvVars: this.cfg.maxEnvVars,
+        maxInstancesPerJob: this.cfg.maxInstancesPerJob,
         speculationAllowance: this.cfg.speculationAllowance,
         masterFailover: this.cfg.masterFailover,
         probeAllUpTo: this.cfg.probeAllUpTo,
@@ -824,6 +828,7 @@ export class MasterServer {
       jobWatchers: this.jobWatchers,
       run: (effects) => this.run(effects),
       durable: () => this.durable(),
+      submitRate: new SubmitRate({ ratePerSec: this.cfg.submitRatePerSec, burst: this.cfg.submitBurst }),
     };
   }
 

@@ -9,6 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import { fromGrpcError } from './errors.js';
+import { maxMessageBytes } from './message-size.js';
 
 export interface CallOptions {
   /** Per-call deadline; every call has one (default 10 s). */
@@ -39,14 +40,18 @@ export interface ServerStream<T> extends AsyncIterable<T> {
 type ServiceCtor = grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition };
 
 const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.max_receive_message_length': 64 * 1024 * 1024,
   'grpc.initial_reconnect_backoff_ms': 100,
   'grpc.max_reconnect_backoff_ms': 2000,
   'grpc.enable_retries': 0,
 };
 
 export function connect<D>(ctor: ServiceCtor & { service: D }, address: string): TypedClient<D> {
-  const raw = new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  const max = maxMessageBytes();
+  const raw = new ctor(address, grpc.credentials.createInsecure(), {
+    ...CHANNEL_OPTIONS,
+    'grpc.max_receive_message_length': max,
+    'grpc.max_send_message_length': max,
+  });
   const out: Record<string, unknown> = {};
   const streams: Record<string, unknown> = {};
   for (const [name, d] of Object.entries(ctor.service)) {

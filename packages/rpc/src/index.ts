@@ -23,3 +23,4 @@ export * from './master-connection.js';
 export * from './mapping.js';
 export * from './process-guards.js';
 export * from './retry.js';
+export * from './message-size.js';

@@ -38,6 +38,7 @@ describe('agent config', () => {
       workerUsers: {},
       allowRootWorkers: false,
       allowedPaths: [],
+      maxMessageBytes: 64 * 1024 * 1024,
     });
   });
 
