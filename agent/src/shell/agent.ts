@@ -74,7 +74,17 @@ import {
   type UpdateGrantsRequest__Output,
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
-import { implement, MasterConnection, retry, startServer, toGrpcError, type RunningServer, type ServiceImpl } from '@fuxi/rpc';
+import {
+  DEFAULT_STREAM_STALL_MS,
+  implement,
+  MasterConnection,
+  retry,
+  startServer,
+  toGrpcError,
+  writeBounded,
+  type RunningServer,
+  type ServiceImpl,
+} from '@fuxi/rpc';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
@@ -1101,12 +1111,8 @@ export class Agent {
             if (bytesRead === 0) break;
             pos += bytesRead;
             const chunk: LogChunk = { data: Buffer.from(buf.subarray(0, bytesRead)) };
-            if (!call.write(chunk)) {
-              await new Promise<void>((resolve) => {
-                call.once('drain', resolve);
-                call.once('cancelled', resolve);
-              });
-            }
+            // A reader that takes nothing for a minute is ended (RESOURCE_EXHAUSTED): it calls again.
+            await writeBounded(call, chunk, DEFAULT_STREAM_STALL_MS, 'ReadLog');
           }
         } finally {
           await fh.close();

@@ -24,3 +24,4 @@ export * from './mapping.js';
 export * from './process-guards.js';
 export * from './retry.js';
 export * from './message-size.js';
+export * from './stream-bounds.js';
