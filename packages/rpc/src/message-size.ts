@@ -1,8 +1,10 @@
 /**
  * The largest gRPC message a process sends or receives: one setting for every server
  * (`startServer`) and client (`connect`) of the process, set once at start from the daemon's
- * config (`maxMessageBytes`). A bigger message is refused by gRPC with RESOURCE_EXHAUSTED before
- * any handler sees it.
+ * config (`maxMessageBytes`); processes without a config of their own (AMs, the AM host and its
+ * threads, the CLI) take `FUXI_MAX_MESSAGE_BYTES` from their environment, which the agent sets for
+ * the system components it starts. A bigger message is refused by gRPC with RESOURCE_EXHAUSTED
+ * before any handler sees it.
  *
  * ```ts
  * setMaxMessageBytes(parseMaxMessageBytes('maxMessageBytes', cfg.maxMessageBytes));
@@ -15,10 +17,24 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** Below this no real call fits (a node table, a grant table). */
 export const MIN_MAX_MESSAGE_BYTES = 64 * 1024;
 
-let current = DEFAULT_MAX_MESSAGE_BYTES;
+/** The environment variable that carries the setting to processes without a config file. */
+export const MAX_MESSAGE_BYTES_ENV = 'FUXI_MAX_MESSAGE_BYTES';
 
+let current = fromEnv(process.env[MAX_MESSAGE_BYTES_ENV]);
+
+function fromEnv(v: string | undefined): number {
+  if (!v) return DEFAULT_MAX_MESSAGE_BYTES;
+  try {
+    return parseMaxMessageBytes(MAX_MESSAGE_BYTES_ENV, v);
+  } catch {
+    return DEFAULT_MAX_MESSAGE_BYTES;
+  }
+}
+
+/** Sets it for this process, and for the system components it starts (their environment). */
 export function setMaxMessageBytes(n: number): void {
   current = n;
+  process.env[MAX_MESSAGE_BYTES_ENV] = String(n);
 }
 
 export function maxMessageBytes(): number {

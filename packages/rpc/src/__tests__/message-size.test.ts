@@ -1,6 +1,16 @@
 import { expect } from 'chai';
 import { InvalidArgumentError } from '@fuxi/common';
+import { execFileSync } from 'node:child_process';
 import { DEFAULT_MAX_MESSAGE_BYTES, parseMaxMessageBytes } from '../message-size.js';
+
+/** maxMessageBytes() of a fresh process whose environment holds `value`. */
+function inFreshProcess(value: string): number {
+  const mod = new URL('../message-size.js', import.meta.url).href;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', `import { maxMessageBytes } from '${mod}'; console.log(maxMessageBytes());`], {
+    env: { ...process.env, FUXI_MAX_MESSAGE_BYTES: value },
+  });
+  return Number(String(out).trim());
+}
 
 describe('maxMessageBytes (message-size.ts)', () => {
   it('reads bytes or a binary suffix', () => {
@@ -17,5 +27,10 @@ describe('maxMessageBytes (message-size.ts)', () => {
         InvalidArgumentError,
         /^maxMessageBytes: must be bytes from 65536 to 2Gi/,
       );
+  });
+
+  it('a process without a config takes FUXI_MAX_MESSAGE_BYTES (an AM, the AM host), a bad value the default', () => {
+    expect(inFreshProcess('1Mi')).to.equal(1024 * 1024);
+    expect(inFreshProcess('nonsense')).to.equal(DEFAULT_MAX_MESSAGE_BYTES);
   });
 });
