@@ -8,8 +8,10 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { FuxiClient } from '@fuxi/client';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { BIN, type LocalCluster } from '@fuxi/deploy';
-import { job, startCluster, stopCluster, until } from '../harness.js';
+import { isAlive, job, sleep, startCluster, stopCluster, until } from '../harness.js';
 
 const run = promisify(execFile);
 /** Set in the agents' environment: no worker may see it. */
@@ -102,5 +104,40 @@ describe('worker identity (local cluster, real workers)', function () {
     for await (const j of client.watch(jobId)) last = j;
     expect(last?.state).to.equal('JOB_STATE_FAILED');
     expect(last?.message).to.match(/cwd: "\/etc" resolves to \/etc, outside the worker's directory/);
+  });
+
+  it('an agent restart re-adopts a worker running as the worker user: same process, its exit code reported', async () => {
+    const release = join(cluster.opts.dir, 'release-identity');
+    const { jobId } = await client.submit(
+      job({
+        name: 'held',
+        env: { RELEASE: release },
+        tasks: [
+          {
+            name: 'who',
+            instances: 1,
+            resources: { cpu: 0.1, memory: 64 },
+            command: ['sh', '-c', 'id -u; while [ ! -e "$RELEASE" ]; do sleep 0.1; done; echo released'],
+          },
+        ],
+      }),
+    );
+    const dir = join(cluster.agents[0]!.workDir, 'apps', jobId);
+    const pidFile = await until('the worker running', () => {
+      const f = join(dir, 'who.0.1', 'pid');
+      return existsSync(f) ? f : undefined;
+    });
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    const agent = cluster.agents[0]!;
+    process.kill(agent.pid, 'SIGKILL');
+    await until('the agent to exit', () => !isAlive(agent.pid), 10_000, 50);
+    await sleep(300);
+    expect(isAlive(pid), 'the worker outlives its agent').to.equal(true);
+    await cluster.startAgent(0);
+    writeFileSync(release, '');
+    const out = await output(jobId);
+    expect(out.split('\n').slice(0, 2)).to.deep.equal([String(expectedUid), 'released']);
+    // The first attempt finished it: nothing was started again.
+    expect(existsSync(join(dir, 'who.0.2'))).to.equal(false);
   });
 });
