@@ -25,7 +25,19 @@ import { loadFuxiProto, type GetAgentStateResponse__Output } from '@fuxi/proto';
 import { connect, sharedTransport, type Transport } from '@fuxi/rpc';
 import { hostOf } from '@fuxi/common';
 import { ClusterPki, tlsArgs, tlsEnv } from './cluster-pki.js';
-import { agentArgs, BIN, freePort, hasExited, isAlive, killAmHosts, startNodeProcess, waitExit, type AgentProcess, type ProcessInfo } from './local-cluster.js';
+import {
+  agentArgs,
+  BIN,
+  freePort,
+  hasExited,
+  isAlive,
+  killAmHosts,
+  passThrough,
+  startNodeProcess,
+  waitExit,
+  type AgentProcess,
+  type ProcessInfo,
+} from './local-cluster.js';
 
 // ------------------------------------------------------------------------------------ log tail
 
@@ -270,6 +282,7 @@ export class HaCluster {
   static async start(opts: HaClusterOptions): Promise<HaCluster> {
     const c = new HaCluster(opts);
     mkdirSync(opts.dir, { recursive: true });
+    passThrough(opts.dir);
     c.addresses = opts.placement ? opts.placement.masters.map((m) => m.address) : (await freeLoopbackPorts(opts.masters ?? 3)).map((p) => `127.0.0.1:${p}`);
     try {
       await Promise.all(c.addresses.map((_, i) => c.startMaster(i)));

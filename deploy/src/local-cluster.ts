@@ -11,7 +11,7 @@
  * ```
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,18 @@ export const BIN = {
   cli: bundled(join(repo, 'client', 'dist', 'fuxi.cjs'), join(repo, 'client', 'dist', 'cli', 'main.js')),
 };
 
+/** The shipped example jobs (deploy/examples): a root every local agent allows for jobs' `cwd`. */
+export const EXAMPLES_DIR = join(repo, 'deploy', 'examples');
+
+/**
+ * Lets every user traverse `dir` (x bits added, nothing else): workers run as an unprivileged
+ * user and must reach their own directories below it (a mkdtemp folder is 0700).
+ */
+export function passThrough(dir: string): void {
+  const mode = statSync(dir).mode & 0o7777;
+  if ((mode & 0o111) !== 0o111) chmodSync(dir, mode | 0o111);
+}
+
 export interface LocalClusterOptions {
   /** Root folder: master data, agent work dirs and logs go under it. */
   dir: string;
@@ -49,6 +61,12 @@ export interface LocalClusterOptions {
   masterArgs?: string[];
   /** Extra flags for every agent. */
   agentArgs?: string[];
+  /**
+   * Directories besides the shipped examples (always allowed) that jobs' `cwd` may name on every
+   * agent (`--allowed-paths`). Workers run as `nobody` when the agents run as root: what they read
+   * there must be readable by it.
+   */
+  allowedPaths?: string[];
   /**
    * Prometheus metrics on every daemon (`--metrics-listen` on loopback: the master on a port it
    * keeps across restarts, each agent on a free one); `metricsUrl` of each process says where,
@@ -153,7 +171,7 @@ export function freePort(): Promise<number> {
  * the agent reads its masters and listen address from that file instead.
  */
 export function agentArgs(
-  o: Pick<LocalClusterOptions, 'racks' | 'agentCpu' | 'agentMemory' | 'logLevel' | 'agentArgs'>,
+  o: Pick<LocalClusterOptions, 'racks' | 'agentCpu' | 'agentMemory' | 'logLevel' | 'agentArgs' | 'allowedPaths'>,
   i: number,
   masters: string,
   workDir: string,
@@ -176,6 +194,9 @@ export function agentArgs(
     workDir,
     '--log-level',
     o.logLevel ?? 'info',
+    // The example jobs run their programs from the shipped examples folder.
+    '--allowed-paths',
+    [EXAMPLES_DIR, ...(o.allowedPaths ?? [])].join(','),
     ...(o.agentArgs ?? []),
   ];
 }
@@ -259,6 +280,8 @@ export class LocalCluster {
 
   static async start(opts: LocalClusterOptions): Promise<LocalCluster> {
     const c = new LocalCluster(opts);
+    mkdirSync(opts.dir, { recursive: true });
+    passThrough(opts.dir);
     try {
       await c.startMaster();
       await Promise.all(Array.from({ length: opts.agents }, (_, i) => c.startAgent(i)));

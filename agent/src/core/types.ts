@@ -25,6 +25,8 @@ export interface GrantEntry {
   amAttempt?: number;
   /** sha-256 (hex) of that attempt's token: plans and stops must present the token (plan-tokens.ts). */
   amTokenHash?: string;
+  /** The job's quota group (the master's word): picks the user its job processes run as. */
+  quotaGroup?: string;
 }
 
 export interface PlanInput {

@@ -78,15 +78,17 @@ import {
 import {
   bearerToken,
   callerOf,
+  DEFAULT_STREAM_STALL_MS,
+  defaultTransport,
   implement,
   MasterConnection,
   readTokenFile,
   retry,
   startServer,
   tokenHash,
-  defaultTransport,
   toGrpcError,
   transportEnv,
+  writeBounded,
   type RunningServer,
   type ServiceImpl,
 } from '@fuxi/rpc';
@@ -95,7 +97,9 @@ import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerIn
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
-import { RealProcessDriver, readBootId, workerDir, type ProcessDriver } from './process-driver.js';
+import { RealProcessDriver, readBootId, workerDir, type ProcessDriver, type RealProcessDriverOptions } from './process-driver.js';
+import { describeIdentity, userFor, type WorkerIdentity } from '../core/worker-identity.js';
+import { openWorkerIdentity } from './worker-users.js';
 import { AmHostSupervisor } from './am-host-supervisor.js';
 import { AgentMetrics } from './agent-metrics.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from './hosted-am-driver.js';
@@ -158,6 +162,8 @@ export class Agent {
   private readonly hosted: HostedAmDriver | undefined;
   /** How workers are held to their grants (shell/cgroups.ts); undefined with an injected driver. */
   readonly enforcer: ResourceEnforcer | undefined;
+  /** Who job processes run as (absent with an injected driver). */
+  readonly identity: WorkerIdentity | undefined;
   /** What this node offers the cluster: its capacity, less the AM host's reserve when it hosts AMs. */
   readonly capacity: Resource;
   private readonly events: EventSender;
@@ -219,7 +225,12 @@ export class Agent {
     this.enforcer = deps.driver
       ? undefined
       : openEnforcer({ setting: config.resourceEnforcement, nodeId: config.nodeId, workDir: config.workDir, log: this.log.child({ c: 'limits' }) });
-    const enforcer = this.enforcer ? { enforcer: this.enforcer } : {};
+    // Resolved once: a bad worker user is a config error at start; the mode is logged and registered.
+    this.identity = deps.driver ? undefined : openWorkerIdentity(config);
+    const enforcer = {
+      ...(this.enforcer ? { enforcer: this.enforcer } : {}),
+      ...(this.identity ? this.spawnPolicy(this.identity) : {}),
+    };
     if (!deps.driver && config.amHost) {
       const real = new RealProcessDriver({ workDir: config.workDir, stopGraceMs: config.stopGraceMs, log: this.log.child({ c: 'driver' }), ...enforcer });
       const host = new AmHostSupervisor({
@@ -268,6 +279,24 @@ export class Agent {
     this.metrics = config.metricsListen
       ? new AgentMetrics({ workerCounts: () => this.core.workerCounts(), amHostStats: async () => (hosted ? hosted.host.stats() : undefined) })
       : undefined;
+  }
+
+  /**
+   * Who each process runs as: the built-in AM (this installation's `amCommand`, a system component)
+   * as the agent with its environment; every job process as its quota group's worker user, with a
+   * clean environment, its `cwd` confined to its directory and `allowedPaths`.
+   */
+  private spawnPolicy(identity: WorkerIdentity): Pick<RealProcessDriverOptions, 'runAs' | 'isSystem' | 'allowedPaths'> {
+    const builtin = this.config.amCommand;
+    return {
+      isSystem: (spec) => spec.suId === AM_SU && spec.argv.length === builtin.length && spec.argv.every((a, i) => a === builtin[i]),
+      runAs: (spec) => {
+        if (identity.mode !== 'switch') return undefined;
+        const grant = this.core.grantTable().find((g) => g.appId === spec.appId && g.quotaGroup);
+        return userFor(identity, grant?.quotaGroup ?? '');
+      },
+      allowedPaths: this.config.allowedPaths,
+    };
   }
 
   /** `http://host:port/metrics` when metrics are served, else ''. */
@@ -367,6 +396,7 @@ export class Agent {
         workDir: this.config.workDir,
         masters: this.config.masters,
         resourceEnforcement: this.enforcer ? { mode: this.enforcer.mode, why: this.enforcer.reason, groups: this.enforcer.agentDirs } : 'n/a (injected driver)',
+        workerUser: this.identity ? describeIdentity(this.identity) : 'n/a (injected driver)',
         ...(this.restoreReport ? { restored: this.restoreReport } : {}),
         probe: this.prober ? this.prober.address : 'off',
         ...(this.metricsServer ? { metrics: this.metricsServer.url } : {}),
@@ -479,6 +509,7 @@ export class Agent {
       bootId: readBootId(),
       probePort: this.prober?.port ?? 0,
       resourceEnforcement: this.enforcer?.mode ?? '',
+      workerUser: this.identity ? describeIdentity(this.identity) : '',
     };
   }
 
@@ -1127,12 +1158,8 @@ export class Agent {
             if (bytesRead === 0) break;
             pos += bytesRead;
             const chunk: LogChunk = { data: Buffer.from(buf.subarray(0, bytesRead)) };
-            if (!call.write(chunk)) {
-              await new Promise<void>((resolve) => {
-                call.once('drain', resolve);
-                call.once('cancelled', resolve);
-              });
-            }
+            // A reader that takes nothing for a minute is ended (RESOURCE_EXHAUSTED): it calls again.
+            await writeBounded(call, chunk, DEFAULT_STREAM_STALL_MS, 'ReadLog');
           }
         } finally {
           await fh.close();

@@ -10,6 +10,7 @@ import { InvalidArgumentError, parseCpu, parseMemory, type Resource } from '@fux
 import { readTokenFile } from '@fuxi/rpc';
 import { parseMetricsListen } from '@fuxi/rpc/metrics';
 import { parseInsecure, parseTlsConfig, type TlsFiles } from '@fuxi/rpc/tls';
+import { DEFAULT_MAX_MESSAGE_BYTES, parseMaxMessageBytes } from '@fuxi/rpc/message-size';
 import { DEFAULT_PENDING_TIMEOUT_MS } from '../core/agent-core.js';
 import { DEFAULT_PROBE_MISSES, DEFAULT_PROBE_PERIOD_MS } from '../core/probes.js';
 import { ENFORCEMENT_SETTINGS, type EnforcementSetting } from '../core/resource-limits.js';
@@ -92,6 +93,19 @@ export interface AgentConfig {
    * master's. StartWorkers needs the app's current AM token on every cluster.
    */
   insecure?: boolean | undefined;
+  /**
+   * Who job processes run as when the agent runs as root (core/worker-identity.ts): this user
+   * (default `nobody`), or `workerUsers[<quota group>]` for jobs of a group listed there. A user
+   * that is uid 0 is a config error unless `allowRootWorkers` is true. An agent that is not root
+   * runs them as itself and says so at start.
+   */
+  workerUser: string;
+  workerUsers: Record<string, string>;
+  allowRootWorkers: boolean;
+  /** Absolute roots besides its own directory that a job's `cwd` may resolve into. Default none. */
+  allowedPaths: string[];
+  /** Largest gRPC message the agent sends or receives (packages/rpc/src/message-size.ts). Default 64 MiB. */
+  maxMessageBytes: number;
 }
 
 /**
@@ -145,6 +159,11 @@ export const CONFIG_KEYS = [
   'resourceEnforcement',
   'tls',
   'insecure',
+  'workerUser',
+  'workerUsers',
+  'allowRootWorkers',
+  'allowedPaths',
+  'maxMessageBytes',
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 /** Flags that set one file of `tls` (`--tls-ca`, `--tls-cert`, `--tls-key`). */
@@ -289,6 +308,13 @@ export function resolveConfig(
   if (typeof resourceEnforcement !== 'string' || !(ENFORCEMENT_SETTINGS as readonly string[]).includes(resourceEnforcement))
     throw new InvalidArgumentError('resourceEnforcement', `must be one of ${ENFORCEMENT_SETTINGS.join(', ')}, got ${JSON.stringify(enfRaw)}`);
 
+  const workerUser = str('workerUser', pick('workerUser') ?? '').trim();
+  const workerUsers = parseWorkerUsers(pick('workerUsers'));
+  const allowRootWorkers = bool('allowRootWorkers', pick('allowRootWorkers') ?? false);
+  const allowedPaths = parseAllowedPaths(pick('allowedPaths'));
+  const mmRaw = pick('maxMessageBytes');
+  const maxMessageBytes = mmRaw === undefined ? DEFAULT_MAX_MESSAGE_BYTES : parseMaxMessageBytes('maxMessageBytes', mmRaw);
+
   return {
     masters,
     listen,
@@ -314,6 +340,11 @@ export function resolveConfig(
     amHostThreadInstances,
     probe,
     resourceEnforcement: resourceEnforcement as EnforcementSetting,
+    workerUser,
+    workerUsers,
+    allowRootWorkers,
+    allowedPaths,
+    maxMessageBytes,
     ...resolveTls(flags, file),
   };
 }
@@ -333,6 +364,40 @@ function resolveTls(flags: Partial<Record<ConfigKey | TlsFlag, unknown>>, file: 
     tls = { ...(tls ?? {}), [part]: v };
   }
   return tls ? { tls: parseTlsConfig('tls', tls), insecure } : { insecure };
+}
+
+/** `workerUsers`: a mapping of quota group -> user, or as a flag `group=user[,group=user...]`. */
+export function parseWorkerUsers(v: unknown): Record<string, string> {
+  if (v === undefined || v === null || v === '') return {};
+  let entries: Array<[string, unknown]>;
+  if (typeof v === 'string') {
+    entries = v
+      .split(',')
+      .filter((p) => p.trim() !== '')
+      .map((p) => {
+        const i = p.indexOf('=');
+        if (i <= 0) throw new InvalidArgumentError('workerUsers', `must be group=user[,group=user...], got ${JSON.stringify(v)}`);
+        return [p.slice(0, i).trim(), p.slice(i + 1).trim()];
+      });
+  } else if (typeof v === 'object' && !Array.isArray(v)) entries = Object.entries(v as Record<string, unknown>);
+  else throw new InvalidArgumentError('workerUsers', `must be a mapping of quota group to user, got ${JSON.stringify(v)}`);
+  const out: Record<string, string> = {};
+  for (const [g, u] of entries) {
+    if (typeof u !== 'string' || u.trim() === '') throw new InvalidArgumentError(`workerUsers.${g}`, `must be a user name, got ${JSON.stringify(u)}`);
+    out[g] = u.trim();
+  }
+  return out;
+}
+
+/** `allowedPaths`: absolute directories (a list, or as a flag comma-separated). */
+export function parseAllowedPaths(v: unknown): string[] {
+  if (v === undefined || v === null || v === '') return [];
+  const list = typeof v === 'string' ? v.split(',') : v;
+  if (!Array.isArray(list) || !list.every((p) => typeof p === 'string'))
+    throw new InvalidArgumentError('allowedPaths', `must be a list of absolute directories, got ${JSON.stringify(v)}`);
+  const out = (list as string[]).map((p) => p.trim()).filter((p) => p !== '');
+  for (const p of out) if (!p.startsWith('/')) throw new InvalidArgumentError('allowedPaths', `must be absolute, got ${JSON.stringify(p)}`);
+  return out;
 }
 
 /**

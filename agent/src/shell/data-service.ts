@@ -20,7 +20,7 @@ import * as path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, errorMessage } from '@fuxi/common';
 import type { FetchOutputRequest__Output, OutputChunk } from '@fuxi/proto';
-import { toGrpcError } from '@fuxi/rpc';
+import { DEFAULT_STREAM_STALL_MS, toGrpcError, writeBounded } from '@fuxi/rpc';
 import type { WorkerInfo } from '../core/agent-core.js';
 import { outputDir, workerDir } from './process-driver.js';
 import type { TransferMeter } from './transfer-meter.js';
@@ -103,12 +103,8 @@ export class DataService {
           : { data: Buffer.from(buf.subarray(0, bytesRead)) };
         first = false;
         meter?.add(metered, bytesRead);
-        if (!call.write(chunk)) {
-          await new Promise<void>((resolve) => {
-            call.once('drain', resolve);
-            call.once('cancelled', resolve);
-          });
-        }
+        // A reader that takes nothing for a minute is ended (RESOURCE_EXHAUSTED): it calls again.
+        await writeBounded(call, chunk, DEFAULT_STREAM_STALL_MS, 'FetchOutput');
         if (bytesRead === 0) break;
       }
       complete = !cancelled;

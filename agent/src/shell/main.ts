@@ -15,7 +15,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError, FUXI_VERSION } from '@fuxi/common';
-import { insecureListenWarning, installProcessGuards, reloadOnSighup, setDefaultTransport, Transport } from '@fuxi/rpc';
+import { insecureListenWarning, installProcessGuards, reloadOnSighup, setDefaultTransport, setMaxMessageBytes, Transport } from '@fuxi/rpc';
 import { Agent } from './agent.js';
 import { loadConfigFile, resolveConfig, type ConfigKey, type TlsFlag } from './config.js';
 import { checkOwnCertificate } from './own-certificate.js';
@@ -62,6 +62,11 @@ const program = new Command('fuxi-agent')
   .option('--tls-cert <file>', "mutual TLS: this node's certificate (CN=<node id>, O=agent; config: tls.cert)")
   .option('--tls-key <file>', 'mutual TLS: its private key (config: tls.key)')
   .option('--insecure', 'plaintext, no TLS (config: insecure: true); without it the agent needs tls')
+  .option('--worker-user <user>', 'when the agent runs as root, job processes run as this user (default nobody; never uid 0 without --allow-root-workers)')
+  .option('--worker-users <group=user,...>', "users of the listed quota groups' job processes (default: --worker-user for all)")
+  .option('--allow-root-workers <bool>', 'let a worker user be uid 0 (default false)')
+  .option('--allowed-paths <dir,...>', "absolute directories a job's cwd may resolve into besides the worker's own (default none)")
+  .option('--max-message-bytes <n>', 'largest gRPC message sent or received, bytes or 64Mi (default 64Mi)')
   .option('--log-level <level>', 'trace, debug, info, warn, error')
   .showHelpAfterError()
   .exitOverride();
@@ -86,6 +91,7 @@ async function main(): Promise<void> {
   const warning = insecureListenWarning(transport, cfg.listen);
   if (warning) log.warn({ listen: cfg.listen }, warning);
   else log.info(transport.describe(), 'transport');
+  setMaxMessageBytes(cfg.maxMessageBytes);
   const agent = new Agent(cfg, { log });
   await agent.start();
   let stopping = false;

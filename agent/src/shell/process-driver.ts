@@ -40,8 +40,10 @@ import { nullLogger, PROGRESS_FILE, PROGRESS_FILE_ENV, redactedEnv, type Logger,
 import type { Liveness, SpawnSpec, WorkerRef } from '../core/agent-core.js';
 import { FAMILY_ENV, type ProcId } from '../core/process-family.js';
 import { limitsFor, oomVerdict, overMemory, type OomEvidence, type WorkerLimits } from '../core/resource-limits.js';
+import { workerEnv, type UserEntry } from '../core/worker-identity.js';
 import type { ResourceEnforcer } from './cgroups.js';
 import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
+import { confinePath, giveDir, passThrough } from './worker-users.js';
 
 export interface SpawnResult {
   pid: number;
@@ -109,8 +111,23 @@ export interface RealProcessDriverOptions {
   workDir: string;
   /** Default grace between SIGTERM and SIGKILL (default 5 s). */
   stopGraceMs?: number;
-  /** Extra environment for every worker on top of the agent's own (default: the agent's env). */
+  /**
+   * The environment system processes (`isSystem`) start from (default: the agent's own). Job
+   * processes never see it: theirs is built from nothing (core/worker-identity.ts, `workerEnv`).
+   */
   baseEnv?: Record<string, string | undefined>;
+  /**
+   * The user a job process runs as (its directory is made its own, 0700); undefined: the agent's
+   * own user (an agent that is not root cannot switch). Absent: every process runs as the agent.
+   */
+  runAs?: (spec: SpawnSpec) => UserEntry | undefined;
+  /**
+   * A system component of this installation (the built-in AM run as a process of its own): it runs
+   * as the agent with the agent's environment. Absent: nothing is.
+   */
+  isSystem?: (spec: SpawnSpec) => boolean;
+  /** Roots besides the worker's directory that a job's `cwd` may resolve into (config `allowedPaths`). */
+  allowedPaths?: readonly string[];
   /** How often re-adopted workers are checked for liveness (default 500 ms). */
   adoptPollMs?: number;
   /** How often the process families of live workers are sampled from /proc (default 1000 ms). */
@@ -390,15 +407,29 @@ export class RealProcessDriver implements ProcessDriver {
       path.join(dir, 'cmd.json'),
       JSON.stringify({ ...spec, env: redactedEnv(spec.env), startedAt: new Date().toISOString() }, null, 2) + '\n',
     );
-    const cwd = spec.cwd || dir;
+    const system = this.opts.isSystem?.(spec) ?? false;
+    const user = system ? undefined : this.opts.runAs?.(spec);
+    // Symlinks and `..` resolved: a job's cwd stays in its directory or the allowed roots.
+    const cwd = system ? spec.cwd || dir : await confinePath('cwd', spec.cwd, dir, this.opts.allowedPaths ?? []);
     const st = await fs.promises.stat(cwd).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`working directory ${cwd} does not exist`);
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(this.opts.baseEnv ?? process.env)) if (v !== undefined) env[k] = v;
-    Object.assign(env, spec.env);
-    env.FUXI_OUTPUT_DIR = path.join(dir, OUTPUT_SUBDIR);
-    env[PROGRESS_FILE_ENV] = path.join(dir, PROGRESS_FILE);
-    env[FAMILY_ENV] = marker;
+    const launchEnv: Record<string, string> = {
+      FUXI_OUTPUT_DIR: path.join(dir, OUTPUT_SUBDIR),
+      [PROGRESS_FILE_ENV]: path.join(dir, PROGRESS_FILE),
+      [FAMILY_ENV]: marker,
+    };
+    let env: Record<string, string>;
+    if (system) {
+      env = {};
+      for (const [k, v] of Object.entries(this.opts.baseEnv ?? process.env)) if (v !== undefined) env[k] = v;
+      Object.assign(env, spec.env, launchEnv);
+    } else env = workerEnv(dir, process.env.LANG ?? '', spec.env, launchEnv);
+    if (user) {
+      // Its user reaches its own directory (the ones above: traverse only, never list) and nothing else.
+      await passThrough([this.opts.workDir, path.dirname(path.dirname(dir)), path.dirname(dir)]);
+      await giveDir(path.join(dir, OUTPUT_SUBDIR), user);
+      await giveDir(dir, user);
+    }
     const enforcer = this.opts.enforcer;
     const limits = spec.resource ? limitsFor(spec.resource) : undefined;
     // The worker's groups exist with its limits before its wrapper joins them (and execs the command).
@@ -406,6 +437,8 @@ export class RealProcessDriver implements ProcessDriver {
     if (enforcer && limits) {
       try {
         procs = enforcer.prepare(spec.appId, spec.workerId, limits);
+        // The wrapper joins its groups itself, as the worker's user (cgroup v1: the procs file must be writable).
+        if (user) for (const f of procs) fs.chownSync(f, user.uid, user.gid);
       } catch (e) {
         enforcer.finish(spec.appId, spec.workerId);
         throw new Error(`cannot make the worker's cgroup (${enforcer.mode}): ${(e as Error).message}`);
@@ -414,7 +447,9 @@ export class RealProcessDriver implements ProcessDriver {
     return new Promise<SpawnResult>((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn('/bin/sh', ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv], { cwd, env, detached: true, stdio: 'ignore' });
+        // With uid/gid, libuv also clears the supplementary groups (setgroups(0, NULL)).
+        const ids = user ? { uid: user.uid, gid: user.gid } : {};
+        child = spawn('/bin/sh', ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv], { cwd, env, detached: true, stdio: 'ignore', ...ids });
       } catch (e) {
         if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
         reject(e instanceof Error ? e : new Error(String(e)));

@@ -31,11 +31,20 @@ export function fromWireGrant(g: Grant__Output): GrantEntry {
     resource: fromWireResource(g.resource),
     amAttempt: g.amAttempt ?? 0,
     ...(g.amTokenHash ? { amTokenHash: g.amTokenHash } : {}),
+    ...(g.quotaGroup ? { quotaGroup: g.quotaGroup } : {}),
   };
 }
 
 export function toWireGrant(g: GrantEntry): Grant {
-  return { appId: g.appId, suId: g.suId, slots: g.slots, resource: toWireResource(g.resource), amAttempt: g.amAttempt ?? 0, amTokenHash: g.amTokenHash ?? '' };
+  return {
+    appId: g.appId,
+    suId: g.suId,
+    slots: g.slots,
+    resource: toWireResource(g.resource),
+    amAttempt: g.amAttempt ?? 0,
+    amTokenHash: g.amTokenHash ?? '',
+    quotaGroup: g.quotaGroup ?? '',
+  };
 }
 
 export function fromWireUpdateGrants(req: UpdateGrantsRequest__Output): UpdateGrantsInput {

@@ -82,8 +82,10 @@ describe('cli format', () => {
       mockNode('n2', '10.0.0.2:7071', { healthy: true, state: 'timing out', runningWorkers: 0 }),
       mockNode('n3', '10.0.0.3:7071', { healthy: false, state: 'lost', runningWorkers: 0 }),
     ]).split('\n');
-    expect(lines[0]).to.match(/^NODE\s+ADDRESS\s+RACK\s+STATE\s+CAPACITY\s+ALLOCATED\s+FREE\s+WORKERS\s+LIMITS\s+PREDICTION\s+UNREACHABLE$/);
-    expect(lines[1]).to.match(/^n1\s+10\.0\.0\.1:7071\s+r1\s+ready\s+cpu=8 mem=16Gi\s+cpu=500m mem=512Mi\s+cpu=7500m mem=15872Mi\s+1\s+cgroup-v1\s+-\s+-$/);
+    expect(lines[0]).to.match(/^NODE\s+ADDRESS\s+RACK\s+STATE\s+CAPACITY\s+ALLOCATED\s+FREE\s+WORKERS\s+LIMITS\s+RUNS-AS\s+PREDICTION\s+UNREACHABLE$/);
+    expect(lines[1]).to.match(
+      /^n1\s+10\.0\.0\.1:7071\s+r1\s+ready\s+cpu=8 mem=16Gi\s+cpu=500m mem=512Mi\s+cpu=7500m mem=15872Mi\s+1\s+cgroup-v1\s+nobody\s+-\s+-$/,
+    );
     expect(lines[2]).to.match(/\stiming out\s/);
     expect(lines[3]).to.match(/\slost\s/);
     expect(formatNodes([])).to.equal('(no nodes)');
@@ -120,9 +122,9 @@ describe('cli format', () => {
       mockNode('n2', '10.0.0.2:7071', { prediction: 'job', predictionJobs: ['job-a', 'job-b'] }),
       mockNode('n3', '10.0.0.3:7071'),
     ]).split('\n');
-    expect(lines[1]).to.match(/\s1\s+cgroup-v1\s+blocked\s+-$/);
-    expect(lines[2]).to.match(/\s1\s+cgroup-v1\s+job:2\s+-$/);
-    expect(lines[3]).to.match(/\s1\s+cgroup-v1\s+-\s+-$/);
+    expect(lines[1]).to.match(/\s1\s+cgroup-v1\s+nobody\s+blocked\s+-$/);
+    expect(lines[2]).to.match(/\s1\s+cgroup-v1\s+nobody\s+job:2\s+-$/);
+    expect(lines[3]).to.match(/\s1\s+cgroup-v1\s+nobody\s+-\s+-$/);
     expect(lines.slice(4)).to.deep.equal([
       'failure prediction:',
       '  n1: blocked, predicted 0.62: 7 of 9 attempts failed, 2 flaps in 30 min',
@@ -138,10 +140,10 @@ describe('cli format', () => {
       mockNode('a4', '10.0.0.4:7071'),
     ]).split('\n');
     expect(lines).to.have.length(5);
-    expect(lines[1]).to.match(/\s1\s+cgroup-v1\s+-\s+a2$/);
+    expect(lines[1]).to.match(/\s1\s+cgroup-v1\s+nobody\s+-\s+a2$/);
     expect(lines[2]).to.match(/\spartitioned\s.*\sa1$/);
     expect(lines[3]).to.match(/\sa4,a5,a6 \+2$/);
-    expect(lines[4]).to.match(/\s1\s+cgroup-v1\s+-\s+-$/);
+    expect(lines[4]).to.match(/\s1\s+cgroup-v1\s+nobody\s+-\s+-$/);
     // The other columns keep their widths: the last column never pads.
     expect(lines.slice(1).map((l) => l.indexOf('cpu=8'))).to.satisfy((xs: number[]) => new Set(xs).size === 1);
     expect(fmtUnreachable([])).to.equal('-');

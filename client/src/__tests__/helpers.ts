@@ -36,6 +36,7 @@ export function mockNode(id: string, address: string, over: Partial<NodeStatus__
       bootId: 'b',
       probePort: 0,
       resourceEnforcement: 'cgroup-v1',
+      workerUser: 'nobody',
     },
     healthy: true,
     state: 'ready',

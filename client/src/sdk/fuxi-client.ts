@@ -342,7 +342,11 @@ export class FuxiClient {
       return true;
     };
     // Reconnects back off from 100 ms to 2 s; every message starts over (and restarts `retryForMs`).
-    const retrier = new Retrier({ retryForMs: this.retryForMs, retryIf: (e) => isTransientError(e) || (e instanceof RpcError && e.leader !== '') });
+    // A stream the master ended for falling behind (RESOURCE_EXHAUSTED) is watched again too.
+    const retrier = new Retrier({
+      retryForMs: this.retryForMs,
+      retryIf: (e) => isTransientError(e) || (e instanceof RpcError && (e.leader !== '' || e.code === 'RESOURCE_EXHAUSTED')),
+    });
     for (;;) {
       // A unary call first: it finds the leader, retries while no master answers, and throws
       // NOT_FOUND for an unknown job.
@@ -392,7 +396,11 @@ export class FuxiClient {
     const final = new Map<string, JobInfo__Output>();
     let pending = [...new Set(target.jobIds ?? [])];
     let arrayId = target.arrayId ?? '';
-    const retrier = new Retrier({ retryForMs: this.retryForMs, retryIf: (e) => isTransientError(e) || (e instanceof RpcError && e.leader !== '') });
+    // A stream the master ended for falling behind (RESOURCE_EXHAUSTED) is watched again too.
+    const retrier = new Retrier({
+      retryForMs: this.retryForMs,
+      retryIf: (e) => isTransientError(e) || (e instanceof RpcError && (e.leader !== '' || e.code === 'RESOURCE_EXHAUSTED')),
+    });
     for (;;) {
       // A unary call first finds the leader (and retries while none answers).
       await this.connection.call('GetClusterStatus', {}, this.callOpts(true));

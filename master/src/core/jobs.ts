@@ -9,6 +9,7 @@ import { mintAttemptToken } from './am-tokens.js';
 import { admissible, heldMessage, indexMember } from './arrays.js';
 import { setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
+import { checkJobInputs, DEFAULT_JOB_INPUT_LIMITS } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { pushGrants } from './sync.js';
@@ -29,6 +30,11 @@ export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): Subm
     return { jobId: submitted.jobId, created: false };
   }
   checkSpecSize(st, submitted);
+  checkJobInputs(submitted, {
+    maxEnvBytes: st.cfg.maxEnvBytes ?? DEFAULT_JOB_INPUT_LIMITS.maxEnvBytes,
+    maxEnvVars: st.cfg.maxEnvVars ?? DEFAULT_JOB_INPUT_LIMITS.maxEnvVars,
+    maxInstancesPerJob: st.cfg.maxInstancesPerJob ?? DEFAULT_JOB_INPUT_LIMITS.maxInstancesPerJob,
+  });
   const capacities = [...st.nodes.values()].filter((n) => n.status !== 'lost' && isRegistered(n)).map((n) => n.info.capacity);
   // The validator's copy has proto3 zero values replaced by defaults (quota group, AM resource).
   const spec = validateJobSpec(submitted, capacities.length > 0 ? { nodeCapacities: capacities } : {});

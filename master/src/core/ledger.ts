@@ -31,6 +31,7 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
       slots,
       resource: su.resource,
       amAttempt: app.job.amAttempt,
+      quotaGroup: group,
       ...(app.job.amTokenHash ? { amTokenHash: app.job.amTokenHash } : {}),
     });
 }

@@ -70,6 +70,10 @@ export interface MasterCoreConfig {
    * (etcd's --max-request-bytes, 1.5 MiB by default). Default 1 MiB; 0 = no limit.
    */
   maxJobSpecBytes?: number;
+  /** Environment and instance limits of a submitted job (request-limits.ts, `checkJobInputs`; defaults DEFAULT_JOB_INPUT_LIMITS). */
+  maxEnvBytes?: number;
+  maxEnvVars?: number;
+  maxInstancesPerJob?: number;
   /** A finished job is deleted this long after it ended (retention.ts; default 7 days). */
   jobRetentionMs?: number;
   /** At most this many finished jobs are kept; the oldest ends are deleted first (default 100,000). */

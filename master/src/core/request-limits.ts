@@ -239,3 +239,42 @@ export function unitViews(st: MasterState, app: AppState): UnitView[] {
       };
     });
 }
+
+/**
+ * What a client may submit, beyond the spec's own rules (common/job-spec.ts) and its size
+ * (`maxJobSpecBytes`, jobs.ts): every worker's environment (the job's `env` with its task's) holds
+ * at most `maxEnvVars` variables of at most `maxEnvBytes` bytes together (`NAME=value\0` each, as
+ * the kernel counts it), and a job has at most `maxInstancesPerJob` instances over all its tasks.
+ * 0 turns a limit off.
+ */
+export interface JobInputLimits {
+  maxEnvBytes: number;
+  maxEnvVars: number;
+  maxInstancesPerJob: number;
+}
+
+/** Defaults: far above real jobs, well below what breaks exec (128 KiB per string) or the scheduler. */
+export const DEFAULT_JOB_INPUT_LIMITS: Readonly<JobInputLimits> = Object.freeze({ maxEnvBytes: 64 * 1024, maxEnvVars: 256, maxInstancesPerJob: 200_000 });
+
+const utf8Bytes = (s: string): number => new TextEncoder().encode(s).length;
+
+/** Throws InvalidArgumentError naming the field and the limit (its config key) at the first input over a limit. */
+export function checkJobInputs(spec: JobSpec, limits: JobInputLimits): void {
+  const jobEnv = Object.entries(spec.env ?? {});
+  let instances = 0;
+  (spec.tasks ?? []).forEach((t, i) => {
+    instances += Number.isFinite(t.instances) ? Math.max(0, t.instances) : 0;
+    const env = new Map<string, string>([...jobEnv, ...Object.entries(t.command?.env ?? {})]);
+    const field = t.command?.env && Object.keys(t.command.env).length > 0 ? `tasks[${i}].env` : 'env';
+    if (limits.maxEnvVars > 0 && env.size > limits.maxEnvVars)
+      throw new InvalidArgumentError(field, `task "${t.name}" gets ${env.size} environment variables; the limit is ${limits.maxEnvVars} (maxEnvVars)`);
+    if (limits.maxEnvBytes > 0) {
+      let bytes = 0;
+      for (const [k, v] of env) bytes += utf8Bytes(k) + utf8Bytes(String(v)) + 2;
+      if (bytes > limits.maxEnvBytes)
+        throw new InvalidArgumentError(field, `task "${t.name}" gets ${bytes} bytes of environment; the limit is ${limits.maxEnvBytes} (maxEnvBytes)`);
+    }
+  });
+  if (limits.maxInstancesPerJob > 0 && instances > limits.maxInstancesPerJob)
+    throw new InvalidArgumentError('tasks', `the job has ${instances} instances in all; the limit is ${limits.maxInstancesPerJob} (maxInstancesPerJob)`);
+}

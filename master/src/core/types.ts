@@ -61,6 +61,8 @@ export interface NodeInfo {
   probePort?: number;
   /** How the agent holds workers to their grants ('cgroup-v1', 'rss', ...; absent: not said). */
   resourceEnforcement?: string;
+  /** Who the agent runs job processes as (absent: not said). */
+  workerUser?: string;
 }
 
 export type AdminState = 'cordoned' | 'draining';
@@ -139,6 +141,8 @@ export interface GrantEntry {
   amAttempt?: number;
   /** sha-256 of the current attempt's token: agents accept plans only with that token. */
   amTokenHash?: string;
+  /** The job's quota group (agents pick the worker user by it). */
+  quotaGroup?: string;
 }
 
 export interface AssignmentEntry {

@@ -11,6 +11,9 @@ import { parseDetectorConfig, type DetectorConfig } from '../core/detectors.js';
 import { parsePredictionConfig } from '../core/prediction-config.js';
 import { DEFAULT_PROBE_TARGETS } from '../core/probe-targets.js';
 import type { QuotaGroup } from '../core/scheduler.js';
+import { DEFAULT_JOB_INPUT_LIMITS } from '../core/request-limits.js';
+import { DEFAULT_SUBMIT_RATE } from '../core/submit-rate.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, parseMaxMessageBytes } from '@fuxi/rpc';
 
 export interface MasterConfig {
   /** Address to bind the gRPC server to. */
@@ -61,6 +64,20 @@ export interface MasterConfig {
   externalSchedulerFallbackMs: number | undefined;
   /** Job specs above this many bytes are refused (keep below etcd's --max-request-bytes; 0 = no limit). */
   maxJobSpecBytes: number;
+  /** A worker's environment (the job's `env` and its task's) above this many bytes is refused at submit (0 = no limit). */
+  maxEnvBytes: number;
+  /** ... above this many variables (0 = no limit). */
+  maxEnvVars: number;
+  /** A job with more instances than this over all its tasks is refused at submit (0 = no limit). */
+  maxInstancesPerJob: number;
+  /** Largest gRPC message this master sends or receives, in bytes (every server and client of it). */
+  maxMessageBytes: number;
+  /**
+   * SubmitJob/SubmitJobs per caller (master/src/core/submit-rate.ts): jobs a second refilled into a
+   * bucket of `submitBurst` jobs; past it RESOURCE_EXHAUSTED with a retry hint. 0 = no limit.
+   */
+  submitRatePerSec: number;
+  submitBurst: number;
   /** A finished job is deleted this long after it ended. */
   jobRetentionMs: number;
   /** At most this many finished jobs are kept (the oldest ends are deleted first). */
@@ -123,6 +140,12 @@ const KEYS = [
   'externalSchedulerStallMs',
   'externalSchedulerFallbackMs',
   'maxJobSpecBytes',
+  'maxEnvBytes',
+  'maxEnvVars',
+  'maxInstancesPerJob',
+  'maxMessageBytes',
+  'submitRatePerSec',
+  'submitBurst',
   'jobRetentionMs',
   'jobRetentionCount',
   'speculationAllowance',
@@ -170,6 +193,12 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     externalSchedulerStallMs: 10_000,
     externalSchedulerFallbackMs: undefined,
     maxJobSpecBytes: 1024 * 1024,
+    maxEnvBytes: DEFAULT_JOB_INPUT_LIMITS.maxEnvBytes,
+    maxEnvVars: DEFAULT_JOB_INPUT_LIMITS.maxEnvVars,
+    maxInstancesPerJob: DEFAULT_JOB_INPUT_LIMITS.maxInstancesPerJob,
+    maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
+    submitRatePerSec: DEFAULT_SUBMIT_RATE.ratePerSec,
+    submitBurst: DEFAULT_SUBMIT_RATE.burst,
     jobRetentionMs: 7 * 24 * 3600 * 1000,
     jobRetentionCount: 100_000,
     speculationAllowance: 0.1,
@@ -356,6 +385,20 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         cfg.maxJobSpecBytes = n;
         break;
       }
+      case 'maxEnvBytes':
+      case 'maxEnvVars':
+      case 'maxInstancesPerJob':
+      case 'submitRatePerSec':
+      case 'submitBurst': {
+        const n = typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+          throw new InvalidArgumentError(key, `must be an integer >= 0 (0 = no limit), got ${JSON.stringify(v)}`);
+        cfg[key as 'maxEnvBytes' | 'maxEnvVars' | 'maxInstancesPerJob' | 'submitRatePerSec' | 'submitBurst'] = n;
+        break;
+      }
+      case 'maxMessageBytes':
+        cfg.maxMessageBytes = parseMaxMessageBytes(key, v);
+        break;
       case 'jobRetentionMs':
         cfg.jobRetentionMs = positiveInt(key, v);
         break;

@@ -15,6 +15,7 @@ import { authorizeCalls, callerOfCall } from './authorization.js';
 import { KEYS } from '../core/store-ops.js';
 import type { StoreOp } from '../core/store-ops.js';
 import type { Effect } from '../core/types.js';
+import type { SubmitRate } from '../core/submit-rate.js';
 import type { JobWatchers } from './job-watchers.js';
 import type { PushStreams } from './push-streams.js';
 import {
@@ -71,6 +72,29 @@ export interface HandlerContext {
   readonly insecure: boolean;
   /** The static tokens (the tokens file), if any. */
   tokens(): TokenTable | undefined;
+  /** Per-caller submit buckets (config `submitRatePerSec`, `submitBurst`); absent: no limit. */
+  submitRate?: SubmitRate;
+}
+
+/**
+ * Who is calling, for per-caller limits: the peer's host (its port changes with every connection).
+ * The seam for authenticated identities: once a call carries one, it is the key instead.
+ */
+export function callerKey(call: { getPeer(): string } | undefined): string {
+  const peer = call?.getPeer?.() ?? '';
+  const bare = peer.replace(/^(ipv4|ipv6|unix):/, '');
+  const m = /^\[(.*)\]:\d+$/.exec(bare) ?? /^([^:]+):\d+$/.exec(bare);
+  return m?.[1] ?? bare;
+}
+
+/** Refuses a submit over its caller's rate with RESOURCE_EXHAUSTED and a retry hint (`fuxi-retry-after-ms`). */
+function checkSubmitRate(m: HandlerContext, call: unknown, jobs: number): void {
+  const rate = m.submitRate;
+  if (!rate) return;
+  const now = Date.now();
+  if (rate.size > 10_000) rate.sweep(now);
+  const v = rate.take(callerKey(call as { getPeer(): string } | undefined), jobs, now);
+  if (!v.ok) throw new ResourceExhaustedError('submit rate', v.reason, v.retryAfterMs);
 }
 
 /** A job id from the name, for clients that did not choose one (choosing it makes retries idempotent). */
@@ -244,6 +268,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     SubmitJob: async (req, call) => {
       if (!req.spec) throw new InvalidArgumentError('spec', 'is required');
+      checkSubmitRate(m, call, 1);
       const spec = jobSpecFromProto(req.spec);
       if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
       const { result, effects } = m.core.submitJob(spec, now(), callerOfCall(call).name);
@@ -256,6 +281,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     SubmitJobs: async (req, call) => {
       if (req.specs.length === 0) throw new InvalidArgumentError('specs', 'must hold at least one job spec');
       if (req.specs.length > MAX_BATCH_JOBS) throw new InvalidArgumentError('specs', `holds ${req.specs.length} job specs; at most ${MAX_BATCH_JOBS} per call`);
+      checkSubmitRate(m, call, req.specs.length);
       const specs = req.specs.map((p) => {
         const spec = jobSpecFromProto(p);
         if (!spec.jobId) spec.jobId = generatedJobId(spec.name);

@@ -1,9 +1,12 @@
 /**
  * WatchJob subscribers: each open stream gets the job's record whenever it changes (deduplicated
- * by content) and ends once the job is finished.
+ * by content) and ends once the job is finished. A reader that falls `maxQueued` messages behind
+ * (packages/rpc stream-bounds.ts) is ended with RESOURCE_EXHAUSTED: it watches again and gets the
+ * current records first, so nothing is lost and nothing piles up in the master.
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { JobInfo } from '@fuxi/proto';
+import { DEFAULT_STREAM_MAX_QUEUED, endExhausted, queueFull } from '@fuxi/rpc';
 import { TERMINAL_STATES, type JobRecord } from '../core/types.js';
 import { jobInfo } from './wire.js';
 
@@ -12,6 +15,8 @@ type Watcher = (j: JobRecord) => void;
 export class JobWatchers {
   private readonly byJob = new Map<string, Set<Watcher>>();
 
+  constructor(private readonly maxQueued = DEFAULT_STREAM_MAX_QUEUED) {}
+
   /** Streams `first`, then every change `notify` brings, until the job ends or the caller leaves. */
   serve(first: JobRecord, call: ServerWritableStream<unknown, JobInfo>): Promise<void> {
     const jobId = first.jobId;
@@ -19,22 +24,27 @@ export class JobWatchers {
       let last = '';
       const set = this.byJob.get(jobId) ?? new Set<Watcher>();
       this.byJob.set(jobId, set);
-      const done = () => {
+      let ended = false;
+      const done = (overflow = false) => {
+        if (ended) return;
+        ended = true;
         set.delete(send);
         if (set.size === 0 && this.byJob.get(jobId) === set) this.byJob.delete(jobId);
-        call.end();
+        if (overflow) endExhausted(call, 'WatchJob', this.maxQueued);
+        else call.end();
         resolve();
       };
       const send = (j: JobRecord) => {
         const info = jobInfo(j);
         const text = JSON.stringify(info);
         if (text !== last) {
+          if (queueFull(call, this.maxQueued)) return done(true);
           last = text;
           call.write(info);
         }
         if (TERMINAL_STATES.has(j.state)) done();
       };
-      call.on('cancelled', done);
+      call.on('cancelled', () => done());
       set.add(send);
       send(first);
     });
@@ -51,14 +61,15 @@ export class JobWatchers {
       const open = new Set(first.filter((j) => !TERMINAL_STATES.has(j.state)).map((j) => j.jobId));
       const subs: Array<[string, Set<Watcher>]> = [];
       let ended = false;
-      const done = () => {
+      const done = (overflow = false) => {
         if (ended) return;
         ended = true;
         for (const [jobId, set] of subs) {
           set.delete(send);
           if (set.size === 0 && this.byJob.get(jobId) === set) this.byJob.delete(jobId);
         }
-        call.end();
+        if (overflow) endExhausted(call, 'WatchJobs', this.maxQueued);
+        else call.end();
         resolve();
       };
       const send = (j: JobRecord) => {
@@ -67,6 +78,7 @@ export class JobWatchers {
           const info = jobInfo(j);
           const text = JSON.stringify(info);
           if (text !== last.get(j.jobId)) {
+            if (queueFull(call, this.maxQueued)) return done(true);
             last.set(j.jobId, text);
             call.write(info);
           }
@@ -74,7 +86,7 @@ export class JobWatchers {
         if (terminal) open.delete(j.jobId);
         if (open.size === 0) done();
       };
-      call.on('cancelled', done);
+      call.on('cancelled', () => done());
       for (const jobId of open) {
         const set = this.byJob.get(jobId) ?? new Set<Watcher>();
         this.byJob.set(jobId, set);

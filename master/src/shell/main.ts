@@ -7,7 +7,7 @@
  */
 import { Command } from 'commander';
 import { createLogger, errorMessage, InvalidArgumentError, loopbackAdvertiseProblem, portOf, FUXI_VERSION } from '@fuxi/common';
-import { advertisedAddress, insecureListenWarning, installProcessGuards, reloadOnSighup, setDefaultTransport, Transport } from '@fuxi/rpc';
+import { advertisedAddress, insecureListenWarning, installProcessGuards, reloadOnSighup, setDefaultTransport, setMaxMessageBytes, Transport } from '@fuxi/rpc';
 import { applyConfig, defaultConfig, readConfigFile } from './config.js';
 import { MasterServer } from './master-server.js';
 
@@ -44,6 +44,12 @@ const program = new Command('fuxi-master')
   .option('--job-retention-ms <ms>', 'delete a finished job this long after it ended (default 604800000, 7 days)')
   .option('--job-retention-count <n>', 'keep at most this many finished jobs, deleting the oldest (default 100000)')
   .option('--max-job-spec-bytes <n>', 'refuse job specs larger than this (default 1048576; keep below etcd --max-request-bytes; 0 = no limit)')
+  .option('--max-env-bytes <n>', 'refuse a job whose worker environment (job env + task env) is larger than this (default 65536; 0 = no limit)')
+  .option('--max-env-vars <n>', 'refuse a job whose worker environment has more variables than this (default 256; 0 = no limit)')
+  .option('--max-instances-per-job <n>', 'refuse a job with more instances than this over all its tasks (default 200000; 0 = no limit)')
+  .option('--max-message-bytes <n>', 'largest gRPC message sent or received, bytes or 64Mi (default 64Mi)')
+  .option('--submit-rate-per-sec <n>', 'jobs a second each caller may submit after its burst (default 50; 0 = no limit)')
+  .option('--submit-burst <n>', 'jobs a caller may submit at once (default 2000)')
   .option('--speculation-allowance <fraction>', "an AM may hold and ask for a task's instances plus this fraction of them, at least one slot (default 0.1)")
   .option('--master-failover <bool>', 'soft-state inference when a master takes over (default true; false = unfinished jobs fail)')
   .option('--connectivity-aware <bool>', "place connected jobs by the hosts' reachability (default true; false = ignore broken links between hosts)")
@@ -86,6 +92,7 @@ async function main(): Promise<void> {
   const warning = insecureListenWarning(transport, cfg.listen);
   if (warning) log.warn({ listen: cfg.listen }, warning);
   else log.info(transport.describe(), 'transport');
+  setMaxMessageBytes(cfg.maxMessageBytes);
   const master = new MasterServer(cfg, log);
   await master.start();
   let stopping = false;

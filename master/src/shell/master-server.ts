@@ -11,6 +11,7 @@ import { connect, defaultTransport, implement, retry, startServer, tokenHash, To
 import { randomBytes } from 'node:crypto';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
+import { SubmitRate } from '../core/submit-rate.js';
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU, AM_TOKEN_ENV, DEFAULT_AM_MODE } from '@fuxi/common';
 import { KEYS, type StoreOp } from '../core/store-ops.js';
@@ -380,6 +381,9 @@ export class MasterServer {
         schedulingIntervalMs: this.cfg.schedulingIntervalMs,
         maxAmAttempts: this.cfg.maxAmAttempts,
         maxJobSpecBytes: this.cfg.maxJobSpecBytes,
+        maxEnvBytes: this.cfg.maxEnvBytes,
+        maxEnvVars: this.cfg.maxEnvVars,
+        maxInstancesPerJob: this.cfg.maxInstancesPerJob,
         speculationAllowance: this.cfg.speculationAllowance,
         masterFailover: this.cfg.masterFailover,
         probeAllUpTo: this.cfg.probeAllUpTo,
@@ -890,6 +894,7 @@ export class MasterServer {
       // `insecure` as configured; unset: whether this process runs plaintext (no certificate tells callers apart; authz.ts).
       insecure: this.cfg.insecure ?? !defaultTransport().secure,
       tokens: () => this.tokenFile?.table,
+      submitRate: new SubmitRate({ ratePerSec: this.cfg.submitRatePerSec, burst: this.cfg.submitBurst }),
     };
   }
 

@@ -10,6 +10,7 @@
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { errorMessage, type Logger } from '@fuxi/common';
+import { endExhausted } from '@fuxi/rpc';
 import type { AssignmentUpdate, GrantUpdate, WatchAssignmentsRequest__Output, WatchGrantsRequest__Output } from '@fuxi/proto';
 import type { Effect } from '../core/types.js';
 import type { Peers } from './peers.js';
@@ -179,7 +180,8 @@ export class PushStreams {
       }
       // Its next UpdateRequests answer brings the full table; calls until it watches again.
       this.log.warn({ appId: e.appId, queued: watch.call.writableLength }, 'assignment stream not read; ended');
-      endStream(this.assignmentStreams, e.appId);
+      this.assignmentStreams.delete(e.appId);
+      endExhausted(watch.call, 'WatchAssignments', ASSIGNMENT_STREAM_MAX_QUEUED);
     }
     this.peers
       .am(e.address)

@@ -75,6 +75,7 @@ export function nodeInfoFromWire(n: NodeInfo__Output | null | undefined): NodeIn
     bootId: n?.bootId ?? '',
     probePort: n?.probePort ?? 0,
     ...(n?.resourceEnforcement ? { resourceEnforcement: n.resourceEnforcement } : {}),
+    ...(n?.workerUser ? { workerUser: n.workerUser } : {}),
   };
 }
 

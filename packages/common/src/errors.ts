@@ -84,8 +84,10 @@ export class ResourceExhaustedError extends FuxiError {
   constructor(
     readonly resource: string,
     message: string,
+    /** When to try again (a rate limit): sent as `fuxi-retry-after-ms`. */
+    readonly retryAfterMs?: number,
   ) {
-    super('RESOURCE_EXHAUSTED', message, { resource });
+    super('RESOURCE_EXHAUSTED', message, retryAfterMs === undefined ? { resource } : { resource, 'retry-after-ms': String(retryAfterMs) });
   }
 }
 

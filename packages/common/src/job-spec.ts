@@ -598,6 +598,8 @@ export function validateJobSpec(spec: JobSpec, opts: ValidateOptions = {}): JobS
     if ((argv[0] ?? '').trim() === '') throw new InvalidArgumentError(`${path}.command[0]`, 'must not be empty (the program to run)');
     checkEnv(command.env ?? {}, `${path}.env`);
     if (typeof (command.cwd ?? '') !== 'string') throw new InvalidArgumentError(`${path}.cwd`, `must be a string, got ${describe(command.cwd)}`);
+    const cwdWhy = cwdProblem(command.cwd ?? '');
+    if (cwdWhy) throw new InvalidArgumentError(`${path}.cwd`, cwdWhy);
 
     const maxAttempts = t.maxAttempts || DEFAULT_MAX_ATTEMPTS;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > INT32_MAX) {
@@ -745,6 +747,23 @@ function checkFitsSomeNode(r: Resource, path: string, capacities: readonly Resou
 
 function checkInt32(v: number, path: string): void {
   if (!Number.isInteger(v) || v < INT32_MIN || v > INT32_MAX) throw new InvalidArgumentError(path, `must be an integer, got ${v}`);
+}
+
+/**
+ * A job's `cwd` judged without the file system (at submit): a relative path that climbs above the
+ * worker's directory (`../x`, `a/../../x`) is refused; an absolute one is left to the agent that runs
+ * it (its `allowedPaths`, with symlinks resolved). Returns the reason, or undefined.
+ */
+export function cwdProblem(p: string): string | undefined {
+  if (p.includes('\0')) return 'must not contain a NUL byte';
+  if (p === '' || p.startsWith('/')) return undefined;
+  let depth = 0;
+  for (const seg of p.split('/')) {
+    if (seg === '' || seg === '.') continue;
+    depth += seg === '..' ? -1 : 1;
+    if (depth < 0) return `${JSON.stringify(p)} climbs out of the worker's directory`;
+  }
+  return undefined;
 }
 
 function checkEnv(env: Record<string, string>, path: string): void {

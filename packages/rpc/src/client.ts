@@ -11,6 +11,7 @@ import type { MethodDefinition } from '@grpc/proto-loader';
 import { fromGrpcError } from './errors.js';
 import { tokenMetadata } from './auth.js';
 import { defaultTransport, Transport } from './tls.js';
+import { maxMessageBytes } from './message-size.js';
 
 export interface CallOptions {
   /** Per-call deadline; every call has one (default 10 s). */
@@ -43,7 +44,6 @@ export interface ServerStream<T> extends AsyncIterable<T> {
 type ServiceCtor = grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition };
 
 const CHANNEL_OPTIONS: grpc.ChannelOptions = {
-  'grpc.max_receive_message_length': 64 * 1024 * 1024,
   'grpc.initial_reconnect_backoff_ms': 100,
   'grpc.max_reconnect_backoff_ms': 2000,
   'grpc.enable_retries': 0,
@@ -67,7 +67,12 @@ export interface ConnectOptions {
 export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, optsOrTransport: ConnectOptions | Transport = {}): TypedClient<D> {
   const connectOpts: ConnectOptions = optsOrTransport instanceof Transport ? { transport: optsOrTransport } : optsOrTransport;
   const transport = connectOpts.transport ?? defaultTransport();
-  const raw = new ctor(address, transport.channelCredentials(), CHANNEL_OPTIONS);
+  const max = maxMessageBytes();
+  const raw = new ctor(address, transport.channelCredentials(), {
+    ...CHANNEL_OPTIONS,
+    'grpc.max_receive_message_length': max,
+    'grpc.max_send_message_length': max,
+  });
   const tok = connectOpts.token;
   const metadata = (opts: CallOptions): grpc.Metadata => tokenMetadata(opts.token ?? (typeof tok === 'function' ? tok() : tok));
   const out: Record<string, unknown> = {};

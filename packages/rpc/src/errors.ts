@@ -22,15 +22,28 @@ const TO_GRPC: Record<ErrorCode, grpc.status> = {
 
 const FROM_GRPC = new Map<grpc.status, ErrorCode>(Object.entries(TO_GRPC).map(([k, v]) => [v, k as ErrorCode]));
 
+/**
+ * Longest status message and detail value sent, in characters. Both travel in HTTP/2 trailers:
+ * a message that echoes a huge input (a 2 MB node id) would exceed the peer's header-list limit,
+ * the call would never complete and its connection would be left broken.
+ */
+export const MAX_STATUS_DETAILS = 2048;
+
+/** `text` cut to `max` characters, saying how much was left out. */
+export function clipStatusText(text: string, max = MAX_STATUS_DETAILS): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}... (${text.length - max} more characters)`;
+}
+
 /** A FuxiError (or anything else) as a gRPC error for a server callback. */
 export function toGrpcError(e: unknown): Partial<grpc.ServiceError> {
   const metadata = new grpc.Metadata();
   if (e instanceof FuxiError) {
-    for (const [k, v] of Object.entries(e.details)) metadata.set(`fuxi-${k}`, v);
-    return { code: TO_GRPC[e.code], details: e.message, metadata };
+    for (const [k, v] of Object.entries(e.details)) metadata.set(`fuxi-${k}`, clipStatusText(v, 256).replace(/[^\x20-\x7e]/g, '?'));
+    return { code: TO_GRPC[e.code], details: clipStatusText(e.message), metadata };
   }
   const msg = e instanceof Error ? e.message : String(e);
-  return { code: grpc.status.INTERNAL, details: `internal error: ${msg}`, metadata };
+  return { code: grpc.status.INTERNAL, details: clipStatusText(`internal error: ${msg}`), metadata };
 }
 
 /** An error from a client call, as a typed FuxiError (with `grpcCode` kept for callers). */

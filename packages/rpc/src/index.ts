@@ -27,3 +27,5 @@ export * from './process-guards.js';
 export * from './retry.js';
 export * from './auth.js';
 export * from './tls.js';
+export * from './message-size.js';
+export * from './stream-bounds.js';

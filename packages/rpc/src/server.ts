@@ -9,6 +9,7 @@ import { fuxiFileDescriptorProtos } from '@fuxi/proto';
 import { isWildcardHost, type Logger } from '@fuxi/common';
 import * as os from 'node:os';
 import { toGrpcError } from './errors.js';
+import { maxMessageBytes } from './message-size.js';
 import { addHealth, addReflection, type Health } from './introspection.js';
 import { defaultTransport, type Transport } from './tls.js';
 
@@ -163,7 +164,8 @@ export function primaryAddress(): string {
  * loaded on their first call: introspection.ts).
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
+  const max = maxMessageBytes();
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': max, 'grpc.max_send_message_length': max });
   for (const s of opts.services) server.addService(s.definition, s.handlers);
   const names = opts.services.map((s) => s.name);
   const health = addHealth(server, Object.fromEntries([['', 'SERVING'], ...names.map((n) => [n, 'SERVING'])]) as Record<string, ServingStatus>);

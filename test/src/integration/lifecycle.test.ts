@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { loadFuxiProto } from '@fuxi/proto';
@@ -150,6 +150,8 @@ describe('job lifecycle (real processes)', function () {
   it('fuxi kill also ends children a worker detached (setsid, double fork): their files stop growing', async () => {
     const dir = join(cluster.opts.dir, 'detached');
     mkdirSync(dir, { recursive: true });
+    // The workers run as the agents' unprivileged worker user: this shared folder is theirs to write.
+    chmodSync(dir, 0o777);
     // Each instance starts two grandchildren that append to a file every 100 ms: one in its own
     // session (setsid), one reparented to init (double fork); then it sleeps.
     const loop = 'echo $$ > "$PIDF"; while :; do echo x >> "$OUT"; sleep 0.1; done';

@@ -15,7 +15,7 @@
  * where work ran.
  */
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
@@ -69,6 +69,8 @@ describe('node cordon, drain and uncordon (real etcd, leader + standby)', functi
   function recordingJob(name: string, instances: number, sleepSec: number) {
     const out = join(dir, `${name}.starts`);
     writeFileSync(out, '');
+    // The workers run as the agents' unprivileged worker user: the file is theirs to append to.
+    chmodSync(out, 0o666);
     const spec = job({
       id: `${name}-${Date.now().toString(36)}`,
       name,

@@ -35,6 +35,11 @@ describe('agent config', () => {
       probe: { enabled: true, periodMs: 200, misses: 3, port: 0 },
       resourceEnforcement: 'auto',
       insecure: false,
+      workerUser: '',
+      workerUsers: {},
+      allowRootWorkers: false,
+      allowedPaths: [],
+      maxMessageBytes: 64 * 1024 * 1024,
     });
   });
 
@@ -117,6 +122,25 @@ describe('agent config', () => {
       [[1], /^probe: must be a mapping/],
     ];
     for (const [probe, re] of bad) expect(() => resolveConfig({ master: 'm:1' }, { probe }, HOST), JSON.stringify(probe)).to.throw(InvalidArgumentError, re);
+  });
+
+  it('reads workerUser, workerUsers, allowRootWorkers and allowedPaths; a bad value names the key', () => {
+    const c = resolveConfig(
+      { master: 'm:1', workerUsers: 'research=alice, ops=bob', allowedPaths: '/data,/scratch' },
+      { workerUser: 'fuxi', allowRootWorkers: true },
+      HOST,
+    );
+    expect([c.workerUser, c.workerUsers, c.allowRootWorkers, c.allowedPaths]).to.deep.equal([
+      'fuxi',
+      { research: 'alice', ops: 'bob' },
+      true,
+      ['/data', '/scratch'],
+    ]);
+    expect(resolveConfig({ master: 'm:1' }, { workerUsers: { research: 'alice' } }, HOST).workerUsers).to.deep.equal({ research: 'alice' });
+    expect(() => resolveConfig({ master: 'm:1' }, { workerUsers: 'research' }, HOST)).to.throw(InvalidArgumentError, /^workerUsers: /);
+    expect(() => resolveConfig({ master: 'm:1' }, { workerUsers: { research: '' } }, HOST)).to.throw(InvalidArgumentError, /^workerUsers\.research: /);
+    expect(() => resolveConfig({ master: 'm:1' }, { allowedPaths: ['data'] }, HOST)).to.throw(InvalidArgumentError, /^allowedPaths: must be absolute/);
+    expect(() => resolveConfig({ master: 'm:1' }, { allowRootWorkers: 'maybe' }, HOST)).to.throw(InvalidArgumentError, /^allowRootWorkers: /);
   });
 
   it('reads resourceEnforcement (auto by default); a bad value names the field', () => {

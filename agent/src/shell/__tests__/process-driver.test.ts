@@ -53,7 +53,8 @@ describe('RealProcessDriver (real processes)', function () {
 
   before(() => {
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-driver-'));
-    driver = new RealProcessDriver({ workDir, stopGraceMs: 500 });
+    // The work dir itself is an allowed root here: tests run workers in it.
+    driver = new RealProcessDriver({ workDir, stopGraceMs: 500, allowedPaths: [workDir] });
     driver.onExit((e) => exits.push(e));
   });
 
@@ -114,6 +115,95 @@ describe('RealProcessDriver (real processes)', function () {
       err = e;
     }
     expect(String(err)).to.match(/does not exist/);
+  });
+
+  it('refuses a cwd that climbs out of the worker directory or is a symlink out of it', async () => {
+    const strict = new RealProcessDriver({ workDir, stopGraceMs: 500 });
+    try {
+      const refused = async (workerId: string, cwd: string): Promise<string> => {
+        try {
+          await strict.spawn(spec(workerId, ['pwd'], { cwd }));
+        } catch (e) {
+          return `${(e as Error).name}: ${(e as Error).message}`;
+        }
+        return 'spawned';
+      };
+      expect(await refused('up', '../../etc')).to.match(/InvalidArgumentError: cwd: "\.\.\/\.\.\/etc"/);
+      expect(await refused('up2', '../../../../../../../../../../etc')).to.match(/InvalidArgumentError: cwd: .* resolves to \/etc, outside/);
+      expect(await refused('abs', '/etc')).to.match(/InvalidArgumentError: cwd: .*outside/);
+      const dir = workerDir(workDir, 'app1', 'link');
+      fs.mkdirSync(dir, { recursive: true });
+      fs.symlinkSync('/etc', path.join(dir, 'escape'));
+      expect(await refused('link', 'escape')).to.match(/InvalidArgumentError: cwd: "escape" resolves to \/etc, outside/);
+      // Inside its own directory is fine.
+      fs.mkdirSync(path.join(workerDir(workDir, 'app1', 'sub'), 'inner'), { recursive: true });
+      const r = await strict.spawn(spec('sub', ['pwd'], { cwd: 'inner' }));
+      started.push(r.pid);
+      await waitFor(() => fs.existsSync(path.join(workerDir(workDir, 'app1', 'sub'), 'exit')));
+      expect(fs.readFileSync(path.join(workerDir(workDir, 'app1', 'sub'), 'stdout'), 'utf8').trim()).to.equal(
+        fs.realpathSync(path.join(workerDir(workDir, 'app1', 'sub'), 'inner')),
+      );
+    } finally {
+      strict.close();
+    }
+  });
+
+  it('gives a job process a clean environment: none of the agent variables', async () => {
+    process.env.FUXI_TEST_AGENT_SECRET = 'secret';
+    try {
+      const r = await driver.spawn(spec('env', ['sh', '-c', 'env | sort'], { env: { GREETING: 'hello', FUXI_APP_ID: 'app1' } }));
+      started.push(r.pid);
+      await exitOf('env');
+      const dir = workerDir(workDir, 'app1', 'env');
+      const names = fs
+        .readFileSync(path.join(dir, 'stdout'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.slice(0, l.indexOf('=')));
+      // The shell adds PWD (and SHLVL, _); nothing else beyond what the agent put there.
+      const extra = names.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n));
+      expect(extra.sort()).to.deep.equal(
+        ['FUXI_APP_ID', 'FUXI_OUTPUT_DIR', 'FUXI_PROGRESS_FILE', 'FUXI_WORKER_FAMILY', 'GREETING', 'HOME', 'LANG', 'PATH'].sort(),
+      );
+      expect(fs.readFileSync(path.join(dir, 'stdout'), 'utf8')).to.match(new RegExp(`^HOME=${dir}$`, 'm'));
+    } finally {
+      delete process.env.FUXI_TEST_AGENT_SECRET;
+    }
+  });
+
+  it('runs a job process as the configured user, in its own 0700 directory', async function () {
+    if (process.getuid?.() !== 0) this.skip();
+    const nobody = { name: 'nobody', uid: 65534, gid: 65534 };
+    const asUser = new RealProcessDriver({ workDir, stopGraceMs: 500, runAs: () => nobody });
+    try {
+      const r = await asUser.spawn(spec('who', ['sh', '-c', 'id -u; id -g; id -G; touch "$FUXI_OUTPUT_DIR/x"']));
+      started.push(r.pid);
+      const dir = workerDir(workDir, 'app1', 'who');
+      await waitFor(() => fs.existsSync(path.join(dir, 'exit')));
+      expect(fs.readFileSync(path.join(dir, 'stdout'), 'utf8').split('\n').slice(0, 3)).to.deep.equal(['65534', '65534', '65534']);
+      expect(fs.readFileSync(path.join(dir, 'exit'), 'utf8').trim()).to.equal('0');
+      const st = fs.statSync(dir);
+      expect([st.uid, st.mode & 0o777]).to.deep.equal([65534, 0o700]);
+      expect(fs.statSync(path.join(dir, 'out', 'x')).uid).to.equal(65534);
+    } finally {
+      asUser.close();
+    }
+  });
+
+  it('runs a system process (the built-in AM) as the agent, with the agent environment', async () => {
+    const nobody = { name: 'nobody', uid: 65534, gid: 65534 };
+    process.env.FUXI_TEST_AGENT_VAR = 'kept';
+    const sys = new RealProcessDriver({ workDir, stopGraceMs: 500, runAs: () => nobody, isSystem: (s) => s.suId === '__am__' });
+    try {
+      const r = await sys.spawn(spec('am', ['sh', '-c', 'id -u; echo "$FUXI_TEST_AGENT_VAR"'], { suId: '__am__' }));
+      started.push(r.pid);
+      const dir = workerDir(workDir, 'app1', 'am');
+      await waitFor(() => fs.existsSync(path.join(dir, 'exit')));
+      expect(fs.readFileSync(path.join(dir, 'stdout'), 'utf8').split('\n').slice(0, 2)).to.deep.equal([String(process.getuid?.()), 'kept']);
+    } finally {
+      delete process.env.FUXI_TEST_AGENT_VAR;
+      sys.close();
+    }
   });
 
   it('records the start time from /proc and the boot id; runs the worker in its own process group', async () => {

@@ -94,7 +94,7 @@ describe('MasterCore', () => {
       expect(grants).to.have.length(1);
       expect(grants[0]).to.deep.include({ nodeId: 'n1', address: 'n1:7001', epoch: EPOCH, seq: 1, full: true });
       // Every grant names the app's current AM attempt: agents fence older AMs with it.
-      expect(grants[0]?.grants).to.deep.equal([{ appId: 'job-1', suId: AM_SU, slots: 1, resource: AM_RES, amAttempt: 1 }]);
+      expect(grants[0]?.grants).to.deep.equal([{ appId: 'job-1', suId: AM_SU, slots: 1, resource: AM_RES, amAttempt: 1, quotaGroup: 'default' }]);
       const launches = ofKind(effects, 'launchAm');
       expect(launches).to.deep.equal([{ kind: 'launchAm', appId: 'job-1', attempt: 1, nodeId: 'n1', address: 'n1:7001', resource: AM_RES, epoch: EPOCH }]);
       expect(indexOfKind(effects, 'grants')).to.be.lessThan(indexOfKind(effects, 'launchAm'));

@@ -9,7 +9,7 @@ import { AM_SU, InvalidArgumentError, nullLogger, res, type Logger } from '@fuxi
 import { newApp } from '../jobs.js';
 import { applyDelta } from '../ledger.js';
 import { DEFAULT_CONFIG, MasterState, type AppState, type MasterCoreConfig, type NodeState, type NodeStatus } from '../master-state.js';
-import { backGraceMs, checkUpdate, countedSlots, sanitizeReport, slotLimit } from '../request-limits.js';
+import { backGraceMs, checkJobInputs, checkUpdate, countedSlots, DEFAULT_JOB_INPUT_LIMITS, sanitizeReport, slotLimit } from '../request-limits.js';
 import type { RequestDelta, UnitConfig } from '../types.js';
 import { mockNodeInfo, mockSpec } from './core-factories.js';
 
@@ -256,5 +256,41 @@ describe('request deltas (ledger applyDelta)', () => {
     expect([...m]).to.deep.equal([]);
     applyDelta(m, '', 0);
     expect(m.size).to.equal(0);
+  });
+});
+
+describe('job input limits (request-limits.ts checkJobInputs)', () => {
+  const job = (env: Record<string, string>, taskEnv: Record<string, string>, instances = [1]) => {
+    const s = mockSpec();
+    s.env = env;
+    s.tasks = instances.map((n, i) => ({ ...s.tasks[0]!, name: `t${i}`, instances: n, command: { argv: ['true'], env: taskEnv, cwd: '' } }));
+    return s;
+  };
+  const L = { maxEnvBytes: 100, maxEnvVars: 3, maxInstancesPerJob: 10 };
+
+  it('takes a job within every limit', () => {
+    checkJobInputs(job({ A: '1' }, { B: '2' }, [5, 5]), L);
+    checkJobInputs(job({}, {}, [1]), DEFAULT_JOB_INPUT_LIMITS);
+  });
+
+  it('refuses too many variables (job env and task env together), naming the field and the key', () => {
+    expect(refused(() => checkJobInputs(job({ A: '1', B: '2' }, { C: '3', D: '4' }), L), 'tasks[0].env').message).to.match(
+      /4 environment variables; the limit is 3 \(maxEnvVars\)/,
+    );
+    expect(refused(() => checkJobInputs(job({ A: '1', B: '2', C: '3', D: '4' }, {}), L), 'env').message).to.match(/maxEnvVars/);
+  });
+
+  it('refuses too many bytes of environment', () => {
+    expect(refused(() => checkJobInputs(job({ A: 'x'.repeat(200) }, {}), L), 'env').message).to.match(
+      /203 bytes of environment; the limit is 100 \(maxEnvBytes\)/,
+    );
+  });
+
+  it('refuses too many instances over all tasks', () => {
+    expect(refused(() => checkJobInputs(job({}, {}, [6, 5]), L), 'tasks').message).to.match(/11 instances in all; the limit is 10 \(maxInstancesPerJob\)/);
+  });
+
+  it('turns a limit off with 0', () => {
+    checkJobInputs(job({ A: 'x'.repeat(200), B: '', C: '', D: '' }, {}, [6, 5]), { maxEnvBytes: 0, maxEnvVars: 0, maxInstancesPerJob: 0 });
   });
 });

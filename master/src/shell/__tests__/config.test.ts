@@ -150,3 +150,37 @@ describe('master config: external schedulers', () => {
     expect(() => applyConfig(base, { externalSchedulerStallMs: 0 }, 'flags')).to.throw(/externalSchedulerStallMs: /);
   });
 });
+
+describe('master config: input limits', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('has defaults a cluster can live with, and takes each key from a file or a flag', () => {
+    expect([base.maxEnvBytes, base.maxEnvVars, base.maxInstancesPerJob, base.maxMessageBytes, base.submitRatePerSec, base.submitBurst]).to.deep.equal([
+      65536,
+      256,
+      200_000,
+      64 * 1024 * 1024,
+      50,
+      2000,
+    ]);
+    const c = applyConfig(
+      base,
+      { maxEnvBytes: '1024', maxEnvVars: 8, maxInstancesPerJob: 0, maxMessageBytes: '16Mi', submitRatePerSec: '5', submitBurst: 10 },
+      'flags',
+    );
+    expect([c.maxEnvBytes, c.maxEnvVars, c.maxInstancesPerJob, c.maxMessageBytes, c.submitRatePerSec, c.submitBurst]).to.deep.equal([
+      1024,
+      8,
+      0,
+      16 * 1024 * 1024,
+      5,
+      10,
+    ]);
+  });
+
+  it('names the key of a bad value', () => {
+    for (const key of ['maxEnvBytes', 'maxEnvVars', 'maxInstancesPerJob', 'submitRatePerSec', 'submitBurst'])
+      expect(() => applyConfig(base, { [key]: -1 }, 'master.yaml'), key).to.throw(new RegExp(`master\\.yaml: ${key}: must be an integer >= 0`));
+    expect(() => applyConfig(base, { maxMessageBytes: '1Ki' }, 'flags')).to.throw(/maxMessageBytes: must be bytes from 65536 to 2Gi/);
+  });
+});

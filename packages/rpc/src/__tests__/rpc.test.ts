@@ -67,6 +67,25 @@ describe('rpc plumbing', () => {
     c.close();
   });
 
+  it('an error that echoes a huge input is sent clipped, and the connection keeps working (found by the fuzz test)', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const c = connect(loadFuxiProto().MasterService, s.address);
+    // NOT_FOUND names the 2 MB job id: the whole of it in the grpc-message trailer never arrived.
+    const huge = 'x'.repeat(2_000_000);
+    const t0 = Date.now();
+    const nf = (await c.GetJob({ jobId: huge }, { deadlineMs: 5000 }).catch((e: unknown) => e)) as RpcError;
+    expect(nf.code).to.equal('NOT_FOUND');
+    expect(Date.now() - t0).to.be.below(4000);
+    expect(nf.message.length).to.be.below(2200);
+    expect(nf.message).to.match(/\.\.\. \(\d+ more characters\)$/);
+    // A detail value that is not printable ASCII is still sent.
+    const odd = (await c.GetJob({ jobId: 'ü😀' }, { deadlineMs: 5000 }).catch((e: unknown) => e)) as RpcError;
+    expect(odd.code).to.equal('NOT_FOUND');
+    expect((await c.GetJob({ jobId: 'j1' }, { deadlineMs: 5000 })).job?.jobId).to.equal('j1');
+    c.close();
+  });
+
   it('streams server messages as an async iterable', async () => {
     const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
     servers.push(s);

@@ -22,6 +22,11 @@ export interface Grant {
    * caller presenting that token (never the token itself).
    */
   'amTokenHash'?: (string);
+  /**
+   * The job's quota group: the agent runs the app's job processes as that group's user
+   * (agent config `workerUsers`).
+   */
+  'quotaGroup'?: (string);
 }
 
 /**
@@ -44,4 +49,9 @@ export interface Grant__Output {
    * caller presenting that token (never the token itself).
    */
   'amTokenHash': (string);
+  /**
+   * The job's quota group: the agent runs the app's job processes as that group's user
+   * (agent config `workerUsers`).
+   */
+  'quotaGroup': (string);
 }

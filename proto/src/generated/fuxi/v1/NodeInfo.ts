@@ -29,6 +29,11 @@ export interface NodeInfo {
    * empty from agents that do not say.
    */
   'resourceEnforcement'?: (string);
+  /**
+   * Who job processes run as: a user name, with "(same: the agent is not root)" when the agent
+   * cannot switch users; empty from agents that do not say.
+   */
+  'workerUser'?: (string);
 }
 
 /**
@@ -58,4 +63,9 @@ export interface NodeInfo__Output {
    * empty from agents that do not say.
    */
   'resourceEnforcement': (string);
+  /**
+   * Who job processes run as: a user name, with "(same: the agent is not root)" when the agent
+   * cannot switch users; empty from agents that do not say.
+   */
+  'workerUser': (string);
 }
