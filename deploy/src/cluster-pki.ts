@@ -10,7 +10,7 @@
  * new FuxiClient({ masters, tls: pki.admin() });
  * ```
  */
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { issueCert, makeCa, type CertRole } from '@fuxi/client';
 import type { TlsFiles } from '@fuxi/rpc';
@@ -45,6 +45,27 @@ export class ClusterPki {
   /** The `admin` client certificate (what the CLI of a demo or test uses). */
   admin(): TlsFiles {
     return this.issue('admin', 'admin');
+  }
+
+  /**
+   * The certificate the job processes of agent `node` present (`<node>-worker`, role `worker`).
+   * They run as another user (`workerUser`), so the directory may be traversed and this key and
+   * the CA read by anyone on the host: a worker certificate reads other agents' outputs and
+   * nothing else (the master refuses it).
+   */
+  worker(node: string): { cert: string; key: string } {
+    const f = this.issue(`${node}-worker`, 'worker');
+    chmodSync(this.dir, 0o711);
+    chmodSync(this.ca, 0o644);
+    chmodSync(f.cert, 0o644);
+    chmodSync(f.key, 0o644);
+    return { cert: f.cert, key: f.key };
+  }
+
+  /** Agent flags for `node`: its own files and its job processes' (`--worker-tls-cert`, `--worker-tls-key`). */
+  agentArgs(node: string, ips: readonly string[] = []): string[] {
+    const w = this.worker(node);
+    return [...tlsArgs(this.issue(node, 'agent', ips)), '--worker-tls-cert', w.cert, '--worker-tls-key', w.key];
   }
 
   /** The flags that give a daemon its files (`--tls-ca`, `--tls-cert`, `--tls-key`). */

@@ -335,6 +335,7 @@ export class HaCluster {
   private tlsArgs(name: string, role: 'master' | 'agent', slot: HostSlot | undefined): string[] {
     const slots = role === 'master' ? (this.opts.placement?.masters ?? []) : slot ? [slot] : [];
     const ips = slots.flatMap((s) => [...(s.ips ?? []), ...(s.address ? [hostOf(s.address)] : [])]);
+    if (this.pki && role === 'agent') return this.pki.agentArgs(name, ips);
     return tlsArgs(this.pki ? this.pki.issue(name, role, ips) : undefined);
   }
 

@@ -275,6 +275,7 @@ export class LocalCluster {
 
   /** Daemon flags for `name`'s certificate (`--insecure` when the cluster is insecure). */
   tlsArgs(name: string, role: 'master' | 'agent'): string[] {
+    if (this.pki && role === 'agent') return this.pki.agentArgs(name);
     return tlsArgs(this.pki ? this.pki.issue(name, role) : undefined);
   }
 

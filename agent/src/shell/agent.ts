@@ -287,9 +287,8 @@ export class Agent {
    * clean environment, its `cwd` confined to its directory and `allowedPaths`.
    */
   private spawnPolicy(identity: WorkerIdentity): Pick<RealProcessDriverOptions, 'runAs' | 'isSystem' | 'allowedPaths'> {
-    const builtin = this.config.amCommand;
     return {
-      isSystem: (spec) => spec.suId === AM_SU && spec.argv.length === builtin.length && spec.argv.every((a, i) => a === builtin[i]),
+      isSystem: (spec) => this.isSystem(spec),
       runAs: (spec) => {
         if (identity.mode !== 'switch') return undefined;
         const grant = this.core.grantTable().find((g) => g.appId === spec.appId && g.quotaGroup);
@@ -970,15 +969,25 @@ export class Agent {
    * listen host, 0.0.0.0 included) and the agent (`FUXI_AGENT_ADDRESS`: its data service). An
    * application master binds and advertises from these, never loopback on a rack.
    */
-  private hostEnv(): Record<string, string> {
+  private hostEnv(spec: Parameters<ProcessDriver['spawn']>[0]): Record<string, string> {
     const listenHost = hostOf(this.config.listen);
+    const tls = this.config.tls;
+    // A job process presents the worker certificate when there is one (it may not read the
+    // agent's key); a system component (the built-in AM) the agent's.
+    const own = tls && this.config.workerTls && !this.isSystem(spec) ? { ...tls, ...this.config.workerTls } : tls;
     return {
       FUXI_NODE_HOST: hostOf(this.address),
       FUXI_BIND_HOST: listenHost,
       FUXI_AGENT_ADDRESS: this.address,
       // The TLS files (paths, never their contents) for its calls to the master, agents and AMs.
-      ...transportEnv({ tls: this.config.tls, insecure: this.config.insecure || !this.config.tls }),
+      ...transportEnv({ tls: own, insecure: this.config.insecure || !tls }),
     };
+  }
+
+  /** The built-in AM: this installation's `amCommand` (a system component, not a job process). */
+  private isSystem(spec: { suId: string; argv: readonly string[] }): boolean {
+    const builtin = this.config.amCommand;
+    return spec.suId === AM_SU && spec.argv.length === builtin.length && spec.argv.every((a, i) => a === builtin[i]);
   }
 
   private async refuseSpawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
@@ -989,7 +998,7 @@ export class Agent {
   private async spawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
     let next: Effect[];
     try {
-      const r = await this.driver.spawn({ ...spec, env: { ...spec.env, ...this.hostEnv() } });
+      const r = await this.driver.spawn({ ...spec, env: { ...spec.env, ...this.hostEnv(spec) } });
       this.metrics?.launched(spec.suId === AM_SU ? 'am' : 'task', true);
       next = this.core.workerSpawned(spec.appId, spec.workerId, r.pid, r.startTime, this.now(), r.bootId);
     } catch (e) {

@@ -88,6 +88,13 @@ export interface AgentConfig {
    */
   tls?: TlsFiles | undefined;
   /**
+   * The certificate job processes present over mutual TLS (`{cert, key}`, signed by the same CA;
+   * role `worker`: it reads other agents' outputs and nothing on the master). Job processes run as
+   * another user, who cannot read the agent's own key: give them this one (a key they may read).
+   * Absent: they get the agent's files (which work only where they run as the agent's user).
+   */
+  workerTls?: { cert: string; key: string } | undefined;
+  /**
    * Plaintext, no TLS (an explicit opt-out; loudly warned about beyond loopback). The master's calls
    * cannot be told from others' then, so a StopWorkers or UpdateGrants with no token is taken as the
    * master's. StartWorkers needs the app's current AM token on every cluster.
@@ -158,6 +165,7 @@ export const CONFIG_KEYS = [
   'probe',
   'resourceEnforcement',
   'tls',
+  'workerTls',
   'insecure',
   'workerUser',
   'workerUsers',
@@ -168,6 +176,8 @@ export const CONFIG_KEYS = [
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 /** Flags that set one file of `tls` (`--tls-ca`, `--tls-cert`, `--tls-key`). */
 export const TLS_FLAGS = { tlsCa: 'ca', tlsCert: 'cert', tlsKey: 'key' } as const;
+/** Flags that set one file of `workerTls` (`--worker-tls-cert`, `--worker-tls-key`). */
+export const WORKER_TLS_FLAGS = { workerTlsCert: 'cert', workerTlsKey: 'key' } as const;
 export type TlsFlag = keyof typeof TLS_FLAGS;
 
 export interface HostFacts {
@@ -346,6 +356,7 @@ export function resolveConfig(
     allowedPaths,
     maxMessageBytes,
     ...resolveTls(flags, file),
+    ...resolveWorkerTls(flags as Record<string, unknown>, file),
   };
 }
 
@@ -531,4 +542,22 @@ function parseLabels(v: unknown): Record<string, string> {
     out[k] = String(val);
   }
   return out;
+}
+
+/** `workerTls` from the file, each file overridden by `--worker-tls-cert/--worker-tls-key`. */
+function resolveWorkerTls(flags: Record<string, unknown>, file: Record<string, unknown>): { workerTls?: { cert: string; key: string } } {
+  let out: Record<string, unknown> = {};
+  const raw = file.workerTls;
+  if (raw !== undefined) {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw new InvalidArgumentError('workerTls', 'must be a mapping {cert, key} of PEM file paths');
+    for (const k of Object.keys(raw)) if (k !== 'cert' && k !== 'key') throw new InvalidArgumentError(`workerTls.${k}`, 'unknown field (known: cert, key)');
+    out = { ...(raw as Record<string, unknown>) };
+  }
+  for (const [flag, part] of Object.entries(WORKER_TLS_FLAGS)) if (flags[flag] !== undefined) out[part] = flags[flag];
+  if (Object.keys(out).length === 0) return {};
+  for (const k of ['cert', 'key'] as const)
+    if (typeof out[k] !== 'string' || out[k] === '')
+      throw new InvalidArgumentError(`workerTls.${k}`, `must be the path of a PEM file, got ${JSON.stringify(out[k])}`);
+  return { workerTls: { cert: out.cert as string, key: out.key as string } };
 }

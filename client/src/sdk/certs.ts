@@ -17,7 +17,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { InvalidArgumentError } from '@fuxi/common';
 
-export const CERT_ROLES = ['master', 'agent', 'admin', 'user'] as const;
+export const CERT_ROLES = ['master', 'agent', 'admin', 'user', 'worker'] as const;
 export type CertRole = (typeof CERT_ROLES)[number];
 
 export interface IssueOptions {

@@ -165,3 +165,21 @@ function jobReason(caller: CallerIdentity, job: { owner: string; group: string }
 function article(role: CallerRole): string {
   return role === 'am' || role === 'admin' || role === 'agent' || role === 'anonymous' ? `an ${role}` : `a ${role}`;
 }
+
+/**
+ * SchedulerService (external schedulers): an admin may register for any scope; a user only for a
+ * scope of one of its quota groups (`group`: the registered quota group, or the testbed's group;
+ * undefined when the testbed does not exist). Anonymous callers count as admins on an insecure
+ * cluster, as elsewhere.
+ */
+export function authorizeScheduler(method: string, caller: CallerIdentity, insecure: boolean, group: string | undefined): void {
+  const role = effectiveRole(caller, insecure);
+  if (role === 'admin') return;
+  if (role === 'anonymous') throw new UnauthenticatedError(method, 'no credentials (a client certificate or a bearer token) were presented');
+  if (role !== 'user') throw new PermissionDeniedError(method, `needs the admin or user role; ${caller.name} is ${article(role)}`);
+  if (group === undefined || !(caller.groups ?? []).includes(group))
+    throw new PermissionDeniedError(
+      method,
+      `${caller.name} may schedule only for its own quota groups (${(caller.groups ?? []).join(', ') || 'none'}), not ${group ?? 'an unknown testbed'}`,
+    );
+}

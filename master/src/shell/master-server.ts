@@ -7,7 +7,7 @@
  */
 import { errorMessage, isTransientError, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
-import { connect, defaultTransport, implement, retry, startServer, tokenHash, TokenFile, type RunningServer } from '@fuxi/rpc';
+import { callerOf, connect, defaultTransport, implement, retry, startServer, tokenHash, TokenFile, type RunningServer } from '@fuxi/rpc';
 import { randomBytes } from 'node:crypto';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
@@ -168,6 +168,10 @@ export class MasterServer {
         },
         run: (effects) => this.run(effects),
         stallMs: cfg.externalSchedulerStallMs,
+        callerOf: (call, method) => {
+          const insecure = this.cfg.insecure ?? !defaultTransport().secure;
+          return { caller: callerOf(call as Parameters<typeof callerOf>[0], { insecure, tokens: () => this.tokenFile?.table }, method), insecure };
+        },
       },
       log.child({ component: 'external-schedulers' }),
     );

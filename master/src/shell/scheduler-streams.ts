@@ -22,6 +22,7 @@ import type {
 import type { ServiceImpl } from '@fuxi/rpc';
 import type { HistoryEntry } from '../core/external-registry.js';
 import { diffViews, type HostView, type PendingView, type SchedulerViewState } from '../core/external-view.js';
+import { authorizeScheduler, type CallerIdentity } from '../core/authz.js';
 import type { MasterCore } from '../core/master-core.js';
 import type { Effect } from '../core/types.js';
 
@@ -46,6 +47,8 @@ export interface SchedulerStreamsContext {
   run(effects: Effect[]): Promise<void>;
   /** Stall time, told to schedulers at registration. */
   readonly stallMs: number;
+  /** The caller of a call, and whether the cluster is insecure (auth.ts, authz.ts). */
+  callerOf(call: object, method: string): { caller: CallerIdentity; insecure: boolean };
 }
 
 const hostToWire = (h: HostView) => ({ nodeId: h.nodeId, rack: h.rack, capacity: h.capacity, free: h.free, schedulable: h.schedulable });
@@ -63,6 +66,8 @@ const historyToWire = (e: HistoryEntry) => ({ kind: e.kind, atMs: String(e.atMs)
 
 export class SchedulerStreams {
   private readonly watchers = new Set<Watcher>();
+  /** Who registered each scheduler name: only that caller (or an admin) places under it. */
+  private readonly registeredBy = new Map<string, string>();
   private scheduled = false;
   /** A push at least this often while streams are open: changes no input flagged (a node timing out) get out too. */
   private timer: NodeJS.Timeout | undefined;
@@ -79,17 +84,26 @@ export class SchedulerStreams {
   handlers(): ServiceImpl<SchedulerServiceDefinition> {
     return {
       Watch: (req, call) => this.watch(req, call),
-      Place: (req) => this.place(req),
+      Place: (req, call) => {
+        const { caller, insecure } = this.ctx.callerOf(call, 'Place');
+        const owner = this.registeredBy.get(req.name ?? '');
+        if (owner !== undefined && owner !== caller.name) authorizeScheduler('Place', caller, insecure, undefined);
+        return this.place(req);
+      },
     };
   }
 
   private async watch(req: RegisterSchedulerRequest__Output, call: grpc.ServerWritableStream<RegisterSchedulerRequest__Output, SchedulerEvent>): Promise<void> {
     const core = this.ctx.core;
+    const { caller, insecure } = this.ctx.callerOf(call, 'Watch');
+    const group = req.testbed ? core.listTestbeds(Date.now()).find((t) => t.name === req.testbed)?.group : req.quotaGroup || 'default';
+    authorizeScheduler('Watch', caller, insecure, group);
     const { registration, effects } = core.registerScheduler(
       { name: req.name ?? '', testbed: req.testbed ?? '', quotaGroup: req.quotaGroup ?? '', style: req.style ?? '' },
       Date.now(),
     );
     await this.ctx.run(effects);
+    this.registeredBy.set(registration.name, caller.name);
     // Older streams of the name are fenced: they end now, and their schedulers do not come back.
     for (const w of [...this.watchers]) {
       if (w.name === registration.name)

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { PermissionDeniedError, UnauthenticatedError, type FuxiError } from '@fuxi/common';
 import { loadFuxiProto } from '@fuxi/proto';
 import { amTokenAttempt } from '../am-tokens.js';
-import { authorize, canSeeJob, MASTER_METHODS, type AuthzTarget, type CallerIdentity, type MasterMethodName } from '../authz.js';
+import { authorize, authorizeScheduler, canSeeJob, MASTER_METHODS, type AuthzTarget, type CallerIdentity, type MasterMethodName } from '../authz.js';
 import { Harness, mockSpec } from './core-factories.js';
 
 const admin: CallerIdentity = { name: 'root', role: 'admin' };
@@ -149,5 +149,20 @@ describe('master core: AM attempt tokens', () => {
     const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
     h.core.submitJob(mockSpec({ id: 'owned' }), h.now, 'alice');
     expect(h.core.getJob('owned').owner).to.equal('alice');
+  });
+});
+
+describe('authz: external schedulers (SchedulerService)', () => {
+  it('admins register for any scope; users only for their own quota groups; anonymous only on an insecure cluster', () => {
+    expect(() => authorizeScheduler('Watch', admin, false, 'gold')).to.not.throw();
+    expect(() => authorizeScheduler('Watch', bob, false, 'gold')).to.not.throw();
+    expect(() => authorizeScheduler('Watch', bob, false, 'default')).to.throw(
+      PermissionDeniedError,
+      /bob may schedule only for its own quota groups \(gold\), not default/,
+    );
+    expect(() => authorizeScheduler('Watch', alice, false, undefined)).to.throw(PermissionDeniedError, /not an unknown testbed/);
+    expect(() => authorizeScheduler('Watch', agentN1, false, 'default')).to.throw(PermissionDeniedError);
+    expect(() => authorizeScheduler('Watch', anon, false, 'default')).to.throw(UnauthenticatedError);
+    expect(() => authorizeScheduler('Watch', anon, true, 'default')).to.not.throw();
   });
 });
