@@ -26,7 +26,8 @@
  */
 import { errorMessage, type Resource } from '@fuxi/common';
 import { loadFuxiProto, type SchedulerEvent__Output, type SchedulerServiceDefinition, type SchedulerView__Output } from '@fuxi/proto';
-import { connect, MasterConnection, RpcError, type TypedClient } from '@fuxi/rpc';
+import { connect, MasterConnection, RpcError, type TlsFiles, type Transport, type TypedClient } from '@fuxi/rpc';
+import { clientTransport } from './fuxi-client.js';
 import { defaultMasters } from './masters.js';
 
 export interface HostInfo {
@@ -111,6 +112,15 @@ export interface ExternalSchedulerOptions {
   quotaGroup?: string;
   /** History entries kept (default 1,000). */
   historyLimit?: number;
+  /**
+   * Mutual TLS files, or `insecure` for a plaintext cluster (default: `FUXI_TLS_CA`,
+   * `FUXI_TLS_CERT`, `FUXI_TLS_KEY` or `FUXI_INSECURE=1`, as the CLI), or a ready `transport`.
+   */
+  tls?: TlsFiles;
+  insecure?: boolean;
+  transport?: Transport;
+  /** A bearer token naming the scheduler's caller (a tokens-file entry), instead of its certificate's name. */
+  token?: string;
   /** Diagnostics (registrations, reconnects); default silent. */
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -134,6 +144,7 @@ export function slotsIn(r: Resource, room: Resource): number {
 export abstract class ExternalScheduler {
   private readonly masters: string[];
   private readonly conn: MasterConnection;
+  private readonly transport: Transport;
   private client: TypedClient<SchedulerServiceDefinition> | undefined;
   private stream: (AsyncIterable<SchedulerEvent__Output> & { cancel(): void }) | undefined;
   private stopped = false;
@@ -153,7 +164,8 @@ export abstract class ExternalScheduler {
 
   constructor(readonly opts: ExternalSchedulerOptions) {
     this.masters = opts.masters ?? defaultMasters();
-    this.conn = new MasterConnection(this.masters, { retryForMs: 10_000 });
+    this.transport = clientTransport({ transport: opts.transport, tls: opts.tls, insecure: opts.insecure });
+    this.conn = new MasterConnection(this.masters, { retryForMs: 10_000, transport: this.transport, ...(opts.token ? { token: opts.token } : {}) });
   }
 
   /** Slot-based: placements for the view's pending requests (the default calls `pickNext` in queue order). */
@@ -243,7 +255,7 @@ export abstract class ExternalScheduler {
   private useMaster(address: string): void {
     if (this.client?.address === address) return;
     this.client?.close();
-    this.client = connect(loadFuxiProto().SchedulerService, address);
+    this.client = connect(loadFuxiProto().SchedulerService, address, { transport: this.transport, ...(this.opts.token ? { token: this.opts.token } : {}) });
   }
 
   /** Finds the leader, registers, and follows its stream until it ends. */

@@ -1,6 +1,7 @@
 /**
  * Identities and roles with real processes (a master with a tokens file, two agents, real AMs and
- * workers, an insecure cluster: no TLS, so an anonymous caller counts as an admin): a user cannot
+ * workers, mutual TLS: every client presents the cluster's admin certificate, and a bearer token,
+ * when it has one, names the caller instead): a user cannot
  * see or kill another user's job and can kill its own, an admin can kill any; the AM's attempt token
  * is refused, by the master and by an agent, once the AM was killed and a new attempt runs with a
  * new token; StartWorkers with no token or a wrong one starts nothing; the token is in no log file,
@@ -90,9 +91,9 @@ describe('identities, roles and AM tokens (real processes)', function () {
     writeFileSync(masterConfig, JSON.stringify({ tokensFile, quotaGroups: [{ name: 'default' }, { name: 'gold' }] }));
     cluster = await startCluster('auth', { agents: 2, logLevel: 'debug', masterArgs: ['--config', masterConfig] });
     const masters = [cluster.masterAddress];
-    admin = new FuxiClient({ masters, token: ADMIN });
-    alice = new FuxiClient({ masters, token: ALICE });
-    bob = new FuxiClient({ masters, token: BOB });
+    admin = new FuxiClient({ transport: cluster.transport(), masters, token: ADMIN });
+    alice = new FuxiClient({ transport: cluster.transport(), masters, token: ALICE });
+    bob = new FuxiClient({ transport: cluster.transport(), masters, token: BOB });
   });
   afterEach(function () {
     if (this.currentTest?.state === 'failed') failed = true;
@@ -106,7 +107,7 @@ describe('identities, roles and AM tokens (real processes)', function () {
   async function workers(): Promise<Worker[]> {
     const out: Worker[] = [];
     for (const a of cluster.agents) {
-      const c = connect(proto.AgentService, a.address);
+      const c = connect(proto.AgentService, a.address, cluster.transport());
       try {
         const st = await c.GetAgentState({}, { deadlineMs: 3000 });
         for (const w of st.workers as WorkerStatus__Output[])
@@ -154,7 +155,7 @@ describe('identities, roles and AM tokens (real processes)', function () {
     const cordon = await refusal(alice.cordon('node-1', { reason: 'mine now' }));
     expect(cordon.code).to.equal('PERMISSION_DENIED');
     // An unknown token is UNAUTHENTICATED, and says nothing of the token.
-    const stranger = new FuxiClient({ masters: [cluster.masterAddress], token: 'nobody-knows-this-token-0000' });
+    const stranger = new FuxiClient({ transport: cluster.transport(), masters: [cluster.masterAddress], token: 'nobody-knows-this-token-0000' });
     try {
       const e = await refusal(stranger.get('alice-1'));
       expect(e.code).to.equal('UNAUTHENTICATED');
@@ -165,7 +166,9 @@ describe('identities, roles and AM tokens (real processes)', function () {
     expect((await alice.kill('alice-1', 'mine')).state).to.equal('JOB_STATE_KILLED');
     expect((await admin.kill('bob-1', 'admin')).state).to.equal('JOB_STATE_KILLED');
     // `fuxi list` shows the owner.
-    const cli = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'list'], { env: { ...process.env, FUXI_TOKEN_FILE: '' } });
+    const cli = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'list'], {
+      env: { ...process.env, ...cluster.clientEnv(), FUXI_TOKEN_FILE: '' },
+    });
     expect(cli.stdout).to.match(/^JOB\s+NAME\s+STATE\s+OWNER/m);
     expect(cli.stdout).to.match(/alice-2\s+alice-2\s+\S+\s+alice\b/);
     writeFileSync(release, '');
@@ -174,7 +177,7 @@ describe('identities, roles and AM tokens (real processes)', function () {
 
   it('the master reads the tokens file again when it changes, and on SIGHUP', async () => {
     const CAROL = 'carol-token-for-the-auth-test-004';
-    const carol = new FuxiClient({ masters: [cluster.masterAddress], token: CAROL, retryForMs: 500 });
+    const carol = new FuxiClient({ transport: cluster.transport(), masters: [cluster.masterAddress], token: CAROL, retryForMs: 500 });
     const base = `${ADMIN},root,admin\n${ALICE},alice,user\n${BOB},bob,user,gold\n`;
     try {
       expect((await refusal(carol.list())).code).to.equal('UNAUTHENTICATED');
@@ -216,7 +219,7 @@ describe('identities, roles and AM tokens (real processes)', function () {
     expect(Object.values(workerEnv).join('\n')).not.to.contain(oldToken);
 
     // The token works for its own attempt...
-    const master = connect(proto.MasterService, cluster.masterAddress);
+    const master = connect(proto.MasterService, cluster.masterAddress, cluster.transport());
     try {
       await master.GetAppSnapshot({ appId: 'tok-1' }, { token: oldToken, deadlineMs: 5000 });
 
@@ -230,8 +233,8 @@ describe('identities, roles and AM tokens (real processes)', function () {
       expect(newToken).not.to.equal(oldToken);
       await until('attempt 2 registered', async () => (await admin.get('tok-1')).amAddress !== '' && (await admin.get('tok-1')).amAttempt === 2);
 
-      // The master refuses the old attempt's token (PERMISSION_DENIED), an AM call with no token
-      // (UNAUTHENTICATED) and answers the new one.
+      // The master refuses the old attempt's token, an AM call with no token (the caller is only
+      // the admin its certificate names: PERMISSION_DENIED both) and answers the new one.
       for (const call of [
         master.RegisterApp({ appId: 'tok-1', amAttempt: 1, address: '127.0.0.1:1' }, { token: oldToken, deadlineMs: 5000 }),
         master.FinishApp({ appId: 'tok-1', amAttempt: 1, succeeded: true, message: 'forged', progress: [] }, { token: oldToken, deadlineMs: 5000 }),
@@ -243,7 +246,7 @@ describe('identities, roles and AM tokens (real processes)', function () {
       }
       expect(
         (await refusal(master.FinishApp({ appId: 'tok-1', amAttempt: 2, succeeded: true, message: 'x', progress: [] }, { deadlineMs: 5000 }))).code,
-      ).to.equal('UNAUTHENTICATED');
+      ).to.equal('PERMISSION_DENIED');
       await master.GetAppSnapshot({ appId: 'tok-1' }, { token: newToken, deadlineMs: 5000 });
 
       // The agents refuse plans with the old token, a wrong token or none: nothing starts.
@@ -258,7 +261,7 @@ describe('identities, roles and AM tokens (real processes)', function () {
         resource: { cpuMilli: 100, memoryMb: 32 },
       });
       const agentAddress = first.task.address;
-      const agent = connect(proto.AgentService, agentAddress);
+      const agent = connect(proto.AgentService, agentAddress, cluster.transport());
       try {
         const tries: Array<[string, number, string | undefined]> = [
           ['old token', 1, oldToken],
@@ -291,7 +294,9 @@ describe('identities, roles and AM tokens (real processes)', function () {
 
       // Neither token is in any log file, in GetJob or in `fuxi status --json`.
       const job = await admin.get('tok-1');
-      const status = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'status', 'tok-1', '-o', 'json']);
+      const status = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'status', 'tok-1', '-o', 'json'], {
+        env: { ...process.env, ...cluster.clientEnv() },
+      });
       for (const token of [oldToken, newToken]) {
         expect(JSON.stringify(job)).not.to.contain(token);
         expect(status.stdout).not.to.contain(token);

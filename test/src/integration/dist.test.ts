@@ -37,6 +37,8 @@ describe('release tarball (make dist)', function () {
 
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-dist-'));
+    // The agent's workers run as its unprivileged worker user: their directories under it must be reachable.
+    fs.chmodSync(tmp, 0o711);
     const t0 = Date.now();
     await run(process.execPath, [path.join(repo, 'scripts/dist.mjs'), '--out', path.join(tmp, 'out')], { cwd: repo });
     const tarball = path.join(tmp, 'out', `fuxi-${FUXI_VERSION}-linux.tar.gz`);

@@ -28,9 +28,9 @@ import { isAlive, job, sleep, startCluster, stopCluster, until } from '../harnes
 const FFD = join(BIN.master, '..', '..', '..', '..', 'deploy', 'examples', 'ffd-scheduler', 'main.mjs');
 
 /** The example scheduler as a child process, its stderr (JSON lines) in `logFile`. */
-function startFfd(masters: string[], logFile: string, name = 'ffd'): ChildProcess {
+function startFfd(masters: string[], logFile: string, clientEnv: Record<string, string>, name = 'ffd'): ChildProcess {
   const out = openSync(logFile, 'a');
-  return spawn(process.execPath, [FFD, '--name', name], { env: { ...process.env, FUXI_MASTER: masters.join(',') }, stdio: ['ignore', out, out] });
+  return spawn(process.execPath, [FFD, '--name', name], { env: { ...process.env, ...clientEnv, FUXI_MASTER: masters.join(',') }, stdio: ['ignore', out, out] });
 }
 
 function logLines(logFile: string): Array<Record<string, unknown>> {
@@ -91,7 +91,7 @@ describe('external scheduler (real processes)', function () {
   async function ensureFfd(): Promise<void> {
     if (ffd && ffd.exitCode === null && ffd.signalCode === null) return;
     const before = logLines(ffdLog).filter((l) => l.msg === 'registered').length;
-    ffd = startFfd([cluster.masterAddress], ffdLog);
+    ffd = startFfd([cluster.masterAddress], ffdLog, cluster.clientEnv());
     await until('ffd registered', () => logLines(ffdLog).filter((l) => l.msg === 'registered').length > before || undefined, 30_000);
   }
 
@@ -121,7 +121,7 @@ describe('external scheduler (real processes)', function () {
   });
 
   it('rejects an over-committing placement and one outside the scope, and grants nothing of them', async () => {
-    const sched = connect(loadFuxiProto().SchedulerService, cluster.masterAddress);
+    const sched = connect(loadFuxiProto().SchedulerService, cluster.masterAddress, cluster.transport());
     const stream = sched.stream.Watch({ name: 'probe', testbed: '', quotaGroup: '', style: 'slot' });
     const it = stream[Symbol.asyncIterator]();
     try {
@@ -282,7 +282,7 @@ describe('external scheduler across master failover (real etcd, 1 leader + 2 sta
 
   it('re-registers with the new leader; no applied placement is lost', async () => {
     const log = join(dir, 'ffd.log');
-    ffd = startFfd(ha!.masterAddresses, log);
+    ffd = startFfd(ha!.masterAddresses, log, ha!.clientEnv());
     await until('ffd registered', () => logLines(log).some((l) => l.msg === 'registered') || undefined, 30_000);
     const release = join(dir, 'release');
     const { jobId } = await client.submit(

@@ -12,7 +12,7 @@
  * Every long worker appends "start|end <node> <instance> <attempt>" to a file of its job.
  */
 import { expect } from 'chai';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
@@ -30,6 +30,8 @@ describe('failure prediction moves running attempts off a failing host (local cl
   before(async function () {
     this.timeout(60_000);
     dir = mkdtempSync(join(tmpdir(), 'fuxi-it-predict-'));
+    // The jobs' workers (the agents' unprivileged worker user) write their marks here.
+    chmodSync(dir, 0o1777);
     const config = join(dir, 'master.yaml');
     // Small numbers so a few dozen attempts train a model; moving costs 5 (the default 30 is for
     // a busy cluster); at most one host of three blocked.

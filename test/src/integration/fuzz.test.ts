@@ -109,7 +109,8 @@ describe('fuzz: every RPC of every daemon (fast-check over the wire descriptor)'
     addresses.AppMasterService = running.amAddress;
     const proto = loadFuxiProto();
     for (const s of ['MasterService', 'AgentService', 'AppMasterService'] as const) {
-      const c = connect(proto[s] as Parameters<typeof connect>[0], addresses[s]!);
+      // As the cluster's admin (mutual TLS): every request reaches the daemon's checks.
+      const c = connect(proto[s] as Parameters<typeof connect>[0], addresses[s]!, cluster.transport());
       clients[s] = c.raw as unknown as RawClient;
       defs[s] = proto[s].service as unknown as Record<string, MethodDef>;
     }
@@ -165,7 +166,7 @@ describe('fuzz: every RPC of every daemon (fast-check over the wire descriptor)'
       const j = await client.get(realJob);
       return j.state === 'JOB_STATE_RUNNING' && j.amAddress ? j : undefined;
     });
-    const am = connect(loadFuxiProto().AppMasterService as Parameters<typeof connect>[0], running.amAddress);
+    const am = connect(loadFuxiProto().AppMasterService as Parameters<typeof connect>[0], running.amAddress, cluster.transport());
     try {
       expect(await health(am.raw as unknown as RawClient), 'AppMasterService healthy').to.equal('SERVING');
     } finally {
@@ -185,7 +186,7 @@ describe('fuzz: every RPC of every daemon (fast-check over the wire descriptor)'
     const real = new Set([realJob, ...accepted]);
     const jobs = await client.list();
     expect(jobs.map((j) => j.jobId).filter((id) => !real.has(id))).to.deep.equal([]);
-    const agent = connect(loadFuxiProto().AgentService, addresses.AgentService!);
+    const agent = connect(loadFuxiProto().AgentService, addresses.AgentService!, cluster.transport());
     try {
       const { workers } = await agent.ListWorkers({ appId: '' });
       const strangers = workers.filter((w) => !real.has(w.appId));

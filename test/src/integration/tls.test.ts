@@ -132,13 +132,13 @@ describe('mutual TLS (real processes)', function () {
       const node = { nodeId: 'node-2', address: '127.0.0.1:1', rack: 'r', capacity: { cpuMilli: 64_000, memoryMb: 1_000_000 } };
       const reg = await failure(() => m.RegisterAgent({ node, epochSeen: '0' }));
       expect(reg?.code).to.equal('PERMISSION_DENIED');
-      expect(reg?.message).to.equal('RegisterAgent for node "node-2" refused: the certificate names node "node-1"');
+      expect(reg?.message).to.equal('RegisterAgent: permission denied: agent node-1 may not act as node node-2');
       const hb = await failure(() => m.Heartbeat({ nodeId: 'node-2', epoch: '1' }));
       expect(hb?.code).to.equal('PERMISSION_DENIED');
-      expect(hb?.message).to.match(/Heartbeat for node "node-2" refused: the certificate names node "node-1"/);
+      expect(hb?.message).to.match(/Heartbeat: permission denied: agent node-1 may not act as node node-2/);
       const admin = await failure(() => asAdmin.RegisterAgent({ node: { ...node, nodeId: 'admin' }, epochSeen: '0' }));
       expect(admin?.code).to.equal('PERMISSION_DENIED');
-      expect(admin?.message).to.match(/certificate "admin" has role "admin", not "agent"/);
+      expect(admin?.message).to.match(/RegisterAgent: permission denied: needs a node agent; admin is an admin/);
       // Nothing was registered.
       expect((await asAdmin.ListNodes({})).nodes.map((n) => n.node?.nodeId).sort()).to.deep.equal(['node-1', 'node-2']);
     } finally {

@@ -77,7 +77,7 @@ describe('worker identity (local cluster, real workers)', function () {
   });
 
   it('fuxi nodes says who workers run as', async () => {
-    const { stdout } = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'nodes']);
+    const { stdout } = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'nodes'], { env: { ...process.env, ...cluster.clientEnv() } });
     expect(stdout).to.match(/\bRUNS-AS\b/);
     expect(stdout).to.match(root ? /\bnobody\b/ : /same: the agent is not root/);
   });

@@ -156,6 +156,8 @@ export async function runCase(c: CaseSpec, o: PaperEvalOptions, env: CaseEnv, ca
     dir,
     masters: o.masters,
     agents: 0,
+    // Simulated hosts dial in plaintext.
+    insecure: true,
     etcd: { endpoints: [env.etcdEndpoint], prefix: `/paper-eval/${slug}/` },
     leaseTtlSec: o.leaseTtlSec,
     recoveryDeadlineMs: o.recoveryDeadlineMs,
