@@ -1,6 +1,6 @@
 /**
  * Per-caller rate limits on job submission: a token bucket per caller key (the shell's
- * `callerKey(call)`: the peer address today, the authenticated identity once there is one). A
+ * `callerKey(call)`: the authenticated caller, else the peer's host). A
  * bucket holds up to `burst` jobs and refills at `ratePerSec`; SubmitJob takes one token, SubmitJobs
  * one per spec. A call that finds too few tokens is refused whole, with the time after which it
  * would pass (`retryAfterMs`), and takes nothing. Pure: time comes in.

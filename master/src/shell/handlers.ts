@@ -77,10 +77,12 @@ export interface HandlerContext {
 }
 
 /**
- * Who is calling, for per-caller limits: the peer's host (its port changes with every connection).
- * The seam for authenticated identities: once a call carries one, it is the key instead.
+ * Who is calling, for per-caller limits: the authenticated caller (its token's or certificate's
+ * name, authorization.ts), else the peer's host (its port changes with every connection).
  */
 export function callerKey(call: { getPeer(): string } | undefined): string {
+  const caller = call ? callerOfCall(call) : undefined;
+  if (caller && caller.role !== 'anonymous') return `${caller.role}:${caller.name}`;
   const peer = call?.getPeer?.() ?? '';
   const bare = peer.replace(/^(ipv4|ipv6|unix):/, '');
   const m = /^\[(.*)\]:\d+$/.exec(bare) ?? /^([^:]+):\d+$/.exec(bare);

@@ -6,9 +6,11 @@
 import { expect } from 'chai';
 import { normalizeJobSpec, nullLogger } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, jobSpecToProto, RpcError, setMaxMessageBytes, DEFAULT_MAX_MESSAGE_BYTES, type TypedClient } from '@fuxi/rpc';
+import { connect, jobSpecToProto, parseTokens, RpcError, setMaxMessageBytes, DEFAULT_MAX_MESSAGE_BYTES, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
+import * as grpc from '@grpc/grpc-js';
+import { authorizeCalls } from '../authorization.js';
 import { callerKey } from '../handlers.js';
 import { MasterServer } from '../master-server.js';
 
@@ -51,6 +53,24 @@ describe('master: input limits over gRPC', function () {
     expect(callerKey({ getPeer: () => '[::1]:53211' })).to.equal('::1');
     expect(callerKey({ getPeer: () => '10.1.2.3:7' })).to.equal('10.1.2.3');
     expect(callerKey(undefined)).to.equal('');
+  });
+
+  it('callerKey: an authenticated caller by its role and name, so users on one host have buckets of their own', async () => {
+    const tokens = parseTokens('alice-token-0000000001,alice,user\nbob-token-000000000002,bob,user\n');
+    const seen: string[] = [];
+    const handlers = authorizeCalls({ SubmitJob: (_req: unknown, call: { getPeer(): string }) => (seen.push(callerKey(call)), {}) } as never, {
+      core: {} as never,
+      insecure: false,
+      tokens: () => tokens,
+    }) as unknown as { SubmitJob(req: unknown, call: unknown): Promise<unknown> };
+    const call = (token: string) => {
+      const metadata = new grpc.Metadata();
+      metadata.set('authorization', `Bearer ${token}`);
+      return { metadata, getPeer: () => 'ipv4:127.0.0.1:5000' };
+    };
+    await handlers.SubmitJob({ spec: { quotaGroup: 'default' } }, call('alice-token-0000000001'));
+    await handlers.SubmitJob({ spec: { quotaGroup: 'default' } }, call('bob-token-000000000002'));
+    expect(seen).to.deep.equal(['user:alice', 'user:bob']);
   });
 
   it('refuses submits past the caller rate with RESOURCE_EXHAUSTED and a retry hint; nothing of them is stored', async () => {
