@@ -417,6 +417,7 @@ export class AppMaster {
         requests: this.core.outstandingRequests(),
         assignments: this.core.assignmentTable(),
         ...(constraints ? { constraints } : {}),
+        predictedBadHosts: this.core.predictedBadHosts(),
       };
       let res;
       try {
