@@ -7,6 +7,11 @@
  * the hosts are blocked, for the cluster or for one job (the worst first; the rest stay gray), so
  * a bad model cannot empty the cluster.
  *
+ * Memory caps (`setMemoryCaps`): a host whose attempts fail under memory pressure, at
+ * `pressureCapAt` of those or more and twice its rate otherwise, takes new workers only while its
+ * memory allocated stays below the pressure level (sched-blacklist.ts); below it the host is as good
+ * as any, so it is not listed for the cluster.
+ *
  * What the scheduler gets is `HostBlacklist` (sched-types.ts); what `fuxi nodes` shows is `entries`.
  * Pure: time comes in as `nowMs`.
  */
@@ -18,6 +23,8 @@ export interface BlacklistConfig {
   halfLifeMs: number;
   jobBlockFailures: number;
   maxBlockedFraction: number;
+  /** Failure rate under memory pressure from which a host is memory-capped. */
+  pressureCapAt: number;
 }
 
 export const DEFAULT_BLACKLIST_CONFIG: BlacklistConfig = {
@@ -26,6 +33,7 @@ export const DEFAULT_BLACKLIST_CONFIG: BlacklistConfig = {
   halfLifeMs: 10 * 60_000,
   jobBlockFailures: 2,
   maxBlockedFraction: 0.25,
+  pressureCapAt: 0.3,
 };
 
 /** 'blocked' and 'gray' for the cluster; 'job': blocked only for the jobs listed. */
@@ -51,6 +59,7 @@ export class Blacklist {
   private readonly hosts = new Map<string, Scored>();
   /** Per job, per host: times of the job's failures there (the last `jobBlockFailures`). */
   private readonly jobs = new Map<string, Map<string, number[]>>();
+  private memoryCaps = new Map<string, number>();
 
   constructor(readonly config: BlacklistConfig = DEFAULT_BLACKLIST_CONFIG) {}
 
@@ -81,6 +90,11 @@ export class Blacklist {
     for (let i = 0; i < Math.max(1, Math.ceil(this.config.jobBlockFailures)); i++) this.recordJobFailure(appId, nodeId, nowMs);
   }
 
+  /** The memory-capped hosts now (each with its cap: a fraction of its memory), replacing the last. */
+  setMemoryCaps(caps: ReadonlyMap<string, number>): void {
+    this.memoryCaps = new Map(caps);
+  }
+
   /** The job ended: its own list goes. */
   forgetJob(appId: string): void {
     this.jobs.delete(appId);
@@ -89,6 +103,7 @@ export class Blacklist {
   /** A host left the cluster. */
   forgetHost(nodeId: string): void {
     this.hosts.delete(nodeId);
+    this.memoryCaps.delete(nodeId);
     for (const m of this.jobs.values()) m.delete(nodeId);
   }
 
@@ -118,7 +133,7 @@ export class Blacklist {
       hosts.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       perApp.set(appId, new Set(hosts.slice(0, cap).map((h) => h.id)));
     }
-    return { blocked, gray, perApp };
+    return { blocked, gray, perApp, ...(this.memoryCaps.size > 0 ? { memoryCap: this.memoryCaps } : {}) };
   }
 
   /** The listed hosts with their level and reason, by node id. */
