@@ -186,7 +186,8 @@ async function run(mode: 'off' | 'on', seed: number): Promise<Run> {
         verdicts[action] = (verdicts[action] ?? 0) + 1;
       } else if (line.includes('"msg":"failure model trained"')) {
         trainings++;
-        firstModelMs = Math.min(firstModelMs, (JSON.parse(line) as { time: number }).time);
+        // pino's isoTime
+        firstModelMs = Math.min(firstModelMs, Date.parse((JSON.parse(line) as { time: string }).time));
       }
     }
     // An attempt killed early on a prediction is a failed attempt to its AM (it uses up a retry).
