@@ -36,8 +36,8 @@ export const DEFAULT_BLACKLIST_CONFIG: BlacklistConfig = {
   pressureCapAt: 0.3,
 };
 
-/** 'blocked' and 'gray' for the cluster; 'job': blocked only for the jobs listed. */
-export type HostLevel = 'gray' | 'blocked' | 'job';
+/** 'blocked' and 'gray' for the cluster; 'job': blocked only for the jobs listed; 'memory': memory-capped only. */
+export type HostLevel = 'gray' | 'blocked' | 'job' | 'memory';
 
 /** A host listed, for `fuxi nodes`. */
 export interface BlacklistEntry {
@@ -60,6 +60,7 @@ export class Blacklist {
   /** Per job, per host: times of the job's failures there (the last `jobBlockFailures`). */
   private readonly jobs = new Map<string, Map<string, number[]>>();
   private memoryCaps = new Map<string, number>();
+  private capReasons = new Map<string, string>();
 
   constructor(readonly config: BlacklistConfig = DEFAULT_BLACKLIST_CONFIG) {}
 
@@ -90,9 +91,10 @@ export class Blacklist {
     for (let i = 0; i < Math.max(1, Math.ceil(this.config.jobBlockFailures)); i++) this.recordJobFailure(appId, nodeId, nowMs);
   }
 
-  /** The memory-capped hosts now (each with its cap: a fraction of its memory), replacing the last. */
-  setMemoryCaps(caps: ReadonlyMap<string, number>): void {
-    this.memoryCaps = new Map(caps);
+  /** The memory-capped hosts now (each with its cap, a fraction of its memory, and why), replacing the last. */
+  setMemoryCaps(caps: ReadonlyMap<string, { cap: number; reason: string }>): void {
+    this.memoryCaps = new Map([...caps].map(([id, c]) => [id, c.cap]));
+    this.capReasons = new Map([...caps].map(([id, c]) => [id, c.reason]));
   }
 
   /** The job ended: its own list goes. */
@@ -104,6 +106,7 @@ export class Blacklist {
   forgetHost(nodeId: string): void {
     this.hosts.delete(nodeId);
     this.memoryCaps.delete(nodeId);
+    this.capReasons.delete(nodeId);
     for (const m of this.jobs.values()) m.delete(nodeId);
   }
 
@@ -141,12 +144,17 @@ export class Blacklist {
     const v = this.view(nowMs, hostCount);
     const byHost = new Map<string, string[]>();
     for (const [appId, hosts] of v.perApp) for (const h of hosts) byHost.set(h, [...(byHost.get(h) ?? []), appId]);
-    const ids = new Set([...v.blocked, ...v.gray, ...byHost.keys()]);
+    const ids = new Set([...v.blocked, ...v.gray, ...byHost.keys(), ...this.memoryCaps.keys()]);
     return [...ids].sort().map((id) => {
       const s = this.hosts.get(id);
       const jobs = (byHost.get(id) ?? []).sort();
-      const level: HostLevel = v.blocked.has(id) ? 'blocked' : v.gray.has(id) ? 'gray' : 'job';
-      const reason = v.blocked.has(id) || v.gray.has(id) ? (s?.reason ?? '') : `failed ${jobs.length === 1 ? 'its job' : 'jobs'} repeatedly`;
+      const level: HostLevel = v.blocked.has(id) ? 'blocked' : v.gray.has(id) ? 'gray' : byHost.has(id) ? 'job' : 'memory';
+      const reason =
+        v.blocked.has(id) || v.gray.has(id)
+          ? (s?.reason ?? '')
+          : level === 'job'
+            ? `failed ${jobs.length === 1 ? 'its job' : 'jobs'} repeatedly`
+            : (this.capReasons.get(id) ?? '');
       return { nodeId: id, level, score: this.score(id, nowMs), reason, jobs };
     });
   }

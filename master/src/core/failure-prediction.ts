@@ -89,7 +89,7 @@ export class FailurePredictor {
   scoreHosts(hosts: readonly HostLoad[], nowMs: number): void {
     const m = this.model;
     if (m === undefined) return;
-    const caps = new Map<string, number>();
+    const caps = new Map<string, { cap: number; reason: string }>();
     for (const h of hosts) {
       const x = this.history.features(h.nodeId, '', '', m.mean[3] ?? 0.5, m.mean[4] ?? 0.5, nowMs);
       x[5] = TYPICAL_TASK_RATE;
@@ -97,7 +97,9 @@ export class FailurePredictor {
       const pressuredRate = (pc.pressuredFailed + 0.1) / (pc.pressured + 1);
       const calmRate = (pc.calmFailed + 0.1) / (pc.calm + 1);
       if (pc.pressuredFailed >= 2 && pressuredRate >= this.config.blacklist.pressureCapAt && pressuredRate >= 2 * calmRate) {
-        caps.set(h.nodeId, this.config.history.pressureAt);
+        const at = Math.round(this.config.history.pressureAt * 100);
+        const reason = `memory capped at ${at} %: ${pc.pressuredFailed} of ${pc.pressured} attempts failed from ${at} % of its memory, ${pc.calmFailed} of ${pc.calm} below`;
+        caps.set(h.nodeId, { cap: this.config.history.pressureAt, reason });
         x[0] = calmRate;
         x[1] = calmRate;
         x[4] = Math.min(x[4] ?? 0, this.config.history.pressureAt);

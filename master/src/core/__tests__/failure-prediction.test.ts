@@ -99,7 +99,7 @@ describe('failure prediction', () => {
       p.attemptEnded(
         {
           nodeId,
-          appId: `job-${i % 5}`,
+          appId: `job-${i}`, // one attempt per job: no job's own list
           task: 'map',
           exitCode: fails ? 1 : 0,
           signal: '',
@@ -115,6 +115,10 @@ describe('failure prediction', () => {
     const list = p.blacklistView(now, HOSTS.length);
     expect([...(list.memoryCap ?? new Map())]).to.deep.equal([['n1', 0.75]]);
     expect(list.blocked.has('n1')).to.equal(false);
+    // `fuxi nodes` shows it as memory-capped, with the counts behind it.
+    const n1 = p.entries(now, HOSTS.length).find((e) => e.nodeId === 'n1');
+    expect(n1?.level).to.equal('memory');
+    expect(n1?.reason).to.match(/^memory capped at 75 %: \d+ of \d+ attempts failed from 75 % of its memory, \d+ of \d+ below$/);
     // The scheduler fills n1 only to below 75 % of its memory (8 GiB nodes: 5 slots of 1 GiB).
     const nodes = new Map(mockNodes(8, 1, { capacity: res(8000, 8192) }).map((n) => [n.id, n]));
     const plan = schedule({ nodes, units: [mockUnit({ requests: { '': 64 } })], groups: new Map(), groupUsage: new Map(), blacklist: list });

@@ -31,32 +31,39 @@ function oldCluster(off = false): Harness {
  * 20 outstanding map slots and, if given, the hosts prediction moved its attempts off. Returns the
  * new core and the new map slots per node (the AM's last table less what it held).
  */
-function failOver(old: Harness, predictedBadHosts: string[] | undefined): { core: MasterCore; slots: Record<string, number> } {
+function failOver(old: Harness, predictedBadHosts: string[] | undefined, amFirst = false): { core: MasterCore; slots: Record<string, number> } {
   const now = 100_000;
   const jobs = old.core.listJobs().map((j) => JSON.parse(JSON.stringify(j)) as JobRecord);
   const roster = old.core.listNodes().map((n) => ({ nodeId: n.info.nodeId, address: n.info.address }));
   const core = new MasterCore(NEW_EPOCH, { ...DEFAULT_CONFIG, recoveryDeadlineMs: 3000 }, nullLogger);
   core.loadHardState(jobs, roster, now);
-  for (const nodeId of NODES) {
-    core.registerAgent(mockNodeInfo({ nodeId }), NEW_EPOCH, now + 10);
-    core.reportAgentState({ nodeId, epoch: NEW_EPOCH, grants: old.agents.get(nodeId)?.grants ?? [] }, now + 10);
-  }
+  const effects: Effect[] = [];
+  const agentsReport = (): void => {
+    for (const nodeId of NODES) {
+      core.registerAgent(mockNodeInfo({ nodeId }), NEW_EPOCH, now + 10);
+      effects.push(...core.reportAgentState({ nodeId, epoch: NEW_EPOCH, grants: old.agents.get(nodeId)?.grants ?? [] }, now + 10));
+    }
+  };
+  if (!amFirst) agentsReport();
   const held = Object.fromEntries(old.ams.get('job-1')?.slots ?? []);
-  const effects: Effect[] = core.reportAppState(
-    {
-      appId: 'job-1',
-      attempt: 1,
-      address: 'am-job-1:9000',
-      units: [unit('map', SLOT)],
-      requests: [{ suId: 'map', location: '', count: 20 }],
-      assignments: Object.entries(held).map(([k, slots]) => {
-        const [suId = '', nodeId = ''] = k.split('@');
-        return { suId, nodeId, slots };
-      }),
-      ...(predictedBadHosts ? { predictedBadHosts } : {}),
-    },
-    now + 20,
+  effects.push(
+    ...core.reportAppState(
+      {
+        appId: 'job-1',
+        attempt: 1,
+        address: 'am-job-1:9000',
+        units: [unit('map', SLOT)],
+        requests: [{ suId: 'map', location: '', count: 20 }],
+        assignments: Object.entries(held).map(([k, slots]) => {
+          const [suId = '', nodeId = ''] = k.split('@');
+          return { suId, nodeId, slots };
+        }),
+        ...(predictedBadHosts ? { predictedBadHosts } : {}),
+      },
+      now + 20,
+    ),
   );
+  if (amFirst) agentsReport();
   // New slots: the AM's last table less what it held before the failover.
   const table = asgnMap(ofKind(effects, 'assignments').at(-1)?.assignments ?? []);
   const slots: Record<string, number> = {};
@@ -78,6 +85,13 @@ describe('failure prediction after a master failover', () => {
     expect(n2?.prediction?.jobs).to.deep.equal(['job-1']);
     // A host the new leader does not know is dropped, not kept.
     expect(core.listNodes().map((n) => n.info.nodeId)).to.not.include('gone');
+  });
+
+  it('keeps the block when the AM reports before the agents (the roster knows the host)', () => {
+    const { core, slots } = failOver(oldCluster(), ['n2'], true);
+    expect(core.isRecovering).to.equal(false);
+    expect(slots['n2'] ?? 0).to.equal(0);
+    expect((slots['n1'] ?? 0) + (slots['n3'] ?? 0) + (slots['n4'] ?? 0)).to.equal(20);
   });
 
   it('without the report, the host gets new slots again (what the report prevents)', () => {
