@@ -199,10 +199,11 @@ bench-throughput: build
 
 # Benchmark (not a test): failure prediction off and on, on the node simulator: a real master, 24
 # simulated nodes (real agents, simulated workers, real in-process AMs; some nodes fail many
-# attempts, some flap, some fail under memory pressure, all hidden from the master) and 60 jobs,
-# once with the master's failurePrediction false and once on; writes bench-results/prediction.json
-# {off, on}: failed attempts and jobs, mean JCT, wasted slot-seconds. About 5 minutes.
-# BENCH_PREDICTION_ARGS passes options (--seed, --jobs, --nodes, --config '{"reschedulePenalty": 10}').
+# attempts, some flap, some fail under memory pressure, all hidden from the master) and 150 jobs,
+# once with the master's failurePrediction false and once on, for seeds 1, 2 and 3 (off and on back
+# to back, alternately first); writes bench-results/prediction.json {off, on, seeds}: failed attempts
+# (prediction's early kills included) and jobs, mean JCT, wasted slot-seconds. About 20 minutes.
+# BENCH_PREDICTION_ARGS passes options (--seeds 1,2,3, --seed N, --jobs, --nodes, --config '{"reschedulePenalty": 10}').
 # `node test/dist/bench/prediction.js` is the model-only discrete-event version (fake clock, 500
 # jobs in seconds; writes bench-results/prediction-des.json).
 bench-prediction: build

@@ -204,6 +204,19 @@ export class DagAppMaster {
     return placementConstraints(this.st);
   }
 
+  /**
+   * Hosts failure prediction moved or killed attempts of unfinished tasks off (verdicts.ts), sorted:
+   * sent in every ReportAppState, so a new leader keeps the job's new grants off them again.
+   */
+  predictedBadHosts(): string[] {
+    const hosts = new Set<string>();
+    for (const t of this.st.tasks.values()) {
+      if (t.state === 'succeeded' || t.state === 'failed') continue;
+      for (const inst of t.instances) for (const n of inst.predictedBad) hosts.add(n);
+    }
+    return [...hosts].sort();
+  }
+
   /** True while `workerId` is the running attempt of its instance (the shell stops retrying plans that are not). */
   isCurrentWorker(workerId: string): boolean {
     return isCurrentWorker(this.st, workerId);

@@ -447,6 +447,7 @@ export class AppMaster {
         requests: this.core.outstandingRequests(),
         assignments: this.core.assignmentTable(),
         ...(constraints ? { constraints } : {}),
+        predictedBadHosts: this.core.predictedBadHosts(),
       };
       let res;
       try {

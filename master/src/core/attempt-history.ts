@@ -13,6 +13,11 @@
  *  5. the task's failure rate over its recent attempts, on every host (smoothed),
  *  6. the host's failures in the window of attempts that ended by a signal (crash-like).
  *
+ * A failure counts for its host only when it is the host's: not an OOM past the task's grant, and
+ * not a task that fails on every host (it failed on at least two other hosts, on at least
+ * `taskFaultRate` of four or more attempts there): that is the job's own bug, and listing hosts for it would
+ * only take capacity from every job.
+ *
  * Pure: time comes in as `nowMs`; nothing here reads clocks.
  */
 import type { Resource } from '@fuxi/common';
@@ -48,13 +53,15 @@ export const FEATURE_COUNT = FEATURE_NAMES.length;
 export interface HistoryConfig {
   /** Attempts kept for training (oldest dropped first). */
   capacity: number;
+  /** A task failing on this fraction of its attempts on other hosts (two at least) fails by itself. */
+  taskFaultRate: number;
   /** How far back host and task rates look. */
   windowMs: number;
   /** Memory allocated (fraction) from which an attempt counts as run under pressure. */
   pressureAt: number;
 }
 
-export const DEFAULT_HISTORY_CONFIG: HistoryConfig = { capacity: 20_000, windowMs: 30 * 60_000, pressureAt: 0.75 };
+export const DEFAULT_HISTORY_CONFIG: HistoryConfig = { capacity: 20_000, taskFaultRate: 0.3, windowMs: 30 * 60_000, pressureAt: 0.75 };
 
 export interface Sample {
   /** The attempt as reported (host, task, exit, signal, duration, resources, load at start). */
@@ -62,14 +69,25 @@ export interface Sample {
   x: number[];
   /** 1: the attempt failed. */
   y: number;
+  /** It failed, and the failure counts for its host (not the task's own). */
+  hostFault: boolean;
   endMs: number;
 }
 
 interface Event {
   atMs: number;
+  nodeId: string;
   failed: boolean;
   pressure: boolean;
   signal: boolean;
+}
+
+/** A host's attempts in the window, started under memory pressure and not (`hostPressure`). */
+export interface PressureCounts {
+  pressured: number;
+  pressuredFailed: number;
+  calm: number;
+  calmFailed: number;
 }
 
 /** Events of one host or task in the window, oldest first (bounded by the window and a cap). */
@@ -135,14 +153,46 @@ export class AttemptHistory {
     const startMs = nowMs - Math.max(0, end.durationMs);
     const x = this.features(end.nodeId, end.appId, end.task, end.loadAtStart, end.memAtStart, startMs);
     const failed = end.exitCode !== 0 || end.signal !== '';
-    const sample: Sample = { end, x, y: failed ? 1 : 0, endMs: nowMs };
+    const hostFault = failed && end.taskFault !== true && !this.failsEverywhere(end, nowMs);
+    const sample: Sample = { end, x, y: failed ? 1 : 0, hostFault, endMs: nowMs };
     this.samples.push(sample);
     if (this.samples.length > this.config.capacity) this.samples.shift();
-    const e: Event = { atMs: nowMs, failed, pressure: end.memAtStart >= this.config.pressureAt, signal: end.signal !== '' };
-    if (end.taskFault !== true) this.recent(this.hosts, end.nodeId).push(e);
+    const e: Event = { atMs: nowMs, nodeId: end.nodeId, failed, pressure: end.memAtStart >= this.config.pressureAt, signal: end.signal !== '' };
+    if (!failed || hostFault) this.recent(this.hosts, end.nodeId).push(e);
     this.recent(this.tasks, taskKey(end.appId, end.task)).push(e);
     this.fresh++;
     return sample;
+  }
+
+  /** The host's attempts in the window, under memory pressure at their start and not. */
+  hostPressure(nodeId: string, nowMs: number): PressureCounts {
+    const out: PressureCounts = { pressured: 0, pressuredFailed: 0, calm: 0, calmFailed: 0 };
+    for (const e of this.window(this.hosts, nodeId, nowMs - this.config.windowMs)) {
+      if (e.pressure) {
+        out.pressured++;
+        if (e.failed) out.pressuredFailed++;
+      } else {
+        out.calm++;
+        if (e.failed) out.calmFailed++;
+      }
+    }
+    return out;
+  }
+
+  /** The task (of its job) failed on two other hosts at least, on `taskFaultRate` of its attempts there. */
+  private failsEverywhere(end: AttemptEnd, nowMs: number): boolean {
+    let attempts = 0;
+    let fails = 0;
+    const failedOn = new Set<string>();
+    for (const e of this.window(this.tasks, taskKey(end.appId, end.task), nowMs - this.config.windowMs)) {
+      if (e.nodeId === end.nodeId) continue;
+      attempts++;
+      if (e.failed) {
+        fails++;
+        failedOn.add(e.nodeId);
+      }
+    }
+    return failedOn.size >= 2 && attempts >= 4 && fails >= this.config.taskFaultRate * attempts;
   }
 
   /** A host timed out or was lost, then came back (or was declared lost). */

@@ -87,6 +87,15 @@ export function judgeAttempts(input: JudgeInput): Verdict[] {
 /** At most this many running workers are kept per node (an agent sends no more). */
 export const MAX_RUNNING_PER_NODE = 1000;
 
+/** Start loads kept at most (workers listed running whose end has not come). */
+const MAX_START_LOADS = 100_000;
+
+/** A node's load (dominant share allocated) and memory allocated (fractions) at one time. */
+export interface HostLoadAt {
+  load: number;
+  mem: number;
+}
+
 /** The master's soft state around the decision. */
 export class AttemptWatch {
   private readonly running = new Map<string, RunningAttempt[]>();
@@ -95,17 +104,39 @@ export class AttemptWatch {
   private readonly outbox = new Map<string, Verdict[]>();
   /** Per job, per task: finished attempts' count and total duration. */
   private readonly durations = new Map<string, Map<string, { n: number; totalMs: number }>>();
+  /** The node's load when a worker was first listed running, by app/worker id (its start's, nearly). */
+  private readonly startLoads = new Map<string, HostLoadAt>();
   lastJudgedMs = -Infinity;
 
-  /** A heartbeat listed the node's running task workers (the whole set). */
-  reportRunning(nodeId: string, attempts: readonly Omit<RunningAttempt, 'nodeId'>[]): void {
+  /**
+   * A heartbeat listed the node's running task workers (the whole set); `load`: the node's load
+   * now, kept for the workers listed for the first time.
+   */
+  reportRunning(nodeId: string, attempts: readonly Omit<RunningAttempt, 'nodeId'>[], load?: HostLoadAt): void {
     const list = attempts.slice(0, MAX_RUNNING_PER_NODE).map((a) => ({ ...a, nodeId }));
+    if (load !== undefined) {
+      for (const a of list) {
+        const k = `${a.appId}/${a.workerId}`;
+        if (this.startLoads.has(k)) continue;
+        // Ends of workers never reported (a lost node) would pile up: the oldest go first.
+        if (this.startLoads.size >= MAX_START_LOADS) this.startLoads.delete(this.startLoads.keys().next().value!);
+        this.startLoads.set(k, load);
+      }
+    }
     this.running.set(nodeId, list);
     const judged = this.judged.get(nodeId);
     if (judged === undefined) return;
     const live = new Set(list.map((a) => `${a.appId}/${a.workerId}`));
     for (const k of [...judged]) if (!live.has(k)) judged.delete(k);
     if (judged.size === 0) this.judged.delete(nodeId);
+  }
+
+  /** The load kept for the worker when it was first listed (once: it is forgotten). */
+  takeStartLoad(appId: string, workerId: string): HostLoadAt | undefined {
+    const k = `${appId}/${workerId}`;
+    const l = this.startLoads.get(k);
+    this.startLoads.delete(k);
+    return l;
   }
 
   /** The node is gone (lost): nothing of it is judged. */

@@ -7,6 +7,11 @@
  * the hosts are blocked, for the cluster or for one job (the worst first; the rest stay gray), so
  * a bad model cannot empty the cluster.
  *
+ * Memory caps (`setMemoryCaps`): a host whose attempts fail under memory pressure, at
+ * `pressureCapAt` of those or more and twice its rate otherwise, takes new workers only while its
+ * memory allocated stays below the pressure level (sched-blacklist.ts); below it the host is as good
+ * as any, so it is not listed for the cluster.
+ *
  * What the scheduler gets is `HostBlacklist` (sched-types.ts); what `fuxi nodes` shows is `entries`.
  * Pure: time comes in as `nowMs`.
  */
@@ -18,6 +23,8 @@ export interface BlacklistConfig {
   halfLifeMs: number;
   jobBlockFailures: number;
   maxBlockedFraction: number;
+  /** Failure rate under memory pressure from which a host is memory-capped. */
+  pressureCapAt: number;
 }
 
 export const DEFAULT_BLACKLIST_CONFIG: BlacklistConfig = {
@@ -26,10 +33,11 @@ export const DEFAULT_BLACKLIST_CONFIG: BlacklistConfig = {
   halfLifeMs: 10 * 60_000,
   jobBlockFailures: 2,
   maxBlockedFraction: 0.25,
+  pressureCapAt: 0.3,
 };
 
-/** 'blocked' and 'gray' for the cluster; 'job': blocked only for the jobs listed. */
-export type HostLevel = 'gray' | 'blocked' | 'job';
+/** 'blocked' and 'gray' for the cluster; 'job': blocked only for the jobs listed; 'memory': memory-capped only. */
+export type HostLevel = 'gray' | 'blocked' | 'job' | 'memory';
 
 /** A host listed, for `fuxi nodes`. */
 export interface BlacklistEntry {
@@ -51,6 +59,8 @@ export class Blacklist {
   private readonly hosts = new Map<string, Scored>();
   /** Per job, per host: times of the job's failures there (the last `jobBlockFailures`). */
   private readonly jobs = new Map<string, Map<string, number[]>>();
+  private memoryCaps = new Map<string, number>();
+  private capReasons = new Map<string, string>();
 
   constructor(readonly config: BlacklistConfig = DEFAULT_BLACKLIST_CONFIG) {}
 
@@ -81,6 +91,12 @@ export class Blacklist {
     for (let i = 0; i < Math.max(1, Math.ceil(this.config.jobBlockFailures)); i++) this.recordJobFailure(appId, nodeId, nowMs);
   }
 
+  /** The memory-capped hosts now (each with its cap, a fraction of its memory, and why), replacing the last. */
+  setMemoryCaps(caps: ReadonlyMap<string, { cap: number; reason: string }>): void {
+    this.memoryCaps = new Map([...caps].map(([id, c]) => [id, c.cap]));
+    this.capReasons = new Map([...caps].map(([id, c]) => [id, c.reason]));
+  }
+
   /** The job ended: its own list goes. */
   forgetJob(appId: string): void {
     this.jobs.delete(appId);
@@ -89,6 +105,8 @@ export class Blacklist {
   /** A host left the cluster. */
   forgetHost(nodeId: string): void {
     this.hosts.delete(nodeId);
+    this.memoryCaps.delete(nodeId);
+    this.capReasons.delete(nodeId);
     for (const m of this.jobs.values()) m.delete(nodeId);
   }
 
@@ -118,7 +136,7 @@ export class Blacklist {
       hosts.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       perApp.set(appId, new Set(hosts.slice(0, cap).map((h) => h.id)));
     }
-    return { blocked, gray, perApp };
+    return { blocked, gray, perApp, ...(this.memoryCaps.size > 0 ? { memoryCap: this.memoryCaps } : {}) };
   }
 
   /** The listed hosts with their level and reason, by node id. */
@@ -126,12 +144,17 @@ export class Blacklist {
     const v = this.view(nowMs, hostCount);
     const byHost = new Map<string, string[]>();
     for (const [appId, hosts] of v.perApp) for (const h of hosts) byHost.set(h, [...(byHost.get(h) ?? []), appId]);
-    const ids = new Set([...v.blocked, ...v.gray, ...byHost.keys()]);
+    const ids = new Set([...v.blocked, ...v.gray, ...byHost.keys(), ...this.memoryCaps.keys()]);
     return [...ids].sort().map((id) => {
       const s = this.hosts.get(id);
       const jobs = (byHost.get(id) ?? []).sort();
-      const level: HostLevel = v.blocked.has(id) ? 'blocked' : v.gray.has(id) ? 'gray' : 'job';
-      const reason = v.blocked.has(id) || v.gray.has(id) ? (s?.reason ?? '') : `failed ${jobs.length === 1 ? 'its job' : 'jobs'} repeatedly`;
+      const level: HostLevel = v.blocked.has(id) ? 'blocked' : v.gray.has(id) ? 'gray' : byHost.has(id) ? 'job' : 'memory';
+      const reason =
+        v.blocked.has(id) || v.gray.has(id)
+          ? (s?.reason ?? '')
+          : level === 'job'
+            ? `failed ${jobs.length === 1 ? 'its job' : 'jobs'} repeatedly`
+            : (this.capReasons.get(id) ?? '');
       return { nodeId: id, level, score: this.score(id, nowMs), reason, jobs };
     });
   }

@@ -48,7 +48,8 @@ export class FailurePredictor {
   /** An attempt ended (any job: jobs with prediction off still teach the model). */
   attemptEnded(end: AttemptEnd, nowMs: number): void {
     const sample = this.history.recordEnd(end, nowMs);
-    if (sample?.y === 1) this.blacklist.recordJobFailure(end.appId, end.nodeId, nowMs);
+    // A failure of the task's own (it fails everywhere) does not list the host, not even for its job.
+    if (sample?.hostFault === true) this.blacklist.recordJobFailure(end.appId, end.nodeId, nowMs);
   }
 
   /** A host timed out or was lost (and came back, or not). */
@@ -80,13 +81,29 @@ export class FailurePredictor {
     return m !== undefined;
   }
 
-  /** Scores every host with the current model (also between trainings, as loads change). */
+  /**
+   * Scores every host with the current model (also between trainings, as loads change). A host
+   * that fails under memory pressure and not otherwise is memory-capped (blacklist.ts) and scored
+   * as it does below its cap.
+   */
   scoreHosts(hosts: readonly HostLoad[], nowMs: number): void {
     const m = this.model;
     if (m === undefined) return;
+    const caps = new Map<string, { cap: number; reason: string }>();
     for (const h of hosts) {
       const x = this.history.features(h.nodeId, '', '', m.mean[3] ?? 0.5, m.mean[4] ?? 0.5, nowMs);
       x[5] = TYPICAL_TASK_RATE;
+      const pc = this.history.hostPressure(h.nodeId, nowMs);
+      const pressuredRate = (pc.pressuredFailed + 0.1) / (pc.pressured + 1);
+      const calmRate = (pc.calmFailed + 0.1) / (pc.calm + 1);
+      if (pc.pressuredFailed >= 2 && pressuredRate >= this.config.blacklist.pressureCapAt && pressuredRate >= 2 * calmRate) {
+        const at = Math.round(this.config.history.pressureAt * 100);
+        const reason = `memory capped at ${at} %: ${pc.pressuredFailed} of ${pc.pressured} attempts failed from ${at} % of its memory, ${pc.calmFailed} of ${pc.calm} below`;
+        caps.set(h.nodeId, { cap: this.config.history.pressureAt, reason });
+        x[0] = calmRate;
+        x[1] = calmRate;
+        x[4] = Math.min(x[4] ?? 0, this.config.history.pressureAt);
+      }
       const p = predictFailure(m, x);
       const f = this.history.hostFailures(h.nodeId, nowMs);
       const mins = Math.round(this.config.history.windowMs / 60_000);
@@ -97,6 +114,7 @@ export class FailurePredictor {
         nowMs,
       );
     }
+    this.blacklist.setMemoryCaps(caps);
   }
 
   /** The predicted failure probability of an attempt of `appId`/`task` starting on the host now (0 without a model). */

@@ -1,7 +1,8 @@
 /**
  * Where failure prediction (failure-prediction.ts) meets the master's state: worker ends from an
- * agent's heartbeat go into the attempt history (with the host's load now, the nearest the master
- * has to the load at the attempt's start); a host timing out or lost is a flap; the periodic tick
+ * agent's heartbeat go into the attempt history (with the host's load when the worker was first
+ * listed running, the nearest the master has to the load at its start; the load at its end for a
+ * worker never listed); a host timing out or lost is a flap; the periodic tick
  * retrains and rescores the hosts (never inside a scheduling pass); the scheduler gets the host
  * blacklist, and units of jobs with `failurePrediction: off` ignore it. Running attempts, as the
  * agents list them, are weighed one by one on the tick too (attempt-verdicts.ts); the verdicts go
@@ -21,6 +22,7 @@ export function workerEnds(st: MasterState, nodeId: string, ends: readonly Worke
   const load = dominantShare(node.allocated, cap);
   const mem = cap.memoryMb > 0 ? node.allocated.memoryMb / cap.memoryMb : 0;
   for (const e of ends) {
+    const atStart = st.attempts.takeStartLoad(e.appId, e.workerId);
     if (e.state !== 'succeeded' && e.state !== 'failed' && e.state !== 'killed') continue; // rejected: never ran
     if (e.state === 'failed' && st.apps.get(e.appId)?.job.spec.scheduler !== undefined) {
       st.external.record({ kind: 'failed', atMs: st.now, appId: e.appId, unit: e.task, nodeId, count: 1 });
@@ -35,8 +37,8 @@ export function workerEnds(st: MasterState, nodeId: string, ends: readonly Worke
         signal: e.signal,
         durationMs: Math.max(0, e.finishedAtMs - e.startedAtMs),
         resource: e.resource,
-        loadAtStart: load,
-        memAtStart: mem,
+        loadAtStart: atStart?.load ?? load,
+        memAtStart: atStart?.mem ?? mem,
         killed: e.state === 'killed',
         // Killed for memory past its grant (the agent's `OOM: used X of Y`): the task's failure, not the host's.
         ...(e.state === 'failed' && (e.message ?? '').startsWith('OOM: ') ? { taskFault: true } : {}),
@@ -67,13 +69,15 @@ export function tickPrediction(st: MasterState): boolean {
 /** What the scheduler skips now; undefined when nothing is listed. */
 export function blacklistOf(st: MasterState): HostBlacklist | undefined {
   const v = st.prediction.blacklistView(st.now, st.nodes.size);
-  return v.blocked.size === 0 && v.gray.size === 0 && v.perApp.size === 0 ? undefined : v;
+  return v.blocked.size === 0 && v.gray.size === 0 && v.perApp.size === 0 && (v.memoryCap?.size ?? 0) === 0 ? undefined : v;
 }
 
 /** An agent's heartbeat listed its running task workers. */
 export function runningWorkers(st: MasterState, nodeId: string, list: readonly RunningWorkerReport[]): void {
-  if (!st.nodes.has(nodeId)) return;
-  st.attempts.reportRunning(nodeId, list);
+  const node = st.nodes.get(nodeId);
+  if (node === undefined) return;
+  const cap = node.info.capacity;
+  st.attempts.reportRunning(nodeId, list, { load: dominantShare(node.allocated, cap), mem: cap.memoryMb > 0 ? node.allocated.memoryMb / cap.memoryMb : 0 });
 }
 
 /**

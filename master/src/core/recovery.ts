@@ -11,7 +11,7 @@
  * Each step asks `consult` (table3.ts) whether the Table 3 row of its failure combination allows
  * the source it uses; the FSM's handlers (fault-handlers.ts) run the steps.
  */
-import { add, AM_SU, FailedPreconditionError, fits, scale, StaleEpochError } from '@fuxi/common';
+import { add, AM_SU, FailedPreconditionError, fits, predictionOn, scale, StaleEpochError } from '@fuxi/common';
 import { runPendingAmRestarts } from './am-restart.js';
 import { mintAttemptToken } from './am-tokens.js';
 import { indexMember, isHeld } from './arrays.js';
@@ -244,6 +244,11 @@ export interface AppReport {
   assignments: Array<{ suId: string; nodeId: string; slots: number }>;
   /** Where the AM asks its new slots to go (soft state a new leader rebuilds from the report). */
   constraints?: PlacementConstraints;
+  /**
+   * Hosts failure prediction moved or killed the app's attempts off (the AM's record of the
+   * verdicts it applied): blocked for the app again, as when the verdicts were issued.
+   */
+  predictedBadHosts?: string[];
 }
 
 /**
@@ -262,6 +267,7 @@ export function reportAppState(st: MasterState, app: AppState, reported: AppRepo
   st.faults.resolve('AM_TIMING', app.appId, st.now, 'reported its state');
   if (consult(st, 'AMFullResReq', { appId: app.appId }, 'units and outstanding requests adopted', { reconnected })) adoptRequests(st, app, req);
   if (req.constraints !== undefined) setConstraints(st, app, req.constraints);
+  restoreVerdictBlocks(st, app, reported.predictedBadHosts ?? []);
   for (const a of req.assignments) {
     const node = st.nodes.get(a.nodeId);
     const su = app.sus.get(a.suId);
@@ -283,6 +289,19 @@ export function reportAppState(st: MasterState, app: AppState, reported: AppRepo
   endFailoverIfSettled(st);
   runPendingAmRestarts(st);
   if (!st.recovering) runScheduler(st);
+}
+
+/**
+ * The failure prediction blacklist is soft state: a new leader starts without the per-job blocks
+ * its predecessor's verdicts set (prediction-hooks.ts `tickVerdicts`). The AM reports the hosts
+ * those verdicts moved its attempts off; each known one is blocked for the app again (for a
+ * half-life from now), unless the job set `failurePrediction: off` or prediction is disabled.
+ */
+function restoreVerdictBlocks(st: MasterState, app: AppState, hosts: readonly string[]): void {
+  if (hosts.length === 0 || !st.prediction.config.enabled || !predictionOn(app.job.spec)) return;
+  const known = [...new Set(hosts)].filter((id) => st.nodes.has(id)).sort();
+  for (const id of known) st.prediction.blacklist.blockForJob(app.appId, id, st.now);
+  if (known.length > 0) st.log.info({ appId: app.appId, hosts: known }, 'failure prediction blocks of the job restored from its AM');
 }
 
 function adoptRequests(st: MasterState, app: AppState, req: AppReport): void {

@@ -99,6 +99,13 @@ export class ClusterState {
     return sub(this.nodeOf(i).capacity, this.alloc[i] ?? ZERO);
   }
 
+  /** Memory allocated and capacity (MB) of the candidate `nodeId` now; undefined: not a candidate. */
+  memoryOf(nodeId: string): { allocatedMb: number; capacityMb: number } | undefined {
+    const i = this.byId.get(nodeId);
+    if (i === undefined) return undefined;
+    return { allocatedMb: (this.alloc[i] ?? ZERO).memoryMb, capacityMb: this.nodeOf(i).capacity.memoryMb };
+  }
+
   /**
    * The node one slot of `r` for `req` goes to: requested node, else its rack, else anywhere;
    * with a `filter`, only nodes it allows, and at each level the fewest broken links first when it

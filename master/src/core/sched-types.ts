@@ -71,12 +71,15 @@ export interface PlacementScope {
 
 /**
  * Hosts failure prediction keeps new slots off (blacklist.ts): `blocked` get none, `gray` only when
- * no other node has room; `perApp` blocks hosts for one app only. Units with `predictionOff` ignore it.
+ * no other node has room; `perApp` blocks hosts for one app only; `memoryCap` (hosts whose attempts
+ * fail under memory pressure) takes a slot only while the host's memory allocated, the slot's
+ * included, stays below the fraction given. Units with `predictionOff` ignore it.
  */
 export interface HostBlacklist {
   blocked: ReadonlySet<string>;
   gray: ReadonlySet<string>;
   perApp: ReadonlyMap<string, ReadonlySet<string>>;
+  memoryCap?: ReadonlyMap<string, number>;
 }
 
 /**

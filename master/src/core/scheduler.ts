@@ -15,7 +15,8 @@
  * node its scope allows, is unsatisfied as 'unreachable'. With no broken link and nothing avoided,
  * every app places as if it had no scope. Hosts failure prediction blocks (the cluster's, or the
  * app's own) get no slot of a unit whose job has prediction on, gray ones only when no other node
- * has room (sched-blacklist.ts); a slot that fits only on blocked hosts is unsatisfied as 'blacklisted'.
+ * has room, memory-capped ones only below their cap (sched-blacklist.ts); a slot that fits only on
+ * blocked hosts is unsatisfied as 'blacklisted'.
  * A host an active testbed holds takes only its quota group's units, and a unit whose job names a
  * testbed goes only to its hosts (sched-testbeds.ts); a slot kept off every host with room by that
  * rule is unsatisfied as 'reserved'.
@@ -61,7 +62,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
   const out = new PlanBuilder();
   const groups = buildGroups(snapshot, cluster.total, out);
   const scopes = new ScopeState(snapshot);
-  const blacklist = new BlacklistState(snapshot.blacklist);
+  const blacklist = new BlacklistState(snapshot.blacklist, (id) => cluster.memoryOf(id));
   const testbeds = new TestbedState(snapshot.reservations);
   const active = [...groups.values()].filter((g) => g.units.length > 0);
 
@@ -106,7 +107,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
     }
 
     // How many consecutive one-slot turns would make this same choice.
-    const cap = Math.min(req.remaining, quotaRoom, slotsThatFit(r, cluster.free(pick.node)));
+    const cap = Math.min(req.remaining, quotaRoom, slotsThatFit(r, cluster.free(pick.node)), listed?.room(cluster.nodeId(pick.node)) ?? Infinity);
     let k = 1;
     if (isZero(r))
       k = cap; // no share moves, so every later turn repeats this one
@@ -162,7 +163,7 @@ function placeGang(
         break;
       }
       // As many slots as consecutive one-slot placements would put on the same node.
-      const cap = Math.min(req.remaining, need - placed, slotsThatFit(r, cluster.free(pick.node)));
+      const cap = Math.min(req.remaining, need - placed, slotsThatFit(r, cluster.free(pick.node)), listed?.room(cluster.nodeId(pick.node)) ?? Infinity);
       let k = 1;
       if (isZero(r)) k = cap;
       else if (pick.single !== true) while (k < cap && cluster.winsAfter(pick, k, r)) k++;

@@ -239,7 +239,7 @@ export interface NodeView {
   /** Its operator's cordon or drain (node-admin.ts), if any. */
   admin?: NodeAdmin;
   /** Failure prediction's listing of the host (blacklist.ts), when listed. */
-  prediction?: { level: 'gray' | 'blocked' | 'job'; reason: string; jobs: string[] };
+  prediction?: { level: 'gray' | 'blocked' | 'job' | 'memory'; reason: string; jobs: string[] };
   /** The testbed holding it now (testbed-admin.ts), if any. */
   testbed?: string;
 }

@@ -179,6 +179,7 @@ export function appReportFromWire(req: ReportAppStateRequest__Output): AppReport
     requests: req.requests.map((r) => ({ suId: r.suId, location: r.location, count: r.count })),
     assignments: req.assignments.map((a) => ({ suId: a.suId, nodeId: a.nodeId, slots: a.slots })),
     ...(req.constraints ? { constraints: constraintsFromWire(req.constraints) } : {}),
+    ...(req.predictedBadHosts.length > 0 ? { predictedBadHosts: [...req.predictedBadHosts] } : {}),
   };
 }
 

@@ -11,11 +11,18 @@
  * An attempt's luck is a hash of (job, worker id), so both runs draw the same for the same attempt
  * number. Every instance has 3 attempts; a job fails when one of its instances used them all.
  *
- * Measured per run: failedAttempts (simulated workers that exited non-zero), failedJobs, jobs,
- * meanJctMs (submit to end, the master's times), wastedSlotSeconds (time of workers that did not
- * succeed: failed, or stopped). Writes bench-results/prediction.json `{"off": P, "on": P}`.
+ * Measured per run: failedAttempts (simulated workers that exited non-zero, plus attempts
+ * prediction killed early: their AM counts those as failed), failedJobs, jobs, meanJctMs (submit to
+ * end, the master's times), wastedSlotSeconds (time of workers that did not succeed: failed, or
+ * stopped). Printed apart: failed attempts by node kind, those before the first model (cold start),
+ * and the verdicts by action.
  *
- *   node test/dist/bench/prediction-sim.js [--seed N] [--jobs N] [--nodes N] [--submit-every-ms N] [--config '{"reschedulePenalty": 10}']
+ * Every seed (default 1, 2 and 3: about 6 minutes each) runs off and on back to back, in turn
+ * off-first and on-first, so both see the same load from whatever else runs on the machine. Writes
+ * bench-results/prediction.json `{"off": P, "on": P, "seeds": [{seed, off: P, on: P}]}`, P summed
+ * over the seeds (meanJctMs: the mean over all jobs).
+ *
+ *   node test/dist/bench/prediction-sim.js [--seeds 1,2,3 | --seed N] [--jobs N] [--nodes N] [--submit-every-ms N] [--config '{"reschedulePenalty": 10}']
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,7 +43,8 @@ interface Result {
 
 const { values: args } = parseArgs({
   options: {
-    seed: { type: 'string', default: '3' },
+    seed: { type: 'string' },
+    seeds: { type: 'string', default: '1,2,3' },
     jobs: { type: 'string', default: '150' },
     nodes: { type: 'string', default: '24' },
     'submit-every-ms': { type: 'string', default: '1000' },
@@ -45,7 +53,7 @@ const { values: args } = parseArgs({
   },
   strict: true,
 });
-const SEED = Number(args.seed);
+const SEEDS = (args.seed ?? args.seeds).split(',').map(Number);
 const JOBS = Number(args.jobs);
 const NODES = Number(args.nodes);
 const EVERY_MS = Number(args['submit-every-ms']);
@@ -57,8 +65,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type Kind = 'sound' | 'failing' | 'flapping' | 'memory';
 
 /** Node kinds from the seed: an eighth failing, an eighth flapping, a sixth failing under memory pressure. */
-function kinds(): Map<string, Kind> {
-  const rand = seededRandom(SEED);
+function kinds(seed: number): Map<string, Kind> {
+  const rand = seededRandom(seed);
   const width = String(NODES).length;
   const ids = Array.from({ length: NODES }, (_, i) => `p-n${String(i + 1).padStart(width, '0')}`);
   for (let i = ids.length - 1; i > 0; i--) {
@@ -74,8 +82,8 @@ function kinds(): Map<string, Kind> {
 }
 
 /** The job mix from the seed: 1-2 stages of 3-10 instances, 2-6 s each, 1-3 GiB; 6 % with a buggy task. */
-function jobs(): Array<ReturnType<typeof job>> {
-  const rand = seededRandom(SEED * 7919 + 1);
+function jobs(seed: number): Array<ReturnType<typeof job>> {
+  const rand = seededRandom(seed * 7919 + 1);
   return Array.from({ length: JOBS }, (_, j) => {
     const stages = rand() < 0.5 ? 1 : 2;
     const buggy = rand() < 0.06 ? Math.floor(rand() * stages) : -1;
@@ -92,7 +100,18 @@ function jobs(): Array<ReturnType<typeof job>> {
   });
 }
 
-async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: number; trainings: number; listed: string[] }> {
+interface Run {
+  result: Result;
+  /** Verdicts on running attempts by action, and trainings of the model. */
+  verdicts: Record<string, number>;
+  trainings: number;
+  /** Failed attempts (exited non-zero) by node kind, and of them those before the first model. */
+  failedByKind: Record<string, number>;
+  coldStartFailures: number;
+  listed: string[];
+}
+
+async function run(mode: 'off' | 'on', seed: number): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), `fuxi-bench-predict-${mode}-`));
   const cfg = join(dir, 'master.yaml');
   writeFileSync(cfg, `failurePrediction: ${mode === 'off' ? 'false' : JSON.stringify(ON_CONFIG)}\n`);
@@ -106,7 +125,7 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
     logLevel: 'info',
     masterArgs: ['--config', cfg],
   });
-  const k = kinds();
+  const k = kinds(seed);
   const proneness: Record<string, Record<string, number>> = {};
   for (const [id, kind] of k) {
     if (kind === 'failing') proneness[id] = { fail: 0.45 };
@@ -132,7 +151,7 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
     const h = host;
     const flapper = Promise.all(
       flaps.map(async (id, i) => {
-        const rand = seededRandom(SEED * 31 + i);
+        const rand = seededRandom(seed * 31 + i);
         for (;;) {
           await sleep(15_000 + rand() * 25_000);
           if (!flapping) return;
@@ -140,7 +159,7 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
         }
       }),
     );
-    const specs = jobs();
+    const specs = jobs(seed);
     const t0 = Date.now();
     for (const [i, spec] of specs.entries()) {
       const wait = t0 + i * EVERY_MS - Date.now();
@@ -149,7 +168,9 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
     }
     const ends = await client.waitAll({ jobIds: specs.map((s) => s.jobId) }, { endsOnly: true });
     flapping = false;
-    const stats = (await host.command('stats')).apps as Record<string, { failed: number; wastedMs: number }>;
+    const reply = await host.command('stats');
+    const stats = reply.apps as Record<string, { failed: number; wastedMs: number }>;
+    const byNode = reply.nodes as Record<string, { failed: number; failedAtMs: number[] }>;
     let failedAttempts = 0;
     let wastedMs = 0;
     for (const [appId, a] of Object.entries(stats)) {
@@ -157,6 +178,30 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
       failedAttempts += a.failed;
       wastedMs += a.wastedMs;
     }
+    const log = readFileSync(cluster.master.logFile, 'utf8');
+    const verdicts: Record<string, number> = {};
+    let firstModelMs = Infinity;
+    let trainings = 0;
+    for (const line of log.split('\n')) {
+      if (line.includes('ATLAS+ verdict on a running attempt')) {
+        const action = (JSON.parse(line) as { action: string }).action;
+        verdicts[action] = (verdicts[action] ?? 0) + 1;
+      } else if (line.includes('"msg":"failure model trained"')) {
+        trainings++;
+        // pino's isoTime
+        firstModelMs = Math.min(firstModelMs, Date.parse((JSON.parse(line) as { time: string }).time));
+      }
+    }
+    // An attempt killed early on a prediction is a failed attempt to its AM (it uses up a retry).
+    failedAttempts += verdicts['kill'] ?? 0;
+    const failedByKind: Record<string, number> = {};
+    let coldStartFailures = 0;
+    for (const [nodeId, n] of Object.entries(byNode)) {
+      const kind = k.get(nodeId) ?? 'sound';
+      failedByKind[kind] = (failedByKind[kind] ?? 0) + n.failed;
+      coldStartFailures += n.failedAtMs.filter((t) => t < firstModelMs).length;
+    }
+    if (mode === 'off') coldStartFailures = 0;
     const infos = [...ends.values()];
     const jct = infos.map((j) => Number(j.finishedAtMs) - Number(j.submittedAtMs));
     const result: Result = {
@@ -166,14 +211,11 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
       meanJctMs: Math.round(jct.reduce((s, x) => s + x, 0) / Math.max(1, jct.length)),
       wastedSlotSeconds: Math.round(wastedMs / 1000),
     };
-    const log = readFileSync(cluster.master.logFile, 'utf8');
-    const verdicts = (log.match(/ATLAS\+ verdict on a running attempt/g) ?? []).length;
-    const trainings = (log.match(/"msg":"failure model trained"/g) ?? []).length;
     const listed = (await client.nodes())
       .filter((n) => n.prediction === 'blocked' || n.prediction === 'gray')
       .map((n) => `${n.node?.nodeId}:${n.prediction}:${k.get(n.node?.nodeId ?? '')}`);
     void flapper;
-    return { result, verdicts, trainings, listed };
+    return { result, verdicts, trainings, failedByKind, coldStartFailures, listed };
   } finally {
     flapping = false;
     await host?.stop();
@@ -183,19 +225,48 @@ async function run(mode: 'off' | 'on'): Promise<{ result: Result; verdicts: numb
   }
 }
 
-async function main(): Promise<void> {
-  const off = await run('off');
-  process.stdout.write(`off: ${JSON.stringify(off)}\n`);
-  const on = await run('on');
-  process.stdout.write(`on: ${JSON.stringify(on)}\n`);
-  const pct = (a: number, b: number) => (a === 0 ? 0 : Math.round(((b - a) / a) * 1000) / 10);
-  process.stdout.write(
-    `failed attempts ${pct(off.result.failedAttempts, on.result.failedAttempts)} %, failed jobs ${pct(off.result.failedJobs, on.result.failedJobs)} %, ` +
-      `mean JCT ${pct(off.result.meanJctMs, on.result.meanJctMs)} %, wasted slot-seconds ${pct(off.result.wastedSlotSeconds, on.result.wastedSlotSeconds)} %\n`,
+const pct = (a: number, b: number) => (a === 0 ? 0 : Math.round(((b - a) / a) * 1000) / 10);
+
+function change(off: Result, on: Result): string {
+  return (
+    `failed attempts ${pct(off.failedAttempts, on.failedAttempts)} %, failed jobs ${pct(off.failedJobs, on.failedJobs)} %, ` +
+    `mean JCT ${pct(off.meanJctMs, on.meanJctMs)} %, wasted slot-seconds ${pct(off.wastedSlotSeconds, on.wastedSlotSeconds)} %`
   );
+}
+
+/** Summed over seeds; the mean JCT over all their jobs. */
+function total(rs: readonly Result[]): Result {
+  const jobs = rs.reduce((s, r) => s + r.jobs, 0);
+  return {
+    failedAttempts: rs.reduce((s, r) => s + r.failedAttempts, 0),
+    failedJobs: rs.reduce((s, r) => s + r.failedJobs, 0),
+    jobs,
+    meanJctMs: Math.round(rs.reduce((s, r) => s + r.meanJctMs * r.jobs, 0) / Math.max(1, jobs)),
+    wastedSlotSeconds: rs.reduce((s, r) => s + r.wastedSlotSeconds, 0),
+  };
+}
+
+async function main(): Promise<void> {
+  const perSeed: Array<{ seed: number; off: Result; on: Result }> = [];
+  for (const [i, seed] of SEEDS.entries()) {
+    // Alternate which goes first, so a change in the machine's load falls on both alike.
+    const order: Array<'off' | 'on'> = i % 2 === 0 ? ['off', 'on'] : ['on', 'off'];
+    const runs: Partial<Record<'off' | 'on', Run>> = {};
+    for (const mode of order) {
+      runs[mode] = await run(mode, seed);
+      process.stdout.write(`seed ${seed} ${mode}: ${JSON.stringify(runs[mode])}\n`);
+    }
+    const off = runs.off!.result;
+    const on = runs.on!.result;
+    process.stdout.write(`seed ${seed}: ${change(off, on)}\n`);
+    perSeed.push({ seed, off, on });
+  }
+  const off = total(perSeed.map((r) => r.off));
+  const on = total(perSeed.map((r) => r.on));
+  process.stdout.write(`all seeds (${SEEDS.join(', ')}): off ${JSON.stringify(off)}\non ${JSON.stringify(on)}\n${change(off, on)}\n`);
   const out = join(REPO_ROOT, 'bench-results');
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, 'prediction.json'), JSON.stringify({ off: off.result, on: on.result }, null, 2) + '\n');
+  writeFileSync(join(out, 'prediction.json'), JSON.stringify({ off, on, seeds: perSeed }, null, 2) + '\n');
 }
 
 main().catch((e: unknown) => {

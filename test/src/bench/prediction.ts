@@ -18,7 +18,7 @@
  * prediction-sim.ts). Writes bench-results/prediction-des.json `{"off": P, "on": P}`, P = {failedAttempts, failedJobs,
  * jobs, meanJctMs, wastedSlotSeconds}, and prints more (decisions taken, hosts listed).
  *
- *   node test/dist/bench/prediction.js [--seed N] [--jobs N] [--hosts N] [--config '{"blockAt": 0.5}']
+ *   node test/dist/bench/prediction.js [--seed N] [--jobs N] [--hosts N] [--config '{"blockAt": 0.5}'] [--samples FILE]
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -174,7 +174,13 @@ function hiddenFailure(h: Host, mem: number, task: TaskDef): number {
   return 1 - (1 - p) * (1 - task.ownFail);
 }
 
-function simulate(mode: 'off' | 'on', seed: number, jobCount: number, hostCount: number, config: PredictionConfig): { result: Result; extra: Extra } {
+function simulate(
+  mode: 'off' | 'on',
+  seed: number,
+  jobCount: number,
+  hostCount: number,
+  config: PredictionConfig,
+): { result: Result; extra: Extra; samples: Array<{ x: number[]; y: number; t: number }> } {
   const setup = seededRandom(seed);
   const hosts = makeHosts(hostCount, setup);
   const defs = makeJobs(jobCount, setup);
@@ -367,7 +373,7 @@ function simulate(mode: 'off' | 'on', seed: number, jobCount: number, hostCount:
     const nodes = new Map<string, SchedNode>(
       hosts.map((h) => [h.id, { id: h.id, rack: h.rack, capacity: CAPACITY, allocated: h.allocated, schedulable: h.up }]),
     );
-    const plan = schedule({ nodes, units, groups: new Map(), groupUsage: new Map(), blacklist: { blocked: list.blocked, gray: list.gray, perApp } });
+    const plan = schedule({ nodes, units, groups: new Map(), groupUsage: new Map(), blacklist: { ...list, perApp } });
     const jobsById = new Map(active.map((j) => [j.def.id, j]));
     for (const p of plan.placements) {
       const j = jobsById.get(p.appId)!;
@@ -423,6 +429,7 @@ function simulate(mode: 'off' | 'on', seed: number, jobCount: number, hostCount:
       wastedSlotSeconds: Math.round(wasted),
     },
     extra,
+    samples: predictor.history.trainingSet().map((s) => ({ x: s.x, y: s.y, t: s.endMs })),
   };
 }
 
@@ -434,6 +441,8 @@ function main(): void {
       hosts: { type: 'string', default: '60' },
       /** The master's `failurePrediction` config as JSON (defaults otherwise). */
       config: { type: 'string', default: '{}' },
+      /** Writes the training set the on run ended with (features, outcome, end time) to this file (prediction-models.ts reads it). */
+      samples: { type: 'string' },
     },
   });
   const config = parsePredictionConfig(JSON.parse(values.config) as unknown);
@@ -456,6 +465,7 @@ function main(): void {
   const out = join(REPO_ROOT, 'bench-results');
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'prediction-des.json'), JSON.stringify({ off: off.result, on: on.result }, null, 2) + '\n');
+  if (values.samples !== undefined) writeFileSync(values.samples, JSON.stringify(on.samples) + '\n');
 }
 
 main();

@@ -33,8 +33,9 @@
  *                                   "am resumed" {appId, recoveredMs} once the master answers it
  *   list-ams                        {ams: [{appId, amAttempt, nodeId}]}
  *   stats                           {apps: {appId: {spawns, amSpawns, killed, failed, wastedMs, spawned: [keys],
- *                                   succeeded: [keys]}}, rpc: {method: HistogramJson}} (keys "task:instance";
- *                                   wastedMs: time of workers that did not succeed)
+ *                                   succeeded: [keys]}}, nodes: {nodeId: {spawns, failed, killed, failedAtMs: [ms]}},
+ *                                   rpc: {method: HistogramJson}} (keys "task:instance"; wastedMs: time
+ *                                   of workers that did not succeed; non-AM workers only)
  *
  * With `--control` every master call of the host's agents and AMs is timed (rpc-timing.ts).
  *
@@ -219,7 +220,7 @@ async function main(): Promise<void> {
           }
         : {}),
       runAppMaster: (spec) => (shared ? shared.run(spec) : startInProcessAm(spec, nlog)),
-      ...(o.control ? { observer: counts } : {}),
+      ...(o.control ? { observer: counts.forNode(nodeId) } : {}),
     });
     const checkpoint = new MemoryCheckpoint();
     drivers.push(driver);
@@ -294,7 +295,11 @@ async function main(): Promise<void> {
             ams: drivers.flatMap((d, i) => d.appMasters().map((a) => ({ appId: a.appId, amAttempt: a.amAttempt, nodeId: configs[i]!.nodeId }))),
           });
         case 'stats':
-          return reply(id, true, { apps: counts.toJSON(), rpc: Object.fromEntries([...(timings ?? new Map())].map(([k, h]) => [k, h.toJSON()])) });
+          return reply(id, true, {
+            apps: counts.toJSON(),
+            nodes: counts.nodesJSON(),
+            rpc: Object.fromEntries([...(timings ?? new Map())].map(([k, h]) => [k, h.toJSON()])),
+          });
         default:
           return reply(id, false, { err: `unknown command ${JSON.stringify(cmd)}` });
       }
@@ -325,8 +330,36 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-/** Per app: worker starts and ends seen by this host's simulated drivers (AM workers apart). */
+/** Per app and per node: worker starts and ends seen by this host's simulated drivers (AM workers apart). */
 class InstanceCounts implements SimDriverObserver {
+  private readonly nodes = new Map<string, { spawns: number; failed: number; killed: number; failedAtMs: number[] }>();
+
+  /** The observer of one node's driver: counts per app, and per node. */
+  forNode(nodeId: string): SimDriverObserver {
+    const n = { spawns: 0, failed: 0, killed: 0, failedAtMs: [] as number[] };
+    this.nodes.set(nodeId, n);
+    return {
+      spawned: (spec) => {
+        if (spec.suId !== AM_SU) n.spawns++;
+        this.spawned(spec);
+      },
+      finished: (spec, exitCode, signal) => {
+        if (spec.suId !== AM_SU && exitCode !== 0) {
+          if (signal) n.killed++;
+          else {
+            n.failed++;
+            n.failedAtMs.push(Date.now());
+          }
+        }
+        this.finished(spec, exitCode, signal);
+      },
+    };
+  }
+
+  nodesJSON(): Record<string, unknown> {
+    return Object.fromEntries(this.nodes);
+  }
+
   private readonly apps = new Map<
     string,
     { spawns: number; amSpawns: number; killed: number; failed: number; wastedMs: number; spawned: Set<string>; succeeded: Set<string> }

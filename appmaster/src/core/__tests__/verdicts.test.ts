@@ -77,4 +77,20 @@ describe('DagAppMaster: failure prediction verdicts', () => {
     expect(r.outcomes).to.deep.equal(['not running', 'not running', 'unknown action']);
     expect(r.effects).to.deep.equal([]);
   });
+
+  it('lists the hosts it moved attempts off for a new master (ReportAppState), while their task runs', () => {
+    const h = running();
+    expect(h.am.predictedBadHosts()).to.deep.equal([]);
+    h.am.attemptVerdicts([verdict('reschedule'), verdict('kill', 'map.1.1', 'n2')], h.now);
+    expect(h.am.predictedBadHosts()).to.deep.equal(['n1', 'n2']);
+    // Each instance runs again in the slot the other left (a host it was not moved off).
+    const fx = [...h.events('n1', ev('map.0.1', 'killed')), ...h.events('n2', ev('map.1.1', 'killed'))];
+    const again = fx.flatMap((e) => (e.kind === 'plan' ? e.plans.map((p) => [e.nodeId, p.workerId] as const) : []));
+    expect(again.map(([n]) => n).sort()).to.deep.equal(['n1', 'n2']);
+    for (const [n, id] of again) h.events(n, ev(id, 'running'));
+    expect(h.am.predictedBadHosts()).to.deep.equal(['n1', 'n2']);
+    for (const [n, id] of again) h.succeed(n, id);
+    // The task is done: its hosts no longer bound anything.
+    expect(h.am.predictedBadHosts()).to.deep.equal([]);
+  });
 });

@@ -20,7 +20,7 @@ function end(over: Partial<AttemptEnd> = {}): AttemptEnd {
 
 describe('attempt history', () => {
   it('labels an attempt with the features its host showed when it started, not after', () => {
-    const h = new AttemptHistory({ capacity: 100, windowMs: 60_000, pressureAt: 0.75 });
+    const h = new AttemptHistory({ capacity: 100, taskFaultRate: 0.3, windowMs: 60_000, pressureAt: 0.75 });
     h.recordEnd(end({ exitCode: 1 }), 10_000);
     const s = h.recordEnd(end({ durationMs: 5000 }), 12_000); // started at 7,000: before the failure
     expect(s?.x).to.have.length(FEATURE_COUNT);
@@ -33,7 +33,7 @@ describe('attempt history', () => {
   });
 
   it('counts failures under memory pressure, by signal, flaps, and the task across hosts', () => {
-    const h = new AttemptHistory({ capacity: 100, windowMs: 60_000, pressureAt: 0.75 });
+    const h = new AttemptHistory({ capacity: 100, taskFaultRate: 0.3, windowMs: 60_000, pressureAt: 0.75 });
     h.recordEnd(end({ memAtStart: 0.9, exitCode: 137, signal: 'SIGKILL' }), 1000);
     h.recordEnd(end({ memAtStart: 0.2 }), 1000);
     h.recordEnd(end({ nodeId: 'n2', exitCode: 1 }), 1000);
@@ -46,7 +46,7 @@ describe('attempt history', () => {
   });
 
   it('counts a worker killed for memory past its grant (taskFault) for the task, not the host', () => {
-    const h = new AttemptHistory({ capacity: 100, windowMs: 60_000, pressureAt: 0.75 });
+    const h = new AttemptHistory({ capacity: 100, taskFaultRate: 0.3, windowMs: 60_000, pressureAt: 0.75 });
     for (let i = 0; i < 3; i++) h.recordEnd(end({ exitCode: 137, taskFault: true }), 1000 + i);
     h.recordEnd(end(), 1100);
     const x = h.features('n1', 'j1', 'map', 0, 0, 2000);
@@ -56,7 +56,7 @@ describe('attempt history', () => {
   });
 
   it('forgets what is older than the window, keeps at most `capacity` samples, skips kills', () => {
-    const h = new AttemptHistory({ capacity: 3, windowMs: 10_000, pressureAt: 0.75 });
+    const h = new AttemptHistory({ capacity: 3, taskFaultRate: 0.3, windowMs: 10_000, pressureAt: 0.75 });
     for (let i = 0; i < 5; i++) h.recordEnd(end({ exitCode: 1 }), i);
     expect(h.recordEnd(end({ killed: true, exitCode: 1 }), 6)).to.equal(undefined);
     expect(h.size).to.equal(3);
@@ -65,5 +65,28 @@ describe('attempt history', () => {
     expect(h.features('n1', 'j1', 'map', 0, 0, 50_000)[0]).to.be.closeTo(0.1, 1e-9);
     h.prune(50_000);
     expect(h.hostFailures('n1', 50_000)).to.deep.equal({ failed: 0, attempts: 0, flaps: 0 });
+  });
+
+  it("does not hold a task's own failures (it fails on several hosts) against the host", () => {
+    const h = new AttemptHistory({ capacity: 100, taskFaultRate: 0.3, windowMs: 60_000, pressureAt: 0.75 });
+    // The buggy task fails on n2 and n3, and on half of its attempts elsewhere.
+    for (const nodeId of ['n2', 'n3', 'n4', 'n5']) h.recordEnd(end({ nodeId, task: 'buggy', exitCode: nodeId < 'n4' ? 1 : 0 }), 1000);
+    const s = h.recordEnd(end({ nodeId: 'n1', task: 'buggy', exitCode: 1 }), 2000);
+    expect(s?.y).to.equal(1);
+    expect(s?.hostFault).to.equal(false);
+    expect(h.hostFailures('n1', 2000)).to.deep.equal({ failed: 0, attempts: 0, flaps: 0 });
+    // Another task failing on n1 (its only failure anywhere) is the host's.
+    const other = h.recordEnd(end({ nodeId: 'n1', task: 'map', exitCode: 1 }), 2000);
+    expect(other?.hostFault).to.equal(true);
+    expect(h.hostFailures('n1', 2000).failed).to.equal(1);
+  });
+
+  it("counts a host's attempts under memory pressure at their start apart from the others", () => {
+    const h = new AttemptHistory({ capacity: 100, taskFaultRate: 0.3, windowMs: 60_000, pressureAt: 0.75 });
+    h.recordEnd(end({ memAtStart: 0.8, exitCode: 1 }), 1000);
+    h.recordEnd(end({ memAtStart: 0.9, exitCode: 1, appId: 'j2' }), 1000);
+    h.recordEnd(end({ memAtStart: 0.8 }), 1000);
+    h.recordEnd(end({ memAtStart: 0.3 }), 1000);
+    expect(h.hostPressure('n1', 1000)).to.deep.equal({ pressured: 3, pressuredFailed: 2, calm: 1, calmFailed: 0 });
   });
 });

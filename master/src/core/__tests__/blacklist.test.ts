@@ -4,7 +4,7 @@ import { Blacklist } from '../blacklist.js';
 const MIN = 60_000;
 
 describe('blacklist', () => {
-  const config = { grayAt: 0.25, blockAt: 0.5, halfLifeMs: 10 * MIN, jobBlockFailures: 2, maxBlockedFraction: 0.5 };
+  const config = { grayAt: 0.25, blockAt: 0.5, halfLifeMs: 10 * MIN, jobBlockFailures: 2, maxBlockedFraction: 0.5, pressureCapAt: 0.3 };
 
   it('grays then blocks a host as its predicted failure rate rises', () => {
     const b = new Blacklist(config);

@@ -42,7 +42,7 @@ export interface SnapshotParts {
   /** Connected apps' scopes by app id; absent: no `scopes` in the snapshot. */
   scopes?: Record<string, PlacementScope>;
   /** Hosts failure prediction holds back; absent: no `blacklist` in the snapshot. */
-  blacklist?: { blocked?: readonly string[]; gray?: readonly string[]; perApp?: Record<string, readonly string[]> };
+  blacklist?: { blocked?: readonly string[]; gray?: readonly string[]; perApp?: Record<string, readonly string[]>; memoryCap?: Record<string, number> };
   /** Active testbeds; absent: no `reservations` in the snapshot. */
   testbeds?: ReadonlyArray<{ name: string; group: string; hosts: readonly string[] }>;
 }
@@ -62,6 +62,7 @@ export function mockSnapshot(parts: SnapshotParts = {}): SchedulerSnapshot {
             blocked: new Set(parts.blacklist.blocked ?? []),
             gray: new Set(parts.blacklist.gray ?? []),
             perApp: new Map(Object.entries(parts.blacklist.perApp ?? {}).map(([a, ids]) => [a, new Set(ids)])),
+            ...(parts.blacklist.memoryCap !== undefined ? { memoryCap: new Map(Object.entries(parts.blacklist.memoryCap)) } : {}),
           },
         }
       : {}),

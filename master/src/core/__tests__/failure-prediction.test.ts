@@ -86,4 +86,42 @@ describe('failure prediction', () => {
     expect(cold.decideAttempt(0.99, 0, 1000, 10, false).action).to.equal('proceed');
     expect(cold.predict('n0', 'j', 't', 0, 0, 0)).to.equal(0);
   });
+
+  it('caps a host that fails only under memory pressure below the pressure level, and does not block it', () => {
+    const p = new FailurePredictor(parsePredictionConfig({ minSamples: 100, retrainAfter: 100, blockAt: 0.35 }));
+    const rand = seededRandom(7);
+    let now = 0;
+    for (let i = 0; i < 400; i++) {
+      now += 1000;
+      const nodeId = `n${i % 8}`;
+      const pressured = i % 16 < 8;
+      const fails = rand() < (nodeId === 'n1' && pressured ? 0.7 : 0.03);
+      p.attemptEnded(
+        {
+          nodeId,
+          appId: `job-${i}`, // one attempt per job: no job's own list
+          task: 'map',
+          exitCode: fails ? 1 : 0,
+          signal: '',
+          durationMs: 500,
+          resource: res(1000, 1024),
+          loadAtStart: 0.5,
+          memAtStart: pressured ? 0.9 : 0.3,
+        },
+        now,
+      );
+    }
+    expect(p.maybeTrain(HOSTS, now, seededRandom(1))).to.equal(true);
+    const list = p.blacklistView(now, HOSTS.length);
+    expect([...(list.memoryCap ?? new Map())]).to.deep.equal([['n1', 0.75]]);
+    expect(list.blocked.has('n1')).to.equal(false);
+    // `fuxi nodes` shows it as memory-capped, with the counts behind it.
+    const n1 = p.entries(now, HOSTS.length).find((e) => e.nodeId === 'n1');
+    expect(n1?.level).to.equal('memory');
+    expect(n1?.reason).to.match(/^memory capped at 75 %: \d+ of \d+ attempts failed from 75 % of its memory, \d+ of \d+ below$/);
+    // The scheduler fills n1 only to below 75 % of its memory (8 GiB nodes: 5 slots of 1 GiB).
+    const nodes = new Map(mockNodes(8, 1, { capacity: res(8000, 8192) }).map((n) => [n.id, n]));
+    const plan = schedule({ nodes, units: [mockUnit({ requests: { '': 64 } })], groups: new Map(), groupUsage: new Map(), blacklist: list });
+    expect(plan.placements.filter((x) => x.nodeId === 'n1').reduce((s, x) => s + x.slots, 0)).to.equal(5);
+  });
 });

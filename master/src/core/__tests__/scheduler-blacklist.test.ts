@@ -67,4 +67,21 @@ describe('scheduler: blacklisted hosts', () => {
     const units = [mockUnit({ requests: { '': 13, 'node:n2': 3 } })];
     expect(schedule(mockSnapshot({ nodes, units, blacklist: {} }))).to.deep.equal(schedule(mockSnapshot({ nodes, units })));
   });
+
+  it('fills a memory-capped host only below its cap, the slots batched on it included', () => {
+    // 8 cores / 8 GiB each: at most 5 GiB of n1 stays below 0.75 (6 GiB is not below it).
+    const small = mockNodes(4, 1, { capacity: res(8000, 8192) });
+    const plan = schedule(mockSnapshot({ nodes: small, units: [mockUnit({ requests: { '': 32 } })], blacklist: { memoryCap: { n1: 0.75 } } }));
+    expect(slotsOn(plan, 'n1')).to.equal(5);
+    expect(placed(plan)).to.equal(29);
+    // Memory already allocated counts: with 4 GiB in use, one more slot.
+    const busy = small.map((n) => (n.id === 'n1' ? { ...n, allocated: res(1000, 4096) } : n));
+    const later = schedule(mockSnapshot({ nodes: busy, units: [mockUnit({ requests: { '': 32 } })], blacklist: { memoryCap: { n1: 0.75 } } }));
+    expect(slotsOn(later, 'n1')).to.equal(1);
+    // A job with prediction off is not capped.
+    const off = schedule(
+      mockSnapshot({ nodes: small, units: [mockUnit({ requests: { '': 32 }, predictionOff: true })], blacklist: { memoryCap: { n1: 0.75 } } }),
+    );
+    expect(slotsOn(off, 'n1')).to.equal(8);
+  });
 });

@@ -47,9 +47,25 @@ describe('master wire: placement constraints and the graph', () => {
       assignments: [],
       address: 'am:1',
       constraints: { reach: [], avoid: ['a4'] },
+      predictedBadHosts: [],
     };
     expect(appReportFromWire(report).constraints).to.deep.equal({ reach: [], avoid: ['a4'] });
     expect(appReportFromWire({ ...report, constraints: null })).to.not.have.property('constraints');
+  });
+
+  it('takes the hosts failure prediction moved the app off (field 8), only when there are some', () => {
+    const report: ReportAppStateRequest__Output = {
+      appId: 'wc',
+      amAttempt: 2,
+      units: [],
+      requests: [],
+      assignments: [],
+      address: 'am:1',
+      constraints: null,
+      predictedBadHosts: ['a2', 'a5'],
+    };
+    expect(appReportFromWire(report).predictedBadHosts).to.deep.equal(['a2', 'a5']);
+    expect(appReportFromWire({ ...report, predictedBadHosts: [] })).to.not.have.property('predictedBadHosts');
   });
 
   it('sends the graph as Connectivity (int64 as decimal strings), nothing when the AM is current', () => {

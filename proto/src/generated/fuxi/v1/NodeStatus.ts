@@ -30,8 +30,8 @@ export interface NodeStatus {
   'admin'?: (_fuxi_v1_NodeAdmin | null);
   /**
    * Failure prediction's word on the host: "" (nothing), "gray" (new workers only when no other
-   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs);
-   * the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
+   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs),
+   * "memory" (new workers only while its memory allocated stays below the pressure level); the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
    */
   'prediction'?: (string);
   'predictionReason'?: (string);
@@ -67,8 +67,8 @@ export interface NodeStatus__Output {
   'admin': (_fuxi_v1_NodeAdmin__Output | null);
   /**
    * Failure prediction's word on the host: "" (nothing), "gray" (new workers only when no other
-   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs);
-   * the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
+   * host has room), "blocked" (no new workers), "job" (blocked for the jobs in prediction_jobs),
+   * "memory" (new workers only while its memory allocated stays below the pressure level); the reason (the predicted failure rate and the failures and flaps behind it) and those jobs.
    */
   'prediction': (string);
   'predictionReason': (string);

@@ -21,6 +21,11 @@ export interface ReportAppStateRequest {
    */
   'address'?: (string);
   'constraints'?: (_fuxi_v1_PlacementConstraints | null);
+  /**
+   * Hosts failure prediction moved or killed the app's running attempts off (AttemptVerdict), for
+   * a new leader to keep them off the app's new grants again (its blacklist is soft state).
+   */
+  'predictedBadHosts'?: (string)[];
 }
 
 /**
@@ -39,4 +44,9 @@ export interface ReportAppStateRequest__Output {
    */
   'address': (string);
   'constraints': (_fuxi_v1_PlacementConstraints__Output | null);
+  /**
+   * Hosts failure prediction moved or killed the app's running attempts off (AttemptVerdict), for
+   * a new leader to keep them off the app's new grants again (its blacklist is soft state).
+   */
+  'predictedBadHosts': (string)[];
 }
