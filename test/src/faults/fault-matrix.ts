@@ -25,7 +25,7 @@
  * subset; `FUXI_FAULT_KEEP=1` keeps the logs.
  */
 import { expect } from 'chai';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -229,6 +229,7 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
       try {
         etcd = await o.setup();
         dir = mkdtempSync(join(tmpdir(), 'fuxi-faults-'));
+        chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
         fc = await newCluster();
       } catch (e) {
         setupError = errorMessage(e);

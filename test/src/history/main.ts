@@ -6,7 +6,7 @@
  *
  *   node test/dist/history/main.js [--faults 100] [--seed N] [--clients 4] [--out FILE] [--keep]
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,6 +24,8 @@ const { values } = parseArgs({
 });
 
 const dir = mkdtempSync(join(tmpdir(), 'fuxi-history-'));
+
+chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
 const s = await runHistory({
   dir,
   faults: Number(values.faults),

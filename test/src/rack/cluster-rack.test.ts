@@ -16,7 +16,7 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +41,7 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
   before(async function () {
     this.timeout(180_000);
     dir = mkdtempSync(join(tmpdir(), 'fuxi-rack-'));
+    chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
     rc = await RackCluster.start({
       dir,
       agents: 3,

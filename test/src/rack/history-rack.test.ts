@@ -8,7 +8,7 @@
  * reported by `make test-history`, not failures here).
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SAFETY_KINDS } from '../history/checker.js';
@@ -19,6 +19,7 @@ describe('history under a nemesis (one minute): every call checked after every f
 
   it('loses, duplicates and invents no job, leaves no worker of a finished job running, and no daemon exits', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fuxi-history-short-'));
+    chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
     const s = await runHistory({ dir, faults: 6, prefix: 'fxhs', subnet: '10.214.1', clients: 3, warmupMs: 5000, holdMs: [3000, 6000], gapMs: [2000, 4000] });
     const safety = s.anomalies.filter((a) => SAFETY_KINDS.has(a.kind));
     const report = safety.map((a) => `${a.kind} ${a.jobId}: ${a.detail}`).join('\n');

@@ -22,7 +22,7 @@
  * `unaware` without failing the test (`make partition-matrix-unaware`).
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,7 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
   before(async function () {
     this.timeout(180_000);
     dir = mkdtempSync(join(tmpdir(), 'fuxi-partitions-'));
+    chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
     rc = await RackCluster.start({
       dir,
       agents: AGENT_HOSTS.length,

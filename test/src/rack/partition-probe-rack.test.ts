@@ -8,7 +8,7 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -29,6 +29,7 @@ describe('peer probing on the rack: a link cut between two agent hosts shows, an
   before(async function () {
     this.timeout(180_000);
     dir = mkdtempSync(join(tmpdir(), 'fuxi-probe-rack-'));
+    chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
     rc = await RackCluster.start({
       dir,
       agents: 3,

@@ -8,7 +8,7 @@
  * originals. The rack is its own ('fxg', 10.218.0).
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
@@ -25,6 +25,7 @@ describe('speculation on the rack: with one host at 1 Mbit/s, a path job beats t
   before(async function () {
     this.timeout(180_000);
     dir = mkdtempSync(join(tmpdir(), 'fuxi-stragglers-rack-'));
+    chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
     rc = await RackCluster.start({
       dir,
       agents: 3,

@@ -12,7 +12,7 @@
  */
 import { expect } from 'chai';
 import * as grpc from '@grpc/grpc-js';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueCert, makeCa, type FuxiClient } from '@fuxi/client';
@@ -42,6 +42,7 @@ describe('mutual TLS on the rack: every daemon on its own host with its own cert
   before(async function () {
     this.timeout(180_000);
     dir = mkdtempSync(join(tmpdir(), 'fuxi-rack-tls-'));
+    chmodSync(dir, 0o711); // the agents' unprivileged worker user passes through to its directories
     rc = await RackCluster.start({
       dir,
       agents: 2,
