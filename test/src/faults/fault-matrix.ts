@@ -396,6 +396,8 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
       const fsm = watchFsm(fsmClient, () => t0 || Date.now());
       const rowDir = join(dir, `row-${s.no}`);
       mkdirSync(rowDir, { recursive: true });
+      // The jobs' workers (the agents' unprivileged worker user) leave their marks here.
+      chmodSync(rowDir, 0o1777);
       const nodes = c.agents.map((a) => a.nodeId);
       const stamp = Date.now().toString(36);
       const specs = [rowJob(`r${s.no}-wait-${stamp}`, rowDir, nodes, 'wait'), rowJob(`r${s.no}-rerun-${stamp}`, rowDir, nodes, 'rerun')];
