@@ -53,7 +53,7 @@ describe('fuxi certs (openssl)', function () {
       expect(r.code, r.err).to.equal(2);
       expect(r.err).to.match(re);
     };
-    await bad(['--name', 'u1', '--role', 'root'], /^error: --role: must be one of master, agent, admin, user, got "root"/);
+    await bad(['--name', 'u1', '--role', 'root'], /^error: --role: must be one of master, agent, admin, user, worker, got "root"/);
     await bad(['--name', 'a b', '--role', 'user'], /^error: --name: must be letters/);
     await bad(['--name', 'boss', '--role', 'master'], /^error: --name: a master's certificate is named "master"/);
     await bad(['--name', 'u1', '--role', 'user', '--ip', '10.0.0'], /^error: --ip: must be an IPv4 or IPv6 address, got "10.0.0"/);

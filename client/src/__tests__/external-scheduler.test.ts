@@ -97,7 +97,7 @@ const until = async <T>(fn: () => T | undefined | false, ms = 5000): Promise<T> 
 
 describe('ExternalScheduler (SDK)', () => {
   it('queue-based: asks pickNext for each head in turn, with the room earlier placements took off the view', () => {
-    const s = new FirstFit({ name: 'ff', style: 'queue', masters: ['127.0.0.1:1'] });
+    const s = new FirstFit({ name: 'ff', style: 'queue', insecure: true, masters: ['127.0.0.1:1'] });
     const view: ClusterView = {
       version: 1,
       hosts: new Map([
@@ -128,7 +128,7 @@ describe('ExternalScheduler (SDK)', () => {
       await new Promise(() => undefined);
     };
     await m.start();
-    const s = new FirstFit({ name: 'ff', style: 'queue', masters: [m.server.address] });
+    const s = new FirstFit({ name: 'ff', style: 'queue', insecure: true, masters: [m.server.address] });
     const run = s.run();
     await until(() => m.places.length > 0);
     const p = m.places[0]!;
@@ -152,7 +152,7 @@ describe('ExternalScheduler (SDK)', () => {
       if (n === 2) throw new FailedPreconditionError('fenced: ff registered again with epoch 3');
     };
     await m.start();
-    const s = new FirstFit({ name: 'ff', style: 'queue', masters: [m.server.address] });
+    const s = new FirstFit({ name: 'ff', style: 'queue', insecure: true, masters: [m.server.address] });
     let err: unknown;
     await s.run().catch((e: unknown) => (err = e));
     expect(m.watches).to.equal(2);

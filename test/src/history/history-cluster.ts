@@ -100,7 +100,7 @@ export class HistoryCluster {
       );
       const placement: ClusterPlacement = {
         masters: MASTER_HOSTS.map((m) => ({ address: `${rack.host(m).ip}:${MASTER_PORT}`, wrap: rack.wrap(m), config: configs.master })),
-        agents: agentHosts.map((a) => ({ address: '', wrap: rack.wrap(a), config: configs.agent })),
+        agents: agentHosts.map((a) => ({ address: '', wrap: rack.wrap(a), config: configs.agent, ips: [rack.host(a).ip] })),
       };
       const { prefix: _p, subnet: _s, etcdQuotaBytes: _q, etcdPrefix, ...rest } = opts;
       const ha = await HaCluster.start({
