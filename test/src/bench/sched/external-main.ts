@@ -11,7 +11,7 @@ import { BenchScheduler, type BenchSchedulerReport } from './external.js';
 const master = process.argv[2];
 if (!master || !process.send) throw new Error('usage: node external-main.js <master host:port> (with an IPC channel)');
 const send = (m: unknown) => process.send?.(m);
-const sched = new BenchScheduler({ name: 'bench-ext', style: 'slot', masters: [master] });
+const sched = new BenchScheduler({ name: 'bench-ext', style: 'slot', masters: [master], insecure: true }); // the bench's master runs plaintext
 const registered = setInterval(() => {
   if (sched.registrations > 0) {
     send({ type: 'registered' });
