@@ -111,7 +111,10 @@ async function separateCli(b: Bench, n: number, dir: string): Promise<Record<str
         const id = ids[next++]!;
         const t0 = Date.now();
         await new Promise<void>((resolve) => {
-          const p = spawn(process.execPath, [cli, 'submit', file, '--id', id, '--master', b.cluster.masterAddress], { stdio: 'ignore' });
+          const p = spawn(process.execPath, [cli, 'submit', file, '--id', id, '--master', b.cluster.masterAddress], {
+            stdio: 'ignore',
+            env: { ...process.env, ...b.cluster.clientEnv() },
+          });
           p.on('exit', (code) => {
             if (code !== 0) failed++;
             resolve();
