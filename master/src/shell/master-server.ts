@@ -169,7 +169,7 @@ export class MasterServer {
         run: (effects) => this.run(effects),
         stallMs: cfg.externalSchedulerStallMs,
         callerOf: (call, method) => {
-          const insecure = this.cfg.insecure ?? !defaultTransport().secure;
+          const insecure = this.insecure();
           return { caller: callerOf(call as Parameters<typeof callerOf>[0], { insecure, tokens: () => this.tokenFile?.table }, method), insecure };
         },
       },
@@ -895,11 +895,18 @@ export class MasterServer {
       run: (effects) => this.run(effects),
       writeFirst: (ops) => this.writeFirst(ops),
       durable: () => this.durable(),
-      // `insecure` as configured; unset: whether this process runs plaintext (no certificate tells callers apart; authz.ts).
-      insecure: this.cfg.insecure ?? !defaultTransport().secure,
+      insecure: this.insecure(),
       tokens: () => this.tokenFile?.table,
       submitRate: new SubmitRate({ ratePerSec: this.cfg.submitRatePerSec, burst: this.cfg.submitBurst }),
     };
+  }
+
+  /**
+   * Whether callers count as on an insecure cluster (authz.ts): `insecure` as configured; unset,
+   * whether this process runs plaintext (no certificate tells callers apart).
+   */
+  private insecure(): boolean {
+    return this.cfg.insecure ?? !defaultTransport().secure;
   }
 
   /** See HandlerContext.writeFirst: queued behind this term's writes; a failure changes nothing. */

@@ -20,6 +20,7 @@ import * as grpc from '@grpc/grpc-js';
 import { X509Certificate, createHash, timingSafeEqual } from 'node:crypto';
 import * as fs from 'node:fs';
 import { InvalidArgumentError, UnauthenticatedError, errorMessage, type Logger } from '@fuxi/common';
+import { subjectAttributes } from './tls.js';
 
 export type Role = 'admin' | 'user' | 'master' | 'agent' | 'am' | 'anonymous';
 
@@ -114,7 +115,7 @@ export function certIdentity(raw: Buffer): Caller | undefined {
   } catch {
     return undefined;
   }
-  const attrs = subject.split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const);
+  const attrs = subjectAttributes(subject);
   const name = attrs.find(([k]) => k === 'CN')?.[1] ?? '';
   const role = attrs.find(([k]) => k === 'O')?.[1] ?? '';
   const groups = attrs.filter(([k]) => k === 'OU').map(([, v]) => v);

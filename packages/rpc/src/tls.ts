@@ -129,14 +129,20 @@ function readPem(field: string, path: string): Buffer {
   }
 }
 
+/** A certificate subject's attributes in order (`[['O', 'agent'], ['CN', 'n1']]`), from node:crypto's `subject`. */
+export function subjectAttributes(subject: string): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const line of subject.split('\n')) {
+    const i = line.indexOf('=');
+    if (i > 0) out.push([line.slice(0, i), line.slice(i + 1)]);
+  }
+  return out;
+}
+
 /** The name, role and SANs a certificate states (CN, O, subjectAltName). */
 export function certificateIdentity(cert: X509Certificate | string | Buffer): PeerIdentity {
   const x = cert instanceof X509Certificate ? cert : new X509Certificate(cert);
-  const fields = new Map<string, string>();
-  for (const line of x.subject.split('\n')) {
-    const i = line.indexOf('=');
-    if (i > 0) fields.set(line.slice(0, i), line.slice(i + 1));
-  }
+  const fields = new Map(subjectAttributes(x.subject));
   return withRole(fields.get('CN') ?? '', fields.get('O'), splitSans(x.subjectAltName));
 }
 
