@@ -85,6 +85,12 @@ export interface MasterCoreConfig {
    */
   speculationAllowance?: number;
   /**
+   * The share of the cluster's schedulable capacity application masters may hold, in every
+   * dimension (sched-am-share.ts; YARN's maximum-am-resource-percent). One AM may always run.
+   * Absent or 1: no limit (the daemon's config defaults to 0.5).
+   */
+  maxAmShare?: number;
+  /**
    * Probe targets (probe-targets.ts): up to this many probing nodes every node probes every other
    * (default 64); above it, `probeSample` ring successors (default 16) plus hosts sharing an app,
    * up to `probeMaxTargets` in all (default 64).

@@ -118,6 +118,14 @@ export interface SchedulerSnapshot {
   blacklist?: HostBlacklist;
   /** Hosts active testbeds hold; absent: none. */
   reservations?: Reservations;
+  /** The share of the cluster AMs may hold, and what they hold now (sched-am-share.ts); absent: no limit. */
+  amShare?: AmShare;
+}
+
+/** The AM share rule's input: a fraction (0, 1] of the schedulable capacity, and the AMs' current total. */
+export interface AmShare {
+  share: number;
+  used: Resource;
 }
 
 export type LocalityLevel = 'node' | 'rack' | 'any';
@@ -134,13 +142,14 @@ export interface Placement {
 }
 
 /**
- * 'unreachable': a slot fits on some node, but on none its app's scope allows (a connected app
+ * 'am-share': an AM slot fits on some node, but AMs already hold their share of the cluster
+ * (sched-am-share.ts). 'unreachable': a slot fits on some node, but on none its app's scope allows (a connected app
  * whose anchors no free node reaches, or only nodes it avoids have room). 'blacklisted': a slot fits
  * on some node, but only on hosts failure prediction blocks for its app. 'reserved': a slot fits on
  * some node, but only on hosts testbeds keep it off (another group's testbed, or outside the
  * testbed its job names).
  */
-export type UnsatisfiedReason = 'no-capacity' | 'quota-limit' | 'unreachable' | 'blacklisted' | 'reserved';
+export type UnsatisfiedReason = 'no-capacity' | 'quota-limit' | 'unreachable' | 'blacklisted' | 'reserved' | 'am-share';
 
 export interface Unsatisfied {
   appId: string;

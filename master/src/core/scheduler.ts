@@ -20,6 +20,9 @@
  * A host an active testbed holds takes only its quota group's units, and a unit whose job names a
  * testbed goes only to its hosts (sched-testbeds.ts); a slot kept off every host with room by that
  * rule is unsatisfied as 'reserved'.
+ * AM slots are placed only while the AMs hold at most their share of the cluster (`amShare`, one
+ * AM always allowed when none runs; sched-am-share.ts); an AM slot past it is unsatisfied as
+ * 'am-share'.
  * Conceptually one slot is placed per turn; a turn places a batch of k slots only when k one-slot
  * turns would have made exactly the same choice, so batching changes speed, never the plan.
  *
@@ -41,6 +44,7 @@
  * ```
  */
 import { isZero, scale, slotsThatFit } from '@fuxi/common';
+import { AmShareState } from './sched-am-share.js';
 import { BlacklistState } from './sched-blacklist.js';
 import { buildGroups, pickGroup } from './sched-groups.js';
 import { ClusterState } from './sched-nodes.js';
@@ -64,6 +68,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
   const scopes = new ScopeState(snapshot);
   const blacklist = new BlacklistState(snapshot.blacklist, (id) => cluster.memoryOf(id));
   const testbeds = new TestbedState(snapshot.reservations);
+  const amShare = new AmShareState(snapshot.amShare, cluster.total);
   const active = [...groups.values()].filter((g) => g.units.length > 0);
 
   while (active.length > 0) {
@@ -95,6 +100,13 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
       continue;
     }
 
+    const amRoom = amShare.room(unit.su);
+    if (amRoom === 0) {
+      for (const q of unit.reqs.slice(unit.cur)) out.unsatisfied(unit.su, q.remaining, 'am-share');
+      group.head++;
+      continue;
+    }
+
     const scope = scopes.filterFor(unit.su);
     const scoped = testbeds.filterFor(unit.su, scope);
     const listed = blacklist.filtersFor(unit.su, scoped);
@@ -107,7 +119,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
     }
 
     // How many consecutive one-slot turns would make this same choice.
-    const cap = Math.min(req.remaining, quotaRoom, slotsThatFit(r, cluster.free(pick.node)), listed?.room(cluster.nodeId(pick.node)) ?? Infinity);
+    const cap = Math.min(req.remaining, quotaRoom, amRoom, slotsThatFit(r, cluster.free(pick.node)), listed?.room(cluster.nodeId(pick.node)) ?? Infinity);
     let k = 1;
     if (isZero(r))
       k = cap; // no share moves, so every later turn repeats this one
@@ -115,6 +127,7 @@ export function schedule(snapshot: SchedulerSnapshot): Plan {
 
     cluster.place(pick.node, scale(r, k));
     group.take(scale(r, k), cluster.total);
+    amShare.take(unit.su, k);
     req.remaining -= k;
     scopes.placed(unit.su.appId, cluster.nodeId(pick.node));
     out.place(unit.su, cluster.nodeId(pick.node), k, req, levelOf(req, cluster.nodeOf(pick.node)));

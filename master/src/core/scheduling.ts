@@ -8,13 +8,13 @@
  * placements come in through `applyPlacements` (external-schedulers.ts).
  * No pass runs while a failover's aggregation window is open.
  */
-import { AM_SU, gangSize, predictionOn } from '@fuxi/common';
+import { add, AM_SU, gangSize, predictionOn, scale, ZERO, type Resource } from '@fuxi/common';
 import { setAsgn } from './ledger.js';
 import type { MasterState, NodeState } from './master-state.js';
 import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
 import { blacklistOf } from './prediction-hooks.js';
 import { externalHolds } from './external-registry.js';
-import { schedule, type Placement, type SchedNode, type SchedUnit } from './scheduler.js';
+import { schedule, type AmShare, type Placement, type SchedNode, type SchedUnit } from './scheduler.js';
 import { reservationsOf } from './sched-testbeds.js';
 import { putJob } from './store-ops.js';
 import { isActive } from './testbeds.js';
@@ -103,6 +103,19 @@ function pendingUnits(st: MasterState): SchedUnit[] {
   return units;
 }
 
+/** The AM share rule's input: the configured share and what AMs hold now (granted AM slots). */
+function amShareOf(st: MasterState): AmShare {
+  let used: Resource = ZERO;
+  for (const app of st.apps.values()) {
+    const su = app.sus.get(AM_SU);
+    if (!su) continue;
+    let slots = 0;
+    for (const n of su.asgn.values()) slots += n;
+    if (slots > 0) used = add(used, scale(su.resource, slots));
+  }
+  return { share: st.cfg.maxAmShare ?? 1, used };
+}
+
 /** Runs the scheduler over the current state and applies its plan. */
 export function runScheduler(st: MasterState): void {
   st.due = false;
@@ -126,6 +139,7 @@ export function runScheduler(st: MasterState): void {
     scopes,
     ...(blacklist ? { blacklist } : {}),
     ...(reservations ? { reservations } : {}),
+    amShare: amShareOf(st),
   });
   applyPlacements(st, plan.placements, () => noteWaiting(st, plan, links));
 }

@@ -84,6 +84,8 @@ export interface MasterConfig {
   jobRetentionCount: number;
   /** An AM's outstanding plus granted slots of a task stay within its instances plus this fraction of them (at least one slot). */
   speculationAllowance: number;
+  /** The share of the cluster AMs may hold (0 < share <= 1; 1: no limit). */
+  maxAmShare: number;
   /** Soft-state inference when a master takes over (false: unfinished jobs fail; a baseline). */
   masterFailover: boolean;
   /**
@@ -149,6 +151,7 @@ const KEYS = [
   'jobRetentionMs',
   'jobRetentionCount',
   'speculationAllowance',
+  'maxAmShare',
   'masterFailover',
   'connectivityAware',
   'heartbeatIntervalMs',
@@ -202,6 +205,7 @@ export function defaultConfig(defaultAmCommand: string[]): MasterConfig {
     jobRetentionMs: 7 * 24 * 3600 * 1000,
     jobRetentionCount: 100_000,
     speculationAllowance: 0.1,
+    maxAmShare: 0.5,
     masterFailover: true,
     connectivityAware: true,
     heartbeatIntervalMs: 1000,
@@ -410,6 +414,13 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
         if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > 10)
           throw new InvalidArgumentError(key, `must be a number from 0 to 10 (a fraction of a task's instances, e.g. 0.1), got ${JSON.stringify(v)}`);
         cfg.speculationAllowance = n;
+        break;
+      }
+      case 'maxAmShare': {
+        const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+        if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || n > 1)
+          throw new InvalidArgumentError(key, `must be a number above 0 and at most 1 (the share of the cluster AMs may hold, e.g. 0.5), got ${JSON.stringify(v)}`);
+        cfg.maxAmShare = n;
         break;
       }
       case 'masterFailover':

@@ -389,6 +389,7 @@ export class MasterServer {
         maxEnvVars: this.cfg.maxEnvVars,
         maxInstancesPerJob: this.cfg.maxInstancesPerJob,
         speculationAllowance: this.cfg.speculationAllowance,
+        maxAmShare: this.cfg.maxAmShare,
         masterFailover: this.cfg.masterFailover,
         probeAllUpTo: this.cfg.probeAllUpTo,
         probeSample: this.cfg.probeSample,

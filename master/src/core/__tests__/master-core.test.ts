@@ -567,6 +567,24 @@ describe('MasterCore', () => {
     });
   });
 
+  describe('AM share (maxAmShare)', () => {
+    it('a flood of submissions leaves room for workers: AMs launch only up to their share', () => {
+      // 2 nodes of 4 cores: AMs (500 m each) may hold half, 4 cores: 8 AMs of the 20 jobs.
+      const h = new Harness({ nodes: [{ nodeId: 'n1', capacity: res(4000, 8192) }, { nodeId: 'n2', capacity: res(4000, 8192) }], config: { maxAmShare: 0.5 } });
+      const launched: string[] = [];
+      for (let i = 0; i < 20; i++) launched.push(...ofKind(h.submit(mockSpec({ id: `j${i}` })).effects, 'launchAm').map((e) => e.appId));
+      expect(launched).to.deep.equal(['j0', 'j1', 'j2', 'j3', 'j4', 'j5', 'j6', 'j7']);
+      // The AMs' workers get the other half.
+      h.registerApp('j0');
+      h.ask('j0', 4);
+      expect(h.amSlots('j0')).to.deep.equal({ 'map@n1': 2, 'map@n2': 2 });
+      // An AM that ends makes room for the next job's AM.
+      h.registerApp('j1');
+      const effects = h.finish('j1', true);
+      expect(ofKind(effects, 'launchAm').map((e) => e.appId)).to.deep.equal(['j8']);
+    });
+  });
+
   describe('returnSlots', () => {
     it('frees capacity and reschedules waiting requests of another app', () => {
       const h = new Harness({ nodes: [{ nodeId: 'n1' }] });

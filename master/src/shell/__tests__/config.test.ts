@@ -184,3 +184,18 @@ describe('master config: input limits', () => {
     expect(() => applyConfig(base, { maxMessageBytes: '1Ki' }, 'flags')).to.throw(/maxMessageBytes: must be bytes from 65536 to 2Gi/);
   });
 });
+
+describe('master config: maxAmShare', () => {
+  const base = defaultConfig(['fuxi-appmaster']);
+
+  it('defaults to half the cluster and takes a share up to 1', () => {
+    expect(base.maxAmShare).to.equal(0.5);
+    expect(applyConfig(base, { maxAmShare: 0.1 }, 'master.yaml').maxAmShare).to.equal(0.1);
+    expect(applyConfig(base, { maxAmShare: '1' }, 'flags').maxAmShare).to.equal(1);
+  });
+
+  it('names the field and the reason of a bad value', () => {
+    for (const bad of [0, -0.1, 1.5, 'half', null])
+      expect(() => applyConfig(base, { maxAmShare: bad }, 'master.yaml')).to.throw(/master\.yaml: maxAmShare: must be a number above 0 and at most 1/);
+  });
+});
