@@ -64,15 +64,56 @@ export interface ConnectOptions {
  * `setDefaultTransport`): mutual TLS, verifying the server's certificate against `address`. The
  * third argument is that transport, or the options (`transport` and a bearer `token`).
  */
+/** A channel shared by every client of one process to one address over one transport. */
+interface SharedChannel {
+  channel: grpc.Channel;
+  refs: number;
+}
+
+/**
+ * One channel per (transport, address, message limit) per process, shared by reference count. An
+ * AM host holding hundreds of AMs, or an agent, would otherwise hold one channel per AM and
+ * master: each with its own resolver and load balancer, and every state change of the one
+ * connection underneath (a master dying, reconnect attempts) fanned out to all of them.
+ */
+const sharedChannels = new WeakMap<Transport, Map<string, SharedChannel>>();
+
+function acquireChannel(transport: Transport, address: string, max: number): { channel: grpc.Channel; release: () => void } {
+  let byKey = sharedChannels.get(transport);
+  if (!byKey) sharedChannels.set(transport, (byKey = new Map()));
+  const key = `${address}\u0000${max}`;
+  let entry = byKey.get(key);
+  if (!entry) {
+    entry = {
+      channel: new grpc.Channel(address, transport.channelCredentials(), {
+        ...CHANNEL_OPTIONS,
+        'grpc.max_receive_message_length': max,
+        'grpc.max_send_message_length': max,
+      }),
+      refs: 0,
+    };
+    byKey.set(key, entry);
+  }
+  const e = entry;
+  e.refs++;
+  let released = false;
+  return {
+    channel: e.channel,
+    release: () => {
+      if (released) return;
+      released = true;
+      if (--e.refs > 0) return;
+      if (byKey.get(key) === e) byKey.delete(key);
+      e.channel.close();
+    },
+  };
+}
+
 export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, optsOrTransport: ConnectOptions | Transport = {}): TypedClient<D> {
   const connectOpts: ConnectOptions = optsOrTransport instanceof Transport ? { transport: optsOrTransport } : optsOrTransport;
   const transport = connectOpts.transport ?? defaultTransport();
-  const max = maxMessageBytes();
-  const raw = new ctor(address, transport.channelCredentials(), {
-    ...CHANNEL_OPTIONS,
-    'grpc.max_receive_message_length': max,
-    'grpc.max_send_message_length': max,
-  });
+  const shared = acquireChannel(transport, address, maxMessageBytes());
+  const raw = new ctor(address, grpc.credentials.createInsecure(), { channelOverride: shared.channel });
   const tok = connectOpts.token;
   const metadata = (opts: CallOptions): grpc.Metadata => tokenMetadata(opts.token ?? (typeof tok === 'function' ? tok() : tok));
   const out: Record<string, unknown> = {};
@@ -95,7 +136,8 @@ export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, 
   out.stream = streams;
   out.address = address;
   out.raw = raw;
-  out.close = () => raw.close();
+  // The channel is shared: closing a client gives up its reference, and the last one closes it.
+  out.close = () => shared.release();
   return out as TypedClient<D>;
 }
 
