@@ -76,6 +76,8 @@ interface Options {
   cpuProfDir: string;
   /** Extra `node` flags for masters and simulated hosts (e.g. GC settings), split on spaces. */
   nodeArgs: string[];
+  /** Niceness of the simulated-node hosts (they stand in for hundreds of machines with their own CPUs). */
+  simNice: number;
   /** Measure hard-state writes under a load of short jobs after the kills. */
   load: boolean;
 }
@@ -104,6 +106,7 @@ function options(): Options {
       'submit-rate': { type: 'string', default: '0' },
       'cpu-prof': { type: 'string' },
       'node-args': { type: 'string' },
+      'sim-nice': { type: 'string', default: '0' },
     },
     strict: true,
   });
@@ -134,6 +137,7 @@ function options(): Options {
     submitRate: int('submit-rate', 0),
     cpuProfDir: typeof values['cpu-prof'] === 'string' ? resolve(values['cpu-prof']) : '',
     nodeArgs: typeof values['node-args'] === 'string' ? values['node-args'].split(/\s+/).filter(Boolean) : [],
+    simNice: int('sim-nice', 0),
   };
 }
 
@@ -249,7 +253,7 @@ class Bench {
       ],
       logFile,
       {},
-      this.rack ? this.rack.wrap(`a${i + 1}`) : [],
+      [...(this.rack ? this.rack.wrap(`a${i + 1}`) : []), ...(this.o.simNice > 0 ? ['nice', '-n', String(this.o.simNice)] : [])],
     );
     const host: Host = { prefix, child, logFile, agents: [] };
     this.hosts[i] = host;
