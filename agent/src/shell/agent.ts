@@ -99,7 +99,7 @@ import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
 import { RealProcessDriver, readBootId, workerDir, type ProcessDriver, type RealProcessDriverOptions } from './process-driver.js';
 import { describeIdentity, userFor, type WorkerIdentity } from '../core/worker-identity.js';
-import { openWorkerIdentity } from './worker-users.js';
+import { firstClosedParent, openWorkerIdentity } from './worker-users.js';
 import { AmHostSupervisor } from './am-host-supervisor.js';
 import { AgentMetrics } from './agent-metrics.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from './hosted-am-driver.js';
@@ -286,6 +286,20 @@ export class Agent {
    * as the agent with its environment; every job process as its quota group's worker user, with a
    * clean environment, its `cwd` confined to its directory and `allowedPaths`.
    */
+  /** Says loudly when a worker user cannot reach the work directory: every job process would fail. */
+  private warnIfWorkersLockedOut(): void {
+    const id = this.identity;
+    if (!id || id.mode !== 'switch') return;
+    for (const user of [id.defaultUser, ...id.byQuotaGroup.values()]) {
+      const closed = firstClosedParent(this.config.workDir, user);
+      if (closed)
+        this.log.error(
+          { workDir: this.config.workDir, workerUser: user.name, closed: closed.dir, mode: closed.mode },
+          `workers run as ${user.name}, who cannot pass through ${closed.dir} (mode ${closed.mode}) above the work directory: every job process will fail to start; give it o+x (chmod o+x ${closed.dir}) or move workDir`,
+        );
+    }
+  }
+
   private spawnPolicy(identity: WorkerIdentity): Pick<RealProcessDriverOptions, 'runAs' | 'isSystem' | 'allowedPaths'> {
     return {
       isSystem: (spec) => this.isSystem(spec),
@@ -385,6 +399,7 @@ export class Agent {
         this.fire(this.core.grantsConfirmed(this.now()));
       }, this.config.restoreGrantWaitMs);
     }
+    this.warnIfWorkersLockedOut();
     this.log.info(
       {
         address: this.address,

@@ -79,3 +79,28 @@ export async function passThrough(dirs: readonly string[]): Promise<void> {
     if ((st.mode & 0o111) !== 0o111) await fs.promises.chmod(d, (st.mode & 0o7777) | 0o111);
   }
 }
+
+/**
+ * The first directory above `dir` that `user` cannot pass through (no execute bit for it as owner,
+ * group or other), or undefined. Workers live under the agent's work directory: if one of its
+ * parents is closed to the worker user (a 0700 directory made by mkdtemp, /root), every job
+ * process fails before it runs.
+ */
+export function firstClosedParent(dir: string, user: UserEntry): { dir: string; mode: string } | undefined {
+  const parts: string[] = [];
+  for (let d = path.dirname(path.resolve(dir)); ; d = path.dirname(d)) {
+    parts.unshift(d);
+    if (d === path.dirname(d)) break;
+  }
+  for (const d of parts) {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(d);
+    } catch {
+      return undefined; // not made yet: the agent makes it, with its own mode
+    }
+    const bit = st.uid === user.uid ? 0o100 : st.gid === user.gid ? 0o010 : 0o001;
+    if ((st.mode & bit) === 0) return { dir: d, mode: (st.mode & 0o7777).toString(8).padStart(4, '0') };
+  }
+  return undefined;
+}

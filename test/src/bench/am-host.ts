@@ -25,7 +25,7 @@
  *   node test/dist/bench/am-host.js [--jobs 40] [--concurrency 8] [--held 20] [--giant 100000] [--neighbours 8] [--window-ms 30000] [--skip-cost] [--skip-giant] [--keep]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -495,6 +495,8 @@ async function neighbours(o: Options, dir: string, mode: 'alone' | 'thread' | 'm
 async function main(): Promise<void> {
   const o = options();
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-amhost-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   const out: Record<string, unknown> = {
     generatedAt: new Date().toISOString(),
     host: { cpus: readdirSync('/sys/devices/system/cpu').filter((x) => /^cpu\d+$/.test(x)).length },

@@ -18,7 +18,7 @@
  * `--cli` and `--am-command` measure other builds (an older checkout, say) against the same cluster.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -103,6 +103,8 @@ function amStartToRegistered(cluster: LocalCluster, appId: string): number | und
 async function main(): Promise<void> {
   const o = options();
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-cli-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   const spec = join(dir, 'true.yaml');
   writeFileSync(spec, 'name: bench-true\ntasks:\n  - name: t\n    instances: 1\n    resources: { cpu: 0.1, memory: 16Mi }\n    command: ["/bin/true"]\n');
   say(`cluster in ${dir}; CLI ${o.cli}${o.amCommand ? `; AM ${o.amCommand}` : ''}`);

@@ -13,7 +13,7 @@
  * repository's bench-results/). Progress on stderr, the summary on stdout. Exit code 0 when the
  * report was written (the checks' results are in it), 1 when a case could not run.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,8 @@ async function main(): Promise<number> {
   };
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-paper-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   let etcd: EtcdProcess | undefined;
   let ok = false;
   let stopping = false;

@@ -24,7 +24,7 @@
  * default 10), --skip-rack, --skip-traffic, --out FILE.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -109,6 +109,8 @@ async function runJobSet(client: FuxiClient, rc: RackCluster, mode: Mode, roundN
 
 async function rackPart(rounds: number, jobs: number, modes: Mode[]): Promise<{ runs: RunResult[]; summary: Record<string, unknown> }> {
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-partitions-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   let rack: Rack | undefined;
   const runs: RunResult[] = [];
   try {

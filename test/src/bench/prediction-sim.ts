@@ -24,7 +24,7 @@
  *
  *   node test/dist/bench/prediction-sim.js [--seeds 1,2,3 | --seed N] [--jobs N] [--nodes N] [--submit-every-ms N] [--config '{"reschedulePenalty": 10}']
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -113,6 +113,8 @@ interface Run {
 
 async function run(mode: 'off' | 'on', seed: number): Promise<Run> {
   const dir = mkdtempSync(join(tmpdir(), `fuxi-bench-predict-${mode}-`));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   const cfg = join(dir, 'master.yaml');
   writeFileSync(cfg, `failurePrediction: ${mode === 'off' ? 'false' : JSON.stringify(ON_CONFIG)}\n`);
   const cluster = await LocalCluster.start({

@@ -13,7 +13,7 @@
  * namespace, and host a3's link is slowed to 1 Mbit/s (tc tbf).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -53,6 +53,8 @@ function keep(file: string, name: string): void {
 
 async function onRack(seconds: number, name: string, spinnerCount: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-hb-rack-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   const file = join(dir, 'heartbeats.txt');
   const rc = await RackCluster.start({
     dir,
@@ -96,6 +98,8 @@ async function main(): Promise<void> {
   if (values.rack) return onRack(seconds, values.name ?? 'rack-pressure', spinnerCount);
   const name = values.name ?? 'local-busy';
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-hb-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   const file = join(dir, 'heartbeats.txt');
   const cluster = await LocalCluster.start({
     dir,

@@ -35,7 +35,7 @@
  * applied them (the grant), one sample per placement.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -580,6 +580,8 @@ async function runScale(o: Options, dir: string, n: number): Promise<ScaleResult
 async function main(): Promise<void> {
   const o = options();
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-sched-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   say(`logs in ${dir}`);
   const results: Record<string, ScaleResult> = {};
   let external: ExternalResult | undefined;

@@ -19,7 +19,7 @@
  * default 8), --concurrency C (default 3), --maps M and --reduces R (default 6 and 6),
  * --partition-kib K (default 512), --rate RATE (default 1mbit), --out DIR.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -203,6 +203,8 @@ async function main(): Promise<void> {
   const out = values.out ?? join(REPO_ROOT, 'bench-results');
   mkdirSync(out, { recursive: true });
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-bench-stragglers-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   let rack: Rack | undefined;
   const runs: JobRun[] = [];
   try {

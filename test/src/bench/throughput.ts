@@ -19,7 +19,7 @@
  *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array]
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -224,6 +224,8 @@ async function main(): Promise<void> {
   const only = values.only ? new Set(values.only.split(',')) : undefined;
   const n = Number(values.jobs ?? 1000);
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
+  // Workers run as another user (nobody): they must be able to pass through.
+  chmodSync(dir, 0o711);
   const out: Record<string, unknown> = { slots: 16, jobs: n };
   const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>) => {
     if (only && !only.has(name)) return;
