@@ -6,7 +6,7 @@
  * fences plans and stops from older AM attempts.
  */
 import { acceptTable, cmpInt64, InvalidArgumentError, isWorkerActive, StaleEpochError, type Int64 } from '@fuxi/common';
-import { copyGrant, grantKey, type CoreState } from './core-state.js';
+import { copyGrant, grantKey, type CoreState, type WorkerRecord } from './core-state.js';
 import { finish, requestStop, startPending } from './lifecycle.js';
 import type { Effect, GrantEntry, UpdateGrantsInput } from './types.js';
 
@@ -53,7 +53,7 @@ export function updateGrants(st: CoreState, req: UpdateGrantsInput, now: number)
   st.held = false;
   const effects: Effect[] = [];
   for (const g of req.grants) if ((g.amAttempt ?? 0) > 0) effects.push(...raiseAmAttempt(st, g.appId, g.amAttempt ?? 0, now, 'grant'));
-  for (const k of touched) effects.push(...enforceGrant(st, k));
+  effects.push(...enforceGrants(st, touched));
   effects.push(...startPending(st, now));
   return { appliedSeq: st.grantSeq, applied: true, effects };
 }
@@ -69,31 +69,64 @@ function validateGrants(grants: readonly GrantEntry[]): void {
 /** Applies an accepted message to the table and its (epoch, seq); returns the keys it touched. */
 function applyGrants(st: CoreState, req: UpdateGrantsInput, seq: bigint): Set<string> {
   const touched = new Set<string>();
-  if (req.full) {
-    for (const [k, g] of st.grants) {
-      touched.add(k);
-      st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
-    }
+  // A full table replaces the old one; only the grants that changed are written to the checkpoint
+  // (a full table comes with heartbeats: rewriting hundreds of unchanged grants each time was most
+  // of an agent's checkpoint traffic).
+  const before = req.full ? new Map(st.grants) : undefined;
+  if (before) {
+    for (const k of before.keys()) touched.add(k);
     st.grants.clear();
   }
   for (const g of req.grants) {
     const k = grantKey(g.appId, g.suId);
     touched.add(k);
-    st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
+    const old = before ? before.get(k) : st.grants.get(k);
     if (g.slots === 0) st.grants.delete(k);
     else st.grants.set(k, copyGrant(g));
+    const now = st.grants.get(k);
+    if (!before || !old || !now || !sameGrant(old, now)) st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
   }
+  if (before) for (const [k, g] of before) if (!st.grants.has(k)) st.dirtyGrants.set(k, { appId: g.appId, suId: g.suId });
   st.grantSeq = seq.toString();
   st.grantEpoch = String(BigInt(req.epoch || '0'));
   st.dirtyMeta = true;
   return touched;
 }
 
-/** Kills the newest workers of (app, su) that exceed its grant. */
-function enforceGrant(st: CoreState, key: string): Effect[] {
+function sameGrant(a: GrantEntry, b: GrantEntry): boolean {
+  return (
+    a.slots === b.slots &&
+    a.resource.cpuMilli === b.resource.cpuMilli &&
+    a.resource.memoryMb === b.resource.memoryMb &&
+    (a.amAttempt ?? 0) === (b.amAttempt ?? 0) &&
+    (a.amTokenHash ?? '') === (b.amTokenHash ?? '')
+  );
+}
+
+/**
+ * Kills the newest workers of each touched (app, su) that exceed its grant. The active workers are
+ * grouped by grant in one pass: a full table touches every grant, and a scan of every worker per
+ * grant made each full table cost grants x workers.
+ */
+function enforceGrants(st: CoreState, touched: ReadonlySet<string>): Effect[] {
+  if (touched.size === 0) return [];
+  const byKey = new Map<string, WorkerRecord[]>();
+  for (const w of st.workers.values()) {
+    if (!isWorkerActive(w.state) || w.stopReason) continue;
+    const k = grantKey(w.appId, w.suId);
+    if (!touched.has(k)) continue;
+    const list = byKey.get(k);
+    if (list) list.push(w);
+    else byKey.set(k, [w]);
+  }
+  const effects: Effect[] = [];
+  for (const [key, keeping] of byKey) effects.push(...enforceGrant(st, key, keeping));
+  return effects;
+}
+
+/** Kills the newest of `keeping` (the active workers of (app, su) not already stopping) over its grant. */
+function enforceGrant(st: CoreState, key: string, keeping: WorkerRecord[]): Effect[] {
   const slots = st.grants.get(key)?.slots ?? 0;
-  const active = [...st.workers.values()].filter((w) => isWorkerActive(w.state) && grantKey(w.appId, w.suId) === key);
-  const keeping = active.filter((w) => !w.stopReason);
   let excess = keeping.length - slots;
   if (excess <= 0) return [];
   const effects: Effect[] = [];
