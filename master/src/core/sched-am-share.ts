@@ -16,7 +16,7 @@
  * ```
  */
 import { AM_SU, add, isZero, scale, slotsThatFit, sub, ZERO, type Resource } from '@fuxi/common';
-import type { AmShare, SchedUnit } from './sched-types.js';
+import type { AmShare, SchedNode, SchedUnit } from './sched-types.js';
 
 export class AmShareState {
   private used: Resource;
@@ -43,4 +43,21 @@ export class AmShareState {
     if (left.cpuMilli < 0 || left.memoryMb < 0) return 0;
     return isZero(r) ? Infinity : slotsThatFit(r, left);
   }
+}
+
+/**
+ * Whether AMs already hold their whole share in some dimension, so that no AM slot can be placed
+ * this pass: the caller leaves AM units out of the snapshot (with a thousand queued AMs, building
+ * and refusing each on every pass was most of the master's scheduling time).
+ */
+export function amShareFull(amShare: AmShare | undefined, nodes: ReadonlyMap<string, SchedNode>): boolean {
+  if (!amShare || amShare.share >= 1 || isZero(amShare.used)) return false;
+  let cpu = 0;
+  let mem = 0;
+  for (const n of nodes.values()) {
+    if (!n.schedulable || isZero(n.capacity)) continue;
+    cpu += n.capacity.cpuMilli;
+    mem += n.capacity.memoryMb;
+  }
+  return amShare.used.cpuMilli >= cpu * amShare.share || amShare.used.memoryMb >= mem * amShare.share;
 }

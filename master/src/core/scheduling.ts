@@ -15,6 +15,7 @@ import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf 
 import { blacklistOf } from './prediction-hooks.js';
 import { externalHolds } from './external-registry.js';
 import { schedule, type AmShare, type Placement, type SchedNode, type SchedUnit } from './scheduler.js';
+import { amShareFull } from './sched-am-share.js';
 import { reservationsOf } from './sched-testbeds.js';
 import { putJob } from './store-ops.js';
 import { isActive } from './testbeds.js';
@@ -71,12 +72,14 @@ export function scheduleOrDefer(st: MasterState): void {
   runScheduler(st);
 }
 
-function pendingUnits(st: MasterState): SchedUnit[] {
+function pendingUnits(st: MasterState, skipAms = false): SchedUnit[] {
   const units: SchedUnit[] = [];
   for (const app of st.apps.values()) {
     for (const su of app.sus.values()) {
       if (su.requests.size > 0 || (su.waits?.length ?? 0) > 0) st.grantWaits.noteRequests(su, st.now);
       if (su.requests.size === 0) continue;
+      // AMs hold their whole share: none can be placed this pass (sched-am-share.ts).
+      if (skipAms && su.suId === AM_SU) continue;
       // A task of a job with an external scheduler is that scheduler's while it holds it.
       if (su.suId !== AM_SU && externalHolds(st, app)) continue;
       const unit: SchedUnit = {
@@ -121,7 +124,9 @@ export function runScheduler(st: MasterState): void {
   st.due = false;
   st.external.changed = true;
   if (st.recovering) return;
-  const units = pendingUnits(st);
+  const nodes = schedulerNodes(st);
+  const amShare = amShareOf(st);
+  const units = pendingUnits(st, amShareFull(amShare, nodes));
   const links = liveLinks(st);
   if (units.length === 0) {
     noteWaiting(st, { placements: [], unsatisfied: [] }, links);
@@ -131,7 +136,7 @@ export function runScheduler(st: MasterState): void {
   const blacklist = blacklistOf(st);
   const reservations = st.testbeds.size === 0 ? undefined : reservationsOf([...st.testbeds.values()].filter((tb) => isActive(tb, st.now)));
   const plan = schedule({
-    nodes: schedulerNodes(st),
+    nodes,
     units,
     groups: st.groups,
     groupUsage: st.usage,
@@ -139,7 +144,7 @@ export function runScheduler(st: MasterState): void {
     scopes,
     ...(blacklist ? { blacklist } : {}),
     ...(reservations ? { reservations } : {}),
-    amShare: amShareOf(st),
+    amShare,
   });
   applyPlacements(st, plan.placements, () => noteWaiting(st, plan, links));
 }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { AM_SU, res, ZERO } from '@fuxi/common';
+import { amShareFull } from '../sched-am-share.js';
 import { schedule } from '../scheduler.js';
 import type { Plan, SchedUnit } from '../scheduler.js';
 import { mockNodes, mockSnapshot, mockUnit } from './factories.js';
@@ -86,5 +87,15 @@ describe('scheduler: AM share', () => {
         },
       ),
     );
+  });
+
+  it('amShareFull: true once AMs hold their share in some dimension (then AM units need not be built)', () => {
+    const map = new Map(nodes.map((n) => [n.id, n]));
+    expect(amShareFull(undefined, map)).to.equal(false);
+    expect(amShareFull({ share: 0.1, used: ZERO }, map)).to.equal(false);
+    expect(amShareFull({ share: 0.1, used: res(1500, 100) }, map)).to.equal(false);
+    expect(amShareFull({ share: 0.1, used: res(1600, 100) }, map)).to.equal(true);
+    expect(amShareFull({ share: 0.1, used: res(10, 3277) }, map)).to.equal(true);
+    expect(amShareFull({ share: 1, used: res(16_000, 32_768) }, map)).to.equal(false);
   });
 });
