@@ -129,7 +129,9 @@ export async function waitForLogLine(file: string, msg: string, child: ChildProc
 export function startNodeProcess(args: string[], logFile: string, env: NodeJS.ProcessEnv = {}, wrap: readonly string[] = []): ChildProcess {
   mkdirSync(dirname(logFile), { recursive: true });
   const fd = openSync(logFile, 'a');
-  const argv = [...wrap, process.execPath, ...args];
+  // FUXI_DAEMON_NODE_ARGS: node flags for the daemons a harness starts (a benchmark's --cpu-prof).
+  const nodeArgs = (process.env.FUXI_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const argv = [...wrap, process.execPath, ...nodeArgs, ...args];
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
   closeSync(fd);
   child.on('error', () => undefined);

@@ -63,10 +63,6 @@ class Bench {
     readonly client: FuxiClient,
   ) {}
 
-  controlCpu(): number {
-    return [this.cluster.master.pid, ...this.cluster.agents.map((a) => a.pid), ...this.amHosts()].reduce((s, pid) => s + cpuOf(pid), 0);
-  }
-
   /** The live AM host processes of this cluster (their CPU is in no agent's children until they exit). */
   amHosts(): number[] {
     const dir = this.cluster.opts.dir;
@@ -83,12 +79,26 @@ class Bench {
     return out;
   }
 
-  /** Runs `fn`, returning its wall time and the control plane's CPU in that time. */
-  async measure(fn: () => Promise<void>): Promise<{ wallS: number; controlCpuS: number }> {
-    const cpu0 = this.controlCpu();
+  /** The control plane's CPU by part: the master, the agents (with their dedicated AMs and workers), the AM hosts. */
+  cpuByPart(): { master: number; agents: number; amHosts: number } {
+    return {
+      master: cpuOf(this.cluster.master.pid),
+      agents: this.cluster.agents.reduce((s, a) => s + cpuOf(a.pid), 0),
+      amHosts: this.amHosts().reduce((s, pid) => s + cpuOf(pid), 0),
+    };
+  }
+
+  /** Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by part). */
+  async measure(fn: () => Promise<void>): Promise<{ wallS: number; controlCpuS: number; masterCpuS: number; agentsCpuS: number; amHostsCpuS: number }> {
+    const p0 = this.cpuByPart();
     const t0 = Date.now();
     await fn();
-    return { wallS: round((Date.now() - t0) / 1000, 2), controlCpuS: round(this.controlCpu() - cpu0, 2) };
+    const p1 = this.cpuByPart();
+    const masterCpuS = round(p1.master - p0.master, 2);
+    const agentsCpuS = round(p1.agents - p0.agents, 2);
+    // An AM host that exited during the run is in its agent's children (cutime) instead.
+    const amHostsCpuS = round(p1.amHosts - p0.amHosts, 2);
+    return { wallS: round((Date.now() - t0) / 1000, 2), controlCpuS: round(masterCpuS + agentsCpuS + amHostsCpuS, 2), masterCpuS, agentsCpuS, amHostsCpuS };
   }
 
   async waitIds(ids: string[]): Promise<number> {
