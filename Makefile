@@ -135,7 +135,7 @@ bench-failover: build etcd
 bench-failover-rack: build etcd rack-tools
 	node test/dist/bench/master-failover.js --rack --hosts 3 --nodes-per-host 334 --apps 2000 --instances 1 --node-args=--max-semi-space-size=64 \
 	  --heartbeat-interval-ms 2000 --am-heartbeat-interval-ms 5000 --agent-timing-out-ms 10000 --agent-timeout-ms 60000 \
-	  --recovery-deadline-ms 3000 --submit-rate 40 --settle-ms 5000 --no-load $(BENCH_FAILOVER_RACK_ARGS)
+	  --recovery-deadline-ms 3000 --submit-rate 40 --settle-ms 5000 --no-load --sim-nice 10 $(BENCH_FAILOVER_RACK_ARGS)
 
 # Benchmark (not a test): the real master's scheduler over real gRPC at 1,000 and 5,000 virtual
 # nodes: grants/s, request-to-grant latency, heartbeat CPU, memory per node and per running worker;

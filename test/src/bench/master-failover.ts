@@ -20,6 +20,11 @@
  *
  * `--cpu-prof DIR` writes CPU profiles of the masters and simulated hosts (on their normal exit);
  * `--node-args "FLAGS"` passes node flags to both (e.g. `--max-semi-space-size=64`).
+ * `--sim-nice N` runs the simulated-node hosts at niceness N (make bench-failover-rack: 10): on a
+ * rack each of those hundreds of nodes has its own CPU, and here three processes standing for them
+ * must not starve etcd and the masters of the one machine's two cores (unniced, the new leader's
+ * lease keep-alives came back late, it stepped down every few seconds, and the leadership churn
+ * made AMs re-run instances of agents that could not report in time).
  *
  * `--rack` (make bench-failover-rack): the same on the rack of network namespaces (test/src/rack):
  * etcd and each master on a host of its own, started from deploy/config/cluster/master.yaml, and
@@ -553,6 +558,7 @@ async function main(): Promise<number> {
         agentTimingOutMs: o.agentTimingOutMs || 'master default',
         submitRate: o.submitRate,
         settleMs: o.settleMs,
+        simNice: o.simNice,
         placement: o.rack ? 'rack: etcd, each master and each simulated-node host on its own network-namespace host' : 'loopback',
       },
       notes:
