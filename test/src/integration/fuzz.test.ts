@@ -126,9 +126,10 @@ describe('fuzz: every RPC of every daemon (fast-check over the wire descriptor)'
 
   it(`survives ${TOTAL_RUNS} requests spread over every method (seed ${SEED})`, async () => {
     const only = process.env.FUXI_FUZZ_ONLY;
-    // The AM before the agent: a grant table the agent accepts may revoke the AM's slot (no caller
-    // is authenticated yet), and the master then starts a new AM attempt elsewhere.
-    const order = { MasterService: 0, AppMasterService: 1, AgentService: 2 };
+    // The AM first: the master's admin calls may drain its node (a DrainNode whose deadline has
+    // passed moves the AM at once; seed 541616), and a grant table the agent accepts may revoke
+    // its slot; either way the master starts a new AM attempt elsewhere, at another address.
+    const order = { AppMasterService: 0, MasterService: 1, AgentService: 2 };
     const all = fuzzTargets()
       .filter((t) => !only || t.method === only)
       .sort((a, b) => order[a.service] - order[b.service]);
