@@ -199,14 +199,19 @@ export class ReloadingCertificateProvider implements grpc.experimental.Certifica
   /** The latest updates, replayed to a listener added later (as the watcher does). */
   private lastCa: grpc.experimental.CaCertificateUpdate | null | undefined;
   private lastId: grpc.experimental.IdentityCertificateUpdate | null | undefined;
-  // A re-read that fails (a file missing for a moment) keeps the certificates in use.
+  // A re-read that fails (a file missing for a moment) keeps the certificates in use. A re-read
+  // that finds the same bytes is no update: the watcher reports every read (each 5 s), and every
+  // update rebuilds the TLS context of every server and channel using the provider (an AM host
+  // with hundreds of AMs, each with its own server, spent half a core on it).
   private readonly onCa: CaListener = (u) => {
     if (!u && this.lastCa) return;
+    if (u && this.lastCa && u.caCertificate.equals(this.lastCa.caCertificate)) return;
     this.lastCa = u;
     for (const l of this.ca) l(u);
   };
   private readonly onId: IdListener = (u) => {
     if (!u && this.lastId) return;
+    if (u && this.lastId && u.certificate.equals(this.lastId.certificate) && u.privateKey.equals(this.lastId.privateKey)) return;
     this.lastId = u;
     if (u) this.markLoaded();
     for (const l of this.id) l(u);
@@ -241,7 +246,9 @@ export class ReloadingCertificateProvider implements grpc.experimental.Certifica
   addCaCertificateListener(l: CaListener): void {
     this.ca.add(l);
     if (this.ca.size === 1) this.inner.addCaCertificateListener(this.onCa);
-    else if (this.lastCa !== undefined) process.nextTick(l, this.lastCa);
+    // Replayed: a re-read of the same bytes is dropped (onCa), so a listener gets the files it
+    // missed from here.
+    if (this.lastCa !== undefined) process.nextTick(l, this.lastCa);
   }
   removeCaCertificateListener(l: CaListener): void {
     this.ca.delete(l);
@@ -250,7 +257,7 @@ export class ReloadingCertificateProvider implements grpc.experimental.Certifica
   addIdentityCertificateListener(l: IdListener): void {
     this.id.add(l);
     if (this.id.size === 1) this.inner.addIdentityCertificateListener(this.onId);
-    else if (this.lastId !== undefined) process.nextTick(l, this.lastId);
+    if (this.lastId !== undefined) process.nextTick(l, this.lastId);
   }
   removeIdentityCertificateListener(l: IdListener): void {
     this.id.delete(l);

@@ -15,6 +15,7 @@ import {
   parseTlsConfig,
   peerIdentity,
   resolveTransport,
+  ReloadingCertificateProvider,
   RpcError,
   startServer,
   Transport,
@@ -299,6 +300,39 @@ describe('mutual TLS (tls.ts)', function () {
       copyFileSync(next.cert, live.cert);
       copyFileSync(next.key, live.key);
       await until(async () => (await serverCn(s.port, admin, read)) === 'master-3');
+    });
+
+    it('passes on a re-read only when the files changed (each update rebuilds every TLS context)', async () => {
+      const live: TlsFiles = { ca: join(dir, 'ca.crt'), cert: join(dir, 'quiet.crt'), key: join(dir, 'quiet.key'), reloadMs: 50 };
+      copyFileSync(server.cert, live.cert);
+      copyFileSync(server.key, live.key);
+      const p = new ReloadingCertificateProvider(live);
+      const ids: unknown[] = [];
+      const cas: unknown[] = [];
+      const onId = (u: unknown) => ids.push(u);
+      const onCa = (u: unknown) => cas.push(u);
+      p.addIdentityCertificateListener(onId);
+      p.addCaCertificateListener(onCa);
+      try {
+        await new Promise((r) => setTimeout(r, 600)); // about 12 re-reads of the same bytes
+        expect([ids.length, cas.length]).to.deep.equal([1, 1]);
+        // A listener added later gets the current certificates at once.
+        const late: unknown[] = [];
+        const onLate = (u: unknown) => late.push(u);
+        p.addIdentityCertificateListener(onLate);
+        await new Promise((r) => setTimeout(r, 20));
+        expect(late).to.have.length(1);
+        p.removeIdentityCertificateListener(onLate);
+        const next = issue(dir, 'ca', 'master-4', 'master', ['IP:127.0.0.1']);
+        copyFileSync(next.cert, live.cert);
+        copyFileSync(next.key, live.key);
+        await until(async () => ids.length === 2);
+        await new Promise((r) => setTimeout(r, 300));
+        expect([ids.length, cas.length]).to.deep.equal([2, 1]);
+      } finally {
+        p.removeIdentityCertificateListener(onId);
+        p.removeCaCertificateListener(onCa);
+      }
     });
   });
 });
