@@ -87,7 +87,7 @@ export interface MasterCoreConfig {
   /**
    * The share of the cluster's schedulable capacity application masters may hold, in every
    * dimension (sched-am-share.ts; YARN's maximum-am-resource-percent). One AM may always run.
-   * Absent or 1: no limit (the daemon's config defaults to 0.5).
+   * Absent or 1: no limit (the daemon's config defaults to 0.1).
    */
   maxAmShare?: number;
   /**

@@ -16,7 +16,7 @@
  * children used (dedicated AMs, and the workers' `/bin/true`, which is next to nothing), from /proc,
  * over the scenario.
  *
- *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array]
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1]
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
@@ -229,18 +229,30 @@ async function tenThousand(b: Bench): Promise<Record<string, number>> {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { jobs: { type: 'string' }, latency: { type: 'string' }, 'ten-thousand': { type: 'boolean' }, only: { type: 'string' } },
+    options: {
+      jobs: { type: 'string' },
+      latency: { type: 'string' },
+      'ten-thousand': { type: 'boolean' },
+      only: { type: 'string' },
+      'max-am-share': { type: 'string' },
+    },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
   const n = Number(values.jobs ?? 1000);
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
   // Workers run as another user (nobody): they must be able to pass through.
   chmodSync(dir, 0o711);
-  const out: Record<string, unknown> = { slots: 16, jobs: n };
+  const out: Record<string, unknown> = { slots: 16, jobs: n, maxAmShare: values['max-am-share'] ? Number(values['max-am-share']) : 'default' };
   const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>) => {
     if (only && !only.has(name)) return;
     // A fresh cluster per scenario: one scenario's finished jobs do not weigh on the next.
-    const cluster = await LocalCluster.start({ dir: join(dir, name), agents: 2, agentCpu: '8', agentMemory: '16Gi' });
+    const cluster = await LocalCluster.start({
+      dir: join(dir, name),
+      agents: 2,
+      agentCpu: '8',
+      agentMemory: '16Gi',
+      ...(values['max-am-share'] ? { masterArgs: ['--max-am-share', values['max-am-share']] } : {}),
+    });
     const client = cluster.client();
     try {
       process.stderr.write(`${name}...\n`);

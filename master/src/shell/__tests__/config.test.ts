@@ -188,8 +188,8 @@ describe('master config: input limits', () => {
 describe('master config: maxAmShare', () => {
   const base = defaultConfig(['fuxi-appmaster']);
 
-  it('defaults to half the cluster and takes a share up to 1', () => {
-    expect(base.maxAmShare).to.equal(0.5);
+  it("defaults to a tenth of the cluster (YARN's default) and takes a share up to 1", () => {
+    expect(base.maxAmShare).to.equal(0.1);
     expect(applyConfig(base, { maxAmShare: 0.1 }, 'master.yaml').maxAmShare).to.equal(0.1);
     expect(applyConfig(base, { maxAmShare: '1' }, 'flags').maxAmShare).to.equal(1);
   });
