@@ -194,8 +194,9 @@ bench-am-host: build
 # Benchmark (not a test): many small jobs on a local cluster with 16 slots (separate CLI submits,
 # SDK submitMany, a job array, one 1,000-instance job, submit latency); writes
 # bench-results/throughput.json. BENCH_THROUGHPUT_ARGS="--jobs 200 --ten-thousand" and the like.
-bench-throughput: build
+bench-throughput: build etcd
 	node test/dist/bench/throughput.js $(BENCH_THROUGHPUT_ARGS)
+	node test/dist/bench/throughput.js --store etcd $(BENCH_THROUGHPUT_ARGS)
 
 # Benchmark (not a test): failure prediction off and on, on the node simulator: a real master, 24
 # simulated nodes (real agents, simulated workers, real in-process AMs; some nodes fail many

@@ -10,7 +10,12 @@
  * - cliColdStartMs: the median wall time of the separateCli `fuxi submit` processes;
  * - watchMany: the master's CPU while N jobs are watched on one WatchJobs stream, and on N WatchJob
  *   streams, and the kill of all of them;
+ * - amHostCrash: kill -9 of an AM host holding the AMs of about 100 running jobs (`--crash-jobs`):
+ *   failedJobs, restartedWorkers, recoveryMsMax (kill -> each AM's next attempt registered);
  * - tenThousand (with --ten-thousand): 10,000 jobs through submitMany, the master's RSS before and after.
+ *
+ * `--store etcd` runs every scenario with the master on a real etcd (started here) instead of the
+ * embedded store, and writes bench-results/throughput-etcd.json.
  *
  * `controlCpuS` is the user+sys CPU of the master, the agents and the AM hosts, with what their
  * children used (dedicated AMs, and the workers' `/bin/true`, which is next to nothing), from /proc,
@@ -25,7 +30,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { FuxiClient } from '@fuxi/client';
 import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
-import { LocalCluster, REPO_ROOT } from '@fuxi/deploy';
+import { amHostPid, LocalCluster, REPO_ROOT } from '@fuxi/deploy';
+import { loadFuxiProto } from '@fuxi/proto';
+import { connect } from '@fuxi/rpc';
+import { startEtcd } from '../etcd-harness.js';
 
 const TICK_S = 0.01; // USER_HZ = 100 on Linux
 
@@ -221,6 +229,73 @@ async function watchMany(b: Bench, n: number): Promise<Record<string, number>> {
   };
 }
 
+/**
+ * kill -9 of an AM host holding the AMs of `n` running jobs (one `sleep` worker each): how many
+ * jobs failed, how many workers were restarted (a running worker with another pid, or gone), and
+ * the longest kill-to-back time of an AM (its next attempt registered with the master).
+ */
+async function amHostCrash(b: Bench, n: number): Promise<Record<string, number>> {
+  const sleeper = normalizeJobSpec({
+    name: 'crash',
+    tasks: [{ name: 't', instances: 1, resources: { cpu: 0.05, memory: 16 }, command: ['sleep', '300'] }],
+  });
+  // Twice n jobs over two nodes: node-1's host ends up with about n of their AMs.
+  const res = await b.client.submitMany(Array.from({ length: 2 * n }, (_, i) => ({ ...sleeper, jobId: `crash-${i}` })));
+  const ids = res.filter((r) => !r.error).map((r) => r.jobId);
+  const workersOf = async () => {
+    const out = new Map<string, string>();
+    for (const a of b.cluster.agents) {
+      const agent = connect(loadFuxiProto().AgentService, a.address, b.cluster.transport());
+      try {
+        for (const w of (await agent.ListWorkers({})).workers) if (!w.workerId.startsWith('am.') && w.state === 'WORKER_STATE_RUNNING') out.set(`${w.appId}/${w.workerId}`, `${a.nodeId}:${w.pid}`);
+      } finally {
+        agent.close();
+      }
+    }
+    return out;
+  };
+  const until = Date.now() + 120_000;
+  let before = await workersOf();
+  while (before.size < ids.length) {
+    if (Date.now() > until) throw new Error(`only ${before.size} of ${ids.length} workers running`);
+    await new Promise((r) => setTimeout(r, 500));
+    before = await workersOf();
+  }
+  const jobs = new Map((await Promise.all(ids.map((id) => b.client.get(id)))).map((j) => [j.jobId, j]));
+  const node = b.cluster.agents[0]!;
+  const onHost = [...jobs.values()].filter((j) => j.amNodeId === node.nodeId);
+  const hostPid = amHostPid(node.workDir);
+  if (!hostPid) throw new Error(`no AM host recorded for ${node.nodeId}`);
+  const t0 = Date.now();
+  process.kill(hostPid, 'SIGKILL');
+  const back = new Map<string, number>();
+  while (back.size < onHost.length && Date.now() - t0 < 60_000) {
+    await Promise.all(
+      onHost
+        .filter((j) => !back.has(j.jobId))
+        .map(async (j) => {
+          const now = await b.client.get(j.jobId);
+          if (now.amAttempt > j.amAttempt && now.amAddress) back.set(j.jobId, Date.now() - t0);
+        }),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 2000));
+  const after = await workersOf();
+  const restarted = [...before].filter(([k, v]) => after.get(k) !== v).length;
+  const failed = (await Promise.all(ids.map((id) => b.client.get(id)))).filter((j) => j.state !== 'JOB_STATE_RUNNING').length;
+  for (let i = 0; i < ids.length; i += 100) await Promise.all(ids.slice(i, i + 100).map((id) => b.client.kill(id, 'bench done')));
+  return {
+    jobs: ids.length,
+    amsOnHost: onHost.length,
+    amsBack: back.size,
+    failedJobs: failed,
+    restartedWorkers: restarted,
+    recoveryMsMax: back.size ? Math.max(...back.values()) : NaN,
+    recoveryMsP50: back.size ? percentile([...back.values()], 50) : NaN,
+  };
+}
+
 async function tenThousand(b: Bench): Promise<Record<string, number>> {
   const before = rssMb(b.cluster.master.pid);
   const r = await sdkMany(b, 10_000);
@@ -235,23 +310,33 @@ async function main(): Promise<void> {
       'ten-thousand': { type: 'boolean' },
       only: { type: 'string' },
       'max-am-share': { type: 'string' },
+      store: { type: 'string' },
+      'crash-jobs': { type: 'string' },
     },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
+  const store = values.store ?? 'embedded';
+  if (store !== 'embedded' && store !== 'etcd') throw new Error(`--store must be embedded or etcd, got ${JSON.stringify(store)}`);
+  const etcd = store === 'etcd' ? await startEtcd({}) : undefined;
   const n = Number(values.jobs ?? 1000);
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
   // Workers run as another user (nobody): they must be able to pass through.
   chmodSync(dir, 0o711);
-  const out: Record<string, unknown> = { slots: 16, jobs: n, maxAmShare: values['max-am-share'] ? Number(values['max-am-share']) : 'default' };
-  const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>) => {
+  const out: Record<string, unknown> = { slots: 16, jobs: n, store, maxAmShare: values['max-am-share'] ? Number(values['max-am-share']) : 'default' };
+  const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>, extraMasterArgs: string[] = []) => {
     if (only && !only.has(name)) return;
+    const masterArgs = [
+      ...(values['max-am-share'] ? ['--max-am-share', values['max-am-share']] : []),
+      ...(etcd ? ['--store', 'etcd', '--etcd-endpoints', etcd.endpoint, '--etcd-prefix', `/throughput-${name}/`] : []),
+      ...extraMasterArgs,
+    ];
     // A fresh cluster per scenario: one scenario's finished jobs do not weigh on the next.
     const cluster = await LocalCluster.start({
       dir: join(dir, name),
       agents: 2,
       agentCpu: '8',
       agentMemory: '16Gi',
-      ...(values['max-am-share'] ? { masterArgs: ['--max-am-share', values['max-am-share']] } : {}),
+      ...(masterArgs.length ? { masterArgs } : {}),
     });
     const client = cluster.client();
     try {
@@ -270,9 +355,13 @@ async function main(): Promise<void> {
   await phase('watchMany', (b) => watchMany(b, n));
   await phase('separateCli', (b) => separateCli(b, n, dir));
   if (out.separateCli) out.cliColdStartMs = (out.separateCli as Record<string, number>).cliMedianMs;
+  // 2 x 100 AMs at once: above the default AM share of 16 cores (80 hosted AMs), so this one scenario allows half.
+  const crashJobs = Number(values['crash-jobs'] ?? 100);
+  await phase('amHostCrash', (b) => amHostCrash(b, crashJobs), values['max-am-share'] ? [] : ['--max-am-share', '0.5']);
   if (values['ten-thousand']) await phase('tenThousand', tenThousand);
+  await etcd?.stop();
   mkdirSync(join(REPO_ROOT, 'bench-results'), { recursive: true });
-  writeFileSync(join(REPO_ROOT, 'bench-results', 'throughput.json'), JSON.stringify(out, null, 2) + '\n');
+  writeFileSync(join(REPO_ROOT, 'bench-results', store === 'etcd' ? 'throughput-etcd.json' : 'throughput.json'), JSON.stringify(out, null, 2) + '\n');
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
 }
 
