@@ -419,7 +419,10 @@ export function applyConfig(base: MasterConfig, raw: Record<string, unknown>, so
       case 'maxAmShare': {
         const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
         if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || n > 1)
-          throw new InvalidArgumentError(key, `must be a number above 0 and at most 1 (the share of the cluster AMs may hold, e.g. 0.1), got ${JSON.stringify(v)}`);
+          throw new InvalidArgumentError(
+            key,
+            `must be a number above 0 and at most 1 (the share of the cluster AMs may hold, e.g. 0.1), got ${JSON.stringify(v)}`,
+          );
         cfg.maxAmShare = n;
         break;
       }

@@ -51,7 +51,10 @@ const program = new Command('fuxi-master')
   .option('--submit-rate-per-sec <n>', 'jobs a second each caller may submit after its burst (default 50; 0 = no limit)')
   .option('--submit-burst <n>', 'jobs a caller may submit at once (default 2000)')
   .option('--speculation-allowance <fraction>', "an AM may hold and ask for a task's instances plus this fraction of them, at least one slot (default 0.1)")
-  .option('--max-am-share <fraction>', 'application masters hold at most this share of the cluster, in every dimension; one always may run (default 0.1; 1: no limit)')
+  .option(
+    '--max-am-share <fraction>',
+    'application masters hold at most this share of the cluster, in every dimension; one always may run (default 0.1; 1: no limit)',
+  )
   .option('--master-failover <bool>', 'soft-state inference when a master takes over (default true; false = unfinished jobs fail)')
   .option('--connectivity-aware <bool>', "place connected jobs by the hosts' reachability (default true; false = ignore broken links between hosts)")
   .option('--am-heartbeat-interval-ms <ms>', 'application master heartbeat interval')

@@ -273,7 +273,8 @@ async function amHostCrash(b: Bench, n: number): Promise<Record<string, number>>
       const agent = connect(loadFuxiProto().AgentService, a.address, b.cluster.transport());
       try {
         for (const w of (await agent.ListWorkers({})).workers)
-          if (!w.workerId.startsWith('am.') && (!runningOnly || w.state === 'WORKER_STATE_RUNNING')) out.set(`${w.appId}/${w.workerId}`, `${a.nodeId}:${w.pid}`);
+          if (!w.workerId.startsWith('am.') && (!runningOnly || w.state === 'WORKER_STATE_RUNNING'))
+            out.set(`${w.appId}/${w.workerId}`, `${a.nodeId}:${w.pid}`);
       } finally {
         agent.close();
       }

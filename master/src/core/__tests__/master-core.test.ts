@@ -570,7 +570,13 @@ describe('MasterCore', () => {
   describe('AM share (maxAmShare)', () => {
     it('a flood of submissions leaves room for workers: AMs launch only up to their share', () => {
       // 2 nodes of 4 cores: AMs (500 m each) may hold half, 4 cores: 8 AMs of the 20 jobs.
-      const h = new Harness({ nodes: [{ nodeId: 'n1', capacity: res(4000, 8192) }, { nodeId: 'n2', capacity: res(4000, 8192) }], config: { maxAmShare: 0.5 } });
+      const h = new Harness({
+        nodes: [
+          { nodeId: 'n1', capacity: res(4000, 8192) },
+          { nodeId: 'n2', capacity: res(4000, 8192) },
+        ],
+        config: { maxAmShare: 0.5 },
+      });
       const launched: string[] = [];
       for (let i = 0; i < 20; i++) launched.push(...ofKind(h.submit(mockSpec({ id: `j${i}` })).effects, 'launchAm').map((e) => e.appId));
       expect(launched).to.deep.equal(['j0', 'j1', 'j2', 'j3', 'j4', 'j5', 'j6', 'j7']);
