@@ -31,7 +31,7 @@ import { cmpInt64, nullLogger, type Int64, type Logger, type Resource } from '@f
 import { CoreState } from './core-state.js';
 import { checkEpoch, updateGrants } from './grants.js';
 import { spawnFailed, workerExited, workerSpawned } from './lifecycle.js';
-import { durableState, takeDelta } from './persistence.js';
+import { durableState, hasDelta, takeDelta } from './persistence.js';
 import { startWorkers, stopWorkers } from './plans.js';
 import {
   amAddressOf,
@@ -271,6 +271,11 @@ export class AgentCore {
    */
   takeDelta(): StateDelta | undefined {
     return takeDelta(this.st);
+  }
+
+  /** Whether anything changed since the last `takeDelta()`. */
+  hasDelta(): boolean {
+    return hasDelta(this.st);
   }
 
   /** The whole durable state (what the checkpoint holds once every delta is written). */

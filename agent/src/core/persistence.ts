@@ -12,8 +12,13 @@ import type { AgentState, StateDelta } from './types.js';
  * delete; the shell writes it to the local checkpoint as one atomic batch before it acknowledges
  * the input that caused it. Replaying every delta in order over an empty state gives `state()`.
  */
+/** Whether anything changed since the last `takeDelta`. */
+export function hasDelta(st: CoreState): boolean {
+  return st.dirtyMeta || st.dirtyGrants.size > 0 || st.dirtyApps.size > 0 || st.dirtyWorkers.size > 0;
+}
+
 export function takeDelta(st: CoreState): StateDelta | undefined {
-  if (!st.dirtyMeta && st.dirtyGrants.size === 0 && st.dirtyApps.size === 0 && st.dirtyWorkers.size === 0) return undefined;
+  if (!hasDelta(st)) return undefined;
   const d: StateDelta = { putGrants: [], delGrants: [], putApps: [], delApps: [], putWorkers: [], delWorkers: [] };
   if (st.dirtyMeta) d.meta = meta(st);
   for (const [k, ref] of st.dirtyGrants) {

@@ -903,15 +903,19 @@ export class Agent {
    * Writes what the core changed since the last write to the local checkpoint (one atomic batch,
    * in order after the writes before it). Rejects with UnavailableError when the write fails; the
    * delta is then written again with the next one (or on the next tick).
+   *
+   * Group commit: the changes are taken when the write starts, not when it is asked for, so every
+   * change made while an earlier write was in flight goes out in one batch (each caller's changes
+   * were made before its call, so they are in the batch its promise waits for).
    */
   private persist(): Promise<void> {
     const cp = this.checkpoint;
     if (!cp || this.checkpointClosed) return Promise.resolve();
-    const d = this.core.takeDelta();
-    if (!d && !this.unwritten) return this.persistChain.catch(() => {}); // wait for writes in flight
+    if (!this.core.hasDelta() && !this.unwritten) return this.persistChain.catch(() => {}); // wait for writes in flight
     const p = this.persistChain
       .catch(() => {})
       .then(async () => {
+        const d = this.core.takeDelta();
         const delta = this.unwritten ? mergeDeltas(this.unwritten, d) : d;
         this.unwritten = undefined;
         if (!delta || this.checkpointClosed) return;

@@ -742,6 +742,10 @@ export class AppMaster {
       connectivityVersion: this.connectivityVersion,
       ...(constraints && constraintsKey !== this.constraintsSent ? { constraints } : {}),
     };
+    // Counted as sent from now: a call made while this one is in flight does not carry them again
+    // (two overlapping calls under load both did); a failed call takes that back below.
+    const carried = req.constraints && constraintsKey ? constraintsKey : undefined;
+    if (carried) this.constraintsSent = carried;
     const call = async () => {
       const r = await this.conn.call('UpdateRequests', req, this.retrying);
       this.checkAnswer(r.epoch, 'UpdateRequests');
@@ -752,11 +756,11 @@ export class AppMaster {
     try {
       res = persistent ? await this.persist('UpdateRequests', call) : await call();
     } catch (e) {
+      if (carried && this.constraintsSent === carried) this.constraintsSent = '';
       if (deltas.length > 0 && isCountRefusal(e)) return this.requestRefused(units, deltas, e);
       throw e;
     }
     if (deltas.length > 0) this.refusals = this.refusedSince = 0;
-    if (req.constraints && constraintsKey) this.constraintsSent = constraintsKey;
     if (res.connectivity) this.onConnectivity(res.connectivity);
     if (res.attemptVerdicts && res.attemptVerdicts.length > 0) {
       const r = this.core.attemptVerdicts(res.attemptVerdicts, Date.now());

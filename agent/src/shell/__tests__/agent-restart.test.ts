@@ -453,6 +453,37 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     ]);
   });
 
+  it('group commit: changes made while a write is in flight go out together, each call answered once its own are durable', async () => {
+    /** A checkpoint whose writes take 100 ms (a slow disk). */
+    class SlowCheckpoint extends MemoryCheckpoint {
+      override async write(delta: Parameters<MemoryCheckpoint['write']>[0]): Promise<void> {
+        await new Promise((r) => setTimeout(r, 100));
+        return super.write(delta);
+      }
+    }
+    const cp = new SlowCheckpoint();
+    const a = newAgent(cp);
+    await a.start();
+    await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
+    await c.UpdateGrants({
+      epoch: '5',
+      seq: '1',
+      full: true,
+      grants: [{ appId: 'app1', suId: 'map', slots: 3, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }],
+    });
+    const writes = cp.writes;
+    const ids = ['g1', 'g2', 'g3']; // what the node's 2 cores and 1 GiB hold
+    const answers = await Promise.all(ids.map((id, i) => c.StartWorkers({ appId: 'app1', amAttempt: 1, amAddress: am.address, plans: [plan(id, ['sleep', '30'], i)] })));
+    c.close();
+    for (const r of answers) pids.push(r.workers[0]!.pid);
+    expect(answers.map((r) => r.workers[0]?.state)).to.deep.equal(ids.map(() => 'WORKER_STATE_RUNNING'));
+    // Three calls, each a registration and a start to write: fewer batches than the 6 writes one per change would take.
+    expect(cp.writes - writes).to.be.below(6);
+    const saved = await cp.reopen().load();
+    expect(saved.workers.map((w) => w.workerId).sort()).to.deep.equal(ids);
+  });
+
   it('restarts in-process from the same checkpoint: the worker is re-adopted and its end is reported', async () => {
     const cp = new MemoryCheckpoint();
     const a1 = newAgent(cp);
