@@ -474,7 +474,9 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     });
     const writes = cp.writes;
     const ids = ['g1', 'g2', 'g3']; // what the node's 2 cores and 1 GiB hold
-    const answers = await Promise.all(ids.map((id, i) => c.StartWorkers({ appId: 'app1', amAttempt: 1, amAddress: am.address, plans: [plan(id, ['sleep', '30'], i)] })));
+    const answers = await Promise.all(
+      ids.map((id, i) => c.StartWorkers({ appId: 'app1', amAttempt: 1, amAddress: am.address, plans: [plan(id, ['sleep', '30'], i)] })),
+    );
     c.close();
     for (const r of answers) pids.push(r.workers[0]!.pid);
     expect(answers.map((r) => r.workers[0]?.state)).to.deep.equal(ids.map(() => 'WORKER_STATE_RUNNING'));
