@@ -3,7 +3,7 @@
  * on port 0, for SDK and CLI tests.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { nullLogger, NotFoundError, UnavailableError, validateJobSpec } from '@fuxi/common';
+import { nullLogger, NotFoundError, ResourceExhaustedError, UnavailableError, validateJobSpec } from '@fuxi/common';
 import {
   loadFuxiProto,
   type ClusterStatus,
@@ -62,6 +62,8 @@ export class FakeMaster {
 
   /** Batch sizes of the SubmitJobs calls received. */
   batches: number[] = [];
+  /** The next this many SubmitJobs calls are refused for the submit rate (retry after 80 ms). */
+  rateRefusals = 0;
   /** Job id -> its job array's id. */
   arrayOf = new Map<string, string>();
   /** Job id -> its AM's snapshot log entries (GetAppSnapshot). */
@@ -102,6 +104,10 @@ export class FakeMaster {
     const impl: Record<string, unknown> = {
       SubmitJobs: async (req: { specs: Array<Parameters<typeof jobSpecFromProto>[0]> }) => {
         this.calls.push('SubmitJobs');
+        if (this.rateRefusals > 0) {
+          this.rateRefusals--;
+          throw new ResourceExhaustedError('submit rate', 'submit rate limit of this caller', 80);
+        }
         this.batches.push(req.specs.length);
         return {
           results: req.specs.map((p) => {

@@ -58,6 +58,16 @@ describe('FuxiClient (against a fake master)', function () {
     expect(again.map((r) => r.created)).to.deep.equal([false, false, false, false, false]);
   });
 
+  it('submitMany: a batch refused for the submit rate is sent again after its retry-after', async () => {
+    const specs = Array.from({ length: 3 }, (_, i) => ({ ...spec(), jobId: `paced-${i}` }));
+    master.rateRefusals = 2;
+    const t0 = Date.now();
+    const res = await client.submitMany(specs);
+    expect(Date.now() - t0).to.be.at.least(150); // two waits of 80 ms
+    expect(master.batches).to.deep.equal([3]); // the refused calls took nothing
+    expect(res.map((r) => r.created)).to.deep.equal([true, true, true]);
+  });
+
   it('submitArray: one member per index with its id, environment and array fields', async () => {
     const seen: unknown[] = [];
     const orig = client.submitMany.bind(client);

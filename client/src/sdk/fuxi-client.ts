@@ -101,6 +101,8 @@ export interface BatchSubmitResult extends SubmitResult {
 
 /** `submitMany` splits its jobs into SubmitJobs calls of at most this many specs and bytes. */
 export const SUBMIT_BATCH = { maxJobs: 1000, maxBytes: 2 * 1024 * 1024 };
+/** The longest submitMany waits at once on a rate-limit refusal's retry-after. */
+export const SUBMIT_RATE_WAIT_MAX_MS = 60_000;
 
 export interface LogOptions {
   stream?: 'stdout' | 'stderr';
@@ -148,6 +150,11 @@ export class FuxiClient {
    * validated here, given an id when it has none, and taken or refused on its own; results come in
    * the order of `specs`. Idempotent by id like `submit`: a retried batch finds its jobs
    * (`created: false`). A spec that fails validation here is not sent.
+   *
+   * A batch refused by the master's submit rate limit (RESOURCE_EXHAUSTED with a retry-after, as
+   * HTTP 429 with Retry-After) is sent again once that time has passed, as Kubernetes clients do:
+   * 10,000 jobs go in at the cluster's rate instead of failing after the caller's burst. Each wait
+   * is at most `SUBMIT_RATE_WAIT_MAX_MS`; a refusal without a retry-after is thrown.
    */
   async submitMany(specs: readonly JobSpec[]): Promise<BatchSubmitResult[]> {
     const results: BatchSubmitResult[] = new Array(specs.length);
@@ -158,7 +165,7 @@ export class FuxiClient {
       const sent = batch;
       batch = [];
       bytes = 0;
-      const res = await this.connection.call('SubmitJobs', { specs: sent.map((b) => b.proto) }, this.callOpts(true));
+      const res = await this.submitJobsPaced(sent.map((b) => b.proto));
       res.results.forEach((r, i) => {
         const at = sent[i]!.at;
         results[at] = r.errorCode
@@ -184,6 +191,19 @@ export class FuxiClient {
     }
     await send();
     return results;
+  }
+
+  /** One SubmitJobs call, sent again after the wait a rate-limit refusal names. */
+  private async submitJobsPaced(specs: Array<ReturnType<typeof jobSpecToProto>>) {
+    for (;;) {
+      try {
+        return await this.connection.call('SubmitJobs', { specs }, this.callOpts(true));
+      } catch (e) {
+        const wait = e instanceof RpcError && e.code === 'RESOURCE_EXHAUSTED' ? Number(e.details['retry-after-ms']) : NaN;
+        if (!Number.isFinite(wait) || wait < 0) throw e;
+        await new Promise((r) => setTimeout(r, Math.min(wait, SUBMIT_RATE_WAIT_MAX_MS)));
+      }
+    }
   }
 
   /**
