@@ -5,7 +5,7 @@
  * AM attempt bar per app (`checkAmAttempt`, `raiseAmAttempt`) that grants and plans raise and that
  * fences plans and stops from older AM attempts.
  */
-import { acceptTable, cmpInt64, InvalidArgumentError, isWorkerActive, StaleEpochError, type Int64 } from '@fuxi/common';
+import { acceptTable, cmpInt64, equals, InvalidArgumentError, isWorkerActive, StaleEpochError, type Int64 } from '@fuxi/common';
 import { copyGrant, grantKey, type CoreState, type WorkerRecord } from './core-state.js';
 import { finish, requestStop, startPending } from './lifecycle.js';
 import type { Effect, GrantEntry, UpdateGrantsInput } from './types.js';
@@ -94,13 +94,7 @@ function applyGrants(st: CoreState, req: UpdateGrantsInput, seq: bigint): Set<st
 }
 
 function sameGrant(a: GrantEntry, b: GrantEntry): boolean {
-  return (
-    a.slots === b.slots &&
-    a.resource.cpuMilli === b.resource.cpuMilli &&
-    a.resource.memoryMb === b.resource.memoryMb &&
-    (a.amAttempt ?? 0) === (b.amAttempt ?? 0) &&
-    (a.amTokenHash ?? '') === (b.amTokenHash ?? '')
-  );
+  return a.slots === b.slots && equals(a.resource, b.resource) && (a.amAttempt ?? 0) === (b.amAttempt ?? 0) && (a.amTokenHash ?? '') === (b.amTokenHash ?? '');
 }
 
 /**

@@ -16,6 +16,7 @@
  * ```
  */
 import { AM_SU, add, isZero, scale, slotsThatFit, sub, ZERO, type Resource } from '@fuxi/common';
+import { schedulableTotal } from './sched-nodes.js';
 import type { AmShare, SchedNode, SchedUnit } from './sched-types.js';
 
 export class AmShareState {
@@ -32,6 +33,12 @@ export class AmShareState {
     if (su.suId !== AM_SU || this.limit === undefined) return Infinity;
     if (isZero(this.used)) return Math.max(1, this.fitting(su.resource));
     return this.fitting(su.resource);
+  }
+
+  /** No AM slot can be placed: AMs run and hold the whole share in some dimension. */
+  full(): boolean {
+    const l = this.limit;
+    return l !== undefined && !isZero(this.used) && (this.used.cpuMilli >= l.cpuMilli || this.used.memoryMb >= l.memoryMb);
   }
 
   take(su: SchedUnit, slots: number): void {
@@ -51,13 +58,5 @@ export class AmShareState {
  * and refusing each on every pass was most of the master's scheduling time).
  */
 export function amShareFull(amShare: AmShare | undefined, nodes: ReadonlyMap<string, SchedNode>): boolean {
-  if (!amShare || amShare.share >= 1 || isZero(amShare.used)) return false;
-  let cpu = 0;
-  let mem = 0;
-  for (const n of nodes.values()) {
-    if (!n.schedulable || isZero(n.capacity)) continue;
-    cpu += n.capacity.cpuMilli;
-    mem += n.capacity.memoryMb;
-  }
-  return amShare.used.cpuMilli >= cpu * amShare.share || amShare.used.memoryMb >= mem * amShare.share;
+  return new AmShareState(amShare, schedulableTotal(nodes.values())).full();
 }

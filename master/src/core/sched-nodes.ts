@@ -39,18 +39,14 @@ export class ClusterState {
   private readonly hopeless: Resource[] = [];
 
   constructor(nodes: ReadonlyMap<string, SchedNode>) {
-    let cpu = 0;
-    let mem = 0;
     for (const n of nodes.values()) {
-      if (!n.schedulable || isZero(n.capacity)) continue;
+      if (!takesSlots(n)) continue;
       this.nodes.push(n);
       this.ids.push(n.id);
       this.alloc.push(n.allocated);
       this.load.push(dominantShare(n.allocated, n.capacity));
-      cpu += n.capacity.cpuMilli;
-      mem += n.capacity.memoryMb;
     }
-    this.total = { cpuMilli: cpu, memoryMb: mem };
+    this.total = schedulableTotal(this.nodes);
   }
 
   /** Candidate index by node id (for node requests). */
@@ -319,4 +315,21 @@ function popPos(h: number[], less: (a: number, b: number) => boolean): number {
   }
   h[p] = last;
   return top;
+}
+
+/** Whether the scheduler places anything on `n` (schedulable, with some capacity). */
+function takesSlots(n: SchedNode): boolean {
+  return n.schedulable && !isZero(n.capacity);
+}
+
+/** The cluster's schedulable capacity: the sum over the nodes that take slots. */
+export function schedulableTotal(nodes: Iterable<SchedNode>): Resource {
+  let cpuMilli = 0;
+  let memoryMb = 0;
+  for (const n of nodes) {
+    if (!takesSlots(n)) continue;
+    cpuMilli += n.capacity.cpuMilli;
+    memoryMb += n.capacity.memoryMb;
+  }
+  return { cpuMilli, memoryMb };
 }

@@ -202,7 +202,7 @@ export class ReloadingCertificateProvider implements grpc.experimental.Certifica
   // A re-read that fails (a file missing for a moment) keeps the certificates in use. A re-read
   // that finds the same bytes is no update: the watcher reports every read (each 5 s), and every
   // update rebuilds the TLS context of every server and channel using the provider (an AM host
-  // with hundreds of AMs, each with its own server, spent half a core on it).
+  // with hundreds of AMs, each with its own server, spent about a fifth of its CPU on it).
   private readonly onCa: CaListener = (u) => {
     if (!u && this.lastCa) return;
     if (u && this.lastCa && u.caCertificate.equals(this.lastCa.caCertificate)) return;

@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { FuxiClient } from '@fuxi/client';
 import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
-import { amHostPid, LocalCluster, REPO_ROOT } from '@fuxi/deploy';
+import { amHostPid, BIN, LocalCluster, REPO_ROOT } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
 import { startEtcd } from '../etcd-harness.js';
@@ -116,10 +116,27 @@ class Bench {
   }
 }
 
+/** Writes a one-instance `/bin/true` job file named `name` in `dir`. */
+function oneJobFile(dir: string, name: string): string {
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(file, `name: ${name}\ntasks:\n  - name: t\n    instances: 1\n    resources: {cpu: 1, memory: 64Mi}\n    command: [/bin/true]\n`);
+  return file;
+}
+
+/** Runs `fuxi submit file --id id` as a process of its own; resolves with its wall time and whether it exited 0. */
+function cliSubmit(b: Bench, file: string, id: string): Promise<{ ms: number; ok: boolean }> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN.cli, 'submit', file, '--id', id, '--master', b.cluster.masterAddress], {
+      stdio: 'ignore',
+      env: { ...process.env, ...b.cluster.clientEnv() },
+    });
+    p.on('exit', (code) => resolve({ ms: Date.now() - t0, ok: code === 0 }));
+  });
+}
+
 async function separateCli(b: Bench, n: number, dir: string): Promise<Record<string, number>> {
-  const cli = join(REPO_ROOT, 'client', (JSON.parse(readFileSync(join(REPO_ROOT, 'client', 'package.json'), 'utf8')) as { bin: { fuxi: string } }).bin.fuxi);
-  const file = join(dir, 'one.yaml');
-  writeFileSync(file, 'name: one\ntasks:\n  - name: t\n    instances: 1\n    resources: {cpu: 1, memory: 64Mi}\n    command: [/bin/true]\n');
+  const file = oneJobFile(dir, 'one');
   const walls: number[] = [];
   const ids = Array.from({ length: n }, (_, i) => `cli-${i}`);
   let failed = 0;
@@ -127,19 +144,9 @@ async function separateCli(b: Bench, n: number, dir: string): Promise<Record<str
     let next = 0;
     const worker = async () => {
       while (next < ids.length) {
-        const id = ids[next++]!;
-        const t0 = Date.now();
-        await new Promise<void>((resolve) => {
-          const p = spawn(process.execPath, [cli, 'submit', file, '--id', id, '--master', b.cluster.masterAddress], {
-            stdio: 'ignore',
-            env: { ...process.env, ...b.cluster.clientEnv() },
-          });
-          p.on('exit', (code) => {
-            if (code !== 0) failed++;
-            resolve();
-          });
-        });
-        walls.push(Date.now() - t0);
+        const r = await cliSubmit(b, file, ids[next++]!);
+        if (!r.ok) failed++;
+        walls.push(r.ms);
       }
     };
     await Promise.all(Array.from({ length: 8 }, worker));
@@ -150,22 +157,13 @@ async function separateCli(b: Bench, n: number, dir: string): Promise<Record<str
 
 /** The median wall time of `runs` cold `fuxi submit` processes, one after another on an idle cluster. */
 async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record<string, number>> {
-  const cli = join(REPO_ROOT, 'client', (JSON.parse(readFileSync(join(REPO_ROOT, 'client', 'package.json'), 'utf8')) as { bin: { fuxi: string } }).bin.fuxi);
-  const file = join(dir, 'cold.yaml');
-  writeFileSync(file, 'name: cold\ntasks:\n  - name: t\n    instances: 1\n    resources: {cpu: 1, memory: 64Mi}\n    command: [/bin/true]\n');
+  const file = oneJobFile(dir, 'cold');
   const walls: number[] = [];
   let failed = 0;
   for (let i = 0; i < runs; i++) {
-    const t0 = Date.now();
-    const code = await new Promise<number | null>((resolve) => {
-      const p = spawn(process.execPath, [cli, 'submit', file, '--id', `cold-${i}`, '--master', b.cluster.masterAddress], {
-        stdio: 'ignore',
-        env: { ...process.env, ...b.cluster.clientEnv() },
-      });
-      p.on('exit', resolve);
-    });
-    walls.push(Date.now() - t0);
-    if (code !== 0) failed++;
+    const r = await cliSubmit(b, file, `cold-${i}`);
+    walls.push(r.ms);
+    if (!r.ok) failed++;
     await b.waitIds([`cold-${i}`]);
   }
   return { runs, failed, medianMs: percentile(walls, 50), p90Ms: percentile(walls, 90) };

@@ -62,6 +62,26 @@ describe('agent core grants', () => {
   });
 
   describe('updateGrants', () => {
+    it('a full table writes to the checkpoint only the grants it changed (and deletes the ones it dropped)', () => {
+      const st = state();
+      updateGrants(st, { epoch: '1', seq: '1', full: true, grants: [grant('a', 1), grant('b', 2), grant('c', 1)] }, 0);
+      expect(takeDelta(st)?.putGrants.map((g) => g.appId)).to.deep.equal(['a', 'b', 'c']);
+      // The same table again (as every heartbeat brings it): no grant to write.
+      updateGrants(st, { epoch: '1', seq: '2', full: true, grants: [grant('a', 1), grant('b', 2), grant('c', 1)] }, 0);
+      const same = takeDelta(st);
+      expect([same?.putGrants, same?.delGrants]).to.deep.equal([[], []]);
+      // b shrinks, c goes, d comes: only those.
+      updateGrants(st, { epoch: '1', seq: '3', full: true, grants: [grant('a', 1), grant('b', 1), grant('d', 1)] }, 0);
+      const d = takeDelta(st);
+      expect(d?.putGrants.map((g) => `${g.appId}:${g.slots}`).sort()).to.deep.equal(['b:1', 'd:1']);
+      expect(d?.delGrants.map((g) => g.appId)).to.deep.equal(['c']);
+      expect(
+        grantTable(st)
+          .map((g) => g.appId)
+          .sort(),
+      ).to.deep.equal(['a', 'b', 'd']);
+    });
+
     it('applies nothing of a message with a malformed entry', () => {
       const st = state();
       updateGrants(st, { epoch: '1', seq: '1', full: false, grants: [grant('a', 1)] }, 0);
