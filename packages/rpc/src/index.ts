@@ -22,6 +22,7 @@ export * from './errors.js';
 export * from './server.js';
 export * from './client.js';
 export * from './master-connection.js';
+export * from './call-gate.js';
 export * from './mapping.js';
 export * from './process-guards.js';
 export * from './retry.js';

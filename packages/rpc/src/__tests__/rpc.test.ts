@@ -12,8 +12,11 @@ interface ReflectionAnswer {
   file_descriptor_response?: { file_descriptor_proto: Buffer[] };
 }
 
-/** A MasterService whose GetJob answers from a tiny table; other methods are not under test. */
-function fakeMaster(leader = '') {
+/**
+ * A MasterService whose GetJob answers from a tiny table (a standby's redirect when `leader` is
+ * set; UNAVAILABLE without a leader when `unavailable`); other methods are not under test.
+ */
+function fakeMaster(leader = '', unavailable = false) {
   const fuxi = loadFuxiProto();
   const def = fuxi.MasterService.service;
   const notImpl = async () => {
@@ -22,6 +25,7 @@ function fakeMaster(leader = '') {
   const impl = Object.fromEntries(Object.keys(def).map((k) => [k, notImpl])) as Record<string, unknown>;
   impl.GetJob = async (req: { jobId: string }) => {
     if (leader) throw new UnavailableError('not the leader', leader);
+    if (unavailable) throw new UnavailableError('stepping down', '');
     if (req.jobId === 'bad') throw new InvalidArgumentError('jobId', 'must not be "bad"');
     if (req.jobId !== 'j1') throw new NotFoundError('job', req.jobId);
     return { job: { jobId: 'j1', name: 'one', state: 'JOB_STATE_RUNNING', submittedAtMs: '1234567890123' } };
@@ -168,7 +172,54 @@ describe('rpc plumbing', () => {
     expect(res.job?.jobId).to.equal('j1');
     conn.close();
   });
+
+  it('MasterConnection passes over a master whose connection failed, and goes to the leader a standby named to the process', async () => {
+    const dead = `127.0.0.1:${await freePort()}`;
+    const failing = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster('', true)], log: nullLogger });
+    servers.push(failing);
+    const leader = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(leader);
+    const standby = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster(leader.address)], log: nullLogger });
+    servers.push(standby);
+    const conn = new MasterConnection([failing.address, dead, standby.address]);
+    // Nothing is known of the dead one yet: the list is taken in order.
+    expect(((await conn.call('GetJob', { jobId: 'j1' }).catch((e: unknown) => e)) as RpcError).code).to.equal('UNAVAILABLE');
+    expect(conn.address).to.equal(dead);
+    expect(((await conn.call('GetJob', { jobId: 'j1' }).catch((e: unknown) => e)) as RpcError).code).to.equal('UNAVAILABLE');
+    expect(conn.address).to.equal(standby.address);
+    // Another connection of the process shares the channels: the dead one is passed over at once.
+    const other = new MasterConnection([failing.address, dead, standby.address]);
+    expect(((await other.call('GetJob', { jobId: 'j1' }).catch((e: unknown) => e)) as RpcError).code).to.equal('UNAVAILABLE');
+    expect(other.address).to.equal(standby.address);
+    expect((await other.call('GetJob', { jobId: 'j1' })).job?.jobId).to.equal('j1');
+    expect(other.address).to.equal(leader.address);
+    // That redirect named the leader to the whole process: a connection to the same masters whose
+    // master fails goes there at once, not round the list.
+    const hinted = new MasterConnection([failing.address, dead, standby.address]);
+    expect(((await hinted.call('GetJob', { jobId: 'j1' }).catch((e: unknown) => e)) as RpcError).code).to.equal('UNAVAILABLE');
+    expect(hinted.address).to.equal(leader.address);
+    hinted.close();
+    // A connection whose current master is the dead one starts at the next.
+    const startAnswers: string[] = [];
+    const starting = new MasterConnection([dead, standby.address], { onAnswer: (a) => startAnswers.push(a) });
+    expect((await starting.call('GetJob', { jobId: 'j1' })).job?.jobId, 'answered without a retry').to.equal('j1');
+    expect(startAnswers).to.deep.equal([standby.address, leader.address]);
+    starting.close();
+    // When every other master failed, the list is still taken in order, the dead one included.
+    const alone = new MasterConnection([failing.address, dead]);
+    await alone.call('GetJob', { jobId: 'j1' }).catch(() => undefined);
+    expect(alone.address).to.equal(dead);
+    for (const c of [conn, other, alone]) c.close();
+  });
 });
+
+/** A port nothing listens on (bound once and given back). */
+function freePort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const probe = new grpc.Server();
+    probe.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, p) => probe.tryShutdown(() => resolve(p)));
+  });
+}
 
 describe('gRPC errors from a broken connection', () => {
   const serviceError = (code: grpc.status, details: string) =>
