@@ -23,6 +23,11 @@ export function isEmptyState(s: AgentState): boolean {
   return !s.meta.nodeId && s.grants.length === 0 && s.apps.length === 0 && s.workers.length === 0;
 }
 
+/** A copy of `delta` that shares nothing with it. */
+export function copyDelta(delta: StateDelta): StateDelta {
+  return clone(delta);
+}
+
 export function emptyDelta(): StateDelta {
   return { putGrants: [], delGrants: [], putApps: [], delApps: [], putWorkers: [], delWorkers: [] };
 }
@@ -37,6 +42,14 @@ function clone<T>(v: T): T {
  * in insertion order, workers sorted by acceptance order.
  */
 export function applyDelta(state: AgentState, delta: StateDelta): AgentState {
+  return clone(applyDeltaSharing(state, delta));
+}
+
+/**
+ * `applyDelta` without the copy: the result shares its records with `state` and `delta` (the
+ * in-memory checkpoint copies only the delta it is given, not its whole state at every write).
+ */
+export function applyDeltaSharing(state: AgentState, delta: StateDelta): AgentState {
   const grants = new Map<string, GrantEntry>(state.grants.map((g) => [gk(g.appId, g.suId), g]));
   const apps = new Map<string, AppEntry>(state.apps.map((a) => [a.appId, a]));
   const workers = new Map<string, WorkerEntry>(state.workers.map((w) => [wk(w.appId, w.workerId), w]));
@@ -46,12 +59,12 @@ export function applyDelta(state: AgentState, delta: StateDelta): AgentState {
   for (const a of delta.putApps) apps.set(a.appId, a);
   for (const r of delta.delWorkers) workers.delete(wk(r.appId, r.workerId));
   for (const w of delta.putWorkers) workers.set(wk(w.appId, w.workerId), w);
-  return clone({
+  return {
     meta: delta.meta ?? state.meta,
     grants: [...grants.values()],
     apps: [...apps.values()],
     workers: [...workers.values()].sort((a, b) => a.order - b.order),
-  });
+  };
 }
 
 /**

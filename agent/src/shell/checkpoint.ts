@@ -25,7 +25,7 @@
 import { Level } from 'level';
 import { FailedPreconditionError, errorMessage } from '@fuxi/common';
 import type { AgentState, AppEntry, CheckpointMeta, GrantEntry, StateDelta, WorkerEntry } from '../core/agent-core.js';
-import { applyDelta, emptyDelta, emptyState } from '../core/state-delta.js';
+import { applyDelta, applyDeltaSharing, copyDelta, emptyDelta, emptyState } from '../core/state-delta.js';
 
 export interface AgentCheckpoint {
   readonly kind: 'leveldb' | 'memory';
@@ -153,7 +153,8 @@ export class MemoryCheckpoint implements AgentCheckpoint {
       this.failWrites--;
       return Promise.reject(new Error('injected checkpoint write failure'));
     }
-    this.box.state = applyDelta(this.box.state, delta);
+    // The delta is copied (the caller may change its records later); the state shares the rest.
+    this.box.state = applyDeltaSharing(this.box.state, copyDelta(delta));
     this.writes++;
     return Promise.resolve();
   }

@@ -25,6 +25,8 @@ export interface EventSenderOptions {
   initialBackoffMs?: number;
   maxBackoffMs?: number;
   deadlineMs?: number;
+  /** How long the channel to an AM stays open once nothing is queued for it (default 30 s). */
+  lingerMs?: number;
 }
 
 interface Queue {
@@ -43,6 +45,12 @@ interface Queue {
 export class EventSender {
   private readonly queues = new Map<string, Queue>();
   private readonly clients = new Map<string, TypedClient<AppMasterServiceDefinition>>();
+  /**
+   * Channels with nothing queued, closed when their timer fires: a worker's next event (the next
+   * job of an AM host, the end of the worker that just started) goes out on the open connection,
+   * not on a new TCP connection and HTTP/2 session each.
+   */
+  private readonly lingering = new Map<string, NodeJS.Timeout>();
   private readonly log: Logger;
   private readonly send: SendFn;
   private closed = false;
@@ -109,8 +117,15 @@ export class EventSender {
     this.closed = true;
     for (const q of this.queues.values()) if (q.timer) clearTimeout(q.timer);
     this.queues.clear();
+    for (const t of this.lingering.values()) clearTimeout(t);
+    this.lingering.clear();
     for (const c of this.clients.values()) c.close();
     this.clients.clear();
+  }
+
+  /** Channels open to AMs (tests). */
+  get openClients(): number {
+    return this.clients.size;
   }
 
   private flush(q: Queue): void {
@@ -169,14 +184,23 @@ export class EventSender {
 
   private releaseClient(address: string): void {
     for (const q of this.queues.values()) if (q.address === address) return;
-    const c = this.clients.get(address);
-    if (c) {
-      c.close();
+    if (!this.clients.has(address) || this.lingering.has(address)) return;
+    const t = setTimeout(() => {
+      this.lingering.delete(address);
+      for (const q of this.queues.values()) if (q.address === address) return;
+      this.clients.get(address)?.close();
       this.clients.delete(address);
-    }
+    }, this.opts.lingerMs ?? 30_000);
+    t.unref();
+    this.lingering.set(address, t);
   }
 
   private async grpcSend(address: string, req: WorkerEventsRequest): Promise<void> {
+    const linger = this.lingering.get(address);
+    if (linger) {
+      clearTimeout(linger);
+      this.lingering.delete(address);
+    }
     let c = this.clients.get(address);
     if (!c) {
       c = connect(loadFuxiProto().AppMasterService, address);

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
-import type { WorkerEventsRequest, WorkerStatus } from '@fuxi/proto';
+import * as net from 'node:net';
+import { nullLogger } from '@fuxi/common';
+import { loadFuxiProto, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
+import { implement, startServer } from '@fuxi/rpc';
 import { EventSender } from '../event-sender.js';
 import { waitFor } from './helpers.js';
 
@@ -66,5 +69,50 @@ describe('EventSender', () => {
     s.push('app1', 'am:1', status('w1', 'WORKER_STATE_RUNNING'));
     expect(s.pending('app1')).to.equal(1);
     await waitFor(() => s.pending() === 0);
+  });
+
+  it('keeps the channel to an AM open for lingerMs after its queue empties, then closes it', async () => {
+    const def = loadFuxiProto().AppMasterService.service;
+    const got: string[] = [];
+    const notImpl = async () => {
+      throw new Error('not implemented');
+    };
+    const impl = Object.fromEntries(Object.keys(def).map((k) => [k, notImpl])) as Record<string, unknown>;
+    impl.WorkerEvents = async (req: WorkerEventsRequest) => {
+      for (const e of req.events ?? []) got.push(e.workerId ?? '');
+      return {};
+    };
+    const server = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers: implement(def, impl as never, nullLogger) }],
+    });
+    // A TCP relay in front of the AM counts the connections the sender opens.
+    let connections = 0;
+    const [host, port] = server.address.split(':') as [string, string];
+    const relay = net.createServer((c) => {
+      connections++;
+      const up = net.connect(Number(port), host);
+      c.pipe(up).pipe(c);
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const address = `127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
+    try {
+      const s = new EventSender({ nodeId: 'n1', lingerMs: 300 });
+      senders.push(s);
+      s.push('app1', address, status('w1', 'WORKER_STATE_RUNNING'));
+      await waitFor(() => got.length === 1);
+      await waitFor(() => s.pending() === 0);
+      expect(s.openClients, 'open while it lingers').to.equal(1);
+      s.push('app1', address, status('w1', 'WORKER_STATE_SUCCEEDED'));
+      await waitFor(() => got.length === 2);
+      expect(connections, 'the second event went on the first connection').to.equal(1);
+      await waitFor(() => s.openClients === 0);
+    } finally {
+      relay.close();
+      await server.shutdown(100);
+    }
   });
 });
