@@ -7,7 +7,7 @@
 import { AM_SU } from '@fuxi/common';
 import { mintAttemptToken } from './am-tokens.js';
 import { endJob } from './jobs.js';
-import { setAsgn } from './ledger.js';
+import { markRequesting, setAsgn } from './ledger.js';
 import { isUnreported, type AppState, type MasterState } from './master-state.js';
 import { runScheduler } from './scheduling.js';
 import { putJob } from './store-ops.js';
@@ -136,6 +136,8 @@ export function restartAm(st: MasterState, app: AppState, why: string): void {
   }
   app.job.amNodeId = '';
   amSu.requests.set('', 1);
+  markRequesting(st, app);
+  st.grantWaits.noteRequests(amSu, st.now);
   pushGrants(st, nodesOfApp);
   st.out.push(putJob(app.job));
   runScheduler(st);

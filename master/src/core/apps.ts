@@ -6,7 +6,7 @@ import { AM_SU, FailedPreconditionError, NotFoundError, StaleEpochError, type Jo
 import { repostAmFault } from './am-restart.js';
 import type { Verdict } from './attempt-verdicts.js';
 import { endJob } from './jobs.js';
-import { applyDelta, declareUnit, setAsgn } from './ledger.js';
+import { applyDelta, declareUnit, markRequesting, setAsgn } from './ledger.js';
 import { endFailoverIfSettled, isUnreported, type AppState, type MasterState } from './master-state.js';
 import { connectivityFor, setConstraints } from './placement-scope.js';
 import { maybeFinishRecovery } from './recovery.js';
@@ -102,6 +102,7 @@ function applyRequests(st: MasterState, req: RequestsInput): RequestsResult {
   if (req.seq > app.lastRequestSeq) {
     app.lastRequestSeq = req.seq;
     for (const u of req.units) declareUnit(app, u);
+    if (req.deltas.length > 0) markRequesting(st, app);
     for (const d of req.deltas) {
       const su = app.sus.get(d.suId);
       if (su) {

@@ -7,7 +7,7 @@ import { checkJobTestbed } from './testbeds.js';
 import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { mintAttemptToken } from './am-tokens.js';
 import { admissible, heldMessage, indexMember } from './arrays.js';
-import { setAsgn } from './ledger.js';
+import { markRequesting, setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { checkJobInputs, DEFAULT_JOB_INPUT_LIMITS } from './request-limits.js';
 import { runScheduler } from './scheduling.js';
@@ -162,8 +162,11 @@ function startAttempt(st: MasterState, job: JobRecord): void {
   job.amAttempt += 1;
   mintAttemptToken(st, job);
   const app: AppState = newApp(job, 'waiting', true, st.now);
-  app.sus.set(AM_SU, { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map(), granted: 0 });
+  const amSu = { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map(), granted: 0 };
+  app.sus.set(AM_SU, amSu);
   st.apps.set(app.appId, app);
+  markRequesting(st, app);
+  st.grantWaits.noteRequests(amSu, st.now);
   runScheduler(st);
 }
 

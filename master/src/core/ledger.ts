@@ -4,7 +4,7 @@
  * allocation and grant table, and the quota group's usage in step; `checkInvariants` proves they
  * agree. Request deltas are applied by `applyDelta`.
  */
-import { add, fits, scale, ZERO, type Resource } from '@fuxi/common';
+import { add, AM_SU, fits, scale, ZERO, type Resource } from '@fuxi/common';
 import { grantKey, type AppState, type MasterState, type ScheduleUnitState } from './master-state.js';
 import { appHostsChanged } from './probing.js';
 import type { UnitConfig } from './types.js';
@@ -19,6 +19,7 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
   su.granted += slots - before;
   const group = app.job.spec.quotaGroup;
   st.usage.set(group, add(st.usage.get(group) ?? ZERO, scale(su.resource, slots - before)));
+  if (su.suId === AM_SU) st.amUsed = add(st.amUsed, scale(su.resource, slots - before));
   const node = st.nodes.get(nodeId);
   if (!node) return;
   node.allocated = add(node.allocated, scale(su.resource, slots - before));
@@ -34,6 +35,31 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
       quotaGroup: group,
       ...(app.job.amTokenHash ? { amTokenHash: app.job.amTokenHash } : {}),
     });
+}
+
+/** The app may now have outstanding requests: the next scheduling passes look at it (`MasterState.requesting`). */
+export function markRequesting(st: MasterState, app: AppState): void {
+  st.requesting.add(app.appId);
+}
+
+/**
+ * Puts back into `st.requesting` any app with outstanding requests that is missing from it (a place
+ * that adds requests without `markRequesting`: a bug, logged). Run on the master's tick, so such a
+ * bug delays an app by a tick instead of leaving it unscheduled. True when one was missing.
+ */
+export function repairRequesting(st: MasterState): boolean {
+  let missing = 0;
+  for (const app of st.apps.values()) {
+    if (st.requesting.has(app.appId)) continue;
+    for (const su of app.sus.values()) {
+      if (su.requests.size === 0) continue;
+      st.requesting.add(app.appId);
+      missing++;
+      if (missing === 1) st.log.error({ appId: app.appId, suId: su.suId }, 'app with outstanding requests was not marked as requesting');
+      break;
+    }
+  }
+  return missing > 0;
 }
 
 /** Declares a unit, or updates its priority; the caller has validated it. */
@@ -120,6 +146,15 @@ export function checkInvariants(st: MasterState): void {
       if (n !== su.granted) throw new Error(`${app.appId}/${su.suId}: ${su.granted} slots counted granted, ${n} assigned`);
     }
   }
+  let amUsed = ZERO;
+  for (const app of st.apps.values()) {
+    const am = app.sus.get(AM_SU);
+    if (am) for (const slots of am.asgn.values()) amUsed = add(amUsed, scale(am.resource, slots));
+    const asks = [...app.sus.values()].some((su) => su.requests.size > 0);
+    if (asks && !st.requesting.has(app.appId)) throw new Error(`${app.appId} has outstanding requests but is not marked as requesting`);
+  }
+  if (amUsed.cpuMilli !== st.amUsed.cpuMilli || amUsed.memoryMb !== st.amUsed.memoryMb)
+    throw new Error(`AM slots hold ${JSON.stringify(amUsed)}, counted ${JSON.stringify(st.amUsed)}`);
   const usage = groupUsage(st);
   for (const g of new Set([...usage.keys(), ...st.usage.keys()])) {
     const a = usage.get(g) ?? ZERO;

@@ -31,7 +31,7 @@ import type { ConnectivityState } from './connectivity.js';
 import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
 import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
-import { checkInvariants } from './ledger.js';
+import { checkInvariants, repairRequesting } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type AppState, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
 import { cordonNode, drainNode, loadAdmin, tickDrains, uncordonNode } from './node-admin.js';
 import { heartbeat, listNodes, tickNodes, type HeartbeatResult } from './nodes.js';
@@ -298,6 +298,7 @@ export class MasterCore {
       // Silent agents are marked lost first: work that the failover's releases free (an AM restart
       // that waited for unreported agents) must not land on an agent being lost in this same tick.
       let changed = tickNodes(st);
+      changed = repairRequesting(st) || changed;
       changed = confirmBrokenLinks(st) || changed;
       changed = tickFailover(st) || changed;
       changed = tickAms(st) || changed;

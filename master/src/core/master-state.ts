@@ -344,6 +344,14 @@ export class MasterState {
   readonly usage = new Map<string, Resource>();
   /** The scheduler's live view of every node (one object per node, reading its NodeState). */
   readonly schedNodes = new Map<string, SchedNode>();
+  /**
+   * Ids of apps that may have outstanding requests: every app with some is here (`markRequesting`
+   * at each place that adds them), one with none leaves at the next pass. A scheduling pass looks
+   * at these apps, not at every app the master holds (sched-queue.ts).
+   */
+  readonly requesting = new Set<string>();
+  /** What the granted AM slots hold, kept in step by `setAsgn` (the AM share rule's input). */
+  amUsed: Resource = ZERO;
   readonly out = new Outbox();
   /** Event sensor output: the bulletin board, dispatcher and system FSM (paper section 4.2.4). */
   readonly faults: FaultBoard;

@@ -16,7 +16,7 @@ import { runPendingAmRestarts } from './am-restart.js';
 import { mintAttemptToken } from './am-tokens.js';
 import { indexMember, isHeld } from './arrays.js';
 import { admitArrayMembers, endJob, newApp } from './jobs.js';
-import { declareUnit, setAsgn } from './ledger.js';
+import { declareUnit, markRequesting, setAsgn } from './ledger.js';
 import {
   AM_PRIORITY,
   endFailoverIfSettled,
@@ -86,15 +86,20 @@ export function openAggregation(st: MasterState): void {
     const placed = j.amNodeId !== '';
     // An app whose AM was never placed has nothing to report.
     const app = newApp(j, !placed ? 'waiting' : j.amAddress ? 'running' : 'launching', !placed, st.now);
-    app.sus.set(AM_SU, {
+    const amSu = {
       suId: AM_SU,
       resource: j.spec.amResource,
       priority: AM_PRIORITY,
-      requests: placed ? new Map() : new Map([['', 1]]),
-      asgn: new Map(),
+      requests: placed ? new Map<string, number>() : new Map([['', 1]]),
+      asgn: new Map<string, number>(),
       granted: 0,
-    });
+    };
+    app.sus.set(AM_SU, amSu);
     st.apps.set(app.appId, app);
+    if (!placed) {
+      markRequesting(st, app);
+      st.grantWaits.noteRequests(amSu, st.now);
+    }
   }
   admitArrayMembers(st);
   st.log.info({ jobs: loading.jobs.length, unfinished: st.apps.size, roster: loading.roster.length }, 'hard state loaded; aggregating soft state');
@@ -317,6 +322,7 @@ function adoptRequests(st: MasterState, app: AppState, req: AppReport): void {
     const su = app.sus.get(r.suId);
     if (!su || r.count <= 0) continue;
     su.requests.set(r.location, (su.requests.get(r.location) ?? 0) + r.count);
+    markRequesting(st, app);
   }
 }
 

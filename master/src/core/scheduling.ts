@@ -8,14 +8,16 @@
  * placements come in through `applyPlacements` (external-schedulers.ts).
  * No pass runs while a failover's aggregation window is open.
  */
-import { add, AM_SU, gangSize, predictionOn, scale, ZERO, type Resource } from '@fuxi/common';
+import { AM_SU, gangSize, predictionOn } from '@fuxi/common';
 import { setAsgn } from './ledger.js';
-import type { MasterState, NodeState } from './master-state.js';
+import type { AppState, MasterState, NodeState, ScheduleUnitState } from './master-state.js';
 import { connectivityAware, isScoped, liveLinks, noteWaiting, reachOf, scopesOf } from './placement-scope.js';
 import { blacklistOf } from './prediction-hooks.js';
 import { externalHolds } from './external-registry.js';
 import { schedule, type AmShare, type Placement, type SchedNode, type SchedUnit } from './scheduler.js';
 import { amShareFull } from './sched-am-share.js';
+import { amBound, firstPerGroup, needsMore, type QueuedAm } from './sched-am-queue.js';
+import { schedulableTotal } from './sched-nodes.js';
 import { reservationsOf } from './sched-testbeds.js';
 import { putJob } from './store-ops.js';
 import { isActive } from './testbeds.js';
@@ -72,51 +74,75 @@ export function scheduleOrDefer(st: MasterState): void {
   runScheduler(st);
 }
 
-function pendingUnits(st: MasterState, skipAms = false): SchedUnit[] {
-  const units: SchedUnit[] = [];
-  for (const app of st.apps.values()) {
-    for (const su of app.sus.values()) {
-      if (su.requests.size > 0 || (su.waits?.length ?? 0) > 0) st.grantWaits.noteRequests(su, st.now);
-      if (su.requests.size === 0) continue;
-      // AMs hold their whole share: none can be placed this pass (sched-am-share.ts).
-      if (skipAms && su.suId === AM_SU) continue;
-      // A task of a job with an external scheduler is that scheduler's while it holds it.
-      if (su.suId !== AM_SU && externalHolds(st, app)) continue;
-      const unit: SchedUnit = {
-        appId: app.appId,
-        suId: su.suId,
-        resource: su.resource,
-        priority: su.priority,
-        quotaGroup: app.job.spec.quotaGroup,
-        submitSeq: app.job.submitSeq,
-        requests: su.requests,
-      };
-      // The AM's slot is a connected app's first: the most connected node (CASPR Algorithm 1).
-      if (su.suId === AM_SU && isScoped(st, app)) unit.mostConnected = true;
-      if (!predictionOn(app.job.spec)) unit.predictionOff = true;
-      // A gang task (its SU id is the task's name): what it still lacks of its gang comes at once.
-      const task = su.suId === AM_SU ? undefined : app.job.spec.tasks.find((t) => t.name === su.suId);
-      const gang = task === undefined ? 1 : gangSize(task) - su.granted;
-      if (gang > 1) unit.gang = gang;
-      // A job that names a testbed goes only to its hosts (its AM too).
-      if (app.job.spec.testbed) unit.testbed = app.job.spec.testbed;
-      units.push(unit);
+/** A queued AM: its app and unit, with what ordering and the share need (sched-am-queue.ts). */
+interface AmEntry extends QueuedAm {
+  app: AppState;
+  su: ScheduleUnitState;
+}
+
+/**
+ * The outstanding requests of the apps that may have some (`st.requesting`; an app with none
+ * leaves the set): the task units in full, and the queued AMs apart, so that a pass builds units
+ * only for the AMs it may place (sched-am-queue.ts). `skipAms`: none can be placed this pass.
+ */
+function pendingWork(st: MasterState, skipAms: boolean): { tasks: SchedUnit[]; ams: AmEntry[] } {
+  const tasks: SchedUnit[] = [];
+  const ams: AmEntry[] = [];
+  for (const appId of st.requesting) {
+    const app = st.apps.get(appId);
+    if (app === undefined) {
+      st.requesting.delete(appId);
+      continue;
     }
+    let asks = false;
+    for (const su of app.sus.values()) {
+      const queuedAm = su.suId === AM_SU && su.requests.size > 0;
+      // A queued AM's wait is on record from when it was asked for (jobs.ts, am-restart.ts); it is
+      // brought in step when a pass looks at it (runScheduler).
+      if (!queuedAm && (su.requests.size > 0 || (su.waits?.length ?? 0) > 0)) st.grantWaits.noteRequests(su, st.now);
+      if (su.requests.size === 0) continue;
+      asks = true;
+      if (queuedAm) {
+        // AMs hold their whole share: none can be placed this pass (sched-am-share.ts).
+        if (!skipAms)
+          ams.push({ app, su, appId, quotaGroup: app.job.spec.quotaGroup, priority: su.priority, submitSeq: app.job.submitSeq, resource: su.resource });
+        continue;
+      }
+      // A task of a job with an external scheduler is that scheduler's while it holds it.
+      if (externalHolds(st, app)) continue;
+      tasks.push(unitOf(st, app, su));
+    }
+    if (!asks) st.requesting.delete(appId);
   }
-  return units;
+  return { tasks, ams };
+}
+
+/** The scheduler's unit of an app's schedule unit with outstanding requests. */
+function unitOf(st: MasterState, app: AppState, su: ScheduleUnitState): SchedUnit {
+  const unit: SchedUnit = {
+    appId: app.appId,
+    suId: su.suId,
+    resource: su.resource,
+    priority: su.priority,
+    quotaGroup: app.job.spec.quotaGroup,
+    submitSeq: app.job.submitSeq,
+    requests: su.requests,
+  };
+  // The AM's slot is a connected app's first: the most connected node (CASPR Algorithm 1).
+  if (su.suId === AM_SU && isScoped(st, app)) unit.mostConnected = true;
+  if (!predictionOn(app.job.spec)) unit.predictionOff = true;
+  // A gang task (its SU id is the task's name): what it still lacks of its gang comes at once.
+  const task = su.suId === AM_SU ? undefined : app.job.spec.tasks.find((t) => t.name === su.suId);
+  const gang = task === undefined ? 1 : gangSize(task) - su.granted;
+  if (gang > 1) unit.gang = gang;
+  // A job that names a testbed goes only to its hosts (its AM too).
+  if (app.job.spec.testbed) unit.testbed = app.job.spec.testbed;
+  return unit;
 }
 
 /** The AM share rule's input: the configured share and what AMs hold now (granted AM slots). */
 function amShareOf(st: MasterState): AmShare {
-  let used: Resource = ZERO;
-  for (const app of st.apps.values()) {
-    const su = app.sus.get(AM_SU);
-    if (!su) continue;
-    let slots = 0;
-    for (const n of su.asgn.values()) slots += n;
-    if (slots > 0) used = add(used, scale(su.resource, slots));
-  }
-  return { share: st.cfg.maxAmShare ?? 1, used };
+  return { share: st.cfg.maxAmShare ?? 1, used: st.amUsed };
 }
 
 /** Runs the scheduler over the current state and applies its plan. */
@@ -126,27 +152,42 @@ export function runScheduler(st: MasterState): void {
   if (st.recovering) return;
   const nodes = schedulerNodes(st);
   const amShare = amShareOf(st);
-  const units = pendingUnits(st, amShareFull(amShare, nodes));
+  const { tasks, ams } = pendingWork(st, amShareFull(amShare, nodes));
   const links = liveLinks(st);
-  if (units.length === 0) {
+  if (tasks.length === 0 && ams.length === 0) {
     noteWaiting(st, { placements: [], unsatisfied: [] }, links);
     return;
   }
-  const scopes = connectivityAware(st) ? scopesOf(st, new Set(units.map((u) => u.appId))) : undefined;
   const blacklist = blacklistOf(st);
   const reservations = st.testbeds.size === 0 ? undefined : reservationsOf([...st.testbeds.values()].filter((tb) => isActive(tb, st.now)));
-  const plan = schedule({
-    nodes,
-    units,
-    groups: st.groups,
-    groupUsage: st.usage,
-    reach: reachOf(links),
-    scopes,
-    ...(blacklist ? { blacklist } : {}),
-    ...(reservations ? { reservations } : {}),
-    amShare,
-  });
-  applyPlacements(st, plan.placements, () => noteWaiting(st, plan, links));
+  const aware = connectivityAware(st);
+  // Only the queued AMs the pass may place (twice as many again when a group might have placed more).
+  let n = amBound(amShare, schedulableTotal(nodes.values()), ams) + 1;
+  for (;;) {
+    const pick = firstPerGroup(ams, n);
+    const units = [...tasks];
+    for (const a of pick.chosen) {
+      st.grantWaits.noteRequests(a.su, st.now);
+      units.push(unitOf(st, a.app, a.su));
+    }
+    const plan = schedule({
+      nodes,
+      units,
+      groups: st.groups,
+      groupUsage: st.usage,
+      reach: reachOf(links),
+      scopes: aware ? scopesOf(st, new Set(units.map((u) => u.appId))) : undefined,
+      ...(blacklist ? { blacklist } : {}),
+      ...(reservations ? { reservations } : {}),
+      amShare,
+    });
+    if (needsMore(pick, plan)) {
+      n *= 2;
+      continue;
+    }
+    applyPlacements(st, plan.placements, () => noteWaiting(st, plan, links));
+    return;
+  }
 }
 
 /**
