@@ -292,7 +292,15 @@ describe('external scheduler across master failover (real etcd, 1 leader + 2 sta
         tasks: [{ name: 't', instances: 3, resources: { cpu: 0.5, memory: 64 }, command: `while [ ! -e '${release}' ]; do sleep 0.1; done` }],
       }),
     );
-    const before = await until('3 workers running', async () => ((await running(jobId)).size === 3 ? running(jobId) : undefined), 30_000);
+    // Spawned, with their pids (a worker being spawned is listed as running with pid 0).
+    const before = await until(
+      '3 workers running',
+      async () => {
+        const m = await running(jobId);
+        return m.size === 3 && [...m.values()].every((pid) => pid > 0) ? m : undefined;
+      },
+      30_000,
+    );
 
     const old = await ha!.waitForLeader();
     ha!.kill(old.master, 'SIGKILL');
