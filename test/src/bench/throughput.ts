@@ -264,14 +264,17 @@ async function amHostCrash(b: Bench, n: number): Promise<Record<string, number>>
   // Twice n jobs over two nodes: node-1's host ends up with about n of their AMs.
   const res = await b.client.submitMany(Array.from({ length: 2 * n }, (_, i) => ({ ...sleeper, jobId: `crash-${i}` })));
   const ids = res.filter((r) => !r.error).map((r) => r.jobId);
-  /** Task workers (not AMs) of every agent: key -> node:pid, the running ones or all of them. */
+  /**
+   * Task workers (not AMs) of every agent: key -> node:pid, the running ones (spawned: a worker
+   * being spawned is listed as running with pid 0) or all of them.
+   */
   const workersOf = async (runningOnly = true) => {
     const out = new Map<string, string>();
     for (const a of b.cluster.agents) {
       const agent = connect(loadFuxiProto().AgentService, a.address, b.cluster.transport());
       try {
         for (const w of (await agent.ListWorkers({})).workers)
-          if (!w.workerId.startsWith('am.') && (!runningOnly || w.state === 'WORKER_STATE_RUNNING'))
+          if (!w.workerId.startsWith('am.') && (!runningOnly || (w.state === 'WORKER_STATE_RUNNING' && w.pid > 0)))
             out.set(`${w.appId}/${w.workerId}`, `${a.nodeId}:${w.pid}`);
       } finally {
         agent.close();
