@@ -7,6 +7,7 @@
 import { add, AM_SU, fits, scale, ZERO, type Resource } from '@fuxi/common';
 import { grantKey, type AppState, type MasterState, type ScheduleUnitState } from './master-state.js';
 import { appHostsChanged } from './probing.js';
+import { AmQueue } from './sched-am-queue.js';
 import type { UnitConfig } from './types.js';
 
 /** Sets the assigned slot count of an SU on a node, keeping node and grant tables in step. */
@@ -37,9 +38,24 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
     });
 }
 
-/** The app may now have outstanding requests: the next scheduling passes look at it (`MasterState.requesting`). */
+/**
+ * The app may now have outstanding requests: the next scheduling passes look at it
+ * (`MasterState.requesting`), and at its AM in its quota group's queue when the AM waits for its
+ * slot (`MasterState.amQueues`).
+ */
 export function markRequesting(st: MasterState, app: AppState): void {
   st.requesting.add(app.appId);
+  const am = app.sus.get(AM_SU);
+  if (am === undefined || am.requests.size === 0) return;
+  const group = app.job.spec.quotaGroup;
+  let queue = st.amQueues.get(group);
+  if (queue === undefined) st.amQueues.set(group, (queue = new AmQueue()));
+  queue.add({ appId: app.appId, quotaGroup: group, priority: am.priority, submitSeq: app.job.submitSeq, resource: am.resource });
+}
+
+/** Whether the app's AM is in its quota group's queue. */
+function amQueued(st: MasterState, app: AppState): boolean {
+  return st.amQueues.get(app.job.spec.quotaGroup)?.has(app.appId) ?? false;
 }
 
 /**
@@ -50,10 +66,10 @@ export function markRequesting(st: MasterState, app: AppState): void {
 export function repairRequesting(st: MasterState): boolean {
   let missing = 0;
   for (const app of st.apps.values()) {
-    if (st.requesting.has(app.appId)) continue;
     for (const su of app.sus.values()) {
       if (su.requests.size === 0) continue;
-      st.requesting.add(app.appId);
+      if (su.suId === AM_SU ? amQueued(st, app) : st.requesting.has(app.appId)) continue;
+      markRequesting(st, app);
       missing++;
       if (missing === 1) st.log.error({ appId: app.appId, suId: su.suId }, 'app with outstanding requests was not marked as requesting');
       break;
@@ -150,8 +166,11 @@ export function checkInvariants(st: MasterState): void {
   for (const app of st.apps.values()) {
     const am = app.sus.get(AM_SU);
     if (am) for (const slots of am.asgn.values()) amUsed = add(amUsed, scale(am.resource, slots));
-    const asks = [...app.sus.values()].some((su) => su.requests.size > 0);
-    if (asks && !st.requesting.has(app.appId)) throw new Error(`${app.appId} has outstanding requests but is not marked as requesting`);
+    for (const su of app.sus.values()) {
+      if (su.requests.size === 0) continue;
+      if (su.suId === AM_SU && !amQueued(st, app)) throw new Error(`${app.appId}: its AM waits for a slot but is not in its quota group's queue`);
+      if (su.suId !== AM_SU && !st.requesting.has(app.appId)) throw new Error(`${app.appId} has outstanding requests but is not marked as requesting`);
+    }
   }
   if (amUsed.cpuMilli !== st.amUsed.cpuMilli || amUsed.memoryMb !== st.amUsed.memoryMb)
     throw new Error(`AM slots hold ${JSON.stringify(amUsed)}, counted ${JSON.stringify(st.amUsed)}`);

@@ -12,6 +12,7 @@ import { FailurePredictor } from './failure-prediction.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import { ExternalRegistry } from './external-registry.js';
 import { GrantWaits } from './grant-waits.js';
+import type { AmQueue } from './sched-am-queue.js';
 import { DEFAULT_PREDICTION_CONFIG, type PredictionConfig } from './prediction-config.js';
 import { newProbePlan, type ProbePlan } from './probe-targets.js';
 import type { QuotaGroup, SchedNode } from './scheduler.js';
@@ -345,11 +346,13 @@ export class MasterState {
   /** The scheduler's live view of every node (one object per node, reading its NodeState). */
   readonly schedNodes = new Map<string, SchedNode>();
   /**
-   * Ids of apps that may have outstanding requests: every app with some is here (`markRequesting`
-   * at each place that adds them), one with none leaves at the next pass. A scheduling pass looks
-   * at these apps, not at every app the master holds (sched-queue.ts).
+   * Ids of apps that may have outstanding task requests: every app with some is here
+   * (`markRequesting` at each place that adds requests), one with none leaves at the next pass. A
+   * scheduling pass looks at these apps, not at every app the master holds.
    */
   readonly requesting = new Set<string>();
+  /** Apps whose AM waits for its slot, per quota group, in the scheduler's order (sched-am-queue.ts). */
+  readonly amQueues = new Map<string, AmQueue>();
   /** What the granted AM slots hold, kept in step by `setAsgn` (the AM share rule's input). */
   amUsed: Resource = ZERO;
   readonly out = new Outbox();

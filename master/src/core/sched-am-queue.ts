@@ -8,15 +8,18 @@
  * A pass places at most `bound` AM slots (what the share has room for), and a quota group serves
  * its units in the scheduler's order (priority, then submission, then app id: sched-groups.ts).
  * So the pass needs, per quota group, only the group's first `n` queued AMs in that order, for
- * any n above the bound. A group whose first n AMs all got a slot, or were refused for a reason
- * other than the share (a testbed, its quota), could have gone on to its next one: the caller
- * then runs the pass again with twice the n (`needsMore`), so the plan is the one that every queued
- * AM would have given.
+ * any n above the bound: the master keeps each group's queued AMs in that order (`AmQueue`) and
+ * a pass takes the first n of each. A group whose first n AMs all got a slot, or were refused for
+ * a reason other than the share (a testbed, its quota), could have gone on to its next one: the
+ * caller then runs the pass again with twice the n (`needsMore`), so the plan is the one that
+ * every queued AM would have given, whatever the first n. That holds when the group's AMs are all
+ * of one size (the share refusing one refuses every later one of the pass); a group with AMs of
+ * several sizes is taken whole.
  *
  * ```ts
- * let n = amBound(amShare, total, queued) + 1;
+ * let n = amBound(amShare, total, heads) + 1;
  * for (;;) {
- *   const pick = firstPerGroup(queued, n);
+ *   const pick = firstPerGroup(queues, n, stillWaiting);
  *   const plan = schedule({ ...snapshot, units: [...tasks, ...pick.chosen.map(toUnit)] });
  *   if (!needsMore(pick, plan)) break;
  *   n *= 2;
@@ -54,46 +57,87 @@ function before(a: QueuedAm, b: QueuedAm): number {
 export function amBound(amShare: AmShare | undefined, total: Resource, queued: readonly QueuedAm[]): number {
   if (amShare === undefined || amShare.share >= 1) return Infinity;
   const left = sub(scale(total, amShare.share), amShare.used);
-  const sizes = new Map<string, Resource>();
-  for (const q of queued) sizes.set(`${q.resource.cpuMilli}/${q.resource.memoryMb}`, q.resource);
   let most = isZero(amShare.used) ? 1 : 0;
-  for (const r of sizes.values()) {
-    if (isZero(r)) return Infinity;
-    if (left.cpuMilli >= 0 && left.memoryMb >= 0) most = Math.max(most, slotsThatFit(r, left));
+  if (left.cpuMilli < 0 || left.memoryMb < 0) return most;
+  for (const q of queued) {
+    if (isZero(q.resource)) return Infinity;
+    most = Math.max(most, slotsThatFit(q.resource, left));
   }
   return most;
 }
 
-/** Per quota group, its first `n` queued AMs in the scheduler's order. */
-export function firstPerGroup<T extends QueuedAm>(queued: readonly T[], n: number): AmPick<T> {
-  const byGroup = new Map<string, T[]>();
-  for (const q of queued) {
-    let g = byGroup.get(q.quotaGroup);
-    if (g === undefined) byGroup.set(q.quotaGroup, (g = []));
-    g.push(q);
+/**
+ * The AMs of one quota group that wait for their slot, in the scheduler's order. Kept across passes
+ * (MasterState.amQueues): a pass takes the first n, not all of them. Entries are added as AMs are
+ * asked for (new submissions come in order, at the end); one added out of order (an AM restarted
+ * for an older job, the jobs a new leader loads) makes the next `take` sort once. Entries whose AM
+ * no longer waits are dropped when a `take` meets them.
+ */
+export class AmQueue<T extends QueuedAm = QueuedAm> {
+  private entries = new Map<string, T>();
+  private last: T | undefined;
+  private ordered = true;
+  private size0: Resource | undefined;
+  /**
+   * Every AM ever added asked for the same slot size. Only then does the share's refusal of one
+   * mean it refuses every later one in the pass (its room only shrinks); a queue of several sizes
+   * is taken whole, since a smaller AM further on may fit where a larger one was refused.
+   */
+  uniform = true;
+
+  get size(): number {
+    return this.entries.size;
   }
-  const chosen: T[] = [];
-  const cut = new Set<string>();
-  for (const [group, list] of byGroup) {
-    if (list.length > n) {
-      cut.add(group);
-      chosen.push(...smallest(list, n));
-    } else chosen.push(...list);
+
+  has(appId: string): boolean {
+    return this.entries.has(appId);
   }
-  return { chosen, cut };
+
+  add(q: T): void {
+    if (this.entries.has(q.appId)) {
+      this.entries.set(q.appId, q);
+      return;
+    }
+    if (this.last !== undefined && before(q, this.last) < 0) this.ordered = false;
+    this.size0 ??= q.resource;
+    if (q.resource.cpuMilli !== this.size0.cpuMilli || q.resource.memoryMb !== this.size0.memoryMb) this.uniform = false;
+    this.entries.set(q.appId, q);
+    this.last = q;
+  }
+
+  /**
+   * The first `n` entries that are `waiting`, in the scheduler's order; entries that are not are
+   * dropped. `more`: entries are left after them (waiting or not).
+   */
+  take(n: number, waiting: (q: T) => boolean): { first: T[]; more: boolean } {
+    if (!this.ordered) {
+      this.entries = new Map([...this.entries.values()].sort(before).map((q) => [q.appId, q]));
+      this.last = [...this.entries.values()].at(-1);
+      this.ordered = true;
+    }
+    const first: T[] = [];
+    for (const [id, q] of this.entries) {
+      if (first.length >= n) return { first, more: true };
+      if (waiting(q)) first.push(q);
+      else this.entries.delete(id);
+    }
+    return { first, more: false };
+  }
 }
 
-/** The `n` first of `list` in the scheduler's order (a bounded insertion pass: n is small). */
-function smallest<T extends QueuedAm>(list: readonly T[], n: number): T[] {
-  const out: T[] = [];
-  for (const q of list) {
-    if (out.length === n && before(q, out[n - 1]!) >= 0) continue;
-    let i = out.length;
-    while (i > 0 && before(q, out[i - 1]!) < 0) i--;
-    out.splice(i, 0, q);
-    if (out.length > n) out.pop();
+/**
+ * Per quota group, its first `n` waiting AMs of `queues` (by group; all of them when the group's
+ * AMs are of several sizes), and the groups that had more.
+ */
+export function firstPerGroup<T extends QueuedAm>(queues: ReadonlyMap<string, AmQueue<T>>, n: number, waiting: (q: T) => boolean): AmPick<T> {
+  const chosen: T[] = [];
+  const cut = new Set<string>();
+  for (const [group, queue] of queues) {
+    const { first, more } = queue.take(queue.uniform ? n : Infinity, waiting);
+    chosen.push(...first);
+    if (more) cut.add(group);
   }
-  return out;
+  return { chosen, cut };
 }
 
 /**

@@ -74,20 +74,12 @@ export function scheduleOrDefer(st: MasterState): void {
   runScheduler(st);
 }
 
-/** A queued AM: its app and unit, with what ordering and the share need (sched-am-queue.ts). */
-interface AmEntry extends QueuedAm {
-  app: AppState;
-  su: ScheduleUnitState;
-}
-
 /**
- * The outstanding requests of the apps that may have some (`st.requesting`; an app with none
- * leaves the set): the task units in full, and the queued AMs apart, so that a pass builds units
- * only for the AMs it may place (sched-am-queue.ts). `skipAms`: none can be placed this pass.
+ * The task units of the apps that may have outstanding requests (`st.requesting`; an app leaves
+ * the set once it asks for no task slot: a queued AM is in its group's queue, `st.amQueues`).
  */
-function pendingWork(st: MasterState, skipAms: boolean): { tasks: SchedUnit[]; ams: AmEntry[] } {
+function pendingTasks(st: MasterState): SchedUnit[] {
   const tasks: SchedUnit[] = [];
-  const ams: AmEntry[] = [];
   for (const appId of st.requesting) {
     const app = st.apps.get(appId);
     if (app === undefined) {
@@ -96,25 +88,27 @@ function pendingWork(st: MasterState, skipAms: boolean): { tasks: SchedUnit[]; a
     }
     let asks = false;
     for (const su of app.sus.values()) {
-      const queuedAm = su.suId === AM_SU && su.requests.size > 0;
       // A queued AM's wait is on record from when it was asked for (jobs.ts, am-restart.ts); it is
-      // brought in step when a pass looks at it (runScheduler).
-      if (!queuedAm && (su.requests.size > 0 || (su.waits?.length ?? 0) > 0)) st.grantWaits.noteRequests(su, st.now);
-      if (su.requests.size === 0) continue;
-      asks = true;
-      if (queuedAm) {
-        // AMs hold their whole share: none can be placed this pass (sched-am-share.ts).
-        if (!skipAms)
-          ams.push({ app, su, appId, quotaGroup: app.job.spec.quotaGroup, priority: su.priority, submitSeq: app.job.submitSeq, resource: su.resource });
+      // brought in step when a pass takes it from the queue (runScheduler).
+      if (su.suId === AM_SU) {
+        if (su.requests.size === 0 && (su.waits?.length ?? 0) > 0) st.grantWaits.noteRequests(su, st.now);
         continue;
       }
+      if (su.requests.size > 0 || (su.waits?.length ?? 0) > 0) st.grantWaits.noteRequests(su, st.now);
+      if (su.requests.size === 0) continue;
+      asks = true;
       // A task of a job with an external scheduler is that scheduler's while it holds it.
       if (externalHolds(st, app)) continue;
       tasks.push(unitOf(st, app, su));
     }
     if (!asks) st.requesting.delete(appId);
   }
-  return { tasks, ams };
+  return tasks;
+}
+
+/** The app's AM still waits for its slot (a queue entry that does not is dropped). */
+function amWaiting(st: MasterState, q: QueuedAm): boolean {
+  return (st.apps.get(q.appId)?.sus.get(AM_SU)?.requests.size ?? 0) > 0;
 }
 
 /** The scheduler's unit of an app's schedule unit with outstanding requests. */
@@ -152,23 +146,31 @@ export function runScheduler(st: MasterState): void {
   if (st.recovering) return;
   const nodes = schedulerNodes(st);
   const amShare = amShareOf(st);
-  const { tasks, ams } = pendingWork(st, amShareFull(amShare, nodes));
+  const tasks = pendingTasks(st);
+  // AMs hold their whole share: none can be placed this pass (sched-am-share.ts).
+  const amsWait = !amShareFull(amShare, nodes) && [...st.amQueues.values()].some((q) => q.size > 0);
   const links = liveLinks(st);
-  if (tasks.length === 0 && ams.length === 0) {
+  if (tasks.length === 0 && !amsWait) {
     noteWaiting(st, { placements: [], unsatisfied: [] }, links);
     return;
   }
   const blacklist = blacklistOf(st);
   const reservations = st.testbeds.size === 0 ? undefined : reservationsOf([...st.testbeds.values()].filter((tb) => isActive(tb, st.now)));
   const aware = connectivityAware(st);
-  // Only the queued AMs the pass may place (twice as many again when a group might have placed more).
-  let n = amBound(amShare, schedulableTotal(nodes.values()), ams) + 1;
+  // Of the queued AMs, per quota group the first ones the share may place (twice as many again
+  // when a group might have placed more: sched-am-queue.ts). The first guess: as many as fit of
+  // the size of each group's first AM.
+  const waiting = (q: QueuedAm) => amWaiting(st, q);
+  let n = 0;
+  if (amsWait) n = amBound(amShare, schedulableTotal(nodes.values()), firstPerGroup(st.amQueues, 1, waiting).chosen) + 1;
   for (;;) {
-    const pick = firstPerGroup(ams, n);
+    const pick = amsWait ? firstPerGroup(st.amQueues, n, waiting) : { chosen: [], cut: new Set<string>() };
     const units = [...tasks];
-    for (const a of pick.chosen) {
-      st.grantWaits.noteRequests(a.su, st.now);
-      units.push(unitOf(st, a.app, a.su));
+    for (const q of pick.chosen) {
+      const app = st.apps.get(q.appId)!;
+      const su = app.sus.get(AM_SU)!;
+      st.grantWaits.noteRequests(su, st.now);
+      units.push(unitOf(st, app, su));
     }
     const plan = schedule({
       nodes,

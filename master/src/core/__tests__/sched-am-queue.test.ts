@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { AM_SU, res, ZERO, type Resource } from '@fuxi/common';
-import { amBound, firstPerGroup, needsMore, type QueuedAm } from '../sched-am-queue.js';
+import { AmQueue, amBound, firstPerGroup, needsMore, type QueuedAm } from '../sched-am-queue.js';
 import { schedulableTotal } from '../sched-nodes.js';
 import { schedule, type Plan, type SchedulerSnapshot, type SchedUnit } from '../scheduler.js';
 import { mockNodes, mockSnapshot, mockUnit } from './factories.js';
@@ -19,6 +19,19 @@ const queued = (u: SchedUnit): Queued => ({
   unit: u,
 });
 
+/** The units as the master queues them: per quota group, added in the order given. */
+function queuesOf(units: readonly SchedUnit[]): Map<string, AmQueue<Queued>> {
+  const queues = new Map<string, AmQueue<Queued>>();
+  for (const u of units) {
+    let q = queues.get(u.quotaGroup);
+    if (q === undefined) queues.set(u.quotaGroup, (q = new AmQueue<Queued>()));
+    q.add(queued(u));
+  }
+  return queues;
+}
+
+const always = () => true;
+
 function amUnit(i: number, over: Partial<SchedUnit> = {}): SchedUnit {
   return mockUnit({
     appId: `app-${String(i).padStart(4, '0')}`,
@@ -33,10 +46,10 @@ function amUnit(i: number, over: Partial<SchedUnit> = {}): SchedUnit {
 
 /** The pass as runScheduler makes it: the queued AMs it needs, more when a group may have placed more. */
 function planWithQueue(snapshot: SchedulerSnapshot, tasks: SchedUnit[], ams: SchedUnit[]): { plan: Plan; passes: number } {
-  const q = ams.map(queued);
-  let n = amBound(snapshot.amShare, schedulableTotal(snapshot.nodes.values()), q) + 1;
+  const queues = queuesOf(ams);
+  let n = amBound(snapshot.amShare, schedulableTotal(snapshot.nodes.values()), firstPerGroup(queues, 1, always).chosen) + 1;
   for (let passes = 1; ; passes++) {
-    const pick = firstPerGroup(q, n);
+    const pick = firstPerGroup(queues, n, always);
     const plan = schedule({ ...snapshot, units: [...tasks, ...pick.chosen.map((c) => c.unit)] });
     if (!needsMore(pick, plan)) return { plan, passes };
     n *= 2;
@@ -59,7 +72,7 @@ describe('scheduler: which queued AMs a pass looks at', () => {
       amUnit(0, { quotaGroup: 'b' }),
       amUnit(6, { quotaGroup: 'c' }),
     ];
-    const pick = firstPerGroup(units.map(queued), 2);
+    const pick = firstPerGroup(queuesOf(units), 2, always);
     const byGroup = (g: string) =>
       pick.chosen
         .filter((c) => c.quotaGroup === g)
@@ -70,7 +83,16 @@ describe('scheduler: which queued AMs a pass looks at', () => {
     expect(byGroup('b')).to.deep.equal(['app-0000', 'app-0001']);
     expect(byGroup('c')).to.deep.equal(['app-0006']);
     expect([...pick.cut]).to.deep.equal(['default']);
-    expect(firstPerGroup(units.map(queued), Infinity).cut.size).to.equal(0);
+    expect(firstPerGroup(queuesOf(units), Infinity, always).cut.size).to.equal(0);
+    // Entries whose AM no longer waits are dropped when met.
+    const queues = queuesOf(units);
+    const gone = new Set(['app-0004', 'app-0002']);
+    expect(
+      firstPerGroup(queues, 2, (q) => !gone.has(q.appId))
+        .chosen.filter((c) => c.quotaGroup === 'default')
+        .map((c) => c.appId),
+    ).to.deep.equal(['app-0003', 'app-0005']);
+    expect(queues.get('default')?.size).to.equal(2);
   });
 
   it('amBound: the slots of the smallest queued AM the share has room for; one when none runs; none without a share', () => {
@@ -85,7 +107,7 @@ describe('scheduler: which queued AMs a pass looks at', () => {
   it('a flood of 10,000 queued AMs: the pass builds about as many as it places, and plans the same', () => {
     const ams = Array.from({ length: 10_000 }, (_, i) => amUnit(i));
     const snapshot = { ...mockSnapshot({ nodes }), amShare: { share: 0.1, used: res(1000, 1000) } };
-    const pick = firstPerGroup(ams.map(queued), amBound(snapshot.amShare, total, ams.map(queued)) + 1);
+    const pick = firstPerGroup(queuesOf(ams), amBound(snapshot.amShare, total, [queued(ams[0]!)]) + 1, always);
     expect(pick.chosen.length).to.equal(31); // 600 m left: 30 AMs, and one more
     const { plan, passes } = planWithQueue(snapshot, [], ams);
     expect(passes).to.equal(1);
