@@ -59,9 +59,10 @@ function amQueued(st: MasterState, app: AppState): boolean {
 }
 
 /**
- * Puts back into `st.requesting` any app with outstanding requests that is missing from it (a place
- * that adds requests without `markRequesting`: a bug, logged). Run on the master's tick, so such a
- * bug delays an app by a tick instead of leaving it unscheduled. True when one was missing.
+ * Puts back into `st.requesting`, or its AM into its group's queue, any app with outstanding
+ * requests that is missing there (a place that adds requests without `markRequesting`: a bug,
+ * logged). Run on the master's tick, so such a bug delays an app by a tick instead of leaving it
+ * unscheduled. True when one was missing.
  */
 export function repairRequesting(st: MasterState): boolean {
   let missing = 0;
@@ -155,18 +156,13 @@ export function checkInvariants(st: MasterState): void {
     if (sum.cpuMilli !== n.allocated.cpuMilli || sum.memoryMb !== n.allocated.memoryMb)
       throw new Error(`node ${n.info.nodeId} grants disagree with allocation`);
   }
+  let amUsed = ZERO;
   for (const app of st.apps.values()) {
     for (const su of app.sus.values()) {
       let n = 0;
       for (const slots of su.asgn.values()) n += slots;
       if (n !== su.granted) throw new Error(`${app.appId}/${su.suId}: ${su.granted} slots counted granted, ${n} assigned`);
-    }
-  }
-  let amUsed = ZERO;
-  for (const app of st.apps.values()) {
-    const am = app.sus.get(AM_SU);
-    if (am) for (const slots of am.asgn.values()) amUsed = add(amUsed, scale(am.resource, slots));
-    for (const su of app.sus.values()) {
+      if (su.suId === AM_SU) amUsed = add(amUsed, scale(su.resource, n));
       if (su.requests.size === 0) continue;
       if (su.suId === AM_SU && !amQueued(st, app)) throw new Error(`${app.appId}: its AM waits for a slot but is not in its quota group's queue`);
       if (su.suId !== AM_SU && !st.requesting.has(app.appId)) throw new Error(`${app.appId} has outstanding requests but is not marked as requesting`);

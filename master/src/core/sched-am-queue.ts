@@ -27,8 +27,7 @@
  * ```
  */
 import { AM_SU, isZero, scale, slotsThatFit, sub, type Resource } from '@fuxi/common';
-import type { AmShare, Plan } from './sched-types.js';
-import { cmpStr } from './sched-types.js';
+import { cmpStr, type AmShare, type Plan } from './sched-types.js';
 
 /** A queued AM slot request: what ordering and the share need of it. */
 export interface QueuedAm {

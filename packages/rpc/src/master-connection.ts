@@ -49,13 +49,7 @@ const leaderHints = new Map<string, string>();
  * enough that a process reporting hundreds of AMs in a failover reads every answer within its
  * deadline.
  */
-export const MASTER_CALLS_IN_FLIGHT = 64;
-const gate = new CallGate(MASTER_CALLS_IN_FLIGHT);
-
-/** The process's gate of master calls (for its figures, and for tests). */
-export function masterCallGate(): CallGate {
-  return gate;
-}
+const gate = new CallGate(64);
 
 export class MasterConnection {
   private clients = new Map<string, MasterClient>();

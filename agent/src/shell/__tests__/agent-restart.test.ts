@@ -356,6 +356,21 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     return agent;
   }
 
+  /** A started agent on `cp`, registered, holding `slots` map slots of app1 (AM attempt 1), and an AM's client of it. */
+  async function grantedAgent(cp: MemoryCheckpoint, slots: number) {
+    const a = newAgent(cp);
+    await a.start();
+    await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
+    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
+    await c.UpdateGrants({
+      epoch: '5',
+      seq: '1',
+      full: true,
+      grants: [{ appId: 'app1', suId: 'map', slots, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }],
+    });
+    return { a, c };
+  }
+
   beforeEach(async () => {
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-cpw-'));
     master = await new FakeMaster('5').start();
@@ -416,16 +431,7 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
 
   it('never spawns a worker it could not register: the write fails -> UNAVAILABLE, the plan REJECTED, no process; later writes carry it', async () => {
     const cp = new MemoryCheckpoint();
-    const a = newAgent(cp);
-    await a.start();
-    await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
-    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
-    await c.UpdateGrants({
-      epoch: '5',
-      seq: '1',
-      full: true,
-      grants: [{ appId: 'app1', suId: 'map', slots: 2, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }],
-    });
+    const { a, c } = await grantedAgent(cp, 2);
     const writes = cp.writes;
     cp.failWrites = 1;
     let err: unknown;
@@ -462,16 +468,7 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
       }
     }
     const cp = new SlowCheckpoint();
-    const a = newAgent(cp);
-    await a.start();
-    await waitFor(() => a.core.epochSeen === '5', 10_000, 'the registration answer');
-    const c = connect(proto.AgentService, a.address, { token: AM_TOKEN });
-    await c.UpdateGrants({
-      epoch: '5',
-      seq: '1',
-      full: true,
-      grants: [{ appId: 'app1', suId: 'map', slots: 3, resource: SLOT, amAttempt: 1, amTokenHash: AM_TOKEN_HASH }],
-    });
+    const { c } = await grantedAgent(cp, 3);
     const writes = cp.writes;
     const ids = ['g1', 'g2', 'g3']; // what the node's 2 cores and 1 GiB hold
     const answers = await Promise.all(
