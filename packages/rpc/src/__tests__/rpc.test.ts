@@ -54,6 +54,20 @@ describe('rpc plumbing', () => {
     c.close();
   });
 
+  it('a closed client leaves nothing in grpc-js’s process-wide subchannel pool (closing stays cheap however many addresses were called)', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const require = createRequire(import.meta.url);
+    const grpcMain = require.resolve('@grpc/grpc-js');
+    const pools = require(join(dirname(grpcMain), 'subchannel-pool.js')) as { getSubchannelPool(global: boolean): { pool: Record<string, unknown[]> } };
+    const global = pools.getSubchannelPool(true);
+    const before = Object.keys(global.pool).length;
+    const c = connect(loadFuxiProto().MasterService, s.address);
+    expect((await c.GetJob({ jobId: 'j1' })).job?.jobId).to.equal('j1');
+    c.close();
+    expect(Object.keys(global.pool).length).to.equal(before);
+  });
+
   it('maps typed errors to gRPC codes and back', async () => {
     const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
     servers.push(s);
