@@ -60,10 +60,12 @@ import {
   type HeartbeatRequest,
   type HeartbeatResponse__Output,
   type ProbeTargets__Output,
+  type RegisterAgentResponse__Output,
   type FetchOutputRequest__Output,
   type LogChunk,
   type OutputChunk,
   type NodeInfo,
+  type RegisterAgentRequest,
   type ReportAgentStateRequest,
   type ListWorkersRequest__Output,
   type ListWorkersResponse,
@@ -207,6 +209,11 @@ export class Agent {
   private startedAtMs = 0;
   private firstHeartbeatMs = 0;
   private restoreReport: RestoreReport | undefined;
+  /**
+   * The grant stream was cut (the leader went away): heartbeats carry our registration, with our
+   * state, until a master answers one (HeartbeatRequest.rejoin).
+   */
+  private rejoin = false;
   /** The open WatchGrants stream: to which master, in which epoch. */
   private grantWatch: { address: string; epoch: string; cancel(): void } | undefined;
   /** Peer probing (config `probe`): started with the server, on its advertised host. */
@@ -613,6 +620,11 @@ export class Agent {
     this.reportEpoch = epoch;
   }
 
+  /** Our registration; our grant table goes along: a master rebuilding its soft state takes it as our report. */
+  private registration(): RegisterAgentRequest {
+    return { node: this.nodeInfo(), epochSeen: this.core.epochSeen, withState: true, grants: this.core.grantTable().map(toWireGrant) };
+  }
+
   /**
    * RegisterAgent until a master accepts it (any failure is retried, backing off to 5 s) or stop().
    * True when the master took our state with it and answered with its grant table.
@@ -622,32 +634,11 @@ export class Agent {
     try {
       await retry(
         async () => {
-          // Our grant table goes along: a master rebuilding its soft state takes it as our report.
-          const r = await this.master.call(
-            'RegisterAgent',
-            { node: this.nodeInfo(), epochSeen: this.core.epochSeen, withState: true, grants: this.core.grantTable().map(toWireGrant) },
-            { retry: true, deadlineMs: 5000 },
-          );
+          const r = await this.master.call('RegisterAgent', this.registration(), { retry: true, deadlineMs: 5000 });
           const epoch = r.epoch || '0';
           if (!this.acceptEpoch(epoch, 'RegisterAgent'))
             throw new Error(`registration answered by a deposed master (epoch ${epoch}, newest seen ${this.core.epochSeen})`);
-          this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
-          this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
-          this.needRegister = false;
-          this.registeredOnce = true;
-          // The master ended our old stream when we registered; the next heartbeat opens a new one.
-          this.grantWatch?.cancel();
-          this.grantWatch = undefined;
-          this.log.info(
-            { master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState },
-            'registered with the master',
-          );
-          if (r.reportState) this.askReport(this.core.epochSeen);
-          // A new session: the master may hold none of our connectivity (a new leader) or an old
-          // process's; the next heartbeat carries the whole set.
-          this.prober?.core.resync();
-          if (r.stateAdopted) await this.applyAdopted(epoch, r.grantSeq, r.grants);
-          adopted = r.stateAdopted;
+          adopted = await this.onRegistered(r, 'registered with the master');
         },
         {
           initialMs: 200,
@@ -663,6 +654,28 @@ export class Agent {
       throw e;
     }
     return adopted;
+  }
+
+  /**
+   * A master registered us (RegisterAgent, or a heartbeat's `rejoin`) and its epoch is accepted.
+   * True when it took the state sent along and answered with its grant table (applied here).
+   */
+  private async onRegistered(r: RegisterAgentResponse__Output, what: string): Promise<boolean> {
+    this.heartbeatIntervalMs = r.heartbeatIntervalMs > 0 ? r.heartbeatIntervalMs : 1000;
+    this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
+    this.needRegister = false;
+    this.registeredOnce = true;
+    this.rejoin = false;
+    // The master ended our old stream when we registered; the next heartbeat opens a new one.
+    this.grantWatch?.cancel();
+    this.grantWatch = undefined;
+    this.log.info({ master: this.master.address, epoch: r.epoch, heartbeatIntervalMs: this.heartbeatIntervalMs, reportState: r.reportState }, what);
+    if (r.reportState) this.askReport(this.core.epochSeen);
+    // A new session: the master may hold none of our connectivity (a new leader) or an old
+    // process's; the next heartbeat carries the whole set.
+    this.prober?.core.resync();
+    if (r.stateAdopted) await this.applyAdopted(r.epoch || '0', r.grantSeq, r.grants);
+    return r.stateAdopted;
   }
 
   /**
@@ -696,6 +709,7 @@ export class Agent {
       amWorkers: this.core.amWorkers().map(toWireStatus),
       workerEnds: ends.map(toWireStatus),
       runningWorkers: this.core.runningTaskWorkers().map((w) => ({ ...w, startedAtMs: String(w.startedAtMs) })),
+      ...(this.rejoin ? { rejoin: this.registration() } : {}),
       // Reachability of our probe targets, as changes on top of what the master acknowledged.
       ...(probes ? { connectivity: probes.report(), probeTargetsVersion: probes.targetsVersion } : {}),
     };
@@ -769,6 +783,17 @@ export class Agent {
     if (!this.acceptEpoch(epoch, 'Heartbeat')) return;
     if (this.hbFailures > 0) this.log.info({ master: this.master.address, failures: this.hbFailures }, 'heartbeats resumed');
     this.hbFailures = 0;
+    // A master answered: it knows us, or has just registered us from the heartbeat's `rejoin`.
+    this.rejoin = false;
+    if (resp.registered) {
+      this.core.workerEndsReported(this.endsInFlight);
+      this.endsInFlight = 0;
+      // As after RegisterAgent (mainLoop): the grant stream opens now, or a heartbeat goes out at
+      // once to bring the grant table in line.
+      if (await this.onRegistered(resp.registered, 'registered with the master by a heartbeat (rejoin)')) this.watchGrants(this.core.epochSeen);
+      else this.heartbeatNow = true;
+      return;
+    }
     this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
     // A master has the worker ends this heartbeat carried (also when it asks us to register again:
     // it read them first). Ends lost with a failed heartbeat go with the next one.
@@ -842,6 +867,8 @@ export class Agent {
         this.grantWatch = undefined;
         // The leader went away or stepped down: find the next one now, not a heartbeat later, so a
         // new leader's aggregation window closes early (jittered: every agent notices at once).
+        // The heartbeat carries our registration, for a new leader that does not know us yet.
+        this.rejoin = true;
         this.heartbeatSoon();
       }
     })();

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
-import type { Condition, MasterServiceDefinition } from '@fuxi/proto';
+import type { Condition, MasterServiceDefinition, RegisterAgentRequest__Output } from '@fuxi/proto';
 import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
 import type { TokenTable } from '@fuxi/rpc';
@@ -179,29 +179,38 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
   const stillLeading = (core: MasterCore): void => {
     if (m.core !== core) throw new UnavailableError('the leader changed while the testbed was being saved: retry', '');
   };
+  /** RegisterAgent, or a heartbeat's `rejoin` (its fields named under `field`). */
+  const registerAgent = async (req: RegisterAgentRequest__Output, field: string) => {
+    const info = nodeInfoFromWire(req.node);
+    if (!info.nodeId) throw new InvalidArgumentError(`${field}.nodeId`, 'is required');
+    if (!info.address) throw new InvalidArgumentError(`${field}.address`, 'is required');
+    const r = m.core.registerAgent(info, req.epochSeen, now(), req.withState ? req.grants.map(grantFromWire) : undefined);
+    // A registration starts a new session: the agent watches again (a restarted one from its
+    // new process), and pushes go by call until it does.
+    m.pushes.endGrants(info.nodeId);
+    await m.run(r.effects);
+    return {
+      epoch: m.core.epoch,
+      heartbeatIntervalMs: r.heartbeatIntervalMs,
+      reportState: r.reportState,
+      stateAdopted: r.adopted !== undefined,
+      grantSeq: String(r.adopted?.seq ?? 0),
+      grants: r.adopted?.grants ?? [],
+    };
+  };
   return {
-    RegisterAgent: async (req) => {
-      const info = nodeInfoFromWire(req.node);
-      if (!info.nodeId) throw new InvalidArgumentError('node.nodeId', 'is required');
-      if (!info.address) throw new InvalidArgumentError('node.address', 'is required');
-      const r = m.core.registerAgent(info, req.epochSeen, now(), req.withState ? req.grants.map(grantFromWire) : undefined);
-      // A registration starts a new session: the agent watches again (a restarted one from its
-      // new process), and pushes go by call until it does.
-      m.pushes.endGrants(info.nodeId);
-      await m.run(r.effects);
-      return {
-        epoch: m.core.epoch,
-        heartbeatIntervalMs: r.heartbeatIntervalMs,
-        reportState: r.reportState,
-        stateAdopted: r.adopted !== undefined,
-        grantSeq: String(r.adopted?.seq ?? 0),
-        grants: r.adopted?.grants ?? [],
-      };
-    },
+    RegisterAgent: (req) => registerAgent(req, 'node'),
     Heartbeat: async (req) => {
       m.heartbeatArrived?.(req.nodeId);
       const r = m.core.heartbeat(heartbeatFromWire(req), now());
       await m.run(r.effects);
+      // An agent that lost its master sends its registration along: a master that does not know
+      // it registers it now instead of asking for it (the heartbeat's own content is then moot:
+      // the registration carries the agent's state).
+      if (r.reregister && req.rejoin) {
+        if (req.rejoin.node?.nodeId !== req.nodeId) throw new InvalidArgumentError('rejoin.node.nodeId', `must be the heartbeat's node id ${req.nodeId}`);
+        return { epoch: m.core.epoch, registered: await registerAgent(req.rejoin, 'rejoin.node') };
+      }
       return {
         epoch: m.core.epoch,
         reregister: r.reregister,

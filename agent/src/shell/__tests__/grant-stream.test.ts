@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { nullLogger } from '@fuxi/common';
-import { loadFuxiProto, type GrantUpdate, type HeartbeatResponse, type WatchGrantsRequest__Output } from '@fuxi/proto';
+import { loadFuxiProto, type GrantUpdate, type HeartbeatRequest__Output, type HeartbeatResponse, type WatchGrantsRequest__Output } from '@fuxi/proto';
 import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Agent } from '../agent.js';
@@ -22,6 +22,10 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
   const watches: Array<{ req: WatchGrantsRequest__Output; call: Watch; closed: boolean }> = [];
   let epoch = '5';
   let heartbeatReply: HeartbeatResponse | undefined;
+  const heartbeats: HeartbeatRequest__Output[] = [];
+  let registrations = 0;
+  /** The next heartbeat that carries a registration is answered as registered from it by a master of this epoch, with this table. */
+  let registerOnRejoin: GrantUpdate | undefined;
 
   before(async () => {
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-grant-stream-'));
@@ -35,8 +39,18 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
           handlers: implement(
             proto.MasterService.service,
             stubs(proto.MasterService.service, {
-              RegisterAgent: () => ({ epoch, heartbeatIntervalMs: 100 }),
-              Heartbeat: (): HeartbeatResponse => {
+              RegisterAgent: () => {
+                registrations++;
+                return { epoch, heartbeatIntervalMs: 100 };
+              },
+              Heartbeat: (req: HeartbeatRequest__Output): HeartbeatResponse => {
+                heartbeats.push(req);
+                const t = registerOnRejoin;
+                if (t && req.rejoin) {
+                  registerOnRejoin = undefined;
+                  epoch = String(t.epoch); // the new leader's
+                  return { epoch, registered: { epoch, heartbeatIntervalMs: 100, stateAdopted: true, grantSeq: t.seq, grants: t.grants } };
+                }
                 const r = heartbeatReply ?? { epoch };
                 heartbeatReply = undefined;
                 return r;
@@ -113,5 +127,27 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
     heartbeatReply = { epoch: '6' };
     await waitFor(() => open().length === 1 && open()[0]!.req.epoch === '6');
     expect(second.closed).to.equal(true);
+  });
+
+  it('after losing its stream, heartbeats carry its registration; a new master registers it from one (no RegisterAgent), its table applies and the stream opens again', async () => {
+    const lost = open()[0]!;
+    const registered = registrations;
+    const tableBefore = agent.core.grantTable().map((g) => g.appId);
+    // The leader of epoch 6 is gone; the one of epoch 7 does not know this agent yet.
+    registerOnRejoin = { epoch: '7', seq: '1', full: true, grants: [{ appId: 'a9', suId: 'map', slots: 1, resource: slot }] };
+    const from = heartbeats.length;
+    lost.call.end();
+    await waitFor(() => open().length === 1 && open()[0]!.req.epoch === '7');
+    const rejoin = heartbeats.slice(from).find((h) => h.rejoin)?.rejoin;
+    expect(rejoin?.node?.nodeId).to.equal('node-s');
+    expect(rejoin?.withState).to.equal(true);
+    expect(rejoin?.grants.map((g) => g.appId)).to.deep.equal(tableBefore);
+    expect(registrations).to.equal(registered);
+    expect(agent.core.epochSeen).to.equal('7');
+    expect(agent.core.grantTable().map((g) => g.appId)).to.deep.equal(['a9']);
+    // Answered: the heartbeats after it are plain ones.
+    const n = heartbeats.length;
+    await waitFor(() => heartbeats.length >= n + 3);
+    expect(heartbeats.slice(n).every((h) => h.rejoin === null)).to.equal(true);
   });
 });

@@ -4,6 +4,7 @@ import type { Resource as _fuxi_v1_Resource, Resource__Output as _fuxi_v1_Resour
 import type { WorkerSummary as _fuxi_v1_WorkerSummary, WorkerSummary__Output as _fuxi_v1_WorkerSummary__Output } from '../../fuxi/v1/WorkerSummary.js';
 import type { WorkerStatus as _fuxi_v1_WorkerStatus, WorkerStatus__Output as _fuxi_v1_WorkerStatus__Output } from '../../fuxi/v1/WorkerStatus.js';
 import type { ConnectivityDelta as _fuxi_v1_ConnectivityDelta, ConnectivityDelta__Output as _fuxi_v1_ConnectivityDelta__Output } from '../../fuxi/v1/ConnectivityDelta.js';
+import type { RegisterAgentRequest as _fuxi_v1_RegisterAgentRequest, RegisterAgentRequest__Output as _fuxi_v1_RegisterAgentRequest__Output } from '../../fuxi/v1/RegisterAgentRequest.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface HeartbeatRequest {
@@ -38,6 +39,13 @@ export interface HeartbeatRequest {
    * app_id, task, instance, attempt and started_at_ms are set.
    */
   'runningWorkers'?: (_fuxi_v1_WorkerStatus)[];
+  /**
+   * Sent after the agent lost its master (its grant stream was cut) until a master answers: a
+   * master that does not know this agent (a new leader) registers it from this, with its state,
+   * as RegisterAgent would, and answers in `registered` instead of asking it to register again:
+   * one round trip per agent in a failover instead of two. A master that knows it ignores it.
+   */
+  'rejoin'?: (_fuxi_v1_RegisterAgentRequest | null);
 }
 
 export interface HeartbeatRequest__Output {
@@ -72,4 +80,11 @@ export interface HeartbeatRequest__Output {
    * app_id, task, instance, attempt and started_at_ms are set.
    */
   'runningWorkers': (_fuxi_v1_WorkerStatus__Output)[];
+  /**
+   * Sent after the agent lost its master (its grant stream was cut) until a master answers: a
+   * master that does not know this agent (a new leader) registers it from this, with its state,
+   * as RegisterAgent would, and answers in `registered` instead of asking it to register again:
+   * one round trip per agent in a failover instead of two. A master that knows it ignores it.
+   */
+  'rejoin': (_fuxi_v1_RegisterAgentRequest__Output | null);
 }

@@ -2,6 +2,7 @@
 
 import type { Grant as _fuxi_v1_Grant, Grant__Output as _fuxi_v1_Grant__Output } from '../../fuxi/v1/Grant.js';
 import type { ProbeTargets as _fuxi_v1_ProbeTargets, ProbeTargets__Output as _fuxi_v1_ProbeTargets__Output } from '../../fuxi/v1/ProbeTargets.js';
+import type { RegisterAgentResponse as _fuxi_v1_RegisterAgentResponse, RegisterAgentResponse__Output as _fuxi_v1_RegisterAgentResponse__Output } from '../../fuxi/v1/RegisterAgentResponse.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface HeartbeatResponse {
@@ -32,6 +33,11 @@ export interface HeartbeatResponse {
    * Set when the agent's probe_targets_version is stale.
    */
   'probeTargets'?: (_fuxi_v1_ProbeTargets | null);
+  /**
+   * The master registered the agent from the heartbeat's `rejoin`: RegisterAgent's answer (the
+   * rest of this message is then empty but for `epoch`).
+   */
+  'registered'?: (_fuxi_v1_RegisterAgentResponse | null);
 }
 
 export interface HeartbeatResponse__Output {
@@ -62,4 +68,9 @@ export interface HeartbeatResponse__Output {
    * Set when the agent's probe_targets_version is stale.
    */
   'probeTargets': (_fuxi_v1_ProbeTargets__Output | null);
+  /**
+   * The master registered the agent from the heartbeat's `rejoin`: RegisterAgent's answer (the
+   * rest of this message is then empty but for `epoch`).
+   */
+  'registered': (_fuxi_v1_RegisterAgentResponse__Output | null);
 }
