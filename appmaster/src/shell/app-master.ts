@@ -227,6 +227,8 @@ export class AppMaster {
   /** The placement constraints the master has (JSON), as last sent and acknowledged ('': not sent yet). */
   private constraintsSent = '';
   private timer: NodeJS.Timeout | undefined;
+  /** When a master last answered our ReportAppState (0: never). */
+  private reportedAtMs = 0;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
   /** Snapshot data not sent yet, and whether a SaveAppSnapshot is queued to take it. */
@@ -461,6 +463,14 @@ export class AppMaster {
         throw e;
       }
       this.reportedUpTo = upTo;
+      this.reportedAtMs = Date.now();
+      // The report told the master we are alive and brought our assignments: the next heartbeat is
+      // an interval from now (in a failover, a heartbeat right behind the report only adds load
+      // on a new leader that every AM and agent is reporting to).
+      if (this.timer) {
+        clearInterval(this.timer);
+        this.timer = setInterval(() => this.onTimer(), this.heartbeatMs);
+      }
       if (constraints) this.constraintsSent = JSON.stringify(constraints);
       this.watchAssignments();
       if (res.fullAssignments && !this.reportWanted) {
@@ -638,8 +648,11 @@ export class AppMaster {
     if (this.heartbeatQueued || this.core.result) return;
     this.heartbeatQueued = true;
     const reflected = this.core.returnsIssued;
+    const queuedAt = Date.now();
     this.enqueueMaster(async () => {
       this.heartbeatQueued = false;
+      // A state report went out ahead of it (reportIfWanted) and was answered: it was the heartbeat.
+      if (this.reportedAtMs >= queuedAt) return;
       try {
         await this.updateRequests([], [], false, reflected);
         this.heartbeatFailures = 0;

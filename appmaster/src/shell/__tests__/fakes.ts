@@ -47,10 +47,14 @@ export class FakeMaster {
   readonly reports: ReportAppStateRequest__Output[] = [];
   /** 'RegisterApp' / 'UpdateRequests' / 'ReturnSlots' / 'ReportAppState' / 'FinishApp', in arrival order. */
   readonly calls: string[] = [];
+  /** When each of `calls` arrived (Date.now()). */
+  readonly callTimes: number[] = [];
   /** Slots placed so far per SU (over the whole run). */
   readonly placed = new Map<string, number>();
   /** Delays the answer to the next UpdateRequests (a slow master). */
   delayNextAnswerMs = 0;
+  /** Delays the answer to every ReportAppState. */
+  delayReportMs = 0;
   /**
    * UpdateRequests that ask for more slots are refused on the count (INVALID_ARGUMENT on
    * `deltas.delta`, nothing applied), as the real master refuses more than a job's spec allows:
@@ -110,7 +114,7 @@ export class FakeMaster {
         ...notImplemented(Object.keys(def)),
         RegisterApp: (req: { address: string; amAttempt: number }) => {
           this.gate();
-          this.calls.push('RegisterApp');
+          this.note('RegisterApp');
           this.registered.push(req.amAttempt);
           this.amAddress = req.address;
           // The slots the app already holds (after an AM restart; none for a new app).
@@ -118,7 +122,7 @@ export class FakeMaster {
         },
         SaveAppSnapshot: (req: SaveAppSnapshotRequest__Output) => {
           this.gate();
-          this.calls.push('SaveAppSnapshot');
+          this.note('SaveAppSnapshot');
           this.snapshotCalls.push(req);
           if (req.topology && !this.snapshot.topology) this.snapshot.topology = req.topology;
           if (Number(req.seq) > (this.snapshotSeqs.get(req.amAttempt) ?? 0)) {
@@ -129,12 +133,12 @@ export class FakeMaster {
         },
         GetAppSnapshot: () => {
           this.gate();
-          this.calls.push('GetAppSnapshot');
+          this.note('GetAppSnapshot');
           return { topology: this.snapshot.topology, entries: [...this.snapshot.entries] };
         },
         UpdateRequests: async (req: UpdateRequestsRequest__Output) => {
           this.gate();
-          this.calls.push('UpdateRequests');
+          this.note('UpdateRequests');
           this.requests.push(req);
           if (this.delayNextAnswerMs > 0) {
             const ms = this.delayNextAnswerMs;
@@ -159,9 +163,10 @@ export class FakeMaster {
           const base = { epoch: this.epoch, assignmentSeq: String(this.seq), reportState: this.reportPending, ...(stale ? { connectivity: c } : {}) };
           return behind ? { ...base, fullAssignments: true, assignments: this.table() } : base;
         },
-        ReportAppState: (req: ReportAppStateRequest__Output) => {
+        ReportAppState: async (req: ReportAppStateRequest__Output) => {
           this.gate();
-          this.calls.push('ReportAppState');
+          this.note('ReportAppState');
+          if (this.delayReportMs > 0) await new Promise((r) => setTimeout(r, this.delayReportMs));
           this.reports.push(req);
           this.reportPending = false;
           if (req.address) this.amAddress = req.address;
@@ -174,7 +179,7 @@ export class FakeMaster {
         },
         ReturnSlots: (req: ReturnSlotsRequest__Output) => {
           this.gate();
-          this.calls.push('ReturnSlots');
+          this.note('ReturnSlots');
           this.returns.push(req);
           const changed: Assignment[] = [];
           for (const r of req.returns) {
@@ -187,7 +192,7 @@ export class FakeMaster {
         },
         FinishApp: (req: FinishAppRequest__Output) => {
           this.gate();
-          this.calls.push('FinishApp');
+          this.note('FinishApp');
           this.finished = req;
           this.onFinish(req);
           return {};
@@ -197,6 +202,11 @@ export class FakeMaster {
     );
     this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers }] });
     return this;
+  }
+
+  private note(call: string): void {
+    this.calls.push(call);
+    this.callTimes.push(Date.now());
   }
 
   private gate(): void {

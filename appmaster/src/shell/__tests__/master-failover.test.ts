@@ -93,6 +93,27 @@ describe('AppMaster shell across master failovers (fake masters and agents on lo
     expect(agents.flatMap((x) => x.stopped)).to.deep.equal([]);
   });
 
+  it('takes an answered state report for a heartbeat: none goes right behind it, the next one an interval later', async () => {
+    const [m1] = await cluster(wireJob(), 1);
+    for (const x of agents) x.runMs = 60_000;
+    const a = am([m1!]);
+    const running = a.run().catch(() => undefined);
+    await waitFor(() => plans('map').length > 0, 10_000, 'map planned');
+    // A new leader asks for the report in its next answer, and takes 300 ms to answer it: six
+    // heartbeat intervals (50 ms) pass meanwhile.
+    m1!.delayReportMs = 300;
+    m1!.becomeNewLeader('2');
+    await waitFor(() => m1!.reports.length === 1, 10_000, 'the report');
+    const i = m1!.calls.indexOf('ReportAppState');
+    const answeredAt = m1!.callTimes[i]! + 300;
+    await waitFor(() => m1!.calls.length > i + 2, 10_000, 'calls after the report');
+    const next = m1!.calls.indexOf('UpdateRequests', i);
+    expect(next).to.be.greaterThan(i);
+    expect(m1!.callTimes[next]! - answeredAt).to.be.at.least(40);
+    await a.stop();
+    await running;
+  });
+
   it('reports units, outstanding requests and assignments before any further delta, and never counts a queued delta twice', async () => {
     const [m] = await cluster(threeStages());
     for (const x of agents) x.runMs = 400;
