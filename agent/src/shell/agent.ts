@@ -394,7 +394,15 @@ export class Agent {
     if (this.metrics) this.metricsServer = await startMetricsServer({ bind: this.config.metricsListen, registry: this.metrics.daemon.registry, log: this.log });
     this.tickTimer = setInterval(() => this.fire(this.core.tick(this.now())), this.tickMs);
     this.progress.start();
-    this.sweepTimer = setInterval(() => void this.sweepWorkDirs(), this.workDirSweepMs);
+    // Agents started together (a rack powered on, a fleet upgraded) would scan their disks in step
+    // at every interval: each starts its cycle at a random point of the first interval.
+    this.sweepTimer = setTimeout(
+      () => {
+        this.sweepTimer = setInterval(() => void this.sweepWorkDirs(), this.workDirSweepMs);
+        void this.sweepWorkDirs();
+      },
+      Math.floor(Math.random() * this.workDirSweepMs),
+    );
     if (this.core.startsHeld) {
       this.grantWaitTimer = setTimeout(() => {
         this.grantWaitTimer = undefined;
@@ -496,7 +504,7 @@ export class Agent {
     this.stopping.abort();
     if (this.tickTimer) clearInterval(this.tickTimer);
     this.progress.stop();
-    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    if (this.sweepTimer) clearInterval(this.sweepTimer); // a timeout until the first sweep, then an interval
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
     this.prober?.stop();
     await this.metricsServer?.close();
