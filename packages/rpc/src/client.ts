@@ -52,6 +52,8 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   // which keeps a key for every address the process ever called (an agent meets a new AM address
   // with every job). A channel of its own pool closes in constant time and leaves nothing behind.
   'grpc.use_local_subchannel_pool': 1,
+  // No channelz (its per-call tracing is for an admin service nobody serves here): see server.ts.
+  'grpc.enable_channelz': 0,
 };
 
 export interface ConnectOptions {
