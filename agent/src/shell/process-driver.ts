@@ -5,8 +5,9 @@
  * run), `pid` (the wrapper's pid, written by the wrapper itself first thing), `stdout`, `stderr`,
  * `out/` (the worker's output directory, `$FUXI_OUTPUT_DIR`: what it writes there the agent's data
  * service serves to other workers of its job once it succeeded), `family` (the worker's marker, see
- * below) and, once it ends, `exit` (its exit code; written by the wrapper via `exit.tmp` + rename, so
- * it survives an agent restart). The worker runs under a `/bin/sh` wrapper in its own session and
+ * below) and, once it ends, `exit` (its exit code, so it survives an agent restart; written by the
+ * wrapper with one write, by a shell builtin: a wrapper killed halfway leaves an empty file, which
+ * reads as none, as a missing one does). The worker runs under a `/bin/sh` wrapper in its own session and
  * process group (`detached`), with no pipes to the agent, so it outlives the agent.
  *
  * Kill = the worker's whole process family (worker-families.ts, core/process-family.ts): every
@@ -150,7 +151,7 @@ export const DEFAULT_STOP_GRACE_MS = 5000;
 /**
  * The wrapper: `$1` is the worker dir, then the `cgroup.procs` files of the worker's groups, `--`,
  * and argv. Joins the groups (so the command runs inside its limits from its first instruction),
- * runs argv with its output in files, then records the exit code atomically.
+ * runs argv with its output in files, then records the exit code.
  */
 const WRAPPER = [
   'd="$1"; shift',
@@ -162,7 +163,8 @@ const WRAPPER = [
   'shift',
   '"$@" >"$d/stdout" 2>"$d/stderr" </dev/null',
   'c=$?',
-  'echo "$c" >"$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"',
+  // A builtin, no rename: an `mv` was a third process per worker (1.1 ms of CPU here).
+  'echo "$c" >"$d/exit"',
   'exit "$c"',
 ].join('\n');
 

@@ -311,6 +311,14 @@ describe('RealProcessDriver (real processes)', function () {
       expect((l as { atMs: number }).atMs).to.be.within(Date.now() - 10_000, Date.now());
     });
 
+    it('takes an empty exit file (the wrapper killed while writing it) for none: the worker is gone, no exit code made up', async () => {
+      const r = await driver.spawn(spec('p-empty', ['sh', '-c', 'exit 3']));
+      started.push(r.pid);
+      await exitOf('p-empty');
+      fs.writeFileSync(path.join(workerDir(workDir, 'app1', 'p-empty'), 'exit'), '');
+      expect(again.probe({ appId: 'app1', workerId: 'p-empty', pid: r.pid, startTime: r.startTime, bootId: r.bootId })).to.deep.equal({ kind: 'gone' });
+    });
+
     it('finds a worker whose spawn was never recorded (pid 0) through its pid file, only if its command line names its dir', async () => {
       const r = await driver.spawn(spec('p-nopid', ['sleep', '30']));
       started.push(r.pid);
