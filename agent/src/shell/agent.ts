@@ -796,10 +796,10 @@ export class Agent {
     if (resp.registered) {
       this.core.workerEndsReported(this.endsInFlight);
       this.endsInFlight = 0;
-      // As after RegisterAgent (mainLoop): the grant stream opens now, or a heartbeat goes out at
-      // once to bring the grant table in line.
-      if (await this.onRegistered(resp.registered, 'registered with the master by a heartbeat (rejoin)')) this.watchGrants(this.core.epochSeen);
-      else this.heartbeatNow = true;
+      // The grant stream opens with the next heartbeat, an interval from now, not at once: a new
+      // leader that every agent and AM reports to takes their reports first, and pushes by call
+      // meanwhile. Without our table adopted, that heartbeat goes out at once to bring it in line.
+      if (!(await this.onRegistered(resp.registered, 'registered with the master by a heartbeat (rejoin)'))) this.heartbeatNow = true;
       return;
     }
     this.core.masterHeard(this.now(), this.heartbeatIntervalMs);

@@ -472,7 +472,9 @@ export class AppMaster {
         this.timer = setInterval(() => this.onTimer(), this.heartbeatMs);
       }
       if (constraints) this.constraintsSent = JSON.stringify(constraints);
-      this.watchAssignments();
+      // The assignment stream opens after the next answered call (the heartbeat, an interval from
+      // now, at the latest), not now: a new leader that every AM and agent reports to takes their
+      // reports first, and pushes by call meanwhile.
       if (res.fullAssignments && !this.reportWanted) {
         // Built from this report: applies like a pushed full table.
         const epoch = res.epoch && res.epoch !== '0' ? res.epoch : this.epoch;
