@@ -155,7 +155,9 @@ function reRegister(st: MasterState, known: NodeState, info: NodeInfo): void {
     st.faults.post('AGENT_CRASH', info.nodeId, st.now, 're-registered');
     st.faults.resolve('AGENT_CRASH', info.nodeId, st.now, 'grants re-sent by the master');
   }
-  st.log.info({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
+  // A roster agent registering with a new leader is logged as its state is adopted (recovery.ts).
+  if (known.reported) st.log.info({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
+  else st.log.debug({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
 }
 
 export interface HeartbeatResult {
