@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { InvalidArgumentError, nullLogger, NotFoundError, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto } from '@fuxi/proto';
-import { connect, implement, MasterConnection, RpcError, startServer, type RunningServer } from '../index.js';
+import { connect, implement, MasterConnection, RpcError, startServer, withoutCallerStack, type RunningServer } from '../index.js';
 
 interface ReflectionAnswer {
   list_services_response?: { service: { name: string }[] };
@@ -66,6 +66,26 @@ describe('rpc plumbing', () => {
     expect((await c.GetJob({ jobId: 'j1' })).job?.jobId).to.equal('j1');
     c.close();
     expect(Object.keys(global.pool).length).to.equal(before);
+  });
+
+  it('creates calls without capturing the caller’s stack, and restores the stack limit whatever happens', async () => {
+    const limit = Error.stackTraceLimit;
+    let inside = -1;
+    expect(withoutCallerStack(() => (inside = Error.stackTraceLimit))).to.equal(0);
+    expect(inside).to.equal(0);
+    expect(() =>
+      withoutCallerStack(() => {
+        throw new Error('made in the call');
+      }),
+    ).to.throw('made in the call');
+    expect(Error.stackTraceLimit).to.equal(limit);
+    // A failed call still fails with the method and the status.
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const c = connect(loadFuxiProto().MasterService, s.address);
+    const nf = (await c.GetJob({ jobId: 'nope' }).catch((e: unknown) => e)) as RpcError;
+    expect([nf.code, nf.message]).to.deep.equal(['NOT_FOUND', 'job "nope" not found']);
+    c.close();
   });
 
   it('maps typed errors to gRPC codes and back', async () => {
