@@ -1034,10 +1034,17 @@ export class AppMaster {
         const jitter = Math.floor(Math.random() * STREAM_LOSS_HEARTBEAT_MS);
         // The leader went away (the stream was cut) or stepped down (it ended the stream): report
         // our state soon (jittered), so that a new leader rebuilding its soft state has it at once
-        // (its answer brings our assignment table and the stream opens again); a leader that stayed
-        // takes it as a full resync. A stream refused for another reason: heartbeat soon instead.
+        // (its answer brings our assignment table); a leader that stayed takes it as a full
+        // resync. The report is wanted from now on: any master call made before the jittered
+        // moment (a heartbeat falling due) goes as the report instead of as one more call. A stream
+        // refused for another reason: heartbeat soon instead.
         const leaderGone = failure === undefined || isTransient(failure);
-        setTimeout(() => (leaderGone ? this.wantReport() : this.onTimer()), jitter).unref();
+        if (leaderGone) {
+          this.reportWanted = true;
+          setTimeout(() => {
+            if (this.reportWanted && !this.stopped) this.enqueueMaster(async () => {});
+          }, jitter).unref();
+        } else setTimeout(() => this.onTimer(), jitter).unref();
       }
     })();
   }

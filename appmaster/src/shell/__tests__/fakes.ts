@@ -65,6 +65,10 @@ export class FakeMaster {
   refused = 0;
   /** Every call fails UNAVAILABLE (no leader known) while set. */
   down = false;
+  /** WatchAssignments streams are held open (until `cutStreams`); refused as not implemented otherwise. */
+  streams = false;
+  /** Ends every open WatchAssignments stream with UNAVAILABLE (the connection to a dying master). */
+  private readonly cuts: Array<() => void> = [];
   /** `${su}|${node}` -> absolute slot count. */
   readonly asgn = new Map<string, number>();
   readonly outstanding = new Map<string, number>();
@@ -163,6 +167,15 @@ export class FakeMaster {
           const base = { epoch: this.epoch, assignmentSeq: String(this.seq), reportState: this.reportPending, ...(stale ? { connectivity: c } : {}) };
           return behind ? { ...base, fullAssignments: true, assignments: this.table() } : base;
         },
+        WatchAssignments: (_req: unknown, call: { on(ev: string, f: () => void): void }) => {
+          this.gate();
+          if (!this.streams) throw new FailedPreconditionError('WatchAssignments is not implemented by the fake');
+          this.note('WatchAssignments');
+          return new Promise<void>((resolve, reject) => {
+            this.cuts.push(() => reject(new UnavailableError('stream cut (fake)')));
+            call.on('cancelled', () => resolve());
+          });
+        },
         ReportAppState: async (req: ReportAppStateRequest__Output) => {
           this.gate();
           this.note('ReportAppState');
@@ -202,6 +215,11 @@ export class FakeMaster {
     );
     this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers }] });
     return this;
+  }
+
+  /** Cuts every open WatchAssignments stream (UNAVAILABLE): as the death of the master does. */
+  cutStreams(): void {
+    for (const cut of this.cuts.splice(0)) cut();
   }
 
   private note(call: string): void {

@@ -114,6 +114,26 @@ describe('AppMaster shell across master failovers (fake masters and agents on lo
     await running;
   });
 
+  it('once its assignment stream is cut, the next master call it makes is its state report (a heartbeat falling due goes as the report)', async () => {
+    const [m1] = await cluster(wireJob(), 1);
+    m1!.streams = true;
+    for (const x of agents) x.runMs = 60_000;
+    const a = am([m1!]);
+    const running = a.run().catch(() => undefined);
+    await waitFor(() => m1!.calls.includes('WatchAssignments') && plans('map').length > 0, 10_000, 'the stream open and map planned');
+    // A new leader of epoch 2 at the same address: the stream to the old one is cut.
+    m1!.becomeNewLeader('2');
+    const from = m1!.calls.length;
+    m1!.cutStreams();
+    await waitFor(() => m1!.reports.length === 1, 10_000, 'the report');
+    // Heartbeats fall due every 50 ms, well within the report's jitter (up to 1 s): none went
+    // ahead of the report to be told to report.
+    const after = m1!.calls.slice(from).filter((c) => c !== 'WatchAssignments');
+    expect(after[0]).to.equal('ReportAppState');
+    await a.stop();
+    await running;
+  });
+
   it('reports units, outstanding requests and assignments before any further delta, and never counts a queued delta twice', async () => {
     const [m] = await cluster(threeStages());
     for (const x of agents) x.runMs = 400;
