@@ -46,13 +46,19 @@ describe('AppMaster shell across master failovers (fake masters and agents on lo
     return masters;
   }
 
-  const am = (ms: FakeMaster[]) =>
-    new AppMaster({ masters: ms.map((m) => m.address), appId: 'app-1', amAttempt: 1, nodeId: 'n1', log: nullLogger, deadlineMs: 3000 });
+  /** Every AM a test made: stopped after it, whatever happened (a live one keeps retrying its master). */
+  const ams: AppMaster[] = [];
+  const am = (ms: FakeMaster[]) => {
+    const a = new AppMaster({ masters: ms.map((m) => m.address), appId: 'app-1', amAttempt: 1, nodeId: 'n1', log: nullLogger, deadlineMs: 3000 });
+    ams.push(a);
+    return a;
+  };
   const plans = (task?: string) => agents.flatMap((x) => x.plans).filter((p) => !task || p.task === task);
   /** UpdateRequests a master received after its first ReportAppState. */
   const afterReport = (m: FakeMaster) => m.requests.slice(m.calls.slice(0, m.calls.indexOf('ReportAppState')).filter((c) => c === 'UpdateRequests').length);
 
   afterEach(async () => {
+    await Promise.all(ams.splice(0).map((a) => a.stop().catch(() => undefined)));
     await Promise.all(masters.map((m) => m.stop()));
     await Promise.all(agents.map((a) => a.stop()));
     masters = [];
@@ -106,9 +112,11 @@ describe('AppMaster shell across master failovers (fake masters and agents on lo
     await waitFor(() => m1!.reports.length === 1, 10_000, 'the report');
     const i = m1!.calls.indexOf('ReportAppState');
     const answeredAt = m1!.callTimes[i]! + 300;
-    await waitFor(() => m1!.calls.length > i + 2, 10_000, 'calls after the report');
-    const next = m1!.calls.indexOf('UpdateRequests', i);
-    expect(next).to.be.greaterThan(i);
+    // The heartbeats: UpdateRequests that carry no request (those that do go whenever the core asks).
+    const heartbeatsAfter = () =>
+      m1!.calls.flatMap((c, k) => (c === 'UpdateRequests' ? [k] : [])).filter((k, n) => k > i && m1!.requests[n]!.deltas.length === 0 && m1!.requests[n]!.units.length === 0);
+    await waitFor(() => heartbeatsAfter().length > 0, 10_000, 'a heartbeat after the report');
+    const next = heartbeatsAfter()[0]!;
     expect(m1!.callTimes[next]! - answeredAt).to.be.at.least(40);
     await a.stop();
     await running;
@@ -121,15 +129,15 @@ describe('AppMaster shell across master failovers (fake masters and agents on lo
     const a = am([m1!]);
     const running = a.run().catch(() => undefined);
     await waitFor(() => m1!.calls.includes('WatchAssignments') && plans('map').length > 0, 10_000, 'the stream open and map planned');
-    // A new leader of epoch 2 at the same address: the stream to the old one is cut.
-    m1!.becomeNewLeader('2');
+    // The stream is cut (the master may have died: the AM cannot tell yet). This master does not
+    // ask for the report: only the AM's own wish makes it.
     const from = m1!.calls.length;
     m1!.cutStreams();
     await waitFor(() => m1!.reports.length === 1, 10_000, 'the report');
     // Heartbeats fall due every 50 ms, well within the report's jitter (up to 1 s): none went
-    // ahead of the report to be told to report.
+    // ahead of the report, but for one or two sent before the AM saw the cut.
     const after = m1!.calls.slice(from).filter((c) => c !== 'WatchAssignments');
-    expect(after[0]).to.equal('ReportAppState');
+    expect(after.indexOf('ReportAppState')).to.be.within(0, 2);
     await a.stop();
     await running;
   });
