@@ -114,7 +114,9 @@ describe('AppMaster shell across master failovers (fake masters and agents on lo
     const answeredAt = m1!.callTimes[i]! + 300;
     // The heartbeats: UpdateRequests that carry no request (those that do go whenever the core asks).
     const heartbeatsAfter = () =>
-      m1!.calls.flatMap((c, k) => (c === 'UpdateRequests' ? [k] : [])).filter((k, n) => k > i && m1!.requests[n]!.deltas.length === 0 && m1!.requests[n]!.units.length === 0);
+      m1!.calls
+        .flatMap((c, k) => (c === 'UpdateRequests' ? [k] : []))
+        .filter((k, n) => k > i && m1!.requests[n]!.deltas.length === 0 && m1!.requests[n]!.units.length === 0);
     await waitFor(() => heartbeatsAfter().length > 0, 10_000, 'a heartbeat after the report');
     const next = heartbeatsAfter()[0]!;
     expect(m1!.callTimes[next]! - answeredAt).to.be.at.least(40);
