@@ -791,22 +791,20 @@ export class Agent {
     if (!this.acceptEpoch(epoch, 'Heartbeat')) return;
     if (this.hbFailures > 0) this.log.info({ master: this.master.address, failures: this.hbFailures }, 'heartbeats resumed');
     this.hbFailures = 0;
+    this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
+    // A master has the worker ends this heartbeat carried (also when it asks us to register again:
+    // it read them first). Ends lost with a failed heartbeat go with the next one.
+    this.core.workerEndsReported(this.endsInFlight);
+    this.endsInFlight = 0;
     // A master answered: it knows us, or has just registered us from the heartbeat's `rejoin`.
     this.rejoin = false;
     if (resp.registered) {
-      this.core.workerEndsReported(this.endsInFlight);
-      this.endsInFlight = 0;
       // The grant stream opens with the next heartbeat, an interval from now, not at once: a new
       // leader that every agent and AM reports to takes their reports first, and pushes by call
       // meanwhile. Without our table adopted, that heartbeat goes out at once to bring it in line.
       if (!(await this.onRegistered(resp.registered, 'registered with the master by a heartbeat (rejoin)'))) this.heartbeatNow = true;
       return;
     }
-    this.core.masterHeard(this.now(), this.heartbeatIntervalMs);
-    // A master has the worker ends this heartbeat carried (also when it asks us to register again:
-    // it read them first). Ends lost with a failed heartbeat go with the next one.
-    this.core.workerEndsReported(this.endsInFlight);
-    this.endsInFlight = 0;
     if (resp.reregister) {
       this.log.info({ master: this.master.address }, 'master asked to register again');
       this.needRegister = true;

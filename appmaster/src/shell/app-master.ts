@@ -467,10 +467,7 @@ export class AppMaster {
       // The report told the master we are alive and brought our assignments: the next heartbeat is
       // an interval from now (in a failover, a heartbeat right behind the report only adds load
       // on a new leader that every AM and agent is reporting to).
-      if (this.timer) {
-        clearInterval(this.timer);
-        this.timer = setInterval(() => this.onTimer(), this.heartbeatMs);
-      }
+      if (this.timer) this.startHeartbeats();
       if (constraints) this.constraintsSent = JSON.stringify(constraints);
       // The assignment stream opens after the next answered call (the heartbeat, an interval from
       // now, at the latest), not now: a new leader that every AM and agent reports to takes their
@@ -554,7 +551,7 @@ export class AppMaster {
     }
     this.early = [];
     this.heartbeatMs = heartbeatMs;
-    this.timer = setInterval(() => this.onTimer(), heartbeatMs);
+    this.startHeartbeats();
     this.pollTimer = setInterval(() => this.poll(), this.cfg.pollMs ?? 3000);
   }
 
@@ -642,6 +639,12 @@ export class AppMaster {
       this.polling = false;
     });
     this.track(op);
+  }
+
+  /** (Re)starts the heartbeat timer: the next one an interval from now. */
+  private startHeartbeats(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = setInterval(() => this.onTimer(), this.heartbeatMs);
   }
 
   private onTimer(): void {

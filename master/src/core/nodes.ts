@@ -156,8 +156,7 @@ function reRegister(st: MasterState, known: NodeState, info: NodeInfo): void {
     st.faults.resolve('AGENT_CRASH', info.nodeId, st.now, 'grants re-sent by the master');
   }
   // A roster agent registering with a new leader is logged as its state is adopted (recovery.ts).
-  if (known.reported) st.log.info({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
-  else st.log.debug({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
+  st.log[known.reported ? 'info' : 'debug']({ nodeId: info.nodeId, address: info.address }, 'agent re-registered');
 }
 
 export interface HeartbeatResult {

@@ -114,8 +114,11 @@ export function setConstraints(st: MasterState, app: AppState, c: PlacementConst
   const changed = prev === undefined ? next.reach.length + next.avoid.length > 0 : !sameList(prev.reach, next.reach) || !sameList(prev.avoid, next.avoid);
   // The first ones this master hears of an app (its start, or every AM's report to a new leader)
   // are no news to an operator.
-  if (changed && prev !== undefined) st.log.info({ appId: app.appId, reach: next.reach, avoid: next.avoid }, 'placement constraints of the application master');
-  else if (changed) st.log.debug({ appId: app.appId, reach: next.reach, avoid: next.avoid }, 'placement constraints of the application master');
+  if (changed)
+    st.log[prev === undefined ? 'debug' : 'info'](
+      { appId: app.appId, reach: next.reach, avoid: next.avoid },
+      'placement constraints of the application master',
+    );
   return changed;
 }
 
