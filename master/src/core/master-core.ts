@@ -165,6 +165,11 @@ export class MasterCore {
     return this.view(getJob(this.st, jobId));
   }
 
+  /** The job's record as the core keeps it (not the clients' view; do not change it), or undefined: what authorization reads. */
+  jobRecord(jobId: string): Readonly<JobRecord> | undefined {
+    return this.st.jobs.get(jobId);
+  }
+
   /** A page of jobs (jobs.ts `listJobsPage`), as clients see them. */
   listJobsPage(q: { states?: readonly JobState[]; arrayId?: string; limit?: number; after?: string }): { jobs: JobRecord[]; nextAfter: string } {
     const page = listJobsPage(this.st, q);
@@ -478,7 +483,7 @@ export class MasterCore {
 
   /** Soft-state sources used by recovery handlers, oldest first (the last few hundred). */
   sourceUses(): SourceUse[] {
-    return this.st.uses.map((u) => ({ ...u }));
+    return this.st.uses().map((u) => ({ ...u }));
   }
 
   /** The schedule units of a running app, with the numbers of their request limits (request-limits.ts). */

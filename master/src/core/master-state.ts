@@ -358,7 +358,9 @@ export class MasterState {
   readonly out = new Outbox();
   /** Event sensor output: the bulletin board, dispatcher and system FSM (paper section 4.2.4). */
   readonly faults: FaultBoard;
-  readonly uses: SourceUse[] = [];
+  /** The last SOURCE_LOG source uses, a ring: `usesNext` is where the next one goes (`uses()`). */
+  private readonly usesRing: SourceUse[] = [];
+  private usesNext = 0;
   /** Which hosts cannot reach which, from the agents' probe reports (connectivity.ts). */
   readonly connectivity: ConnectivityState;
   /** Each agent's probe targets, with their versions (probe-targets.ts). */
@@ -410,9 +412,15 @@ export class MasterState {
 
   /** Records that a recovery handler used a soft-state source (bounded log). */
   used(use: Omit<SourceUse, 'atMs'>): void {
-    this.uses.push({ atMs: this.now, ...use });
-    if (this.uses.length > SOURCE_LOG) this.uses.splice(0, this.uses.length - SOURCE_LOG);
+    const u: SourceUse = { atMs: this.now, row: use.row, source: use.source, timing: use.timing, subject: use.subject, action: use.action };
+    this.usesRing[this.usesNext] = u;
+    this.usesNext = (this.usesNext + 1) % SOURCE_LOG;
     this.log.debug(use, 'soft-state source used');
+  }
+
+  /** The recorded source uses, oldest first. */
+  uses(): SourceUse[] {
+    return [...this.usesRing.slice(this.usesNext), ...this.usesRing.slice(0, this.usesNext)];
   }
 }
 

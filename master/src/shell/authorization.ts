@@ -27,16 +27,12 @@ export function callerOfCall(call: object): Caller {
 }
 
 /** The job's owner and quota group, as authz.ts checks them. */
-function jobTarget(job: JobRecord): { owner: string; group: string } {
+function jobTarget(job: Readonly<JobRecord>): { owner: string; group: string } {
   return { owner: job.owner ?? '', group: job.spec.quotaGroup || DEFAULT_QUOTA_GROUP };
 }
 
-function jobOrUndefined(core: MasterCore, jobId: string): JobRecord | undefined {
-  try {
-    return core.getJob(jobId);
-  } catch {
-    return undefined;
-  }
+function jobOrUndefined(core: MasterCore, jobId: string): Readonly<JobRecord> | undefined {
+  return core.jobRecord(jobId);
 }
 
 type Req = Record<string, unknown>;

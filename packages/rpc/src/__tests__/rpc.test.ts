@@ -12,6 +12,9 @@ interface ReflectionAnswer {
   file_descriptor_response?: { file_descriptor_proto: Buffer[] };
 }
 
+/** WatchJob streams of fakeMaster that their client cancelled. */
+let streamsCancelled = 0;
+
 /**
  * A MasterService whose GetJob answers from a tiny table (a standby's redirect when `leader` is
  * set; UNAVAILABLE without a leader when `unavailable`); other methods are not under test.
@@ -30,8 +33,16 @@ function fakeMaster(leader = '', unavailable = false) {
     if (req.jobId !== 'j1') throw new NotFoundError('job', req.jobId);
     return { job: { jobId: 'j1', name: 'one', state: 'JOB_STATE_RUNNING', submittedAtMs: '1234567890123' } };
   };
-  impl.WatchJob = async (_req: unknown, call: grpc.ServerWritableStream<object, object>) => {
-    for (let i = 0; i < 3; i++) call.write({ jobId: `w${i}` });
+  impl.WatchJob = async (req: { jobId: string }, call: grpc.ServerWritableStream<object, object>) => {
+    // 'many': 2,000 messages; 'fail': two, then NOT_FOUND; 'open': one, then open until cancelled.
+    const n = req.jobId === 'many' ? 2000 : req.jobId === 'fail' || req.jobId === 'open' ? (req.jobId === 'open' ? 1 : 2) : 3;
+    for (let i = 0; i < n; i++) call.write({ jobId: `w${i}` });
+    if (req.jobId === 'fail') throw new NotFoundError('job', 'fail');
+    if (req.jobId === 'open') {
+      await new Promise<void>((resolve) => call.on('cancelled', () => resolve()));
+      streamsCancelled++;
+      return;
+    }
     call.end();
   };
   return { name: 'fuxi.v1.MasterService', definition: def, handlers: implement(def, impl as never, nullLogger) };
@@ -131,6 +142,36 @@ describe('rpc plumbing', () => {
     const got: string[] = [];
     for await (const j of c.stream.WatchJob({ jobId: 'x' })) got.push(j.jobId);
     expect(got).to.deep.equal(['w0', 'w1', 'w2']);
+    c.close();
+  });
+
+  it('a failed stream gives the messages it received, then its typed error; a reader that stops early cancels the call', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const c = connect(loadFuxiProto().MasterService, s.address);
+    const got: string[] = [];
+    const err = await (async () => {
+      for await (const j of c.stream.WatchJob({ jobId: 'fail' })) got.push(j.jobId);
+    })().catch((e: unknown) => e);
+    expect(got).to.deep.equal(['w0', 'w1']);
+    expect(err).to.be.instanceOf(RpcError);
+    expect((err as RpcError).code).to.equal('NOT_FOUND');
+
+    // A slow reader gets every message, in order (the call is read as the reader asks).
+    let n = 0;
+    for await (const j of c.stream.WatchJob({ jobId: 'many' })) {
+      expect(j.jobId).to.equal(`w${n++}`);
+      if (n % 500 === 0) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(n).to.equal(2000);
+
+    const before = streamsCancelled;
+    for await (const j of c.stream.WatchJob({ jobId: 'open' })) {
+      expect(j.jobId).to.equal('w0');
+      break;
+    }
+    for (let i = 0; i < 100 && streamsCancelled === before; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(streamsCancelled).to.equal(before + 1);
     c.close();
   });
 
