@@ -3,7 +3,8 @@
  * Benchmark (not a test): master failover at scale. A real etcd, three masters (5 s lease), two
  * simulated-node hosts x 100 nodes (each node a real Agent with a simulated process driver; every
  * app's AM a real in-process AppMaster), 50 apps whose workers run for a day. Once every worker
- * runs, five times: record every worker, kill -9 the leader, measure
+ * runs, five times, each `--settle-ms` after the cluster last changed (the last worker started, the
+ * previous kill's restart): record every worker, kill -9 the leader, measure
  *
  * - takeoverMs: kill -> "became leader" of another master,
  * - recoveredMs: kill -> its "recovery complete" (scheduling resumed with full state); the master's
@@ -514,6 +515,13 @@ async function main(): Promise<number> {
     const ids = await bench.submitApps();
     say(`${ids.length} apps submitted (${o.instances} workers each)`);
     const initial = await bench.waitAllRunning(ids);
+    // Every kill comes settleMs after the cluster last changed: the first after the last worker
+    // started (the last AMs are still finishing their start until then), the others after the
+    // killed master's restart.
+    if (o.settleMs > 0) {
+      say(`settling ${o.settleMs} ms before the first kill`);
+      await sleep(o.settleMs);
+    }
     const failed = new Set<string>();
     const runs: Run[] = [];
     for (let i = 1; i <= o.kills; i++) runs.push(await bench.killRun(i, ids, failed));
@@ -563,7 +571,8 @@ async function main(): Promise<number> {
       },
       notes:
         'recoveredMs = kill -> "recovery complete" of the new leader; leaderRecoveredMs = the master\'s own recoveredMs ' +
-        '(became leader -> scheduling resumed); takeoverMs = kill -> "became leader". Times from the masters\' log timestamps.',
+        '(became leader -> scheduling resumed); takeoverMs = kill -> "became leader". Times from the masters\' log timestamps. ' +
+        "Each kill comes settleMs after the cluster last changed (the last worker running, or the previous kill's restart).",
       finishedAt: new Date().toISOString(),
     };
     const out = resolve(o.out);
