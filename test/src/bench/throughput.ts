@@ -22,10 +22,10 @@
  * children used (dedicated AMs, and the workers' `/bin/true`, which is next to nothing), from /proc,
  * over the scenario.
  *
- *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1]
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--keep]
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -343,6 +343,7 @@ async function main(): Promise<void> {
       'max-am-share': { type: 'string' },
       store: { type: 'string' },
       'crash-jobs': { type: 'string' },
+      keep: { type: 'boolean', default: false },
     },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
@@ -396,6 +397,9 @@ async function main(): Promise<void> {
   mkdirSync(join(REPO_ROOT, 'bench-results'), { recursive: true });
   writeFileSync(join(REPO_ROOT, 'bench-results', store === 'etcd' ? 'throughput-etcd.json' : 'throughput.json'), JSON.stringify(out, null, 2) + '\n');
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+  // The clusters' work dirs (logs, stores, the workers' dirs): kept only with --keep.
+  if (values.keep) process.stderr.write(`work dir kept: ${dir}\n`);
+  else rmSync(dir, { recursive: true, force: true });
 }
 
 await main();
