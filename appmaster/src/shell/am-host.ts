@@ -5,10 +5,10 @@
  *
  * Each hosted AM is what a dedicated one is: a real `AppMaster` with its own configuration (the
  * environment its agent would have given its process), its own core, snapshot, attempt and
- * epoch, its own gRPC server and address towards the master and the agents, and its own log
- * (`<worker dir>/stdout`). Its end is its worker's exit: exit code 0 once FinishApp went through,
- * 1 on a fatal error, written to `<worker dir>/exit` (as a worker's wrapper does) and reported to
- * the agent.
+ * epoch, its own address towards the master and the agents (a route of the host's one gRPC
+ * server: `SharedAmServers`), and its own log (`<worker dir>/stdout`). Its end is its worker's
+ * exit: exit code 0 once FinishApp went through, 1 on a fatal error, written to `<worker dir>/exit`
+ * (as a worker's wrapper does) and reported to the agent.
  *
  * Isolation:
  * - **Exceptions.** Every AM runs in an async context of its own (AsyncLocalStorage): an uncaught
@@ -43,8 +43,11 @@ import {
   type HostedAmSpec,
   type Logger,
 } from '@fuxi/common';
+import type * as grpc from '@grpc/grpc-js';
+import { loadFuxiProto } from '@fuxi/proto';
+import { routedAddress, ServiceRouter, startServer, type RunningServer, type Transport } from '@fuxi/rpc';
 import type { TaskProgress } from '../core/types.js';
-import { AppMaster, configFromEnv } from './app-master.js';
+import { AppMaster, configFromEnv, type AmServing, type AppMasterConfig } from './app-master.js';
 
 /** What the host needs of an application master (AppMaster; tests give fakes). */
 export interface HostedAppMaster {
@@ -136,9 +139,11 @@ export class AmHost {
   /** Retries of each AM as last read, and the sum of every increase seen (`stats().retries`). */
   private readonly retriesSeen = new Map<string, number>();
   private retriesTotal = 0;
+  private readonly servers: SharedAmServers;
 
   constructor(private readonly opts: AmHostOptions) {
     this.log = opts.log;
+    this.servers = new SharedAmServers(opts.log);
     this.threadInstances = opts.threadInstances ?? DEFAULT_THREAD_INSTANCES;
     this.loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
     this.loop.enable();
@@ -169,7 +174,7 @@ export class AmHost {
     const info: HostedAmInfo = { key: spec.key, appId: spec.appId, workerId: spec.workerId, thread, startedAtMs: Date.now() };
     const level = spec.env.FUXI_LOG_LEVEL || this.opts.logLevel || 'info';
     const done = (h: Hosted, exitCode: number | null, signal: string | null, message: string) => this.ended(h, exitCode, signal, message);
-    const am = thread ? new ThreadAm(info, spec, level, done, this.opts.threadEntry) : new InlineAm(info, spec, level, done, this.opts);
+    const am = thread ? new ThreadAm(info, spec, level, done, this.opts.threadEntry) : new InlineAm(info, spec, level, done, this.opts, this.servers);
     this.ams.set(spec.key, am);
     this.log.info({ key: spec.key, appId: spec.appId, workerId: spec.workerId, thread, ams: this.ams.size }, 'hosted application master started');
     am.begin();
@@ -252,10 +257,16 @@ export class AmHost {
     this.retriesSeen.set(am.info.key, Math.max(now, before));
   }
 
-  /** Stops every AM (the host is going away on purpose) and the loop monitor. */
+  /** Stops every AM (the host is going away on purpose), the loop monitor and, after `graceMs`, the AMs' servers. */
   close(graceMs = 1000): void {
     for (const am of this.ams.values()) am.stop(graceMs);
     this.loop.disable();
+    setTimeout(() => void this.servers.close(), graceMs).unref();
+  }
+
+  /** The addresses of the servers of the inline AMs (`host:port`; each AM at a route of one). */
+  serverAddresses(): Promise<string[]> {
+    return this.servers.addresses();
   }
 
   private ended(am: Hosted, exitCode: number | null, signal: string | null, message: string): void {
@@ -267,6 +278,87 @@ export class AmHost {
     writeExitFile(am.spec.dir, exitCode ?? SIGKILL_STATUS);
     this.log.info({ key: am.info.key, exitCode, signal, message, ams: this.ams.size }, 'hosted application master ended');
     this.exitCb({ ev: 'exit', key: am.info.key, appId: am.info.appId, workerId: am.info.workerId, exitCode, signal, message });
+  }
+}
+
+/**
+ * The AppMasterService servers of the host's inline AMs: one per (transport, bind, advertise), in
+ * practice one per host, each AM served at a route of it, its key (@fuxi/rpc
+ * routing.ts). A job's agents and the master reach its AM over the connection they hold to the
+ * host already: no new connection and TLS handshake per job, and no server per AM here.
+ *
+ * A server runs outside every AM's async context, and each AM's calls run in that AM's own: the
+ * wall (`AmHost.attribute`) blames an AM's exception on that AM, whichever AM's start opened the
+ * server.
+ */
+export class SharedAmServers {
+  private readonly servers = new Map<Transport | undefined, Map<string, Promise<{ server: RunningServer; router: ServiceRouter }>>>();
+
+  constructor(private readonly log: Logger) {}
+
+  /**
+   * The `serve` of an AM's config (app-master.ts): its handlers at its route of the shared server,
+   * its host key (app and worker id: one per attempt, and unique among the host's AMs).
+   */
+  serving(cfg: Pick<AppMasterConfig, 'bind' | 'advertise' | 'transport'>, ctx: AmContext): (handlers: grpc.UntypedServiceImplementation) => Promise<AmServing> {
+    return async (handlers) => {
+      const { server, router } = await contexts.exit(() => this.serverFor(cfg));
+      const route = encodeURIComponent(ctx.key);
+      const inContext: grpc.UntypedServiceImplementation = {};
+      for (const [name, h] of Object.entries(handlers)) {
+        const fn = h as (...args: unknown[]) => unknown;
+        inContext[name] = ((...args: unknown[]) => contexts.run(ctx, () => fn(...args))) as grpc.UntypedHandleCall;
+      }
+      router.add(route, inContext);
+      let served = true;
+      return {
+        address: routedAddress(server.address, route),
+        shutdown: async () => {
+          if (served) router.remove(route);
+          served = false;
+        },
+      };
+    };
+  }
+
+  private serverFor(cfg: Pick<AppMasterConfig, 'bind' | 'advertise' | 'transport'>): Promise<{ server: RunningServer; router: ServiceRouter }> {
+    let byBind = this.servers.get(cfg.transport);
+    if (!byBind) this.servers.set(cfg.transport, (byBind = new Map()));
+    const bind = cfg.bind ?? '127.0.0.1:0';
+    const key = `${bind}\u0000${cfg.advertise ?? ''}`;
+    const running = byBind.get(key);
+    if (running) return running;
+    const def = loadFuxiProto().AppMasterService.service;
+    const router = new ServiceRouter(def);
+    const started = startServer({
+      bind,
+      ...(cfg.advertise ? { advertise: cfg.advertise } : {}),
+      log: this.log,
+      ...(cfg.transport ? { transport: cfg.transport } : {}),
+      services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers: router.handlers() }],
+    }).then((server) => {
+      this.log.info({ address: server.address, bind }, 'serving hosted application masters');
+      return { server, router };
+    });
+    byBind.set(key, started);
+    // A server that could not start (its AM fails to start): the next AM tries again.
+    const map = byBind;
+    started.catch(() => {
+      if (map.get(key) === started) map.delete(key);
+    });
+    return started;
+  }
+
+  async addresses(): Promise<string[]> {
+    const all = [...this.servers.values()].flatMap((m) => [...m.values()]);
+    const up = await Promise.allSettled(all);
+    return up.flatMap((r) => (r.status === 'fulfilled' ? [r.value.server.address] : []));
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.servers.values()].flatMap((m) => [...m.values()]);
+    this.servers.clear();
+    await Promise.allSettled(all.map(async (p) => (await p).server.shutdown(500)));
   }
 }
 
@@ -292,6 +384,7 @@ class InlineAm implements Hosted {
     private readonly level: string,
     private readonly done: Done,
     private readonly opts: AmHostOptions,
+    private readonly servers: SharedAmServers,
   ) {
     this.ctx = { key: info.key, ended: false };
   }
@@ -301,7 +394,11 @@ class InlineAm implements Hosted {
       try {
         this.logFile = amLog(this.spec, this.level);
         const log = this.logFile.log;
-        this.am = this.opts.createAm ? this.opts.createAm(this.spec, log) : new AppMaster(configFromEnv(this.spec.env, log));
+        if (this.opts.createAm) this.am = this.opts.createAm(this.spec, log);
+        else {
+          const cfg = configFromEnv(this.spec.env, log);
+          this.am = new AppMaster({ ...cfg, serve: this.servers.serving(cfg, this.ctx) });
+        }
       } catch (e) {
         this.logFile?.log.error({ err: errorMessage(e) }, 'application master could not start');
         setImmediate(() => this.end(1, null, `could not start: ${errorMessage(e)}`));

@@ -60,6 +60,7 @@ import {
   type WorkerEventsRequest__Output,
   type WorkerStatus__Output,
 } from '@fuxi/proto';
+import type * as grpc from '@grpc/grpc-js';
 import {
   connect,
   implement,
@@ -70,7 +71,6 @@ import {
   sharedTransport,
   startServer,
   transportFromEnv,
-  type RunningServer,
   type Transport,
   type TypedClient,
 } from '@fuxi/rpc';
@@ -94,6 +94,12 @@ export interface AppMasterConfig {
   bind?: string;
   /** Address agents and the master should use, when it differs from the bound one. */
   advertise?: string;
+  /**
+   * How the AppMasterService is served (default: a server of its own at `bind`). An AM host serves
+   * its AMs on one server, each at a route of its own (am-host.ts): their callers need no new
+   * connection per job.
+   */
+  serve?: (handlers: grpc.UntypedServiceImplementation) => Promise<AmServing>;
   log: Logger;
   /**
    * Mutual TLS (or plaintext) of its server and every call; default the process's. From the
@@ -122,6 +128,14 @@ export interface AppMasterConfig {
    * disagree for good, and the AM exits: a new attempt starts from the master's view (default 60 s).
    */
   refusalGiveUpMs?: number;
+}
+
+/** Where an AM's AppMasterService is served, and how it stops. */
+export interface AmServing {
+  /** What agents and the master call (host:port, or host:port#route on a shared server). */
+  readonly address: string;
+  /** Stops serving this AM (calls under way may finish within `graceMs`). */
+  shutdown(graceMs?: number): Promise<void>;
 }
 
 export interface AppResult {
@@ -203,7 +217,7 @@ export class AppMaster {
   private conn: MasterConnection;
   private readonly agents = new Map<string, AgentClient>();
   private core: DagAppMaster;
-  private server: RunningServer | undefined;
+  private server: AmServing | undefined;
   private epoch = '0';
   private requestSeq = 0;
   private returnSeq = 0;
@@ -378,13 +392,15 @@ export class AppMaster {
       },
       this.log,
     );
-    this.server = await startServer({
-      bind: this.cfg.bind ?? '127.0.0.1:0',
-      ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
-      log: this.log,
-      ...(this.cfg.transport ? { transport: this.cfg.transport } : {}),
-      services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers }],
-    });
+    this.server = this.cfg.serve
+      ? await this.cfg.serve(handlers)
+      : await startServer({
+          bind: this.cfg.bind ?? '127.0.0.1:0',
+          ...(this.cfg.advertise ? { advertise: this.cfg.advertise } : {}),
+          log: this.log,
+          ...(this.cfg.transport ? { transport: this.cfg.transport } : {}),
+          services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers }],
+        });
     this.log.info({ address: this.server.address, node: this.cfg.nodeId }, 'application master serving');
   }
 

@@ -11,9 +11,9 @@
  * ```
  */
 
-/** The host part of host:port (brackets of an IPv6 literal removed). */
+/** The host part of host:port (brackets of an IPv6 literal removed; a routed address's `#route` ignored). */
 export function hostOf(address: string): string {
-  const s = address.replace(/^[a-z][a-z0-9+.-]*:\/\//i, ''); // etcd endpoints are URLs
+  const s = address.replace(/#.*$/, '').replace(/^[a-z][a-z0-9+.-]*:\/\//i, ''); // etcd endpoints are URLs
   const i = s.lastIndexOf(':');
   const host = i > 0 && /^\d+\/?$/.test(s.slice(i + 1).replace(/\/.*$/, '')) ? s.slice(0, i) : s.replace(/\/.*$/, '');
   return host.replace(/^\[(.*)\]$/, '$1');
@@ -21,7 +21,7 @@ export function hostOf(address: string): string {
 
 /** The port of host:port, or undefined when it has none. */
 export function portOf(address: string): number | undefined {
-  const m = /:(\d{1,5})$/.exec(address);
+  const m = /:(\d{1,5})$/.exec(address.replace(/#.*$/, ''));
   return m ? Number(m[1]) : undefined;
 }
 

@@ -107,8 +107,27 @@ export class TokenFile {
   }
 }
 
+/**
+ * Identities of the certificates seen lately, by their DER bytes: a caller's every call shows the
+ * same certificate, and parsing it (X509Certificate) was most of the cost of naming the caller.
+ */
+const identities = new Map<string, Caller | undefined>();
+const IDENTITIES_KEPT = 4096;
+
 /** The identity a certificate names: CN = name, O = role, OU = quota groups; undefined without a CN or a known role. */
 export function certIdentity(raw: Buffer): Caller | undefined {
+  const key = raw.toString('base64');
+  if (identities.has(key)) {
+    const id = identities.get(key);
+    return id && { ...id, ...(id.groups ? { groups: [...id.groups] } : {}) };
+  }
+  const id = parseCertIdentity(raw);
+  if (identities.size >= IDENTITIES_KEPT) identities.clear();
+  identities.set(key, id);
+  return id && { ...id, ...(id.groups ? { groups: [...id.groups] } : {}) };
+}
+
+function parseCertIdentity(raw: Buffer): Caller | undefined {
   let subject: string;
   try {
     subject = new X509Certificate(raw).subject;

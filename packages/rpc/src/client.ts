@@ -13,6 +13,7 @@ import { tokenMetadata } from './auth.js';
 import { defaultTransport, Transport } from './tls.js';
 import { maxMessageBytes } from './message-size.js';
 import { installAsyncResourceBindFix } from './node-fixes.js';
+import { ROUTE_HEADER, splitRoute } from './routing.js';
 
 // Every call opens an HTTP/2 stream: without this, Node 20 spends ~8 µs on each (node-fixes.ts).
 installAsyncResourceBindFix();
@@ -123,10 +124,17 @@ function acquireChannel(transport: Transport, address: string, max: number): { c
 export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, optsOrTransport: ConnectOptions | Transport = {}): TypedClient<D> {
   const connectOpts: ConnectOptions = optsOrTransport instanceof Transport ? { transport: optsOrTransport } : optsOrTransport;
   const transport = connectOpts.transport ?? defaultTransport();
-  const shared = acquireChannel(transport, address, maxMessageBytes());
-  const raw = new ctor(address, grpc.credentials.createInsecure(), { channelOverride: shared.channel });
+  // A routed address (`host:port#route`, routing.ts): the channel is the server's, shared with
+  // every other instance served there; the route goes with each call.
+  const { target, route } = splitRoute(address);
+  const shared = acquireChannel(transport, target, maxMessageBytes());
+  const raw = new ctor(target, grpc.credentials.createInsecure(), { channelOverride: shared.channel });
   const tok = connectOpts.token;
-  const metadata = (opts: CallOptions): grpc.Metadata => tokenMetadata(opts.token ?? (typeof tok === 'function' ? tok() : tok));
+  const metadata = (opts: CallOptions): grpc.Metadata => {
+    const md = tokenMetadata(opts.token ?? (typeof tok === 'function' ? tok() : tok));
+    if (route !== undefined) md.set(ROUTE_HEADER, route);
+    return md;
+  };
   const out: Record<string, unknown> = {};
   const streams: Record<string, unknown> = {};
   for (const [name, d] of Object.entries(ctor.service)) {

@@ -30,3 +30,4 @@ export * from './auth.js';
 export * from './tls.js';
 export * from './message-size.js';
 export * from './stream-bounds.js';
+export * from './routing.js';

@@ -109,6 +109,11 @@ describe('AM host', function () {
     ]);
     expect(a.finished?.succeeded).to.equal(true);
     expect(b.finished?.succeeded).to.equal(true);
+    // The main loop's AMs are served at routes of the host's one server; a thread's AM by its own.
+    const shared = await host.serverAddresses();
+    expect(shared).to.have.length(1);
+    expect(a.amAddress).to.equal(`${shared[0]}#${encodeURIComponent('small')}`);
+    expect(b.amAddress).to.match(/^127\.0\.0\.1:\d+$/);
     for (const key of ['small', 'large']) {
       expect(fs.readFileSync(path.join(dir, key, 'exit'), 'utf8').trim()).to.equal('0');
       await waitFor(() => fs.readFileSync(path.join(dir, key, 'stdout'), 'utf8').includes('"application finished"'), 5000, `${key}'s log`);

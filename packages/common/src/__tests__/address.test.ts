@@ -9,6 +9,10 @@ describe('addresses', () => {
     expect(hostOf('m1.rack-a.example:7070')).to.equal('m1.rack-a.example');
     expect(portOf('m1:7070')).to.equal(7070);
     expect(portOf('m1')).to.equal(undefined);
+    // A routed address (an AM on its AM host's server): the route is not part of host or port.
+    expect(hostOf('10.0.0.5:40123#job-1/2')).to.equal('10.0.0.5');
+    expect(hostOf('[::1]:40123#a%3Ab/1')).to.equal('::1');
+    expect(portOf('10.0.0.5:40123#job-1/2')).to.equal(40123);
   });
 
   it('knows loopback hosts', () => {

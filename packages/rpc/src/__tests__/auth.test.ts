@@ -155,6 +155,11 @@ describe('auth: callerOf', () => {
         this.skip();
       }
       expect(certIdentity(user)).to.deep.equal({ name: 'bob', role: 'user', groups: ['gold'] });
+      // Seen again (kept by its bytes): the same identity, a copy a caller may change.
+      const again = certIdentity(Buffer.from(user))!;
+      expect(again).to.deep.equal({ name: 'bob', role: 'user', groups: ['gold'] });
+      again.groups!.push('changed');
+      expect(certIdentity(user)).to.deep.equal({ name: 'bob', role: 'user', groups: ['gold'] });
       expect(certIdentity(pem('/O=agent/CN=n1'))).to.deep.equal({ name: 'n1', role: 'agent' });
       expect(certIdentity(pem('/O=wizard/CN=x'))).to.equal(undefined);
       expect(certIdentity(Buffer.from('not a certificate'))).to.equal(undefined);

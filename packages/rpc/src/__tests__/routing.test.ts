@@ -1,0 +1,86 @@
+import { expect } from 'chai';
+import type * as grpc from '@grpc/grpc-js';
+import { nullLogger } from '@fuxi/common';
+import { loadFuxiProto } from '@fuxi/proto';
+import { connect, implement, routedAddress, RpcError, ServiceRouter, splitRoute, startServer, type RunningServer } from '../index.js';
+
+/** A MasterService instance whose GetJob and WatchJob answer with its own name. */
+function instance(name: string) {
+  const def = loadFuxiProto().MasterService.service;
+  const notImpl = async () => {
+    throw new Error('not implemented');
+  };
+  const impl = Object.fromEntries(Object.keys(def).map((k) => [k, notImpl])) as Record<string, unknown>;
+  impl.GetJob = async (req: { jobId: string }) => ({ job: { jobId: `${name}:${req.jobId}` } });
+  impl.WatchJob = async (_req: unknown, call: grpc.ServerWritableStream<object, object>) => {
+    for (let i = 0; i < 2; i++) call.write({ jobId: `${name}:w${i}` });
+    call.end();
+  };
+  return implement(def, impl as never, nullLogger);
+}
+
+describe('routed addresses (routing.ts)', () => {
+  let srv: RunningServer | undefined;
+  afterEach(async () => {
+    await srv?.shutdown(100);
+    srv = undefined;
+  });
+
+  it('split into the server to dial and the route; a route with a space or # is refused', () => {
+    expect(splitRoute('10.0.0.5:4000#job-1/2')).to.deep.equal({ target: '10.0.0.5:4000', route: 'job-1/2' });
+    expect(splitRoute('10.0.0.5:4000')).to.deep.equal({ target: '10.0.0.5:4000', route: undefined });
+    expect(routedAddress('10.0.0.5:4000', 'job-1/2')).to.equal('10.0.0.5:4000#job-1/2');
+    expect(() => routedAddress('h:1', 'a b')).to.throw(/route/);
+    expect(() => routedAddress('h:1', 'a#b')).to.throw(/route/);
+  });
+
+  it('one server serves many instances: each call reaches the one its route names, over one shared channel; a route not served fails UNAVAILABLE', async () => {
+    const def = loadFuxiProto().MasterService.service;
+    const router = new ServiceRouter(def);
+    srv = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers: router.handlers() }],
+    });
+    router.add('a/1', instance('a'));
+    router.add('b/1', instance('b'));
+    expect(() => router.add('a/1', instance('again'))).to.throw(/served already/);
+
+    const a = connect(loadFuxiProto().MasterService, routedAddress(srv.address, 'a/1'));
+    const b = connect(loadFuxiProto().MasterService, routedAddress(srv.address, 'b/1'));
+    const gone = connect(loadFuxiProto().MasterService, routedAddress(srv.address, 'c/1'));
+    const plain = connect(loadFuxiProto().MasterService, srv.address);
+    try {
+      expect(a.address).to.equal(`${srv.address}#a/1`);
+      expect((await a.GetJob({ jobId: 'x' })).job?.jobId).to.equal('a:x');
+      expect((await b.GetJob({ jobId: 'y' })).job?.jobId).to.equal('b:y');
+      // One channel (and connection) to the server for both instances.
+      expect(a.raw.getChannel()).to.equal(b.raw.getChannel());
+      const streamed: string[] = [];
+      for await (const j of b.stream.WatchJob({ jobId: 'x' })) streamed.push(j.jobId);
+      expect(streamed).to.deep.equal(['b:w0', 'b:w1']);
+
+      const unavailable = async (p: Promise<unknown>, what: RegExp) => {
+        const e = (await p.catch((x: unknown) => x)) as RpcError;
+        expect(e).to.be.instanceOf(RpcError);
+        expect(e.code).to.equal('UNAVAILABLE');
+        expect(e.message).to.match(what);
+      };
+      await unavailable(gone.GetJob({ jobId: 'x' }), /nothing serves c\/1 here/);
+      await unavailable(plain.GetJob({ jobId: 'x' }), /routed addresses/);
+      await unavailable(
+        (async () => {
+          for await (const _ of gone.stream.WatchJob({ jobId: 'x' })) void _;
+        })(),
+        /nothing serves c\/1/,
+      );
+      // An instance that ends: its calls fail as a closed server's would; the others go on.
+      router.remove('a/1');
+      expect(router.size).to.equal(1);
+      await unavailable(a.GetJob({ jobId: 'x' }), /nothing serves a\/1/);
+      expect((await b.GetJob({ jobId: 'z' })).job?.jobId).to.equal('b:z');
+    } finally {
+      for (const c of [a, b, gone, plain]) c.close();
+    }
+  });
+});
