@@ -79,12 +79,17 @@ export const DEFAULT_THREAD_INSTANCES = 10_000;
 const LOOP_RESOLUTION_MS = 10;
 
 /** The async context of one hosted AM: whatever its code schedules carries it. */
-interface AmContext {
+export interface AmContext {
   readonly key: string;
   ended: boolean;
 }
 
 const contexts = new AsyncLocalStorage<AmContext>();
+
+/** The key of the hosted AM whose code is running now (undefined: the host's own). */
+export function currentAmKey(): string | undefined {
+  return contexts.getStore()?.key;
+}
 
 /** Exit code written for an AM that ended by a signal (as a shell reports it). */
 const SIGKILL_STATUS = 137;

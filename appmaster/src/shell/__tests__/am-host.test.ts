@@ -12,7 +12,9 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeLine, LineDecoder, nullLogger, type AmHostExitEvent, type HostedAmSpec } from '@fuxi/common';
 import type { TaskProgress } from '../../core/types.js';
-import { AmHost, type HostedAppMaster } from '../am-host.js';
+import { loadFuxiProto } from '@fuxi/proto';
+import { connect, implement, RpcError } from '@fuxi/rpc';
+import { AmHost, currentAmKey, SharedAmServers, type HostedAppMaster } from '../am-host.js';
 import { FakeAgent, FakeMaster, wireJob } from './fakes.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../am-host-main.js', import.meta.url));
@@ -229,6 +231,54 @@ describe('AM host', function () {
     // a's last retry counts, and its instances are gone with it.
     expect(host.stats()).to.deep.include({ instances: { pending: 4, running: 1, succeeded: 2, failed: 1 }, retries: 4 });
     host.close();
+  });
+
+  it("serves its AMs at routes of one server, each AM's calls in that AM's own async context; an ended AM's calls fail UNAVAILABLE", async () => {
+    const servers = new SharedAmServers(nullLogger);
+    const def = loadFuxiProto().AppMasterService.service;
+    const seen: Array<[string, string | undefined]> = [];
+    const handlers = (name: string) =>
+      implement(
+        def,
+        {
+          UpdateAssignments: async () => ({ appliedSeq: '0' }),
+          WorkerEvents: async () => {
+            seen.push([name, currentAmKey()]);
+            return {};
+          },
+          AgentsTimedOut: async () => ({}),
+          GetAppState: async () => ({ appId: name, amAttempt: 1, assignments: [], progress: [], workers: [] }),
+        },
+        nullLogger,
+      );
+    const cfg = { bind: '127.0.0.1:0' };
+    // The server is opened from inside a's context; b's calls must still run in b's.
+    const a = await servers.serving(cfg, { key: 'job-a/am.1', ended: false })(handlers('a'));
+    const b = await servers.serving(cfg, { key: 'job-b/am.1', ended: false })(handlers('b'));
+    const [shared] = await servers.addresses();
+    expect(a.address).to.equal(`${shared}#job-a%2Fam.1`);
+    expect(b.address).to.equal(`${shared}#job-b%2Fam.1`);
+    const ca = connect(loadFuxiProto().AppMasterService, a.address);
+    const cb = connect(loadFuxiProto().AppMasterService, b.address);
+    try {
+      expect((await ca.GetAppState({})).appId).to.equal('a');
+      expect((await cb.GetAppState({})).appId).to.equal('b');
+      await cb.WorkerEvents({ nodeId: 'n1', events: [] });
+      await ca.WorkerEvents({ nodeId: 'n1', events: [] });
+      expect(seen).to.deep.equal([
+        ['b', 'job-b/am.1'],
+        ['a', 'job-a/am.1'],
+      ]);
+      await a.shutdown();
+      const err = (await ca.GetAppState({}).catch((e: unknown) => e)) as RpcError;
+      expect(err).to.be.instanceOf(RpcError);
+      expect(err.code).to.equal('UNAVAILABLE');
+      expect((await cb.GetAppState({})).appId).to.equal('b');
+    } finally {
+      ca.close();
+      cb.close();
+      await servers.close();
+    }
   });
 
   it('as the fuxi-amhost binary: an exception thrown inside one AM (main loop or thread) ends it alone; its neighbour finishes', async () => {
