@@ -20,7 +20,7 @@ import { parseTestbed, type Testbed } from '../core/testbeds.js';
 import { parsePredictionConfig } from '../core/prediction-config.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
-import { coalesceStoreWrites, WriteGroup } from './store-batches.js';
+import { coalesceStoreWrites } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { MasterMetrics } from './master-metrics.js';
 import { Dashboard } from './dashboard.js';
@@ -129,8 +129,6 @@ export class MasterServer {
   /** Heartbeat arrivals to a file (`recordHeartbeats`). */
   private readonly recorder: HeartbeatRecorder | undefined;
   private storeQueue: Promise<void> = Promise.resolve();
-  /** The last write of the store queue while it waits for the one before it: later inputs' writes join it (store-batches.ts). */
-  private openWrite: { group: WriteGroup; done: Promise<void> } | undefined;
   /** Batch scheduling: the pending pass's timer, and when the last pass ran. */
   private scheduleTimer: NodeJS.Timeout | undefined;
   private lastScheduleAt = 0;
@@ -654,30 +652,18 @@ export class MasterServer {
       switch (e.kind) {
         case 'store': {
           const ops = e.ops;
+          const store = this.leaderStore!;
           const term = this.term;
-          // Joins the write still waiting in the queue (group commit), or queues a new one.
-          let open = this.openWrite;
-          if (!open?.group.fits(term, ops)) {
-            const store = this.leaderStore!;
-            const group = new WriteGroup(term);
-            // Writes of a term that ended (a failed write, a step-down, a hold for space) are not made.
-            const write = () => {
-              group.started = true;
-              return term === this.term ? this.timedBatch(store, group.ops) : Promise.reject(new UnavailableError('not made: the term ended', ''));
-            };
-            open = { group, done: this.storeQueue.then(write, write) };
-            this.storeQueue = open.done;
-            this.openWrite = open;
-          }
-          open.group.add(ops);
-          const written = open.done;
+          // Writes of a term that ended (a failed write, a step-down, a hold for space) are not made.
+          const write = () => (term === this.term ? this.timedBatch(store, ops) : Promise.reject(new UnavailableError('not made: the term ended', '')));
+          this.storeQueue = this.storeQueue.then(write, write);
           for (const op of ops) {
             const bytes = op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
             this.hardState.bytes += bytes;
             this.hardState.writes += 1;
             this.log.debug({ key: op.key, bytes }, 'hard state written');
           }
-          durable = written.catch((err: unknown) => {
+          durable = this.storeQueue.catch((err: unknown) => {
             // A write of an ended term (not made, or failed after the term ended): its waiting calls
             // already have the term's answer.
             if (term !== this.term) {
@@ -752,9 +738,7 @@ export class MasterServer {
         case 'deletePrefix': {
           const store = this.leaderStore!;
           const prefix = e.prefix;
-          // Chunked: one etcd transaction holds at most 128 operations. Queued behind the open
-          // write, which takes no later write now (order).
-          this.openWrite = undefined;
+          // Chunked: one etcd transaction holds at most 128 operations.
           this.storeQueue = this.storeQueue
             .then(async () => {
               const keys = (await store.list(prefix)).map((kv) => kv.key);
@@ -937,8 +921,6 @@ export class MasterServer {
     const write = () => (term === this.term ? this.timedBatch(store, ops) : Promise.reject(new UnavailableError('not made: the term ended', '')));
     const done = this.storeQueue.then(write, write);
     this.storeQueue = done.catch(() => undefined);
-    // A write that fails alone changes nothing: it joins no group, and no later write joins one queued before it.
-    this.openWrite = undefined;
     return this.termWaiters.wait(
       done.catch((err: unknown) => {
         if (err instanceof UnavailableError) throw err;

@@ -40,34 +40,3 @@ export function coalesceStoreWrites(effects: readonly Effect[], limits = STORE_B
   }
   return out;
 }
-
-/**
- * Group commit across inputs: a store write still waiting for the one before it (the store queue
- * writes one batch at a time) takes in the writes of later inputs while they fit, so that under
- * load the master makes one store batch (one fsync, one etcd transaction) for many calls instead
- * of one each. Only writes of one term join; a write that has started takes nothing more; every
- * caller of a group waits for the group's batch, and its failure is each one's failure.
- */
-export class WriteGroup {
-  readonly ops: StoreOp[] = [];
-  private bytes = 0;
-  /** The batch is being written: nothing joins it any more. */
-  started = false;
-
-  constructor(
-    readonly term: number,
-    private readonly limits = STORE_BATCH_LIMITS,
-  ) {}
-
-  /** Whether `ops` may join: same term, not started, and the group stays within the limits (an empty group takes anything). */
-  fits(term: number, ops: readonly StoreOp[]): boolean {
-    if (this.started || term !== this.term) return false;
-    if (this.ops.length === 0) return true;
-    return this.ops.length + ops.length <= this.limits.maxOps && this.bytes + ops.reduce((n, op) => n + opBytes(op), 0) <= this.limits.maxBytes;
-  }
-
-  add(ops: readonly StoreOp[]): void {
-    this.ops.push(...ops);
-    this.bytes += ops.reduce((n, op) => n + opBytes(op), 0);
-  }
-}

@@ -20,10 +20,7 @@ class FlakyStore extends MemoryStore {
   fault: () => Error = () => new Error('injected store fault: write refused');
   /** While set, writes wait for it (a slow store). */
   gate: Promise<void> | undefined;
-  /** Every batch asked for, in order. */
-  readonly batches: StoreOp[][] = [];
   override async batch(ops: readonly StoreOp[]): Promise<void> {
-    this.batches.push([...ops]);
     if (this.gate) await this.gate;
     if (this.failing) throw this.fault();
     return super.batch(ops);
@@ -122,49 +119,6 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect(await Promise.all(outcomes)).to.deep.equal(['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE']);
     store.failing = false;
     expect(await jobIds()).to.deep.equal([]);
-  });
-
-  it('writes of calls that come while a write is under way go as one store batch, each call acknowledged once it is durable; a failed group fails every call in it', async () => {
-    let release!: () => void;
-    store.gate = new Promise<void>((r) => (release = r));
-    const first = client.SubmitJob({ spec: spec('g-first') });
-    await new Promise((r) => setTimeout(r, 100));
-    const before = store.batches.length;
-    const rest = Array.from({ length: 20 }, (_, i) => client.SubmitJob({ spec: spec(`g-${i}`) }));
-    await new Promise((r) => setTimeout(r, 200));
-    store.gate = undefined;
-    release();
-    expect((await first).created).to.equal(true);
-    expect((await Promise.all(rest)).every((r) => r.created)).to.equal(true);
-    // The 20 calls that came during the first write: one batch (the queue waited for the first).
-    const later = store.batches.slice(before);
-    expect(later.length, `batches: ${later.map((b) => b.length).join(', ')}`).to.equal(1);
-    expect(new Set(later[0]!.map((o) => o.key)).size).to.be.at.least(20);
-    expect(await jobIds()).to.deep.equal(['g-first', ...Array.from({ length: 20 }, (_, i) => `g-${i}`)].sort());
-
-    // A group whose batch fails: every call in it is UNAVAILABLE, and none of their jobs is shown.
-    store.gate = new Promise<void>((r) => (release = r));
-    const blocker = client.SubmitJob({ spec: spec('h-first') }).then(
-      () => 'ok',
-      (e: unknown) => (e as RpcError).code,
-    );
-    await new Promise((r) => setTimeout(r, 100));
-    const group = Array.from({ length: 5 }, (_, i) =>
-      client.SubmitJob({ spec: spec(`h-${i}`) }).then(
-        () => 'ok',
-        (e: unknown) => (e as RpcError).code,
-      ),
-    );
-    await new Promise((r) => setTimeout(r, 200));
-    store.failing = true;
-    store.gate = undefined;
-    release();
-    expect(await blocker).to.equal('UNAVAILABLE');
-    expect(await Promise.all(group)).to.deep.equal(Array(5).fill('UNAVAILABLE'));
-    store.failing = false;
-    const ids = await jobIds();
-    expect(ids.filter((id) => id.startsWith('h-'))).to.deep.equal([]);
-    expect(ids).to.have.length(21);
   });
 
   it('a kill whose write failed is not shown as killed after the rebuild; its retry kills the job once', async () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Effect } from '../../core/types.js';
-import { coalesceStoreWrites, WriteGroup } from '../store-batches.js';
+import { coalesceStoreWrites } from '../store-batches.js';
 
 const put = (k: string, v = 'x'): Effect => ({ kind: 'store', ops: [{ type: 'put', key: k, value: v }] });
 const changed = (jobId: string): Effect => ({ kind: 'jobChanged', jobId });
@@ -39,24 +39,5 @@ describe('coalesceStoreWrites', () => {
     expect(out.map((e) => (e.kind === 'store' ? e.ops.map((o) => o.key) : []))).to.deep.equal([['a'], ['p', 'q'], ['b']]);
     const alone = coalesceStoreWrites([{ kind: 'store', ops: Array.from({ length: 200 }, (_, i) => ({ type: 'del' as const, key: `k${i}` })) }]);
     expect(alone).to.have.length(1);
-  });
-});
-
-describe('WriteGroup (group commit)', () => {
-  const op = (k: string, v = 'x') => ({ type: 'put' as const, key: k, value: v });
-  it('takes writes of its term while it fits and has not started; an empty group takes anything', () => {
-    const g = new WriteGroup(3, { maxOps: 4, maxBytes: 100 });
-    const big = Array.from({ length: 9 }, (_, i) => op(`k${i}`));
-    expect(g.fits(3, big), 'empty: one write over the limits still goes alone').to.equal(true);
-    const h = new WriteGroup(3, { maxOps: 4, maxBytes: 100 });
-    h.add([op('a'), op('b')]);
-    expect(h.fits(3, [op('c'), op('d')])).to.equal(true);
-    expect(h.fits(3, [op('c'), op('d'), op('e')]), 'over maxOps').to.equal(false);
-    expect(h.fits(3, [op('c', 'v'.repeat(97))]), 'over maxBytes').to.equal(false);
-    expect(h.fits(4, [op('c')]), 'another term').to.equal(false);
-    h.add([op('c')]);
-    expect(h.ops.map((o) => o.key)).to.deep.equal(['a', 'b', 'c']);
-    h.started = true;
-    expect(h.fits(3, [op('d')]), 'started').to.equal(false);
   });
 });
