@@ -685,7 +685,12 @@ export class AppMaster {
         // jittered and backing off up to the interval, so the new leader hears from us within its
         // aggregation window instead of an interval later.
         const retryInMs = backoffMs(this.heartbeatFailures, { initialMs: 250, maxMs: this.heartbeatMs }, Math.random);
-        if (!this.stopped) setTimeout(() => this.onTimer(), retryInMs).unref();
+        // A state report answered meanwhile was the heartbeat (and restarted the interval).
+        const failedAt = Date.now();
+        if (!this.stopped)
+          setTimeout(() => {
+            if (this.reportedAtMs < failedAt) this.onTimer();
+          }, retryInMs).unref();
       }
     });
   }
@@ -1063,7 +1068,13 @@ export class AppMaster {
           setTimeout(() => {
             if (this.reportWanted && !this.stopped) this.enqueueMaster(async () => {});
           }, jitter).unref();
-        } else setTimeout(() => this.onTimer(), jitter).unref();
+        } else {
+          // Unless a state report answered meanwhile was the heartbeat (and restarted the interval).
+          const refusedAt = Date.now();
+          setTimeout(() => {
+            if (this.reportedAtMs < refusedAt) this.onTimer();
+          }, jitter).unref();
+        }
       }
     })();
   }
