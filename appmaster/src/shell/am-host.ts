@@ -355,15 +355,18 @@ export class SharedAmServers {
   }
 
   async addresses(): Promise<string[]> {
-    const all = [...this.servers.values()].flatMap((m) => [...m.values()]);
-    const up = await Promise.allSettled(all);
+    const up = await Promise.allSettled(this.all());
     return up.flatMap((r) => (r.status === 'fulfilled' ? [r.value.server.address] : []));
   }
 
   async close(): Promise<void> {
-    const all = [...this.servers.values()].flatMap((m) => [...m.values()]);
+    const all = this.all();
     this.servers.clear();
     await Promise.allSettled(all.map(async (p) => (await p).server.shutdown(500)));
+  }
+
+  private all(): Array<Promise<{ server: RunningServer; router: ServiceRouter }>> {
+    return [...this.servers.values()].flatMap((m) => [...m.values()]);
   }
 }
 

@@ -663,6 +663,18 @@ export class AppMaster {
     this.timer = setInterval(() => this.onTimer(), this.heartbeatMs);
   }
 
+  /**
+   * A heartbeat off the interval, `ms` from now, unless a state report is answered before: that
+   * report was the heartbeat (and restarted the interval).
+   */
+  private heartbeatIn(ms: number): void {
+    if (this.stopped) return;
+    const at = Date.now();
+    setTimeout(() => {
+      if (this.reportedAtMs < at) this.onTimer();
+    }, ms).unref();
+  }
+
   private onTimer(): void {
     if (this.stopped || this.held) return;
     this.execute(this.core.tick(Date.now()));
@@ -685,12 +697,7 @@ export class AppMaster {
         // jittered and backing off up to the interval, so the new leader hears from us within its
         // aggregation window instead of an interval later.
         const retryInMs = backoffMs(this.heartbeatFailures, { initialMs: 250, maxMs: this.heartbeatMs }, Math.random);
-        // A state report answered meanwhile was the heartbeat (and restarted the interval).
-        const failedAt = Date.now();
-        if (!this.stopped)
-          setTimeout(() => {
-            if (this.reportedAtMs < failedAt) this.onTimer();
-          }, retryInMs).unref();
+        this.heartbeatIn(retryInMs);
       }
     });
   }
@@ -1068,13 +1075,7 @@ export class AppMaster {
           setTimeout(() => {
             if (this.reportWanted && !this.stopped) this.enqueueMaster(async () => {});
           }, jitter).unref();
-        } else {
-          // Unless a state report answered meanwhile was the heartbeat (and restarted the interval).
-          const refusedAt = Date.now();
-          setTimeout(() => {
-            if (this.reportedAtMs < refusedAt) this.onTimer();
-          }, jitter).unref();
-        }
+        } else this.heartbeatIn(jitter);
       }
     })();
   }

@@ -117,13 +117,12 @@ const IDENTITIES_KEPT = 4096;
 /** The identity a certificate names: CN = name, O = role, OU = quota groups; undefined without a CN or a known role. */
 export function certIdentity(raw: Buffer): Caller | undefined {
   const key = raw.toString('base64');
-  if (identities.has(key)) {
-    const id = identities.get(key);
-    return id && { ...id, ...(id.groups ? { groups: [...id.groups] } : {}) };
+  if (!identities.has(key)) {
+    if (identities.size >= IDENTITIES_KEPT) identities.clear();
+    identities.set(key, parseCertIdentity(raw));
   }
-  const id = parseCertIdentity(raw);
-  if (identities.size >= IDENTITIES_KEPT) identities.clear();
-  identities.set(key, id);
+  // A copy: callers may change what they get.
+  const id = identities.get(key);
   return id && { ...id, ...(id.groups ? { groups: [...id.groups] } : {}) };
 }
 
