@@ -663,18 +663,6 @@ export class AppMaster {
     this.timer = setInterval(() => this.onTimer(), this.heartbeatMs);
   }
 
-  /**
-   * A heartbeat off the interval, `ms` from now, unless a state report is answered before: that
-   * report was the heartbeat (and restarted the interval).
-   */
-  private heartbeatIn(ms: number): void {
-    if (this.stopped) return;
-    const at = Date.now();
-    setTimeout(() => {
-      if (this.reportedAtMs < at) this.onTimer();
-    }, ms).unref();
-  }
-
   private onTimer(): void {
     if (this.stopped || this.held) return;
     this.execute(this.core.tick(Date.now()));
@@ -697,7 +685,7 @@ export class AppMaster {
         // jittered and backing off up to the interval, so the new leader hears from us within its
         // aggregation window instead of an interval later.
         const retryInMs = backoffMs(this.heartbeatFailures, { initialMs: 250, maxMs: this.heartbeatMs }, Math.random);
-        this.heartbeatIn(retryInMs);
+        if (!this.stopped) setTimeout(() => this.onTimer(), retryInMs).unref();
       }
     });
   }
@@ -1075,7 +1063,7 @@ export class AppMaster {
           setTimeout(() => {
             if (this.reportWanted && !this.stopped) this.enqueueMaster(async () => {});
           }, jitter).unref();
-        } else this.heartbeatIn(jitter);
+        } else setTimeout(() => this.onTimer(), jitter).unref();
       }
     })();
   }
