@@ -112,10 +112,4 @@ export function workerEnv(home: string, lang: string, planEnv: Record<string, st
   return { PATH: WORKER_PATH, HOME: home, LANG: lang || 'C.UTF-8', ...planEnv, ...launchEnv };
 }
 
-/**
- * Whether `resolved` (an absolute path with symlinks and `..` resolved) is `root` or below one of
- * `roots` (absolute, resolved too).
- */
-export function insideRoots(resolved: string, roots: readonly string[]): boolean {
-  return roots.some((r) => resolved === r || resolved.startsWith(r.endsWith('/') ? r : r + '/'));
-}
+export { insideRoots } from './path-roots.js';

@@ -60,8 +60,9 @@ export class HostedAmDriver implements ProcessDriver {
   async spawn(spec: SpawnSpec): Promise<SpawnResult> {
     if (!isHostedSpawn(spec)) return this.inner.spawn(spec);
     const dir = workerDir(this.opts.workDir, spec.appId, spec.workerId);
-    await fs.promises.mkdir(dir, { recursive: true });
-    for (const f of ['exit', 'exit.tmp', 'pid', 'family']) await fs.promises.rm(path.join(dir, f), { force: true });
+    // `recursive` returns the first directory it made: undefined when there was one (an earlier run).
+    const made = await fs.promises.mkdir(dir, { recursive: true });
+    if (made === undefined) for (const f of ['exit', 'exit.tmp', 'pid', 'family']) await fs.promises.rm(path.join(dir, f), { force: true });
     await fs.promises.writeFile(
       path.join(dir, 'cmd.json'),
       JSON.stringify({ ...spec, env: redactedEnv(spec.env), hosted: true, startedAt: new Date().toISOString() }, null, 2) + '\n',

@@ -97,8 +97,9 @@ export class ProcTable {
   }
 }
 
-/** State and start time of `pid` now, or undefined when it is gone. */
-function statOf(pid: number): Omit<ProcEntry, 'marker'> | undefined {
+/** State (field 3, e.g. 'S', 'Z'), ppid and start time (field 22) of `pid` now, or undefined when it is gone. */
+export function readProcStat(pid: number): Omit<ProcEntry, 'marker'> | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
     return parseStat(pid, fs.readFileSync(`/proc/${pid}/stat`, 'latin1'));
   } catch {
@@ -106,14 +107,28 @@ function statOf(pid: number): Omit<ProcEntry, 'marker'> | undefined {
   }
 }
 
+/** The start time of `pid` (field 22 of /proc/<pid>/stat, clock ticks after boot), or '' when it is gone. */
+export function readStartTime(pid: number): string {
+  return readProcStat(pid)?.startTime ?? '';
+}
+
+/**
+ * True while `pid` is the process that started at `startTime` and has not ended: a zombie (exited,
+ * not reaped: its parent, e.g. init after the agent died, may never reap it) counts as ended;
+ * another process with the same pid (reuse) does not match its start time.
+ */
+export function sameProcessAlive(pid: number, startTime: string): boolean {
+  if (!startTime) return false;
+  const st = readProcStat(pid);
+  return st !== undefined && st.startTime === startTime && st.state !== 'Z' && st.state !== 'X';
+}
+
 /**
  * Sends `signal` to `p` only while `p.pid` is still the process that started at `p.startTime` and
  * has not ended (never to a reused pid). Returns whether it was sent.
  */
 export function signalProcess(p: ProcId, signal: NodeJS.Signals): boolean {
-  if (!Number.isInteger(p.pid) || p.pid <= 1 || !p.startTime) return false;
-  const now = statOf(p.pid);
-  if (!now || now.startTime !== p.startTime || now.state === 'Z' || now.state === 'X') return false;
+  if (!Number.isInteger(p.pid) || p.pid <= 1 || !sameProcessAlive(p.pid, p.startTime)) return false;
   try {
     process.kill(p.pid, signal);
     return true;

@@ -10,6 +10,10 @@
  * reads as none, as a missing one does). The worker runs under a `/bin/sh` wrapper in its own session and
  * process group (`detached`), with no pipes to the agent, so it outlives the agent.
  *
+ * Starting one is off the agent's event loop (spawner.ts): the directory and files above, the
+ * `cwd` check and the ownership are laid out on the spawner's thread with synchronous calls
+ * (launch-prep.ts), right before that thread forks the wrapper. The loop pays one message each way.
+ *
  * Kill = the worker's whole process family (worker-families.ts, core/process-family.ts): every
  * launch gets a unique marker in its environment (`FUXI_WORKER_FAMILY`, also in the `family` file,
  * so a restarted agent knows it), and the family is every process carrying it, the root, the members
@@ -33,7 +37,6 @@
  * const { pid, startTime } = await driver.spawn(spec);
  * ```
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -43,8 +46,12 @@ import { FAMILY_ENV, type ProcId } from '../core/process-family.js';
 import { limitsFor, oomVerdict, overMemory, type OomEvidence, type WorkerLimits } from '../core/resource-limits.js';
 import { workerEnv, type UserEntry } from '../core/worker-identity.js';
 import type { ResourceEnforcer } from './cgroups.js';
+import type { LaunchPrep } from './launch-prep.js';
 import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
-import { confinePath, giveDir, passThrough } from './worker-users.js';
+import { readProcStat, readStartTime, sameProcessAlive } from './proc-table.js';
+import { ThreadSpawner, type Spawner } from './spawner.js';
+
+export { readProcStat, readStartTime, sameProcessAlive };
 
 export interface SpawnResult {
   pid: number;
@@ -141,6 +148,8 @@ export interface RealProcessDriverOptions {
    * memory. Absent: nothing enforced.
    */
   enforcer?: ResourceEnforcer;
+  /** Starts the wrapper processes (default: a `ThreadSpawner`, off the agent's event loop; spawner.ts). */
+  spawner?: Spawner;
   log?: Logger;
 }
 
@@ -183,36 +192,6 @@ export const OUTPUT_SUBDIR = 'out';
 
 export function outputDir(workDir: string, appId: string, workerId: string): string {
   return path.join(workerDir(workDir, appId, workerId), OUTPUT_SUBDIR);
-}
-
-/** State (field 3, e.g. 'S', 'Z') and start time (field 22) of `pid` from /proc, or undefined when it is gone. */
-export function readProcStat(pid: number): { state: string; startTime: string } | undefined {
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // comm (field 2) is in parentheses and may contain spaces: split after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // rest[0] is field 3 (state), so field 22 is rest[19].
-    return { state: rest[0] ?? '', startTime: rest[19] ?? '' };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Reads the start time of `pid` (field 22 of /proc/<pid>/stat), or '' when it is gone. */
-export function readStartTime(pid: number): string {
-  return readProcStat(pid)?.startTime ?? '';
-}
-
-/**
- * True while `pid` is the process that started at `startTime` (clock ticks after boot) and has not
- * ended: a zombie (exited, not reaped: its parent, e.g. init after the agent died, may never reap
- * it) counts as ended; another process with the same pid (reuse) does not match its start time.
- */
-export function sameProcessAlive(pid: number, startTime: string): boolean {
-  if (!startTime) return false;
-  const st = readProcStat(pid);
-  return st !== undefined && st.startTime === startTime && st.state !== 'Z' && st.state !== 'X';
 }
 
 let cachedBootId: string | undefined;
@@ -292,7 +271,7 @@ function readCmdline(pid: number): string[] | undefined {
 
 export class RealProcessDriver implements ProcessDriver {
   private exitCb: (e: ExitInfo) => void = () => {};
-  private readonly children = new Map<number, ChildProcess>();
+  private readonly spawner: Spawner;
   private readonly families: WorkerFamilies;
   private readonly log: Logger;
   private readonly graceMs: number;
@@ -306,6 +285,7 @@ export class RealProcessDriver implements ProcessDriver {
   constructor(private readonly opts: RealProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
     this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+    this.spawner = opts.spawner ?? new ThreadSpawner({ log: this.log });
     this.families = new WorkerFamilies({
       log: this.log,
       ...(opts.enforcer?.mode === 'rss' ? { onSample: (key, rec, members) => this.sampleRss(key, rec, members) } : {}),
@@ -397,26 +377,13 @@ export class RealProcessDriver implements ProcessDriver {
 
   async spawn(spec: SpawnSpec): Promise<SpawnResult> {
     const dir = workerDir(this.opts.workDir, spec.appId, spec.workerId);
-    await fs.promises.mkdir(dir, { recursive: true });
-    // A leftover exit file (same worker id, earlier run) would be taken for this run's exit.
-    await fs.promises.rm(path.join(dir, 'exit'), { force: true });
-    await fs.promises.rm(path.join(dir, 'pid'), { force: true });
-    await fs.promises.mkdir(path.join(dir, OUTPUT_SUBDIR), { recursive: true });
+    const out = path.join(dir, OUTPUT_SUBDIR);
     // A new marker per launch (a reused worker id gets another): written before the process exists.
     const marker = randomUUID();
-    await fs.promises.writeFile(path.join(dir, FAMILY_FILE), marker + '\n');
-    await fs.promises.writeFile(
-      path.join(dir, 'cmd.json'),
-      JSON.stringify({ ...spec, env: redactedEnv(spec.env), startedAt: new Date().toISOString() }, null, 2) + '\n',
-    );
     const system = this.opts.isSystem?.(spec) ?? false;
     const user = system ? undefined : this.opts.runAs?.(spec);
-    // Symlinks and `..` resolved: a job's cwd stays in its directory or the allowed roots.
-    const cwd = system ? spec.cwd || dir : await confinePath('cwd', spec.cwd, dir, this.opts.allowedPaths ?? []);
-    const st = await fs.promises.stat(cwd).catch(() => undefined);
-    if (!st?.isDirectory()) throw new Error(`working directory ${cwd} does not exist`);
     const launchEnv: Record<string, string> = {
-      FUXI_OUTPUT_DIR: path.join(dir, OUTPUT_SUBDIR),
+      FUXI_OUTPUT_DIR: out,
       [PROGRESS_FILE_ENV]: path.join(dir, PROGRESS_FILE),
       [FAMILY_ENV]: marker,
     };
@@ -426,12 +393,6 @@ export class RealProcessDriver implements ProcessDriver {
       for (const [k, v] of Object.entries(this.opts.baseEnv ?? process.env)) if (v !== undefined) env[k] = v;
       Object.assign(env, spec.env, launchEnv);
     } else env = workerEnv(dir, process.env.LANG ?? '', spec.env, launchEnv);
-    if (user) {
-      // Its user reaches its own directory (the ones above: traverse only, never list) and nothing else.
-      await passThrough([this.opts.workDir, path.dirname(path.dirname(dir)), path.dirname(dir)]);
-      await giveDir(path.join(dir, OUTPUT_SUBDIR), user);
-      await giveDir(dir, user);
-    }
     const enforcer = this.opts.enforcer;
     const limits = spec.resource ? limitsFor(spec.resource) : undefined;
     // The worker's groups exist with its limits before its wrapper joins them (and execs the command).
@@ -439,58 +400,74 @@ export class RealProcessDriver implements ProcessDriver {
     if (enforcer && limits) {
       try {
         procs = enforcer.prepare(spec.appId, spec.workerId, limits);
-        // The wrapper joins its groups itself, as the worker's user (cgroup v1: the procs file must be writable).
-        if (user) for (const f of procs) fs.chownSync(f, user.uid, user.gid);
       } catch (e) {
         enforcer.finish(spec.appId, spec.workerId);
         throw new Error(`cannot make the worker's cgroup (${enforcer.mode}): ${(e as Error).message}`);
       }
     }
-    return new Promise<SpawnResult>((resolve, reject) => {
-      let child: ChildProcess;
-      try {
-        // With uid/gid, libuv also clears the supplementary groups (setgroups(0, NULL)).
-        const ids = user ? { uid: user.uid, gid: user.gid } : {};
-        child = spawn('/bin/sh', ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv], { cwd, env, detached: true, stdio: 'ignore', ...ids });
-      } catch (e) {
-        if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
-        reject(e instanceof Error ? e : new Error(String(e)));
-        return;
+    const prep: LaunchPrep = {
+      dir,
+      subdirs: [out],
+      staleFiles: [path.join(dir, 'exit'), path.join(dir, 'pid')],
+      files: [
+        { path: path.join(dir, FAMILY_FILE), text: marker + '\n' },
+        {
+          path: path.join(dir, 'cmd.json'),
+          text: JSON.stringify({ ...spec, env: redactedEnv(spec.env), startedAt: new Date().toISOString() }, null, 2) + '\n',
+        },
+      ],
+      // Symlinks and `..` resolved: a job's cwd stays in its directory or the allowed roots.
+      cwd: system ? { path: spec.cwd || dir } : { confine: { field: 'cwd', given: spec.cwd, allowed: [...(this.opts.allowedPaths ?? [])] } },
+      // The wrapper joins its groups itself, as the worker's user (cgroup v1: the procs file must be writable).
+      ...(user
+        ? {
+            owner: {
+              uid: user.uid,
+              gid: user.gid,
+              passThrough: [this.opts.workDir, path.dirname(path.dirname(dir)), path.dirname(dir)],
+              give: [out, dir],
+              chown: procs,
+            },
+          }
+        : {}),
+    };
+    const onExit = (pid: number, code: number | null, signal: string | null): void => {
+      this.families.rootEnded(pid);
+      const fromFile = readExitFile(dir);
+      const info: ExitInfo =
+        fromFile !== null
+          ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: fromFile, signal: null }
+          : signal
+            ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal }
+            : code !== null
+              ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: code, signal: null }
+              : { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal: null, detail: 'ended without an exit code' };
+      const oom = oomVerdict(info.exitCode, info.signal, this.enforcementEvidence(pid, spec.appId, spec.workerId));
+      if (oom) {
+        info.detail = oom;
+        this.log.warn(
+          { appId: spec.appId, workerId: spec.workerId, pid, exitCode: info.exitCode, signal: info.signal, detail: oom },
+          'worker killed for memory',
+        );
       }
-      const pid = child.pid;
-      if (pid === undefined) {
-        if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
-        child.once('error', (e) => reject(e));
-        return;
-      }
-      this.children.set(pid, child);
-      child.once('error', (e) => this.log.warn({ workerId: spec.workerId, pid, err: e.message }, 'worker process error'));
-      child.once('exit', (code, signal) => {
-        this.children.delete(pid);
-        this.families.rootEnded(pid);
-        const fromFile = readExitFile(dir);
-        const info: ExitInfo =
-          fromFile !== null
-            ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: fromFile, signal: null }
-            : signal
-              ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal }
-              : { appId: spec.appId, workerId: spec.workerId, pid, exitCode: code, signal: null };
-        const oom = oomVerdict(info.exitCode, info.signal, this.enforcementEvidence(pid, spec.appId, spec.workerId));
-        if (oom) {
-          info.detail = oom;
-          this.log.warn(
-            { appId: spec.appId, workerId: spec.workerId, pid, exitCode: info.exitCode, signal: info.signal, detail: oom },
-            'worker killed for memory',
-          );
-        }
-        this.exitCb(info);
-      });
-      child.unref();
-      const startTime = readStartTime(pid);
-      this.families.track(pid, { appId: spec.appId, workerId: spec.workerId, root: { pid, startTime }, marker });
-      if (enforcer?.mode === 'rss' && limits) this.watchRss(pid, limits);
-      resolve({ pid, startTime, bootId: readBootId() });
-    });
+      this.exitCb(info);
+    };
+    let pid: number;
+    let startTime: string;
+    try {
+      // With uid/gid, libuv also clears the supplementary groups (setgroups(0, NULL)).
+      const ids = user ? { uid: user.uid, gid: user.gid } : {};
+      ({ pid, startTime } = await this.spawner.spawn(
+        { file: '/bin/sh', args: ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv], prep, env, ...ids },
+        onExit,
+      ));
+    } catch (e) {
+      if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
+      throw e instanceof Error ? e : new Error(String(e));
+    }
+    this.families.track(pid, { appId: spec.appId, workerId: spec.workerId, root: { pid, startTime }, marker });
+    if (enforcer?.mode === 'rss' && limits) this.watchRss(pid, limits);
+    return { pid, startTime, bootId: readBootId() };
   }
 
   /**
@@ -566,6 +543,7 @@ export class RealProcessDriver implements ProcessDriver {
 
   close(): void {
     this.closed = true;
+    this.spawner.close();
     this.families.close();
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;

@@ -1,17 +1,17 @@
 /**
- * The host side of core/worker-identity.ts: the user database, the agent's own uid, and job paths
- * resolved on disk (symlinks and `..`) against the worker's directory and `allowedPaths`.
+ * The host side of core/worker-identity.ts: the user database, the agent's own uid, and whether
+ * the agent's work directory is open to the worker user. (A job's paths are resolved against the
+ * worker's directory and `allowedPaths` when it starts: launch-prep.ts.)
  *
  * ```ts
  * const identity = openWorkerIdentity({ workerUser: '', workerUsers: {}, allowRootWorkers: false });
- * const cwd = await confinePath('cwd', spec.cwd, dir, ['/data']); // throws InvalidArgumentError('cwd', ...)
+ * const closed = firstClosedParent(workDir, user); // a parent the user cannot pass, or undefined
  * ```
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { InvalidArgumentError } from '@fuxi/common';
-import { decideWorkerIdentity, insideRoots, parsePasswd, type UserEntry, type WorkerIdentity } from '../core/worker-identity.js';
+import { decideWorkerIdentity, parsePasswd, type UserEntry, type WorkerIdentity } from '../core/worker-identity.js';
 
 export interface WorkerUserSettings {
   workerUser: string;
@@ -34,50 +34,6 @@ export function openWorkerIdentity(s: WorkerUserSettings, passwdFile = '/etc/pas
     // keep the uid
   }
   return decideWorkerIdentity({ agentUid, agentUser, ...s }, (name) => users.get(name));
-}
-
-/**
- * `p` (a job-provided path; '' = `dir` itself, relative = below `dir`) with symlinks and `..`
- * resolved, when it is `dir` or below it or below one of `allowed`; otherwise an
- * InvalidArgumentError naming `field`. A path that does not exist is refused too.
- */
-export async function confinePath(field: string, p: string, dir: string, allowed: readonly string[]): Promise<string> {
-  const abs = path.resolve(dir, p || '.');
-  let real: string;
-  try {
-    real = await fs.promises.realpath(abs);
-  } catch {
-    throw new InvalidArgumentError(field, `${JSON.stringify(p)} does not exist on this node`);
-  }
-  const roots: string[] = [];
-  for (const r of [dir, ...allowed]) {
-    try {
-      roots.push(await fs.promises.realpath(r));
-    } catch {
-      // a missing allowed root allows nothing
-    }
-  }
-  if (!insideRoots(real, roots)) {
-    throw new InvalidArgumentError(
-      field,
-      `${JSON.stringify(p)} resolves to ${real}, outside the worker's directory${allowed.length ? ` and allowedPaths (${allowed.join(', ')})` : ''}`,
-    );
-  }
-  return real;
-}
-
-/** Makes `dir` belong to `user` with mode 0700 (the worker's own directory). */
-export async function giveDir(dir: string, user: UserEntry): Promise<void> {
-  await fs.promises.chown(dir, user.uid, user.gid);
-  await fs.promises.chmod(dir, 0o700);
-}
-
-/** Lets every user traverse `dirs` (adds the x bits; read and write stay as they are). */
-export async function passThrough(dirs: readonly string[]): Promise<void> {
-  for (const d of dirs) {
-    const st = await fs.promises.stat(d);
-    if ((st.mode & 0o111) !== 0o111) await fs.promises.chmod(d, (st.mode & 0o7777) | 0o111);
-  }
 }
 
 /**

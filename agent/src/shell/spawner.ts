@@ -1,0 +1,222 @@
+/**
+ * Starting worker processes without blocking the agent's event loop.
+ *
+ * `child_process.spawn` returns only once the child has exec'd: the calling thread waits on a
+ * close-on-exec pipe while the kernel copies the agent's page tables and schedules the child. On a
+ * busy 2-core host that was 3-7 ms per worker, and the agent's loop (heartbeats, the AMs' calls)
+ * stood still meanwhile. `ThreadSpawner` does the spawn on a thread of its own (spawn-thread.ts);
+ * the processes are still the agent's children, started with the same options, and their exits
+ * come back by pid. With the spawn goes the worker's `LaunchPrep` (launch-prep.ts): its directory,
+ * files and ownership are laid out on that thread too, with synchronous calls. `InlineSpawner` does
+ * both on the calling thread (where a thread is not wanted).
+ *
+ * If the thread dies, spawns under way fail and the processes it started are watched through /proc
+ * (pid and start time, every `pollMs`); their end is then reported with neither code nor signal
+ * (the caller reads the wrapper's exit file). The next spawn starts a new thread.
+ *
+ * ```ts
+ * const spawner = new ThreadSpawner();
+ * const { pid, startTime } = await spawner.spawn({ file: '/bin/sh', args, cwd, env }, (code, signal) => ...);
+ * ```
+ */
+import { spawn } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
+import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
+import { LaunchPrepError, runLaunchPrep, type LaunchPrep } from './launch-prep.js';
+import { readStartTime, sameProcessAlive } from './proc-table.js';
+import type { SpawnMessage, SpawnReply } from './spawn-thread.js';
+
+export interface SpawnRequest {
+  file: string;
+  args: string[];
+  /** The working directory; with `prep`, the one `prep` decides. */
+  cwd?: string;
+  /**
+   * Laid out right before the spawn (launch-prep.ts). A spec field at fault (a `cwd` outside the
+   * worker's directory) rejects with InvalidArgumentError naming it.
+   */
+  prep?: LaunchPrep;
+  env: Record<string, string>;
+  /** Run as this user and group (libuv also clears the supplementary groups). */
+  uid?: number;
+  gid?: number;
+}
+
+/**
+ * How process `pid` ended: its exit code, or the name of the signal that ended it; both null:
+ * unknown. Never called before `spawn` has resolved (and its continuation ran).
+ */
+export type ExitCallback = (pid: number, code: number | null, signal: string | null) => void;
+
+export interface Spawner {
+  /**
+   * Starts `file` detached (its own session and process group), with no stdio. Resolves once it
+   * runs; rejects when it cannot be started. `onExit` is called once, when it ends.
+   */
+  spawn(req: SpawnRequest, onExit: ExitCallback): Promise<{ pid: number; startTime: string }>;
+  /** Stops the spawning; started processes keep running (their exits are no longer reported). */
+  close(): void;
+}
+
+/** A LaunchPrepError as the caller sees it: InvalidArgumentError when a spec field is at fault. */
+function launchError(message: string, field: string | undefined, reason: string | undefined, code?: string): Error {
+  if (field) return new InvalidArgumentError(field, reason ?? message);
+  return Object.assign(new Error(message), code ? { code } : {});
+}
+
+function options(req: SpawnRequest): SpawnMessage['options'] {
+  return { cwd: req.cwd ?? '', env: req.env, ...(req.uid !== undefined ? { uid: req.uid } : {}), ...(req.gid !== undefined ? { gid: req.gid } : {}) };
+}
+
+export class InlineSpawner implements Spawner {
+  spawn(req: SpawnRequest, onExit: ExitCallback): Promise<{ pid: number; startTime: string }> {
+    return new Promise((resolve, reject) => {
+      let cwd = req.cwd ?? '';
+      try {
+        if (req.prep) cwd = runLaunchPrep(req.prep);
+      } catch (e) {
+        reject(e instanceof LaunchPrepError ? launchError(e.message, e.field, e.reason) : e);
+        return;
+      }
+      let child;
+      try {
+        child = spawn(req.file, req.args, { ...options(req), cwd, detached: true, stdio: 'ignore' });
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      const pid = child.pid;
+      if (pid === undefined) {
+        child.once('error', reject);
+        return;
+      }
+      child.once('error', () => {});
+      child.once('exit', (code, signal) => onExit(pid, code, signal));
+      child.unref();
+      resolve({ pid, startTime: readStartTime(pid) });
+    });
+  }
+
+  close(): void {}
+}
+
+export interface ThreadSpawnerOptions {
+  /** How often processes left by a dead thread are checked (default 200 ms). */
+  pollMs?: number;
+  log?: Logger;
+}
+
+interface Running {
+  startTime: string;
+  onExit: ExitCallback;
+}
+
+export class ThreadSpawner implements Spawner {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (r: { pid: number; startTime: string }) => void; reject: (e: Error) => void; onExit: ExitCallback }>();
+  private readonly running = new Map<number, Running>();
+  /** Processes whose thread died, watched through /proc. */
+  private readonly orphans = new Map<number, Running>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: ThreadSpawnerOptions = {}) {
+    this.log = opts.log ?? nullLogger;
+  }
+
+  spawn(req: SpawnRequest, onExit: ExitCallback): Promise<{ pid: number; startTime: string }> {
+    if (this.closed) return Promise.reject(new Error('the spawner is closed'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onExit });
+      const m: SpawnMessage = { t: 'spawn', id, file: req.file, args: req.args, options: options(req), ...(req.prep ? { prep: req.prep } : {}) };
+      this.thread().postMessage(m);
+    });
+  }
+
+  /** Processes started and not yet known to have ended. */
+  get runningCount(): number {
+    return this.running.size + this.orphans.size;
+  }
+
+  close(): void {
+    this.closed = true;
+    const w = this.worker;
+    this.worker = undefined;
+    if (w) void w.terminate();
+    this.failPending(new Error('the spawner is closed'));
+    this.running.clear();
+    this.orphans.clear();
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+  }
+
+  /** For tests: ends the thread as a crash would. */
+  async killThread(): Promise<void> {
+    await this.worker?.terminate();
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const w = new Worker(new URL('./spawn-thread.js', import.meta.url), { stdout: false, stderr: false });
+    w.unref();
+    w.on('message', (r: SpawnReply) => this.onReply(r));
+    w.on('error', (e) => this.log.error({ err: e.message }, 'spawner thread failed'));
+    w.on('exit', () => this.threadEnded(w));
+    this.worker = w;
+    return w;
+  }
+
+  private onReply(r: SpawnReply): void {
+    if (r.t === 'exit') {
+      const run = this.running.get(r.pid);
+      this.running.delete(r.pid);
+      // A turn later: the spawn's own continuation (which resolved in this turn) runs first.
+      if (run) setImmediate(() => run.onExit(r.pid, r.code, r.signal));
+      return;
+    }
+    const p = this.pending.get(r.id);
+    if (!p) return;
+    this.pending.delete(r.id);
+    if (r.t === 'failed') {
+      p.reject(launchError(r.message, r.field, r.reason, r.code));
+      return;
+    }
+    this.running.set(r.pid, { startTime: r.startTime, onExit: p.onExit });
+    p.resolve({ pid: r.pid, startTime: r.startTime });
+  }
+
+  private threadEnded(w: Worker): void {
+    if (this.worker !== w) return; // closed, or replaced already
+    this.worker = undefined;
+    if (this.closed) return;
+    this.log.warn({ running: this.running.size, starting: this.pending.size }, 'spawner thread ended; watching its processes through /proc');
+    this.failPending(new Error('the spawner thread ended before the process started'));
+    for (const [pid, run] of this.running) this.orphans.set(pid, run);
+    this.running.clear();
+    if (this.orphans.size > 0 && !this.pollTimer) {
+      this.pollTimer = setInterval(() => this.pollOrphans(), this.opts.pollMs ?? 200);
+      this.pollTimer.unref();
+    }
+  }
+
+  private pollOrphans(): void {
+    for (const [pid, run] of this.orphans) {
+      if (sameProcessAlive(pid, run.startTime)) continue;
+      this.orphans.delete(pid);
+      run.onExit(pid, null, null);
+    }
+    if (this.orphans.size === 0 && this.pollTimer) {
+      clearInterval(this.pollTimer);
+      this.pollTimer = undefined;
+    }
+  }
+
+  private failPending(e: Error): void {
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of pending) p.reject(e);
+  }
+}
