@@ -10,7 +10,7 @@
 // --metafile also writes what went into each bundle (<bundle>.meta.json).
 import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,14 @@ const BUNDLES = [
     entry: 'client/dist/cli/main.js',
     bin: 'client/dist/fuxi.cjs',
     plugins: [noPino],
+    // The CLI trusts exactly the cluster CA it is given (--tls-ca, FUXI_TLS_CA: a context with `ca`
+    // replaces the default roots), so the default store is never used; the line keeps Node from
+    // building it. Node 20 reads and parses NODE_EXTRA_CA_CERTS at every start, before any code
+    // runs (45 ms with the 144 certificates of Debian's ca-certificates), and parses its own 140
+    // roots for the first TLS context (20 ms); with --use-openssl-ca the default store is OpenSSL's
+    // directory, looked up lazily, unless SSL_CERT_FILE / SSL_CERT_DIR make it load a file.
+    // `env -S` (GNU coreutils 8.30+) splits the line; each `-u` drops a variable.
+    shebang: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u SSL_CERT_FILE -u SSL_CERT_DIR node --use-openssl-ca',
     // A submit to a master that is not there runs the spec reader, the client, the wire encoding
     // and a connection attempt; it must exit 4 (master unavailable).
     warmUp: {
@@ -101,7 +109,8 @@ for (const b of BUNDLES) {
     .map((f) => relative(dirname(bundle), join(root, f)));
   writeFileSync(`${bundle}.inputs.json`, `${JSON.stringify({ tree: relative(dirname(bundle), join(root, b.entry)), inputs }, null, 1)}\n`);
   const bin = join(root, b.bin);
-  copyFileSync(join(root, 'scripts', 'bundle-launcher.cjs'), bin);
+  const launcher = readFileSync(join(root, 'scripts', 'bundle-launcher.cjs'), 'utf8');
+  writeFileSync(bin, b.shebang ? launcher.replace(/^#!.*/, b.shebang) : launcher);
   chmodSync(bin, 0o755);
   rmSync(`${bundle}.cache`, { force: true });
   if (b.warmUp && !(await warmUp(bin, `${bundle}.cache`, b.warmUp))) process.exit(1);

@@ -56,11 +56,15 @@ function options(): Options {
   return { runs, cli: resolve(values.cli), amCommand: values['am-command'], out: resolve(values.out), keep: values.keep };
 }
 
-/** Runs `node args` to its exit; its wall time in ms, and its output. */
+/**
+ * Runs `node args` to its exit (or, when `args[0]` is a built bin, `*.cjs`, that bin itself, as a
+ * user runs it: its `#!` line picks how Node starts); its wall time in ms, and its output.
+ */
 function timed(args: string[], env: Record<string, string> = {}): Promise<{ ms: number; code: number | null; stdout: string; stderr: string }> {
+  const [cmd, argv] = args[0]?.endsWith('.cjs') ? [args[0], args.slice(1)] : [process.execPath, args];
   return new Promise((res, rej) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

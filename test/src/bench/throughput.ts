@@ -7,8 +7,9 @@
  * - sdkMany: N jobs through the SDK's submitMany; array: the same N as one job array;
  * - oneJob: 1 job x N instances;
  * - latency: 200 single jobs one after another on an idle cluster (submit -> running, -> done);
- * - cliColdStartMs: the median wall time of 20 cold `fuxi submit` processes, one after another on an
- *   idle cluster (separateCli's `cliMedianMs` is the same under the load of 8 in flight);
+ * - cliColdStartMs: the median wall time of 20 cold `fuxi submit` processes (the `fuxi` bin run as
+ *   a user runs it), one after another on an idle cluster (separateCli's `cliMedianMs` is the same
+ *   under the load of 8 in flight);
  * - watchMany: the master's CPU while N jobs are watched on one WatchJobs stream, and on N WatchJob
  *   streams, and the kill of all of them;
  * - amHostCrash: kill -9 of an AM host holding the AMs of about 100 running jobs (`--crash-jobs`):
@@ -123,11 +124,19 @@ function oneJobFile(dir: string, name: string): string {
   return file;
 }
 
+/**
+ * `fuxi` as a user runs it: the built bin itself (its `#!` line picks how Node starts), or, without
+ * a bundle (`tsc -b` alone), Node on the module tree.
+ */
+function cliCommand(args: string[]): [string, string[]] {
+  return BIN.cli.endsWith('.cjs') ? [BIN.cli, args] : [process.execPath, [BIN.cli, ...args]];
+}
+
 /** Runs `fuxi submit file --id id` as a process of its own; resolves with its wall time and whether it exited 0. */
 function cliSubmit(b: Bench, file: string, id: string): Promise<{ ms: number; ok: boolean }> {
   const t0 = Date.now();
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN.cli, 'submit', file, '--id', id, '--master', b.cluster.masterAddress], {
+    const p = spawn(...cliCommand(['submit', file, '--id', id, '--master', b.cluster.masterAddress]), {
       stdio: 'ignore',
       env: { ...process.env, ...b.cluster.clientEnv() },
     });
