@@ -94,6 +94,27 @@ describe('bundled fuxi CLI (build output)', function () {
     }
   });
 
+  it("run as a program (its #! line), starts Node without the default trust store's variables", async () => {
+    expect(readFileSync(BIN, 'utf8').split('\n')[0]).to.equal(
+      '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u SSL_CERT_FILE -u SSL_CERT_DIR node --use-openssl-ca',
+    );
+    const master = await new FakeMaster().start();
+    try {
+      // Node warns at start when NODE_EXTRA_CA_CERTS names no file: the bin's Node never sees it.
+      const env = { ...process.env, FUXI_RETRY_MS: '0', FUXI_INSECURE: '1', NODE_EXTRA_CA_CERTS: join(dir, 'none.pem') };
+      const r = await new Promise<Result>((resolve) =>
+        execFile(BIN, ['--master', master.address, 'submit', spec, '--id', 'bundle-bin'], { env, timeout: 60_000 }, (err, stdout, stderr) =>
+          resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        ),
+      );
+      expect([r.code, r.stdout, r.stderr]).to.deep.equal([0, 'bundle-bin\n', '']);
+      const viaNode = await fuxi(BIN, ['--version'], { NODE_EXTRA_CA_CERTS: join(dir, 'none.pem') });
+      expect(viaNode.stderr).to.include('Ignoring extra certs');
+    } finally {
+      await master.stop();
+    }
+  });
+
   it('runs the module tree instead of a bundle older than one of its sources (tsc -b without make build)', async () => {
     const stale = join(dir, 'stale');
     mkdirSync(stale);
