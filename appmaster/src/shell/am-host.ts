@@ -107,19 +107,33 @@ interface Hosted {
   progress(): TaskProgress[];
 }
 
+/** How long an ending AM's log may take to reach its file before the end is reported anyway. */
+const LOG_CLOSE_WAIT_MS = 1000;
+
 /** A pino logger writing to the AM's `<dir>/stdout`, as a dedicated AM's stdout would be. */
-function amLog(spec: HostedAmSpec, level: string): { log: Logger; close(): void } {
+function amLog(spec: HostedAmSpec, level: string): { log: Logger; close(then: () => void): void } {
   fs.mkdirSync(spec.dir, { recursive: true });
-  const dest = pino.destination({ dest: path.join(spec.dir, 'stdout'), sync: false, append: true });
+  // A plain append stream: its writes go through libuv's pool, and closing it neither writes on
+  // this loop nor fsyncs (pino.destination's flushSync and close both fsync: two per ending AM, one
+  // on this loop, which every other hosted AM shares).
+  const dest = fs.createWriteStream(path.join(spec.dir, 'stdout'), { flags: 'a' });
+  dest.on('error', () => {}); // a log that cannot be written must not end the host
   const log = pino({ name: 'appmaster', level, base: { pid: process.pid, hosted: true }, timestamp: pino.stdTimeFunctions.isoTime }, dest);
   return {
     log: log as unknown as Logger,
-    close: () => {
-      try {
-        dest.flushSync();
-      } catch {
-        /* not open yet, or closed */
-      }
+    // `then` once every line is in the file (the AM's end is reported with its log whole), or
+    // after LOG_CLOSE_WAIT_MS when the disk does not answer.
+    close: (then) => {
+      let called = false;
+      const once = () => {
+        if (called) return;
+        called = true;
+        clearTimeout(timer);
+        then();
+      };
+      const timer = setTimeout(once, LOG_CLOSE_WAIT_MS);
+      dest.once('close', once);
+      dest.once('error', once);
       dest.end();
     },
   };
@@ -380,7 +394,7 @@ type Done = (h: Hosted, exitCode: number | null, signal: string | null, message:
 class InlineAm implements Hosted {
   readonly ctx: AmContext;
   private am: HostedAppMaster | undefined;
-  private logFile: { log: Logger; close(): void } | undefined;
+  private logFile: ReturnType<typeof amLog> | undefined;
   private resume: (() => void) | undefined;
   private over = false;
   private crash: string | undefined;
@@ -466,9 +480,10 @@ class InlineAm implements Hosted {
     if (this.over) return;
     this.over = true;
     if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.logFile?.log.info({ exitCode, signal, message }, 'application master ended');
-    this.logFile?.close();
-    this.done(this, exitCode, signal, message);
+    const done = () => this.done(this, exitCode, signal, message);
+    if (!this.logFile) return done();
+    this.logFile.log.info({ exitCode, signal, message }, 'application master ended');
+    this.logFile.close(done);
   }
 }
 

@@ -105,6 +105,8 @@ describe('AM host', function () {
       ['large', true],
     ]);
     await waitFor(() => exits.length === 2, 30_000, 'both AMs to end');
+    // A main-loop AM's end is reported once its whole log is in its file.
+    expect(fs.readFileSync(path.join(dir, 'small', 'stdout'), 'utf8')).to.include('"application master ended"');
     expect(exits.map((e) => [e.key, e.exitCode, e.signal]).sort()).to.deep.equal([
       ['large', 0, null],
       ['small', 0, null],
