@@ -155,6 +155,11 @@ const FOLLOW_POLL_MS = 200;
 const STREAM_LOSS_HEARTBEAT_MS = 1000;
 /** How long a command under an unconfirmed newer master epoch waits for an answer confirming it. */
 const PUSH_EPOCH_CONFIRM_MS = 3000;
+/**
+ * How long an AM's plan or stop waits for the grant its token is checked against. The master sends
+ * the AM its assignment and this agent the grant at the same moment, so the plan can come first.
+ */
+const PLAN_GRANT_WAIT_MS = 2000;
 
 export class Agent {
   readonly core: AgentCore;
@@ -185,6 +190,8 @@ export class Agent {
   private readonly sleepers = new Set<() => void>();
   /** Commands held until an answer confirms their master epoch (confirmPushEpoch). */
   private readonly epochWaiters = new Set<() => void>();
+  /** Woken each time grants were applied (plans waiting for their grant: checkPlanTokenSoon). */
+  private readonly grantWaiters = new Set<() => void>();
   private hbFailures = 0;
   /** Epoch of the master that asked for our full state and has not got it yet ('' = none). */
   private reportEpoch = '';
@@ -694,7 +701,7 @@ export class Agent {
     this.reportEpoch = '';
     this.hbFailures = 0;
     const held = this.core.startsHeld;
-    const r = this.core.updateGrants({ epoch, seq: seq || '0', full: true, grants: grants.map(fromWireGrant) }, this.now());
+    const r = this.updateGrants({ epoch, seq: seq || '0', full: true, grants: grants.map(fromWireGrant) });
     this.log.info({ epoch, seq: r.appliedSeq, applied: r.applied, grants: grants.length }, 'state taken with the registration; full grant table applied');
     await this.run(r.effects);
     if (held) this.confirmGrants('the master took our grant table with the registration');
@@ -825,7 +832,7 @@ export class Agent {
       // The master rebuilds its view of this node from the report; later tables apply.
       this.log.info({ epoch, seq: resp.grantSeq }, 'full grant table in an answer asking for our state not applied; waiting for the one after the report');
     } else if (resp.fullGrants) {
-      const r = this.core.updateGrants({ epoch, seq: resp.grantSeq || '0', full: true, grants: resp.grants.map(fromWireGrant) }, this.now());
+      const r = this.updateGrants({ epoch, seq: resp.grantSeq || '0', full: true, grants: resp.grants.map(fromWireGrant) });
       this.log.info({ epoch, seq: r.appliedSeq, applied: r.applied, grants: resp.grants.length }, 'full grant table from heartbeat');
       await this.run(r.effects);
     }
@@ -861,7 +868,7 @@ export class Agent {
           messages++;
           if (messages === 1) this.log.debug({ master: address, epoch }, 'grant stream open');
           await this.confirmPushEpoch(msg.epoch, 'WatchGrants');
-          const r = this.core.updateGrants(fromWireUpdateGrants(msg), this.now());
+          const r = this.updateGrants(fromWireUpdateGrants(msg));
           await this.run(r.effects);
         }
         if (this.grantWatch === handle) this.log.info({ master: address, epoch, messages }, 'grant stream ended by the master');
@@ -1074,17 +1081,7 @@ export class Agent {
     if (!unconfirmed()) return;
     this.heartbeatSoon();
     const until = Date.now() + PUSH_EPOCH_CONFIRM_MS;
-    while (unconfirmed() && !this.stopped && Date.now() < until) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(t);
-          this.epochWaiters.delete(done);
-          resolve();
-        };
-        const t = setTimeout(done, until - Date.now());
-        this.epochWaiters.add(done);
-      });
-    }
+    while (unconfirmed() && !this.stopped && Date.now() < until) await this.nextWake(this.epochWaiters, until);
     if (!unconfirmed()) return;
     this.log.warn({ method, epoch, confirmed: this.core.epochSeen }, 'command from a master epoch no registration confirmed; refused');
     throw new FailedPreconditionError(
@@ -1100,6 +1097,49 @@ export class Agent {
    * (plan-tokens.ts). The master is known by its certificate (role `master`); on an insecure cluster
    * (no TLS) a stop that presents no token is taken as the master's, a plan never is.
    */
+  /** Resolves at the next wake of `waiters`, or at `until`. */
+  private nextWake(waiters: Set<() => void>, until: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        waiters.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, Math.max(0, until - Date.now()));
+      waiters.add(done);
+    });
+  }
+
+  /** Applies a grant update to the core and wakes the plans waiting for a grant. */
+  private updateGrants(u: Parameters<AgentCore['updateGrants']>[0]): ReturnType<AgentCore['updateGrants']> {
+    const r = this.core.updateGrants(u, this.now());
+    for (const wake of [...this.grantWaiters]) wake();
+    return r;
+  }
+
+  /**
+   * checkPlanToken, but a plan or stop that came before the grant its token is checked against
+   * (UNAVAILABLE) waits for it, up to PLAN_GRANT_WAIT_MS: the AM would otherwise retry after a
+   * back-off. Still none then: UNAVAILABLE, and the AM retries.
+   */
+  private async checkPlanTokenSoon(
+    call: Parameters<typeof callerOf>[0],
+    method: 'StartWorkers' | 'StopWorkers',
+    appId: string,
+    amAttempt: number,
+  ): Promise<void> {
+    const until = Date.now() + PLAN_GRANT_WAIT_MS;
+    for (;;) {
+      try {
+        this.checkPlanToken(call, method, appId, amAttempt);
+        return;
+      } catch (e) {
+        if (!(e instanceof UnavailableError) || this.stopped || Date.now() >= until) throw e;
+      }
+      await this.nextWake(this.grantWaiters, until);
+    }
+  }
+
   private checkPlanToken(call: Parameters<typeof callerOf>[0], method: 'StartWorkers' | 'StopWorkers', appId: string, amAttempt: number): void {
     const token = bearerToken(call.metadata);
     const fromMaster = token === undefined && callerOf(call, { insecure: this.plaintext() }, method).role === 'master';
@@ -1129,12 +1169,12 @@ export class Agent {
       UpdateGrants: async (req: UpdateGrantsRequest__Output, call): Promise<UpdateGrantsResponse> => {
         this.checkFromMaster(call, 'UpdateGrants');
         await this.confirmPushEpoch(req.epoch, 'UpdateGrants');
-        const r = this.core.updateGrants(fromWireUpdateGrants(req), this.now());
+        const r = this.updateGrants(fromWireUpdateGrants(req));
         await this.run(r.effects);
         return { appliedSeq: r.appliedSeq };
       },
       StartWorkers: async (req: StartWorkersRequest__Output, call): Promise<StartWorkersResponse> => {
-        this.checkPlanToken(call, 'StartWorkers', req.appId, req.amAttempt);
+        await this.checkPlanTokenSoon(call, 'StartWorkers', req.appId, req.amAttempt);
         await this.confirmPushEpoch(req.epoch, 'StartWorkers');
         const input = this.resolveAmCommand(fromWireStartWorkers(req));
         const r = this.core.startWorkers(input, this.now());
@@ -1142,7 +1182,7 @@ export class Agent {
         return { workers: this.core.workersById(input.appId, [...new Set(input.plans.map((p) => p.workerId))]).map(toWireStatus) };
       },
       StopWorkers: async (req: StopWorkersRequest__Output, call): Promise<StopWorkersResponse> => {
-        this.checkPlanToken(call, 'StopWorkers', req.appId, req.amAttempt);
+        await this.checkPlanTokenSoon(call, 'StopWorkers', req.appId, req.amAttempt);
         await this.confirmPushEpoch(req.epoch, 'StopWorkers');
         const r = this.core.stopWorkers(fromWireStopWorkers(req), this.now());
         await this.run(r.effects);

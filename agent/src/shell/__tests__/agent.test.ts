@@ -126,16 +126,25 @@ describe('Agent shell (in-process, fake master and AM)', function () {
       amAddress: am.address,
       plans: [{ workerId: `${appId}-w`, suId: 'map', task: 'map', instance: 0, attempt: 1, command: { argv: ['true'] }, resource: slot }],
     });
-    // No grant of the app here at all: its AM token cannot be checked yet; the AM retries.
+    // No grant of the app here at all: its AM token cannot be checked; after waiting 2 s for the
+    // grant, UNAVAILABLE, and the AM retries.
+    const t0 = Date.now();
     const early = await c.StartWorkers(plan('app0')).then(
       () => undefined,
       (e: unknown) => e as RpcError,
     );
     expect(early?.code).to.equal('UNAVAILABLE');
+    expect(Date.now() - t0).to.be.at.least(1900);
+    // A plan that comes just before its grant (the master sends both at once) waits for it.
+    const before = c.StartWorkers(plan('app9'));
+    await new Promise((r) => setTimeout(r, 200));
+    await c.UpdateGrants({ epoch: '3', seq: '1', full: false, grants: [{ appId: 'app9', suId: 'map', slots: 1, resource: slot, amTokenHash: AM_TOKEN_HASH }] });
+    expect((await before).workers.map((w) => w.workerId)).to.deep.equal(['app9-w']);
+    await waitFor(() => lastEvent('app9-w')?.state === 'WORKER_STATE_SUCCEEDED');
     // The agent holds a grant of the app (another unit): a plan with its token waits for its own grant.
     await c.UpdateGrants({
       epoch: '3',
-      seq: '1',
+      seq: '2',
       full: false,
       grants: [{ appId: 'app1', suId: 'reduce', slots: 1, resource: slot, amTokenHash: AM_TOKEN_HASH }],
     });
@@ -158,11 +167,11 @@ describe('Agent shell (in-process, fake master and AM)', function () {
     expect(start.workers[0]?.state).to.equal('WORKER_STATE_PENDING');
     const g = await c.UpdateGrants({
       epoch: '3',
-      seq: '2',
+      seq: '3',
       full: false,
       grants: [{ appId: 'app1', suId: 'map', slots: 1, resource: slot, amTokenHash: AM_TOKEN_HASH }],
     });
-    expect(g.appliedSeq).to.equal('2');
+    expect(g.appliedSeq).to.equal('3');
     await waitFor(() => lastEvent('app1-map-0-1')?.state === 'WORKER_STATE_SUCCEEDED');
     const ev = lastEvent('app1-map-0-1');
     expect(ev?.nodeId).to.equal('node-a');
@@ -199,7 +208,7 @@ describe('Agent shell (in-process, fake master and AM)', function () {
     }
     expect((err as RpcError).code).to.equal('FAILED_PRECONDITION');
     const gap = await c.UpdateGrants({ epoch: '3', seq: '9', full: false, grants: [] });
-    expect(gap.appliedSeq).to.equal('2');
+    expect(gap.appliedSeq).to.equal('3');
     c.close();
   });
 
