@@ -4,12 +4,14 @@
  * synchronous file-system calls: it runs on the spawner's thread (spawner.ts) together with the
  * spawn, so a worker's start costs the agent's event loop one message and no file-system round
  * trips. A failure throws `LaunchPrepError`, whose `field` (when set) names the spec field at fault.
- * It imports Node's own modules only, so the thread starts in about 30 ms.
+ * `launchDetached` lays one out and starts the process. It imports Node's own modules only, so the
+ * thread starts in about 30 ms.
  *
  * ```ts
  * const cwd = runLaunchPrep({ dir, subdirs: [out], staleFiles: [exit, pid], files: [...], cwd: { path: dir } });
  * ```
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { insideRoots } from '../core/path-roots.js';
@@ -113,4 +115,45 @@ function passThrough(dirs: readonly string[]): void {
     const st = fs.statSync(d);
     if ((st.mode & 0o111) !== 0o111) fs.chmodSync(d, (st.mode & 0o7777) | 0o111);
   }
+}
+
+/** Where a start's outcome goes (launchDetached). */
+export interface LaunchCallbacks {
+  /** It runs (and `exited` follows once it ends). */
+  started(pid: number): void;
+  /** It could not be started: a LaunchPrepError of `prep`, or the spawn's error. */
+  failed(e: unknown): void;
+  exited(pid: number, code: number | null, signal: string | null): void;
+}
+
+/**
+ * Lays out `prep` (when given; its working directory replaces `options.cwd`), then starts `file`
+ * detached (its own session and process group) with no stdio. The child process, or undefined
+ * when it did not start.
+ */
+export function launchDetached(
+  file: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; uid?: number; gid?: number },
+  prep: LaunchPrep | undefined,
+  cb: LaunchCallbacks,
+): ChildProcess | undefined {
+  let child: ChildProcess;
+  try {
+    const cwd = prep ? runLaunchPrep(prep) : options.cwd;
+    child = spawn(file, args, { ...options, cwd, detached: true, stdio: 'ignore' });
+  } catch (e) {
+    cb.failed(e);
+    return undefined;
+  }
+  const pid = child.pid;
+  if (pid === undefined) {
+    child.once('error', (e) => cb.failed(e));
+    return undefined;
+  }
+  // An error after a pid (a failed kill, say) changes nothing about the process: its exit still comes.
+  child.once('error', () => {});
+  child.once('exit', (code, signal) => cb.exited(pid, code, signal));
+  cb.started(pid);
+  return child;
 }

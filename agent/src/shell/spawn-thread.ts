@@ -16,9 +16,8 @@
  * startTime }` or `{ t: 'failed', id, message, code?, field?, reason? }`, then `{ t: 'exit', pid,
  * code, signal }` when it ends.
  */
-import { spawn, type SpawnOptions } from 'node:child_process';
 import { parentPort } from 'node:worker_threads';
-import { LaunchPrepError, runLaunchPrep, type LaunchPrep } from './launch-prep.js';
+import { launchDetached, LaunchPrepError, type LaunchPrep } from './launch-prep.js';
 import { readStartTime } from './proc-table.js';
 
 export interface SpawnMessage {
@@ -41,28 +40,14 @@ if (port) {
   port.on('message', (m: SpawnMessage) => {
     if (m.t !== 'spawn') return;
     const reply = (r: SpawnReply): void => port.postMessage(r);
-    const failed = (e: unknown): void => {
-      const err = e as NodeJS.ErrnoException;
-      const prep = e instanceof LaunchPrepError && e.field ? { field: e.field, reason: e.reason } : {};
-      reply({ t: 'failed', id: m.id, message: err instanceof Error ? err.message : String(e), ...(err.code ? { code: err.code } : {}), ...prep });
-    };
-    let child;
-    try {
-      const cwd = m.prep ? runLaunchPrep(m.prep) : m.options.cwd;
-      const options: SpawnOptions = { ...m.options, cwd, detached: true, stdio: 'ignore' };
-      child = spawn(m.file, m.args, options);
-    } catch (e) {
-      failed(e);
-      return;
-    }
-    const pid = child.pid;
-    if (pid === undefined) {
-      child.once('error', failed);
-      return;
-    }
-    // An error after a pid (a failed kill, say) changes nothing about the process: its exit still comes.
-    child.once('error', () => {});
-    child.once('exit', (code, signal) => reply({ t: 'exit', pid, code, signal }));
-    reply({ t: 'spawned', id: m.id, pid, startTime: readStartTime(pid) });
+    launchDetached(m.file, m.args, m.options, m.prep, {
+      started: (pid) => reply({ t: 'spawned', id: m.id, pid, startTime: readStartTime(pid) }),
+      failed: (e) => {
+        const err = e as NodeJS.ErrnoException;
+        const prep = e instanceof LaunchPrepError && e.field ? { field: e.field, reason: e.reason } : {};
+        reply({ t: 'failed', id: m.id, message: err instanceof Error ? err.message : String(e), ...(err.code ? { code: err.code } : {}), ...prep });
+      },
+      exited: (pid, code, signal) => reply({ t: 'exit', pid, code, signal }),
+    });
   });
 }

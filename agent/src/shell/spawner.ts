@@ -19,10 +19,9 @@
  * const { pid, startTime } = await spawner.spawn({ file: '/bin/sh', args, cwd, env }, (code, signal) => ...);
  * ```
  */
-import { spawn } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
-import { LaunchPrepError, runLaunchPrep, type LaunchPrep } from './launch-prep.js';
+import { launchDetached, LaunchPrepError, type LaunchPrep } from './launch-prep.js';
 import { readStartTime, sameProcessAlive } from './proc-table.js';
 import type { SpawnMessage, SpawnReply } from './spawn-thread.js';
 
@@ -71,29 +70,11 @@ function options(req: SpawnRequest): SpawnMessage['options'] {
 export class InlineSpawner implements Spawner {
   spawn(req: SpawnRequest, onExit: ExitCallback): Promise<{ pid: number; startTime: string }> {
     return new Promise((resolve, reject) => {
-      let cwd = req.cwd ?? '';
-      try {
-        if (req.prep) cwd = runLaunchPrep(req.prep);
-      } catch (e) {
-        reject(e instanceof LaunchPrepError ? launchError(e.message, e.field, e.reason) : e);
-        return;
-      }
-      let child;
-      try {
-        child = spawn(req.file, req.args, { ...options(req), cwd, detached: true, stdio: 'ignore' });
-      } catch (e) {
-        reject(e);
-        return;
-      }
-      const pid = child.pid;
-      if (pid === undefined) {
-        child.once('error', reject);
-        return;
-      }
-      child.once('error', () => {});
-      child.once('exit', (code, signal) => onExit(pid, code, signal));
-      child.unref();
-      resolve({ pid, startTime: readStartTime(pid) });
+      launchDetached(req.file, req.args, options(req), req.prep, {
+        started: (pid) => resolve({ pid, startTime: readStartTime(pid) }),
+        failed: (e) => reject(e instanceof LaunchPrepError ? launchError(e.message, e.field, e.reason) : e),
+        exited: onExit,
+      })?.unref();
     });
   }
 
