@@ -6,9 +6,11 @@
  * (`AgentState` in types.ts is something else: the durable records the checkpoint holds.)
  *
  * Also here: the record types, their keys, and the copies handed out (callers never get a live
- * record), and `touch`, which marks a worker for the next delta.
+ * record), `touch`, which marks a worker for the next delta, and the only ways a worker enters,
+ * changes state or leaves the registry (`putWorker`, `setWorkerState`, `dropWorker`), which keep the
+ * index of live workers in step with it.
  */
-import type { Int64, Logger, Resource } from '@fuxi/common';
+import { isWorkerTerminal, type Int64, type Logger, type Resource, type WorkerState } from '@fuxi/common';
 import {
   DEFAULT_FINISHED_RETENTION_MS,
   DEFAULT_MAX_FINISHED,
@@ -61,8 +63,15 @@ export class CoreState {
   grantEpoch: Int64 = '0';
   grantSeq: Int64 = '0';
   readonly grants = new Map<string, GrantEntry>();
-  /** Insertion order = acceptance order. */
+  /** Insertion order = acceptance order. Changed only through putWorker / setWorkerState / dropWorker. */
   readonly workers = new Map<string, WorkerRecord>();
+  /**
+   * The workers of `workers` that have not ended (PENDING, STARTING, RUNNING), in acceptance order.
+   * Plan starts, grant enforcement, the load and the pending timeouts walk these: the registry also
+   * keeps thousands of ended workers for their AMs and the retention, and a walk over all of them on
+   * every grant message and plan was most of an agent's core time under many small jobs.
+   */
+  readonly live = new Map<string, WorkerRecord>();
   readonly apps = new Map<string, AppRecord>();
   /**
    * Workers (not AMs) that ended since the masters last heard of it, oldest first (at most
@@ -95,6 +104,27 @@ export class CoreState {
     this.maxFinished = cfg.maxFinished ?? DEFAULT_MAX_FINISHED;
     this.resendWithinMs = cfg.resendFinishedWithinMs ?? DEFAULT_RESEND_FINISHED_WITHIN_MS;
   }
+}
+
+/** Adds (or replaces) a worker in the registry, and in the live index unless it has ended. */
+export function putWorker(st: CoreState, w: WorkerRecord): void {
+  const k = wkey(w.appId, w.workerId);
+  st.workers.set(k, w);
+  if (isWorkerTerminal(w.state)) st.live.delete(k);
+  else st.live.set(k, w);
+}
+
+/** Moves a worker to `state`; an ended worker leaves the live index (it never comes back). */
+export function setWorkerState(st: CoreState, w: WorkerRecord, state: WorkerState): void {
+  w.state = state;
+  if (isWorkerTerminal(state)) st.live.delete(wkey(w.appId, w.workerId));
+}
+
+/** Forgets a worker (retention). */
+export function dropWorker(st: CoreState, w: WorkerRecord): void {
+  const k = wkey(w.appId, w.workerId);
+  st.workers.delete(k);
+  st.live.delete(k);
 }
 
 /** Marks the worker's record for the next delta (put if it still exists, else delete). */

@@ -105,7 +105,7 @@ function sameGrant(a: GrantEntry, b: GrantEntry): boolean {
 function enforceGrants(st: CoreState, touched: ReadonlySet<string>): Effect[] {
   if (touched.size === 0) return [];
   const byKey = new Map<string, WorkerRecord[]>();
-  for (const w of st.workers.values()) {
+  for (const w of st.live.values()) {
     if (!isWorkerActive(w.state) || w.stopReason) continue;
     const k = grantKey(w.appId, w.suId);
     if (!touched.has(k)) continue;
@@ -159,7 +159,7 @@ export function raiseAmAttempt(st: CoreState, appId: string, attempt: number, no
   const effects: Effect[] = [];
   if (from > 0)
     effects.push({ kind: 'log', level: 'info', msg: 'AM attempt bar raised: older attempts are fenced', fields: { appId, from, to: attempt, source } });
-  for (const w of st.workers.values()) {
+  for (const w of st.live.values()) {
     if (w.appId === appId && w.state === 'PENDING' && w.amAttempt < attempt) {
       effects.push(...finish(st, w, 'REJECTED', now, `plan of AM attempt ${w.amAttempt} superseded by attempt ${attempt}`));
     }

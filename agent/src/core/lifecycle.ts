@@ -6,12 +6,12 @@
  * the next heartbeat (the master's failure prediction learns from attempt ends).
  */
 import { add, AM_SU, fits, format, isWorkerActive, isWorkerTerminal, substitute, ZERO, type Resource, type WorkerState } from '@fuxi/common';
-import { copyWorker, grantKey, MAX_ENDS_TO_REPORT, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
+import { copyWorker, grantKey, MAX_ENDS_TO_REPORT, setWorkerState, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
 import type { Effect, GrantEntry, SpawnSpec } from './types.js';
 
 /** Ends a worker in `state` (terminal): logs it and tells its AM. */
 export function finish(st: CoreState, w: WorkerRecord, state: WorkerState, now: number, message: string): Effect[] {
-  w.state = state;
+  setWorkerState(st, w, state);
   w.finishedAtMs = now;
   w.message = message;
   touch(st, w);
@@ -59,7 +59,7 @@ interface Load {
 function activeLoad(st: CoreState): Load {
   const counts = new Map<string, number>();
   let used: Resource = ZERO;
-  for (const a of st.workers.values()) {
+  for (const a of st.live.values()) {
     if (!isWorkerActive(a.state)) continue;
     const k = grantKey(a.appId, a.suId);
     counts.set(k, (counts.get(k) ?? 0) + 1);
@@ -73,7 +73,7 @@ export function startPending(st: CoreState, now: number): Effect[] {
   const effects: Effect[] = [];
   if (st.held) return effects;
   let load: Load | undefined;
-  for (const w of st.workers.values()) {
+  for (const w of st.live.values()) {
     if (w.state !== 'PENDING') continue;
     const key = grantKey(w.appId, w.suId);
     const grant = st.grants.get(key);
@@ -90,7 +90,7 @@ export function startPending(st: CoreState, now: number): Effect[] {
       effects.push(overCommitted(st, w, load.used, grant));
       continue;
     }
-    w.state = 'STARTING';
+    setWorkerState(st, w, 'STARTING');
     w.resource = { ...grant.resource };
     touch(st, w);
     load.counts.set(key, (load.counts.get(key) ?? 0) + 1);
@@ -152,7 +152,7 @@ export function workerSpawned(st: CoreState, appId: string, workerId: string, pi
     }
     return [];
   }
-  w.state = 'RUNNING';
+  setWorkerState(st, w, 'RUNNING');
   w.pid = pid;
   w.startTime = startTime;
   w.bootId = bootId;

@@ -5,7 +5,7 @@
  * running ones to stop.
  */
 import { AM_SU, cmpInt64, InvalidArgumentError, isWorkerActive } from '@fuxi/common';
-import { copyWorker, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
+import { copyWorker, putWorker, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
 import { checkAmAttempt, checkEpoch, raiseAmAttempt } from './grants.js';
 import { finish, requestStop, startPending } from './lifecycle.js';
 import { workersById } from './queries.js';
@@ -57,7 +57,7 @@ function noteAmAddress(st: CoreState, req: StartWorkersInput): void {
 /** Records a new plan as a PENDING worker (REJECTED at once when its command is empty). */
 function acceptPlan(st: CoreState, req: StartWorkersInput, p: PlanInput, now: number): Effect[] {
   const w = pendingWorker(st, req, p, now);
-  st.workers.set(wkey(w.appId, w.workerId), w);
+  putWorker(st, w);
   touch(st, w);
   if (w.command.argv.length === 0 || !w.command.argv[0]) return finish(st, w, 'REJECTED', now, 'plan has an empty command (argv)');
   return [

@@ -10,16 +10,15 @@ import type { AgentSnapshot, GrantEntry, WorkerInfo, WorkerSummary } from './typ
 /** Sum of the resources of spawning and running workers. */
 export function used(st: CoreState): Resource {
   let u: Resource = ZERO;
-  for (const w of st.workers.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
+  for (const w of st.live.values()) if (isWorkerActive(w.state)) u = add(u, w.resource);
   return u;
 }
 
 export function summary(st: CoreState): WorkerSummary {
-  const s = { running: 0, pending: 0, finished: 0 };
-  for (const w of st.workers.values()) {
+  const s = { running: 0, pending: 0, finished: st.workers.size - st.live.size };
+  for (const w of st.live.values()) {
     if (isWorkerActive(w.state)) s.running++;
-    else if (w.state === 'PENDING') s.pending++;
-    else s.finished++;
+    else s.pending++;
   }
   return s;
 }
@@ -48,7 +47,7 @@ export const MAX_RUNNING_REPORTED = 1000;
  * attempts the master's failure prediction weighs one by one.
  */
 export function runningTaskWorkers(st: CoreState): Array<Pick<WorkerInfo, 'workerId' | 'appId' | 'task' | 'instance' | 'attempt' | 'startedAtMs'>> {
-  return [...st.workers.values()]
+  return [...st.live.values()]
     .filter((w) => w.suId !== AM_SU && w.state === 'RUNNING')
     .sort((a, b) => a.startedAtMs - b.startedAtMs || (a.workerId < b.workerId ? -1 : a.workerId > b.workerId ? 1 : 0))
     .slice(0, MAX_RUNNING_REPORTED)

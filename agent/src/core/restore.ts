@@ -5,7 +5,7 @@
  * plans are held until the grant table is confirmed (`grantsConfirmed`).
  */
 import { FailedPreconditionError, isWorkerActive, isWorkerTerminal, type WorkerState } from '@fuxi/common';
-import { copyGrant, copyWorker, grantKey, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
+import { copyGrant, copyWorker, grantKey, putWorker, setWorkerState, touch, type CoreState, type WorkerRecord } from './core-state.js';
 import { event, finish, startPending } from './lifecycle.js';
 import { summary } from './queries.js';
 import { ENDED_WHILE_DOWN, type AgentState, type CheckpointMeta, type Effect, type Liveness, type WorkerInfo } from './types.js';
@@ -94,7 +94,7 @@ function loadRecords(st: CoreState, saved: AgentState): void {
   const sorted = [...saved.workers].sort((a, b) => a.order - b.order);
   for (const s of sorted) {
     const w: WorkerRecord = { ...copyWorker(s), order: s.order, startOrder: s.startOrder };
-    st.workers.set(wkey(w.appId, w.workerId), w);
+    putWorker(st, w);
     st.nextOrder = Math.max(st.nextOrder, w.order + 1, w.startOrder + 1);
     if (!st.apps.has(w.appId)) {
       st.apps.set(w.appId, { amAttempt: w.amAttempt, amAddress: w.amAddress });
@@ -105,7 +105,7 @@ function loadRecords(st: CoreState, saved: AgentState): void {
 
 /** The same process still runs: RUNNING with its pid, and killed again when a stop was requested. */
 function readopt(st: CoreState, w: WorkerRecord, l: Alive, now: number, out: Restored): void {
-  w.state = 'RUNNING';
+  setWorkerState(st, w, 'RUNNING');
   w.pid = l.pid;
   w.startTime = l.startTime;
   w.bootId = l.bootId;

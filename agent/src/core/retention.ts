@@ -7,7 +7,7 @@
  * oldest first beyond `maxFinished`; an app left with neither workers nor grants is forgotten too.
  */
 import { isWorkerTerminal } from '@fuxi/common';
-import { grantKey, touch, wkey, type CoreState } from './core-state.js';
+import { dropWorker, grantKey, touch, type CoreState, type WorkerRecord } from './core-state.js';
 import { finish, startPending } from './lifecycle.js';
 import type { Effect } from './types.js';
 
@@ -23,7 +23,7 @@ export function tick(st: CoreState, now: number): Effect[] {
 function rejectTimedOut(st: CoreState, now: number): Effect[] {
   const effects: Effect[] = [];
   const masterSilentMs = now - (st.masterHeardAtMs ?? now);
-  for (const w of st.workers.values()) {
+  for (const w of st.live.values()) {
     if (w.state !== 'PENDING') continue;
     const waited = now - w.acceptedAtMs;
     const has = st.grants.get(grantKey(w.appId, w.suId));
@@ -45,15 +45,23 @@ function collect(st: CoreState, now: number): void {
 
 /** Returns whether any worker was forgotten. */
 function forgetFinished(st: CoreState, now: number): boolean {
-  const finished = [...st.workers.values()].filter((w) => isWorkerTerminal(w.state));
-  let over = finished.length - st.maxFinished;
-  finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
+  let over = st.workers.size - st.live.size - st.maxFinished;
   let removed = false;
+  const forget = (w: WorkerRecord) => {
+    dropWorker(st, w);
+    touch(st, w);
+    removed = true;
+  };
+  if (over <= 0) {
+    // Within the limit (every tick but a few): only age matters, and no list is sorted.
+    for (const w of st.workers.values()) if (isWorkerTerminal(w.state) && now - w.finishedAtMs > st.retentionMs) forget(w);
+    return removed;
+  }
+  const finished = [...st.workers.values()].filter((w) => isWorkerTerminal(w.state));
+  finished.sort((a, b) => a.finishedAtMs - b.finishedAtMs || a.order - b.order);
   for (const w of finished) {
     if (over > 0 || now - w.finishedAtMs > st.retentionMs) {
-      st.workers.delete(wkey(w.appId, w.workerId));
-      touch(st, w);
-      removed = true;
+      forget(w);
       over--;
     }
   }
