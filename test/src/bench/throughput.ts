@@ -16,14 +16,22 @@
  *   failedJobs, restartedWorkers, recoveryMsMax (kill -> each AM's next attempt registered);
  * - tenThousand (with --ten-thousand): 10,000 jobs through submitMany, the master's RSS before and after.
  *
+ * The daemons of a scenario that measures CPU or throughput are warmed up first (`--warm-up`, default
+ * 200): that many one-instance jobs through submitMany and one job of that many instances, waited
+ * for, before the measurement starts. A cluster serves jobs for days; the first seconds of a fresh
+ * daemon are V8 compiling its hot paths (about a tenth of the machine's CPU on its background
+ * threads in a cold sdkMany, by `perf`). `--warm-up 0` measures the cold daemons.
+ *
  * `--store etcd` runs every scenario with the master on a real etcd (started here) instead of the
  * embedded store, and writes bench-results/throughput-etcd.json.
  *
- * `controlCpuS` is the user+sys CPU of the master, the agents and the AM hosts, with what their
- * children used (dedicated AMs, and the workers' `/bin/true`, which is next to nothing), from /proc,
- * over the scenario.
+ * `controlCpuS` is the user+sys CPU of the master, the agents and the AM hosts over the scenario,
+ * from /proc, not the workers'. The agents' reaped children (each worker's `sh` wrapper and its
+ * `/bin/true`: far from nothing, they are forked, exec'd and laid out on disk per task) are
+ * `workersCpuS`, reported beside it. Every AM in these scenarios is hosted, so no AM process is
+ * among those children (an AM host that ends mid-run is: only in amHostCrash, which reports no CPU).
  *
- *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--keep]
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 200] [--keep]
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,15 +47,15 @@ import { startEtcd } from '../etcd-harness.js';
 
 const TICK_S = 0.01; // USER_HZ = 100 on Linux
 
-/** user+sys of `pid` and of its waited-for children, in seconds. */
-function cpuOf(pid: number): number {
+/** user+sys of `pid` itself and of its waited-for children, in seconds. */
+function cpuOf(pid: number): { own: number; children: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // fields 14-17 (utime, stime, cutime, cstime) are 11-14 after the command
-    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_S;
+    return { own: (Number(f[11]) + Number(f[12])) * TICK_S, children: (Number(f[13]) + Number(f[14])) * TICK_S };
   } catch {
-    return 0;
+    return { own: 0, children: 0 };
   }
 }
 
@@ -89,26 +97,37 @@ class Bench {
     return out;
   }
 
-  /** The control plane's CPU by part: the master, the agents (with their dedicated AMs and workers), the AM hosts. */
-  cpuByPart(): { master: number; agents: number; amHosts: number } {
+  /** The CPU by part: the master, the agents, the AM hosts (the control plane), and the agents' reaped children (the workers). */
+  cpuByPart(): { master: number; agents: number; amHosts: number; workers: number } {
+    const agents = this.cluster.agents.map((a) => cpuOf(a.pid));
     return {
-      master: cpuOf(this.cluster.master.pid),
-      agents: this.cluster.agents.reduce((s, a) => s + cpuOf(a.pid), 0),
-      amHosts: this.amHosts().reduce((s, pid) => s + cpuOf(pid), 0),
+      master: cpuOf(this.cluster.master.pid).own,
+      agents: agents.reduce((s, c) => s + c.own, 0),
+      amHosts: this.amHosts().reduce((s, pid) => s + cpuOf(pid).own, 0),
+      workers: agents.reduce((s, c) => s + c.children, 0),
     };
   }
 
-  /** Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by part). */
-  async measure(fn: () => Promise<void>): Promise<{ wallS: number; controlCpuS: number; masterCpuS: number; agentsCpuS: number; amHostsCpuS: number }> {
+  /** Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by part), and the workers'. */
+  async measure(
+    fn: () => Promise<void>,
+  ): Promise<{ wallS: number; controlCpuS: number; masterCpuS: number; agentsCpuS: number; amHostsCpuS: number; workersCpuS: number }> {
     const p0 = this.cpuByPart();
     const t0 = Date.now();
     await fn();
     const p1 = this.cpuByPart();
     const masterCpuS = round(p1.master - p0.master, 2);
     const agentsCpuS = round(p1.agents - p0.agents, 2);
-    // An AM host that exited during the run is in its agent's children (cutime) instead.
     const amHostsCpuS = round(p1.amHosts - p0.amHosts, 2);
-    return { wallS: round((Date.now() - t0) / 1000, 2), controlCpuS: round(masterCpuS + agentsCpuS + amHostsCpuS, 2), masterCpuS, agentsCpuS, amHostsCpuS };
+    const workersCpuS = round(p1.workers - p0.workers, 2);
+    return {
+      wallS: round((Date.now() - t0) / 1000, 2),
+      controlCpuS: round(masterCpuS + agentsCpuS + amHostsCpuS, 2),
+      masterCpuS,
+      agentsCpuS,
+      amHostsCpuS,
+      workersCpuS,
+    };
   }
 
   async waitIds(ids: string[]): Promise<number> {
@@ -178,6 +197,15 @@ async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record
   return { runs, failed, medianMs: percentile(walls, 50), p90Ms: percentile(walls, 90) };
 }
 
+/** `n` one-instance jobs through submitMany and one job of `n` instances, waited for: the daemons' hot paths compiled. */
+async function warmUp(b: Bench, n: number): Promise<void> {
+  if (n <= 0) return;
+  const res = await b.client.submitMany(Array.from({ length: n }, (_, i) => ({ ...tinyJob('warm'), jobId: `warm-${i}` })));
+  const { jobId } = await b.client.submit({ ...tinyJob('warm-one', n), jobId: 'warm-one' });
+  const failed = (await b.waitIds([...res.filter((r) => !r.error).map((r) => r.jobId), jobId])) + res.filter((r) => r.error).length;
+  if (failed > 0) throw new Error(`${failed} warm-up job(s) did not succeed`);
+}
+
 async function sdkMany(b: Bench, n: number): Promise<Record<string, number>> {
   let failed = 0;
   const m = await b.measure(async () => {
@@ -232,7 +260,7 @@ async function latency(b: Bench, n: number): Promise<Record<string, number>> {
  * then the kill of all 1,000 with both kinds of watchers notified.
  */
 async function watchMany(b: Bench, n: number): Promise<Record<string, number>> {
-  const master = () => cpuOf(b.cluster.master.pid);
+  const master = () => cpuOf(b.cluster.master.pid).own;
   const idle = async (ms: number) => {
     const c0 = master();
     await new Promise((r) => setTimeout(r, ms));
@@ -353,6 +381,7 @@ async function main(): Promise<void> {
       store: { type: 'string' },
       'crash-jobs': { type: 'string' },
       keep: { type: 'boolean', default: false },
+      'warm-up': { type: 'string' },
     },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
@@ -363,8 +392,16 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
   // Workers run as another user (nobody): they must be able to pass through.
   chmodSync(dir, 0o711);
-  const out: Record<string, unknown> = { slots: 16, jobs: n, store, maxAmShare: values['max-am-share'] ? Number(values['max-am-share']) : 'default' };
-  const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>, extraMasterArgs: string[] = []) => {
+  const warm = Number(values['warm-up'] ?? 200);
+  if (!Number.isInteger(warm) || warm < 0) throw new Error(`--warm-up must be a non-negative integer, got ${JSON.stringify(values['warm-up'])}`);
+  const out: Record<string, unknown> = {
+    slots: 16,
+    jobs: n,
+    store,
+    warmUpJobs: warm,
+    maxAmShare: values['max-am-share'] ? Number(values['max-am-share']) : 'default',
+  };
+  const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>, extraMasterArgs: string[] = [], warmFirst = true) => {
     if (only && !only.has(name)) return;
     const masterArgs = [
       ...(values['max-am-share'] ? ['--max-am-share', values['max-am-share']] : []),
@@ -381,8 +418,13 @@ async function main(): Promise<void> {
     });
     const client = cluster.client();
     try {
+      const bench = new Bench(cluster, client);
+      if (warmFirst && warm > 0) {
+        process.stderr.write(`${name}: warming up (${warm} jobs and one of ${warm} instances)...\n`);
+        await warmUp(bench, warm);
+      }
       process.stderr.write(`${name}...\n`);
-      out[name] = await fn(new Bench(cluster, client));
+      out[name] = await fn(bench);
       process.stderr.write(`${name}: ${JSON.stringify(out[name])}\n`);
     } finally {
       client.close();
@@ -393,15 +435,15 @@ async function main(): Promise<void> {
   await phase('oneJob', (b) => oneJob(b, n));
   await phase('sdkMany', (b) => sdkMany(b, n));
   await phase('array', (b) => array(b, n));
-  await phase('watchMany', (b) => watchMany(b, n));
+  await phase('watchMany', (b) => watchMany(b, n), [], false);
   await phase('separateCli', (b) => separateCli(b, n, dir));
-  await phase('cliColdStart', (b) => cliColdStart(b, 20, dir));
+  await phase('cliColdStart', (b) => cliColdStart(b, 20, dir), [], false);
   if (out.cliColdStart) out.cliColdStartMs = (out.cliColdStart as Record<string, number>).medianMs;
   // 2 x 100 AMs at once: above the default AM share of 16 cores (80 hosted AMs), so this one scenario allows half.
   const crashJobs = Number(values['crash-jobs'] ?? 100);
-  await phase('amHostCrash', (b) => amHostCrash(b, crashJobs), values['max-am-share'] ? [] : ['--max-am-share', '0.5']);
+  await phase('amHostCrash', (b) => amHostCrash(b, crashJobs), values['max-am-share'] ? [] : ['--max-am-share', '0.5'], false);
   // The master's capacity and memory, not the submit rate limit (50 jobs/s per caller after a burst of 2,000; submitMany waits it out).
-  if (values['ten-thousand']) await phase('tenThousand', tenThousand, ['--submit-rate-per-sec', '0']);
+  if (values['ten-thousand']) await phase('tenThousand', tenThousand, ['--submit-rate-per-sec', '0'], false);
   await etcd?.stop();
   mkdirSync(join(REPO_ROOT, 'bench-results'), { recursive: true });
   writeFileSync(join(REPO_ROOT, 'bench-results', store === 'etcd' ? 'throughput-etcd.json' : 'throughput.json'), JSON.stringify(out, null, 2) + '\n');
