@@ -273,6 +273,14 @@ class CgroupEnforcer implements ResourceEnforcer {
   private readonly retries = new Map<string, { left: number; timer: NodeJS.Timeout }>();
   /** Limits given to live groups (the OOM message's limit when the group cannot be read). */
   private readonly limits = new Map<string, WorkerLimits>();
+  /**
+   * Groups prepared and not finished yet, per app: an app's directory is tried for removal only when
+   * its last one ends (a job of many workers tried, and failed, once per worker), and while it has
+   * some, v2 knows it is made and delegating (no mkdir or read of its controls again).
+   */
+  private readonly appGroups = new Map<string, number>();
+  /** v2: the agent's own directory is made and delegates memory and cpu (checked once). */
+  private agentDirReady = false;
 
   constructor(
     readonly mode: EnforcementMode,
@@ -294,10 +302,11 @@ class CgroupEnforcer implements ResourceEnforcer {
     if (!this.layout) return [];
     const dirs = this.groupDirs(appId, workerId);
     const procs: string[] = [];
+    const appReady = (this.appGroups.get(appId) ?? 0) > 0;
     for (const [i, d] of this.layout.dirs.entries()) {
       const dir = dirs[i] as string;
       this.cancelRetry(dir);
-      if (this.layout.kind === 'v2') this.makeV2(d.dir, dir);
+      if (this.layout.kind === 'v2') this.makeV2(d.dir, dir, appReady);
       else fs.mkdirSync(dir, { recursive: true });
       const c = this.layout.kind === 'v2' ? 'v2' : d.controller;
       if (c === 'v2') {
@@ -320,21 +329,30 @@ class CgroupEnforcer implements ResourceEnforcer {
       }
       procs.push(path.join(dir, 'cgroup.procs'));
     }
-    this.limits.set(`${appId}\0${workerId}`, limits);
+    const key = `${appId}\0${workerId}`;
+    if (!this.limits.has(key)) this.appGroups.set(appId, (this.appGroups.get(appId) ?? 0) + 1);
+    this.limits.set(key, limits);
     return procs;
   }
 
-  /** v2: every level down to the worker's group, memory and cpu enabled for the children of each inner one. */
-  private makeV2(agentDir: string, dir: string): void {
+  /**
+   * v2: every level down to the worker's group, memory and cpu enabled for the children of each
+   * inner one. The agent's directory is checked once, an app's while it has live groups
+   * (`appReady`): only the levels below are made.
+   */
+  private makeV2(agentDir: string, dir: string, appReady: boolean): void {
     const rel = path.relative(agentDir, dir).split(path.sep);
     let cur = agentDir;
-    for (const part of ['', ...rel]) {
+    for (const [i, part] of ['', ...rel].entries()) {
       if (part) cur = path.join(cur, part);
+      if (i === 0 && this.agentDirReady) continue;
+      if (i === 1 && appReady && rel.length > 1) continue;
       fs.mkdirSync(cur, { recursive: true });
       if (cur !== dir) {
         const sub = (readText(path.join(cur, 'cgroup.subtree_control')) ?? '').split(/\s+/);
         if (!sub.includes('memory') || !sub.includes('cpu')) fs.writeFileSync(path.join(cur, 'cgroup.subtree_control'), '+memory +cpu');
       }
+      if (i === 0) this.agentDirReady = true;
     }
   }
 
@@ -343,6 +361,9 @@ class CgroupEnforcer implements ResourceEnforcer {
     const key = `${appId}\0${workerId}`;
     const given = this.limits.get(key);
     this.limits.delete(key);
+    const left = (this.appGroups.get(appId) ?? 0) - (given ? 1 : 0);
+    if (left > 0) this.appGroups.set(appId, left);
+    else this.appGroups.delete(appId);
     let ev: OomEvidence | undefined;
     const dirs = this.groupDirs(appId, workerId);
     for (const [i, d] of this.layout.dirs.entries()) {
@@ -350,7 +371,7 @@ class CgroupEnforcer implements ResourceEnforcer {
       if (this.layout.kind === 'v2') ev = readV2Evidence(dir, given);
       else if (d.controller === 'memory') ev = readV1Evidence(dir, given);
     }
-    for (const dir of dirs) this.remove(dir);
+    for (const dir of dirs) this.remove(dir, left <= 0);
     return ev;
   }
 
@@ -382,8 +403,11 @@ class CgroupEnforcer implements ResourceEnforcer {
     }
   }
 
-  /** rmdir of the worker's group and its app's, retried while processes of the worker remain. */
-  private remove(dir: string): void {
+  /**
+   * rmdir of the worker's group, retried while processes of the worker remain, and of its app's
+   * group when `lastOfApp` (else another worker of the app still has a group in it).
+   */
+  private remove(dir: string, lastOfApp: boolean): void {
     try {
       fs.rmdirSync(dir);
     } catch (e) {
@@ -398,7 +422,7 @@ class CgroupEnforcer implements ResourceEnforcer {
       if (code !== 'EBUSY') this.log.warn({ group: dir, err: errText(e) }, 'could not remove a worker group');
       return;
     }
-    rmdirQuiet(path.dirname(dir));
+    if (lastOfApp) rmdirQuiet(path.dirname(dir));
   }
 
   private retry(dir: string): void {
@@ -454,11 +478,12 @@ function keyed(text: string | undefined, key: string): number {
 function readV1Evidence(dir: string, given: WorkerLimits | undefined): OomEvidence | undefined {
   const oc = readText(path.join(dir, 'memory.oom_control'));
   if (oc === undefined) return undefined;
-  const limit = readNumber(path.join(dir, 'memory.limit_in_bytes'));
+  // The limit the group was given is known unless the agent restarted since: read only then.
+  const limit = given ? undefined : readNumber(path.join(dir, 'memory.limit_in_bytes'));
   return {
     oomKills: keyed(oc, 'oom_kill'),
     maxUsageBytes: readNumber(path.join(dir, 'memory.max_usage_in_bytes')) ?? 0,
-    limitBytes: given?.memoryBytes ?? (limit !== undefined && limit < 2 ** 62 ? limit : null),
+    limitBytes: given ? given.memoryBytes : limit !== undefined && limit < 2 ** 62 ? limit : null,
   };
 }
 

@@ -168,6 +168,18 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     fs.rmSync(workDir, { recursive: true, force: true });
   });
 
+  it("keeps an app's group while any of its workers has one, and removes it with the last", () => {
+    const limits = { memoryBytes: 64 * 1024 * 1024, cpuQuotaUs: 10_000, cpuPeriodUs: 100_000 };
+    enforcer.prepare('cg-two', 'a', limits);
+    enforcer.prepare('cg-two', 'b', limits);
+    const appDirs = enforcer.groupDirs('cg-two', 'a').map((d) => path.dirname(d));
+    expect(enforcer.finish('cg-two', 'a')).to.deep.include({ oomKills: 0, limitBytes: 64 * 1024 * 1024 });
+    for (const d of enforcer.groupDirs('cg-two', 'a')) expect(fs.existsSync(d), d).to.equal(false);
+    for (const d of [...enforcer.groupDirs('cg-two', 'b'), ...appDirs]) expect(fs.existsSync(d), d).to.equal(true);
+    enforcer.finish('cg-two', 'b');
+    for (const d of appDirs) expect(fs.existsSync(d), d).to.equal(false);
+  });
+
   it('the start-up sweep removes groups of gone workers and keeps those of live ones', () => {
     for (const d of [...enforcer.groupDirs('cg-app', 'gone'), ...enforcer.groupDirs('cg-app', 'live')]) fs.mkdirSync(d, { recursive: true });
     enforcer.sweep([{ appId: 'cg-app', workerId: 'live' }]);
