@@ -196,6 +196,29 @@ describe('AM host', function () {
     host.close();
   });
 
+  it("writes a running AM's log lines to its file in batches within a fraction of a second, and the rest at its end", async () => {
+    const ams = new Map<string, ScriptedAm>();
+    const host = new AmHost({
+      log: nullLogger,
+      createAm: (spec, log) => {
+        log.info({ step: 1 }, 'first line');
+        return ams.set(spec.key, new ScriptedAm()).get(spec.key)!;
+      },
+    });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    host.start(amSpec('chatty', undefined));
+    const file = path.join(dir, 'chatty', 'stdout');
+    const text = () => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+    await waitFor(() => text().includes('first line'), 2000, 'the first line in the file while the AM runs');
+    expect(exits).to.have.length(0);
+    ams.get('chatty')!.finish();
+    await waitFor(() => exits.length === 1, 5000, 'the end');
+    // Its end is reported with every line in the file.
+    expect(text()).to.match(/first line[\s\S]*application master ended/);
+    host.close();
+  });
+
   it("sums its AMs' instances by state in stats, and counts their retries, ended AMs' included, without going back", async () => {
     const progress = new Map<string, TaskProgress[]>();
     const task = (over: Partial<TaskProgress>): TaskProgress => ({
