@@ -10,7 +10,7 @@ import { admissible, heldMessage, indexMember } from './arrays.js';
 import { markRequesting, setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { checkJobInputs, DEFAULT_JOB_INPUT_LIMITS } from './request-limits.js';
-import { runScheduler } from './scheduling.js';
+import { scheduleOrDefer } from './scheduling.js';
 import { KEYS, putJob } from './store-ops.js';
 import { pushGrants } from './sync.js';
 import { TERMINAL_STATES, type JobRecord, type JobState } from './types.js';
@@ -167,7 +167,8 @@ function startAttempt(st: MasterState, job: JobRecord): void {
   st.apps.set(app.appId, app);
   markRequesting(st, app);
   st.grantWaits.noteRequests(amSu, st.now);
-  runScheduler(st);
+  // One pass for every job a SubmitJobs batch (or an array's admission) starts, not one each.
+  scheduleOrDefer(st);
 }
 
 export function newApp(job: JobRecord, amState: AppState['amState'], reported: boolean, now: number): AppState {
@@ -217,7 +218,8 @@ export function endJob(st: MasterState, job: JobRecord, state: JobState, message
   }
   st.out.push(putJob(job), { kind: 'deletePrefix', prefix: KEYS.appPrefix(job.jobId) }, { kind: 'jobChanged', jobId: job.jobId });
   if (job.spec.array) admitArrayMembers(st, [job.spec.array.id]);
-  runScheduler(st);
+  // The freed slots are placed by the next batched pass (with every other job's end in it).
+  scheduleOrDefer(st);
   endFailoverIfSettled(st);
   st.log.info({ jobId: job.jobId, state, message }, 'job ended');
 }

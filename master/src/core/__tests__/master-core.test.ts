@@ -547,7 +547,13 @@ describe('MasterCore', () => {
   describe('batch scheduling (schedulingIntervalMs > 0)', () => {
     it('requests and returns only mark a pass as due; one pass places everything owed', () => {
       const h = new Harness({ nodes: [{ nodeId: 'n1' }, { nodeId: 'n2' }], config: { schedulingIntervalMs: 5 } });
-      h.start(mockSpec({ id: 'a' })); // the AM's own slot is placed at once: it is not a request
+      // Submissions, like requests, only mark a pass as due: a batch of jobs is one pass, not one each.
+      h.start(mockSpec({ id: 'a' }));
+      for (const id of ['b', 'c']) expect(ofKind(h.submit(mockSpec({ id })).effects, 'launchAm')).to.deep.equal([]);
+      expect(h.core.scheduleDue).to.equal(true);
+      const amPass = h.core.runDueSchedule(h.now);
+      h.observe(amPass);
+      expect(ofKind(amPass, 'launchAm').map((e) => e.appId)).to.deep.equal(['a', 'b', 'c']);
       expect(h.core.scheduleDue).to.equal(false);
       const r1 = h.ask('a', 2);
       const r2 = h.ask('a', 1);
