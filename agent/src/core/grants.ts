@@ -5,7 +5,7 @@
  * AM attempt bar per app (`checkAmAttempt`, `raiseAmAttempt`) that grants and plans raise and that
  * fences plans and stops from older AM attempts.
  */
-import { acceptTable, cmpInt64, equals, InvalidArgumentError, isWorkerActive, StaleEpochError, type Int64 } from '@fuxi/common';
+import { acceptTable, AM_SU, cmpInt64, equals, InvalidArgumentError, isWorkerActive, StaleEpochError, type Int64 } from '@fuxi/common';
 import { copyGrant, grantKey, type CoreState, type WorkerRecord } from './core-state.js';
 import { finish, requestStop, startPending } from './lifecycle.js';
 import type { Effect, GrantEntry, UpdateGrantsInput } from './types.js';
@@ -128,7 +128,17 @@ function enforceGrant(st: CoreState, key: string, keeping: WorkerRecord[]): Effe
   keeping.sort((a, b) => b.startOrder - a.startOrder);
   for (const w of keeping) {
     if (excess-- <= 0) break;
-    effects.push({ kind: 'log', level: 'warn', msg: 'killing worker over its grant', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, slots } });
+    // An AM whose slot the master released (its job ended: FinishApp, or a kill) is stopped as a
+    // matter of course, not a worker running over its grant.
+    if (w.suId === AM_SU && slots === 0)
+      effects.push({
+        kind: 'log',
+        level: 'info',
+        msg: 'stopping an application master whose slot was released',
+        fields: { workerId: w.workerId, appId: w.appId },
+      });
+    else
+      effects.push({ kind: 'log', level: 'warn', msg: 'killing worker over its grant', fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, slots } });
     effects.push(...requestStop(st, w, reason));
   }
   return effects;

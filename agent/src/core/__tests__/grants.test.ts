@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { InvalidArgumentError, nullLogger, res, StaleEpochError, type Logger, type Resource } from '@fuxi/common';
+import { AM_SU, InvalidArgumentError, nullLogger, res, StaleEpochError, type Logger, type Resource } from '@fuxi/common';
 import { CoreState } from '../core-state.js';
 import { checkAmAttempt, checkEpoch, raiseAmAttempt, updateGrants } from '../grants.js';
 import { requestStop, workerSpawned } from '../lifecycle.js';
@@ -113,6 +113,20 @@ describe('agent core grants', () => {
       const r = updateGrants(st, { epoch: '1', seq: '2', full: false, grants: [grant('a', 1)] }, 3);
       expect(kills(r.effects)).to.deep.equal(['w4', 'w3']);
       expect(listWorkers(st, '').map((w) => w.stopReason)).to.deep.equal(['', 'by hand', 'grant shrunk to 1 slot(s)', 'grant shrunk to 1 slot(s)']);
+    });
+
+    it('stops an application master whose slot was released as a matter of course (info), a task worker over its grant with a warning', () => {
+      const st = state();
+      const am = { ...plan('am.1'), suId: AM_SU, task: AM_SU };
+      updateGrants(st, { epoch: '1', seq: '1', full: false, grants: [{ ...grant('j', 1), suId: AM_SU }, grant('j', 1)] }, 0);
+      startWorkers(st, { appId: 'j', amAttempt: 0, amAddress: '', epoch: '1', plans: [am] }, 1);
+      startWorkers(st, { appId: 'j', amAttempt: 1, amAddress: 'am:1', epoch: '0', plans: [plan('map.0.1')] }, 1);
+      workerSpawned(st, 'j', 'am.1', 100, 't', 2, '');
+      workerSpawned(st, 'j', 'map.0.1', 101, 't', 2, '');
+      const r = updateGrants(st, { epoch: '1', seq: '2', full: false, grants: [{ ...grant('j', 0), suId: AM_SU }, grant('j', 0)] }, 3);
+      const logs = r.effects.filter((e): e is Extract<Effect, { kind: 'log' }> => e.kind === 'log').map((e) => `${e.level} ${e.msg}`);
+      expect(logs).to.include.members(['info stopping an application master whose slot was released', 'warn killing worker over its grant']);
+      expect(kills(r.effects).sort()).to.deep.equal(['am.1', 'map.0.1']);
     });
 
     it('on a full table kills the workers of every grant it no longer holds', () => {
