@@ -37,6 +37,8 @@ import {
   amAddressOf,
   amAttemptOf,
   amWorkers,
+  amWorkersToReport,
+  runningWorkers,
   findWorker,
   grantTable,
   listWorkers,
@@ -200,6 +202,16 @@ export class AgentCore {
   /** Every application-master process (su `__am__`) known, finished ones included. */
   amWorkers(): WorkerInfo[] {
     return amWorkers(this.st);
+  }
+
+  /** The AM processes the next heartbeat reports (see queries.ts `amWorkersToReport`). */
+  amWorkersToReport(): WorkerInfo[] {
+    return amWorkersToReport(this.st);
+  }
+
+  /** The workers running now. */
+  runningWorkers(): WorkerInfo[] {
+    return runningWorkers(this.st);
   }
 
   /** Workers that ended since the masters last acknowledged (oldest first), for the next heartbeat. */

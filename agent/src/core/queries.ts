@@ -3,7 +3,7 @@
  * instance or su, the grant table, AM attempt bars, and the whole snapshot. Every worker and grant
  * handed out is a copy.
  */
-import { add, AM_SU, isWorkerActive, ZERO, type Resource, type WorkerState } from '@fuxi/common';
+import { add, AM_SU, isWorkerActive, isWorkerTerminal, ZERO, type Resource, type WorkerState } from '@fuxi/common';
 import { copyGrant, copyWorker, wkey, type CoreState, type WorkerRecord } from './core-state.js';
 import type { AgentSnapshot, GrantEntry, WorkerInfo, WorkerSummary } from './types.js';
 
@@ -37,6 +37,28 @@ export function workerCounts(st: CoreState): { am: Record<WorkerState, number>; 
 /** Every application-master process (su `__am__`) known, finished ones included. */
 export function amWorkers(st: CoreState): WorkerInfo[] {
   return [...st.workers.values()].filter((w) => w.suId === AM_SU).map(copyWorker);
+}
+
+/**
+ * The application-master processes a heartbeat reports: every one not ended, and the ended ones
+ * whose app still holds a grant here (the master has not let the app's slots here go, so it may not
+ * have heard of the end yet). An ended AM whose app holds nothing here any more was dealt with (its
+ * job ended, or a newer attempt runs): every heartbeat carried every one of them kept (thousands
+ * after a day of short jobs), and the master walked them for each AM it was launching.
+ */
+export function amWorkersToReport(st: CoreState): WorkerInfo[] {
+  const held = new Set<string>();
+  for (const g of st.grants.values()) held.add(g.appId);
+  const out: WorkerInfo[] = [];
+  for (const w of st.workers.values()) if (w.suId === AM_SU && (!isWorkerTerminal(w.state) || held.has(w.appId))) out.push(copyWorker(w));
+  return out;
+}
+
+/** The workers running now (copies), in acceptance order. */
+export function runningWorkers(st: CoreState): WorkerInfo[] {
+  const out: WorkerInfo[] = [];
+  for (const w of st.live.values()) if (w.state === 'RUNNING') out.push(copyWorker(w));
+  return out;
 }
 
 /** At most this many running task workers go in a heartbeat (`runningTaskWorkers`). */

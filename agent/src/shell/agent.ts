@@ -272,7 +272,7 @@ export class Agent {
     this.progress = new ProgressWatcher({
       workDir: config.workDir,
       nodeId: config.nodeId,
-      running: () => this.core.listWorkers().filter((w) => w.state === 'RUNNING'),
+      running: () => this.core.runningWorkers(),
       current: (a, w) => this.core.worker(a, w),
       amAddressOf: (a) => this.core.amAddressOf(a),
       events: this.events,
@@ -721,7 +721,7 @@ export class Agent {
       grantSeq: this.core.currentGrantSeq,
       used: toWireResource(this.core.used()),
       workers: this.core.summary(),
-      amWorkers: this.core.amWorkers().map(toWireStatus),
+      amWorkers: this.core.amWorkersToReport().map(toWireStatus),
       workerEnds: ends.map(toWireStatus),
       runningWorkers: this.core.runningTaskWorkers().map((w) => ({ ...w, startedAtMs: String(w.startedAtMs) })),
       ...(this.rejoin ? { rejoin: this.registration() } : {}),

@@ -262,6 +262,30 @@ describe('AgentCore', () => {
     });
   });
 
+  describe('AM processes in heartbeats', () => {
+    it('reports every AM not ended, and an ended one only while its app still holds a grant here', () => {
+      const core = mockCore();
+      core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', AM_SU, 1), grant('app2', AM_SU, 1)] }, 0);
+      for (const app of ['app1', 'app2']) {
+        const r = core.startWorkers({ appId: app, amAttempt: 1, amAddress: '', epoch: '1', plans: [plan('am.1', { suId: AM_SU, task: AM_SU })] }, 1);
+        spawnAll(core, r.effects, 2);
+      }
+      const reported = () => core.amWorkersToReport().map((w) => `${w.appId}:${w.state}`);
+      expect(reported()).to.deep.equal(['app1:RUNNING', 'app2:RUNNING']);
+      // app1's AM crashes: reported ended while the master has not let its slot go.
+      core.workerExited('app1', 'am.1', 1, null, 3);
+      expect(reported()).to.deep.equal(['app1:FAILED', 'app2:RUNNING']);
+      // app2's job ended: the master released its slot, then its AM was stopped.
+      core.updateGrants({ epoch: '1', seq: '2', full: false, grants: [grant('app2', AM_SU, 0)] }, 4);
+      core.workerExited('app2', 'am.1', null, 'SIGTERM', 5);
+      expect(reported()).to.deep.equal(['app1:FAILED']);
+      // The master moved app1 on (its slot released): nothing left to report; the registry keeps both.
+      core.updateGrants({ epoch: '1', seq: '3', full: false, grants: [grant('app1', AM_SU, 0)] }, 6);
+      expect(reported()).to.deep.equal([]);
+      expect(core.amWorkers()).to.have.length(2);
+    });
+  });
+
   describe('grant sequence numbers', () => {
     it('ignores a delta with a seq gap, then a full table heals', () => {
       const core = mockCore();
