@@ -21,6 +21,7 @@ import {
   type CheckpointMeta,
   type GrantEntry,
   type GrantRef,
+  type GrantTableId,
   type WorkerEntry,
   type WorkerInfo,
   type WorkerRef,
@@ -31,6 +32,8 @@ export interface WorkerRecord extends WorkerInfo {
   order: number;
   /** Order in which it was started (newest is killed first when a grant shrinks). */
   startOrder: number;
+  /** The grant table the plan waits for before it starts (`PlanInput.grantTable`); absent: none. */
+  grantTable?: GrantTableId;
 }
 
 /** Worker ends kept for the masters when heartbeats do not get through (the oldest go first). */
@@ -149,7 +152,7 @@ export function copyGrant(g: GrantEntry): GrantEntry {
 
 /** A worker as checkpointed: a copy with its orders. */
 export function workerEntry(w: WorkerRecord): WorkerEntry {
-  return { ...copyWorker(w), order: w.order, startOrder: w.startOrder };
+  return { ...copyWorker(w), order: w.order, startOrder: w.startOrder, ...(w.grantTable ? { grantTable: { ...w.grantTable } } : {}) };
 }
 
 /** A worker as handed out: a deep copy of its info (no orders). */

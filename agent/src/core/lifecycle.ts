@@ -1,11 +1,12 @@
 /**
  * A worker's life on this node: pending plans start when their grant has room (and the node's
- * capacity allows), the spawn spec is the plan's command after substitution, the driver's reports
+ * capacity allows, and the grant table applied here is the one that holds the plan's slot or a
+ * newer one), the spawn spec is the plan's command after substitution, the driver's reports
  * (spawned, spawn failed, exited) move the worker on, a stop is requested once, and every end goes
  * through `finish`, which logs it, pushes the status to the worker's AM (`event`) and keeps it for
  * the next heartbeat (the master's failure prediction learns from attempt ends).
  */
-import { add, AM_SU, fits, format, isWorkerActive, isWorkerTerminal, substitute, ZERO, type Resource, type WorkerState } from '@fuxi/common';
+import { add, AM_SU, cmpInt64, fits, format, isWorkerActive, isWorkerTerminal, substitute, ZERO, type Resource, type WorkerState } from '@fuxi/common';
 import { copyWorker, grantKey, MAX_ENDS_TO_REPORT, setWorkerState, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
 import type { Effect, GrantEntry, SpawnSpec } from './types.js';
 
@@ -68,7 +69,10 @@ function activeLoad(st: CoreState): Load {
   return { counts, used };
 }
 
-/** Starts every pending plan (oldest first) whose grant has room. */
+/**
+ * Starts every pending plan (oldest first) whose grant has room, once the grant table applied here
+ * is the one that holds the plan's slot or newer (`grantTableReached`).
+ */
 export function startPending(st: CoreState, now: number): Effect[] {
   const effects: Effect[] = [];
   if (st.held) return effects;
@@ -77,7 +81,7 @@ export function startPending(st: CoreState, now: number): Effect[] {
     if (w.state !== 'PENDING') continue;
     const key = grantKey(w.appId, w.suId);
     const grant = st.grants.get(key);
-    if (!grant) continue;
+    if (!grant || !grantTableReached(st, w)) continue;
     load ??= activeLoad(st);
     if ((load.counts.get(key) ?? 0) >= grant.slots) continue;
     if (!fits(w.resource, grant.resource)) {
@@ -99,6 +103,19 @@ export function startPending(st: CoreState, now: number): Effect[] {
     effects.push({ kind: 'spawn', worker: spawnSpec(st, w) });
   }
   return effects;
+}
+
+/**
+ * Whether the grant table applied here is the plan's (`PlanInput.grantTable`) or newer: the same
+ * master's at that seq or above, or any newer master's. On an older table the room a plan sees may
+ * be a slot its AM returned since: the table that takes it away, then the one that places it here
+ * again, are still on their way, and a worker started now would be killed as over its grant.
+ */
+function grantTableReached(st: CoreState, w: WorkerRecord): boolean {
+  const t = w.grantTable;
+  if (!t) return true;
+  const c = cmpInt64(st.grantEpoch, t.epoch);
+  return c > 0 || (c === 0 && cmpInt64(st.grantSeq, t.seq) >= 0);
 }
 
 function overCommitted(st: CoreState, w: WorkerRecord, used: Resource, grant: GrantEntry): Effect {

@@ -96,6 +96,7 @@ function pendingWorker(st: CoreState, req: StartWorkersInput, p: PlanInput, now:
     stopReason: '',
     order: st.nextOrder++,
     startOrder: 0,
+    ...(p.grantTable ? { grantTable: { ...p.grantTable } } : {}),
   };
 }
 

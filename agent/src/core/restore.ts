@@ -93,7 +93,7 @@ function loadRecords(st: CoreState, saved: AgentState): void {
   for (const a of saved.apps) st.apps.set(a.appId, { amAttempt: a.amAttempt, amAddress: a.amAddress });
   const sorted = [...saved.workers].sort((a, b) => a.order - b.order);
   for (const s of sorted) {
-    const w: WorkerRecord = { ...copyWorker(s), order: s.order, startOrder: s.startOrder };
+    const w: WorkerRecord = { ...copyWorker(s), order: s.order, startOrder: s.startOrder, ...(s.grantTable ? { grantTable: { ...s.grantTable } } : {}) };
     putWorker(st, w);
     st.nextOrder = Math.max(st.nextOrder, w.order + 1, w.startOrder + 1);
     if (!st.apps.has(w.appId)) {

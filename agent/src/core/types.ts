@@ -37,6 +37,17 @@ export interface PlanInput {
   attempt: number;
   command: CommandSpec;
   resource: Resource;
+  /**
+   * The grant table (master epoch, seq) that holds the plan's slot, as the AM's assignment named
+   * it: the plan starts only once this agent has applied it or a newer one. Absent: on any table.
+   */
+  grantTable?: GrantTableId;
+}
+
+/** A grant table message: the epoch of the master that sent it and its seq in that master's numbering. */
+export interface GrantTableId {
+  epoch: Int64;
+  seq: Int64;
 }
 
 export interface UpdateGrantsInput {
@@ -161,6 +172,8 @@ export interface AppEntry {
 export interface WorkerEntry extends WorkerInfo {
   order: number;
   startOrder: number;
+  /** A plan's `PlanInput.grantTable` (kept while it waits). */
+  grantTable?: GrantTableId;
 }
 
 /** The whole durable state of the agent: what its local checkpoint holds. */

@@ -65,6 +65,7 @@ export function fromWireStartWorkers(req: StartWorkersRequest__Output): StartWor
       attempt: p.attempt,
       command: { argv: [...(p.command?.argv ?? [])], env: { ...(p.command?.env ?? {}) }, cwd: p.command?.cwd ?? '' },
       resource: fromWireResource(p.resource),
+      ...(p.grantSeq && p.grantSeq !== '0' ? { grantTable: { epoch: p.grantEpoch || '0', seq: p.grantSeq } } : {}),
     })),
   };
 }

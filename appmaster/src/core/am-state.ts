@@ -154,6 +154,13 @@ export interface Hold {
   used: number;
   /** Slots returned whose drop the master has not shown yet (oldest first). */
   returning: Array<{ n: number; at: number; id: number }>;
+  /**
+   * The node's first grant table (master epoch, seq) that holds `held`, from the assignment: plans
+   * on the hold carry it. The agent may still be on an older table, e.g. one from before a slot was
+   * returned and placed here again, where a worker started now would be over the grant once the
+   * table of the return arrives. Absent: unknown.
+   */
+  grantTable?: { epoch: string; seq: number };
 }
 
 /** A task of the job as it starts: waiting, its instances never run. */

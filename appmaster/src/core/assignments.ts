@@ -5,7 +5,8 @@
  * lost their slots (node lost, slot revoked): shadows go first, then running instances, which are
  * stopped and run again elsewhere (the first LOST_SLOTS_FREE losses per instance not counted as
  * failed attempts). Our own returns settle when the count drops, when a full table known to include
- * them arrives (`returnsReflected`), or after `returnSettleMs`.
+ * them arrives (`returnsReflected`), or after `returnSettleMs`. Each hold keeps the node's grant
+ * table that holds its count (`Hold.grantTable`) for the plans made on it.
  */
 import { acceptTable, StaleEpochError } from '@fuxi/common';
 import { byKey, key, workerIdOf, type AmState, type Hold, type Task } from './am-state.js';
@@ -50,6 +51,7 @@ export function acceptAssignments(st: AmState, update: AssignmentUpdate): boolea
 /** Applies an accepted table (or the one held at start): absolute counts; a full table zeroes what it omits. */
 export function applyTable(st: AmState, update: AssignmentUpdate): void {
   const reflected = update.full ? update.returnsReflected : undefined;
+  const epoch = update.epoch && update.epoch !== '0' ? String(BigInt(update.epoch)) : st.appliedEpoch;
   const seen = new Set<string>();
   const lost: Lost[] = [];
   for (const a of update.assignments) {
@@ -58,6 +60,8 @@ export function applyTable(st: AmState, update: AssignmentUpdate): void {
     seen.add(key(a.suId, a.nodeId));
     if (a.nodeAddress) st.nodeAddresses.set(a.nodeId, a.nodeAddress);
     setHeld(st, task, a.nodeId, Math.max(0, Math.floor(a.slots)), reflected, lost);
+    const h = task.holds.get(a.nodeId);
+    if (h) h.grantTable = a.grantSeq ? { epoch, seq: a.grantSeq } : undefined;
   }
   if (update.full) {
     for (const t of st.tasks.values()) {

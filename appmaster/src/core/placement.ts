@@ -2,7 +2,8 @@
  * Placement: every step ends by binding each task's free slots to its pending instances (an
  * instance that failed on a node prefers another node; one that already turned a slot down takes
  * any), turning each binding into a worker plan for that node's agent (argv, env and cwd with
- * `${...}` substituted, `FUXI_*` variables, `FUXI_UPSTREAM`), giving surplus slots back and sizing
+ * `${...}` substituted, `FUXI_*` variables, `FUXI_UPSTREAM`, and the node's grant table that holds
+ * the slot: `Hold.grantTable`), giving surplus slots back and sizing
  * the outstanding requests to what is still pending. Nothing is planned or returned on a node that
  * is timing out or has not listed its workers yet; nothing is planned on a host given up in a network
  * partition or being drained by an operator (its free slots go back), nor for a task one of whose dependencies runs again (an output
@@ -139,7 +140,14 @@ function planOf(st: AmState, task: Task, inst: Instance): WorkerPlan {
     attempt: inst.attempt,
     command: { argv: ts.command.argv.map((a) => substitute(a, vars)), env, cwd: substitute(ts.command.cwd, vars) },
     resource: ts.resource,
+    ...grantTableOf(task, inst.nodeId),
   };
+}
+
+/** The grant table the agent must have applied before it starts a plan on the task's slot on `nodeId` (see `Hold.grantTable`). */
+function grantTableOf(task: Task, nodeId: string): Pick<WorkerPlan, 'grantEpoch' | 'grantSeq'> {
+  const g = task.holds.get(nodeId)?.grantTable;
+  return g ? { grantEpoch: g.epoch, grantSeq: g.seq } : {};
 }
 
 /**

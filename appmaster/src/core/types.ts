@@ -15,6 +15,8 @@ export interface Assignment {
   nodeId: string;
   nodeAddress: string;
   slots: number;
+  /** Seq of the node's first grant table that holds these slots (in the numbering of the table's master); absent or 0: unknown. */
+  grantSeq?: number;
 }
 
 /**
@@ -102,6 +104,12 @@ export interface WorkerPlan {
   attempt: number;
   command: CommandSpec;
   resource: Resource;
+  /**
+   * The node's grant table that holds the slot (master epoch, seq; see `Hold.grantTable`): the
+   * agent starts the plan only once it has applied it or a newer one. Absent when unknown.
+   */
+  grantEpoch?: string;
+  grantSeq?: number;
 }
 
 export interface TaskProgress {

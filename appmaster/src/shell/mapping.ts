@@ -7,7 +7,8 @@ import type { Assignment__Output, PathRecord__Output, WorkerState__Output, Worke
 import type { Assignment, ListedWorker, PathRecord, RunningWorker, WorkerEvent, WorkerState } from '../core/types.js';
 
 export function assignmentFromProto(a: Assignment__Output): Assignment {
-  return { suId: a.suId ?? '', nodeId: a.nodeId ?? '', nodeAddress: a.nodeAddress ?? '', slots: a.slots ?? 0 };
+  const grantSeq = int64ToNumber(a.grantSeq);
+  return { suId: a.suId ?? '', nodeId: a.nodeId ?? '', nodeAddress: a.nodeAddress ?? '', slots: a.slots ?? 0, ...(grantSeq > 0 ? { grantSeq } : {}) };
 }
 
 /** Decimal int64 string (or number) to a JS number; sequence numbers stay far below 2^53. */

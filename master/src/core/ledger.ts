@@ -23,6 +23,9 @@ export function setAsgn(st: MasterState, app: AppState, su: ScheduleUnitState, n
   if (su.suId === AM_SU) st.amUsed = add(st.amUsed, scale(su.resource, slots - before));
   const node = st.nodes.get(nodeId);
   if (!node) return;
+  // The next grant table of the node is the first that holds the new count (nextGrantTable).
+  if (slots > before) (su.grantedAt ??= new Map()).set(nodeId, node.grantSeq + 1);
+  else if (slots === 0) su.grantedAt?.delete(nodeId);
   node.allocated = add(node.allocated, scale(su.resource, slots - before));
   const key = grantKey(app.appId, su.suId);
   if (slots === 0) node.grants.delete(key);

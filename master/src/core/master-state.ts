@@ -200,6 +200,12 @@ export interface ScheduleUnitState {
   asgn: Map<string, number>;
   /** Assigned slots on every node: the sum of `asgn`, kept in step by `setAsgn`. */
   granted: number;
+  /**
+   * By node: the seq of the first grant table of the node that holds the current count, set by
+   * `setAsgn` when the count rises (absent: never rose under this master). AMs get it with the
+   * assignment and put it on their plans, so the agent starts none on an older table (sync.ts).
+   */
+  grantedAt?: Map<string, number>;
   /** Outstanding slots by when they were first seen (grant-waits.ts). */
   waits?: Array<[sinceMs: number, slots: number]>;
 }

@@ -2,9 +2,15 @@
  * Grant and assignment tables on the wire: what the master pushes to agents (their grants, as full
  * tables) and to AMs (their assignments, full or as deltas), numbered by per-receiver sequence
  * numbers that receivers accept by the rule of `acceptTable` (@fuxi/common).
+ *
+ * An assignment entry also names the node's first grant table that holds its count (`grantSeq`).
+ * The two travel on different roads, and an agent may get an AM's plan before a table pushed
+ * earlier: a slot returned and placed on the same node again would then start on the table from
+ * before the return and be killed as over its grant when the return's table arrives. The AM puts
+ * the seq on its plans, and the agent starts none before it has applied that table.
  */
 import { AM_SU } from '@fuxi/common';
-import { isLive, type AppState, type MasterState, type NodeState } from './master-state.js';
+import { isLive, type AppState, type MasterState, type NodeState, type ScheduleUnitState } from './master-state.js';
 import type { AssignmentEntry, GrantEntry } from './types.js';
 
 /** Assignment pushes list every entry up to this many, only the changed ones above (see pushAssignments). */
@@ -76,9 +82,7 @@ function assignmentsOn(st: MasterState, app: AppState, changed: Array<{ nodeId: 
   const out: AssignmentEntry[] = [];
   for (const su of app.sus.values()) {
     if (su.suId === AM_SU) continue;
-    for (const nodeId of nodeIds) {
-      out.push({ suId: su.suId, nodeId, nodeAddress: st.nodes.get(nodeId)?.info.address ?? '', slots: su.asgn.get(nodeId) ?? 0 });
-    }
+    for (const nodeId of nodeIds) out.push(entry(st, su, nodeId, su.asgn.get(nodeId) ?? 0));
   }
   return out;
 }
@@ -88,9 +92,13 @@ export function assignmentsOf(st: MasterState, app: AppState): AssignmentEntry[]
   const out: AssignmentEntry[] = [];
   for (const su of app.sus.values()) {
     if (su.suId === AM_SU) continue;
-    for (const [nodeId, slots] of su.asgn) {
-      out.push({ suId: su.suId, nodeId, nodeAddress: st.nodes.get(nodeId)?.info.address ?? '', slots });
-    }
+    for (const [nodeId, slots] of su.asgn) out.push(entry(st, su, nodeId, slots));
   }
   return out;
+}
+
+/** One count, with the seq of the node's first grant table that holds it (its AM's plans carry it). */
+function entry(st: MasterState, su: ScheduleUnitState, nodeId: string, slots: number): AssignmentEntry {
+  const grantSeq = slots > 0 ? su.grantedAt?.get(nodeId) : undefined;
+  return { suId: su.suId, nodeId, nodeAddress: st.nodes.get(nodeId)?.info.address ?? '', slots, ...(grantSeq ? { grantSeq } : {}) };
 }

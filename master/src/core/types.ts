@@ -150,6 +150,8 @@ export interface AssignmentEntry {
   nodeId: string;
   nodeAddress: string;
   slots: number;
+  /** The node's grant table seq from which on its grants hold these slots (`ScheduleUnitState.grantedAt`). */
+  grantSeq?: number;
 }
 
 export interface UnitConfig {

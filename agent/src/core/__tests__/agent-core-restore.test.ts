@@ -357,6 +357,19 @@ describe('AgentCore restart (checkpoint deltas and restore)', () => {
       expect(core.startWorkers(startReq([plan('new')]), 5).workers[0]?.state).to.equal('PENDING');
     });
 
+    it('keeps a pending plan waiting for the grant table that holds its slot across the restart', () => {
+      const core0 = mockCore();
+      core0.updateGrants({ epoch: '1', seq: '1', full: false, grants: [grant('app1', 'map', 0)] }, 0);
+      core0.startWorkers(startReq([plan('w1', { grantTable: { epoch: '1', seq: '3' } })]), 1);
+      const saved = applyDelta(emptyState(), core0.takeDelta()!);
+      const core = mockCore();
+      core.restore(saved, alive, 2);
+      expect(spawns(core.grantsConfirmed(3))).to.be.empty;
+      expect(spawns(core.updateGrants({ epoch: '1', seq: '2', full: false, grants: [grant('app1', 'map', 1)] }, 4).effects)).to.be.empty;
+      const r = core.updateGrants({ epoch: '1', seq: '3', full: false, grants: [grant('app1', 'map', 1)] }, 5);
+      expect(spawns(r.effects).map((s) => s.worker.workerId)).to.deep.equal(['w1']);
+    });
+
     it('refuses a checkpoint of another node, and restoring into a core that is not fresh', () => {
       expect(() => mockCore({ nodeId: 'other' }).restore(crashedNode(), alive, 1)).to.throw(FailedPreconditionError, /belongs to node "n1"/);
       const used = mockCore();

@@ -111,6 +111,34 @@ describe('AgentCore', () => {
       expect(spawns(exit).map((s) => s.worker.workerId)).to.deep.equal(['w3']);
     });
 
+    it('starts a plan on a slot returned and placed here again only from the grant table that holds it', () => {
+      // The AM's slot ended (w1), the AM returned it (table 2: 0 slots) and the master placed it here
+      // again (table 3: 1 slot). The AM saw both and planned w2 on table 3; this agent is still on
+      // table 1, whose room is the returned slot.
+      const core = mockCore();
+      withGrant(core, 1);
+      spawnAll(core, core.startWorkers(startReq([plan('w1')]), 10).effects);
+      core.workerExited('app1', 'w1', 1, null, 20);
+      const r = core.startWorkers(startReq([plan('w2', { attempt: 2, grantTable: { epoch: '1', seq: '3' } })]), 30);
+      expect(spawns(r.effects)).to.be.empty;
+      expect(core.worker('app1', 'w2')?.state).to.equal('PENDING');
+      const returned = core.updateGrants({ epoch: '1', seq: '2', full: false, grants: [grant('app1', 'map', 0)] }, 40).effects;
+      expect(kills(returned)).to.be.empty;
+      expect(core.worker('app1', 'w2')?.state).to.equal('PENDING');
+      const placed = core.updateGrants({ epoch: '1', seq: '3', full: false, grants: [grant('app1', 'map', 1)] }, 50).effects;
+      expect(spawns(placed).map((s) => s.worker.workerId)).to.deep.equal(['w2']);
+    });
+
+    it('starts a plan whose grant table is of an older master on any table of a newer one', () => {
+      const core = mockCore();
+      core.updateGrants({ epoch: '2', seq: '1', full: true, grants: [grant('app1', 'map', 1)] }, 0);
+      const r = core.startWorkers(startReq([plan('w1', { grantTable: { epoch: '1', seq: '9' } })]), 10);
+      expect(spawns(r.effects)).to.have.length(1);
+      const ahead = core.startWorkers(startReq([plan('w2', { instance: 1, grantTable: { epoch: '3', seq: '1' } })]), 11);
+      expect(core.worker('app1', 'w2')?.state).to.equal('PENDING');
+      expect(spawns(ahead.effects)).to.be.empty;
+    });
+
     it('counts a STARTING worker (spawn not yet reported) against the grant', () => {
       const core = mockCore();
       withGrant(core, 1);

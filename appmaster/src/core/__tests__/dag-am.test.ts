@@ -382,6 +382,19 @@ describe('DagAppMaster', () => {
       expect(returnsOf(fx)).to.deep.equal([]);
     });
 
+    it('plans on a slot returned and placed on the node again with the grant table that holds it, not the one before the return', () => {
+      // The agent may get the plan before the grant table of the return: started on the older
+      // table, whose room is the returned slot, the worker would be killed when that table arrives.
+      const h = new Harness();
+      h.start(mockJob([mockTask({ instances: 1 })]));
+      const first = h.am.assignments({ epoch: '1', seq: 1, full: false, assignments: [{ ...asg('map', 'n1', 1), grantSeq: 4 }] }, h.now);
+      expect(plansOf(first)[0]).to.deep.include({ workerId: 'map.0.1', grantEpoch: '1', grantSeq: 4 });
+      expect(returnsOf(h.events('n1', ev('map.0.1', 'failed')))).to.deep.equal([{ suId: 'map', nodeId: 'n1', slots: 1 }]);
+      expect(h.am.assignments({ epoch: '1', seq: 2, full: false, assignments: [asg('map', 'n1', 0)] }, h.now)).to.deep.equal([]);
+      const again = h.am.assignments({ epoch: '1', seq: 3, full: false, assignments: [{ ...asg('map', 'n1', 1), grantSeq: 6 }] }, h.now);
+      expect(plansOf(again)[0]).to.deep.include({ workerId: 'map.0.2', grantEpoch: '1', grantSeq: 6 });
+    });
+
     it('retries an attempt whose node was lost elsewhere, without counting it, up to LOST_SLOTS_FREE times', () => {
       const h = new Harness();
       h.start(mockJob([mockTask({ instances: 2, maxAttempts: 2 })]));

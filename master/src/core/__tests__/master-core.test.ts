@@ -669,6 +669,36 @@ describe('MasterCore', () => {
       expect(ofKind(effects, 'assignments').map((e) => [e.appId, e.assignments])).to.deep.equal([['a', []]]);
       expect(h.amSlots('a')).to.deep.equal({});
     });
+
+    it("names with a slot placed on the node again the grant table that holds it, after the return's", () => {
+      // The return and the pass that places the slot again are two steps, two grant tables. The AM
+      // plans on the slot with the second one's seq: the agent may still be on the table from
+      // before the return, where the slot looks free and a worker started on it would be killed
+      // as over its grant by the return's table.
+      const h = new Harness({ nodes: [{ nodeId: 'n1', capacity: res(1500, 2048) }], config: { schedulingIntervalMs: 5 } });
+      const pass = () => {
+        const fx = h.core.runDueSchedule(h.now);
+        h.observe(fx);
+        return fx;
+      };
+      h.start();
+      pass();
+      h.ask('job-1', 1);
+      expect(asgnMap(ofKind(pass(), 'assignments')[0]!.assignments)).to.deep.equal({ 'map@n1': 1 }); // full: 0.5 AM + 1 slot
+      h.ask('job-1', 1);
+      expect(pass()).to.deep.equal([]);
+      const returned = h.giveBack('job-1', [{ suId: 'map', nodeId: 'n1', slots: 1 }]);
+      const drop = ofKind(returned, 'grants')[0]!;
+      expect(grantMap(drop.grants)).to.not.have.property('job-1/map');
+      expect(ofKind(returned, 'assignments').map((e) => e.assignments)).to.deep.equal([[]]);
+      const placed = pass();
+      const rise = ofKind(placed, 'grants')[0]!;
+      expect(grantMap(rise.grants)).to.deep.include({ 'job-1/map': 1 });
+      expect(rise.seq).to.be.greaterThan(drop.seq);
+      expect(ofKind(placed, 'assignments').map((e) => e.assignments)).to.deep.equal([
+        [{ suId: 'map', nodeId: 'n1', nodeAddress: 'n1:7001', slots: 1, grantSeq: rise.seq }],
+      ]);
+    });
   });
 
   describe('finishApp', () => {
