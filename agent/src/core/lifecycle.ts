@@ -111,7 +111,7 @@ export function startPending(st: CoreState, now: number): Effect[] {
  * be a slot its AM returned since: the table that takes it away, then the one that places it here
  * again, are still on their way, and a worker started now would be killed as over its grant.
  */
-function grantTableReached(st: CoreState, w: WorkerRecord): boolean {
+export function grantTableReached(st: CoreState, w: WorkerRecord): boolean {
   const t = w.grantTable;
   if (!t) return true;
   const c = cmpInt64(st.grantEpoch, t.epoch);

@@ -8,7 +8,7 @@
  */
 import { isWorkerTerminal } from '@fuxi/common';
 import { dropWorker, grantKey, touch, type CoreState, type WorkerRecord } from './core-state.js';
-import { finish, startPending } from './lifecycle.js';
+import { finish, grantTableReached, startPending } from './lifecycle.js';
 import type { Effect } from './types.js';
 
 /** Periodic: pending plans past their timeout are rejected; old finished workers forgotten. */
@@ -28,7 +28,12 @@ function rejectTimedOut(st: CoreState, now: number): Effect[] {
     const waited = now - w.acceptedAtMs;
     const has = st.grants.get(grantKey(w.appId, w.suId));
     if (waited >= st.pendingTimeoutMs) {
-      const why = has ? `its grant (${has.slots} slot(s)) had no room` : 'no grant for its schedule unit arrived';
+      const t = w.grantTable;
+      const why = !has
+        ? 'no grant for its schedule unit arrived'
+        : t && !grantTableReached(st, w)
+          ? `the grant table holding its slot (seq ${t.seq} of master epoch ${t.epoch}) never arrived; this agent is at seq ${st.grantSeq} of epoch ${st.grantEpoch}`
+          : `its grant (${has.slots} slot(s)) had no room`;
       effects.push(...finish(st, w, 'REJECTED', now, `plan waited ${Math.round(waited / 1000)}s and was rejected: ${why}`));
     } else if (!has && waited >= st.noGrantNoMasterMs && masterSilentMs >= st.noGrantNoMasterMs) {
       const why = `no grant for its schedule unit, and no master answered for ${Math.round(masterSilentMs / 100) / 10}s (this node is cut off from the masters)`;

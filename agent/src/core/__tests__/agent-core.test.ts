@@ -456,6 +456,17 @@ describe('AgentCore', () => {
       expect(core.worker('app1', 'w2')?.message).to.match(/no room/);
     });
 
+    it('says which grant table it waited for when the grant has room but that table never came', () => {
+      const core = mockCore({ pendingTimeoutMs: 1000 });
+      withGrant(core, 1);
+      core.startWorkers(startReq([plan('w1', { grantTable: { epoch: '1', seq: '4' } })]), 0);
+      core.tick(1000);
+      expect(core.worker('app1', 'w1')?.state).to.equal('REJECTED');
+      expect(core.worker('app1', 'w1')?.message).to.match(
+        /grant table holding its slot \(seq 4 of master epoch 1\) never arrived; this agent is at seq 1 of epoch 1/,
+      );
+    });
+
     describe('cut off from the masters', () => {
       it('rejects a plan with no grant after three heartbeat intervals without an answer', () => {
         const core = mockCore();
