@@ -179,7 +179,9 @@ describe('RealProcessDriver (real processes)', function () {
       const r = await asUser.spawn(spec('who', ['sh', '-c', 'id -u; id -g; id -G; touch "$FUXI_OUTPUT_DIR/x"']));
       started.push(r.pid);
       const dir = workerDir(workDir, 'app1', 'who');
-      await waitFor(() => fs.existsSync(path.join(dir, 'exit')));
+      // The wrapper creates the file, then writes the code: wait for the code, not the file.
+      const exitFile = path.join(dir, 'exit');
+      await waitFor(() => fs.existsSync(exitFile) && fs.readFileSync(exitFile, 'utf8').trim() !== '');
       expect(fs.readFileSync(path.join(dir, 'stdout'), 'utf8').split('\n').slice(0, 3)).to.deep.equal(['65534', '65534', '65534']);
       expect(fs.readFileSync(path.join(dir, 'exit'), 'utf8').trim()).to.equal('0');
       const st = fs.statSync(dir);
@@ -198,7 +200,8 @@ describe('RealProcessDriver (real processes)', function () {
       const r = await sys.spawn(spec('am', ['sh', '-c', 'id -u; echo "$FUXI_TEST_AGENT_VAR"'], { suId: '__am__' }));
       started.push(r.pid);
       const dir = workerDir(workDir, 'app1', 'am');
-      await waitFor(() => fs.existsSync(path.join(dir, 'exit')));
+      const exitFile = path.join(dir, 'exit');
+      await waitFor(() => fs.existsSync(exitFile) && fs.readFileSync(exitFile, 'utf8').trim() !== '');
       expect(fs.readFileSync(path.join(dir, 'stdout'), 'utf8').split('\n').slice(0, 2)).to.deep.equal([String(process.getuid?.()), 'kept']);
     } finally {
       delete process.env.FUXI_TEST_AGENT_VAR;
