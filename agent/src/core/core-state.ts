@@ -155,6 +155,11 @@ export function workerEntry(w: WorkerRecord): WorkerEntry {
   return { ...copyWorker(w), order: w.order, startOrder: w.startOrder, ...(w.grantTable ? { grantTable: { ...w.grantTable } } : {}) };
 }
 
+/** A checkpointed worker as a record again (workerEntry's inverse). */
+export function workerRecord(e: WorkerEntry): WorkerRecord {
+  return { ...copyWorker(e), order: e.order, startOrder: e.startOrder, ...(e.grantTable ? { grantTable: { ...e.grantTable } } : {}) };
+}
+
 /** A worker as handed out: a deep copy of its info (no orders). */
 export function copyWorker(w: WorkerRecord | WorkerInfo): WorkerInfo {
   return {

@@ -5,7 +5,7 @@
  * plans are held until the grant table is confirmed (`grantsConfirmed`).
  */
 import { FailedPreconditionError, isWorkerActive, isWorkerTerminal, type WorkerState } from '@fuxi/common';
-import { copyGrant, copyWorker, grantKey, putWorker, setWorkerState, touch, type CoreState, type WorkerRecord } from './core-state.js';
+import { copyGrant, copyWorker, grantKey, putWorker, setWorkerState, touch, workerRecord, type CoreState, type WorkerRecord } from './core-state.js';
 import { event, finish, startPending } from './lifecycle.js';
 import { summary } from './queries.js';
 import { ENDED_WHILE_DOWN, type AgentState, type CheckpointMeta, type Effect, type Liveness, type WorkerInfo } from './types.js';
@@ -93,7 +93,7 @@ function loadRecords(st: CoreState, saved: AgentState): void {
   for (const a of saved.apps) st.apps.set(a.appId, { amAttempt: a.amAttempt, amAddress: a.amAddress });
   const sorted = [...saved.workers].sort((a, b) => a.order - b.order);
   for (const s of sorted) {
-    const w: WorkerRecord = { ...copyWorker(s), order: s.order, startOrder: s.startOrder, ...(s.grantTable ? { grantTable: { ...s.grantTable } } : {}) };
+    const w = workerRecord(s);
     putWorker(st, w);
     st.nextOrder = Math.max(st.nextOrder, w.order + 1, w.startOrder + 1);
     if (!st.apps.has(w.appId)) {

@@ -15,6 +15,7 @@
 import { loadFuxiProto, type AppMasterServiceDefinition, type PathRecord, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
 import { connect, type TypedClient } from '@fuxi/rpc';
 import { backoffMs, errorMessage, nullLogger, type Logger } from '@fuxi/common';
+import { isWireEnd } from './wire.js';
 
 export type SendFn = (address: string, req: WorkerEventsRequest) => Promise<void>;
 
@@ -35,8 +36,6 @@ export interface EventSenderOptions {
   /** How long a status that is not an end waits for more before it is sent (default 20 ms; 0: at once). */
   holdStartsMs?: number;
 }
-
-const ENDS: ReadonlySet<string> = new Set(['WORKER_STATE_SUCCEEDED', 'WORKER_STATE_FAILED', 'WORKER_STATE_KILLED', 'WORKER_STATE_REJECTED']);
 
 interface Queue {
   appId: string;
@@ -80,7 +79,7 @@ export class EventSender {
     q.items.delete(id); // keep arrival order of the newest status
     q.items.set(id, status);
     const holdMs = this.opts.holdStartsMs ?? 20;
-    if (holdMs <= 0 || ENDS.has(String(status.state ?? ''))) {
+    if (holdMs <= 0 || isWireEnd(status.state)) {
       this.flush(q);
       return;
     }

@@ -12,7 +12,7 @@ import type {
   WorkerState__Output as WireWorkerState,
 } from '@fuxi/proto';
 import type { Resource } from '@fuxi/common';
-import type { WorkerState } from '@fuxi/common';
+import { isWorkerTerminal, type WorkerState } from '@fuxi/common';
 import type { GrantEntry, StartWorkersInput, StopWorkersInput, UpdateGrantsInput, WorkerInfo } from '../core/agent-core.js';
 
 export function fromWireResource(r: { cpuMilli?: number; memoryMb?: number } | null | undefined): Resource {
@@ -87,6 +87,17 @@ const STATE: Record<WorkerState, WireWorkerState> = {
 
 export function toWireState(s: WorkerState): WireWorkerState {
   return STATE[s];
+}
+
+const WIRE_ENDS: ReadonlySet<string> = new Set(
+  Object.entries(STATE)
+    .filter(([s]) => isWorkerTerminal(s as WorkerState))
+    .map(([, w]) => w),
+);
+
+/** A wire state that is an end (`isWorkerTerminal` of the state it stands for). */
+export function isWireEnd(s: WorkerStatus['state']): boolean {
+  return WIRE_ENDS.has(String(s ?? ''));
 }
 
 /** A worker as a wire WorkerStatus. `exitCode` is -1 when unknown (running, or ended by a signal). */
