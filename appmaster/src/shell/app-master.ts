@@ -245,11 +245,22 @@ export class AppMaster {
   private reportedAtMs = 0;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling = false;
-  /** Snapshot data not sent yet, and whether a SaveAppSnapshot is queued to take it. */
+  /**
+   * Snapshot data not sent yet, and whether a SaveAppSnapshot is queued to take it. The topology
+   * waits for the first entries and goes in the same call: a snapshot without entries tells a
+   * restarted AM nothing, and a one-instance job then writes none at all.
+   */
   private snapshotSeq = 0;
   private pendingTopology = '';
   private pendingEntries: string[] = [];
   private snapshotQueued = false;
+  /**
+   * A FinishApp is queued: the returns and snapshot entries queued before it are not sent. The
+   * master's end of the job releases every slot of the app and deletes its snapshot (master
+   * jobs.ts `endJob`); if FinishApp never lands, the next attempt learns those instances from the
+   * agents, as it does for anything not in the snapshot.
+   */
+  private finishing = false;
   /** Worker events and timing-out notices that arrived before the core started (replayed after). */
   private early: Array<{ nodeId: string; statuses: readonly WorkerStatus__Output[] }> = [];
   private earlyTimedOut: { nodeIds: Set<string>; recovered: Set<string> } = { nodeIds: new Set(), recovered: new Set() };
@@ -699,7 +710,7 @@ export class AppMaster {
         case 'snapshot':
           if (e.topology) this.pendingTopology = e.topology;
           this.pendingEntries.push(...e.entries);
-          if (!this.snapshotQueued) {
+          if (this.pendingEntries.length > 0 && !this.snapshotQueued) {
             this.snapshotQueued = true;
             this.enqueueMaster(() => this.saveSnapshot());
           }
@@ -715,6 +726,7 @@ export class AppMaster {
         case 'return':
           this.log.debug({ returns: e.returns }, 'returning slots');
           this.enqueueMaster(async () => {
+            if (this.finishing) return;
             const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, seq: String(++this.returnSeq), returns: e.returns };
             await this.persist('ReturnSlots', () => this.conn.call('ReturnSlots', req, this.retrying));
           });
@@ -726,6 +738,7 @@ export class AppMaster {
           this.track(this.stopWorkers(e), e.nodeId);
           break;
         case 'finish':
+          this.finishing = true;
           this.enqueueMaster(() => this.finish(e.succeeded, e.message));
           break;
       }
@@ -878,7 +891,12 @@ export class AppMaster {
    */
   private async saveSnapshot(): Promise<void> {
     this.snapshotQueued = false;
-    if (!this.pendingTopology && this.pendingEntries.length === 0) return;
+    if (this.finishing) {
+      this.pendingTopology = '';
+      this.pendingEntries = [];
+      return;
+    }
+    if (this.pendingEntries.length === 0) return;
     const req = {
       appId: this.cfg.appId,
       amAttempt: this.cfg.amAttempt,

@@ -403,6 +403,7 @@ async function main(): Promise<void> {
       'crash-jobs': { type: 'string' },
       keep: { type: 'boolean', default: false },
       'warm-up': { type: 'string' },
+      'agent-args': { type: 'string' },
     },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
@@ -422,6 +423,8 @@ async function main(): Promise<void> {
     warmUpJobs: warm,
     maxAmShare: values['max-am-share'] ? Number(values['max-am-share']) : 'default',
   };
+  // --agent-args '["--am-host-command", "node --cpu-prof ... fuxi-amhost"]': extra agent flags, as a JSON array (profiling).
+  const agentExtra = values['agent-args'] ? (JSON.parse(values['agent-args']) as string[]) : [];
   const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>, extraMasterArgs: string[] = [], warmFirst = true) => {
     if (only && !only.has(name)) return;
     const masterArgs = [
@@ -436,6 +439,7 @@ async function main(): Promise<void> {
       agentCpu: '8',
       agentMemory: '16Gi',
       ...(masterArgs.length ? { masterArgs } : {}),
+      ...(agentExtra.length ? { agentArgs: agentExtra } : {}),
     });
     const client = cluster.client();
     try {

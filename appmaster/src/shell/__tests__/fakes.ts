@@ -207,6 +207,9 @@ export class FakeMaster {
           this.gate();
           this.note('FinishApp');
           this.finished = req;
+          // As the real master's end of a job: every slot of the app released (its snapshot is
+          // deleted there too; kept here for the tests to read what was logged).
+          for (const k of this.asgn.keys()) this.asgn.set(k, 0);
           this.onFinish(req);
           return {};
         },
