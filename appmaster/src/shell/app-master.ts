@@ -261,6 +261,8 @@ export class AppMaster {
    * agents, as it does for anything not in the snapshot.
    */
   private finishing = false;
+  /** The result FinishApp carries, once it is queued. */
+  private finishingWith: AppResult | undefined;
   /** Worker events and timing-out notices that arrived before the core started (replayed after). */
   private early: Array<{ nodeId: string; statuses: readonly WorkerStatus__Output[] }> = [];
   private earlyTimedOut: { nodeIds: Set<string>; recovered: Set<string> } = { nodeIds: new Set(), recovered: new Set() };
@@ -739,6 +741,7 @@ export class AppMaster {
           break;
         case 'finish':
           this.finishing = true;
+          this.finishingWith = { succeeded: e.succeeded, message: e.message };
           this.enqueueMaster(() => this.finish(e.succeeded, e.message));
           break;
       }
@@ -1092,7 +1095,13 @@ export class AppMaster {
    * retries of calls in flight). No FinishApp: what happens to the app is the master's decision.
    */
   stop(reason = 'stopped'): Promise<void> {
-    this.fatal(new Error(reason));
+    if (this.finishingWith && !this.stopped) {
+      // FinishApp is out: the usual reason for a stop now is that the master ended the job and
+      // released this AM's slot, its answer still on the way. The job's outcome is the master's
+      // (from FinishApp, or whatever ended it first), not this process's exit.
+      this.log.info({ reason }, 'stopped with FinishApp sent');
+      this.settle.resolve(this.finishingWith);
+    } else this.fatal(new Error(reason));
     this.held?.release();
     return this.shutdown();
   }
