@@ -4,8 +4,8 @@
  * Each worker gets a directory `<workDir>/apps/<appId>/<workerId>/` holding `cmd.json` (what was
  * run), `pid` (the wrapper's pid, written by the wrapper itself first thing), `stdout`, `stderr`,
  * `out/` (the worker's output directory, `$FUXI_OUTPUT_DIR`: what it writes there the agent's data
- * service serves to other workers of its job once it succeeded), `family` (the worker's marker, see
- * below) and, once it ends, `exit` (its exit code, so it survives an agent restart; written by the
+ * service serves to other workers of its job once it succeeded; `cmd.json` also holds `family`, the
+ * worker's marker, see below) and, once it ends, `exit` (its exit code, so it survives an agent restart; written by the
  * wrapper with one write, by a shell builtin: a wrapper killed halfway leaves an empty file, which
  * reads as none, as a missing one does). The worker runs under a `/bin/sh` wrapper in its own session and
  * process group (`detached`), with no pipes to the agent, so it outlives the agent.
@@ -227,17 +227,29 @@ export function readExitFile(dir: string): number | null {
   }
 }
 
-/** The file in a worker's directory that holds its family marker. */
+/** The file in which agents before the marker moved into `cmd.json` kept a worker's family marker. */
 export const FAMILY_FILE = 'family';
 
-/** Reads `<dir>/family` (the worker's marker), or '' (a worker launched without one). */
+/**
+ * The worker's family marker: `family` in its `cmd.json` (one file fewer to create per worker), or
+ * `<dir>/family` for a worker an older agent launched; '' for a worker launched without one.
+ */
 export function readFamilyFile(dir: string): string {
+  let text = '';
   try {
-    const text = fs.readFileSync(path.join(dir, FAMILY_FILE), 'utf8').trim();
-    return /^[A-Za-z0-9-]+$/.test(text) ? text : '';
+    const cmd = JSON.parse(fs.readFileSync(path.join(dir, 'cmd.json'), 'utf8')) as { family?: unknown };
+    if (typeof cmd.family === 'string') text = cmd.family;
   } catch {
-    return '';
+    /* no cmd.json, or not ours */
   }
+  if (!text) {
+    try {
+      text = fs.readFileSync(path.join(dir, FAMILY_FILE), 'utf8').trim();
+    } catch {
+      return '';
+    }
+  }
+  return /^[A-Za-z0-9-]+$/.test(text) ? text : '';
 }
 
 /** Reads `<dir>/pid` (written by the wrapper), or 0. */
@@ -410,10 +422,9 @@ export class RealProcessDriver implements ProcessDriver {
       subdirs: [out],
       staleFiles: [path.join(dir, 'exit'), path.join(dir, 'pid')],
       files: [
-        { path: path.join(dir, FAMILY_FILE), text: marker + '\n' },
         {
           path: path.join(dir, 'cmd.json'),
-          text: JSON.stringify({ ...spec, env: redactedEnv(spec.env), startedAt: new Date().toISOString() }, null, 2) + '\n',
+          text: JSON.stringify({ ...spec, env: redactedEnv(spec.env), family: marker, startedAt: new Date().toISOString() }, null, 2) + '\n',
         },
       ],
       // Symlinks and `..` resolved: a job's cwd stays in its directory or the allowed roots.

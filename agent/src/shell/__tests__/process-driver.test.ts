@@ -8,6 +8,7 @@ import {
   RealProcessDriver,
   groupAlive,
   readBootId,
+  readFamilyFile,
   readPidFile,
   readProcStat,
   readStartTime,
@@ -38,6 +39,23 @@ function groupMembers(pgid: number): number[] {
 function spec(workerId: string, argv: string[], over: Partial<SpawnSpec> = {}): SpawnSpec {
   return { workerId, appId: 'app1', suId: 'map', task: 'map', instance: 0, attempt: 1, argv, env: { GREETING: 'hello' }, cwd: '', ...over };
 }
+
+describe('readFamilyFile', () => {
+  it("reads the marker from cmd.json, else from the family file an older agent wrote, else ''", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-family-'));
+    try {
+      expect(readFamilyFile(dir)).to.equal('');
+      fs.writeFileSync(path.join(dir, 'family'), 'older-1\n');
+      expect(readFamilyFile(dir)).to.equal('older-1');
+      fs.writeFileSync(path.join(dir, 'cmd.json'), JSON.stringify({ workerId: 'w', family: 'abc-123' }));
+      expect(readFamilyFile(dir)).to.equal('abc-123');
+      fs.writeFileSync(path.join(dir, 'cmd.json'), JSON.stringify({ workerId: 'w', family: 'no/t ok' }));
+      expect(readFamilyFile(dir)).to.equal('');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('RealProcessDriver (real processes)', function () {
   this.timeout(30_000);
