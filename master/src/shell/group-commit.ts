@@ -70,7 +70,7 @@ export class GroupCommit {
   constructor(
     private readonly store: GroupCommitStore,
     private readonly limits = STORE_BATCH_LIMITS,
-    /** A prefix that could not be listed: its deletion is skipped (the caller hears of it too). */
+    /** A prefix that could not be listed: its deletion is skipped (and resolves). */
     private readonly onListError: (prefix: string, err: unknown) => void = () => {},
   ) {}
 
@@ -112,7 +112,13 @@ export class GroupCommit {
       const group = this.pending[0]!.group;
       let n = 1;
       while (n < this.pending.length && this.pending[n]!.group === group) n++;
-      await this.writeGroup(group, this.pending.splice(0, n));
+      const entries = this.pending.splice(0, n);
+      try {
+        await this.writeGroup(group, entries);
+      } catch (err) {
+        // Only a bug gets here (store failures are caught per batch): nothing waits forever.
+        for (const e of entries) e.reject(err);
+      }
     }
     this.running = false;
   }
@@ -132,8 +138,9 @@ export class GroupCommit {
       try {
         keys = await this.store.list(group, prefix);
       } catch (err) {
+        // Not fatal, as a failed deletion never was: the state stays behind, the writes go on.
         this.onListError(prefix, err);
-        noWrite.push(() => e.reject(err));
+        noWrite.push(() => e.resolve());
         continue;
       }
       // What this batch puts under the prefix before the deletion is deleted too.

@@ -128,6 +128,22 @@ describe('GroupCommit (master shell: group commit of hard-state writes)', () => 
     expect([...store.data.keys()].sort()).to.deep.equal(['apps/j/after', 'apps/k/log/1', 'jobs/j']);
   });
 
+  it('skips a deletion whose prefix cannot be listed, says so, and goes on', async () => {
+    const store = new HeldStore();
+    const failed: string[] = [];
+    const gc = new GroupCommit(
+      {
+        write: (group, ops) => store.write(group, ops),
+        list: () => Promise.reject(new Error('store unavailable')),
+      },
+      undefined,
+      (prefix) => failed.push(prefix),
+    );
+    await Promise.all([gc.write(g, [put('apps/j/log/1')]), gc.deletePrefix(g, 'apps/j/'), gc.write(g, [put('jobs/j')])]);
+    expect(failed).to.deep.equal(['apps/j/']);
+    expect([...store.data.keys()].sort()).to.deep.equal(['apps/j/log/1', 'jobs/j']);
+  });
+
   it('deletes a large prefix in chunks', async () => {
     const store = new HeldStore();
     const gc = new GroupCommit(store, { maxOps: 128, maxBytes: 1 << 20 });
