@@ -175,6 +175,21 @@ export function isSuperseded(e: unknown): boolean {
 
 /** How long the end of a job waits for the stops still going out to agents (see `finish`). */
 const FINISH_STOPS_WAIT_MS = 2000;
+/** How long a return of slots waits for the stops to their nodes issued before it. */
+const STOPS_BEFORE_RETURN_WAIT_MS = 2000;
+
+/** Waits until every one of `ops` has settled, or `ms` have passed. */
+async function settledWithin(ops: ReadonlyArray<Promise<unknown>>, ms: number): Promise<void> {
+  if (ops.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(ops),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
 
 /** After losing the assignment stream, the next heartbeat goes out within this (jittered). */
 const STREAM_LOSS_HEARTBEAT_MS = 1000;
@@ -268,6 +283,8 @@ export class AppMaster {
   private earlyTimedOut: { nodeIds: Set<string>; recovered: Set<string> } = { nodeIds: new Set(), recovered: new Set() };
   /** Calls to agents in flight, each with the node it goes to ('' when none in particular). */
   private readonly agentOps = new Map<Promise<void>, string>();
+  /** The StopWorkers calls among them, each with its node (a return of slots there waits for them). */
+  private readonly stopOps = new Map<Promise<void>, string>();
   /** Nodes the master's connectivity graph says this AM's host cannot reach. */
   private cutFromHere = new Set<string>();
   private stopped = false;
@@ -725,20 +742,34 @@ export class AppMaster {
             this.enqueueMaster(() => this.updateRequests(e.units, e.deltas, true, reflected, id));
           }
           break;
-        case 'return':
+        case 'return': {
           this.log.debug({ returns: e.returns }, 'returning slots');
+          // The agent must hear of a stop before its grant shrinks: it enforces a shrunk grant on
+          // the newest workers over it, which need not be the one being stopped (a healthy one
+          // would be killed, then the stopped one too). So a return waits for the stops issued
+          // before it to its nodes (bounded; not across a link known broken: those the
+          // revocation stops).
+          const nodes = new Set(e.returns.map((r) => r.nodeId));
+          const stops = [...this.stopOps].filter(([, n]) => nodes.has(n) && !this.cutFromHere.has(n)).map(([p]) => p);
           this.enqueueMaster(async () => {
+            if (this.finishing) return;
+            await settledWithin(stops, STOPS_BEFORE_RETURN_WAIT_MS);
             if (this.finishing) return;
             const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, seq: String(++this.returnSeq), returns: e.returns };
             await this.persist('ReturnSlots', () => this.conn.call('ReturnSlots', req, this.retrying));
           });
           break;
+        }
         case 'plan':
           this.track(this.startWorkers(e), e.nodeId);
           break;
-        case 'stop':
-          this.track(this.stopWorkers(e), e.nodeId);
+        case 'stop': {
+          const op = this.stopWorkers(e);
+          this.stopOps.set(op, e.nodeId);
+          op.finally(() => this.stopOps.delete(op)).catch(() => undefined);
+          this.track(op, e.nodeId);
           break;
+        }
         case 'finish':
           this.finishing = true;
           this.finishingWith = { succeeded: e.succeeded, message: e.message };
@@ -922,15 +953,10 @@ export class AppMaster {
     // Stops go out before the master hears the job is over (best effort, bounded). A call to an
     // agent across a link the master knows is broken is not waited for, nor any call for longer
     // than FINISH_STOPS_WAIT_MS: the master's revocation of the app's grants stops those workers.
-    let timer: NodeJS.Timeout | undefined;
-    const waited = [...this.agentOps].filter(([, node]) => !this.cutFromHere.has(node)).map(([p]) => p);
-    await Promise.race([
-      Promise.allSettled(waited),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, FINISH_STOPS_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settledWithin(
+      [...this.agentOps].filter(([, node]) => !this.cutFromHere.has(node)).map(([p]) => p),
+      FINISH_STOPS_WAIT_MS,
+    );
     const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, succeeded, message, progress: this.core.progress() };
     try {
       await this.persist('FinishApp', () => this.conn.call('FinishApp', req, this.retrying));

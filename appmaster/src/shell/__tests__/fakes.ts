@@ -307,6 +307,9 @@ export class FakeAgent {
   server!: RunningServer;
   readonly started: StartWorkersRequest__Output[] = [];
   readonly stopped: string[] = [];
+  /** StopWorkers answers wait this long (a slow agent); when each was answered (Date.now()). */
+  stopDelayMs = 0;
+  readonly stopsAnsweredAt: number[] = [];
   /** Workers planned and not finished: (su) -> count, to check the AM never exceeds its slots. */
   readonly running = new Map<string, number>();
   readonly violations: string[] = [];
@@ -387,8 +390,10 @@ export class FakeAgent {
           }
           return { workers };
         },
-        StopWorkers: (req: { workerIds: string[] }) => {
+        StopWorkers: async (req: { workerIds: string[] }) => {
           this.stopped.push(...req.workerIds);
+          if (this.stopDelayMs > 0) await new Promise((r) => setTimeout(r, this.stopDelayMs));
+          this.stopsAnsweredAt.push(Date.now());
           return { workers: [] };
         },
       } as never,
