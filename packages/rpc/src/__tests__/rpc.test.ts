@@ -249,13 +249,15 @@ describe('rpc plumbing', () => {
   });
 
   it('MasterConnection passes over a master whose connection failed, and goes to the leader a standby named to the process', async () => {
-    const dead = `127.0.0.1:${await freePort()}`;
     const failing = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster('', true)], log: nullLogger });
     servers.push(failing);
     const leader = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
     servers.push(leader);
     const standby = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster(leader.address)], log: nullLogger });
     servers.push(standby);
+    // Taken once the servers hold their ports: a port given back before they started could be
+    // handed to one of them (the "dead" master then answered, once in CI).
+    const dead = `127.0.0.1:${await freePort()}`;
     const conn = new MasterConnection([failing.address, dead, standby.address]);
     // Nothing is known of the dead one yet: the list is taken in order.
     expect(((await conn.call('GetJob', { jobId: 'j1' }).catch((e: unknown) => e)) as RpcError).code).to.equal('UNAVAILABLE');
