@@ -270,13 +270,11 @@ export class AppMaster {
   private pendingEntries: string[] = [];
   private snapshotQueued = false;
   /**
-   * A FinishApp is queued: the returns and snapshot entries queued before it are not sent. The
-   * master's end of the job releases every slot of the app and deletes its snapshot (master
-   * jobs.ts `endJob`); if FinishApp never lands, the next attempt learns those instances from the
-   * agents, as it does for anything not in the snapshot.
+   * The result a queued FinishApp carries. Once it is queued, the returns and snapshot entries
+   * queued before it are not sent: the master's end of the job releases every slot of the app and
+   * deletes its snapshot (master jobs.ts `endJob`); if FinishApp never lands, the next attempt
+   * learns those instances from the agents, as it does for anything not in the snapshot.
    */
-  private finishing = false;
-  /** The result FinishApp carries, once it is queued. */
   private finishingWith: AppResult | undefined;
   /** Worker events and timing-out notices that arrived before the core started (replayed after). */
   private early: Array<{ nodeId: string; statuses: readonly WorkerStatus__Output[] }> = [];
@@ -752,9 +750,9 @@ export class AppMaster {
           const nodes = new Set(e.returns.map((r) => r.nodeId));
           const stops = [...this.stopOps].filter(([, n]) => nodes.has(n) && !this.cutFromHere.has(n)).map(([p]) => p);
           this.enqueueMaster(async () => {
-            if (this.finishing) return;
+            if (this.finishingWith) return;
             await settledWithin(stops, STOPS_BEFORE_RETURN_WAIT_MS);
-            if (this.finishing) return;
+            if (this.finishingWith) return;
             const req = { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, seq: String(++this.returnSeq), returns: e.returns };
             await this.persist('ReturnSlots', () => this.conn.call('ReturnSlots', req, this.retrying));
           });
@@ -771,7 +769,6 @@ export class AppMaster {
           break;
         }
         case 'finish':
-          this.finishing = true;
           this.finishingWith = { succeeded: e.succeeded, message: e.message };
           this.enqueueMaster(() => this.finish(e.succeeded, e.message));
           break;
@@ -925,7 +922,7 @@ export class AppMaster {
    */
   private async saveSnapshot(): Promise<void> {
     this.snapshotQueued = false;
-    if (this.finishing) {
+    if (this.finishingWith) {
       this.pendingTopology = '';
       this.pendingEntries = [];
       return;

@@ -24,20 +24,20 @@
  * ```
  */
 import type { StoreOp } from '../core/store-ops.js';
-import { STORE_BATCH_LIMITS } from './store-batches.js';
+import { opBytes, STORE_BATCH_LIMITS } from './store-batches.js';
 
-export interface GroupCommitStore {
+export interface GroupCommitStore<G extends object> {
   /** Writes one batch atomically; rejects when it was not made (or its outcome is unknown). */
-  write(group: object, ops: StoreOp[]): Promise<void>;
+  write(group: G, ops: StoreOp[]): Promise<void>;
   /** The keys under `prefix` now. */
-  list(group: object, prefix: string): Promise<string[]>;
+  list(group: G, prefix: string): Promise<string[]>;
 }
 
 /** Keys deleted per batch by a prefix deletion. */
 export const DELETE_CHUNK = 100;
 
-interface Entry {
-  group: object;
+interface Entry<G> {
+  group: G;
   ops?: StoreOp[];
   prefix?: string;
   resolve: () => void;
@@ -47,13 +47,11 @@ interface Entry {
   failed?: { err: unknown };
 }
 
-interface Unit {
-  entry: Entry;
+interface Unit<G> {
+  entry: Entry<G>;
   ops: StoreOp[];
   bytes: number;
 }
-
-const opBytes = (op: StoreOp): number => (op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key));
 
 export interface GroupCommitStats {
   /** Writes queued, and store batches made of them. */
@@ -61,26 +59,26 @@ export interface GroupCommitStats {
   batches: number;
 }
 
-export class GroupCommit {
-  private pending: Entry[] = [];
+export class GroupCommit<G extends object> {
+  private pending: Array<Entry<G>> = [];
   private running = false;
   private last: Promise<void> = Promise.resolve();
   readonly stats: GroupCommitStats = { writes: 0, batches: 0 };
 
   constructor(
-    private readonly store: GroupCommitStore,
+    private readonly store: GroupCommitStore<G>,
     private readonly limits = STORE_BATCH_LIMITS,
     /** A prefix that could not be listed: its deletion is skipped (and resolves). */
     private readonly onListError: (prefix: string, err: unknown) => void = () => {},
   ) {}
 
   /** Queues `ops` (one atomic write); resolves once they are durable. */
-  write(group: object, ops: StoreOp[]): Promise<void> {
+  write(group: G, ops: StoreOp[]): Promise<void> {
     return this.enqueue({ group, ops });
   }
 
   /** Queues the deletion of every key under `prefix`, after the writes queued before it. */
-  deletePrefix(group: object, prefix: string): Promise<void> {
+  deletePrefix(group: G, prefix: string): Promise<void> {
     return this.enqueue({ group, prefix });
   }
 
@@ -89,12 +87,7 @@ export class GroupCommit {
     return this.last;
   }
 
-  /** Writes queued and not yet in a batch under way. */
-  get waiting(): number {
-    return this.pending.length;
-  }
-
-  private enqueue(e: { group: object; ops?: StoreOp[]; prefix?: string }): Promise<void> {
+  private enqueue(e: { group: G; ops?: StoreOp[]; prefix?: string }): Promise<void> {
     const p = new Promise<void>((resolve, reject) => this.pending.push({ ...e, resolve, reject, left: 0 }));
     this.stats.writes++;
     this.last = p;
@@ -123,8 +116,8 @@ export class GroupCommit {
     this.running = false;
   }
 
-  private async writeGroup(group: object, entries: Entry[]): Promise<void> {
-    const units: Unit[] = [];
+  private async writeGroup(group: G, entries: Array<Entry<G>>): Promise<void> {
+    const units: Array<Unit<G>> = [];
     // Deletions with nothing to delete (or a prefix that could not be listed) settle after the
     // batches: never before a write queued ahead of them.
     const noWrite: Array<() => void> = [];
@@ -164,7 +157,7 @@ export class GroupCommit {
     for (const u of units) u.entry.left++;
     let i = 0;
     while (i < units.length) {
-      const batch: Unit[] = [units[i]!];
+      const batch: Array<Unit<G>> = [units[i]!];
       let ops = units[i]!.ops.length;
       let bytes = units[i]!.bytes;
       i++;

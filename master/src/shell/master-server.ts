@@ -21,7 +21,7 @@ import { parsePredictionConfig } from '../core/prediction-config.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
 import { GroupCommit } from './group-commit.js';
-import { coalesceStoreWrites } from './store-batches.js';
+import { coalesceStoreWrites, opBytes } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { MasterMetrics } from './master-metrics.js';
 import { Dashboard } from './dashboard.js';
@@ -136,13 +136,10 @@ export class MasterServer {
   /** Heartbeat arrivals to a file (`recordHeartbeats`). */
   private readonly recorder: HeartbeatRecorder | undefined;
   /** Hard-state writes, in order, grouped into few store batches (group-commit.ts). */
-  private readonly writes = new GroupCommit(
+  private readonly writes = new GroupCommit<WriteGroup>(
     {
-      write: (group, ops) => {
-        const g = group as WriteGroup;
-        return g.term === this.term ? this.timedBatch(g.store, ops) : Promise.reject(new UnavailableError('not made: the term ended', ''));
-      },
-      list: async (group, prefix) => (await (group as WriteGroup).store.list(prefix)).map((kv) => kv.key),
+      write: (g, ops) => (g.term === this.term ? this.timedBatch(g.store, ops) : Promise.reject(new UnavailableError('not made: the term ended', ''))),
+      list: async (g, prefix) => (await g.store.list(prefix)).map((kv) => kv.key),
     },
     undefined,
     (prefix, err) => this.log.warn({ prefix, err: errorMessage(err) }, 'could not list finished app state to delete it'),
@@ -682,7 +679,7 @@ export class MasterServer {
           // Writes of a term that ended (a failed write, a step-down, a hold for space) are not made.
           const written = this.writes.write(this.writeGroup(), ops);
           for (const op of ops) {
-            const bytes = op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
+            const bytes = opBytes(op);
             this.hardState.bytes += bytes;
             this.hardState.writes += 1;
             this.log.debug({ key: op.key, bytes }, 'hard state written');
@@ -945,7 +942,7 @@ export class MasterServer {
       return Promise.reject(new UnavailableError('not the leader', this.leaderAddress));
     }
     // A group of its own: its failure must fail no other write.
-    const done = this.writes.write({ term: this.term, store: this.leaderStore! } satisfies WriteGroup, ops);
+    const done = this.writes.write({ term: this.term, store: this.leaderStore! }, ops);
     return this.termWaiters.wait(
       done.catch((err: unknown) => {
         if (err instanceof UnavailableError) throw err;

@@ -14,7 +14,8 @@ import type { Effect } from '../core/types.js';
 
 export const STORE_BATCH_LIMITS = { maxOps: 128, maxBytes: 1024 * 1024 };
 
-function opBytes(op: StoreOp): number {
+/** The bytes a store operation carries (its key, and a put's value). */
+export function opBytes(op: StoreOp): number {
   return op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
 }
 

@@ -3,7 +3,7 @@ import type { StoreOp } from '../../core/store-ops.js';
 import { DELETE_CHUNK, GroupCommit, type GroupCommitStore } from '../group-commit.js';
 
 /** A store whose batches are held until released, recording each. */
-class HeldStore implements GroupCommitStore {
+class HeldStore implements GroupCommitStore<object> {
   readonly batches: StoreOp[][] = [];
   readonly data = new Map<string, string>();
   private gates: Array<() => void> = [];
