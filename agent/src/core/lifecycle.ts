@@ -26,6 +26,10 @@ export function finish(st: CoreState, w: WorkerRecord, state: WorkerState, now: 
     },
   ];
   effects.push(...event(st, w));
+  // An AM that failed (crashed, killed from outside, ended with its host) is restarted by the
+  // master once a heartbeat tells it: that heartbeat goes now, not an interval later. An AM
+  // stopped on request, or one that ended by itself, is news the master already has.
+  if (w.suId === AM_SU && state === 'FAILED') effects.push({ kind: 'tellMaster', why: 'an application master failed' });
   if (w.suId !== AM_SU) {
     st.endsToReport.push(copyWorker(w));
     if (st.endsToReport.length > MAX_ENDS_TO_REPORT) st.endsToReport.shift();

@@ -131,6 +131,12 @@ export type Effect =
   | { kind: 'kill'; appId: string; workerId: string; pid: number; reason: string }
   /** Push to the AM of `appId` at `amAddress` (never for AM processes). */
   | { kind: 'event'; appId: string; amAddress: string; status: WorkerInfo }
+  /**
+   * The master should hear this before the next heartbeat is due (an application master failed:
+   * the master restarts it as soon as it knows). Shells heartbeat within a few milliseconds,
+   * coalescing bursts (a dead AM host ends all its AMs at once).
+   */
+  | { kind: 'tellMaster'; why: string }
   | { kind: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields: Record<string, unknown> };
 
 export interface WorkerSummary {

@@ -153,6 +153,10 @@ const LOG_CHUNK = 64 * 1024;
 const FOLLOW_POLL_MS = 200;
 /** After losing the grant stream, the next heartbeat goes out within this (jittered). */
 const STREAM_LOSS_HEARTBEAT_MS = 1000;
+/** A heartbeat the master must have soon (heartbeatPromptly) waits this long for company... */
+const PROMPT_HEARTBEAT_MS = 20;
+/** ...and at least this long after the last such one. */
+const PROMPT_HEARTBEAT_GAP_MS = 200;
 /** How long a command under an unconfirmed newer master epoch waits for an answer confirming it. */
 const PUSH_EPOCH_CONFIRM_MS = 3000;
 /**
@@ -211,6 +215,9 @@ export class Agent {
   private grantWaitTimer: NodeJS.Timeout | undefined;
   /** A registration just succeeded: heartbeat at once (no interval wait). */
   private heartbeatNow = false;
+  /** A prompt heartbeat is due (heartbeatPromptly), and when the last one went. */
+  private promptHeartbeat: NodeJS.Timeout | undefined;
+  private promptHeartbeatAtMs = 0;
   /** How many of the core's worker ends the heartbeat in flight carries. */
   private endsInFlight = 0;
   private startedAtMs = 0;
@@ -513,6 +520,7 @@ export class Agent {
     this.progress.stop();
     if (this.sweepTimer) clearInterval(this.sweepTimer); // a timeout until the first sweep, then an interval
     if (this.grantWaitTimer) clearTimeout(this.grantWaitTimer);
+    if (this.promptHeartbeat) clearTimeout(this.promptHeartbeat);
     this.prober?.stop();
     await this.metricsServer?.close();
     for (const wake of this.sleepers) wake();
@@ -897,6 +905,24 @@ export class Agent {
     return backoffMs(this.hbFailures, { initialMs: 250, maxMs: this.heartbeatIntervalMs }, Math.random);
   }
 
+  /**
+   * The next heartbeat goes out in PROMPT_HEARTBEAT_MS (what the master must hear: an AM failed),
+   * so that news that came together goes in one heartbeat; and never sooner than
+   * PROMPT_HEARTBEAT_GAP_MS after the last prompt one, so a stream of such news costs the master
+   * a few heartbeats a second at most.
+   */
+  private heartbeatPromptly(): void {
+    if (this.stopped || this.promptHeartbeat) return;
+    const wait = Math.max(PROMPT_HEARTBEAT_MS, this.promptHeartbeatAtMs + PROMPT_HEARTBEAT_GAP_MS - Date.now());
+    this.promptHeartbeat = setTimeout(() => {
+      this.promptHeartbeat = undefined;
+      this.promptHeartbeatAtMs = Date.now();
+      this.heartbeatNow = true;
+      for (const wake of [...this.sleepers]) wake();
+    }, wait);
+    this.promptHeartbeat.unref();
+  }
+
   /** The next heartbeat goes out within STREAM_LOSS_HEARTBEAT_MS (at a random point of it). */
   private heartbeatSoon(): void {
     if (this.stopped) return;
@@ -1015,6 +1041,9 @@ export class Agent {
           break;
         case 'log':
           this.log[e.level](e.fields, e.msg);
+          break;
+        case 'tellMaster':
+          this.heartbeatPromptly();
           break;
       }
     }

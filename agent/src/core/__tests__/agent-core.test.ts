@@ -312,6 +312,24 @@ describe('AgentCore', () => {
       expect(reported()).to.deep.equal([]);
       expect(core.amWorkers()).to.have.length(2);
     });
+
+    it('asks for a heartbeat now when an AM fails, not when it is stopped or a task worker fails', () => {
+      const core = mockCore();
+      core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app1', AM_SU, 1), grant('app2', AM_SU, 1), grant('app3', 'map', 1)] }, 0);
+      for (const app of ['app1', 'app2']) {
+        const r = core.startWorkers({ appId: app, amAttempt: 1, amAddress: '', epoch: '1', plans: [plan('am.1', { suId: AM_SU, task: AM_SU })] }, 1);
+        spawnAll(core, r.effects, 2);
+      }
+      spawnAll(core, core.startWorkers(startReq([plan('w1')], { appId: 'app3' }), 1).effects, 2);
+      const tells = (effects: Effect[]) => effects.filter((e) => e.kind === 'tellMaster');
+      // A task worker's failure goes to its AM, not to the master.
+      expect(tells(core.workerExited('app3', 'w1', 1, null, 3))).to.be.empty;
+      // An AM killed from outside (its host died, say): the master restarts it once it knows.
+      expect(tells(core.workerExited('app1', 'am.1', null, 'SIGKILL', 3))).to.deep.equal([{ kind: 'tellMaster', why: 'an application master failed' }]);
+      // An AM stopped on request: the master (or the agent, for the master) asked for it.
+      core.stopWorkers({ appId: 'app2', workerIds: [], amAttempt: 0, epoch: '1', reason: 'job killed' }, 4);
+      expect(tells(core.workerExited('app2', 'am.1', null, 'SIGTERM', 5))).to.be.empty;
+    });
   });
 
   describe('grant sequence numbers', () => {
