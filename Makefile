@@ -160,7 +160,7 @@ bench-paper: build etcd
 
 clean:
 	npx tsc -b --clean
-	rm -f client/dist/fuxi.* appmaster/dist/fuxi-appmaster.*
+	rm -f client/dist/fuxi.* appmaster/dist/fuxi-appmaster.* appmaster/dist/fuxi-amhost.*
 	rm -rf bench-results dist
 
 # Benchmark (not a test): replays the heartbeat traces in test/data/heartbeats (recorded with the

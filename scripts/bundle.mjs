@@ -4,13 +4,16 @@
 // and loading a few hundred modules:
 //   fuxi            client/dist/fuxi.cjs            (bundle: fuxi.bundle.cjs)
 //   fuxi-appmaster  appmaster/dist/fuxi-appmaster.cjs (bundle: fuxi-appmaster.bundle.cjs; one per job)
+//   fuxi-amhost     appmaster/dist/fuxi-amhost.cjs    (bundle: fuxi-amhost.bundle.cjs; its start is
+//                   on the way back of every AM a crashed host held)
 // Each bin is scripts/bundle-launcher.cjs, which runs the bundle with a V8 code cache, written
 // here by a warm-up run of each (loopback only: a master at 127.0.0.1:1 that is not there). Also
 // makes every workspace `bin` executable and links it in node_modules/.bin (for npx).
 // --metafile also writes what went into each bundle (<bundle>.meta.json).
 import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +34,9 @@ const noPino = {
     }));
   },
 };
+
+/** Where warm-up runs put what they make (the AM host its socket); removed at the end. */
+const warmDir = mkdtempSync(join(tmpdir(), 'fuxi-bundle-'));
 
 const BUNDLES = [
   {
@@ -60,6 +66,14 @@ const BUNDLES = [
     // An AM whose master is not there starts its server and retries RegisterApp until stopped:
     // the launcher writes the cache 0.5 s in, then the run is stopped.
     warmUp: { args: [], env: { FUXI_MASTER: '127.0.0.1:1', FUXI_APP_ID: 'warm-up', FUXI_LOG_LEVEL: 'silent', FUXI_INSECURE: '1' }, untilCache: true },
+  },
+  {
+    entry: 'appmaster/dist/shell/am-host-main.js',
+    bin: 'appmaster/dist/fuxi-amhost.cjs',
+    plugins: [],
+    // A host with no agent listens on its socket and waits: the launcher writes the cache 0.5 s in,
+    // then the run is stopped.
+    warmUp: { args: ['--socket', join(warmDir, 'amhost.sock'), '--log-level', 'silent'], env: {}, untilCache: true },
   },
 ];
 
@@ -113,8 +127,12 @@ for (const b of BUNDLES) {
   writeFileSync(bin, b.shebang ? launcher.replace(/^#!.*/, b.shebang) : launcher);
   chmodSync(bin, 0o755);
   rmSync(`${bundle}.cache`, { force: true });
-  if (b.warmUp && !(await warmUp(bin, `${bundle}.cache`, b.warmUp))) process.exit(1);
+  if (b.warmUp && !(await warmUp(bin, `${bundle}.cache`, b.warmUp))) {
+    rmSync(warmDir, { recursive: true, force: true });
+    process.exit(1);
+  }
 }
+rmSync(warmDir, { recursive: true, force: true });
 
 // Workspace bins: executable, and linked in node_modules/.bin as npm links them (npm skips a bin
 // whose file does not exist yet, and on a fresh clone `npm ci` runs before the build).

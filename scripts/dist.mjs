@@ -49,7 +49,7 @@ const PROGRAMS = {
   'fuxi-master': 'master/dist/shell/main.js',
   'fuxi-agent': 'agent/dist/shell/main.js',
   'fuxi-appmaster': 'appmaster/dist/fuxi-appmaster.cjs',
-  'fuxi-amhost': 'appmaster/dist/shell/am-host-main.js',
+  'fuxi-amhost': 'appmaster/dist/fuxi-amhost.cjs',
   'fuxi-local-cluster': 'deploy/dist/local-cluster-main.js',
 };
 

@@ -203,8 +203,16 @@ function installedBin(bundled: string, unbundled: string): string {
   return fs.existsSync(b) ? b : fileURLToPath(new URL(unbundled, import.meta.url));
 }
 
-/** This installation's `fuxi-amhost` (the module tree: its AMs of large jobs run in worker threads of it). */
-export const DEFAULT_AM_HOST_COMMAND = [process.execPath, fileURLToPath(new URL('../../../appmaster/dist/shell/am-host-main.js', import.meta.url))];
+/**
+ * This installation's `fuxi-amhost`, run by this Node: its bundle when there is one (it is ready in
+ * about half the time, and an AM host's start is on the way back of every AM it held when it
+ * crashed), else the module tree. Its AMs of large jobs run in threads on the module tree's
+ * am-thread.js either way.
+ */
+export const DEFAULT_AM_HOST_COMMAND = [
+  process.execPath,
+  installedBin('../../../appmaster/dist/fuxi-amhost.cjs', '../../../appmaster/dist/shell/am-host-main.js'),
+];
 /** The AM host process's own base (measured: docs/architecture.md, "The AM host"). */
 export const DEFAULT_AM_HOST_RESERVE: Resource = Object.freeze({ cpuMilli: 50, memoryMb: 96 });
 export const DEFAULT_AM_HOST_THREAD_INSTANCES = 10_000;

@@ -562,6 +562,13 @@ export interface ThreadData {
 }
 
 /** An AM in a worker thread of its own: its core steps never hold up the main loop. */
+/**
+ * The module a thread AM runs: am-thread.js beside this one, in the module tree. Bundled
+ * (`fuxi-amhost.bundle.cjs` in appmaster/dist, scripts/bundle.mjs), this code's URL is the bundle's,
+ * and the thread runs the module tree's file below it.
+ */
+const AM_THREAD_ENTRY = new URL(import.meta.url.endsWith('.bundle.cjs') ? './shell/am-thread.js' : './am-thread.js', import.meta.url);
+
 class ThreadAm implements Hosted {
   readonly ctx: AmContext;
   private worker: Worker | undefined;
@@ -576,7 +583,7 @@ class ThreadAm implements Hosted {
     readonly spec: HostedAmSpec,
     private readonly level: string,
     private readonly done: Done,
-    private readonly entry: URL = new URL('./am-thread.js', import.meta.url),
+    private readonly entry: URL = AM_THREAD_ENTRY,
   ) {
     this.ctx = { key: info.key, ended: false };
   }

@@ -18,6 +18,8 @@ import { AmHost, currentAmKey, SharedAmServers, type HostedAppMaster } from '../
 import { FakeAgent, FakeMaster, wireJob } from './fakes.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../am-host-main.js', import.meta.url));
+/** The bundled `fuxi-amhost` (`make build`; scripts/bundle.mjs): the program the agent runs by default. */
+const HOST_BUNDLED = fileURLToPath(new URL('../../fuxi-amhost.cjs', import.meta.url));
 
 async function waitFor(cond: () => boolean, ms = 15_000, what = 'condition'): Promise<void> {
   const until = Date.now() + ms;
@@ -306,13 +308,22 @@ describe('AM host', function () {
     }
   });
 
-  it('as the fuxi-amhost binary: an exception thrown inside one AM (main loop or thread) ends it alone; its neighbour finishes', async () => {
+  for (const [program, bin] of [
+    ['the module tree', HOST_MAIN],
+    ['the bundle', HOST_BUNDLED],
+  ] as const)
+    it(`as the fuxi-amhost binary (${program}): an exception thrown inside one AM (main loop or thread) ends it alone; its neighbour finishes`, async function () {
+      if (!fs.existsSync(bin)) this.skip(); // compiled without bundling (tsc -b alone)
+      await binaryIsolation(bin);
+    });
+
+  async function binaryIsolation(bin: string): Promise<void> {
     const stuck = await fakeCluster('job-stuck');
     stuck.down = true; // its AMs keep retrying RegisterApp until the fault ends them
     const fine = await fakeCluster('job-fine');
     fine.delayNextAnswerMs = 1500;
     const socket = path.join(dir, 'host.sock');
-    const child = spawn(process.execPath, [HOST_MAIN, '--socket', socket, '--thread-instances', '100', '--log-level', 'warn'], {
+    const child = spawn(process.execPath, [bin, '--socket', socket, '--thread-instances', '100', '--log-level', 'warn'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
@@ -351,5 +362,5 @@ describe('AM host', function () {
     const st = (await call({ op: 'stats' })) as { stats: { ams: number; pid: number } };
     expect(st.stats).to.deep.include({ ams: 0, pid: child.pid });
     conn.destroy();
-  });
+  }
 });
