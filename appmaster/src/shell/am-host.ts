@@ -86,6 +86,15 @@ export interface AmContext {
 
 const contexts = new AsyncLocalStorage<AmContext>();
 
+/**
+ * Runs `fn` in no AM's context (what it starts is the host's own). Not `contexts.exit`: on Node 20
+ * that disables the storage and enables it again, turning the process's async hooks off and on,
+ * at every AM's start.
+ */
+function outsideEveryAm<T>(fn: () => T): T {
+  return contexts.run(undefined as unknown as AmContext, fn);
+}
+
 /** The key of the hosted AM whose code is running now (undefined: the host's own). */
 export function currentAmKey(): string | undefined {
   return contexts.getStore()?.key;
@@ -384,7 +393,7 @@ export class SharedAmServers {
    */
   serving(cfg: Pick<AppMasterConfig, 'bind' | 'advertise' | 'transport'>, ctx: AmContext): (handlers: grpc.UntypedServiceImplementation) => Promise<AmServing> {
     return async (handlers) => {
-      const { server, router } = await contexts.exit(() => this.serverFor(cfg));
+      const { server, router } = await outsideEveryAm(() => this.serverFor(cfg));
       const route = encodeURIComponent(ctx.key);
       const inContext: grpc.UntypedServiceImplementation = {};
       for (const [name, h] of Object.entries(handlers)) {
