@@ -243,6 +243,9 @@ export class AppMaster {
   private reportedUpTo = 0;
   private masterQueue: Promise<void> = Promise.resolve();
   private heartbeatQueued = false;
+  /** An UpdateRequests carrying a request was answered since the last heartbeat tick, and when the last one was. */
+  private requestAnsweredSinceTick = false;
+  private requestAnsweredAtMs = 0;
   private heartbeatFailures = 0;
   /** Count refusals of our requests in a row, and since when (0: the last request was taken). */
   private refusals = 0;
@@ -695,13 +698,20 @@ export class AppMaster {
     if (this.stopped || this.held) return;
     this.execute(this.core.tick(Date.now()));
     if (this.heartbeatQueued || this.core.result) return;
+    // A request answered since the last tick told the master all a heartbeat would (that we live,
+    // our progress, the assignment seq we hold): this tick sends nothing, the next one does.
+    if (this.requestAnsweredSinceTick) {
+      this.requestAnsweredSinceTick = false;
+      return;
+    }
     this.heartbeatQueued = true;
     const reflected = this.core.returnsIssued;
     const queuedAt = Date.now();
     this.enqueueMaster(async () => {
       this.heartbeatQueued = false;
-      // A state report went out ahead of it (reportIfWanted) and was answered: it was the heartbeat.
-      if (this.reportedAtMs >= queuedAt) return;
+      // A state report went out ahead of it (reportIfWanted), or a request queued ahead of it, and
+      // was answered: that was the heartbeat.
+      if (this.reportedAtMs >= queuedAt || this.requestAnsweredAtMs >= queuedAt) return;
       try {
         await this.updateRequests([], [], false, reflected);
         this.heartbeatFailures = 0;
@@ -839,6 +849,10 @@ export class AppMaster {
       throw e;
     }
     if (deltas.length > 0) this.refusals = this.refusedSince = 0;
+    if (persistent) {
+      this.requestAnsweredSinceTick = true;
+      this.requestAnsweredAtMs = Date.now();
+    }
     if (res.connectivity) this.onConnectivity(res.connectivity);
     if (res.attemptVerdicts && res.attemptVerdicts.length > 0) {
       const r = this.core.attemptVerdicts(res.attemptVerdicts, Date.now());

@@ -126,6 +126,22 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     expect(Number(mid?.assignmentSeq)).to.be.greaterThan(0);
   });
 
+  it('sends no heartbeat on the tick right after a request was answered: the next one goes an interval later', async () => {
+    // Two tasks, the second after the first: requests come while heartbeats tick (every 50 ms).
+    const m = await cluster(wireJob());
+    // The master serves the assignment stream (a refused one adds a heartbeat at a random moment).
+    m.streams = true;
+    for (const x of agents) x.runMs = 300;
+    expect((await am(m).run()).succeeded).to.equal(true);
+    const updates = m.calls.flatMap((c, k) => (c === 'UpdateRequests' ? [m.callTimes[k]!] : []));
+    const isRequest = m.requests.map((r) => r.deltas.length > 0 || r.units.length > 0);
+    const gaps: number[] = [];
+    for (let n = 1; n < updates.length; n++) if (isRequest[n - 1] && !isRequest[n]) gaps.push(updates[n]! - updates[n - 1]!);
+    expect(gaps.length).to.be.greaterThan(0);
+    // The tick after a request is skipped: the heartbeat that follows comes at least most of an interval later.
+    expect(Math.min(...gaps)).to.be.at.least(40);
+  });
+
   for (const [what, bin] of [
     ['module tree', MAIN],
     ['bundle, as make build installs it', BUNDLED],
