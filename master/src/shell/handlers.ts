@@ -380,9 +380,16 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
     },
     GetAppSnapshot: async (req) => {
       m.core.getJob(req.appId);
-      const store = m.leaderStore;
-      const topology = (await store.get(KEYS.appTopology(req.appId))) ?? '';
-      const entries = (await store.list(KEYS.appLogPrefix(req.appId))).map((kv) => kv.value);
+      // One read of the app's keys (its topology and its log entries, in key order): an AM host's
+      // crash has every AM it held ask at once, and each read is a store round trip.
+      const topologyKey = KEYS.appTopology(req.appId);
+      const logPrefix = KEYS.appLogPrefix(req.appId);
+      let topology = '';
+      const entries: string[] = [];
+      for (const kv of await m.leaderStore.list(KEYS.appPrefix(req.appId))) {
+        if (kv.key === topologyKey) topology = kv.value;
+        else if (kv.key.startsWith(logPrefix)) entries.push(kv.value);
+      }
       return { topology, entries };
     },
     GetClusterStatus: async () => {
