@@ -4,13 +4,13 @@
  * whose id starts the same.
  */
 import { expect } from 'chai';
-import { normalizeJobSpec, nullLogger } from '@fuxi/common';
-import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, jobSpecToProto, type TypedClient } from '@fuxi/rpc';
+import { normalizeJobSpec } from '@fuxi/common';
+import type { MasterServiceDefinition } from '@fuxi/proto';
+import { jobSpecToProto, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore } from '@fuxi/store';
-import { defaultConfig } from '../config.js';
 import { KEYS } from '../../core/store-ops.js';
-import { MasterServer } from '../master-server.js';
+import type { MasterServer } from '../master-server.js';
+import { loopbackMaster } from './helpers.js';
 
 const spec = (id: string) =>
   jobSpecToProto(normalizeJobSpec({ id, name: id, tasks: [{ name: 'map', instances: 1, resources: { cpu: 1, memory: 256 }, command: ['true'] }] }));
@@ -23,9 +23,7 @@ describe('master: GetAppSnapshot', function () {
 
   beforeEach(async () => {
     store = new MemoryStore();
-    server = new MasterServer({ ...defaultConfig(['true']), listen: '127.0.0.1:0', store: 'memory' }, nullLogger, { store });
-    await server.start();
-    client = connect(loadFuxiProto().MasterService, server.address);
+    ({ server, client } = await loopbackMaster(store));
   });
 
   afterEach(async () => {

@@ -3,12 +3,12 @@
  * refused on its own, idempotent by id, acknowledged once durable, written in few store batches.
  */
 import { expect } from 'chai';
-import { normalizeJobSpec, nullLogger } from '@fuxi/common';
-import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, jobSpecToProto, type TypedClient } from '@fuxi/rpc';
+import { normalizeJobSpec } from '@fuxi/common';
+import type { MasterServiceDefinition } from '@fuxi/proto';
+import { jobSpecToProto, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
-import { defaultConfig } from '../config.js';
-import { MasterServer } from '../master-server.js';
+import type { MasterServer } from '../master-server.js';
+import { loopbackMaster } from './helpers.js';
 
 class CountingStore extends MemoryStore {
   batches = 0;
@@ -31,9 +31,7 @@ describe('master: SubmitJobs (many jobs in one call)', function () {
 
   beforeEach(async () => {
     store = new CountingStore();
-    server = new MasterServer({ ...defaultConfig(['true']), listen: '127.0.0.1:0', store: 'memory' }, nullLogger, { store });
-    await server.start();
-    client = connect(loadFuxiProto().MasterService, server.address);
+    ({ server, client } = await loopbackMaster(store));
   });
 
   afterEach(async () => {
