@@ -353,7 +353,7 @@ async function amHostCrash(b: Bench, n: number): Promise<Record<string, number>>
       },
     )
     .catch(() => undefined);
-  // The stream is open (its first answers came) before the kill.
+  // Half a second for the stream to open before the kill.
   await new Promise((r) => setTimeout(r, 500));
   t0 = Date.now();
   process.kill(hostPid, 'SIGKILL');
