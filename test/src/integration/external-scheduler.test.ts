@@ -117,7 +117,10 @@ describe('external scheduler (real processes)', function () {
     }
     const placed = logLines(ffdLog).filter((l) => l.msg === 'placed');
     expect(placed.length, 'placements by ffd').to.be.greaterThan(0);
-    expect(logLines(ffdLog).filter((l) => l.msg === 'rejected')).to.deep.equal([]);
+    // An AM reuses a slot whose instance ended for the next pending instance and cancels a request
+    // of that unit; ffd may place for it from the view before the cancellation, and the master
+    // refuses that one (OVER_REQUEST). Any other refusal is ffd placing against its own view.
+    expect(logLines(ffdLog).filter((l) => l.msg === 'rejected' && l.code !== 'OVER_REQUEST')).to.deep.equal([]);
   });
 
   it('rejects an over-committing placement and one outside the scope, and grants nothing of them', async () => {
