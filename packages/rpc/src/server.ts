@@ -12,6 +12,10 @@ import { toGrpcError } from './errors.js';
 import { maxMessageBytes } from './message-size.js';
 import { addHealth, addReflection, type Health } from './introspection.js';
 import { defaultTransport, type Transport } from './tls.js';
+import { installPeerCertificateCache } from './node-fixes.js';
+
+// Every call a TLS server answers names its caller by the peer's certificate: built once per connection.
+installPeerCertificateCache();
 
 type AnyMethod = MethodDefinition<object, object, object, object>;
 
