@@ -12,7 +12,7 @@ import { connectivityFor, setConstraints } from './placement-scope.js';
 import { maybeFinishRecovery } from './recovery.js';
 import { checkUpdate } from './request-limits.js';
 import { scheduleOrDefer } from './scheduling.js';
-import { KEYS, putJob, type StoreOp } from './store-ops.js';
+import { KEYS, putJob, STORED_KEYS_KEPT, type StoreOp } from './store-ops.js';
 import { assignmentsOf, pushAssignments, pushesInFlight, pushGrants } from './sync.js';
 import type { AssignmentEntry, ConnectivityView, PlacementConstraints, RequestDelta, SlotReturn, TaskProgress, UnitConfig } from './types.js';
 
@@ -199,7 +199,12 @@ export function saveAppSnapshot(st: MasterState, req: { appId: string; attempt: 
     app.snapshotSeq = req.seq;
     req.entries.forEach((e, i) => ops.push({ type: 'put', key: KEYS.appLogEntry(app.appId, req.attempt, req.seq, i), value: e }));
   }
-  if (ops.length > 0) st.out.push({ kind: 'store', ops });
+  if (ops.length === 0) return;
+  if (app.storedKeys !== undefined) {
+    for (const op of ops) app.storedKeys.push(op.key);
+    if (app.storedKeys.length > STORED_KEYS_KEPT) app.storedKeys = undefined;
+  }
+  st.out.push({ kind: 'store', ops });
 }
 
 /**

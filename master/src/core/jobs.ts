@@ -11,7 +11,7 @@ import { markRequesting, setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { checkJobInputs, DEFAULT_JOB_INPUT_LIMITS } from './request-limits.js';
 import { scheduleOrDefer } from './scheduling.js';
-import { KEYS, putJob } from './store-ops.js';
+import { deleteAppState, putJob } from './store-ops.js';
 import { pushGrants } from './sync.js';
 import { TERMINAL_STATES, type JobRecord, type JobState } from './types.js';
 
@@ -162,6 +162,8 @@ function startAttempt(st: MasterState, job: JobRecord): void {
   job.amAttempt += 1;
   mintAttemptToken(st, job);
   const app: AppState = newApp(job, 'waiting', true, st.now);
+  // Made here, so every write of its hard state is made by this master (until a failover).
+  app.storedKeys = [];
   const amSu = { suId: AM_SU, resource: job.spec.amResource, priority: AM_PRIORITY, requests: new Map([['', 1]]), asgn: new Map(), granted: 0 };
   app.sus.set(AM_SU, amSu);
   st.apps.set(app.appId, app);
@@ -216,7 +218,8 @@ export function endJob(st: MasterState, job: JobRecord, state: JobState, message
       }
     }
   }
-  st.out.push(putJob(job), { kind: 'deletePrefix', prefix: KEYS.appPrefix(job.jobId) }, { kind: 'jobChanged', jobId: job.jobId });
+  // A job that never had an app here (held, then killed) is listed too: nothing is known of it.
+  st.out.push(putJob(job), ...deleteAppState(job.jobId, app?.storedKeys), { kind: 'jobChanged', jobId: job.jobId });
   if (job.spec.array) admitArrayMembers(st, [job.spec.array.id]);
   // The freed slots are placed by the next batched pass (with every other job's end in it).
   scheduleOrDefer(st);

@@ -241,6 +241,13 @@ export interface AppState {
   /** Last SaveAppSnapshot seq applied (per AM attempt). */
   snapshotSeq?: number;
   topologySaved?: boolean;
+  /**
+   * The keys of the app's hard state (under `apps/<id>/`), when this master has made every write
+   * there: it made the app when the job started. Its end deletes them without listing the prefix.
+   * Undefined when it cannot know (the app was rebuilt at a failover) or they are many
+   * (`STORED_KEYS_KEPT`): its end lists the prefix.
+   */
+  storedKeys?: string[];
 }
 
 /** One use of a soft-state source by a recovery handler, as the Table 3 row allowed it. */

@@ -22,6 +22,22 @@ export const KEYS = {
     `apps/${appId}/log/${String(attempt).padStart(4, '0')}-${String(seq).padStart(12, '0')}-${String(i).padStart(6, '0')}`,
 } as const;
 
+/** At most this many keys of an app's hard state are kept in memory (`AppState.storedKeys`). */
+export const STORED_KEYS_KEPT = 256;
+
+/**
+ * The deletion of an app's hard state at its job's end: the keys this master wrote (`storedKeys`),
+ * nothing when it wrote none, and every key under the prefix when it cannot know (listed then).
+ */
+export function deleteAppState(
+  jobId: string,
+  storedKeys: readonly string[] | undefined,
+): Array<{ kind: 'store'; ops: StoreOp[] } | { kind: 'deletePrefix'; prefix: string }> {
+  if (storedKeys === undefined) return [{ kind: 'deletePrefix', prefix: KEYS.appPrefix(jobId) }];
+  if (storedKeys.length === 0) return [];
+  return [{ kind: 'store', ops: [...new Set(storedKeys)].map((key) => ({ type: 'del', key })) }];
+}
+
 /** The write that persists a job record (hard state). */
 export function putJob(job: { jobId: string }): { kind: 'store'; ops: StoreOp[] } {
   return { kind: 'store', ops: [{ type: 'put', key: KEYS.job(job.jobId), value: JSON.stringify(job) }] };

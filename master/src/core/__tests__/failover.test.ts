@@ -71,6 +71,16 @@ function amReports(
 const recovered = (effects: Effect[]) => ofKind(effects, 'recovered');
 
 describe('master failover (soft-state inference)', () => {
+  it('lists the prefix of an app it rebuilt when that job ends: the old master wrote its state, the new one cannot know the keys', () => {
+    const old = oldCluster();
+    const t = takeOver(old);
+    agentReports(t, 'n1', 100_010);
+    agentReports(t, 'n2', 100_020);
+    amReports(t, 100_030);
+    const effects = t.core.finishApp({ appId: 'job-1', attempt: 1, succeeded: true, message: 'done', progress: [] }, 100_040);
+    expect(ofKind(effects, 'deletePrefix')).to.deep.equal([{ kind: 'deletePrefix', prefix: 'apps/job-1/' }]);
+  });
+
   it('rebuilds every grant from the agents and closes the window as soon as all have reported', () => {
     const old = oldCluster();
     const t = takeOver(old);

@@ -7,6 +7,7 @@
 import { expect } from 'chai';
 import { res, StaleEpochError, ZERO } from '@fuxi/common';
 import { DEFAULT_CONFIG } from '../master-core.js';
+import { STORED_KEYS_KEPT } from '../store-ops.js';
 import { AM_SU } from '@fuxi/common';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
 import {
@@ -180,7 +181,9 @@ describe('AM failover', () => {
         ['n1', undefined],
         ['n2', undefined],
       ]);
-      expect(ofKind(r.effects, 'deletePrefix')).to.deep.equal([{ kind: 'deletePrefix', prefix: 'apps/job-1/' }]);
+      // Its AM saved no state: there is nothing to delete, and nothing is listed.
+      expect(ofKind(r.effects, 'deletePrefix')).to.deep.equal([]);
+      expect(ofKind(r.effects, 'store').flatMap((s) => s.ops.filter((o) => o.type === 'del'))).to.deep.equal([]);
       expect(storedJob(r.effects, 'job-1')?.state).to.equal('failed');
       expect(h.totalAllocated()).to.deep.equal(ZERO);
       expect(h.core.faults.state).to.equal('S0');
@@ -535,9 +538,30 @@ describe('AM snapshot (hard state of the AM)', () => {
     expect(h.core.getJob('job-1').amAttempt).to.equal(1);
     for (const end of ['finish', 'kill'] as const) {
       const x = busy();
+      save(x, { topology: '{"tasks":1}', seq: 1, entries: ['a', 'b'] });
+      dies(x, 'n1', 'job-1');
+      x.registerApp('job-1');
+      save(x, { seq: 1, entries: ['c'] });
       const effects = end === 'finish' ? x.finish('job-1', true) : x.kill('job-1');
-      expect(ofKind(effects, 'deletePrefix'), end).to.deep.equal([{ kind: 'deletePrefix', prefix: 'apps/job-1/' }]);
+      // This master made every write of the app's state: exactly those keys go, none is listed.
+      expect(ofKind(effects, 'deletePrefix'), end).to.deep.equal([]);
+      const dels = ofKind(effects, 'store').flatMap((e) => e.ops.filter((o) => o.type === 'del').map((o) => o.key));
+      expect(dels, end).to.have.members([
+        'apps/job-1/topology',
+        'apps/job-1/log/0001-000000000001-000000',
+        'apps/job-1/log/0001-000000000001-000001',
+        'apps/job-1/log/0002-000000000001-000000',
+      ]);
+      expect(dels.length, end).to.equal(4);
     }
+  });
+
+  it('lists the prefix at the end of an app whose state has more keys than a master keeps', () => {
+    const h = busy();
+    save(h, { seq: 1, entries: Array.from({ length: STORED_KEYS_KEPT + 1 }, (_, i) => `e${i}`) });
+    const effects = h.finish('job-1', true);
+    expect(ofKind(effects, 'deletePrefix')).to.deep.equal([{ kind: 'deletePrefix', prefix: 'apps/job-1/' }]);
+    expect(ofKind(effects, 'store').flatMap((e) => e.ops.filter((o) => o.type === 'del'))).to.deep.equal([]);
   });
 });
 
