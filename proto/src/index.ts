@@ -42,44 +42,111 @@ export interface FuxiServices {
 /** protobufjs's `toObject` options: what a deserialized message looks like (int64 as decimal strings, ...). */
 const CONVERSION: protobuf.IConversionOptions = { ...LOADER_OPTIONS } as protobuf.IConversionOptions;
 
-function serializer(type: protobuf.Type): (arg: object) => Buffer {
+function serializer(type: () => protobuf.Type): (arg: object) => Buffer {
   return (arg) => {
-    if (Array.isArray(arg)) throw new Error(`Failed to serialize message: expected object with ${type.name} structure, got array instead`);
-    return type.encode(type.fromObject(arg)).finish() as Buffer;
+    const t = type();
+    if (Array.isArray(arg)) throw new Error(`Failed to serialize message: expected object with ${t.name} structure, got array instead`);
+    return t.encode(t.fromObject(arg)).finish() as Buffer;
   };
 }
 
-function deserializer(type: protobuf.Type): (buf: Buffer) => object {
-  return (buf) => type.toObject(type.decode(buf), CONVERSION);
+function deserializer(type: () => protobuf.Type): (buf: Buffer) => object {
+  return (buf) => {
+    const t = type();
+    return t.toObject(t.decode(buf), CONVERSION);
+  };
 }
 
-let root: protobuf.Root | undefined;
+/** The package of every Fuxi type (the descriptor has no other, and no nested types). */
+const PACKAGE = 'fuxi.v1';
+
+type TypeJson = protobuf.INamespace & { fields?: Record<string, { type: string }>; methods?: Record<string, protobuf.IMethod> };
+
+/** The descriptor's `fuxi.v1` namespace: every message, enum and service by its name. */
+function packageJson(): Record<string, TypeJson> {
+  let ns = FUXI_DESCRIPTOR as protobuf.INamespace;
+  for (const part of PACKAGE.split('.')) ns = ns.nested![part] as protobuf.INamespace;
+  return ns.nested as Record<string, TypeJson>;
+}
+
+/** The name in `fuxi.v1` a field's type names, or undefined for a scalar. */
+function localName(pkg: Record<string, TypeJson>, type: string): string | undefined {
+  const name = type.replace(/^\./, '').replace(`${PACKAGE}.`, '');
+  return Object.hasOwn(pkg, name) ? name : undefined;
+}
+
+/** `name` and every message and enum its fields need, transitively. */
+function typeClosure(name: string): Set<string> {
+  const pkg = packageJson();
+  const out = new Set<string>();
+  const todo = [name];
+  while (todo.length > 0) {
+    const n = todo.pop()!;
+    if (out.has(n)) continue;
+    out.add(n);
+    for (const f of Object.values(pkg[n]?.fields ?? {})) {
+      const t = localName(pkg, f.type);
+      if (t !== undefined && !out.has(t)) todo.push(t);
+    }
+  }
+  return out;
+}
+
+/** Message types built so far, by name (each from a root holding its closure). */
+const types = new Map<string, protobuf.Type>();
+
+/**
+ * The message type `name`, built on first use from a descriptor of only the types it needs: a
+ * client that submits a job builds the 8 types of SubmitJob, not the 123 of every service (the
+ * whole descriptor's `Root.fromJSON` was 30 ms of a `fuxi submit`'s start). Root.fromJSON resolves
+ * every type's features (proto3 packs repeated scalars), the same as for the whole descriptor
+ * (the descriptor test compares every method's bytes with proto-loader's). Every type of the new
+ * root is kept, so the next method needing them builds nothing.
+ */
+function messageType(name: string): protobuf.Type {
+  const known = types.get(name);
+  if (known) return known;
+  const pkg = packageJson();
+  const nested = Object.fromEntries([...typeClosure(name)].map((n) => [n, pkg[n]!]));
+  let json: protobuf.INamespace = { nested };
+  for (const part of PACKAGE.split('.').reverse()) json = { nested: { [part]: json } };
+  const root = protobuf.Root.fromJSON(json);
+  for (const n of Object.keys(nested)) {
+    const t = root.lookup(`${PACKAGE}.${n}`);
+    if (t instanceof protobuf.Type && !types.has(n)) types.set(n, t);
+  }
+  return types.get(name)!;
+}
+
 const definitions = new Map<string, grpc.ServiceDefinition>();
 
 /**
- * One service's definition, built on first use. protobufjs generates each type's codec on its
- * first encode or decode, so a process pays only for the messages it uses.
+ * One service's definition, built on first use; each method's message types are built on its
+ * first call (`messageType`), and protobufjs generates each type's codec on its first encode or
+ * decode, so a process pays only for the messages it uses.
  */
 function serviceDefinition(name: string): grpc.ServiceDefinition {
   let def = definitions.get(name);
   if (def) return def;
-  // Root.fromJSON resolves every type's features (proto3 packs repeated scalars): skipping that
-  // changes the encoding (the descriptor test compares bytes with proto-loader's).
-  root ??= protobuf.Root.fromJSON(FUXI_DESCRIPTOR as protobuf.INamespace);
+  const service = packageJson()[name.slice(PACKAGE.length + 1)];
+  if (!service?.methods) throw new Error(`no service ${name} in the Fuxi descriptor`);
   const methods: Record<string, grpc.MethodDefinition<object, object>> = {};
-  for (const m of root.lookupService(name).methodsArray) {
-    m.resolve();
-    const req = m.resolvedRequestType!;
-    const res = m.resolvedResponseType!;
-    methods[m.name] = {
-      path: `/${name}/${m.name}`,
+  for (const [mName, m] of Object.entries(service.methods)) {
+    const pkg = packageJson();
+    const req = localName(pkg, m.requestType);
+    const res = localName(pkg, m.responseType);
+    if (req === undefined || res === undefined) throw new Error(`${name}.${mName}: its request or response type is not in ${PACKAGE}`);
+    const reqType = () => messageType(req);
+    const resType = () => messageType(res);
+    methods[mName] = {
+      path: `/${name}/${mName}`,
       requestStream: !!m.requestStream,
       responseStream: !!m.responseStream,
-      requestSerialize: serializer(req),
-      requestDeserialize: deserializer(req),
-      responseSerialize: serializer(res),
-      responseDeserialize: deserializer(res),
-      originalName: m.name.charAt(0).toLowerCase() + m.name.slice(1),
+      requestSerialize: serializer(reqType),
+      requestDeserialize: deserializer(reqType),
+      responseSerialize: serializer(resType),
+      responseDeserialize: deserializer(resType),
+      originalName: mName.charAt(0).toLowerCase() + mName.slice(1),
     };
   }
   def = methods;
