@@ -185,18 +185,30 @@ async function separateCli(b: Bench, n: number, dir: string): Promise<Record<str
   return { jobs: n, failed, jobsPerS: round(n / m.wallS), ...m, controlCpuMsPerJob: round((m.controlCpuS * 1000) / n), cliMedianMs: percentile(walls, 50) };
 }
 
-/** The median wall time of `runs` cold `fuxi submit` processes, one after another on an idle cluster. */
+/** The wall time of a bare `node -e 0` started as the CLI is (the machine's floor for a cold process). */
+function bareNode(): Promise<number> {
+  const t0 = Date.now();
+  return new Promise((resolve) => spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }).on('exit', () => resolve(Date.now() - t0)));
+}
+
+/**
+ * The median wall time of `runs` cold `fuxi submit` processes, one after another on an idle
+ * cluster; and, each right after a submit (the same phase of the machine), that of a bare
+ * `node -e 0`, which no CLI can beat.
+ */
 async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record<string, number>> {
   const file = oneJobFile(dir, 'cold');
   const walls: number[] = [];
+  const bare: number[] = [];
   let failed = 0;
   for (let i = 0; i < runs; i++) {
     const r = await cliSubmit(b, file, `cold-${i}`);
     walls.push(r.ms);
     if (!r.ok) failed++;
+    bare.push(await bareNode());
     await b.waitIds([`cold-${i}`]);
   }
-  return { runs, failed, medianMs: percentile(walls, 50), p90Ms: percentile(walls, 90) };
+  return { runs, failed, medianMs: percentile(walls, 50), p90Ms: percentile(walls, 90), bareNodeMedianMs: percentile(bare, 50) };
 }
 
 /** `n` one-instance jobs through submitMany and one job of `n` instances, waited for: the daemons' hot paths compiled. */
