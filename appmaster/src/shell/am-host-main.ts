@@ -20,19 +20,35 @@ import { AmHost, DEFAULT_THREAD_INSTANCES } from './am-host.js';
 
 const DEFAULT_IDLE_EXIT_MS = 60_000;
 
+const USAGE = `usage: fuxi-amhost --socket <path> [--thread-instances ${DEFAULT_THREAD_INSTANCES}] [--idle-exit-ms ${DEFAULT_IDLE_EXIT_MS}] [--log-level info]
+       fuxi-amhost --version
+The node's AM host: its agent starts it and talks to it over the unix socket <path>.
+`;
+
 function options(): { socket: string; threadInstances: number; idleExitMs: number; logLevel: string } {
   if (process.argv.includes('--version') || process.argv.includes('-V')) {
     process.stdout.write(`${FUXI_VERSION}\n`);
     process.exit(0);
   }
-  const { values } = parseArgs({
-    options: {
-      socket: { type: 'string' },
-      'thread-instances': { type: 'string', default: String(DEFAULT_THREAD_INSTANCES) },
-      'idle-exit-ms': { type: 'string', default: String(DEFAULT_IDLE_EXIT_MS) },
-      'log-level': { type: 'string', default: process.env.FUXI_LOG_LEVEL ?? 'info' },
-    },
-  });
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  let values: { socket?: string; 'thread-instances'?: string; 'idle-exit-ms'?: string; 'log-level'?: string };
+  try {
+    ({ values } = parseArgs({
+      options: {
+        socket: { type: 'string' },
+        'thread-instances': { type: 'string', default: String(DEFAULT_THREAD_INSTANCES) },
+        'idle-exit-ms': { type: 'string', default: String(DEFAULT_IDLE_EXIT_MS) },
+        'log-level': { type: 'string', default: process.env.FUXI_LOG_LEVEL ?? 'info' },
+      },
+    }));
+  } catch (e) {
+    // An unknown flag, a flag without its value, a stray argument: named, with the usage.
+    process.stderr.write(`fuxi-amhost: ${errorMessage(e)}\n${USAGE}`);
+    process.exit(2);
+  }
   const num = (name: string, v: string | undefined): number => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0) {

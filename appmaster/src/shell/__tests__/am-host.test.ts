@@ -317,6 +317,32 @@ describe('AM host', function () {
       await binaryIsolation(bin);
     });
 
+  it('as the fuxi-amhost binary: --help prints the usage; an unknown flag, a missing value or no --socket exits 2 naming it', async () => {
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+        const c = spawn(process.execPath, [HOST_MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+        children.push(c);
+        let out = '';
+        let err = '';
+        c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        c.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+        c.on('exit', (code) => resolve({ code, out, err }));
+      });
+    const help = await run(['--help']);
+    expect(help.code).to.equal(0);
+    expect(help.out).to.match(/^usage: fuxi-amhost --socket <path>/);
+    const unknown = await run(['--sockets', '/tmp/x.sock']);
+    expect(unknown.code).to.equal(2);
+    expect(unknown.err).to.contain("fuxi-amhost: Unknown option '--sockets'").and.to.contain('usage: fuxi-amhost');
+    expect(unknown.err).to.not.contain('    at '); // no stack trace
+    const noValue = await run(['--socket']);
+    expect(noValue.code).to.equal(2);
+    expect(noValue.err).to.contain("'--socket <value>' argument missing");
+    const none = await run([]);
+    expect(none.code).to.equal(2);
+    expect(none.err).to.contain('--socket <path> is required');
+  });
+
   async function binaryIsolation(bin: string): Promise<void> {
     const stuck = await fakeCluster('job-stuck');
     stuck.down = true; // its AMs keep retrying RegisterApp until the fault ends them
