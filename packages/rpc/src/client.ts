@@ -80,6 +80,24 @@ export interface ConnectOptions {
 interface SharedChannel {
   channel: grpc.Channel;
   refs: number;
+  /** Set while no client holds it: it closes when this fires, unless a client takes it first. */
+  closeTimer?: NodeJS.Timeout;
+}
+
+/**
+ * How long a channel no client holds stays open for the next client to the same address. An AM
+ * host whose AMs come one after another (a workflow submitting one job at a time) gave up its
+ * channels to the master and to the agent with each AM, and the next AM opened new ones: a TLS
+ * handshake and an HTTP/2 session on both sides for every job. An idle channel keeps nothing
+ * alive (grpc-js unreferences an HTTP/2 session without calls, and the timer is unreferenced).
+ */
+export const CHANNEL_LINGER_MS = 10_000;
+
+let lingerMs = CHANNEL_LINGER_MS;
+
+/** Sets how long an unheld channel stays open (`CHANNEL_LINGER_MS`; 0: it closes with its last client). */
+export function setChannelLingerMs(ms: number): void {
+  lingerMs = ms;
 }
 
 /**
@@ -108,6 +126,10 @@ function acquireChannel(transport: Transport, address: string, max: number): { c
   }
   const e = entry;
   e.refs++;
+  if (e.closeTimer) {
+    clearTimeout(e.closeTimer);
+    e.closeTimer = undefined;
+  }
   let released = false;
   return {
     channel: e.channel,
@@ -115,8 +137,15 @@ function acquireChannel(transport: Transport, address: string, max: number): { c
       if (released) return;
       released = true;
       if (--e.refs > 0) return;
-      if (byKey.get(key) === e) byKey.delete(key);
-      e.channel.close();
+      const close = (): void => {
+        e.closeTimer = undefined;
+        if (e.refs > 0) return;
+        if (byKey.get(key) === e) byKey.delete(key);
+        e.channel.close();
+      };
+      if (lingerMs <= 0) return close();
+      e.closeTimer = setTimeout(close, lingerMs);
+      e.closeTimer.unref();
     },
   };
 }
@@ -157,7 +186,8 @@ export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, 
   out.stream = streams;
   out.address = address;
   out.raw = raw;
-  // The channel is shared: closing a client gives up its reference, and the last one closes it.
+  // The channel is shared: closing a client gives up its reference, and the last one closes it
+  // (CHANNEL_LINGER_MS later, unless another client takes it meanwhile).
   out.close = () => shared.release();
   return out as TypedClient<D>;
 }

@@ -5,7 +5,17 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { InvalidArgumentError, nullLogger, NotFoundError, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto } from '@fuxi/proto';
-import { connect, implement, MasterConnection, RpcError, startServer, withoutCallerStack, type RunningServer } from '../index.js';
+import {
+  CHANNEL_LINGER_MS,
+  connect,
+  implement,
+  MasterConnection,
+  RpcError,
+  setChannelLingerMs,
+  startServer,
+  withoutCallerStack,
+  type RunningServer,
+} from '../index.js';
 
 interface ReflectionAnswer {
   list_services_response?: { service: { name: string }[] };
@@ -77,6 +87,38 @@ describe('rpc plumbing', () => {
     expect((await c.GetJob({ jobId: 'j1' })).job?.jobId).to.equal('j1');
     c.close();
     expect(Object.keys(global.pool).length).to.equal(before);
+  });
+
+  it('clients of one address share a channel, which stays open a while after the last one closes and is then closed', async () => {
+    const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
+    servers.push(s);
+    const svc = loadFuxiProto().MasterService;
+    const a = connect(svc, s.address);
+    const b = connect(svc, s.address);
+    const channel = a.raw.getChannel();
+    expect(b.raw.getChannel()).to.equal(channel);
+    expect((await a.GetJob({ jobId: 'j1' })).job?.jobId).to.equal('j1');
+    a.close();
+    b.close();
+    // The next client (the next AM of a host) takes the same connected channel: no new connection.
+    const c = connect(svc, s.address);
+    expect(c.raw.getChannel()).to.equal(channel);
+    expect(channel.getConnectivityState(false)).to.equal(grpc.connectivityState.READY);
+    expect((await c.GetJob({ jobId: 'j1' })).job?.jobId).to.equal('j1');
+    setChannelLingerMs(50);
+    try {
+      c.close();
+      await new Promise((r) => setTimeout(r, 150));
+      expect(channel.getConnectivityState(false)).to.equal(grpc.connectivityState.SHUTDOWN);
+      const d = connect(svc, s.address);
+      expect(d.raw.getChannel()).to.not.equal(channel);
+      expect((await d.GetJob({ jobId: 'j1' })).job?.jobId).to.equal('j1');
+      setChannelLingerMs(0);
+      d.close(); // with no linger it closes with its last client
+      expect(d.raw.getChannel().getConnectivityState(false)).to.equal(grpc.connectivityState.SHUTDOWN);
+    } finally {
+      setChannelLingerMs(CHANNEL_LINGER_MS);
+    }
   });
 
   it('creates calls without capturing the caller’s stack, and restores the stack limit whatever happens', async () => {
