@@ -56,11 +56,15 @@ describe('HostedAmDriver (real fuxi-amhost)', function () {
   beforeEach(() => {
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-hosted-'));
   });
-  afterEach(() => {
+  afterEach(async () => {
     for (const d of drivers.splice(0)) d.close();
     const rec = readHostRecord(workDir);
-    if (rec && alive(rec.pid)) process.kill(-rec.pid, 'SIGKILL');
-    fs.rmSync(workDir, { recursive: true, force: true });
+    if (rec && alive(rec.pid)) {
+      process.kill(-rec.pid, 'SIGKILL');
+      // Gone before its dir is: a host still dying may write one more line into it.
+      for (let i = 0; i < 100 && alive(rec.pid); i++) await new Promise((r) => setTimeout(r, 50));
+    }
+    fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 
   function driver(inner = new InnerFake()): { d: HostedAmDriver; inner: InnerFake; exits: ExitInfo[] } {
