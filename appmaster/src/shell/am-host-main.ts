@@ -16,6 +16,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import { parseArgs } from 'node:util';
 import { createLogger, encodeLine, errorMessage, FUXI_VERSION, LineDecoder, type AmHostAnswer, type AmHostRequest, type Logger } from '@fuxi/common';
+import { CHANNEL_LINGER_MS, setChannelLingerMs } from '@fuxi/rpc';
 import { AmHost, DEFAULT_THREAD_INSTANCES } from './am-host.js';
 
 const DEFAULT_IDLE_EXIT_MS = 60_000;
@@ -70,6 +71,9 @@ function options(): { socket: string; threadInstances: number; idleExitMs: numbe
 }
 
 function serve(o: ReturnType<typeof options>, log: Logger): void {
+  // Its AMs come and go: the next one takes the channels (to the master, to the agents) the last
+  // one gave up, instead of a new TLS connection each.
+  setChannelLingerMs(CHANNEL_LINGER_MS);
   const host = new AmHost({ log, threadInstances: o.threadInstances, logLevel: o.logLevel });
   const fatal = (what: string) => (e: unknown) => {
     if (host.attribute(e)) return;

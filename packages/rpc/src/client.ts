@@ -85,17 +85,18 @@ interface SharedChannel {
 }
 
 /**
- * How long a channel no client holds stays open for the next client to the same address. An AM
- * host whose AMs come one after another (a workflow submitting one job at a time) gave up its
- * channels to the master and to the agent with each AM, and the next AM opened new ones: a TLS
- * handshake and an HTTP/2 session on both sides for every job. An idle channel keeps nothing
- * alive (grpc-js unreferences an HTTP/2 session without calls, and the timer is unreferenced).
+ * How long a channel no client holds stays open for the next client to the same address, in a
+ * process that turns it on (`setChannelLingerMs`; the AM host does). An AM host whose AMs come one
+ * after another (a workflow submitting one job at a time) gave up its channels to the master and to
+ * the agent with each AM, and the next AM opened new ones: a TLS handshake and an HTTP/2 session on
+ * both sides for every job. Off by default: an open TLS channel keeps its process alive, and a
+ * process that is done (a `fuxi` command, a script of the SDK) must not wait for it.
  */
 export const CHANNEL_LINGER_MS = 10_000;
 
-let lingerMs = CHANNEL_LINGER_MS;
+let lingerMs = 0;
 
-/** Sets how long an unheld channel stays open (`CHANNEL_LINGER_MS`; 0: it closes with its last client). */
+/** Sets how long an unheld channel stays open (0, the default: it closes with its last client). */
 export function setChannelLingerMs(ms: number): void {
   lingerMs = ms;
 }

@@ -89,9 +89,10 @@ describe('rpc plumbing', () => {
     expect(Object.keys(global.pool).length).to.equal(before);
   });
 
-  it('clients of one address share a channel, which stays open a while after the last one closes and is then closed', async () => {
+  it('clients of one address share a channel; with a linger it stays open a while after the last one closes, then closes', async () => {
     const s = await startServer({ bind: '127.0.0.1:0', services: [fakeMaster()], log: nullLogger });
     servers.push(s);
+    setChannelLingerMs(CHANNEL_LINGER_MS); // as the AM host sets it
     const svc = loadFuxiProto().MasterService;
     const a = connect(svc, s.address);
     const b = connect(svc, s.address);
@@ -114,10 +115,10 @@ describe('rpc plumbing', () => {
       expect(d.raw.getChannel()).to.not.equal(channel);
       expect((await d.GetJob({ jobId: 'j1' })).job?.jobId).to.equal('j1');
       setChannelLingerMs(0);
-      d.close(); // with no linger it closes with its last client
+      d.close(); // with no linger (the default) it closes with its last client
       expect(d.raw.getChannel().getConnectivityState(false)).to.equal(grpc.connectivityState.SHUTDOWN);
     } finally {
-      setChannelLingerMs(CHANNEL_LINGER_MS);
+      setChannelLingerMs(0);
     }
   });
 
