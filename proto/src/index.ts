@@ -63,29 +63,28 @@ const PACKAGE = 'fuxi.v1';
 type TypeJson = protobuf.INamespace & { fields?: Record<string, { type: string }>; methods?: Record<string, protobuf.IMethod> };
 
 /** The descriptor's `fuxi.v1` namespace: every message, enum and service by its name. */
-function packageJson(): Record<string, TypeJson> {
+const PKG = ((): Record<string, TypeJson> => {
   let ns = FUXI_DESCRIPTOR as protobuf.INamespace;
   for (const part of PACKAGE.split('.')) ns = ns.nested![part] as protobuf.INamespace;
   return ns.nested as Record<string, TypeJson>;
-}
+})();
 
 /** The name in `fuxi.v1` a field's type names, or undefined for a scalar. */
-function localName(pkg: Record<string, TypeJson>, type: string): string | undefined {
+function localName(type: string): string | undefined {
   const name = type.replace(/^\./, '').replace(`${PACKAGE}.`, '');
-  return Object.hasOwn(pkg, name) ? name : undefined;
+  return Object.hasOwn(PKG, name) ? name : undefined;
 }
 
 /** `name` and every message and enum its fields need, transitively. */
 function typeClosure(name: string): Set<string> {
-  const pkg = packageJson();
   const out = new Set<string>();
   const todo = [name];
   while (todo.length > 0) {
     const n = todo.pop()!;
     if (out.has(n)) continue;
     out.add(n);
-    for (const f of Object.values(pkg[n]?.fields ?? {})) {
-      const t = localName(pkg, f.type);
+    for (const f of Object.values(PKG[n]?.fields ?? {})) {
+      const t = localName(f.type);
       if (t !== undefined && !out.has(t)) todo.push(t);
     }
   }
@@ -106,8 +105,7 @@ const types = new Map<string, protobuf.Type>();
 function messageType(name: string): protobuf.Type {
   const known = types.get(name);
   if (known) return known;
-  const pkg = packageJson();
-  const nested = Object.fromEntries([...typeClosure(name)].map((n) => [n, pkg[n]!]));
+  const nested = Object.fromEntries([...typeClosure(name)].map((n) => [n, PKG[n]!]));
   let json: protobuf.INamespace = { nested };
   for (const part of PACKAGE.split('.').reverse()) json = { nested: { [part]: json } };
   const root = protobuf.Root.fromJSON(json);
@@ -128,13 +126,12 @@ const definitions = new Map<string, grpc.ServiceDefinition>();
 function serviceDefinition(name: string): grpc.ServiceDefinition {
   let def = definitions.get(name);
   if (def) return def;
-  const service = packageJson()[name.slice(PACKAGE.length + 1)];
+  const service = PKG[name.slice(PACKAGE.length + 1)];
   if (!service?.methods) throw new Error(`no service ${name} in the Fuxi descriptor`);
   const methods: Record<string, grpc.MethodDefinition<object, object>> = {};
   for (const [mName, m] of Object.entries(service.methods)) {
-    const pkg = packageJson();
-    const req = localName(pkg, m.requestType);
-    const res = localName(pkg, m.responseType);
+    const req = localName(m.requestType);
+    const res = localName(m.responseType);
     if (req === undefined || res === undefined) throw new Error(`${name}.${mName}: its request or response type is not in ${PACKAGE}`);
     const reqType = () => messageType(req);
     const resType = () => messageType(res);

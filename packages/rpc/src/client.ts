@@ -188,7 +188,7 @@ export function connect<D>(ctor: ServiceCtor & { service: D }, address: string, 
   out.address = address;
   out.raw = raw;
   // The channel is shared: closing a client gives up its reference, and the last one closes it
-  // (CHANNEL_LINGER_MS later, unless another client takes it meanwhile).
+  // (after the process's linger, when it set one, unless another client takes it meanwhile).
   out.close = () => shared.release();
   return out as TypedClient<D>;
 }
