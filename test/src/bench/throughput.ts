@@ -77,6 +77,19 @@ function tinyJob(name: string, instances = 1): JobSpec {
   return normalizeJobSpec({ name, tasks: [{ name: 't', instances, resources: { cpu: 1, memory: 64 }, command: ['/bin/true'] }] });
 }
 
+/** A scenario of `n` jobs as reported: its rate, its measured CPU, and per job its CPU and the master's calls by method. */
+function throughputFigures(m: Awaited<ReturnType<Bench['measure']>>, n: number, failed: number): Record<string, unknown> {
+  const { masterCalls, ...rest } = m;
+  return {
+    jobs: n,
+    failed,
+    jobsPerS: round(n / m.wallS),
+    ...rest,
+    controlCpuMsPerJob: round((m.controlCpuS * 1000) / n),
+    masterCallsPerJob: Object.fromEntries(Object.entries(masterCalls).map(([k, v]) => [k, round(v / n, 2)])),
+  };
+}
+
 class Bench {
   constructor(
     readonly cluster: LocalCluster,
@@ -110,14 +123,45 @@ class Bench {
     };
   }
 
-  /** Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by part), and the workers'. */
-  async measure(
-    fn: () => Promise<void>,
-  ): Promise<{ wallS: number; controlCpuS: number; masterCpuS: number; agentsCpuS: number; amHostsCpuS: number; workersCpuS: number }> {
+  /** The master's answered gRPC calls so far, by method (its Prometheus metrics; {} when it serves none). */
+  async masterCalls(): Promise<Record<string, number>> {
+    const url = this.cluster.master.metricsUrl;
+    if (!url) return {};
+    const out: Record<string, number> = {};
+    try {
+      const text = await (await fetch(url)).text();
+      for (const m of text.matchAll(/^fuxi_grpc_server_handled_total\{([^}]*)\} (\S+)$/gm)) {
+        const method = /method="([^"]+)"/.exec(m[1]!)?.[1];
+        if (method && /service="fuxi\.v1\.MasterService"/.test(m[1]!)) out[method] = (out[method] ?? 0) + Number(m[2]);
+      }
+    } catch {
+      /* no figures */
+    }
+    return out;
+  }
+
+  /**
+   * Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by
+   * part), the workers', and the master's calls answered meanwhile by method (`masterCalls`; the
+   * calls of an `AmCalls` batch each count under their own method too).
+   */
+  async measure(fn: () => Promise<void>): Promise<{
+    wallS: number;
+    controlCpuS: number;
+    masterCpuS: number;
+    agentsCpuS: number;
+    amHostsCpuS: number;
+    workersCpuS: number;
+    masterCalls: Record<string, number>;
+  }> {
+    const c0 = await this.masterCalls();
     const p0 = this.cpuByPart();
     const t0 = Date.now();
     await fn();
     const p1 = this.cpuByPart();
+    const c1 = await this.masterCalls();
+    const masterCalls: Record<string, number> = {};
+    for (const [k, v] of Object.entries(c1)) if (v - (c0[k] ?? 0) > 0) masterCalls[k] = v - (c0[k] ?? 0);
     const masterCpuS = round(p1.master - p0.master, 2);
     const agentsCpuS = round(p1.agents - p0.agents, 2);
     const amHostsCpuS = round(p1.amHosts - p0.amHosts, 2);
@@ -129,6 +173,7 @@ class Bench {
       agentsCpuS,
       amHostsCpuS,
       workersCpuS,
+      masterCalls,
     };
   }
 
@@ -165,7 +210,7 @@ function cliSubmit(b: Bench, file: string, id: string): Promise<{ ms: number; ok
   });
 }
 
-async function separateCli(b: Bench, n: number, dir: string): Promise<Record<string, number>> {
+async function separateCli(b: Bench, n: number, dir: string): Promise<Record<string, unknown>> {
   const file = oneJobFile(dir, 'one');
   const walls: number[] = [];
   const ids = Array.from({ length: n }, (_, i) => `cli-${i}`);
@@ -182,7 +227,7 @@ async function separateCli(b: Bench, n: number, dir: string): Promise<Record<str
     await Promise.all(Array.from({ length: 8 }, worker));
     failed += await b.waitIds(ids);
   });
-  return { jobs: n, failed, jobsPerS: round(n / m.wallS), ...m, controlCpuMsPerJob: round((m.controlCpuS * 1000) / n), cliMedianMs: percentile(walls, 50) };
+  return { ...throughputFigures(m, n, failed), cliMedianMs: percentile(walls, 50) };
 }
 
 /** The wall time of a bare `node -e 0` started as the CLI is (the machine's floor for a cold process). */
@@ -196,7 +241,7 @@ function bareNode(): Promise<number> {
  * cluster; and, each right after a submit (the same phase of the machine), that of a bare
  * `node -e 0`, which no CLI can beat.
  */
-async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record<string, number>> {
+async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record<string, unknown>> {
   const file = oneJobFile(dir, 'cold');
   const walls: number[] = [];
   const bare: number[] = [];
@@ -220,34 +265,35 @@ async function warmUp(b: Bench, n: number): Promise<void> {
   if (failed > 0) throw new Error(`${failed} warm-up job(s) did not succeed`);
 }
 
-async function sdkMany(b: Bench, n: number): Promise<Record<string, number>> {
+async function sdkMany(b: Bench, n: number): Promise<Record<string, unknown>> {
   let failed = 0;
   const m = await b.measure(async () => {
     const res = await b.client.submitMany(Array.from({ length: n }, (_, i) => ({ ...tinyJob('many'), jobId: `many-${i}` })));
     failed = res.filter((r) => r.error).length + (await b.waitIds(res.filter((r) => !r.error).map((r) => r.jobId)));
   });
-  return { jobs: n, failed, jobsPerS: round(n / m.wallS), ...m, controlCpuMsPerJob: round((m.controlCpuS * 1000) / n) };
+  return throughputFigures(m, n, failed);
 }
 
-async function array(b: Bench, n: number): Promise<Record<string, number>> {
+async function array(b: Bench, n: number): Promise<Record<string, unknown>> {
   let failed = 0;
   const m = await b.measure(async () => {
     const { arrayId } = await b.client.submitArray({ ...tinyJob('arr'), jobId: 'arr' }, { indices: Array.from({ length: n }, (_, i) => i) });
     const done = await b.client.waitAll({ arrayId }, { endsOnly: true });
     failed = [...done.values()].filter((j) => j.state !== 'JOB_STATE_SUCCEEDED').length;
   });
-  return { jobs: n, failed, jobsPerS: round(n / m.wallS), ...m, controlCpuMsPerJob: round((m.controlCpuS * 1000) / n) };
+  return throughputFigures(m, n, failed);
 }
 
-async function oneJob(b: Bench, n: number): Promise<Record<string, number>> {
+async function oneJob(b: Bench, n: number): Promise<Record<string, unknown>> {
   const m = await b.measure(async () => {
     const { jobId } = await b.client.submit({ ...tinyJob('one', n), jobId: 'one-job' });
     await b.waitIds([jobId]);
   });
-  return { instances: n, ...m };
+  const { masterCalls, ...rest } = m;
+  return { instances: n, ...rest, masterCalls };
 }
 
-async function latency(b: Bench, n: number): Promise<Record<string, number>> {
+async function latency(b: Bench, n: number): Promise<Record<string, unknown>> {
   const toRunning: number[] = [];
   const toDone: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -273,7 +319,7 @@ async function latency(b: Bench, n: number): Promise<Record<string, number>> {
  * else moves): 10 s with one WatchJobs stream over all of them, 10 s with 1,000 WatchJob streams,
  * then the kill of all 1,000 with both kinds of watchers notified.
  */
-async function watchMany(b: Bench, n: number): Promise<Record<string, number>> {
+async function watchMany(b: Bench, n: number): Promise<Record<string, unknown>> {
   const master = () => cpuOf(b.cluster.master.pid).own;
   const idle = async (ms: number) => {
     const c0 = master();
@@ -307,7 +353,7 @@ async function watchMany(b: Bench, n: number): Promise<Record<string, number>> {
  * jobs failed, how many workers were restarted (a running worker with another pid, or gone), and
  * the longest kill-to-back time of an AM (its next attempt registered with the master).
  */
-async function amHostCrash(b: Bench, n: number): Promise<Record<string, number>> {
+async function amHostCrash(b: Bench, n: number): Promise<Record<string, unknown>> {
   const sleeper = normalizeJobSpec({
     name: 'crash',
     tasks: [{ name: 't', instances: 1, resources: { cpu: 0.05, memory: 16 }, command: ['sleep', '300'] }],
@@ -393,7 +439,7 @@ async function amHostCrash(b: Bench, n: number): Promise<Record<string, number>>
 /** Finished jobs the master keeps in this scenario (`--job-retention-count`): the rest go at its next retention pass. */
 const TEN_THOUSAND_KEPT = 1000;
 
-async function tenThousand(b: Bench): Promise<Record<string, number>> {
+async function tenThousand(b: Bench): Promise<Record<string, unknown>> {
   const before = rssMb(b.cluster.master.pid);
   const r = await sdkMany(b, 10_000);
   const after = rssMb(b.cluster.master.pid);
@@ -449,7 +495,7 @@ async function main(): Promise<void> {
   };
   // --agent-args '["--am-host-command", "node --cpu-prof ... fuxi-amhost"]': extra agent flags, as a JSON array (profiling).
   const agentExtra = values['agent-args'] ? (JSON.parse(values['agent-args']) as string[]) : [];
-  const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, number>>, extraMasterArgs: string[] = [], warmFirst = true) => {
+  const phase = async (name: string, fn: (b: Bench) => Promise<Record<string, unknown>>, extraMasterArgs: string[] = [], warmFirst = true) => {
     if (only && !only.has(name)) return;
     const masterArgs = [
       ...(values['max-am-share'] ? ['--max-am-share', values['max-am-share']] : []),
@@ -462,6 +508,8 @@ async function main(): Promise<void> {
       agents: 2,
       agentCpu: '8',
       agentMemory: '16Gi',
+      // The master's calls by method (masterCallsPerJob).
+      metrics: true,
       ...(masterArgs.length ? { masterArgs } : {}),
       ...(agentExtra.length ? { agentArgs: agentExtra } : {}),
     });
