@@ -491,7 +491,8 @@ class InlineAm implements Hosted {
         if (this.opts.createAm) this.am = this.opts.createAm(this.spec, log);
         else {
           const cfg = configFromEnv(this.spec.env, log);
-          this.am = new AppMaster({ ...cfg, serve: this.servers.serving(cfg, this.ctx) });
+          // Inline AMs share the host's batches of master calls (one call carries many AMs' calls).
+          this.am = new AppMaster({ ...cfg, batchMasterCalls: true, serve: this.servers.serving(cfg, this.ctx) });
         }
       } catch (e) {
         this.logFile?.log.error({ err: errorMessage(e) }, 'application master could not start');

@@ -108,6 +108,11 @@ export interface AppMasterConfig {
   transport?: Transport;
   /** How long master calls are retried while the master is unreachable (default 5 min). */
   masterRetryForMs?: number;
+  /**
+   * Master calls go in batches shared with the process's other AMs (`MasterService.AmCalls`,
+   * @fuxi/rpc call-batch.ts): set by the AM host for the AMs it runs inline.
+   */
+  batchMasterCalls?: boolean;
   /** How long one master call cycles through the masters before `masterRetryForMs` takes over (default 2 min). */
   masterCallRetryForMs?: number;
   /** How long a StartWorkers is retried on UNAVAILABLE before the plans count as rejected (default 60 s). */
@@ -317,6 +322,7 @@ export class AppMaster {
       onRedirect: (from, to) => this.log.info({ from, to }, 'following the master leader'),
       ...(this.cfg.token ? { token: this.cfg.token } : {}),
       ...(this.cfg.transport ? { transport: this.cfg.transport } : {}),
+      ...(this.cfg.batchMasterCalls ? { batch: true } : {}),
     });
   }
 

@@ -36,9 +36,10 @@ export interface CallerIdentity {
  * - `submit`: an admin, or a user into one of its groups;
  * - `job`: an admin, or a user who owns the job or shares its group (reads and kills);
  * - `list`: an admin or a user (a user's list is filtered with `canSeeJob`);
- * - `known`: any authenticated caller (cluster-wide reads).
+ * - `known`: any authenticated caller (cluster-wide reads);
+ * - `batch`: any caller: each call of the batch is authorized as that call alone (its own token).
  */
-export type Requirement = 'agent' | 'am' | 'am-or-viewer' | 'admin' | 'submit' | 'job' | 'list' | 'known';
+export type Requirement = 'agent' | 'am' | 'am-or-viewer' | 'admin' | 'submit' | 'job' | 'list' | 'known' | 'batch';
 
 export const MASTER_METHODS = {
   RegisterAgent: 'agent',
@@ -53,6 +54,7 @@ export const MASTER_METHODS = {
   WatchAssignments: 'am',
   SaveAppSnapshot: 'am',
   GetAppSnapshot: 'am-or-viewer',
+  AmCalls: 'batch',
   SubmitJob: 'submit',
   SubmitJobs: 'submit',
   GetJob: 'job',
@@ -125,6 +127,8 @@ export function authorize(method: MasterMethodName, caller: CallerIdentity, targ
       return;
     case 'known':
       if (role === 'anonymous') deny('needs an authenticated caller');
+      return;
+    case 'batch':
       return;
     case 'list':
       if (role !== 'admin' && role !== 'user') deny(`needs the admin or user role; ${caller.name} is ${article(role)}`);

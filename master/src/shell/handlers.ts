@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
-import type { Condition, MasterServiceDefinition, RegisterAgentRequest__Output } from '@fuxi/proto';
-import { jobSpecFromProto, jobSpecToProto, type ServiceImpl } from '@fuxi/rpc';
+import { loadFuxiProto, type Condition, type MasterServiceDefinition, type RegisterAgentRequest__Output } from '@fuxi/proto';
+import { AM_BATCHED, batchedCalls, jobSpecFromProto, jobSpecToProto, type HandlerObserver, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
 import type { TokenTable } from '@fuxi/rpc';
 import { canSeeJob } from '../core/authz.js';
@@ -74,6 +74,8 @@ export interface HandlerContext {
   tokens(): TokenTable | undefined;
   /** Per-caller submit buckets (config `submitRatePerSec`, `submitBurst`); absent: no limit. */
   submitRate?: SubmitRate;
+  /** Told of each call of an `AmCalls` batch as of a call alone (the daemon's gRPC metrics). */
+  observe?: HandlerObserver;
 }
 
 /**
@@ -111,7 +113,18 @@ function generatedJobId(name: string): string {
 }
 
 export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
-  return holdWhileLeaderless(refuseChangesWhileStoreFull(authorizeCalls(handlers(m), m), m), m);
+  // The calls of an AmCalls batch each go through the whole chain, as they would alone.
+  const all: ServiceImpl<MasterServiceDefinition> = holdWhileLeaderless(
+    refuseChangesWhileStoreFull(
+      authorizeCalls(
+        handlers(m, () => all),
+        m,
+      ),
+      m,
+    ),
+    m,
+  );
+  return all;
 }
 
 type Method = keyof ServiceImpl<MasterServiceDefinition>;
@@ -166,7 +179,7 @@ async function nodeAdminAnswer(m: HandlerContext, nodeId: string): Promise<{ nod
   return { node: view ? nodeStatusToWire(view) : null };
 }
 
-function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
+function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinition>): ServiceImpl<MasterServiceDefinition> {
   const now = () => Date.now();
   // Testbed changes one at a time: each is planned against the testbeds the ones before it made.
   let testbedQueue: Promise<unknown> = Promise.resolve();
@@ -378,6 +391,7 @@ function handlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
       );
       return {};
     },
+    AmCalls: batchedCalls(loadFuxiProto().MasterService.service, all, AM_BATCHED, m.observe),
     GetAppSnapshot: async (req) => {
       m.core.getJob(req.appId);
       // One read of the app's keys (its topology and its log entries, in key order): an AM host's

@@ -924,6 +924,7 @@ export class MasterServer {
       insecure: this.insecure(),
       tokens: () => this.tokenFile?.table,
       submitRate: new SubmitRate({ ratePerSec: this.cfg.submitRatePerSec, burst: this.cfg.submitBurst }),
+      ...(this.metrics ? { observe: this.metrics.daemon.grpc } : {}),
     };
   }
 

@@ -46,6 +46,23 @@ export function toGrpcError(e: unknown): Partial<grpc.ServiceError> {
   return { code: grpc.status.INTERNAL, details: clipStatusText(`internal error: ${msg}`), metadata };
 }
 
+/** A FuxiError (or anything else) as the result of one call of a batch (call-batch.ts): what `toGrpcError` sends alone. */
+export function batchedErrorOf(e: unknown): { code: ErrorCode; message: string; details: Record<string, string> } {
+  if (e instanceof FuxiError) {
+    const details: Record<string, string> = {};
+    for (const [k, v] of Object.entries(e.details)) details[k] = clipStatusText(v, 256);
+    return { code: e.code, message: clipStatusText(e.message), details };
+  }
+  const msg = e instanceof Error ? e.message : String(e);
+  return { code: 'INTERNAL', message: clipStatusText(`internal error: ${msg}`), details: {} };
+}
+
+/** The error of one call of a batch, as the RpcError the call alone would have failed with. */
+export function fromBatchedError(r: { code: string; message: string; details: Record<string, string> }, method: string): RpcError {
+  const code: ErrorCode = r.code in TO_GRPC ? (r.code as ErrorCode) : 'INTERNAL';
+  return new RpcError(code, r.message, TO_GRPC[code], { ...r.details }, method);
+}
+
 /** An error from a client call, as a typed FuxiError (with `grpcCode` kept for callers). */
 export class RpcError extends FuxiError {
   constructor(

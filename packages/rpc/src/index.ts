@@ -31,3 +31,4 @@ export * from './tls.js';
 export * from './message-size.js';
 export * from './stream-bounds.js';
 export * from './routing.js';
+export * from './call-batch.js';

@@ -11,6 +11,7 @@ import type { MethodName } from './server.js';
 import { RpcError } from './errors.js';
 import { Retrier } from './retry.js';
 import { CallGate } from './call-gate.js';
+import { AM_BATCHED, batcherFor } from './call-batch.js';
 import type { Transport } from './tls.js';
 
 export type MasterClient = TypedClient<MasterServiceDefinition>;
@@ -35,6 +36,12 @@ export interface MasterConnectionOptions {
   token?: string | (() => string | undefined);
   /** Mutual TLS or plaintext; default the process's (`setDefaultTransport`). */
   transport?: Transport;
+  /**
+   * The AM's own calls (call-batch.ts `AM_BATCHED`) go in batches (`AmCalls`) shared by every
+   * connection of the process to the same master: an AM host's hosted AMs set it. Each call keeps
+   * its token, its answer and its errors, and the retries and redirects here.
+   */
+  batch?: boolean;
 }
 
 /**
@@ -101,8 +108,14 @@ export class MasterConnection {
           // start at the next one that is not known to have failed.
           if (first && this.addresses.length > 1 && this.connectFailed(this.current)) this.current = this.nextAddress();
           first = false;
-          const fn = (this.client() as unknown as Record<string, (r: unknown, o: CallOptions) => Promise<ResOf<MasterServiceDefinition[K]>>>)[method]!;
-          return fn(req, opts);
+          const client = this.client();
+          const fn = (client as unknown as Record<string, (r: unknown, o: CallOptions) => Promise<ResOf<MasterServiceDefinition[K]>>>)[method]!;
+          if (!this.opts.batch) return fn(req, opts);
+          const tok = this.opts.token;
+          const token = opts.token ?? (typeof tok === 'function' ? tok() : tok) ?? '';
+          return batcherFor(client, loadFuxiProto().MasterService.service, AM_BATCHED).call(client, method, req as object, { ...opts, token }, () =>
+            fn(req, opts),
+          );
         });
         this.opts.onAnswer?.(this.current);
         return res;

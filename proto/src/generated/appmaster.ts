@@ -5,6 +5,10 @@ import type { AgentsTimedOutRequest as _fuxi_v1_AgentsTimedOutRequest, AgentsTim
 import type { AgentsTimedOutResponse as _fuxi_v1_AgentsTimedOutResponse, AgentsTimedOutResponse__Output as _fuxi_v1_AgentsTimedOutResponse__Output } from './fuxi/v1/AgentsTimedOutResponse.js';
 import type { AppMasterServiceClient as _fuxi_v1_AppMasterServiceClient, AppMasterServiceDefinition as _fuxi_v1_AppMasterServiceDefinition } from './fuxi/v1/AppMasterService.js';
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
+import type { BatchedCall as _fuxi_v1_BatchedCall, BatchedCall__Output as _fuxi_v1_BatchedCall__Output } from './fuxi/v1/BatchedCall.js';
+import type { BatchedResult as _fuxi_v1_BatchedResult, BatchedResult__Output as _fuxi_v1_BatchedResult__Output } from './fuxi/v1/BatchedResult.js';
+import type { CallBatch as _fuxi_v1_CallBatch, CallBatch__Output as _fuxi_v1_CallBatch__Output } from './fuxi/v1/CallBatch.js';
+import type { CallBatchResult as _fuxi_v1_CallBatchResult, CallBatchResult__Output as _fuxi_v1_CallBatchResult__Output } from './fuxi/v1/CallBatchResult.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
 import type { Connectivity as _fuxi_v1_Connectivity, Connectivity__Output as _fuxi_v1_Connectivity__Output } from './fuxi/v1/Connectivity.js';
 import type { GetAppStateRequest as _fuxi_v1_GetAppStateRequest, GetAppStateRequest__Output as _fuxi_v1_GetAppStateRequest__Output } from './fuxi/v1/GetAppStateRequest.js';
@@ -40,6 +44,10 @@ export interface ProtoGrpcType {
        */
       AppMasterService: SubtypeConstructor<typeof grpc.Client, _fuxi_v1_AppMasterServiceClient> & { service: _fuxi_v1_AppMasterServiceDefinition }
       Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
+      BatchedCall: MessageTypeDefinition<_fuxi_v1_BatchedCall, _fuxi_v1_BatchedCall__Output>
+      BatchedResult: MessageTypeDefinition<_fuxi_v1_BatchedResult, _fuxi_v1_BatchedResult__Output>
+      CallBatch: MessageTypeDefinition<_fuxi_v1_CallBatch, _fuxi_v1_CallBatch__Output>
+      CallBatchResult: MessageTypeDefinition<_fuxi_v1_CallBatchResult, _fuxi_v1_CallBatchResult__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
       Connectivity: MessageTypeDefinition<_fuxi_v1_Connectivity, _fuxi_v1_Connectivity__Output>
       GetAppStateRequest: MessageTypeDefinition<_fuxi_v1_GetAppStateRequest, _fuxi_v1_GetAppStateRequest__Output>

@@ -6,6 +6,10 @@ export type { AppMasterServiceClient, AppMasterServiceHandlers, AppMasterService
 export type { Assignment, Assignment__Output } from './fuxi/v1/Assignment.js';
 export type { AssignmentUpdate, AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
 export type { AttemptVerdict, AttemptVerdict__Output } from './fuxi/v1/AttemptVerdict.js';
+export type { BatchedCall, BatchedCall__Output } from './fuxi/v1/BatchedCall.js';
+export type { BatchedResult, BatchedResult__Output } from './fuxi/v1/BatchedResult.js';
+export type { CallBatch, CallBatch__Output } from './fuxi/v1/CallBatch.js';
+export type { CallBatchResult, CallBatchResult__Output } from './fuxi/v1/CallBatchResult.js';
 export type { ClusterStatus, ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 export type { Command, Command__Output } from './fuxi/v1/Command.js';
 export type { Condition, Condition__Output } from './fuxi/v1/Condition.js';

@@ -4,6 +4,10 @@ import type { EnumTypeDefinition, MessageTypeDefinition } from '@grpc/proto-load
 import type { Assignment as _fuxi_v1_Assignment, Assignment__Output as _fuxi_v1_Assignment__Output } from './fuxi/v1/Assignment.js';
 import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from './fuxi/v1/AssignmentUpdate.js';
 import type { AttemptVerdict as _fuxi_v1_AttemptVerdict, AttemptVerdict__Output as _fuxi_v1_AttemptVerdict__Output } from './fuxi/v1/AttemptVerdict.js';
+import type { BatchedCall as _fuxi_v1_BatchedCall, BatchedCall__Output as _fuxi_v1_BatchedCall__Output } from './fuxi/v1/BatchedCall.js';
+import type { BatchedResult as _fuxi_v1_BatchedResult, BatchedResult__Output as _fuxi_v1_BatchedResult__Output } from './fuxi/v1/BatchedResult.js';
+import type { CallBatch as _fuxi_v1_CallBatch, CallBatch__Output as _fuxi_v1_CallBatch__Output } from './fuxi/v1/CallBatch.js';
+import type { CallBatchResult as _fuxi_v1_CallBatchResult, CallBatchResult__Output as _fuxi_v1_CallBatchResult__Output } from './fuxi/v1/CallBatchResult.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from './fuxi/v1/ClusterStatus.js';
 import type { Command as _fuxi_v1_Command, Command__Output as _fuxi_v1_Command__Output } from './fuxi/v1/Command.js';
 import type { Condition as _fuxi_v1_Condition, Condition__Output as _fuxi_v1_Condition__Output } from './fuxi/v1/Condition.js';
@@ -96,6 +100,10 @@ export interface ProtoGrpcType {
       Assignment: MessageTypeDefinition<_fuxi_v1_Assignment, _fuxi_v1_Assignment__Output>
       AssignmentUpdate: MessageTypeDefinition<_fuxi_v1_AssignmentUpdate, _fuxi_v1_AssignmentUpdate__Output>
       AttemptVerdict: MessageTypeDefinition<_fuxi_v1_AttemptVerdict, _fuxi_v1_AttemptVerdict__Output>
+      BatchedCall: MessageTypeDefinition<_fuxi_v1_BatchedCall, _fuxi_v1_BatchedCall__Output>
+      BatchedResult: MessageTypeDefinition<_fuxi_v1_BatchedResult, _fuxi_v1_BatchedResult__Output>
+      CallBatch: MessageTypeDefinition<_fuxi_v1_CallBatch, _fuxi_v1_CallBatch__Output>
+      CallBatchResult: MessageTypeDefinition<_fuxi_v1_CallBatchResult, _fuxi_v1_CallBatchResult__Output>
       ClusterStatus: MessageTypeDefinition<_fuxi_v1_ClusterStatus, _fuxi_v1_ClusterStatus__Output>
       Command: MessageTypeDefinition<_fuxi_v1_Command, _fuxi_v1_Command__Output>
       Condition: MessageTypeDefinition<_fuxi_v1_Condition, _fuxi_v1_Condition__Output>

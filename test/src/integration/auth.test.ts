@@ -247,6 +247,31 @@ describe('identities, roles and AM tokens (real processes)', function () {
       expect(
         (await refusal(master.FinishApp({ appId: 'tok-1', amAttempt: 2, succeeded: true, message: 'x', progress: [] }, { deadlineMs: 5000 }))).code,
       ).to.equal('PERMISSION_DENIED');
+      // The same calls in a batch (AmCalls, as an AM host sends its AMs' calls): each is refused
+      // on its own token, or on the batch caller's identity when it carries none.
+      const M = proto.MasterService.service;
+      const batch = await master.AmCalls(
+        {
+          calls: [
+            {
+              method: 'FinishApp',
+              token: oldToken,
+              request: M.FinishApp.requestSerialize({ appId: 'tok-1', amAttempt: 1, succeeded: true, message: 'forged' }),
+            },
+            { method: 'UpdateRequests', token: oldToken, request: M.UpdateRequests.requestSerialize({ appId: 'tok-1', amAttempt: 2, seq: '999' }) },
+            { method: 'FinishApp', token: '', request: M.FinishApp.requestSerialize({ appId: 'tok-1', amAttempt: 2, succeeded: true, message: 'x' }) },
+            {
+              method: 'FinishApp',
+              token: 'y'.repeat(43),
+              request: M.FinishApp.requestSerialize({ appId: 'tok-1', amAttempt: 2, succeeded: true, message: 'x' }),
+            },
+          ],
+        },
+        { deadlineMs: 5000 },
+      );
+      expect(batch.results.map((r) => r.code)).to.deep.equal(['PERMISSION_DENIED', 'PERMISSION_DENIED', 'PERMISSION_DENIED', 'UNAUTHENTICATED']);
+      expect(batch.results[0]!.message).to.match(/token is of attempt 1 of tok-1; the current attempt is 2/);
+      expect((await admin.get('tok-1')).state).to.equal('JOB_STATE_RUNNING');
       await master.GetAppSnapshot({ appId: 'tok-1' }, { token: newToken, deadlineMs: 5000 });
 
       // The agents refuse plans with the old token, a wrong token or none: nothing starts.

@@ -21,7 +21,7 @@ import {
   type WorkerPlan__Output,
   type WorkerStatus,
 } from '@fuxi/proto';
-import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
+import { AM_BATCHED, batchedCalls, connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 
 const proto = loadFuxiProto();
 
@@ -112,110 +112,109 @@ export class FakeMaster {
 
   async start(): Promise<this> {
     const def = proto.MasterService.service;
-    const handlers = implement(
-      def,
-      {
-        ...notImplemented(Object.keys(def)),
-        RegisterApp: (req: { address: string; amAttempt: number }) => {
-          this.gate();
-          this.note('RegisterApp');
-          this.registered.push(req.amAttempt);
-          this.amAddress = req.address;
-          // The slots the app already holds (after an AM restart; none for a new app).
-          return { epoch: this.epoch, spec: this.spec, heartbeatIntervalMs: 50, assignments: this.table(), assignmentSeq: String(this.seq) };
-        },
-        SaveAppSnapshot: (req: SaveAppSnapshotRequest__Output) => {
-          this.gate();
-          this.note('SaveAppSnapshot');
-          this.snapshotCalls.push(req);
-          if (req.topology && !this.snapshot.topology) this.snapshot.topology = req.topology;
-          if (Number(req.seq) > (this.snapshotSeqs.get(req.amAttempt) ?? 0)) {
-            this.snapshotSeqs.set(req.amAttempt, Number(req.seq));
-            this.snapshot.entries.push(...req.entries);
-          }
-          return {};
-        },
-        GetAppSnapshot: () => {
-          this.gate();
-          this.note('GetAppSnapshot');
-          return { topology: this.snapshot.topology, entries: [...this.snapshot.entries] };
-        },
-        UpdateRequests: async (req: UpdateRequestsRequest__Output) => {
-          this.gate();
-          this.note('UpdateRequests');
-          this.requests.push(req);
-          if (this.delayNextAnswerMs > 0) {
-            const ms = this.delayNextAnswerMs;
-            this.delayNextAnswerMs = 0;
-            await new Promise((r) => setTimeout(r, ms));
-          }
-          if (Number(req.seq) > this.lastRequestSeq && this.refuseRaises > 0 && req.deltas.some((d) => d.delta > 0)) {
-            this.refuseRaises--;
-            this.refused++;
-            throw new InvalidArgumentError('deltas.delta', 'schedule unit would have more slots than its task allows (fake)');
-          }
-          if (Number(req.seq) > this.lastRequestSeq) {
-            this.lastRequestSeq = Number(req.seq);
-            if (req.constraints) this.constraints = req.constraints;
-            for (const d of req.deltas) this.outstanding.set(d.suId, Math.max(0, (this.outstanding.get(d.suId) ?? 0) + d.delta));
-            this.place();
-          }
-          const behind = this.inflight === 0 && Number(req.assignmentSeq) !== this.seq;
-          if (behind) this.fullTablesSent++;
-          const c = this.connectivity;
-          const stale = c !== undefined && String(c.version) !== req.connectivityVersion;
-          const base = { epoch: this.epoch, assignmentSeq: String(this.seq), reportState: this.reportPending, ...(stale ? { connectivity: c } : {}) };
-          return behind ? { ...base, fullAssignments: true, assignments: this.table() } : base;
-        },
-        WatchAssignments: (_req: unknown, call: { on(ev: string, f: () => void): void }) => {
-          this.gate();
-          if (!this.streams) throw new FailedPreconditionError('WatchAssignments is not implemented by the fake');
-          this.note('WatchAssignments');
-          return new Promise<void>((resolve, reject) => {
-            this.cuts.push(() => reject(new UnavailableError('stream cut (fake)')));
-            call.on('cancelled', () => resolve());
-          });
-        },
-        ReportAppState: async (req: ReportAppStateRequest__Output) => {
-          this.gate();
-          this.note('ReportAppState');
-          if (this.delayReportMs > 0) await new Promise((r) => setTimeout(r, this.delayReportMs));
-          this.reports.push(req);
-          this.reportPending = false;
-          if (req.address) this.amAddress = req.address;
+    const impl: Record<string, unknown> = {
+      ...notImplemented(Object.keys(def)),
+      RegisterApp: (req: { address: string; amAttempt: number }) => {
+        this.gate();
+        this.note('RegisterApp');
+        this.registered.push(req.amAttempt);
+        this.amAddress = req.address;
+        // The slots the app already holds (after an AM restart; none for a new app).
+        return { epoch: this.epoch, spec: this.spec, heartbeatIntervalMs: 50, assignments: this.table(), assignmentSeq: String(this.seq) };
+      },
+      SaveAppSnapshot: (req: SaveAppSnapshotRequest__Output) => {
+        this.gate();
+        this.note('SaveAppSnapshot');
+        this.snapshotCalls.push(req);
+        if (req.topology && !this.snapshot.topology) this.snapshot.topology = req.topology;
+        if (Number(req.seq) > (this.snapshotSeqs.get(req.amAttempt) ?? 0)) {
+          this.snapshotSeqs.set(req.amAttempt, Number(req.seq));
+          this.snapshot.entries.push(...req.entries);
+        }
+        return {};
+      },
+      GetAppSnapshot: () => {
+        this.gate();
+        this.note('GetAppSnapshot');
+        return { topology: this.snapshot.topology, entries: [...this.snapshot.entries] };
+      },
+      UpdateRequests: async (req: UpdateRequestsRequest__Output) => {
+        this.gate();
+        this.note('UpdateRequests');
+        this.requests.push(req);
+        if (this.delayNextAnswerMs > 0) {
+          const ms = this.delayNextAnswerMs;
+          this.delayNextAnswerMs = 0;
+          await new Promise((r) => setTimeout(r, ms));
+        }
+        if (Number(req.seq) > this.lastRequestSeq && this.refuseRaises > 0 && req.deltas.some((d) => d.delta > 0)) {
+          this.refuseRaises--;
+          this.refused++;
+          throw new InvalidArgumentError('deltas.delta', 'schedule unit would have more slots than its task allows (fake)');
+        }
+        if (Number(req.seq) > this.lastRequestSeq) {
+          this.lastRequestSeq = Number(req.seq);
           if (req.constraints) this.constraints = req.constraints;
-          // The report replaces this master's view of the app's outstanding requests.
-          this.outstanding.clear();
-          for (const r of req.requests) this.outstanding.set(r.suId, (this.outstanding.get(r.suId) ?? 0) + r.count);
+          for (const d of req.deltas) this.outstanding.set(d.suId, Math.max(0, (this.outstanding.get(d.suId) ?? 0) + d.delta));
           this.place();
-          return { epoch: this.epoch };
-        },
-        ReturnSlots: (req: ReturnSlotsRequest__Output) => {
-          this.gate();
-          this.note('ReturnSlots');
-          this.returns.push(req);
-          const changed: Assignment[] = [];
-          for (const r of req.returns) {
-            const k = `${r.suId}|${r.nodeId}`;
-            this.asgn.set(k, Math.max(0, (this.asgn.get(k) ?? 0) - r.slots));
-            changed.push(this.entry(r.suId, r.nodeId));
-          }
-          this.push(changed);
-          return {};
-        },
-        FinishApp: (req: FinishAppRequest__Output) => {
-          this.gate();
-          this.note('FinishApp');
-          this.finished = req;
-          // As the real master's end of a job: every slot of the app released (its snapshot is
-          // deleted there too; kept here for the tests to read what was logged).
-          for (const k of this.asgn.keys()) this.asgn.set(k, 0);
-          this.onFinish(req);
-          return {};
-        },
-      } as never,
-      nullLogger,
-    );
+        }
+        const behind = this.inflight === 0 && Number(req.assignmentSeq) !== this.seq;
+        if (behind) this.fullTablesSent++;
+        const c = this.connectivity;
+        const stale = c !== undefined && String(c.version) !== req.connectivityVersion;
+        const base = { epoch: this.epoch, assignmentSeq: String(this.seq), reportState: this.reportPending, ...(stale ? { connectivity: c } : {}) };
+        return behind ? { ...base, fullAssignments: true, assignments: this.table() } : base;
+      },
+      WatchAssignments: (_req: unknown, call: { on(ev: string, f: () => void): void }) => {
+        this.gate();
+        if (!this.streams) throw new FailedPreconditionError('WatchAssignments is not implemented by the fake');
+        this.note('WatchAssignments');
+        return new Promise<void>((resolve, reject) => {
+          this.cuts.push(() => reject(new UnavailableError('stream cut (fake)')));
+          call.on('cancelled', () => resolve());
+        });
+      },
+      ReportAppState: async (req: ReportAppStateRequest__Output) => {
+        this.gate();
+        this.note('ReportAppState');
+        if (this.delayReportMs > 0) await new Promise((r) => setTimeout(r, this.delayReportMs));
+        this.reports.push(req);
+        this.reportPending = false;
+        if (req.address) this.amAddress = req.address;
+        if (req.constraints) this.constraints = req.constraints;
+        // The report replaces this master's view of the app's outstanding requests.
+        this.outstanding.clear();
+        for (const r of req.requests) this.outstanding.set(r.suId, (this.outstanding.get(r.suId) ?? 0) + r.count);
+        this.place();
+        return { epoch: this.epoch };
+      },
+      ReturnSlots: (req: ReturnSlotsRequest__Output) => {
+        this.gate();
+        this.note('ReturnSlots');
+        this.returns.push(req);
+        const changed: Assignment[] = [];
+        for (const r of req.returns) {
+          const k = `${r.suId}|${r.nodeId}`;
+          this.asgn.set(k, Math.max(0, (this.asgn.get(k) ?? 0) - r.slots));
+          changed.push(this.entry(r.suId, r.nodeId));
+        }
+        this.push(changed);
+        return {};
+      },
+      FinishApp: (req: FinishAppRequest__Output) => {
+        this.gate();
+        this.note('FinishApp');
+        this.finished = req;
+        // As the real master's end of a job: every slot of the app released (its snapshot is
+        // deleted there too; kept here for the tests to read what was logged).
+        for (const k of this.asgn.keys()) this.asgn.set(k, 0);
+        this.onFinish(req);
+        return {};
+      },
+    };
+    // A hosted AM's calls come in batches (AmCalls): each goes to the handler above, as alone.
+    impl.AmCalls = batchedCalls(def, () => impl, AM_BATCHED);
+    const handlers = implement(def, impl as never, nullLogger);
     this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.MasterService', definition: def, handlers }] });
     return this;
   }

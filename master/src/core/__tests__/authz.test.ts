@@ -33,6 +33,9 @@ describe('master core: authorization table', () => {
     for (const m of ['CordonNode', 'UncordonNode', 'DrainNode'] as const) expect(MASTER_METHODS[m]).to.equal('admin');
     for (const m of ['RegisterApp', 'UpdateRequests', 'ReturnSlots', 'ReportAppState', 'FinishApp', 'WatchAssignments', 'SaveAppSnapshot'] as const)
       expect(MASTER_METHODS[m]).to.equal('am');
+    // A batch of AM calls passes as a whole: each call in it is checked as that call alone.
+    expect(MASTER_METHODS.AmCalls).to.equal('batch');
+    for (const caller of [anon, alice, am(2)]) expect(refusal('AmCalls', caller, secure())).to.equal(undefined);
   });
 
   it('cluster operations need admin: a user is PERMISSION_DENIED, no credentials UNAUTHENTICATED', () => {

@@ -3,6 +3,8 @@
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { AssignmentUpdate as _fuxi_v1_AssignmentUpdate, AssignmentUpdate__Output as _fuxi_v1_AssignmentUpdate__Output } from '../../fuxi/v1/AssignmentUpdate.js';
+import type { CallBatch as _fuxi_v1_CallBatch, CallBatch__Output as _fuxi_v1_CallBatch__Output } from '../../fuxi/v1/CallBatch.js';
+import type { CallBatchResult as _fuxi_v1_CallBatchResult, CallBatchResult__Output as _fuxi_v1_CallBatchResult__Output } from '../../fuxi/v1/CallBatchResult.js';
 import type { ClusterStatus as _fuxi_v1_ClusterStatus, ClusterStatus__Output as _fuxi_v1_ClusterStatus__Output } from '../../fuxi/v1/ClusterStatus.js';
 import type { CordonNodeRequest as _fuxi_v1_CordonNodeRequest, CordonNodeRequest__Output as _fuxi_v1_CordonNodeRequest__Output } from '../../fuxi/v1/CordonNodeRequest.js';
 import type { CreateTestbedRequest as _fuxi_v1_CreateTestbedRequest, CreateTestbedRequest__Output as _fuxi_v1_CreateTestbedRequest__Output } from '../../fuxi/v1/CreateTestbedRequest.js';
@@ -60,6 +62,25 @@ import type { WatchJobsRequest as _fuxi_v1_WatchJobsRequest, WatchJobsRequest__O
  * leader's address in the `fuxi-leader` trailer metadata so callers redirect.
  */
 export interface MasterServiceClient extends grpc.Client {
+  /**
+   * Many AMs' calls in one (an AM host's hosted AMs): each entry is one of the unary AM methods
+   * above with its request bytes and its AM's token, authorized and run as that call alone would
+   * be, and answered with its own response or error. The batch is answered once every entry is.
+   */
+  AmCalls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  AmCalls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  AmCalls(argument: _fuxi_v1_CallBatch, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  AmCalls(argument: _fuxi_v1_CallBatch, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  /**
+   * Many AMs' calls in one (an AM host's hosted AMs): each entry is one of the unary AM methods
+   * above with its request bytes and its AM's token, authorized and run as that call alone would
+   * be, and answered with its own response or error. The batch is answered once every entry is.
+   */
+  amCalls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  amCalls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  amCalls(argument: _fuxi_v1_CallBatch, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  amCalls(argument: _fuxi_v1_CallBatch, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  
   /**
    * Operators: a node's administrative state (hard state: it survives a master failover). A
    * cordoned node gets no new grants, its work runs on; a draining one gets none either, its batch
@@ -402,6 +423,13 @@ export interface MasterServiceClient extends grpc.Client {
  */
 export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation {
   /**
+   * Many AMs' calls in one (an AM host's hosted AMs): each entry is one of the unary AM methods
+   * above with its request bytes and its AM's token, authorized and run as that call alone would
+   * be, and answered with its own response or error. The batch is answered once every entry is.
+   */
+  AmCalls: grpc.handleUnaryCall<_fuxi_v1_CallBatch__Output, _fuxi_v1_CallBatchResult>;
+  
+  /**
    * Operators: a node's administrative state (hard state: it survives a master failover). A
    * cordoned node gets no new grants, its work runs on; a draining one gets none either, its batch
    * work finishes or, at the deadline, has its slots revoked (its AMs run it again elsewhere), its
@@ -511,6 +539,7 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
 }
 
 export interface MasterServiceDefinition extends grpc.ServiceDefinition {
+  AmCalls: MethodDefinition<_fuxi_v1_CallBatch, _fuxi_v1_CallBatchResult, _fuxi_v1_CallBatch__Output, _fuxi_v1_CallBatchResult__Output>
   CordonNode: MethodDefinition<_fuxi_v1_CordonNodeRequest, _fuxi_v1_NodeAdminResponse, _fuxi_v1_CordonNodeRequest__Output, _fuxi_v1_NodeAdminResponse__Output>
   CreateTestbed: MethodDefinition<_fuxi_v1_CreateTestbedRequest, _fuxi_v1_CreateTestbedResponse, _fuxi_v1_CreateTestbedRequest__Output, _fuxi_v1_CreateTestbedResponse__Output>
   DeleteTestbed: MethodDefinition<_fuxi_v1_DeleteTestbedRequest, _fuxi_v1_DeleteTestbedResponse, _fuxi_v1_DeleteTestbedRequest__Output, _fuxi_v1_DeleteTestbedResponse__Output>
