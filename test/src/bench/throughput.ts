@@ -19,10 +19,13 @@
  *   1,000 finished jobs.
  *
  * The daemons of a scenario that measures CPU or throughput are warmed up first (`--warm-up`, default
- * 200): that many one-instance jobs through submitMany and one job of that many instances, waited
- * for, before the measurement starts. A cluster serves jobs for days; the first seconds of a fresh
+ * 2000): that many one-instance jobs through submitMany and one job of that many instances, waited
+ * for, before the measurement starts. A cluster serves jobs for days; the first minutes of a fresh
  * daemon are V8 compiling its hot paths (about a tenth of the machine's CPU on its background
- * threads in a cold sdkMany, by `perf`). `--warm-up 0` measures the cold daemons.
+ * threads in a cold sdkMany, by `perf`). After 200 warm-up jobs V8 still optimized 230-320 more
+ * functions per daemon during a 1,000-job sdkMany (`--trace-opt`; its compiler threads were 60 % of
+ * the daemons' background-thread samples in `perf`); after 2,000, 70-180. `--warm-up 0` measures the
+ * cold daemons.
  *
  * `--store etcd` runs every scenario with the master on a real etcd (started here) instead of the
  * embedded store, and writes bench-results/throughput-etcd.json.
@@ -33,7 +36,7 @@
  * `workersCpuS`, reported beside it. Every AM in these scenarios is hosted, so no AM process is
  * among those children (an AM host that ends mid-run is: only in amHostCrash, which reports no CPU).
  *
- *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 200] [--keep]
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 2000] [--keep]
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
@@ -484,7 +487,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
   // Workers run as another user (nobody): they must be able to pass through.
   chmodSync(dir, 0o711);
-  const warm = Number(values['warm-up'] ?? 200);
+  const warm = Number(values['warm-up'] ?? 2000);
   if (!Number.isInteger(warm) || warm < 0) throw new Error(`--warm-up must be a non-negative integer, got ${JSON.stringify(values['warm-up'])}`);
   const out: Record<string, unknown> = {
     slots: 16,
