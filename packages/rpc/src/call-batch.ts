@@ -9,7 +9,8 @@
  * The client side (`CallBatcher`) coalesces the calls made in one turn of the event loop, and
  * while `maxInFlight` batches are out, every call made meanwhile: with nothing in flight a call
  * leaves at once (no added latency when idle), and under load the batches grow by themselves (as a
- * group commit does). One batcher per channel: every AM of a process shares its batches.
+ * group commit does). A batch of one call is sent as that call alone (a lone AM pays nothing for
+ * the batching). One batcher per channel: every AM of a process shares its batches.
  *
  * ```ts
  * // client (master-connection.ts, when `batch` is set):
@@ -112,7 +113,9 @@ interface Pending {
   method: string;
   def: AnyMethod;
   token: string;
-  bytes: Buffer;
+  req: object;
+  /** The request serialized, once it is going in a batch of more than one call. */
+  bytes?: Buffer;
   deadlineAt: number;
   sender: BatchSender;
   /** The same call made alone (a server that serves no batches). */
@@ -154,13 +157,12 @@ export class CallBatcher {
   call<Res>(sender: BatchSender, method: string, req: object, opts: CallOptions & { token?: string }, alone: () => Promise<Res>): Promise<Res> {
     const def = this.allowed.has(method) ? methodOf(this.definition, method) : undefined;
     if (!def || this.unsupported) return alone();
-    const bytes = def.requestSerialize(req);
     return new Promise<Res>((resolve, reject) => {
       this.pending.push({
         method,
         def,
         token: opts.token ?? '',
-        bytes,
+        req,
         deadlineAt: Date.now() + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS),
         sender,
         alone,
@@ -185,13 +187,16 @@ export class CallBatcher {
     while (this.inFlight < this.maxInFlight && this.pending.length > 0) {
       let bytes = 0;
       let n = 0;
-      while (n < this.pending.length && n < this.maxCalls) {
-        const b = (this.pending[n] as Pending).bytes.length;
+      // A call with none beside it goes alone, and is never serialized here.
+      while (this.pending.length > 1 && n < this.pending.length && n < this.maxCalls) {
+        const p = this.pending[n] as Pending;
+        p.bytes ??= p.def.requestSerialize(p.req);
+        const b = p.bytes.length;
         if (n > 0 && bytes + b > this.maxBytes) break;
         bytes += b;
         n++;
       }
-      const batch = this.pending.splice(0, n);
+      const batch = this.pending.splice(0, Math.max(n, 1));
       this.inFlight++;
       void this.send(batch).finally(() => {
         this.inFlight--;
@@ -202,11 +207,16 @@ export class CallBatcher {
 
   private async send(batch: Pending[]): Promise<void> {
     const first = batch[0] as Pending;
+    // A batch of one is that call alone: no wrapping, no second encoding.
+    if (batch.length === 1) return first.alone().then(first.resolve, first.reject);
     const deadlineMs = Math.max(1, Math.min(...batch.map((p) => p.deadlineAt)) - Date.now());
     let res: CallBatchResult__Output;
     try {
       // No token of the batch's own: each call carries its own.
-      res = await first.sender.AmCalls({ calls: batch.map((p) => ({ method: p.method, token: p.token, request: p.bytes })) }, { deadlineMs, token: '' });
+      res = await first.sender.AmCalls(
+        { calls: batch.map((p) => ({ method: p.method, token: p.token, request: p.bytes as Buffer })) },
+        { deadlineMs, token: '' },
+      );
     } catch (e) {
       if (e instanceof RpcError && e.grpcCode === grpc.status.UNIMPLEMENTED) {
         this.unsupported = true;

@@ -162,23 +162,34 @@ describe('batched calls (AmCalls)', () => {
     }
   });
 
-  it('a batch holds at most maxCalls calls and maxBytes of requests (a larger call goes alone); at most maxInFlight are out', async () => {
+  it('a batch holds at most maxCalls calls and maxBytes of requests; at most maxInFlight are out; a batch of one goes as the call alone', async () => {
     const seen = fresh();
     const s = await serve(seen);
     const client = connect(loadFuxiProto().MasterService, s.address);
     try {
       const batcher = new CallBatcher(loadFuxiProto().MasterService.service, AM_BATCHED, { maxCalls: 3, maxBytes: 200, maxInFlight: 1 });
+      let alone = 0;
+      const call = (req: never, token: string) =>
+        batcher.call(client, 'UpdateRequests', req, { token }, () => {
+          alone++;
+          return client.UpdateRequests(req, { token });
+        });
       const big = { ...(update('big', 1) as object), units: [{ suId: 'x'.repeat(300) }] } as never;
-      const calls = [
-        ...Array.from({ length: 7 }, (_, i) =>
-          batcher.call(client, 'UpdateRequests', update(`s-${i}`, 10 + i), { token: `t${i}` }, () => Promise.reject(new Error('not alone'))),
-        ),
-        batcher.call(client, 'UpdateRequests', big, { token: 'tb' }, () => Promise.reject(new Error('not alone'))),
-      ];
+      const calls = [...Array.from({ length: 7 }, (_, i) => call(update(`s-${i}`, 10 + i), `t${i}`)), call(big, 'tb')];
       expect(batcher.queued).to.deep.equal({ pending: 8, inFlight: 0 });
-      await Promise.all(calls);
-      expect(seen.batches).to.deep.equal([3, 3, 1, 1]);
+      const answers = await Promise.all(calls);
+      expect(answers.map((a) => a.epoch)).to.deep.equal(['10', '11', '12', '13', '14', '15', '16', '1']);
+      // 3 + 3 in batches; then s-6 and the big one do not fit together: each goes alone.
+      expect(seen.batches).to.deep.equal([3, 3]);
+      expect(alone).to.equal(2);
+      expect(seen.tokens.sort()).to.deep.equal(['t0', 't1', 't2', 't3', 't4', 't5', 't6', 'tb']);
+      await new Promise((r) => setImmediate(r));
       expect(batcher.queued).to.deep.equal({ pending: 0, inFlight: 0 });
+
+      // A lone call is never wrapped.
+      expect((await call(update('lone', 5), 'tl')).epoch).to.equal('5');
+      expect(seen.batches).to.deep.equal([3, 3]);
+      expect(alone).to.equal(3);
     } finally {
       client.close();
     }
