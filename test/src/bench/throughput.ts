@@ -143,6 +143,18 @@ class Bench {
     return out;
   }
 
+  /** The master's V8 heap in use, in MB (its metrics' `nodejs_heap_size_used_bytes`; NaN when it serves none). */
+  async masterHeapMb(): Promise<number> {
+    const url = this.cluster.master.metricsUrl;
+    if (!url) return NaN;
+    try {
+      const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(await (await fetch(url)).text());
+      return m ? Math.round(Number(m[1]) / 2 ** 20) : NaN;
+    } catch {
+      return NaN;
+    }
+  }
+
   /**
    * Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by
    * part), the workers', and the master's calls answered meanwhile by method (`masterCalls`; the
@@ -444,8 +456,10 @@ const TEN_THOUSAND_KEPT = 1000;
 
 async function tenThousand(b: Bench): Promise<Record<string, unknown>> {
   const before = rssMb(b.cluster.master.pid);
+  const heapBefore = await b.masterHeapMb();
   const r = await sdkMany(b, 10_000);
   const after = rssMb(b.cluster.master.pid);
+  const heapAfter = await b.masterHeapMb();
   // Retention runs every 10 s: wait for the master to keep only the newest finished jobs.
   const t0 = Date.now();
   let kept = (await b.client.list()).length;
@@ -461,6 +475,10 @@ async function tenThousand(b: Bench): Promise<Record<string, unknown>> {
     retentionCount: TEN_THOUSAND_KEPT,
     jobsKeptAfterRetention: kept,
     masterRssMbAfterRetention: rssMb(b.cluster.master.pid),
+    // The heap the master's objects use (RSS also holds the heap V8 grew and keeps).
+    masterHeapMbBefore: heapBefore,
+    masterHeapMbAfter: heapAfter,
+    masterHeapMbAfterRetention: await b.masterHeapMb(),
   };
 }
 
