@@ -41,6 +41,9 @@ function methodOf(definition: object, method: string): AnyMethod | undefined {
 
 // ------------------------------------------------------------------ server
 
+/** Calls a batch may carry (the client sends at most 64): a larger one is refused whole, naming `calls`. */
+export const MAX_BATCHED_CALLS = 1000;
+
 type EntryHandler = (req: object, call: object) => unknown;
 
 /**
@@ -56,6 +59,7 @@ export function batchedCalls(
   observe?: HandlerObserver,
 ): (req: CallBatch__Output, call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>) => Promise<CallBatchResult> {
   return async (req, call) => {
+    if (req.calls.length > MAX_BATCHED_CALLS) throw new InvalidArgumentError('calls', `${req.calls.length} calls in one batch; at most ${MAX_BATCHED_CALLS}`);
     const results = await Promise.all(
       req.calls.map(async (c, i): Promise<BatchedResult> => {
         const start = process.hrtime.bigint();

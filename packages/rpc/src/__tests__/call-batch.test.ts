@@ -10,6 +10,7 @@ import {
   connect,
   implement,
   MasterConnection,
+  MAX_BATCHED_CALLS,
   RpcError,
   startServer,
   type HandlerObserver,
@@ -141,7 +142,7 @@ describe('batched calls (AmCalls)', () => {
     expect((await cs[0]!.call('UpdateRequests', update('o-0', 42))).epoch).to.equal('42');
   });
 
-  it('the server refuses, per call, a method that is not batched and bytes that are not its request', async () => {
+  it('the server refuses, per call, a method that is not batched and bytes that are not its request; a batch over the limit whole', async () => {
     const seen = fresh();
     const s = await serve(seen);
     const client = connect(loadFuxiProto().MasterService, s.address);
@@ -157,6 +158,16 @@ describe('batched calls (AmCalls)', () => {
       expect(res.results[0]!.message).to.match(/calls\[0\]\.method.*"GetJob" cannot be batched/);
       expect(res.results[1]!.message).to.match(/calls\[1\]\.request.*not a UpdateRequests request/);
       expect(loadFuxiProto().MasterService.service.UpdateRequests.responseDeserialize(Buffer.from(res.results[2]!.response)).epoch).to.equal('3');
+      // A batch larger than the server takes is refused whole, naming the field; nothing in it ran.
+      const ran = seen.tokens.length;
+      const one = { method: 'UpdateRequests', token: 'z', request: loadFuxiProto().MasterService.service.UpdateRequests.requestSerialize(update('fine', 4)) };
+      const e = await client.AmCalls({ calls: Array.from({ length: MAX_BATCHED_CALLS + 1 }, () => one) }).then(
+        () => undefined,
+        (err: unknown) => err as RpcError,
+      );
+      expect(e?.code).to.equal('INVALID_ARGUMENT');
+      expect(e?.message).to.match(/calls.*1001 calls in one batch; at most 1000/);
+      expect(seen.tokens.length).to.equal(ran);
     } finally {
       client.close();
     }
