@@ -112,7 +112,10 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
   });
 
   it('runs a worker in its own groups with the limits of its grant, and removes them after', async () => {
-    const r = await h.driver.spawn(spec('normal', ['sleep', '2'], 64, 250));
+    // It runs until the checks are done: a worker that has already ended shows the root groups in
+    // /proc/<pid>/cgroup (a zombie's), however slow the machine is.
+    const release = path.join(os.tmpdir(), `fuxi-cg-release-${process.pid}-${Date.now()}`);
+    const r = await h.driver.spawn(spec('normal', ['sh', '-c', `while [ ! -e ${release} ]; do sleep 0.05; done`], 64, 250));
     h.pids.push(r.pid);
     const [memDir, cpuDir] = enforcer.groupDirs('cg-app', 'normal') as [string, string];
     expect(fs.readFileSync(path.join(memDir, 'memory.limit_in_bytes'), 'utf8').trim()).to.equal(String(64 * 1024 * 1024));
@@ -123,7 +126,9 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     const groups = parseProcCgroup(fs.readFileSync(`/proc/${r.pid}/cgroup`, 'utf8'));
     expect(memDir.endsWith(groups.get('memory') ?? '?')).to.equal(true);
     expect(cpuDir.endsWith(groups.get('cpu') ?? '?')).to.equal(true);
+    fs.writeFileSync(release, '');
     const e = await h.exitOf('normal');
+    fs.rmSync(release, { force: true });
     expect(e.exitCode).to.equal(0);
     expect(e.detail).to.equal(undefined);
     await waitFor(() => !fs.existsSync(memDir) && !fs.existsSync(cpuDir), 5000, 'groups removed');
