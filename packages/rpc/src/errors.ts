@@ -37,16 +37,16 @@ export function clipStatusText(text: string, max = MAX_STATUS_DETAILS): string {
 
 /** A FuxiError (or anything else) as a gRPC error for a server callback. */
 export function toGrpcError(e: unknown): Partial<grpc.ServiceError> {
+  const b = batchedErrorOf(e);
   const metadata = new grpc.Metadata();
-  if (e instanceof FuxiError) {
-    for (const [k, v] of Object.entries(e.details)) metadata.set(`fuxi-${k}`, clipStatusText(v, 256).replace(/[^\x20-\x7e]/g, '?'));
-    return { code: TO_GRPC[e.code], details: clipStatusText(e.message), metadata };
-  }
-  const msg = e instanceof Error ? e.message : String(e);
-  return { code: grpc.status.INTERNAL, details: clipStatusText(`internal error: ${msg}`), metadata };
+  for (const [k, v] of Object.entries(b.details)) metadata.set(`fuxi-${k}`, v.replace(/[^\x20-\x7e]/g, '?'));
+  return { code: TO_GRPC[b.code], details: b.message, metadata };
 }
 
-/** A FuxiError (or anything else) as the result of one call of a batch (call-batch.ts): what `toGrpcError` sends alone. */
+/**
+ * A FuxiError (or anything else) as its code, message and details, clipped as they travel: the
+ * result of one call of a batch (call-batch.ts), and what `toGrpcError` sends for a call alone.
+ */
 export function batchedErrorOf(e: unknown): { code: ErrorCode; message: string; details: Record<string, string> } {
   if (e instanceof FuxiError) {
     const details: Record<string, string> = {};

@@ -48,6 +48,7 @@ import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
 import { amHostPid, BIN, LocalCluster, REPO_ROOT } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
+import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
 import { startEtcd } from '../etcd-harness.js';
 
 const TICK_S = 0.01; // USER_HZ = 100 on Linux
@@ -126,33 +127,32 @@ class Bench {
     };
   }
 
-  /** The master's answered gRPC calls so far, by method (its Prometheus metrics; {} when it serves none). */
-  async masterCalls(): Promise<Record<string, number>> {
+  /** The master's Prometheus metrics, parsed ([] when it serves none or cannot be read). */
+  async masterMetrics(): Promise<ParsedFamily[]> {
     const url = this.cluster.master.metricsUrl;
-    if (!url) return {};
-    const out: Record<string, number> = {};
+    if (!url) return [];
     try {
-      const text = await (await fetch(url)).text();
-      for (const m of text.matchAll(/^fuxi_grpc_server_handled_total\{([^}]*)\} (\S+)$/gm)) {
-        const method = /method="([^"]+)"/.exec(m[1]!)?.[1];
-        if (method && /service="fuxi\.v1\.MasterService"/.test(m[1]!)) out[method] = (out[method] ?? 0) + Number(m[2]);
-      }
+      return parsePrometheusTextFormat(await (await fetch(url)).text());
     } catch {
-      /* no figures */
+      return [];
+    }
+  }
+
+  /** The master's answered gRPC calls so far, by method. */
+  async masterCalls(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    const handled = (await this.masterMetrics()).find((f) => f.name === 'fuxi_grpc_server_handled_total');
+    for (const m of handled?.metrics ?? []) {
+      const method = m.labels?.method;
+      if (method && m.labels?.service === 'fuxi.v1.MasterService') out[method] = (out[method] ?? 0) + Number(m.value);
     }
     return out;
   }
 
-  /** The master's V8 heap in use, in MB (its metrics' `nodejs_heap_size_used_bytes`; NaN when it serves none). */
+  /** The master's V8 heap in use, in MB (`nodejs_heap_size_used_bytes`; NaN when it serves no metrics). */
   async masterHeapMb(): Promise<number> {
-    const url = this.cluster.master.metricsUrl;
-    if (!url) return NaN;
-    try {
-      const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(await (await fetch(url)).text());
-      return m ? Math.round(Number(m[1]) / 2 ** 20) : NaN;
-    } catch {
-      return NaN;
-    }
+    const value = (await this.masterMetrics()).find((f) => f.name === 'nodejs_heap_size_used_bytes')?.metrics[0]?.value;
+    return value === undefined ? NaN : Math.round(Number(value) / 2 ** 20);
   }
 
   /**
@@ -304,8 +304,7 @@ async function oneJob(b: Bench, n: number): Promise<Record<string, unknown>> {
     const { jobId } = await b.client.submit({ ...tinyJob('one', n), jobId: 'one-job' });
     await b.waitIds([jobId]);
   });
-  const { masterCalls, ...rest } = m;
-  return { instances: n, ...rest, masterCalls };
+  return { instances: n, ...m };
 }
 
 async function latency(b: Bench, n: number): Promise<Record<string, unknown>> {
