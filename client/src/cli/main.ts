@@ -3,7 +3,11 @@
  * `fuxi`: the Fuxi command line. See `fuxi --help`; the commands live in `program.ts`.
  */
 import { readFileSync } from 'node:fs';
+import { installCheapIpv6Test } from './ipv6-test.js';
 import { runCli } from './program.js';
+
+// Before gRPC loads: grpc-js tests each address it dials with net.isIPv6 (ipv6-test.ts).
+installCheapIpv6Test();
 
 /** Writes to stdout honouring backpressure; a closed pipe (`fuxi logs ... | head`) ends quietly. */
 function writeRaw(chunk: Buffer): Promise<void> {
@@ -28,6 +32,8 @@ void runCli(process.argv.slice(2), {
       retryForMs: Number(process.env.FUXI_RETRY_MS ?? 15_000),
       ...transport,
       tlsField: '--tls-ca',
+      // A command lives for a few calls: its certificates as read now, no file watcher.
+      watchCertificates: false,
       ...(auth?.tokenFile ? { tokenFile: auth.tokenFile } : {}),
     });
   },

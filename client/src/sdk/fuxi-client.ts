@@ -71,6 +71,12 @@ export interface FuxiClientOptions extends MasterConnectionOptions {
   insecure?: boolean;
   /** The field named when neither is given (`tls`; the CLI says `--tls-ca`). */
   tlsField?: string;
+  /**
+   * Re-read the TLS files when they change (default true, for a client that lives as long as its
+   * certificates). A process that makes a few calls and exits (the `fuxi` CLI) says false: its
+   * first call does not wait for a file watcher's first read (rpc `TransportOptions`).
+   */
+  watchCertificates?: boolean;
 }
 
 /**
@@ -78,12 +84,16 @@ export interface FuxiClientOptions extends MasterConnectionOptions {
  * process's when a daemon set one. TLS is on by default: with none of them this throws an
  * InvalidArgumentError naming `tls` (or `field`).
  */
-export function clientTransport(opts: Pick<FuxiClientOptions, 'transport' | 'tls' | 'insecure' | 'tlsField'>, env: NodeJS.ProcessEnv = process.env): Transport {
+export function clientTransport(
+  opts: Pick<FuxiClientOptions, 'transport' | 'tls' | 'insecure' | 'tlsField' | 'watchCertificates'>,
+  env: NodeJS.ProcessEnv = process.env,
+): Transport {
   if (opts.transport) return opts.transport;
   const field = opts.tlsField ?? 'tls';
-  if (opts.tls || opts.insecure) return Transport.from({ tls: opts.tls, insecure: opts.insecure }, field);
+  const how = { watch: opts.watchCertificates !== false };
+  if (opts.tls || opts.insecure) return Transport.from({ tls: opts.tls, insecure: opts.insecure }, field, how);
   const fromEnv = transportFromEnv(env);
-  if (fromEnv.tls || fromEnv.insecure) return Transport.from(fromEnv, field);
+  if (fromEnv.tls || fromEnv.insecure) return Transport.from(fromEnv, field, how);
   if (hasDefaultTransport()) return defaultTransport();
   return Transport.from({}, field);
 }
@@ -121,13 +131,13 @@ export class FuxiClient {
   private readonly logProbeMs: number;
 
   constructor(opts: FuxiClientOptions = {}) {
-    const { masters, deadlineMs, logProbeMs, tokenFile, tls, insecure, tlsField, ...connOpts } = opts;
+    const { masters, deadlineMs, logProbeMs, tokenFile, tls, insecure, tlsField, watchCertificates, ...connOpts } = opts;
     this.logProbeMs = logProbeMs ?? LOG_PROBE_MS;
     if (tokenFile) {
       readTokenFile(tokenFile); // a missing or empty file is an error now, naming it
       connOpts.token = () => readTokenFile(tokenFile);
     }
-    this.transport = clientTransport({ transport: opts.transport, tls, insecure, tlsField });
+    this.transport = clientTransport({ transport: opts.transport, tls, insecure, tlsField, ...(watchCertificates === undefined ? {} : { watchCertificates }) });
     this.connection = new MasterConnection(masters && masters.length ? masters : defaultMasters(), { ...connOpts, transport: this.transport });
     this.deadlineMs = deadlineMs;
     this.retryForMs = opts.retryForMs ?? 30_000;

@@ -159,6 +159,18 @@ function splitSans(s: string | undefined): string[] {
 
 /** Reads and checks the files at start: each readable PEM, the key the certificate's. Errors name `<field>.<key>`. */
 export function checkTlsFiles(files: TlsFiles, field = 'tls'): PeerIdentity {
+  return readTlsFiles(files, field).identity;
+}
+
+/** The PEM files as read and checked (checkTlsFiles), with the identity the certificate states. */
+interface TlsMaterial {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+  identity: PeerIdentity;
+}
+
+function readTlsFiles(files: TlsFiles, field: string): TlsMaterial {
   const ca = readPem(`${field}.ca`, files.ca);
   const cert = readPem(`${field}.cert`, files.cert);
   const key = readPem(`${field}.key`, files.key);
@@ -180,7 +192,7 @@ export function checkTlsFiles(files: TlsFiles, field = 'tls'): PeerIdentity {
     throw new InvalidArgumentError(`${field}.key`, `${files.key} is not a PEM private key: ${(e as Error).message}`);
   }
   if (!x.checkPrivateKey(k)) throw new InvalidArgumentError(`${field}.key`, `${files.key} is not the key of ${files.cert}`);
-  return certificateIdentity(x);
+  return { ca, cert, key, identity: certificateIdentity(x) };
 }
 
 type CaListener = grpc.experimental.CaCertificateUpdateListener;
@@ -265,6 +277,17 @@ export class ReloadingCertificateProvider implements grpc.experimental.Certifica
   }
 }
 
+/** How a Transport made from TLS files (`Transport.from`) keeps its certificates. */
+export interface TransportOptions {
+  /**
+   * Re-read the files when they change and on `reload()` (default): what a process that runs for
+   * days needs, as certificates are renewed under it. `false`: the files as read when it was made,
+   * for a process that makes a few calls and exits (a `fuxi` command): its first call then neither
+   * waits for a file watcher's first read nor starts the file-system threads that read.
+   */
+  watch?: boolean;
+}
+
 /** Server and channel credentials of one process: mutual TLS from files, or plaintext. */
 export class Transport {
   private channelCreds: grpc.ChannelCredentials | undefined;
@@ -273,6 +296,8 @@ export class Transport {
     private readonly provider: ReloadingCertificateProvider | undefined,
     /** This process's own certificate identity (TLS), for logs. */
     readonly identity: PeerIdentity | undefined,
+    /** The files as read at start, when they are not watched (`watch: false`). */
+    private readonly fixed?: TlsMaterial,
   ) {}
 
   /** Plaintext (`insecure: true`). */
@@ -281,28 +306,31 @@ export class Transport {
   }
 
   /** From a resolved config (`resolveTransport`); TLS files are checked now (errors name `field`). */
-  static from(cfg: TransportConfig, field = 'tls'): Transport {
+  static from(cfg: TransportConfig, field = 'tls', opts: TransportOptions = {}): Transport {
     const r = resolveTransport(cfg, field);
     if (!r.tls) return Transport.insecure();
-    const identity = checkTlsFiles(r.tls, field);
-    return new Transport(r, new ReloadingCertificateProvider(r.tls), identity);
+    const material = readTlsFiles(r.tls, field);
+    if (opts.watch === false) return new Transport(r, undefined, material.identity, material);
+    return new Transport(r, new ReloadingCertificateProvider(r.tls), material.identity);
   }
 
   get secure(): boolean {
-    return this.provider !== undefined;
+    return this.provider !== undefined || this.fixed !== undefined;
   }
 
   serverCredentials(): grpc.ServerCredentials {
+    if (this.fixed) return grpc.ServerCredentials.createSsl(this.fixed.ca, [{ private_key: this.fixed.key, cert_chain: this.fixed.cert }], true);
     if (!this.provider) return grpc.ServerCredentials.createInsecure();
     // One provider for both roles: it serves the CA and the identity.
     return grpc.experimental.createCertificateProviderServerCredentials(this.provider, this.provider, true);
   }
 
   channelCredentials(): grpc.ChannelCredentials {
-    if (!this.provider) return grpc.credentials.createInsecure();
+    if (!this.provider && !this.fixed) return grpc.credentials.createInsecure();
     quietIpServerNameWarning();
     // One credentials object per process, so grpc-js can share subchannels between clients.
-    this.channelCreds ??= reuseSecureContext(grpc.experimental.createCertificateProviderChannelCredentials(this.provider, this.provider));
+    if (this.fixed) this.channelCreds ??= grpc.credentials.createSsl(this.fixed.ca, this.fixed.key, this.fixed.cert);
+    else this.channelCreds ??= reuseSecureContext(grpc.experimental.createCertificateProviderChannelCredentials(this.provider!, this.provider!));
     return this.channelCreds;
   }
 
@@ -317,7 +345,7 @@ export class Transport {
     clearTimeout(timer);
   }
 
-  /** Re-reads the certificate files now (new connections see them; open ones keep theirs). */
+  /** Re-reads the certificate files now (new connections see them; open ones keep theirs). Nothing when they are not watched. */
   reload(): void {
     this.provider?.reload();
   }

@@ -245,19 +245,32 @@ async function separateCli(b: Bench, n: number, dir: string): Promise<Record<str
   return { ...throughputFigures(m, n, failed), cliMedianMs: percentile(walls, 50) };
 }
 
-/** The wall time of a bare `node -e 0` started as the CLI is (the machine's floor for a cold process). */
-function bareNode(): Promise<number> {
+/**
+ * A script that does nothing, started as the CLI is: the `fuxi` bin's own `#!` line (which sets
+ * how Node starts and which certificate variables it drops), or plain `node` when the CLI runs as
+ * the module tree. Its wall time is the machine's floor for a cold `fuxi` process.
+ */
+function bareScript(dir: string): [string, string[]] {
+  if (!BIN.cli.endsWith('.cjs')) return [process.execPath, ['-e', '0']];
+  const file = join(dir, 'bare.cjs');
+  writeFileSync(file, `${readFileSync(BIN.cli, 'utf8').split('\n', 1)[0]}\n0;\n`);
+  chmodSync(file, 0o755);
+  return [file, []];
+}
+
+function bareNode(script: [string, string[]]): Promise<number> {
   const t0 = Date.now();
-  return new Promise((resolve) => spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' }).on('exit', () => resolve(Date.now() - t0)));
+  return new Promise((resolve) => spawn(...script, { stdio: 'ignore' }).on('exit', () => resolve(Date.now() - t0)));
 }
 
 /**
  * The median wall time of `runs` cold `fuxi submit` processes, one after another on an idle
- * cluster; and, each right after a submit (the same phase of the machine), that of a bare
- * `node -e 0`, which no CLI can beat.
+ * cluster; and, each right after a submit (the same phase of the machine), that of a script
+ * that does nothing started the same way (`bareScript`), which no CLI can beat.
  */
 async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record<string, unknown>> {
   const file = oneJobFile(dir, 'cold');
+  const bareCmd = bareScript(dir);
   const walls: number[] = [];
   const bare: number[] = [];
   let failed = 0;
@@ -265,7 +278,7 @@ async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record
     const r = await cliSubmit(b, file, `cold-${i}`);
     walls.push(r.ms);
     if (!r.ok) failed++;
-    bare.push(await bareNode());
+    bare.push(await bareNode(bareCmd));
     await b.waitIds([`cold-${i}`]);
   }
   return { runs, failed, medianMs: percentile(walls, 50), p90Ms: percentile(walls, 90), bareNodeMedianMs: percentile(bare, 50) };

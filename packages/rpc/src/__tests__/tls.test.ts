@@ -257,6 +257,45 @@ describe('mutual TLS (tls.ts)', function () {
     });
   });
 
+  describe('files read once (watch: false, a one-shot process such as the CLI)', () => {
+    it('calls and serves with the files as read when made; later changes and reload() change nothing', async () => {
+      const live: TlsFiles = { ca: join(dir, 'ca.crt'), cert: join(dir, 'once.crt'), key: join(dir, 'once.key') };
+      copyFileSync(admin.cert, live.cert);
+      copyFileSync(admin.key, live.key);
+      const t = Transport.from({ tls: live }, 'tls', { watch: false });
+      expect(t.secure).to.equal(true);
+      expect(t.identity?.name).to.equal('admin');
+      const s = await serve(server);
+      expect(await call(s, t)).to.equal('admin/admin/');
+      // Another identity in the files: this transport still presents the one it read.
+      copyFileSync(agentA.cert, live.cert);
+      copyFileSync(agentA.key, live.key);
+      t.reload();
+      await t.ready();
+      expect(await call(s, t)).to.equal('admin/admin/');
+      // A server made this way serves its certificate too, and checks its clients'.
+      const once = await startServer({
+        bind: '127.0.0.1:0',
+        services: [whoAmI()],
+        log: nullLogger,
+        transport: Transport.from({ tls: server }, 'tls', { watch: false }),
+      });
+      servers.push(once);
+      expect(await call(once, Transport.from({ tls: agentA }, 'tls', { watch: false }))).to.equal('node-a/agent/IP:127.0.0.1');
+      const other = await call(once, Transport.from({ tls: foreign }, 'tls', { watch: false })).then(
+        () => undefined,
+        (x: unknown) => x as RpcError,
+      );
+      expect(other, 'another CA').to.be.instanceOf(RpcError);
+    });
+
+    it('checks the files when made, as a watched transport does', () => {
+      expect(() => Transport.from({ tls: { ...admin, key: agentA.key } }, '--tls-ca', { watch: false }))
+        .to.throw(InvalidArgumentError)
+        .with.property('field', '--tls-ca.key');
+    });
+  });
+
   describe('reload', () => {
     it('serves a replaced certificate to new connections on reload(), without a restart', async () => {
       const live: TlsFiles = { ca: join(dir, 'ca.crt'), cert: join(dir, 'live.crt'), key: join(dir, 'live.key') };
