@@ -226,6 +226,7 @@ export class AmHost {
   private readonly ams = new Map<string, Hosted>();
   private exitCb: (e: AmHostExitEvent) => void = () => {};
   private readonly loop: IntervalHistogram;
+  private loopWatched = false;
   readonly threadInstances: number;
   /** Retries of each AM as last read, and the sum of every increase seen (`stats().retries`). */
   private readonly retriesSeen = new Map<string, number>();
@@ -236,8 +237,16 @@ export class AmHost {
     this.log = opts.log;
     this.servers = new SharedAmServers(opts.log);
     this.threadInstances = opts.threadInstances ?? DEFAULT_THREAD_INSTANCES;
+    // Sampled only while an AM is hosted (`watchLoop`): the monitor wakes the process every
+    // LOOP_RESOLUTION_MS, which kept an AM host with nothing to run at about 1 % of a core.
     this.loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
-    this.loop.enable();
+  }
+
+  /** The loop monitor runs while at least one AM is hosted: their delay is what it measures. */
+  private watchLoop(): void {
+    if (this.ams.size > 0 && !this.loopWatched) this.loop.enable();
+    else if (this.ams.size === 0 && this.loopWatched) this.loop.disable();
+    this.loopWatched = this.ams.size > 0;
   }
 
   /** Registers the exit callback (one). */
@@ -267,6 +276,7 @@ export class AmHost {
     const done = (h: Hosted, exitCode: number | null, signal: string | null, message: string) => this.ended(h, exitCode, signal, message);
     const am = thread ? new ThreadAm(info, spec, level, done, this.opts.threadEntry) : new InlineAm(info, spec, level, done, this.opts, this.servers);
     this.ams.set(spec.key, am);
+    this.watchLoop();
     this.log.info({ key: spec.key, appId: spec.appId, workerId: spec.workerId, thread, ams: this.ams.size }, 'hosted application master started');
     am.begin();
     return { thread };
@@ -352,6 +362,7 @@ export class AmHost {
   close(graceMs = 1000): void {
     for (const am of this.ams.values()) am.stop(graceMs);
     this.loop.disable();
+    this.loopWatched = false;
     setTimeout(() => void this.servers.close(), graceMs).unref();
   }
 
@@ -366,6 +377,7 @@ export class AmHost {
     this.noteRetries(am);
     this.retriesSeen.delete(am.info.key);
     this.ams.delete(am.info.key);
+    this.watchLoop();
     writeExitFile(am.spec.dir, exitCode ?? SIGKILL_STATUS);
     this.log.info({ key: am.info.key, exitCode, signal, message, ams: this.ams.size }, 'hosted application master ended');
     this.exitCb({ ev: 'exit', key: am.info.key, appId: am.info.appId, workerId: am.info.workerId, exitCode, signal, message });

@@ -63,7 +63,10 @@ export interface AmHostStats {
   rssMb: number;
   /** CPU time of the whole host process (every thread) since it started. */
   cpuMs: number;
-  /** Delay of the host's main event loop since the last reset (perf_hooks.monitorEventLoopDelay, beyond its 10 ms sampling interval). */
+  /**
+   * Delay of the host's main event loop since the last reset (perf_hooks.monitorEventLoopDelay,
+   * beyond its 10 ms sampling interval), sampled while the host holds at least one AM.
+   */
   loopDelayMs: { p50: number; p99: number; p999: number; max: number; samples: number };
   /**
    * The hosted AMs' task instances by state, summed over every AM it holds (an AM in a thread: as

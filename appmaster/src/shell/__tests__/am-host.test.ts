@@ -198,6 +198,26 @@ describe('AM host', function () {
     host.close();
   });
 
+  it('samples its event loop only while it holds an AM (an empty host does not wake every 10 ms)', async () => {
+    const ams = new Map<string, ScriptedAm>();
+    const host = new AmHost({ log: nullLogger, createAm: (spec) => ams.set(spec.key, new ScriptedAm()).get(spec.key)! });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    const samples = () => host.stats().loopDelayMs.samples;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(samples(), 'empty host').to.equal(0);
+    host.start(amSpec('sampled', undefined));
+    await waitFor(() => samples() >= 5, 5000, 'loop samples while an AM runs');
+    ams.get('sampled')!.finish();
+    await waitFor(() => exits.length === 1, 5000, 'the AM to end');
+    const after = samples();
+    await new Promise((r) => setTimeout(r, 150));
+    expect(samples(), 'empty again').to.be.at.most(after + 1);
+    host.start(amSpec('again', undefined));
+    await waitFor(() => samples() >= after + 5, 5000, 'sampling again with a new AM');
+    host.close();
+  });
+
   it("writes a running AM's log lines to its file in batches within a fraction of a second, and the rest at its end", async () => {
     const ams = new Map<string, ScriptedAm>();
     const host = new AmHost({
