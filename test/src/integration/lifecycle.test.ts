@@ -13,6 +13,18 @@ import { BIN, expectedCounts, wordcountResult, type LocalCluster } from '@fuxi/d
 import type { FuxiClient } from '@fuxi/client';
 import { isAlive, job, sleep, startCluster, stopCluster, until } from '../harness.js';
 
+/** A process's state, parent and command line from /proc (for a failure's message). */
+function procSummary(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+    return `state ${state}, parent ${ppid}, ${cmd || '(no command line)'}`;
+  } catch (e) {
+    return `unreadable (${(e as Error).message})`;
+  }
+}
+
 const run = promisify(execFile);
 const exampleDir = join(BIN.master, '..', '..', '..', '..', 'deploy', 'examples', 'wordcount');
 
@@ -130,7 +142,11 @@ describe('job lifecycle (real processes)', function () {
     for (const p of pids) expect(isAlive(p.pid)).to.equal(true);
     const killed = await client.kill(jobId, 'test says stop');
     expect(killed.state).to.equal('JOB_STATE_KILLED');
-    await until('every worker pid gone', () => pids.every((p) => !isAlive(p.pid)), 30_000);
+    await until('every worker pid gone', () => pids.every((p) => !isAlive(p.pid)), 30_000).catch((e: unknown) => {
+      // What is left, to tell a zombie (and whose) from a live process.
+      const left = pids.filter((p) => isAlive(p.pid)).map((p) => `${p.node} ${p.pid}: ${procSummary(p.pid)}`);
+      throw new Error(`${(e as Error).message}; still there: ${left.join('; ')}`);
+    });
     // ... including the grandchildren in each worker's process group.
     await until('every process group gone', () =>
       pids.every((p) => {
