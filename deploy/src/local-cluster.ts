@@ -238,7 +238,12 @@ export function killAmHosts(workDirs: Iterable<string>): void {
   }
 }
 
+/**
+ * Whether process `pid` exists (a zombie included). False for 0 and negative numbers, which
+ * `kill(2)` takes for process groups: `isAlive(0)` asked about the caller's own group, always there.
+ */
 export function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;

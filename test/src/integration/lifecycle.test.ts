@@ -130,7 +130,9 @@ describe('job lifecycle (real processes)', function () {
         const agent = connect(loadFuxiProto().AgentService, n.node!.address, client.transport);
         try {
           const st = await agent.ListWorkers({ appId: jobId });
-          for (const w of st.workers) if (w.task === 'sleep' && w.state === 'WORKER_STATE_RUNNING') found.push({ node: n.node!.nodeId, pid: w.pid });
+          // A worker being spawned is listed as running with pid 0 until its process exists.
+          for (const w of st.workers)
+            if (w.task === 'sleep' && w.state === 'WORKER_STATE_RUNNING' && w.pid > 0) found.push({ node: n.node!.nodeId, pid: w.pid });
         } finally {
           agent.close();
         }
