@@ -226,7 +226,6 @@ export class AmHost {
   private readonly ams = new Map<string, Hosted>();
   private exitCb: (e: AmHostExitEvent) => void = () => {};
   private readonly loop: IntervalHistogram;
-  private loopWatched = false;
   readonly threadInstances: number;
   /** Retries of each AM as last read, and the sum of every increase seen (`stats().retries`). */
   private readonly retriesSeen = new Map<string, number>();
@@ -244,9 +243,9 @@ export class AmHost {
 
   /** The loop monitor runs while at least one AM is hosted: their delay is what it measures. */
   private watchLoop(): void {
-    if (this.ams.size > 0 && !this.loopWatched) this.loop.enable();
-    else if (this.ams.size === 0 && this.loopWatched) this.loop.disable();
-    this.loopWatched = this.ams.size > 0;
+    // Both are no-ops when the monitor is already in that state.
+    if (this.ams.size > 0) this.loop.enable();
+    else this.loop.disable();
   }
 
   /** Registers the exit callback (one). */
@@ -362,7 +361,6 @@ export class AmHost {
   close(graceMs = 1000): void {
     for (const am of this.ams.values()) am.stop(graceMs);
     this.loop.disable();
-    this.loopWatched = false;
     setTimeout(() => void this.servers.close(), graceMs).unref();
   }
 
