@@ -20,15 +20,24 @@ export interface SubmitResult {
   created: boolean;
 }
 
+/**
+ * The answer the job table already holds for a submission, changing nothing: a retry of the same
+ * submission is answered as done (`created: false`), another spec under its id is refused
+ * (ALREADY_EXISTS); undefined when taking it would create the job (no id yet, or an unknown one).
+ * What a master that may not write (its store out of space) can still answer truthfully.
+ */
+export function existingSubmit(st: MasterState, submitted: JobSpec): SubmitResult | undefined {
+  const existing = submitted.jobId ? st.jobs.get(submitted.jobId) : undefined;
+  if (!existing) return undefined;
+  const diff = firstDifference(existing.spec, validateJobSpec(submitted));
+  if (diff) throw new AlreadyExistsError('job', submitted.jobId, `with a different spec (${diff})`);
+  return { jobId: submitted.jobId, created: false };
+}
+
 /** `owner`: the submitting caller's name (authz.ts), kept with the job. */
 export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): SubmitResult {
-  const existing = st.jobs.get(submitted.jobId);
-  if (existing) {
-    // A retry of the same submission is answered as done; another spec under the same id is refused.
-    const diff = firstDifference(existing.spec, validateJobSpec(submitted));
-    if (diff) throw new AlreadyExistsError('job', submitted.jobId, `with a different spec (${diff})`);
-    return { jobId: submitted.jobId, created: false };
-  }
+  const existing = existingSubmit(st, submitted);
+  if (existing) return existing;
   checkSpecSize(st, submitted);
   checkJobInputs(submitted, {
     maxEnvBytes: st.cfg.maxEnvBytes ?? DEFAULT_JOB_INPUT_LIMITS.maxEnvBytes,
@@ -152,9 +161,13 @@ export function admitArrayMembers(st: MasterState, arrayIds: Iterable<string> = 
 }
 
 export function killJob(st: MasterState, jobId: string, reason: string): void {
-  const job = getJob(st, jobId);
-  if (TERMINAL_STATES.has(job.state)) return;
-  endJob(st, job, 'killed', reason || 'killed by user');
+  if (killChangesNothing(st, jobId)) return;
+  endJob(st, getJob(st, jobId), 'killed', reason || 'killed by user');
+}
+
+/** A kill of this job would change nothing: it has ended (NOT_FOUND when there is no such job). */
+export function killChangesNothing(st: MasterState, jobId: string): boolean {
+  return TERMINAL_STATES.has(getJob(st, jobId).state);
 }
 
 /** A new app for the job's next AM attempt, asking for the AM's slot. */

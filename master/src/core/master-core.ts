@@ -30,7 +30,18 @@ import {
 import type { ConnectivityState } from './connectivity.js';
 import { subscribeFaultHandlers } from './fault-handlers.js';
 import type { FaultBoard } from './fault-fsm.js';
-import { getJob, killJob, listJobs, listJobsPage, submitJob, submitJobs, type BatchSubmitResult, type SubmitResult } from './jobs.js';
+import {
+  existingSubmit,
+  getJob,
+  killChangesNothing,
+  killJob,
+  listJobs,
+  listJobsPage,
+  submitJob,
+  submitJobs,
+  type BatchSubmitResult,
+  type SubmitResult,
+} from './jobs.js';
 import { checkInvariants, repairRequesting } from './ledger.js';
 import { isRegistered, isUnreported, MasterState, type AppState, type MasterCoreConfig, type NodeStatus, type SourceUse } from './master-state.js';
 import { cordonNode, drainNode, loadAdmin, tickDrains, uncordonNode } from './node-admin.js';
@@ -160,6 +171,15 @@ export class MasterCore {
     return this.step(now, () => ({ results: submitJobs(this.st, specs, owner) }));
   }
 
+  /**
+   * The answer the job table already holds for a submission, changing nothing (jobs.ts
+   * `existingSubmit`): `created: false` for a retry, ALREADY_EXISTS for another spec; undefined
+   * when taking it would create the job.
+   */
+  existingSubmit(spec: JobSpec): SubmitResult | undefined {
+    return existingSubmit(this.st, spec);
+  }
+
   /** The job as clients see it (a running job's message says what its placement waits for, placement-scope.ts). */
   getJob(jobId: string): JobRecord {
     return this.view(getJob(this.st, jobId));
@@ -188,6 +208,11 @@ export class MasterCore {
 
   killJob(jobId: string, reason: string, now: number): Effect[] {
     return this.effects(now, () => killJob(this.st, jobId, reason));
+  }
+
+  /** A kill of the job would change nothing (it has ended); NOT_FOUND when there is no such job. */
+  killChangesNothing(jobId: string): boolean {
+    return killChangesNothing(this.st, jobId);
   }
 
   listNodes(): NodeView[] {

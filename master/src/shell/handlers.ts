@@ -4,7 +4,7 @@
  * A standby's `core` throws UNAVAILABLE with the leader's address (the redirect).
  */
 import { randomUUID } from 'node:crypto';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
+import { FailedPreconditionError, FuxiError, InvalidArgumentError, NotFoundError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type MasterServiceDefinition, type RegisterAgentRequest__Output } from '@fuxi/proto';
 import { AM_BATCHED, batchedCalls, jobSpecFromProto, jobSpecToProto, type HandlerObserver, type ServiceImpl } from '@fuxi/rpc';
 import type { Store } from '@fuxi/store';
@@ -114,9 +114,11 @@ function generatedJobId(name: string): string {
 
 export function masterHandlers(m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
   // The calls of an AmCalls batch each go through the whole chain, as they would alone.
+  // Authorized before anything is answered: a call the caller may not make learns nothing of the
+  // store's space or of the jobs it holds.
   const all: ServiceImpl<MasterServiceDefinition> = holdWhileLeaderless(
-    refuseChangesWhileStoreFull(
-      authorizeCalls(
+    authorizeCalls(
+      refuseChangesWhileStoreFull(
         handlers(m, () => all),
         m,
       ),
@@ -142,6 +144,10 @@ const CLIENT_CHANGES = new Set<Method>(['SubmitJob', 'SubmitJobs', 'KillJob', 'C
  * so nothing the store lacks is ever in memory: clients get RESOURCE_EXHAUSTED (what to do is in
  * the message); agents and AMs get UNAVAILABLE, which they retry (they keep their workers), until
  * the leader has room again and leadership is rebuilt.
+ *
+ * A client's change the store already holds is answered instead (`answerWithoutWrite`): a definite
+ * refusal must mean that nothing was done, and a retried submit may find its job made by its first
+ * attempt (whose write landed just before a later write was refused for space).
  */
 function refuseChangesWhileStoreFull(h: ServiceImpl<MasterServiceDefinition>, m: HandlerContext): ServiceImpl<MasterServiceDefinition> {
   type Fn = (...args: unknown[]) => Promise<unknown>;
@@ -152,11 +158,64 @@ function refuseChangesWhileStoreFull(h: ServiceImpl<MasterServiceDefinition>, m:
       : (...args) => {
           const full = m.storeFull();
           if (!full) return fn(...args);
-          if (CLIENT_CHANGES.has(name as Method)) return Promise.reject(new ResourceExhaustedError('store space', full.message));
+          if (CLIENT_CHANGES.has(name as Method)) {
+            const answer = answerWithoutWrite(name as Method, args[0] as Record<string, unknown>, m, full.message);
+            return answer ?? Promise.reject(new ResourceExhaustedError('store space', full.message));
+          }
           return Promise.reject(new UnavailableError(`the store is out of space; the master makes no changes until it has room: retry later`, ''));
         };
   }
   return out as unknown as ServiceImpl<MasterServiceDefinition>;
+}
+
+/**
+ * The answer to a client's change that would write nothing, from the core (while the store is
+ * full, a fresh load of the store: what it holds is durable), or undefined when the change needs a
+ * write. A submit of a job that exists is answered as always (`created: false`, or ALREADY_EXISTS
+ * for another spec); a batch answers those of its jobs and refuses each of the others with
+ * RESOURCE_EXHAUSTED (the whole call when it holds none); a kill of an ended job is answered with
+ * the job.
+ */
+function answerWithoutWrite(method: Method, req: Record<string, unknown>, m: HandlerContext, full: string): Promise<unknown> | undefined {
+  type SpecProto = Parameters<typeof jobSpecFromProto>[0];
+  const answered = async (answer: unknown) => {
+    await m.durable();
+    return answer;
+  };
+  try {
+    switch (method) {
+      case 'SubmitJob': {
+        const spec = req.spec as SpecProto | null;
+        const known = spec ? m.core.existingSubmit(jobSpecFromProto(spec)) : undefined;
+        return known && answered(known);
+      }
+      case 'SubmitJobs': {
+        const specs = (req.specs as SpecProto[] | undefined) ?? [];
+        if (specs.length > MAX_BATCH_JOBS) return undefined;
+        const results = specs.map((p) => {
+          const spec = jobSpecFromProto(p);
+          try {
+            const known = m.core.existingSubmit(spec);
+            if (known) return { jobId: known.jobId, created: false, errorCode: '', errorMessage: '' };
+            return { jobId: spec.jobId, created: false, errorCode: 'RESOURCE_EXHAUSTED', errorMessage: `store space: ${full}` };
+          } catch (e) {
+            if (!(e instanceof FuxiError)) throw e;
+            return { jobId: spec.jobId, created: false, errorCode: e.code, errorMessage: e.message };
+          }
+        });
+        return results.some((r) => r.errorCode !== 'RESOURCE_EXHAUSTED') ? answered({ results }) : undefined;
+      }
+      case 'KillJob': {
+        const jobId = String(req.jobId ?? '');
+        return m.core.killChangesNothing(jobId) ? answered({ job: jobInfo(m.core.getJob(jobId)) }) : undefined;
+      }
+      default:
+        return undefined;
+    }
+  } catch (e) {
+    // NOT_FOUND, ALREADY_EXISTS, a bad spec: the answer the call would get with room.
+    return Promise.reject(e);
+  }
 }
 
 /** Each handler first waits while this process knows no live leader (see MasterServer.leaderWait). */

@@ -124,6 +124,18 @@ describe('MasterCore', () => {
       expect(h.totalAllocated()).to.deep.equal(AM_RES);
     });
 
+    it('existingSubmit answers from the job table without changing it: created=false, ALREADY_EXISTS, or undefined for a new job', () => {
+      const h = twoNodes();
+      expect(h.core.existingSubmit(mockSpec())).to.equal(undefined);
+      expect(h.core.existingSubmit(mockSpec({ id: '' }))).to.equal(undefined);
+      expect(h.core.listJobs()).to.deep.equal([]);
+      h.submit();
+      expect(h.core.existingSubmit(mockSpec())).to.deep.equal({ jobId: 'job-1', created: false });
+      expect(() => h.core.existingSubmit(mockSpec({ name: 'another name' }))).to.throw(AlreadyExistsError, 'name: "another name"');
+      expect(h.core.listJobs()).to.have.length(1);
+      expect(h.totalAllocated()).to.deep.equal(AM_RES);
+    });
+
     it('refuses a spec over maxJobSpecBytes before anything changes', () => {
       const h = new Harness({ config: { maxJobSpecBytes: 4096 }, nodes: [{ nodeId: 'n1' }] });
       expect(() => h.submit(mockSpec({ env: { BLOB: 'x'.repeat(5000) } }))).to.throw(InvalidArgumentError, /limit is 4096/);
@@ -783,6 +795,16 @@ describe('MasterCore', () => {
       expect(h.core.getJob('job-1').message).to.equal('killed by user');
       expect(h.kill('job-1')).to.deep.equal([]);
       expectThrow(() => h.kill('ghost'), NotFoundError);
+    });
+
+    it('killChangesNothing: true once the job has ended, false before, NOT_FOUND for an unknown job', () => {
+      const h = twoNodes();
+      h.start();
+      expect(h.core.killChangesNothing('job-1')).to.equal(false);
+      expect(h.core.getJob('job-1').state).to.not.equal('killed');
+      h.kill('job-1');
+      expect(h.core.killChangesNothing('job-1')).to.equal(true);
+      expectThrow(() => h.core.killChangesNothing('ghost'), NotFoundError);
     });
 
     it('kills a job still waiting for its AM; it is never launched afterwards', () => {

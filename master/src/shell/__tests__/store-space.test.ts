@@ -187,6 +187,43 @@ describe('master: etcd out of space (real etcd, --quota-backend-bytes 2 MiB)', f
     expect((await conn.call('GetClusterStatus', {}, { retry: true })).conditions).to.deep.equal([]);
   });
 
+  it('answers, while holding still, the changes the store already holds: a retried submit finds its job, a kill of an ended job finds it ended; only changes that need a write are refused', async () => {
+    const m1 = await startMaster();
+    await until('m1 leads', () => m1.role === 'leader' && m1.epoch !== '');
+    const c1 = client(m1);
+    expect((await answered(() => c1.SubmitJob({ spec: spec('kept') }))).created).to.equal(true);
+    expect((await answered(() => c1.SubmitJob({ spec: spec('ended') }))).created).to.equal(true);
+    await answered(() => c1.KillJob({ jobId: 'ended', reason: 'test' }));
+    await fill();
+    expect((await rpcError(c1.SubmitJob({ spec: spec('lost') }))).code).to.equal('RESOURCE_EXHAUSTED');
+
+    // A retry of a submission the store holds: answered as with room (a definite refusal here
+    // would tell the client that the job it made does not exist).
+    expect(await answered(() => c1.SubmitJob({ spec: spec('kept') }))).to.deep.equal({ jobId: 'kept', created: false });
+    const other = jobSpecToProto(
+      normalizeJobSpec({ id: 'kept', name: 'kept', tasks: [{ name: 'map', instances: 2, resources: { cpu: 1, memory: 256 }, command: ['true'] }] }),
+    );
+    const conflict = await rpcError(c1.SubmitJob({ spec: other }));
+    expect(conflict.code).to.equal('ALREADY_EXISTS');
+    expect(conflict.message).to.match(/different spec/);
+    // A batch: each job answered on its own; one with nothing the store holds is refused whole.
+    const batch = await c1.SubmitJobs({ specs: [spec('kept'), spec('new-1')] });
+    expect(batch.results.map((r) => [r.jobId, r.created, r.errorCode])).to.deep.equal([
+      ['kept', false, ''],
+      ['new-1', false, 'RESOURCE_EXHAUSTED'],
+    ]);
+    expect(batch.results[1]!.errorMessage).to.match(/etcd is out of space/);
+    expect((await rpcError(c1.SubmitJobs({ specs: [spec('new-1'), spec('new-2')] }))).code).to.equal('RESOURCE_EXHAUSTED');
+    // Kills: an ended job is answered with its end, an unknown one NOT_FOUND, a running one refused.
+    expect((await c1.KillJob({ jobId: 'ended', reason: 'again' })).job?.state).to.equal('JOB_STATE_KILLED');
+    expect((await rpcError(c1.KillJob({ jobId: 'nope', reason: 'test' }))).code).to.equal('NOT_FOUND');
+    expect((await rpcError(c1.KillJob({ jobId: 'kept', reason: 'test' }))).code).to.equal('RESOURCE_EXHAUSTED');
+    expect((await c1.ListJobs({ states: [] })).jobs.map((j) => [j.jobId, j.state])).to.deep.equal([
+      ['kept', 'JOB_STATE_SUBMITTED'],
+      ['ended', 'JOB_STATE_KILLED'],
+    ]);
+  });
+
   it('a standby elected while etcd is out of space holds still from the start: no abdication cascade', async () => {
     const m1 = await startMaster();
     await until('m1 leads', () => m1.role === 'leader' && m1.epoch !== '');
