@@ -87,11 +87,27 @@ export class GroupCommit<G extends object> {
     return this.last;
   }
 
+  /**
+   * Undefined when no write is queued or under way; otherwise a promise that resolves (never
+   * rejects) once everything queued so far has settled, after the callers of those writes have
+   * seen how they settled.
+   */
+  barrier(): Promise<void> | undefined {
+    if (this.unsettled === 0) return undefined;
+    const done = () => undefined;
+    return this.last.then(done, done);
+  }
+
+  /** Writes queued and not settled yet. */
+  private unsettled = 0;
+
   private enqueue(e: { group: G; ops?: StoreOp[]; prefix?: string }): Promise<void> {
     const p = new Promise<void>((resolve, reject) => this.pending.push({ ...e, resolve, reject, left: 0 }));
     this.stats.writes++;
     this.last = p;
-    p.catch(() => undefined);
+    this.unsettled++;
+    const settle = () => void this.unsettled--;
+    p.then(settle, settle);
     if (!this.running) {
       this.running = true;
       // Everything queued in this turn of the loop goes in the first batch.

@@ -261,6 +261,8 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
     // new process), and pushes go by call until it does.
     m.pushes.endGrants(info.nodeId);
     await m.run(r.effects);
+    // A table from memory goes out once the store has what it reflects (push-streams.ts).
+    if (r.adopted) await m.durable();
     return {
       epoch: m.core.epoch,
       heartbeatIntervalMs: r.heartbeatIntervalMs,
@@ -283,6 +285,7 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
         if (req.rejoin.node?.nodeId !== req.nodeId) throw new InvalidArgumentError('rejoin.node.nodeId', `must be the heartbeat's node id ${req.nodeId}`);
         return { epoch: m.core.epoch, registered: await registerAgent(req.rejoin, 'rejoin.node') };
       }
+      if (r.full) await m.durable();
       return {
         epoch: m.core.epoch,
         reregister: r.reregister,
@@ -302,6 +305,7 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
       // A (re)registration starts a new session: an older stream of the app is ended.
       m.pushes.endAssignments(req.appId);
       await m.run(r.effects);
+      await m.durable();
       return {
         epoch: m.core.epoch,
         spec: jobSpecToProto(r.spec),
@@ -313,6 +317,7 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
     UpdateRequests: async (req) => {
       const r = m.core.updateRequests(updateRequestsFromWire(req), now());
       await m.run(r.effects);
+      if (r.full) await m.durable();
       return {
         epoch: m.core.epoch,
         fullAssignments: r.full !== undefined,
@@ -341,6 +346,7 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
       const last = effects[i];
       const table = last?.kind === 'assignments' && last.full ? (effects.splice(i, 1), last) : undefined;
       await m.run(effects);
+      if (table) await m.durable();
       return { epoch: m.core.epoch, fullAssignments: table !== undefined, assignmentSeq: String(table?.seq ?? 0), assignments: table?.assignments ?? [] };
     },
     FinishApp: async (req) => {

@@ -172,7 +172,12 @@ export class MasterServer {
      */
     private readonly deps: { store?: Store; mintAmToken?: () => { token: string; hash: string } } = {},
   ) {
-    this.pushes = new PushStreams(this.peers, () => this.isLeading(), log);
+    this.pushes = new PushStreams(
+      this.peers,
+      () => this.isLeading(),
+      log,
+      () => this.writes.barrier(),
+    );
     this.tokenFile = cfg.tokensFile ? new TokenFile(cfg.tokensFile, log.child({ component: 'tokens' })) : undefined;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this;
@@ -727,35 +732,41 @@ export class MasterServer {
           // before it (its job's record) are durable and the term still holds: an AM of a job the
           // store lacks would run against a leader that does not know it, and collide with the
           // job's AM when the client submits it again.
-          this.pushes.flush();
+          // (Every command waits so: see PushStreams `whenDurable`.)
           const term = this.term;
-          void this.writes
-            .settled()
-            .then(
-              () => (term === this.term ? this.launchAm(e) : undefined),
-              () => undefined,
-            )
-            .catch((err: unknown) => this.backgroundFailed('launching an application master', err));
+          this.pushes.whenDurable(() => {
+            if (term !== this.term) return;
+            this.launchAm(e).catch((err: unknown) => this.backgroundFailed('launching an application master', err));
+          });
           break;
         }
         case 'stopWorkers':
-          this.pushes.flush();
-          this.peers
-            .agent(e.address)
-            .StopWorkers({ appId: e.appId, workerIds: e.workerIds ?? [], amAttempt: 0, epoch: e.epoch, reason: e.reason }, { deadlineMs: 10_000 })
-            .catch((err: unknown) =>
-              this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'),
-            );
+          // After the write that ended the job or revoked the slots is durable, as the grants are.
+          this.pushes.whenDurable(() => {
+            this.peers
+              .agent(e.address)
+              .StopWorkers({ appId: e.appId, workerIds: e.workerIds ?? [], amAttempt: 0, epoch: e.epoch, reason: e.reason }, { deadlineMs: 10_000 })
+              .catch((err: unknown) =>
+                this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'),
+              );
+          });
           break;
         case 'jobChanged':
-          if (this.jobWatchers.has(e.jobId)) this.jobWatchers.notify(this.core.getJob(e.jobId));
+          // Watchers see a change once the store has it (and the job as it is then).
+          if (this.jobWatchers.has(e.jobId)) {
+            this.pushes.whenDurable(() => {
+              const job = this.coreOrUndefined?.jobRecord(e.jobId) && this.coreOrUndefined.getJob(e.jobId);
+              if (job) this.jobWatchers.notify(job);
+            });
+          }
           break;
         case 'agentsTimedOut':
-          this.pushes.flush();
-          this.peers
-            .am(e.address)
-            .AgentsTimedOut({ epoch: e.epoch, nodeIds: e.nodeIds, recoveredNodeIds: e.recoveredNodeIds ?? [] }, { deadlineMs: 5000 })
-            .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'could not tell the AM about timing-out agents'));
+          this.pushes.whenDurable(() => {
+            this.peers
+              .am(e.address)
+              .AgentsTimedOut({ epoch: e.epoch, nodeIds: e.nodeIds, recoveredNodeIds: e.recoveredNodeIds ?? [] }, { deadlineMs: 5000 })
+              .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'could not tell the AM about timing-out agents'));
+          });
           break;
         case 'deletePrefix': {
           const prefix = e.prefix;

@@ -7,6 +7,13 @@
  * placed again on the same node in one turn (the common case under load) costs one message, not
  * two. Assignment messages all go, in order: an AM must see a returned slot's drop before the same
  * slot comes back, or it cannot tell the two apart.
+ *
+ * Nothing goes out before the store has what it shows: each turn's pushes (and the commands
+ * `whenDurable` is given: AM launches, worker stops, job watchers' news) wait until every hard-state
+ * write queued before them is durable, in the order they were made. Memory runs ahead of the store
+ * by the writes under way; a job killed in memory whose write then fails (etcd out of space, a lost
+ * quorum) must not have had its slots revoked and its workers stopped, since the master rebuilt
+ * from the store still runs it. A push still waiting when the session ends (`reset`) is dropped.
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { errorMessage, type Logger } from '@fuxi/common';
@@ -75,12 +82,18 @@ export class PushStreams {
   private readonly pendingAssignments: AssignmentsEffect[] = [];
   private flushQueued = false;
   private readonly stats = { written: 0, superseded: 0 };
+  /** The last send waiting for the store (sends go out in order), while any does. */
+  private waiting: Promise<void> | undefined;
+  /** Bumped by `reset`: a send of an ended session is dropped. */
+  private session = 0;
 
   constructor(
     private readonly peers: Peers,
     /** False once this process stopped leading: nothing held is sent any more. */
     private readonly leading: () => boolean,
     private readonly log: Logger,
+    /** Undefined when every store write queued so far is durable; else settles once they are (GroupCommit `barrier`). */
+    private readonly durable: () => Promise<void> | undefined = () => undefined,
   ) {}
 
   /** Serves an agent's WatchGrants until the call ends (or a newer one of the node replaces it). */
@@ -106,7 +119,7 @@ export class PushStreams {
   push(e: GrantsEffect | AssignmentsEffect): void {
     if (e.kind === 'grants' && !e.full) {
       this.flush();
-      this.sendGrants(e);
+      this.afterDurable(() => this.sendGrants(e));
       return;
     }
     if (e.kind === 'grants') this.pendingGrants.set(e.nodeId, e);
@@ -128,12 +141,49 @@ export class PushStreams {
     this.pendingGrants.clear();
     // A deposed leader issues nothing (they were checked when made; this is a turn later).
     if (!this.leading()) return;
-    for (const e of grants) this.sendGrants(e);
-    for (const e of assignments) this.sendAssignments(e);
+    this.afterDurable(() => {
+      for (const e of grants) this.sendGrants(e);
+      for (const e of assignments) this.sendAssignments(e);
+    });
+  }
+
+  /**
+   * Runs `send` once every store write queued so far is durable, after this turn's pushes and
+   * every send given before it (a command that must follow its grants: an AM's launch, a stop of
+   * workers). Dropped if the session ends first.
+   */
+  whenDurable(send: () => void): void {
+    this.flush();
+    this.afterDurable(send);
+  }
+
+  private afterDurable(send: () => void): void {
+    const barrier = this.durable();
+    if (!barrier && !this.waiting) {
+      send();
+      return;
+    }
+    const session = this.session;
+    const p = (this.waiting ?? Promise.resolve())
+      .then(() => barrier)
+      .then(() => {
+        if (session !== this.session || !this.leading()) return;
+        try {
+          send();
+        } catch (err) {
+          this.log.error({ err: errorMessage(err) }, 'a push failed');
+        }
+      });
+    this.waiting = p;
+    void p.then(() => {
+      if (this.waiting === p) this.waiting = undefined;
+    });
   }
 
   /** Drops what is held and ends every stream (agents and AMs open new ones to the next leader). */
   reset(): void {
+    this.session++;
+    this.waiting = undefined;
     this.pendingGrants.clear();
     this.pendingAssignments.length = 0;
     for (const key of [...this.grantStreams.keys()]) endStream(this.grantStreams, key);

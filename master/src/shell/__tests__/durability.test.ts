@@ -3,12 +3,14 @@
  * store whose writes can be made to fail: a failed hard-state write is an UNAVAILABLE answer and
  * the master rebuilds its state from the store (nothing the store lacks is shown afterwards); a
  * retry then creates the job exactly once; another spec under the same id is ALREADY_EXISTS; an
- * oversized spec is INVALID_ARGUMENT before anything changes.
+ * oversized spec is INVALID_ARGUMENT before anything changes. Nothing goes out to an agent
+ * before the store has it: a kill whose write is slow and then fails stops no worker.
  */
 import { expect } from 'chai';
+import * as grpc from '@grpc/grpc-js';
 import { normalizeJobSpec, nullLogger, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
+import { connect, implement, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
@@ -133,6 +135,67 @@ describe('master: durable before acknowledged (store faults)', function () {
     const killed = await client.KillJob({ jobId: 'victim', reason: 'retry' });
     expect(killed.job?.state).to.equal('JOB_STATE_KILLED');
     expect(JSON.parse((await store.get('jobs/victim'))!)).to.deep.include({ state: 'killed' });
+  });
+
+  it('sends an agent nothing a write under way would change: a kill whose write is slow and then fails revokes no slot and stops no worker', async () => {
+    // A recording agent: every call the master makes to it, in order.
+    const calls: Array<{ method: string; req: Record<string, unknown> }> = [];
+    const def = loadFuxiProto().AgentService.service;
+    const impl = Object.fromEntries(
+      Object.keys(def).map((method) => [
+        method,
+        async (req: Record<string, unknown>) => {
+          calls.push({ method, req });
+          return {};
+        },
+      ]),
+    );
+    const agent = new grpc.Server();
+    agent.addService(def, implement(def, impl as never, nullLogger));
+    const port = await new Promise<number>((resolve, reject) =>
+      agent.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
+    try {
+      await client.RegisterAgent({
+        node: { nodeId: 'n1', address: `127.0.0.1:${port}`, rack: 'r1', capacity: { cpuMilli: 8000, memoryMb: 8192 } },
+        epochSeen: '0',
+      });
+      expect((await client.SubmitJob({ spec: spec('victim') })).created).to.equal(true);
+      const until = Date.now() + 10_000;
+      while (!calls.some((c) => c.method === 'StartWorkers')) {
+        if (Date.now() > until) throw new Error(`the AM was never launched: ${JSON.stringify(calls.map((c) => c.method))}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const before = calls.length;
+      // The kill's write waits (a slow store), then fails.
+      let release!: () => void;
+      store.gate = new Promise<void>((r) => (release = r));
+      const kill = rpcError(client.KillJob({ jobId: 'victim', reason: 'not durable' }));
+      await new Promise((r) => setTimeout(r, 300));
+      const whileWriting = calls.slice(before).map((c) => c.method);
+      store.failing = true;
+      store.gate = undefined;
+      release();
+      expect((await kill).code).to.equal('UNAVAILABLE');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(whileWriting, 'sent while the kill was being written').to.deep.equal([]);
+      const after = calls.slice(before);
+      expect(after.filter((c) => c.method === 'StopWorkers')).to.deep.equal([]);
+      // Any grant table sent since still holds the AM's slot (a table of the rebuilt master may come).
+      for (const c of after.filter((x) => x.method === 'UpdateGrants')) {
+        const grants = (c.req.grants ?? []) as Array<{ appId: string }>;
+        expect(
+          grants.map((g) => g.appId),
+          'a grant table sent after the failed kill',
+        ).to.include('victim');
+      }
+      store.failing = false;
+      expect(await jobIds()).to.deep.equal(['victim']);
+    } finally {
+      store.gate = undefined;
+      store.failing = false;
+      agent.forceShutdown();
+    }
   });
 
   it('refuses another spec under an existing id with ALREADY_EXISTS naming the first differing field', async () => {

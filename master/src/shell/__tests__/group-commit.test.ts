@@ -119,6 +119,28 @@ describe('GroupCommit (master shell: group commit of hard-state writes)', () => 
     expect(settled).to.equal(true);
   });
 
+  it('barrier(): undefined while nothing is queued or under way; else resolves (never rejects) once everything queued so far has settled', async () => {
+    const store = new HeldStore();
+    const gc = new GroupCommit(store);
+    expect(gc.barrier()).to.equal(undefined);
+    store.hold = true;
+    store.failNext = new Error('refused');
+    const a = gc.write(g, [put('a')]);
+    a.catch(() => undefined);
+    const b1 = gc.barrier();
+    expect(b1).to.not.equal(undefined);
+    let done = false;
+    void b1!.then(() => (done = true));
+    await tick();
+    expect(done, 'resolved before the write settled').to.equal(false);
+    store.release();
+    await b1;
+    expect(done).to.equal(true);
+    expect(gc.barrier(), 'idle again after a failed write').to.equal(undefined);
+    await gc.write(g, [put('b')]);
+    expect(gc.barrier()).to.equal(undefined);
+  });
+
   it('deletes a prefix in the batch of the writes around it: what was stored and what the batch put before it, not what it puts after', async () => {
     const store = new HeldStore();
     const gc = new GroupCommit(store);
