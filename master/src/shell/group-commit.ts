@@ -63,6 +63,8 @@ export class GroupCommit<G extends object> {
   private pending: Array<Entry<G>> = [];
   private running = false;
   private last: Promise<void> = Promise.resolve();
+  /** Writes queued and not settled yet. */
+  private unsettled = 0;
   readonly stats: GroupCommitStats = { writes: 0, batches: 0 };
 
   constructor(
@@ -97,9 +99,6 @@ export class GroupCommit<G extends object> {
     const done = () => undefined;
     return this.last.then(done, done);
   }
-
-  /** Writes queued and not settled yet. */
-  private unsettled = 0;
 
   private enqueue(e: { group: G; ops?: StoreOp[]; prefix?: string }): Promise<void> {
     const p = new Promise<void>((resolve, reject) => this.pending.push({ ...e, resolve, reject, left: 0 }));

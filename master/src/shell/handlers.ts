@@ -10,7 +10,7 @@ import { AM_BATCHED, batchedCalls, jobSpecFromProto, jobSpecToProto, type Handle
 import type { Store } from '@fuxi/store';
 import type { TokenTable } from '@fuxi/rpc';
 import { canSeeJob } from '../core/authz.js';
-import type { MasterCore } from '../core/master-core.js';
+import type { BatchSubmitResult, MasterCore } from '../core/master-core.js';
 import { authorizeCalls, callerOfCall } from './authorization.js';
 import { KEYS } from '../core/store-ops.js';
 import type { StoreOp } from '../core/store-ops.js';
@@ -192,18 +192,16 @@ function answerWithoutWrite(method: Method, req: Record<string, unknown>, m: Han
       case 'SubmitJobs': {
         const specs = (req.specs as SpecProto[] | undefined) ?? [];
         if (specs.length > MAX_BATCH_JOBS) return undefined;
-        const results = specs.map((p) => {
+        const results = specs.map((p): BatchSubmitResult => {
           const spec = jobSpecFromProto(p);
           try {
-            const known = m.core.existingSubmit(spec);
-            if (known) return { jobId: known.jobId, created: false, errorCode: '', errorMessage: '' };
-            return { jobId: spec.jobId, created: false, errorCode: 'RESOURCE_EXHAUSTED', errorMessage: `store space: ${full}` };
+            return m.core.existingSubmit(spec) ?? { jobId: spec.jobId, created: false, error: new ResourceExhaustedError('store space', full) };
           } catch (e) {
             if (!(e instanceof FuxiError)) throw e;
-            return { jobId: spec.jobId, created: false, errorCode: e.code, errorMessage: e.message };
+            return { jobId: spec.jobId, created: false, error: e };
           }
         });
-        return results.some((r) => r.errorCode !== 'RESOURCE_EXHAUSTED') ? answered({ results }) : undefined;
+        return results.some((r) => !(r.error instanceof ResourceExhaustedError)) ? answered({ results: results.map(batchResultToWire) }) : undefined;
       }
       case 'KillJob': {
         const jobId = String(req.jobId ?? '');
@@ -216,6 +214,11 @@ function answerWithoutWrite(method: Method, req: Record<string, unknown>, m: Han
     // NOT_FOUND, ALREADY_EXISTS, a bad spec: the answer the call would get with room.
     return Promise.reject(e);
   }
+}
+
+/** One job's result of a SubmitJobs call, as the wire has it. */
+function batchResultToWire(r: BatchSubmitResult): { jobId: string; created: boolean; errorCode: string; errorMessage: string } {
+  return { jobId: r.jobId, created: r.created, errorCode: r.error?.code ?? '', errorMessage: r.error?.message ?? '' };
 }
 
 /** Each handler first waits while this process knows no live leader (see MasterServer.leaderWait). */
@@ -381,14 +384,7 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
       // below the store's request limit: master-server.ts `run`), those that existed too.
       await m.run(effects);
       await m.durable();
-      return {
-        results: results.map((r) => ({
-          jobId: r.jobId,
-          created: r.created,
-          errorCode: r.error?.code ?? '',
-          errorMessage: r.error?.message ?? '',
-        })),
-      };
+      return { results: results.map(batchResultToWire) };
     },
     GetJob: async (req) => {
       const job = jobInfo(m.core.getJob(req.jobId), true);

@@ -93,7 +93,7 @@ export class PushStreams {
     private readonly leading: () => boolean,
     private readonly log: Logger,
     /** Undefined when every store write queued so far is durable; else settles once they are (GroupCommit `barrier`). */
-    private readonly durable: () => Promise<void> | undefined = () => undefined,
+    private readonly durable: () => Promise<void> | undefined,
   ) {}
 
   /** Serves an agent's WatchGrants until the call ends (or a newer one of the node replaces it). */
