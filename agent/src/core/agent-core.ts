@@ -50,7 +50,7 @@ import {
   workerCounts,
   workersById,
 } from './queries.js';
-import { checkPlanToken, type PlanAuthInput } from './plan-tokens.js';
+import { checkPlanToken, planTokenWaits, type PlanAuthInput } from './plan-tokens.js';
 import { grantsConfirmed, restore } from './restore.js';
 import { tick } from './retention.js';
 import type {
@@ -257,6 +257,11 @@ export class AgentCore {
   /** Refuses a plan or stop without the app's current AM token (plan-tokens.ts); changes nothing. */
   checkPlanToken(input: PlanAuthInput): void {
     checkPlanToken(this.st, input);
+  }
+
+  /** True while a plan's token check can only wait for the app's grant (plan-tokens.ts; makes no error). */
+  planTokenWaits(input: PlanAuthInput): boolean {
+    return planTokenWaits(this.st, input);
   }
 
   /** Highest AM attempt seen for the app (0 when unknown). */

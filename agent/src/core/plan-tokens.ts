@@ -31,6 +31,18 @@ export interface PlanAuthInput {
 }
 
 /**
+ * True when the check can only wait: the call presents a token and this agent holds no grant of
+ * the attempt it names yet (checkPlanToken would say UNAVAILABLE). Makes no error, so a plan that
+ * came before its grant can ask again at each grant update for nothing.
+ */
+export function planTokenWaits(st: CoreState, c: PlanAuthInput): boolean {
+  if (c.presentedHash === undefined) return false;
+  const cur = currentAmToken(st, c.appId);
+  if (cur && c.presentedHash === cur.hash) return false;
+  return !cur || (cur.attempt > 0 && c.amAttempt > cur.attempt);
+}
+
+/**
  * Throws PERMISSION_DENIED for a call with no token or a token that is not the app's current
  * attempt's; UNAVAILABLE (retry) when this agent holds no grant of that attempt yet to check it against.
  */

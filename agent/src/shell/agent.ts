@@ -97,6 +97,7 @@ import {
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
+import type { PlanAuthInput } from '../core/plan-tokens.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { EventSender, type SendFn } from './event-sender.js';
 import { RealProcessDriver, readBootId, workerDir, type ProcessDriver, type RealProcessDriverOptions } from './process-driver.js';
@@ -1157,28 +1158,23 @@ export class Agent {
     appId: string,
     amAttempt: number,
   ): Promise<void> {
+    const input = this.planAuthInput(call, method, appId, amAttempt);
     const until = Date.now() + PLAN_GRANT_WAIT_MS;
-    for (;;) {
-      try {
-        this.checkPlanToken(call, method, appId, amAttempt);
-        return;
-      } catch (e) {
-        if (!(e instanceof UnavailableError) || this.stopped || Date.now() >= until) throw e;
-      }
-      await this.nextWake(this.grantWaiters, until);
-    }
+    // The wait asks without making an error: every grant update wakes every waiting plan.
+    while (this.core.planTokenWaits(input) && !this.stopped && Date.now() < until) await this.nextWake(this.grantWaiters, until);
+    this.core.checkPlanToken(input);
   }
 
-  private checkPlanToken(call: Parameters<typeof callerOf>[0], method: 'StartWorkers' | 'StopWorkers', appId: string, amAttempt: number): void {
+  private planAuthInput(call: Parameters<typeof callerOf>[0], method: 'StartWorkers' | 'StopWorkers', appId: string, amAttempt: number): PlanAuthInput {
     const token = bearerToken(call.metadata);
     const fromMaster = token === undefined && callerOf(call, { insecure: this.plaintext() }, method).role === 'master';
-    this.core.checkPlanToken({
+    return {
       method,
       appId,
       amAttempt,
       presentedHash: token === undefined ? undefined : tokenHash(token),
       trustedWithoutToken: fromMaster || (method === 'StopWorkers' && this.plaintext()),
-    });
+    };
   }
 
   /** Plaintext (`insecure: true`, or no TLS set up in this process): callers cannot be told apart by certificate. */

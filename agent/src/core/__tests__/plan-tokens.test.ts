@@ -3,7 +3,7 @@ import { nullLogger, PermissionDeniedError, res, UnavailableError } from '@fuxi/
 import { CoreState } from '../core-state.js';
 import { updateGrants } from '../grants.js';
 import { takeDelta } from '../persistence.js';
-import { checkPlanToken, currentAmToken, type PlanAuthInput } from '../plan-tokens.js';
+import { checkPlanToken, currentAmToken, planTokenWaits, type PlanAuthInput } from '../plan-tokens.js';
 import { restore } from '../restore.js';
 import type { GrantEntry } from '../types.js';
 
@@ -64,6 +64,28 @@ describe('agent core: plans need the AM token', () => {
     expect(refusal(st, start({ amAttempt: 2, presentedHash: 'h2' }))).to.be.instanceOf(UnavailableError);
     updateGrants(st, { epoch: '1', seq: '2', full: false, grants: [grant('a', 2, 'h2')] }, 0);
     expect(refusal(st, start({}))).to.equal(undefined);
+  });
+
+  it('planTokenWaits is true exactly where the check says UNAVAILABLE (the wait makes no error)', () => {
+    const st = state();
+    const cases: PlanAuthInput[] = [
+      start({}),
+      start({ presentedHash: undefined }),
+      start({ presentedHash: undefined, trustedWithoutToken: true }),
+      start({ presentedHash: 'forged' }),
+      start({ amAttempt: 1, presentedHash: 'h1' }),
+      start({ amAttempt: 3 }),
+      start({ appId: 'b', presentedHash: 'hb', amAttempt: 1 }),
+    ];
+    const agree = () => {
+      for (const c of cases) expect(planTokenWaits(st, c), JSON.stringify(c)).to.equal(refusal(st, c) instanceof UnavailableError);
+    };
+    agree();
+    updateGrants(st, { epoch: '1', seq: '1', full: false, grants: [grant('a', 1, 'h1')] }, 0);
+    agree();
+    updateGrants(st, { epoch: '1', seq: '2', full: false, grants: [grant('a', 2, 'h2'), grant('b', 1, 'hb')] }, 0);
+    agree();
+    expect(cases.filter((c) => planTokenWaits(st, c))).to.deep.equal([]);
   });
 
   it('the master (or, on an insecure cluster, a stop) may go without a token; a tokenless plan otherwise never', () => {
