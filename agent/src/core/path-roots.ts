@@ -1,6 +1,6 @@
 /**
  * Whether a resolved path lies under one of a set of roots. A module of its own, importing
- * nothing, so the spawner thread (shell/launch-prep.ts) uses it without loading the rest.
+ * nothing, so the spawn helper (shell/launch-prep.ts) uses it without loading the rest.
  */
 
 /**

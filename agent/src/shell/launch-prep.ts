@@ -1,11 +1,11 @@
 /**
  * What is done on disk right before a worker starts: its directory and files, its working
  * directory checked, its ownership. Plain data in (`LaunchPrep`, made by process-driver.ts), plain
- * synchronous file-system calls: it runs on the spawner's thread (spawner.ts) together with the
+ * synchronous file-system calls: it runs in the spawn helper (spawner.ts) together with the
  * spawn, so a worker's start costs the agent's event loop one message and no file-system round
  * trips. A failure throws `LaunchPrepError`, whose `field` (when set) names the spec field at fault.
  * `launchDetached` lays one out and starts the process. It imports Node's own modules only, so the
- * thread starts in about 30 ms.
+ * helper starts in tens of milliseconds.
  *
  * ```ts
  * const cwd = runLaunchPrep({ dir, subdirs: [out], staleFiles: [exit, pid], files: [...], cwd: { path: dir } });

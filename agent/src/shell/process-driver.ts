@@ -11,8 +11,8 @@
  * process group (`detached`), with no pipes to the agent, so it outlives the agent.
  *
  * Starting one is off the agent's event loop (spawner.ts): the directory and files above, the
- * `cwd` check and the ownership are laid out on the spawner's thread with synchronous calls
- * (launch-prep.ts), right before that thread forks the wrapper. The loop pays one message each way.
+ * `cwd` check and the ownership are laid out by the spawn helper with synchronous calls
+ * (launch-prep.ts), right before the helper forks the wrapper. The loop pays one message each way.
  *
  * Kill = the worker's whole process family (worker-families.ts, core/process-family.ts): every
  * launch gets a unique marker in its environment (`FUXI_WORKER_FAMILY`, also in the `family` file,
@@ -49,7 +49,7 @@ import type { ResourceEnforcer } from './cgroups.js';
 import type { LaunchPrep } from './launch-prep.js';
 import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
 import { readProcStat, readStartTime, sameProcessAlive } from './proc-table.js';
-import { ThreadSpawner, type Spawner } from './spawner.js';
+import { HelperSpawner, type Spawner } from './spawner.js';
 
 export { readProcStat, readStartTime, sameProcessAlive };
 
@@ -148,7 +148,7 @@ export interface RealProcessDriverOptions {
    * memory. Absent: nothing enforced.
    */
   enforcer?: ResourceEnforcer;
-  /** Starts the wrapper processes (default: a `ThreadSpawner`, off the agent's event loop; spawner.ts). */
+  /** Starts the wrapper processes (default: a `HelperSpawner`, off the agent's event loop and process; spawner.ts). */
   spawner?: Spawner;
   log?: Logger;
 }
@@ -297,7 +297,7 @@ export class RealProcessDriver implements ProcessDriver {
   constructor(private readonly opts: RealProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
     this.graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
-    this.spawner = opts.spawner ?? new ThreadSpawner({ log: this.log });
+    this.spawner = opts.spawner ?? new HelperSpawner({ log: this.log });
     this.families = new WorkerFamilies({
       log: this.log,
       ...(opts.enforcer?.mode === 'rss' ? { onSample: (key, rec, members) => this.sampleRss(key, rec, members) } : {}),

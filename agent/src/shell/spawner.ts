@@ -1,29 +1,37 @@
 /**
- * Starting worker processes without blocking the agent's event loop.
+ * Starting worker processes without blocking the agent's event loop, and without forking the agent.
  *
  * `child_process.spawn` returns only once the child has exec'd: the calling thread waits on a
- * close-on-exec pipe while the kernel copies the agent's page tables and schedules the child. On a
- * busy 2-core host that was 3-7 ms per worker, and the agent's loop (heartbeats, the AMs' calls)
- * stood still meanwhile. `ThreadSpawner` does the spawn on a thread of its own (spawn-thread.ts);
- * the processes are still the agent's children, started with the same options, and their exits
- * come back by pid. With the spawn goes the worker's `LaunchPrep` (launch-prep.ts): its directory,
- * files and ownership are laid out on that thread too, with synchronous calls. `InlineSpawner` does
- * both on the calling thread (where a thread is not wanted).
+ * close-on-exec pipe while the kernel copies the caller's page tables and schedules the child, and
+ * the caller then takes a copy-on-write fault on each page it writes again. Forked from the agent
+ * (a heap of tens of MB), that copy and those faults were about a third of the agent's CPU when it
+ * started many short tasks (a profile of make bench-throughput's oneJob: copy_page_range alone,
+ * 12-14 % of its samples). `HelperSpawner` hands each spawn to a small helper process of its own
+ * (spawn-helper.ts, Node's own modules only), started with the first spawn: the forks copy the
+ * helper's few pages, and the agent's loop pays one message each way. With `helper: 'thread'` the
+ * helper is a thread of the agent instead (the spawn still blocks only that thread; the fork copies
+ * the agent). With the spawn goes the worker's `LaunchPrep` (launch-prep.ts): its directory, files
+ * and ownership are laid out by the helper too, with synchronous calls. `InlineSpawner` does both on
+ * the calling thread (where no helper is wanted).
  *
- * If the thread dies, spawns under way fail and the processes it started are watched through /proc
- * (pid and start time, every `pollMs`); their end is then reported with neither code nor signal
- * (the caller reads the wrapper's exit file). The next spawn starts a new thread.
+ * The workers are the helper's children (it reaps them and reports how they ended, by pid). A helper
+ * process ends with its channel: when the agent stops, or dies, so does the helper, and the workers
+ * run on (their own sessions), to be adopted by the next agent as before. If the helper dies, spawns
+ * under way fail and the processes it started are watched through /proc (pid and start time, every
+ * `pollMs`); their end is then reported with neither code nor signal (the caller reads the wrapper's
+ * exit file). The next spawn starts a new helper.
  *
  * ```ts
- * const spawner = new ThreadSpawner();
+ * const spawner = new HelperSpawner();
  * const { pid, startTime } = await spawner.spawn({ file: '/bin/sh', args, cwd, env }, (code, signal) => ...);
  * ```
  */
+import { fork, type ChildProcess } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
 import { launchDetached, LaunchPrepError, type LaunchPrep } from './launch-prep.js';
 import { readStartTime, sameProcessAlive } from './proc-table.js';
-import type { SpawnMessage, SpawnReply } from './spawn-thread.js';
+import type { SpawnMessage, SpawnReply } from './spawn-helper.js';
 
 export interface SpawnRequest {
   file: string;
@@ -81,8 +89,10 @@ export class InlineSpawner implements Spawner {
   close(): void {}
 }
 
-export interface ThreadSpawnerOptions {
-  /** How often processes left by a dead thread are checked (default 200 ms). */
+export interface HelperSpawnerOptions {
+  /** A helper process (the default), or a thread of this process. */
+  helper?: 'process' | 'thread';
+  /** How often processes left by a dead helper are checked (default 200 ms). */
   pollMs?: number;
   log?: Logger;
 }
@@ -92,18 +102,18 @@ interface Running {
   onExit: ExitCallback;
 }
 
-export class ThreadSpawner implements Spawner {
-  private worker: Worker | undefined;
+export class HelperSpawner implements Spawner {
+  private helper: Worker | ChildProcess | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: { pid: number; startTime: string }) => void; reject: (e: Error) => void; onExit: ExitCallback }>();
   private readonly running = new Map<number, Running>();
-  /** Processes whose thread died, watched through /proc. */
+  /** Processes whose helper died, watched through /proc. */
   private readonly orphans = new Map<number, Running>();
   private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly log: Logger;
 
-  constructor(private readonly opts: ThreadSpawnerOptions = {}) {
+  constructor(private readonly opts: HelperSpawnerOptions = {}) {
     this.log = opts.log ?? nullLogger;
   }
 
@@ -113,7 +123,9 @@ export class ThreadSpawner implements Spawner {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onExit });
       const m: SpawnMessage = { t: 'spawn', id, file: req.file, args: req.args, options: options(req), ...(req.prep ? { prep: req.prep } : {}) };
-      this.thread().postMessage(m);
+      const w = this.startedHelper();
+      if (w instanceof Worker) w.postMessage(m);
+      else w.send(m);
     });
   }
 
@@ -124,9 +136,10 @@ export class ThreadSpawner implements Spawner {
 
   close(): void {
     this.closed = true;
-    const w = this.worker;
-    this.worker = undefined;
-    if (w) void w.terminate();
+    const w = this.helper;
+    this.helper = undefined;
+    if (w instanceof Worker) void w.terminate();
+    else if (w) w.disconnect();
     this.failPending(new Error('the spawner is closed'));
     this.running.clear();
     this.orphans.clear();
@@ -134,19 +147,42 @@ export class ThreadSpawner implements Spawner {
     this.pollTimer = undefined;
   }
 
-  /** For tests: ends the thread as a crash would. */
-  async killThread(): Promise<void> {
-    await this.worker?.terminate();
+  /** The helper process's pid (undefined: none runs, or the helper is a thread). */
+  get helperPid(): number | undefined {
+    return this.helper instanceof Worker ? undefined : this.helper?.pid;
   }
 
-  private thread(): Worker {
-    if (this.worker) return this.worker;
-    const w = new Worker(new URL('./spawn-thread.js', import.meta.url), { stdout: false, stderr: false });
+  /** For tests: ends the helper as a crash would. */
+  async killHelper(): Promise<void> {
+    const w = this.helper;
+    if (w instanceof Worker) await w.terminate();
+    else if (w) {
+      w.kill('SIGKILL');
+      await new Promise((r) => w.once('exit', r));
+    }
+  }
+
+  /** The helper, started when none runs. */
+  private startedHelper(): Worker | ChildProcess {
+    if (this.helper) return this.helper;
+    const url = new URL('./spawn-helper.js', import.meta.url);
+    if ((this.opts.helper ?? 'process') === 'process') {
+      // Without this process's flags (a profiler's, say): the helper is Node and its few modules.
+      const c = fork(url, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [] });
+      c.unref();
+      c.channel?.unref();
+      c.on('message', (r: SpawnReply) => this.onReply(r));
+      c.on('error', (e) => this.log.error({ err: e.message }, 'spawn helper failed'));
+      c.on('exit', () => this.helperEnded(c));
+      this.helper = c;
+      return c;
+    }
+    const w = new Worker(url, { stdout: false, stderr: false });
     w.unref();
     w.on('message', (r: SpawnReply) => this.onReply(r));
-    w.on('error', (e) => this.log.error({ err: e.message }, 'spawner thread failed'));
-    w.on('exit', () => this.threadEnded(w));
-    this.worker = w;
+    w.on('error', (e) => this.log.error({ err: e.message }, 'spawn helper failed'));
+    w.on('exit', () => this.helperEnded(w));
+    this.helper = w;
     return w;
   }
 
@@ -169,12 +205,12 @@ export class ThreadSpawner implements Spawner {
     p.resolve({ pid: r.pid, startTime: r.startTime });
   }
 
-  private threadEnded(w: Worker): void {
-    if (this.worker !== w) return; // closed, or replaced already
-    this.worker = undefined;
+  private helperEnded(w: Worker | ChildProcess): void {
+    if (this.helper !== w) return; // closed, or replaced already
+    this.helper = undefined;
     if (this.closed) return;
-    this.log.warn({ running: this.running.size, starting: this.pending.size }, 'spawner thread ended; watching its processes through /proc');
-    this.failPending(new Error('the spawner thread ended before the process started'));
+    this.log.warn({ running: this.running.size, starting: this.pending.size }, 'spawn helper ended; watching its processes through /proc');
+    this.failPending(new Error('the spawn helper ended before the process started'));
     for (const [pid, run] of this.running) this.orphans.set(pid, run);
     this.running.clear();
     if (this.orphans.size > 0 && !this.pollTimer) {

@@ -32,8 +32,9 @@
  * `--store etcd` runs every scenario with the master on a real etcd (started here) instead of the
  * embedded store, and writes bench-results/throughput-etcd.json.
  *
- * `controlCpuS` is the user+sys CPU of the master, the agents and the AM hosts over the scenario,
- * from /proc, not the workers'. The agents' reaped children (each worker's `sh` wrapper and its
+ * `controlCpuS` is the user+sys CPU of the master, the agents (with their spawn helpers, which
+ * lay out and fork the workers) and the AM hosts over the scenario, from /proc, not the workers'.
+ * The reaped children of the agents and their helpers (each worker's `sh` wrapper and its
  * `/bin/true`: far from nothing, they are forked, exec'd and laid out on disk per task) are
  * `workersCpuS`, reported beside it. Every AM in these scenarios is hosted, so no AM process is
  * among those children (an AM host that ends mid-run is: only in amHostCrash, which reports no CPU).
@@ -65,6 +66,21 @@ function cpuOf(pid: number): { own: number; children: number } {
   } catch {
     return { own: 0, children: 0 };
   }
+}
+
+/** The live spawn helpers of agent `pid` (its children running spawn-helper.js, which fork the workers). */
+function spawnHelpers(pid: number): number[] {
+  const out: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)) {
+        if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('spawn-helper')) out.push(Number(child));
+      }
+    }
+  } catch {
+    /* gone */
+  }
+  return out;
 }
 
 function rssMb(pid: number): number {
@@ -118,9 +134,12 @@ class Bench {
     return out;
   }
 
-  /** The CPU by part: the master, the agents, the AM hosts (the control plane), and the agents' reaped children (the workers). */
+  /**
+   * The CPU by part: the master, the agents (with their spawn helpers), the AM hosts (the control
+   * plane), and the reaped children of the agents and their helpers (the workers).
+   */
   cpuByPart(): { master: number; agents: number; amHosts: number; workers: number } {
-    const agents = this.cluster.agents.map((a) => cpuOf(a.pid));
+    const agents = this.cluster.agents.flatMap((a) => [a.pid, ...spawnHelpers(a.pid)]).map((pid) => cpuOf(pid));
     return {
       master: cpuOf(this.cluster.master.pid).own,
       agents: agents.reduce((s, c) => s + c.own, 0),

@@ -1,9 +1,10 @@
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { readProcStat } from '../proc-table.js';
-import { InlineSpawner, ThreadSpawner, type Spawner } from '../spawner.js';
+import { HelperSpawner, InlineSpawner, type Spawner } from '../spawner.js';
 import { alive, waitFor } from './helpers.js';
 
 interface Ended {
@@ -20,7 +21,8 @@ function sessionOf(pid: number): { pgrp: number; session: number } {
 }
 
 for (const [name, make] of [
-  ['ThreadSpawner', () => new ThreadSpawner()],
+  ['HelperSpawner (a helper process)', () => new HelperSpawner()],
+  ['HelperSpawner (a thread)', () => new HelperSpawner({ helper: 'thread' })],
   ['InlineSpawner', () => new InlineSpawner()],
 ] as Array<[string, () => Spawner]>) {
   describe(`${name}: starting worker processes`, () => {
@@ -91,7 +93,7 @@ for (const [name, make] of [
       const r = await spawner.spawn({ file: '/bin/sleep', args: ['30'], cwd: dir, env: {} }, () => {});
       started.push(r.pid);
       spawner.close();
-      if (spawner instanceof ThreadSpawner) {
+      if (spawner instanceof HelperSpawner) {
         let err: Error | undefined;
         await spawner.spawn({ file: '/bin/true', args: [], cwd: dir, env: {} }, () => {}).catch((e: Error) => (err = e));
         expect(err?.message).to.match(/closed/);
@@ -102,24 +104,68 @@ for (const [name, make] of [
   });
 }
 
-describe('ThreadSpawner: when its thread dies', () => {
-  it('still reports the end of what the thread started (through /proc, code and signal unknown), and the next spawn starts a new thread', async () => {
+for (const helper of ['process', 'thread'] as const) {
+  describe(`HelperSpawner: when its helper ${helper} dies`, () => {
+    it('still reports the end of what the helper started (through /proc, code and signal unknown), and the next spawn starts a new helper', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-spawner-'));
+      const spawner = new HelperSpawner({ helper, pollMs: 50 });
+      const ends: Ended[] = [];
+      try {
+        const r = await spawner.spawn({ file: '/bin/sleep', args: ['0.5'], cwd: dir, env: {} }, (pid, code, signal) => ends.push({ pid, code, signal }));
+        const first = spawner.helperPid;
+        await spawner.killHelper();
+        expect(spawner.runningCount).to.equal(1);
+        expect(alive(r.pid)).to.equal(true);
+        await waitFor(() => ends.length === 1, 10_000, 'the exit');
+        expect(ends).to.deep.equal([{ pid: r.pid, code: null, signal: null }]);
+        const next = await spawner.spawn({ file: '/bin/sh', args: ['-c', 'exit 7'], cwd: dir, env: {} }, (pid, code, signal) =>
+          ends.push({ pid, code, signal }),
+        );
+        if (helper === 'process') expect(spawner.helperPid).to.be.a('number').and.not.equal(first);
+        await waitFor(() => ends.length === 2, 10_000, 'the second exit');
+        expect(ends[1]).to.deep.equal({ pid: next.pid, code: 7, signal: null });
+        expect(spawner.runningCount).to.equal(0);
+      } finally {
+        spawner.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
+
+describe('HelperSpawner: the helper process ends with the agent', () => {
+  it('an agent killed with SIGKILL takes its helper with it; the workers the helper started run on', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-spawner-'));
-    const spawner = new ThreadSpawner({ pollMs: 50 });
-    const ends: Ended[] = [];
+    // A stand-in agent: starts a helper, has it start a worker, prints both pids, then waits.
+    const script = [
+      `import { HelperSpawner } from ${JSON.stringify(new URL('../spawner.js', import.meta.url).href)};`,
+      'setInterval(() => {}, 1000);',
+      'const s = new HelperSpawner();',
+      `const r = await s.spawn({ file: '/bin/sleep', args: ['30'], cwd: ${JSON.stringify(dir)}, env: {} }, () => {});`,
+      'console.log(JSON.stringify({ helper: s.helperPid, worker: r.pid }));',
+    ].join('\n');
+    const agent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let pids: { helper: number; worker: number } | undefined;
     try {
-      const r = await spawner.spawn({ file: '/bin/sleep', args: ['0.5'], cwd: dir, env: {} }, (pid, code, signal) => ends.push({ pid, code, signal }));
-      await spawner.killThread();
-      expect(spawner.runningCount).to.equal(1);
-      expect(alive(r.pid)).to.equal(true);
-      await waitFor(() => ends.length === 1, 10_000, 'the exit');
-      expect(ends).to.deep.equal([{ pid: r.pid, code: null, signal: null }]);
-      const next = await spawner.spawn({ file: '/bin/sh', args: ['-c', 'exit 7'], cwd: dir, env: {} }, (pid, code, signal) => ends.push({ pid, code, signal }));
-      await waitFor(() => ends.length === 2, 10_000, 'the second exit');
-      expect(ends[1]).to.deep.equal({ pid: next.pid, code: 7, signal: null });
-      expect(spawner.runningCount).to.equal(0);
+      let out = '';
+      agent.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      await waitFor(() => out.includes('\n'), 20_000, 'the stand-in agent to start its worker');
+      pids = JSON.parse(out) as { helper: number; worker: number };
+      expect(alive(pids.helper)).to.equal(true);
+      expect(readProcStat(pids.helper)?.ppid).to.equal(agent.pid);
+      expect(fs.readFileSync(`/proc/${pids.helper}/cmdline`, 'utf8')).to.match(/^fuxi-spawn-helper/);
+      agent.kill('SIGKILL');
+      await waitFor(() => !alive(pids!.helper), 10_000, 'the helper to end');
+      expect(alive(pids.worker)).to.equal(true);
     } finally {
-      spawner.close();
+      if (agent.exitCode === null && agent.signalCode === null) agent.kill('SIGKILL');
+      for (const pid of [pids?.helper, pids?.worker]) {
+        try {
+          if (pid) process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -1,12 +1,14 @@
 /**
- * The body of the agent's spawner thread (spawner.ts): forks the processes the main thread asks
- * for and tells it when each one ends.
+ * The body of the agent's spawn helper (spawner.ts): a small process of its own (or a thread of the
+ * agent) that forks the processes the agent asks for and tells it when each one ends.
  *
  * `child_process.spawn` blocks its thread until the child has exec'd (libuv reads a close-on-exec
- * pipe to learn whether exec failed). Under load that wait was several milliseconds per worker, on
- * the thread that also answers the AMs and the master; here it blocks only this one. The children
- * are still this process's children (libuv reaps them and reports how they ended), so nothing else
- * changes: the same exit code or signal, the same process groups.
+ * pipe to learn whether exec failed), and the fork copies the page tables of the process that calls
+ * it. Here the wait blocks only the helper, and in a helper process the copy is of the helper's
+ * few pages, not of the agent's heap. The children are the helper's (libuv reaps them and reports
+ * how they ended): the same exit code or signal, the same sessions and process groups. A helper
+ * process ends when its channel to the agent does (the agent stopped or died); the workers it
+ * started run on.
  *
  * Each request may carry the worker's `LaunchPrep` (launch-prep.ts): its directory and files are
  * laid out here first, with synchronous calls, off the agent's loop and without a round trip
@@ -35,7 +37,27 @@ export type SpawnReply =
   | { t: 'failed'; id: number; message: string; code?: string; field?: string; reason?: string }
   | { t: 'exit'; pid: number; code: number | null; signal: string | null };
 
-const port = parentPort;
+interface Port {
+  on(ev: 'message', f: (m: SpawnMessage) => void): unknown;
+  postMessage(r: SpawnReply): void;
+}
+
+/** On a thread: its parent port. As a process (forked with a channel): that channel, and it ends with it. */
+function openPort(): Port | undefined {
+  if (parentPort) return parentPort;
+  if (!process.send) return undefined;
+  process.title = 'fuxi-spawn-helper';
+  process.on('disconnect', () => process.exit(0));
+  return {
+    on: (ev, f) => process.on(ev, f),
+    postMessage: (r) => {
+      // A reply to an agent that is gone: the channel's end (above) ends this process.
+      if (process.connected) process.send?.(r);
+    },
+  };
+}
+
+const port = openPort();
 if (port) {
   port.on('message', (m: SpawnMessage) => {
     if (m.t !== 'spawn') return;
