@@ -166,24 +166,18 @@ export class HelperSpawner implements Spawner {
   private startedHelper(): Worker | ChildProcess {
     if (this.helper) return this.helper;
     const url = new URL('./spawn-helper.js', import.meta.url);
-    if ((this.opts.helper ?? 'process') === 'process') {
-      // Without this process's flags (a profiler's, say): the helper is Node and its few modules.
-      const c = fork(url, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [] });
-      c.unref();
-      c.channel?.unref();
-      c.on('message', (r: SpawnReply) => this.onReply(r));
-      c.on('error', (e) => this.log.error({ err: e.message }, 'spawn helper failed'));
-      c.on('exit', () => this.helperEnded(c));
-      this.helper = c;
-      return c;
-    }
-    const w = new Worker(url, { stdout: false, stderr: false });
-    w.unref();
-    w.on('message', (r: SpawnReply) => this.onReply(r));
-    w.on('error', (e) => this.log.error({ err: e.message }, 'spawn helper failed'));
-    w.on('exit', () => this.helperEnded(w));
-    this.helper = w;
-    return w;
+    // A process without this one's flags (a profiler's, say): Node and its few modules.
+    const h =
+      (this.opts.helper ?? 'process') === 'process'
+        ? fork(url, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [] })
+        : new Worker(url, { stdout: false, stderr: false });
+    h.unref();
+    if (!(h instanceof Worker)) h.channel?.unref();
+    h.on('message', (r: SpawnReply) => this.onReply(r));
+    h.on('error', (e: Error) => this.log.error({ err: e.message }, 'spawn helper failed'));
+    h.on('exit', () => this.helperEnded(h));
+    this.helper = h;
+    return h;
   }
 
   private onReply(r: SpawnReply): void {
