@@ -6,7 +6,10 @@
 // is 22.1+), so this does the same for the one file with vm.Script's cachedData. CommonJS, not
 // ESM: on Node 20 the ESM loader alone costs a cold start about 15 ms.
 //
-// The cache is keyed by the bundle's size and mtime (V8 itself checks only the source length). It
+// The cache is keyed by the bundle's build id (`/* fuxi-build <id> */` near its top: a hash of its
+// content, written by scripts/bundle.mjs) and size, so it stays valid where the bundle is copied,
+// packed and unpacked (tar keeps whole seconds of an mtime); V8 itself checks only the source
+// length. A bundle without a build id is keyed by its mtime. The cache
 // holds what the writing run had compiled, so it is written once a run has been up for 0.5 s
 // ("complete": a daemon past its start, a CLI command that waits) and, when there is none at all,
 // by a run that exits sooner; a shorter run's cache is replaced by the next complete one. A cache
@@ -18,6 +21,18 @@
 // repository's compiled files it was built from) is not run: `tsc -b` alone updates the module tree
 // but not the bundle, so the module tree runs instead, with a warning, and runs what was compiled.
 'use strict';
+// The bundles need Node.js 20.19+; checked here, not by a second Node start (lib/fuxi-run of an
+// installation checks the version of the programs that are not bundled with `node --version`).
+{
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major < 20 || (major === 20 && minor < 19)) {
+    const name = require('node:path').basename(__filename, '.cjs');
+    process.stderr.write(
+      `${name}: ${process.execPath} is Node.js v${process.versions.node}; ${name} needs 20.19 or newer (install it, or set FUXI_NODE to such a node binary)\n`,
+    );
+    process.exit(127);
+  }
+}
 const { readFileSync, renameSync, rmSync, statSync, writeFileSync } = require('node:fs');
 const { createRequire } = require('node:module');
 const { basename, dirname, join } = require('node:path');
@@ -26,7 +41,7 @@ const { Script, constants } = require('node:vm');
 
 const bundle = __filename.replace(/\.cjs$/, '.bundle.cjs');
 const cacheFile = `${bundle}.cache`;
-const HEADER = 24; // the bundle's mtimeMs and size, and 1 for a complete cache: three float64s
+const HEADER = 32; // the bundle's key (16 bytes), its size and 1 for a complete cache (float64s)
 const COMPLETE_AFTER_MS = 500;
 const { mtimeMs, size } = statSync(bundle);
 
@@ -62,14 +77,16 @@ if (tree !== undefined) {
 
 function runBundle() {
   // The CommonJS module wrapper; the bundle's #! line is blanked (same line numbers in traces).
-  const source = `(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, 'utf8').replace(/^#!.*/, '')}\n})`;
+  const text = readFileSync(bundle, 'utf8');
+  const source = `(function (exports, require, module, __filename, __dirname) {${text.replace(/^#!.*/, '')}\n})`;
+  const key = (/\/\* fuxi-build ([0-9a-f]{16}) \*\//.exec(text.slice(0, 512))?.[1] ?? `m${mtimeMs}`).padEnd(16).slice(0, 16);
   let cachedData;
   let complete = false;
   try {
     const c = readFileSync(cacheFile);
-    if (c.length > HEADER && c.readDoubleLE(0) === mtimeMs && c.readDoubleLE(8) === size) {
+    if (c.length > HEADER && c.toString('latin1', 0, 16) === key && c.readDoubleLE(16) === size) {
       cachedData = c.subarray(HEADER);
-      complete = c.readDoubleLE(16) === 1;
+      complete = c.readDoubleLE(24) === 1;
     }
   } catch {
     /* no cache yet */
@@ -84,9 +101,9 @@ function runBundle() {
       const tmp = `${cacheFile}.${process.pid}`;
       try {
         const header = Buffer.alloc(HEADER);
-        header.writeDoubleLE(mtimeMs, 0);
-        header.writeDoubleLE(size, 8);
-        header.writeDoubleLE(isComplete ? 1 : 0, 16);
+        header.write(key, 0, 16, 'latin1');
+        header.writeDoubleLE(size, 16);
+        header.writeDoubleLE(isComplete ? 1 : 0, 24);
         writeFileSync(tmp, Buffer.concat([header, script.createCachedData()]));
         renameSync(tmp, cacheFile); // atomic: a concurrent start reads the old cache or the new one
       } catch {

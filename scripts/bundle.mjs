@@ -12,6 +12,7 @@
 // --metafile also writes what went into each bundle (<bundle>.meta.json).
 import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -35,6 +36,9 @@ const noPino = {
   },
 };
 
+/** The build id's place in a bundle before it is known: the id is a hash of the bundle with this. */
+const NO_ID = '0'.repeat(16);
+
 /** Where warm-up runs put what they make (the AM host its socket); removed at the end. */
 const warmDir = mkdtempSync(join(tmpdir(), 'fuxi-bundle-'));
 
@@ -44,13 +48,15 @@ const BUNDLES = [
     bin: 'client/dist/fuxi.cjs',
     plugins: [noPino],
     // The CLI trusts exactly the cluster CA it is given (--tls-ca, FUXI_TLS_CA: a context with `ca`
-    // replaces the default roots), so the default store is never used; the line keeps Node from
-    // building it. Node 20 reads and parses NODE_EXTRA_CA_CERTS at every start, before any code
-    // runs (45 ms with the 144 certificates of Debian's ca-certificates), and parses its own 140
-    // roots for the first TLS context (20 ms); with --use-openssl-ca the default store is OpenSSL's
-    // directory, looked up lazily, unless SSL_CERT_FILE / SSL_CERT_DIR make it load a file.
+    // gets a store of its own with that CA alone), so the default store is never used; the line
+    // keeps Node from building it. Node 20 reads and parses NODE_EXTRA_CA_CERTS at every start,
+    // before any code runs (45 ms with the 144 certificates of Debian's ca-certificates), and builds
+    // the default store at the first context with a `ca` too, only to compare it with the context's
+    // own: its 140 bundled roots (20 ms) or, with --use-openssl-ca, OpenSSL's default paths, whose
+    // file (Debian: /usr/lib/ssl/cert.pem, the same 144 certificates, 27 ms in a profile) is read at
+    // once; SSL_CERT_FILE=/dev/null makes that file empty, the directory is looked up lazily.
     // `env -S` (GNU coreutils 8.30+) splits the line; each `-u` drops a variable.
-    shebang: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u SSL_CERT_FILE -u SSL_CERT_DIR node --use-openssl-ca',
+    shebang: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u SSL_CERT_DIR SSL_CERT_FILE=/dev/null node --use-openssl-ca',
     // A submit to a master that is not there runs the spec reader, the client, the wire encoding
     // and a connection attempt; it must exit 4 (master unavailable).
     warmUp: {
@@ -110,11 +116,14 @@ for (const b of BUNDLES) {
     // installation's node_modules. import.meta.url (for createRequire) is the bundle's own URL.
     external: ['@grpc/proto-loader', '@grpc/reflection', 'grpc-health-check'],
     define: { 'import.meta.url': '__bundleUrl' },
-    banner: { js: "var __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    // The build id (BUILD_ID, filled in below) keys the bundle's code cache (bundle-launcher.cjs).
+    banner: { js: `var __bundleUrl = require('node:url').pathToFileURL(__filename).href; /* fuxi-build ${NO_ID} */` },
     plugins: b.plugins,
     logLevel: 'warning',
     metafile: true,
   });
+  const code = readFileSync(bundle, 'utf8');
+  writeFileSync(bundle, code.replace(`/* fuxi-build ${NO_ID} */`, `/* fuxi-build ${createHash('sha256').update(code).digest('hex').slice(0, 16)} */`));
   if (process.argv.includes('--metafile')) writeFileSync(`${bundle}.meta.json`, JSON.stringify(result.metafile));
   // The repository's files it was built from, for the launcher's staleness check (paths relative
   // to the bundle), and the module tree's entry to run instead when one is newer.

@@ -100,7 +100,7 @@ fs.copyFileSync(path.join(repo, 'deploy', 'fuxi-run.sh'), path.join(stage, 'lib'
 fs.chmodSync(path.join(stage, 'lib', 'fuxi-run'), 0o755);
 fs.mkdirSync(path.join(stage, 'bin'));
 for (const [bin, file] of Object.entries(PROGRAMS)) {
-  const text = `#!/bin/sh\n# ${bin}: ${file} of this installation, run by the host's Node.js (lib/fuxi-run).\nexec "$(dirname "$(readlink -f "$0")")/../lib/fuxi-run" ${bin} ${file} "$@"\n`;
+  const text = `#!/bin/sh\n# ${bin}: ${file} of this installation, run by the host's Node.js (lib/fuxi-run).\np=$(readlink -f "$0")\nexec "\${p%/bin/*}/lib/fuxi-run" ${bin} ${file} "$@"\n`;
   fs.writeFileSync(path.join(stage, 'bin', bin), text, { mode: 0o755 });
 }
 fs.writeFileSync(path.join(stage, 'VERSION'), `${version}\n`);

@@ -85,6 +85,26 @@ describe('release tarball (make dist)', function () {
     expect((old as { stderr: string }).stderr).to.match(/Node\.js v20\.18\.3; fuxi-master needs 20\.19 or newer/);
     const newer = await run(path.join(inst, 'bin', 'fuxi'), ['--version'], { cwd: tmp, env: { ...env, FUXI_NODE: fakeNode('v22.1.0') } });
     expect(newer.stdout.trim()).to.equal(FUXI_VERSION);
+    // The bundled programs check the version in their own Node (no `node --version` first).
+    const older = path.join(tmp, 'node-v20.18.3.cjs');
+    fs.writeFileSync(older, "Object.defineProperty(process.versions, 'node', { value: '20.18.3' });\n");
+    for (const p of ['fuxi', 'fuxi-amhost']) {
+      const r = await run(path.join(inst, 'bin', p), ['--version'], { cwd: tmp, env: { ...env, FUXI_NODE_ARGS: `--require ${older}` } }).catch(
+        (e: unknown) => e,
+      );
+      expect(r, p).to.include({ code: 127 });
+      expect((r as { stderr: string }).stderr).to.include(`is Node.js v20.18.3; ${p} needs 20.19 or newer`);
+    }
+  });
+
+  it("fuxi runs with the build's code cache, unpacked as it is, and without Node's default trust store", async () => {
+    const cache = path.join(inst, 'client', 'dist', 'fuxi.bundle.cjs.cache');
+    const before = fs.readFileSync(cache);
+    // Node warns at start when NODE_EXTRA_CA_CERTS names no file: the installed fuxi's Node never sees it.
+    const r = await run(path.join(inst, 'bin', 'fuxi'), ['--version'], { cwd: tmp, env: { ...env, NODE_EXTRA_CA_CERTS: path.join(tmp, 'none.pem') } });
+    expect([r.stdout.trim(), r.stderr]).to.deep.equal([FUXI_VERSION, '']);
+    // A cache the launcher rejected (tar keeps whole seconds of the bundle's mtime) would be written anew.
+    expect(fs.readFileSync(cache).equals(before)).to.equal(true);
   });
 
   it('runs a master, an agent and a job from the unpacked tarball; its fuxi reads a worker log', async () => {

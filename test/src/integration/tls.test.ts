@@ -184,6 +184,14 @@ describe('mutual TLS (real processes)', function () {
     expect(none?.stderr).to.match(/^error: --tls-ca: required/);
     const ok = await run(process.execPath, [BIN.cli, '--master', cluster.masterAddress, 'nodes'], { env: { ...env, ...cluster.clientEnv() } });
     expect(ok.stdout).to.include('node-1');
+    // Run as a program: its #! line points OpenSSL's default file at /dev/null (whatever the caller
+    // has in SSL_CERT_FILE) and drops SSL_CERT_DIR; the cluster CA alone verifies the master.
+    if (BIN.cli.endsWith('.cjs')) {
+      const direct = await run(BIN.cli, ['--master', cluster.masterAddress, 'nodes'], {
+        env: { ...env, ...cluster.clientEnv(), SSL_CERT_FILE: join(tmpdir(), 'no-such-bundle.pem'), SSL_CERT_DIR: tmpdir() },
+      });
+      expect(direct.stdout).to.include('node-1');
+    }
   });
 
   it('a daemon with neither tls nor insecure: true refuses to start, naming tls; insecure beyond loopback warns once', async () => {
