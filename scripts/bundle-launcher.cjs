@@ -40,6 +40,12 @@ const { pathToFileURL } = require('node:url');
 const { Script, constants } = require('node:vm');
 
 const bundle = __filename.replace(/\.cjs$/, '.bundle.cjs');
+/**
+ * A module beside this bin whose `run(args, { bundle, bin })` may run the command without the
+ * bundle (the CLI's fast path to its server: client/src/cli/fast-path.ts); it resolves to the exit
+ * code, or to undefined when the bundle must run. Set by scripts/bundle.mjs; '' for none.
+ */
+const FAST_PATH = '';
 const cacheFile = `${bundle}.cache`;
 const HEADER = 32; // the bundle's key (16 bytes), its size and 1 for a complete cache (float64s)
 const COMPLETE_AFTER_MS = 500;
@@ -71,6 +77,19 @@ function staleBundle() {
 const tree = staleBundle();
 if (tree !== undefined) {
   import(pathToFileURL(tree).href);
+} else if (FAST_PATH) {
+  let fast;
+  try {
+    fast = require(join(dirname(__filename), FAST_PATH));
+  } catch {
+    fast = undefined; // a bin copied without it
+  }
+  if (fast === undefined) runBundle();
+  else
+    fast.run(process.argv.slice(2), { bundle, bin: __filename }).then((code) => {
+      if (code === undefined) runBundle();
+      else process.exitCode = code;
+    });
 } else {
   runBundle();
 }

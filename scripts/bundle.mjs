@@ -59,6 +59,9 @@ const BUNDLES = [
     shebang: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u SSL_CERT_DIR SSL_CERT_FILE=/dev/null node --use-openssl-ca',
     // A submit to a master that is not there runs the spec reader, the client, the wire encoding
     // and a connection attempt; it must exit 4 (master unavailable).
+    // Run by the bin before the bundle: hands short commands to the user's CLI server
+    // (FUXI_CLI_SERVER=1). Node's own modules only; no code cache (it is a few KB).
+    fastPath: { entry: 'client/dist/cli/fast-path.js', out: 'client/dist/fuxi-fast.cjs' },
     warmUp: {
       args: ['submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'],
       env: { FUXI_RETRY_MS: '0', FUXI_INSECURE: '1' },
@@ -132,7 +135,21 @@ for (const b of BUNDLES) {
     .map((f) => relative(dirname(bundle), join(root, f)));
   writeFileSync(`${bundle}.inputs.json`, `${JSON.stringify({ tree: relative(dirname(bundle), join(root, b.entry)), inputs }, null, 1)}\n`);
   const bin = join(root, b.bin);
-  const launcher = readFileSync(join(root, 'scripts', 'bundle-launcher.cjs'), 'utf8');
+  let launcher = readFileSync(join(root, 'scripts', 'bundle-launcher.cjs'), 'utf8');
+  if (b.fastPath) {
+    const out = join(root, b.fastPath.out);
+    await build({
+      entryPoints: [join(root, b.fastPath.entry)],
+      outfile: out,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      minify: true,
+      logLevel: 'warning',
+    });
+    launcher = launcher.replace("const FAST_PATH = '';", `const FAST_PATH = ${JSON.stringify(relative(dirname(bin), out))};`);
+  }
   writeFileSync(bin, b.shebang ? launcher.replace(/^#!.*/, b.shebang) : launcher);
   chmodSync(bin, 0o755);
   rmSync(`${bundle}.cache`, { force: true });

@@ -8,19 +8,9 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { BIN, BUNDLE, clientDir, type Result } from './bundle-files.js';
 import { FakeMaster } from './fake-cluster.js';
-
-const clientDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(clientDir, 'dist', 'fuxi.cjs');
-const BUNDLE = join(clientDir, 'dist', 'fuxi.bundle.cjs');
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 function fuxi(bin: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Result> {
   return new Promise((resolve) => {

@@ -48,6 +48,8 @@ export class FakeMaster {
   /** What GetClusterStatus answers (the wire's input shape: int64 may be numbers). */
   clusterStatus: ClusterStatus = { leader: '', epoch: '1', fsmState: 'S0' };
   calls: string[] = [];
+  /** The spec of each SubmitJob call, by job id (the last one). */
+  specs = new Map<string, ReturnType<typeof validateJobSpec>>();
   /** Make the next N WatchJob streams fail with UNAVAILABLE after sending the current state. */
   failWatches = 0;
   /** Make the next N SubmitJob calls fail with UNAVAILABLE after storing the job (a lost reply). */
@@ -128,6 +130,7 @@ export class FakeMaster {
         this.calls.push('SubmitJob');
         const spec = validateJobSpec(jobSpecFromProto(req.spec ?? {}));
         const jobId = spec.jobId || 'generated-by-master';
+        this.specs.set(jobId, spec);
         let created = false;
         if (!this.jobs.has(jobId)) {
           created = true;

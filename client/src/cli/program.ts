@@ -88,7 +88,10 @@ export interface CliDeps {
   makeClient(masters: string[], transport?: CliTransport, auth?: { tokenFile?: string }): CliClient | Promise<CliClient>;
   stdout: CliOutput;
   stderr: CliOutput;
+  /** Reads a file the command names (relative to `cwd`). */
   readFile(path: string): string;
+  /** The folder relative paths are in; default the process's (a CLI server runs its callers'). */
+  cwd?: string;
   env?: NodeJS.ProcessEnv;
   /** Writes a log chunk to stdout, resolving when it may write more (backpressure). */
   writeRaw?(chunk: Buffer): Promise<void>;
@@ -148,7 +151,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .showHelpAfterError('(run "fuxi --help" for usage)')
     .addHelpText(
       'after',
-      `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]\n  FUXI_TLS_CA, FUXI_TLS_CERT, FUXI_TLS_KEY  mutual TLS files (as --tls-ca, --tls-cert, --tls-key)\n  FUXI_INSECURE=1  plaintext (as --insecure)\n  FUXI_TOKEN_FILE  file holding the bearer token (see --token-file)`,
+      `\n${EXIT_CODES_HELP}\n\nEnvironment:\n  FUXI_MASTER  master address(es), host:port[,host:port]\n  FUXI_TLS_CA, FUXI_TLS_CERT, FUXI_TLS_KEY  mutual TLS files (as --tls-ca, --tls-cert, --tls-key)\n  FUXI_INSECURE=1  plaintext (as --insecure)\n  FUXI_TOKEN_FILE  file holding the bearer token (see --token-file)\n  FUXI_CLI_SERVER=1  hand submit (without --wait), status, list and kill to your "fuxi cli-server", started at the first (for scripts that run fuxi per task; it ends after FUXI_CLI_SERVER_IDLE_S, default 600, idle seconds)`,
     );
 
   program
@@ -174,7 +177,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
         } else {
           const { parseArraySpec } = await import('../sdk/job-array.js');
           const { indices, maxRunning } = parseArraySpec(o.array!);
-          const spec = jobFile.loadSpec(file!, o.id, deps.readFile);
+          const spec = jobFile.loadSpec(file!, o.id, deps.readFile, deps.cwd);
           const r = await (await getClient(opts)).submitArray(spec, { indices, maxRunning, ...(o.id ? { arrayId: o.id } : {}) });
           arrayId = r.arrayId;
           results = r.results;
@@ -200,7 +203,7 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
         code = bad.length === 0 ? EXIT.OK : EXIT.JOB_FAILED;
         return;
       }
-      const spec = jobFile.loadSpec(file!, o.id, deps.readFile);
+      const spec = jobFile.loadSpec(file!, o.id, deps.readFile, deps.cwd);
       const c = await getClient(opts);
       const res: SubmitResult = await c.submit(spec);
       if (!o.wait) {

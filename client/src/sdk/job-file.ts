@@ -10,9 +10,9 @@ export function loadJobSpecFile(path: string, id?: string): JobSpec {
 
 /**
  * Reads, parses and validates a job spec file; every problem is an InvalidArgumentError naming the
- * file. Relative task `cwd`s are resolved against the file's folder.
+ * file. Relative task `cwd`s are resolved against the file's folder (a relative `file` is in `cwd`).
  */
-export function loadSpec(file: string, id: string | undefined, readFile: (path: string) => string): JobSpec {
+export function loadSpec(file: string, id: string | undefined, readFile: (path: string) => string, cwd = process.cwd()): JobSpec {
   let text: string;
   try {
     text = readFile(file);
@@ -29,7 +29,7 @@ export function loadSpec(file: string, id: string | undefined, readFile: (path: 
   }
   // A relative working directory is relative to the job file's folder (like a compose file).
   for (const t of spec.tasks) {
-    if (t.command.cwd && !isAbsolute(t.command.cwd)) t.command.cwd = resolvePath(dirname(resolvePath(file)), t.command.cwd);
+    if (t.command.cwd && !isAbsolute(t.command.cwd)) t.command.cwd = resolvePath(dirname(resolvePath(cwd, file)), t.command.cwd);
   }
   if (id === undefined) return spec;
   try {

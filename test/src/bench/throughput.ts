@@ -4,14 +4,19 @@
  * bench-results/throughput.json:
  *
  * - separateCli: N jobs, one `fuxi submit` process each, 8 in flight, then wait for all; also the
- *   CPU of those N processes (`cliCpuS`: on 2 cores they, not the daemons, take most of it);
+ *   CPU of those N processes (`cliCpuS`: on 2 cores they, not the daemons, take most of it). They
+ *   run with FUXI_CLI_SERVER=1, as the README has scripts that call `fuxi` per task run it: each
+ *   hands its command to the user's `fuxi cli-server` (started by the first; its CPU is in
+ *   `cliCpuS`, and `cliServerCpuS`). separateCliInProcess: the same with each command run in its
+ *   own process (the default);
  * - sdkMany: N jobs through the SDK's submitMany; array: the same N as one job array;
  * - oneJob: 1 job x N instances;
  * - latency: 200 single jobs one after another on an idle cluster (submit -> running, -> done);
  * - cliColdStartMs: the median wall time of 20 cold `fuxi submit` processes (the `fuxi` bin run as
- *   a user runs it), one after another on an idle cluster (separateCli's `cliMedianMs` is the same
- *   under the load of 8 in flight), with their mean CPU, and both for a script that does nothing
- *   started the same way (`bareNode...`);
+ *   a user runs it), one after another on an idle cluster, with FUXI_CLI_SERVER=1 (the server's
+ *   CPU per command is `serverCpuMeanMs`); cliColdStartInProcessMs: the same, each run in its own
+ *   process (separateCli's `cliMedianMs` is the same under the load of 8 in flight); with their
+ *   mean CPU, and both for a script that does nothing started the same way (`bareNode...`);
  * - watchMany: the master's CPU while N jobs are watched on one WatchJobs stream, and on N WatchJob
  *   streams, and the kill of all of them;
  * - amHostCrash: kill -9 of an AM host holding the AMs of about 100 running jobs (`--crash-jobs`):
@@ -42,11 +47,13 @@
  *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 2000] [--keep]
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { FuxiClient } from '@fuxi/client';
+import { cliServerPaths } from '@fuxi/client/cli/cli-server-dir';
 import { normalizeJobSpec, type JobSpec } from '@fuxi/common';
 import { amHostPid, BIN, LocalCluster, REPO_ROOT } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
@@ -234,13 +241,52 @@ function cliCommand(args: string[]): [string, string[]] {
   return BIN.cli.endsWith('.cjs') ? [BIN.cli, args] : [process.execPath, [BIN.cli, ...args]];
 }
 
+/**
+ * How `fuxi` runs: each command in its own process (`inProcess`, the default), or with
+ * FUXI_CLI_SERVER=1 (`server`), which hands it to the user's `fuxi cli-server` (started by the
+ * first command, in a runtime folder of the bench's own).
+ */
+interface CliMode {
+  env: Record<string, string>;
+  /** The server's pid file (server mode). */
+  pidFile?: string;
+}
+
+function cliModes(dir: string): { inProcess: CliMode; server: CliMode } {
+  const runtime = join(dir, 'cli-run');
+  mkdirSync(runtime, { recursive: true, mode: 0o700 });
+  return {
+    inProcess: { env: { FUXI_CLI_SERVER: '0' } },
+    server: { env: { FUXI_CLI_SERVER: '1', XDG_RUNTIME_DIR: runtime }, pidFile: cliServerPaths({ XDG_RUNTIME_DIR: runtime }).pidFile },
+  };
+}
+
+/** Stops the mode's CLI server (by its pid); the CPU it used, in seconds (0: none ran). */
+async function stopCliServer(mode: CliMode): Promise<number> {
+  if (!mode.pidFile) return 0;
+  let pid: number;
+  try {
+    pid = Number(readFileSync(mode.pidFile, 'utf8'));
+  } catch {
+    return 0;
+  }
+  const cpu = cpuOf(pid).own;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return cpu;
+  }
+  for (let i = 0; i < 100 && existsSync(`/proc/${pid}`); i++) await sleep(50);
+  return cpu;
+}
+
 /** Runs `fuxi submit file --id id` as a process of its own; resolves with its wall time and whether it exited 0. */
-function cliSubmit(b: Bench, file: string, id: string): Promise<{ ms: number; ok: boolean }> {
+function cliSubmit(b: Bench, file: string, id: string, mode: CliMode): Promise<{ ms: number; ok: boolean }> {
   const t0 = Date.now();
   return new Promise((resolve) => {
     const p = spawn(...cliCommand(['submit', file, '--id', id, '--master', b.cluster.masterAddress]), {
       stdio: 'ignore',
-      env: { ...process.env, ...b.cluster.clientEnv() },
+      env: { ...process.env, ...b.cluster.clientEnv(), ...mode.env },
     });
     p.on('exit', (code) => resolve({ ms: Date.now() - t0, ok: code === 0 }));
   });
@@ -254,27 +300,36 @@ function endedChildrenCpuS(): number {
   return cpuOf(process.pid).children;
 }
 
-async function separateCli(b: Bench, n: number, dir: string): Promise<Record<string, unknown>> {
+async function separateCli(b: Bench, n: number, dir: string, mode: CliMode, prefix: string): Promise<Record<string, unknown>> {
   const file = oneJobFile(dir, 'one');
   const walls: number[] = [];
-  const ids = Array.from({ length: n }, (_, i) => `cli-${i}`);
+  const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
   let failed = 0;
   const cli0 = endedChildrenCpuS();
+  let serverCpuS = 0;
   const m = await b.measure(async () => {
     let next = 0;
     const worker = async () => {
       while (next < ids.length) {
-        const r = await cliSubmit(b, file, ids[next++]!);
+        const r = await cliSubmit(b, file, ids[next++]!, mode);
         if (!r.ok) failed++;
         walls.push(r.ms);
       }
     };
     await Promise.all(Array.from({ length: 8 }, worker));
     failed += await b.waitIds(ids);
+    serverCpuS = await stopCliServer(mode);
   });
-  // The machine's other big spender here: the 1,000 CLI processes themselves.
-  const cliCpuS = round(endedChildrenCpuS() - cli0, 2);
-  return { ...throughputFigures(m, n, failed), cliMedianMs: percentile(walls, 50), cliCpuS, cliCpuMsPerJob: round((cliCpuS * 1000) / n) };
+  // The machine's other big spender here: the 1,000 CLI processes themselves (and the CLI server
+  // that ran their commands, in server mode).
+  const cliCpuS = round(endedChildrenCpuS() - cli0 + serverCpuS, 2);
+  return {
+    ...throughputFigures(m, n, failed),
+    cliMedianMs: percentile(walls, 50),
+    cliCpuS,
+    ...(mode.pidFile ? { cliServerCpuS: round(serverCpuS, 2) } : {}),
+    cliCpuMsPerJob: round((cliCpuS * 1000) / n),
+  };
 }
 
 /**
@@ -300,7 +355,7 @@ function bareNode(script: [string, string[]]): Promise<number> {
  * cluster; and, each right after a submit (the same phase of the machine), that of a script
  * that does nothing started the same way (`bareScript`), which no CLI can beat.
  */
-async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record<string, unknown>> {
+async function cliColdStart(b: Bench, runs: number, dir: string, mode: CliMode, prefix: string): Promise<Record<string, unknown>> {
   const file = oneJobFile(dir, 'cold');
   const bareCmd = bareScript(dir);
   const walls: number[] = [];
@@ -310,15 +365,16 @@ async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record
   let bareCpuS = 0;
   for (let i = 0; i < runs; i++) {
     const c0 = endedChildrenCpuS();
-    const r = await cliSubmit(b, file, `cold-${i}`);
+    const r = await cliSubmit(b, file, `${prefix}-${i}`, mode);
     const c1 = endedChildrenCpuS();
     walls.push(r.ms);
     if (!r.ok) failed++;
     bare.push(await bareNode(bareCmd));
     bareCpuS += endedChildrenCpuS() - c1;
     cliCpuS += c1 - c0;
-    await b.waitIds([`cold-${i}`]);
+    await b.waitIds([`${prefix}-${i}`]);
   }
+  const serverCpuS = await stopCliServer(mode);
   return {
     runs,
     failed,
@@ -327,6 +383,7 @@ async function cliColdStart(b: Bench, runs: number, dir: string): Promise<Record
     bareNodeMedianMs: percentile(bare, 50),
     // Means: /proc counts CPU in 10 ms ticks, too coarse for one run.
     cpuMeanMs: round((cliCpuS * 1000) / runs),
+    ...(mode.pidFile ? { serverCpuMeanMs: round((serverCpuS * 1000) / runs) } : {}),
     bareNodeCpuMeanMs: round((bareCpuS * 1000) / runs),
   };
 }
@@ -613,9 +670,13 @@ async function main(): Promise<void> {
   await phase('sdkMany', (b) => sdkMany(b, n));
   await phase('array', (b) => array(b, n));
   await phase('watchMany', (b) => watchMany(b, n), [], false);
-  await phase('separateCli', (b) => separateCli(b, n, dir));
-  await phase('cliColdStart', (b) => cliColdStart(b, 20, dir), [], false);
+  const cli = cliModes(dir);
+  await phase('separateCli', (b) => separateCli(b, n, dir, cli.server, 'cli'));
+  await phase('separateCliInProcess', (b) => separateCli(b, n, dir, cli.inProcess, 'clip'));
+  await phase('cliColdStart', (b) => cliColdStart(b, 20, dir, cli.server, 'cold'), [], false);
+  await phase('cliColdStartInProcess', (b) => cliColdStart(b, 20, dir, cli.inProcess, 'coldp'), [], false);
   if (out.cliColdStart) out.cliColdStartMs = (out.cliColdStart as Record<string, number>).medianMs;
+  if (out.cliColdStartInProcess) out.cliColdStartInProcessMs = (out.cliColdStartInProcess as Record<string, number>).medianMs;
   // 2 x 100 AMs at once: above the default AM share of 16 cores (80 hosted AMs), so this one scenario allows half.
   const crashJobs = Number(values['crash-jobs'] ?? 100);
   await phase('amHostCrash', (b) => amHostCrash(b, crashJobs), values['max-am-share'] ? [] : ['--max-am-share', '0.5'], false);

@@ -1,0 +1,140 @@
+/**
+ * The `fuxi` bin's fast path (bundled alone as client/dist/fuxi-fast.cjs; the bin calls `run`
+ * before it loads the CLI's bundle). With `FUXI_CLI_SERVER=1`, a short command (`submit` without
+ * --wait, `status`, `list`, `kill`) is handed to the user's `fuxi cli-server` over its Unix
+ * socket: this process then loads neither gRPC nor the wire contract nor YAML, and opens no TLS
+ * connection; the server, warm and already connected, runs the command as this process would
+ * have, in this process's folder with its FUXI_* settings, and streams back its output and exit
+ * code. No server there: it is started in the background for the next command, and this one
+ * runs in the process. Node's own modules only: the point is what this file does not load.
+ */
+import { closeSync, openSync, readSync } from 'node:fs';
+import { connect } from 'node:net';
+import { buildIdOf, cliServerPaths, ensurePrivateDir, servedByServer } from './cli-server-dir.js';
+
+/** A request: one JSON line. */
+export interface CliServerRequest {
+  v: 1;
+  /** The build id of the bundle this bin would run; a server of another build answers `stale`. */
+  build: string | undefined;
+  args: string[];
+  cwd: string;
+  /** The caller's FUXI_* variables (the server's own environment is not used for commands). */
+  env: Record<string, string>;
+}
+
+/** A frame of the answer, one JSON line each: stdout, stderr, the exit code; or `stale`. */
+export type CliServerFrame = { o: string } | { e: string } | { x: number } | { stale: true };
+
+/** The exit code of an error that is not the command's (exit-codes.ts OTHER). */
+const EXIT_OTHER = 5;
+
+function readBuildId(bundle: string): string | undefined {
+  try {
+    const fd = openSync(bundle, 'r');
+    try {
+      const head = Buffer.alloc(512);
+      const n = readSync(fd, head, 0, head.length, 0);
+      return buildIdOf(head.toString('latin1', 0, n));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts `fuxi cli-server` in the background, in its own session, for the next command; resolves
+ * once it is spawned. child_process loads only here: a command the server runs never needs it.
+ */
+async function startServer(bin: string): Promise<void> {
+  try {
+    const { spawn } = await import('node:child_process');
+    spawn(process.execPath, [...process.execArgv, bin, 'cli-server'], { detached: true, stdio: 'ignore', cwd: '/' }).unref();
+  } catch {
+    /* the next command tries again */
+  }
+}
+
+/**
+ * Runs `fuxi <args>` through the server: its exit code, or undefined when this process must run
+ * the command itself (no server, not a served command, FUXI_CLI_SERVER not 1).
+ */
+export function run(args: string[], where: { bundle: string; bin: string }): Promise<number | undefined> {
+  const env = process.env;
+  // FUXI_MAX_MESSAGE_BYTES is read once per process: a server would not apply the caller's.
+  if (env.FUXI_CLI_SERVER !== '1' || env.FUXI_MAX_MESSAGE_BYTES || !servedByServer(args)) return Promise.resolve(undefined);
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(0); // `fuxi list | head`
+    throw e;
+  });
+  const debug = (s: string) => {
+    if (env.FUXI_DEBUG) process.stderr.write(`fuxi: ${s}\n`);
+  };
+  const paths = cliServerPaths(env);
+  const unsafe = ensurePrivateDir(paths.dir);
+  if (unsafe) {
+    debug(`not using a CLI server: ${unsafe}`);
+    return Promise.resolve(undefined);
+  }
+  const fuxiEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (k.startsWith('FUXI_') && v !== undefined) fuxiEnv[k] = v;
+  const request: CliServerRequest = { v: 1, build: readBuildId(where.bundle), args, cwd: process.cwd(), env: fuxiEnv };
+  return new Promise((resolve) => {
+    const sock = connect(paths.socket);
+    let sent = false;
+    let answered = false;
+    let buf = '';
+    sock.on('connect', () => {
+      sent = true;
+      sock.end(`${JSON.stringify(request)}\n`);
+    });
+    sock.setEncoding('utf8');
+    sock.on('data', (d: string) => {
+      buf += d;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        const f = JSON.parse(line) as CliServerFrame;
+        if ('o' in f) process.stdout.write(f.o);
+        else if ('e' in f) process.stderr.write(f.e);
+        else if ('x' in f) {
+          answered = true;
+          debug('ran by the CLI server');
+          resolve(f.x);
+        } else if ('stale' in f) {
+          answered = true;
+          debug('the CLI server runs another build; it stops, a new one starts');
+          void startServer(where.bin).then(() => resolve(undefined));
+        }
+      }
+    });
+    sock.on('error', (e: NodeJS.ErrnoException) => {
+      if (answered) return;
+      answered = true;
+      if (!sent) {
+        // Nobody listens (ENOENT, ECONNREFUSED: a server that ended): start one, run here.
+        debug(`no CLI server (${e.code ?? e.message}); starting one`);
+        void startServer(where.bin).then(() => resolve(undefined));
+        return;
+      }
+      lost();
+    });
+    sock.on('close', () => {
+      if (!answered) {
+        answered = true;
+        lost();
+      }
+    });
+    // The request went out and no exit code came back: the command may have run (a submit may
+    // have been accepted), so it is not run again here.
+    function lost(): void {
+      process.stderr.write(
+        `error: the CLI server (${paths.socket}) ended before it answered; the command may or may not have run (FUXI_CLI_SERVER=0 runs commands without it)\n`,
+      );
+      resolve(EXIT_OTHER);
+    }
+  });
+}
