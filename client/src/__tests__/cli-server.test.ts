@@ -185,6 +185,8 @@ describe('fuxi cli-server: the bundled bin with FUXI_CLI_SERVER=1', function () 
       'the server to end on SIGTERM, removing its socket and pid file',
       () => !alive(next) && !existsSync(paths.socket) && !existsSync(paths.pidFile),
     );
+    // What it said of itself went to server.log, beside the socket.
+    expect(readFileSync(paths.log, 'utf8')).to.equal(`fuxi cli-server ${next}: stopping (SIGTERM) after 0 commands\n`);
   });
 
   it('ends after FUXI_CLI_SERVER_IDLE_S without a request', async () => {

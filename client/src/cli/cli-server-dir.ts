@@ -16,11 +16,13 @@ export interface CliServerPaths {
   socket: string;
   /** The running server's pid (written when it listens). */
   pidFile: string;
+  /** The stderr of the server the fast path last started. */
+  log: string;
 }
 
 export function cliServerPaths(env: NodeJS.ProcessEnv): CliServerPaths {
   const dir = join(env.XDG_RUNTIME_DIR || tmpdir(), `fuxi-cli-${process.getuid?.() ?? 'u'}`);
-  return { dir, socket: join(dir, 'server.sock'), pidFile: join(dir, 'server.pid') };
+  return { dir, socket: join(dir, 'server.sock'), pidFile: join(dir, 'server.pid'), log: join(dir, 'server.log') };
 }
 
 /**

@@ -35,6 +35,7 @@ export interface CliServerOptions {
 interface Cached {
   client: Promise<CliClient>;
   files: string;
+  lastUsedMs: number;
 }
 
 /** The files' sizes and mtimes: a renewed certificate or token makes a new client. */
@@ -198,17 +199,25 @@ export class CliServer {
     const t: CliTransport | undefined = tls ? { tls } : transport;
     const key = JSON.stringify([masters, t ?? null, tokenFile ?? null, env.FUXI_RETRY_MS ?? null]);
     const files = fileStamps([tls?.ca, tls?.cert, tls?.key, tokenFile]);
+    const now = Date.now();
+    // A cluster no command has called for the idle time: its client closes (the server lives on).
+    for (const [k, c] of this.clients) if (k !== key && now - c.lastUsedMs > this.opts.idleMs) this.retire(k, c);
     const cached = this.clients.get(key);
-    if (cached && cached.files === files) return cached.client;
-    if (cached) {
-      // Renewed files: a new client; the old one serves the commands that hold it, then closes.
-      const old = cached.client;
-      setTimeout(() => void old.then(realClose).catch(() => undefined), 60_000).unref();
+    if (cached && cached.files === files) {
+      cached.lastUsedMs = now;
+      return cached.client;
     }
+    if (cached) this.retire(key, cached); // renewed files: a new client
     const client = Promise.resolve(this.opts.makeClient(masters, t, tokenFile ? { tokenFile } : {}, env)).then(keepOpen);
     client.catch(() => this.clients.delete(key)); // a client that could not be made is not kept
-    this.clients.set(key, { client, files });
+    this.clients.set(key, { client, files, lastUsedMs: now });
     return client;
+  }
+
+  /** Forgets a client; it closes after a minute, once the commands that hold it are done. */
+  private retire(key: string, c: Cached): void {
+    this.clients.delete(key);
+    setTimeout(() => void c.client.then(realClose).catch(() => undefined), 60_000).unref();
   }
 
   /** Stops listening, closes the clients once the running commands end, removes what is its own. */

@@ -48,12 +48,17 @@ function readBuildId(bundle: string): string | undefined {
  * Starts `fuxi cli-server` in the background, in its own session, for the next command; resolves
  * once it is spawned. child_process loads only here: a command the server runs never needs it.
  */
-async function startServer(bin: string): Promise<void> {
+async function startServer(bin: string, log: string): Promise<void> {
+  let fd: number | undefined;
   try {
     const { spawn } = await import('node:child_process');
-    spawn(process.execPath, [...process.execArgv, bin, 'cli-server'], { detached: true, stdio: 'ignore', cwd: '/' }).unref();
+    // What the server says of itself (why it stopped, why it could not start): server.log.
+    fd = openSync(log, 'w', 0o600);
+    spawn(process.execPath, [...process.execArgv, bin, 'cli-server'], { detached: true, stdio: ['ignore', 'ignore', fd], cwd: '/' }).unref();
   } catch {
     /* the next command tries again */
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -107,7 +112,7 @@ export function run(args: string[], where: { bundle: string; bin: string }): Pro
         } else if ('stale' in f) {
           answered = true;
           debug('the CLI server runs another build; it stops, a new one starts');
-          void startServer(where.bin).then(() => resolve(undefined));
+          void startServer(where.bin, paths.log).then(() => resolve(undefined));
         }
       }
     });
@@ -117,7 +122,7 @@ export function run(args: string[], where: { bundle: string; bin: string }): Pro
       if (!sent) {
         // Nobody listens (ENOENT, ECONNREFUSED: a server that ended): start one, run here.
         debug(`no CLI server (${e.code ?? e.message}); starting one`);
-        void startServer(where.bin).then(() => resolve(undefined));
+        void startServer(where.bin, paths.log).then(() => resolve(undefined));
         return;
       }
       lost();
