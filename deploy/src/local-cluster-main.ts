@@ -25,6 +25,14 @@ function count(v: string): number {
   return n;
 }
 
+/** The launcher learns each daemon's address from its "ready" log line (info): a level that hides it would never start. */
+function logLevel(v: string): string {
+  if (!['info', 'debug', 'trace'].includes(v)) {
+    throw new InvalidArgumentError(`must be info, debug or trace, got "${v}" (the launcher reads each daemon's "ready" line, logged at info)`);
+  }
+  return v;
+}
+
 const program = new Command('fuxi-local-cluster')
   .version(FUXI_VERSION, '-V, --version', 'print the version and exit')
   .description('start a Fuxi-TS master and agents on loopback (stops them on Ctrl-C)')
@@ -32,7 +40,7 @@ const program = new Command('fuxi-local-cluster')
   .option('--dir <dir>', 'root folder for data, work dirs and logs (default: a new temp dir)')
   .option('--agent-cpu <cores>', 'cores per agent', '2')
   .option('--agent-memory <mem>', 'memory per agent', '4Gi')
-  .option('--log-level <level>', 'log level of the daemons', 'info')
+  .option('--log-level <level>', 'log level of the daemons: info, debug or trace (it waits for their "ready" lines, logged at info)', logLevel, 'info')
   .option('--no-metrics', 'do not serve Prometheus metrics (default: every daemon serves them on a loopback port)')
   .option('--keep-workers', 'leave workers running on stop (they survive agents by design)')
   .option('--insecure', 'plaintext, no TLS (default: mutual TLS with a CA and certificates made under <dir>/pki)')

@@ -10,7 +10,7 @@
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,6 +134,17 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
     killAmHosts(daemons.filter((d) => d.name !== 'master').map((d) => join(dir, d.name)));
     if (failed) process.stderr.write(`  (logs kept in ${dir})\n${out}\n`);
     else rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses a --log-level that would hide the daemons\' "ready" lines, naming the flag, and starts nothing', async () => {
+    const bad = spawn(process.execPath, [LOCAL_CLUSTER, '--log-level', 'warn', '--dir', join(dir, 'never')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    bad.stderr!.on('data', (d) => (text += String(d)));
+    expect(await waitExit(bad, 30_000)).to.equal(true);
+    expect(bad.exitCode).to.not.equal(0);
+    expect(text).to.include('--log-level');
+    expect(text).to.include('must be info, debug or trace, got "warn"');
+    expect(existsSync(join(dir, 'never'))).to.equal(false);
   });
 
   it('prints a metrics line for the master and for each agent', () => {
