@@ -2,8 +2,9 @@
  * `fuxi cli-server` and the bin's fast path to it (FUXI_CLI_SERVER=1), as users run them: the
  * bundled bin (`make build`) in separate processes against a fake master. The first command runs
  * in its own process and starts the server; the next ones are run by it, in their own folder with
- * their own settings; a caller of another build stops it; it ends when idle; a folder others can
- * enter is never used; a server that drops a request is an error, not a second run.
+ * their own settings; a caller of another build stops it; a stopped one holds no command; it ends
+ * when idle; a folder others can enter is never used; a server that drops a request is an error,
+ * not a second run.
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
@@ -189,6 +190,28 @@ describe('fuxi cli-server: the bundled bin with FUXI_CLI_SERVER=1', function () 
     expect(readFileSync(paths.log, 'utf8')).to.equal(`fuxi cli-server ${next}: stopping (SIGTERM) after 0 commands\n`);
   });
 
+  it('a stopped server (SIGSTOP) does not hold commands: they run in their process; continued, it serves again', async () => {
+    await fuxi(['status', 'first']);
+    const pid = await serverPid();
+    const submits = () => master.calls.filter((c) => c === 'SubmitJob').length;
+    process.kill(pid, 'SIGSTOP');
+    let n: number;
+    try {
+      const r = await fuxi(['submit', join(dir, 'specs', 'job.yaml'), '--id', 'while-stopped']);
+      expect([r.code, r.stdout]).to.deep.equal([0, 'while-stopped\n']);
+      expect(r.stderr).to.include('the CLI server did not answer within 2000 ms; running the command here');
+      n = submits();
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const again = await fuxi(['status', 'while-stopped']);
+    expect([again.code, again.stderr]).to.deep.equal([0, 'fuxi: ran by the CLI server\n']);
+    // The stopped server never had the request: the job was submitted once.
+    expect(submits()).to.equal(n);
+    process.kill(pid, 'SIGTERM');
+    await until('the server to end', () => !alive(pid) && !existsSync(paths.socket));
+  });
+
   it('ends after FUXI_CLI_SERVER_IDLE_S without a request', async () => {
     await fuxi(['status', 'first'], { env: { FUXI_CLI_SERVER_IDLE_S: '1' } });
     const pid = await serverPid();
@@ -212,7 +235,10 @@ describe('fuxi cli-server: the bundled bin with FUXI_CLI_SERVER=1', function () 
   });
 
   it('a server that drops the request is an error (exit 5): the command is not run a second time', async () => {
-    const fake = createServer({ allowHalfOpen: true }, (s) => s.on('data', () => s.destroy()));
+    const fake = createServer({ allowHalfOpen: true }, (s) => {
+      s.write('{"hello":1}\n');
+      s.on('data', () => s.destroy());
+    });
     await new Promise<void>((r) => fake.listen(paths.socket, r));
     try {
       const r = await fuxi(['submit', join(dir, 'specs', 'job.yaml'), '--id', 'dropped']);

@@ -115,6 +115,7 @@ export class CliServer {
     let buf = '';
     let handled = false;
     s.setEncoding('utf8');
+    s.write(`${JSON.stringify({ hello: 1 } satisfies CliServerFrame)}\n`);
     s.on('error', () => {
       /* the caller went away (Ctrl-C): its command finishes, its output is dropped */
     });

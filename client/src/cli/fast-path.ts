@@ -23,11 +23,16 @@ export interface CliServerRequest {
   env: Record<string, string>;
 }
 
-/** A frame of the answer, one JSON line each: stdout, stderr, the exit code; or `stale`. */
-export type CliServerFrame = { o: string } | { e: string } | { x: number } | { stale: true };
+/**
+ * A frame from the server, one JSON line each: `hello` when a connection is accepted (the request
+ * is sent after it), then stdout, stderr and the exit code; or `stale`.
+ */
+export type CliServerFrame = { hello: 1 } | { o: string } | { e: string } | { x: number } | { stale: true };
 
 /** The exit code of an error that is not the command's (exit-codes.ts OTHER). */
 const EXIT_OTHER = 5;
+/** How long a connected server may take to say hello before the command runs here. */
+const HELLO_MS = 2000;
 
 function readBuildId(bundle: string): string | undefined {
   try {
@@ -88,58 +93,79 @@ export function run(args: string[], where: { bundle: string; bin: string }): Pro
   const request: CliServerRequest = { v: 1, build: readBuildId(where.bundle), args, cwd: process.cwd(), env: fuxiEnv };
   return new Promise((resolve) => {
     const sock = connect(paths.socket);
+    let connected = false;
     let sent = false;
-    let answered = false;
+    let done = false;
     let buf = '';
-    sock.on('connect', () => {
-      sent = true;
-      sock.end(`${JSON.stringify(request)}\n`);
-    });
+    const finish = (code: number | undefined) => {
+      if (done) return;
+      done = true;
+      clearTimeout(helloTimer);
+      resolve(code);
+    };
+    // Before the request is sent, giving up is safe: this process runs the command instead.
+    const runHere = (why: string, start: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(helloTimer);
+      debug(why);
+      sock.destroy();
+      if (start) void startServer(where.bin, paths.log).then(() => resolve(undefined));
+      else resolve(undefined);
+    };
+    // The request went out and no exit code came back: the command may have run (a submit may
+    // have been accepted), so it is not run again here.
+    const lost = () => {
+      if (done) return;
+      process.stderr.write(
+        `error: the CLI server (${paths.socket}) ended before it answered; the command may or may not have run (FUXI_CLI_SERVER=0 runs commands without it)\n`,
+      );
+      finish(EXIT_OTHER);
+    };
+    // The request goes out only after the server's hello: a server that is stopped (SIGSTOP) or
+    // stuck still has its socket accept connections, and must not hold the command.
+    const helloTimer = setTimeout(() => runHere(`the CLI server did not answer within ${HELLO_MS} ms; running the command here`, false), HELLO_MS);
+    sock.on('connect', () => (connected = true));
     sock.setEncoding('utf8');
     sock.on('data', (d: string) => {
       buf += d;
       let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
+      while ((nl = buf.indexOf('\n')) >= 0 && !done) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
-        const f = JSON.parse(line) as CliServerFrame;
-        if ('o' in f) process.stdout.write(f.o);
+        let f: CliServerFrame;
+        try {
+          f = JSON.parse(line) as CliServerFrame;
+        } catch {
+          if (sent) lost();
+          else runHere('the CLI server sent something unreadable; running the command here', false);
+          return;
+        }
+        if ('hello' in f) {
+          if (sent) continue;
+          sent = true;
+          clearTimeout(helloTimer);
+          sock.end(`${JSON.stringify(request)}\n`);
+        } else if ('o' in f) process.stdout.write(f.o);
         else if ('e' in f) process.stderr.write(f.e);
         else if ('x' in f) {
-          answered = true;
           debug('ran by the CLI server');
-          resolve(f.x);
+          finish(f.x);
         } else if ('stale' in f) {
-          answered = true;
+          done = true;
           debug('the CLI server runs another build; it stops, a new one starts');
           void startServer(where.bin, paths.log).then(() => resolve(undefined));
         }
       }
     });
     sock.on('error', (e: NodeJS.ErrnoException) => {
-      if (answered) return;
-      answered = true;
-      if (!sent) {
-        // Nobody listens (ENOENT, ECONNREFUSED: a server that ended): start one, run here.
-        debug(`no CLI server (${e.code ?? e.message}); starting one`);
-        void startServer(where.bin, paths.log).then(() => resolve(undefined));
-        return;
-      }
-      lost();
+      // Nobody listens (ENOENT, ECONNREFUSED: a server that ended): start one, run here.
+      if (!sent) runHere(`no CLI server (${e.code ?? e.message}); starting one`, !connected);
+      else lost();
     });
     sock.on('close', () => {
-      if (!answered) {
-        answered = true;
-        lost();
-      }
+      if (!sent) runHere('the CLI server closed the connection; running the command here', false);
+      else lost();
     });
-    // The request went out and no exit code came back: the command may have run (a submit may
-    // have been accepted), so it is not run again here.
-    function lost(): void {
-      process.stderr.write(
-        `error: the CLI server (${paths.socket}) ended before it answered; the command may or may not have run (FUXI_CLI_SERVER=0 runs commands without it)\n`,
-      );
-      resolve(EXIT_OTHER);
-    }
   });
 }
