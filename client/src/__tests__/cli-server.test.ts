@@ -17,6 +17,12 @@ import { buildIdOf, cliServerPaths, ensurePrivateDir, servedByServer } from '../
 import { BIN, BUNDLE, clientDir, type Result } from './bundle-files.js';
 import { FakeMaster } from './fake-cluster.js';
 
+/**
+ * This process's environment without FUXI_* variables: other tests in this mocha process set some
+ * (FUXI_MAX_MESSAGE_BYTES, which keeps a command off the server), and each command here names its own.
+ */
+const NO_FUXI_ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('FUXI_')));
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -94,7 +100,7 @@ describe('fuxi cli-server: the bundled bin with FUXI_CLI_SERVER=1', function () 
         {
           cwd: opts.cwd ?? dir,
           env: {
-            ...process.env,
+            ...NO_FUXI_ENV,
             FUXI_RETRY_MS: '0',
             FUXI_INSECURE: '1',
             FUXI_MASTER: master.address,
