@@ -53,15 +53,16 @@ const BUNDLES = [
     // before any code runs (45 ms with the 144 certificates of Debian's ca-certificates), and builds
     // the default store at the first context with a `ca` too, only to compare it with the context's
     // own: its 140 bundled roots (20 ms) or, with --use-openssl-ca, OpenSSL's default paths, whose
-    // file (Debian: /usr/lib/ssl/cert.pem, the same 144 certificates, 27 ms in a profile) is read at
+    // file (Debian: /usr/lib/ssl/cert.pem, the same 144 certificates; 27 ms in a CPU profile, 3-4 ms
+    // in alternating timed runs) is read at
     // once; SSL_CERT_FILE=/dev/null makes that file empty, the directory is looked up lazily.
     // `env -S` (GNU coreutils 8.30+) splits the line; each `-u` drops a variable.
     shebang: '#!/usr/bin/env -S -u NODE_EXTRA_CA_CERTS -u SSL_CERT_DIR SSL_CERT_FILE=/dev/null node --use-openssl-ca',
-    // A submit to a master that is not there runs the spec reader, the client, the wire encoding
-    // and a connection attempt; it must exit 4 (master unavailable).
     // Run by the bin before the bundle: hands short commands to the user's CLI server
     // (FUXI_CLI_SERVER=1). Node's own modules only; no code cache (it is a few KB).
     fastPath: { entry: 'client/dist/cli/fast-path.js', out: 'client/dist/fuxi-fast.cjs' },
+    // A submit to a master that is not there runs the spec reader, the client, the wire encoding
+    // and a connection attempt; it must exit 4 (master unavailable).
     warmUp: {
       args: ['submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'],
       env: { FUXI_RETRY_MS: '0', FUXI_INSECURE: '1' },
@@ -119,7 +120,7 @@ for (const b of BUNDLES) {
     // installation's node_modules. import.meta.url (for createRequire) is the bundle's own URL.
     external: ['@grpc/proto-loader', '@grpc/reflection', 'grpc-health-check'],
     define: { 'import.meta.url': '__bundleUrl' },
-    // The build id (BUILD_ID, filled in below) keys the bundle's code cache (bundle-launcher.cjs).
+    // The build id (NO_ID here, the bundle's hash once written, below) keys the bundle's code cache (bundle-launcher.cjs).
     banner: { js: `var __bundleUrl = require('node:url').pathToFileURL(__filename).href; /* fuxi-build ${NO_ID} */` },
     plugins: b.plugins,
     logLevel: 'warning',

@@ -1,5 +1,5 @@
 /**
- * Where a user's `fuxi cli-server` listens, shared by the server (`cli-server.ts`) and the bin's
+ * Where a user's `fuxi cli-server` listens and what it says, shared by the server (`cli-server.ts`) and the bin's
  * fast path (`fast-path.ts`, bundled alone: Node's own modules only).
  *
  * One folder per user, `$XDG_RUNTIME_DIR/fuxi-cli-<uid>` (else the temp dir), mode 0700 and owned
@@ -68,3 +68,20 @@ export function servedByServer(args: readonly string[]): boolean {
   }
   return command !== undefined && SERVED_COMMANDS.has(command);
 }
+
+/** A request: one JSON line. */
+export interface CliServerRequest {
+  v: 1;
+  /** The build id of the bundle this bin would run; a server of another build answers `stale`. */
+  build: string | undefined;
+  args: string[];
+  cwd: string;
+  /** The caller's FUXI_* variables (the server's own environment is not used for commands). */
+  env: Record<string, string>;
+}
+
+/**
+ * A frame from the server, one JSON line each: `hello` when a connection is accepted (the request
+ * is sent after it), then stdout, stderr and the exit code; or `stale`.
+ */
+export type CliServerFrame = { hello: 1 } | { o: string } | { e: string } | { x: number } | { stale: true };

@@ -16,8 +16,15 @@
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { resolve } from 'node:path';
-import { buildIdOf, cliServerPaths, ensurePrivateDir, servedByServer, type CliServerPaths } from './cli-server-dir.js';
-import type { CliServerFrame, CliServerRequest } from './fast-path.js';
+import {
+  buildIdOf,
+  cliServerPaths,
+  ensurePrivateDir,
+  servedByServer,
+  type CliServerFrame,
+  type CliServerPaths,
+  type CliServerRequest,
+} from './cli-server-dir.js';
 import { runCli, type CliClient, type CliDeps, type CliTransport } from './program.js';
 
 export interface CliServerOptions {
@@ -26,7 +33,6 @@ export interface CliServerOptions {
   /** The bundle this process runs (its build id must match the callers'); undefined: no bundle. */
   bundle?: string;
   idleMs: number;
-  env?: NodeJS.ProcessEnv;
   /** Progress and errors of the server itself (not of the commands). */
   log?(line: string): void;
 }
@@ -69,7 +75,7 @@ export class CliServer {
   served = 0;
 
   constructor(private readonly opts: CliServerOptions) {
-    this.paths = cliServerPaths(opts.env ?? process.env);
+    this.paths = cliServerPaths(process.env);
     this.build = opts.bundle ? buildIdOf(readFileSync(opts.bundle, 'latin1').slice(0, 512)) : undefined;
   }
 
@@ -167,8 +173,8 @@ export class CliServer {
     const cwd = req.cwd;
     const deps: CliDeps = {
       makeClient: (masters, transport, auth) => this.client(masters, transport, auth ?? {}, env, cwd),
-      stdout: { write: (c: string | Uint8Array) => send({ o: typeof c === 'string' ? c : Buffer.from(c).toString('utf8') }) },
-      stderr: { write: (c: string | Uint8Array) => send({ e: typeof c === 'string' ? c : Buffer.from(c).toString('utf8') }) },
+      stdout: { write: (c: string | Uint8Array) => send({ o: text(c) }) },
+      stderr: { write: (c: string | Uint8Array) => send({ e: text(c) }) },
       readFile: (p) => readFileSync(resolve(cwd, p), 'utf8'),
       cwd,
       env,
@@ -243,6 +249,8 @@ export class CliServer {
     this.stopped();
   }
 }
+
+const text = (c: string | Uint8Array): string => (typeof c === 'string' ? c : Buffer.from(c).toString('utf8'));
 
 const REAL_CLOSE = Symbol('close');
 

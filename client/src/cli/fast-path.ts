@@ -10,24 +10,7 @@
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { connect } from 'node:net';
-import { buildIdOf, cliServerPaths, ensurePrivateDir, servedByServer } from './cli-server-dir.js';
-
-/** A request: one JSON line. */
-export interface CliServerRequest {
-  v: 1;
-  /** The build id of the bundle this bin would run; a server of another build answers `stale`. */
-  build: string | undefined;
-  args: string[];
-  cwd: string;
-  /** The caller's FUXI_* variables (the server's own environment is not used for commands). */
-  env: Record<string, string>;
-}
-
-/**
- * A frame from the server, one JSON line each: `hello` when a connection is accepted (the request
- * is sent after it), then stdout, stderr and the exit code; or `stale`.
- */
-export type CliServerFrame = { hello: 1 } | { o: string } | { e: string } | { x: number } | { stale: true };
+import { buildIdOf, cliServerPaths, ensurePrivateDir, servedByServer, type CliServerFrame, type CliServerRequest } from './cli-server-dir.js';
 
 /** The exit code of an error that is not the command's (exit-codes.ts OTHER). */
 const EXIT_OTHER = 5;

@@ -45,10 +45,11 @@ if (args[0] === 'cli-server') {
     // A command runs with its caller's FUXI_* variables alone, never with those of the caller
     // that happened to start the server (the SDK falls back to the process's for TLS).
     for (const k of Object.keys(process.env)) if (k.startsWith('FUXI_')) delete process.env[k];
+    const bundle = bundleFile();
     const server = new CliServer({
-      makeClient: (masters, transport, auth, env) => makeClient(masters, transport, auth, env),
+      makeClient,
       // Run from the bundle (the bin), the callers' build id must be the bundle's.
-      ...(__bundleFile() ? { bundle: __bundleFile() } : {}),
+      ...(bundle ? { bundle } : {}),
       idleMs: (Number.isFinite(idleS) && idleS > 0 ? idleS : 600) * 1000,
       log: (s) => process.stderr.write(`${s}\n`),
     });
@@ -72,6 +73,6 @@ if (args[0] === 'cli-server') {
 }
 
 /** The bundle this code runs from (client/dist/fuxi.bundle.cjs), or undefined in the module tree. */
-function __bundleFile(): string | undefined {
+function bundleFile(): string | undefined {
   return typeof __filename === 'string' && __filename.endsWith('.bundle.cjs') ? __filename : undefined;
 }
