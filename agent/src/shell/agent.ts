@@ -78,6 +78,8 @@ import {
   type UpdateGrantsResponse,
 } from '@fuxi/proto';
 import {
+  AGENT_BATCHED,
+  batchedCalls,
   bearerToken,
   callerOf,
   DEFAULT_STREAM_STALL_MS,
@@ -1190,7 +1192,9 @@ export class Agent {
   }
 
   private handlers(): ServiceImpl<AgentServiceDefinition> {
-    return {
+    const handlers: ServiceImpl<AgentServiceDefinition> = {
+      // Each entry authorized and run by its handler below, with its own token (call-batch.ts).
+      Calls: batchedCalls(loadFuxiProto().AgentService.service, () => handlers, AGENT_BATCHED, this.metrics?.daemon.grpc),
       UpdateGrants: async (req: UpdateGrantsRequest__Output, call): Promise<UpdateGrantsResponse> => {
         this.checkFromMaster(call, 'UpdateGrants');
         await this.confirmPushEpoch(req.epoch, 'UpdateGrants');
@@ -1241,6 +1245,7 @@ export class Agent {
         }),
       FetchOutput: (req: FetchOutputRequest__Output, call: grpc.ServerWritableStream<FetchOutputRequest__Output, OutputChunk>) => this.data.fetch(req, call),
     };
+    return handlers;
   }
 
   private async readLog(req: ReadLogRequest__Output, call: grpc.ServerWritableStream<ReadLogRequest__Output, LogChunk>): Promise<void> {

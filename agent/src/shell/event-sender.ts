@@ -13,7 +13,7 @@
  * sent), not two.
  */
 import { loadFuxiProto, type AppMasterServiceDefinition, type PathRecord, type WorkerEventsRequest, type WorkerStatus } from '@fuxi/proto';
-import { connect, type TypedClient } from '@fuxi/rpc';
+import { callBatched, connect, WORKER_EVENTS_BATCHED, type TypedClient } from '@fuxi/rpc';
 import { backoffMs, errorMessage, nullLogger, type Logger } from '@fuxi/common';
 import { isWireEnd } from './wire.js';
 
@@ -235,6 +235,7 @@ export class EventSender {
       c = connect(loadFuxiProto().AppMasterService, address);
       this.clients.set(address, c);
     }
-    await c.WorkerEvents(req, { deadlineMs: this.opts.deadlineMs ?? 5000 });
+    // With the events for other AMs of the same server (an AM host) made meanwhile, in one call.
+    await callBatched(c, loadFuxiProto().AppMasterService.service, WORKER_EVENTS_BATCHED, 'WorkerEvents', req, { deadlineMs: this.opts.deadlineMs ?? 5000 });
   }
 }

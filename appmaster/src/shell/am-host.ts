@@ -45,7 +45,7 @@ import {
 } from '@fuxi/common';
 import type * as grpc from '@grpc/grpc-js';
 import { loadFuxiProto } from '@fuxi/proto';
-import { routedAddress, ServiceRouter, startServer, type RunningServer, type Transport } from '@fuxi/rpc';
+import { routedAddress, ServiceRouter, startServer, WORKER_EVENTS_BATCHED, type RunningServer, type Transport } from '@fuxi/rpc';
 import type { TaskProgress } from '../core/types.js';
 import { AppMaster, configFromEnv, type AmServing, type AppMasterConfig } from './app-master.js';
 
@@ -430,7 +430,8 @@ export class SharedAmServers {
     const running = byBind.get(key);
     if (running) return running;
     const def = loadFuxiProto().AppMasterService.service;
-    const router = new ServiceRouter(def);
+    // An agent's worker events for several of the host's AMs come in one call, each to its AM.
+    const router = new ServiceRouter(def, { batch: { method: 'Calls', allowed: WORKER_EVENTS_BATCHED } });
     const started = startServer({
       bind,
       ...(cfg.advertise ? { advertise: cfg.advertise } : {}),

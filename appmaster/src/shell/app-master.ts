@@ -55,6 +55,7 @@ import {
   loadFuxiProto,
   type AgentServiceDefinition,
   type AgentsTimedOutRequest__Output,
+  type AppMasterServiceDefinition,
   type Connectivity__Output,
   type UpdateAssignmentsRequest__Output,
   type WorkerEventsRequest__Output,
@@ -62,6 +63,9 @@ import {
 } from '@fuxi/proto';
 import type * as grpc from '@grpc/grpc-js';
 import {
+  AGENT_BATCHED,
+  batchedCalls,
+  callBatched,
   connect,
   implement,
   jobSpecFromProto,
@@ -71,8 +75,10 @@ import {
   sharedTransport,
   startServer,
   transportFromEnv,
+  type ServiceImpl,
   type Transport,
   type TypedClient,
+  WORKER_EVENTS_BATCHED,
 } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
 import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, TaskProgress, WorkerEvent } from '../core/types.js';
@@ -380,55 +386,55 @@ export class AppMaster {
 
   private async startServing(): Promise<void> {
     const def = this.proto.AppMasterService.service;
-    const handlers = implement(
-      def,
-      {
-        UpdateAssignments: async (req: UpdateAssignmentsRequest__Output) => {
-          await this.held?.promise;
-          this.checkEpoch(req.epoch, 'UpdateAssignments');
-          const epoch = req.epoch && req.epoch !== '0' ? req.epoch : this.epoch;
-          if (this.core.started) {
-            this.execute(
-              this.core.assignments({ epoch, seq: int64ToNumber(req.seq), full: req.full, assignments: req.assignments.map(assignmentFromProto) }, Date.now()),
-            );
-          }
-          return { appliedSeq: String(this.core.assignmentSeqFor(epoch)) };
-        },
-        WorkerEvents: async (req: WorkerEventsRequest__Output) => {
-          await this.held?.promise;
-          this.onWorkerStatuses(req.nodeId, req.events);
-          if (req.paths.length > 0 && this.core.started) this.execute(this.core.pathsReported(req.paths.map(pathFromProto), Date.now()));
-          return {};
-        },
-        AgentsTimedOut: async (req: AgentsTimedOutRequest__Output) => {
-          await this.held?.promise;
-          this.checkEpoch(req.epoch, 'AgentsTimedOut');
-          this.log.warn({ nodes: req.nodeIds, recovered: req.recoveredNodeIds }, 'master reports agents timing out');
-          if (this.core.started) {
-            this.execute(this.core.agentsTimedOut(req.nodeIds, req.recoveredNodeIds, Date.now()));
-          } else {
-            const t = this.earlyTimedOut;
-            for (const n of req.nodeIds) {
-              t.nodeIds.add(n);
-              t.recovered.delete(n);
-            }
-            for (const n of req.recoveredNodeIds) {
-              t.recovered.add(n);
-              t.nodeIds.delete(n);
-            }
-          }
-          return {};
-        },
-        GetAppState: () => ({
-          appId: this.cfg.appId,
-          amAttempt: this.cfg.amAttempt,
-          assignments: this.core.assignmentTable(),
-          progress: this.core.progress(),
-          workers: this.core.workers().map((w) => runningWorkerToProto(w, this.cfg.appId, this.cfg.amAttempt)),
-        }),
+    const impl: ServiceImpl<AppMasterServiceDefinition> = {
+      // An agent's WorkerEvents for this AM, several in one (call-batch.ts; at an AM host the
+      // host's router takes these, each entry to its AM).
+      Calls: batchedCalls(def, () => impl, WORKER_EVENTS_BATCHED),
+      UpdateAssignments: async (req: UpdateAssignmentsRequest__Output) => {
+        await this.held?.promise;
+        this.checkEpoch(req.epoch, 'UpdateAssignments');
+        const epoch = req.epoch && req.epoch !== '0' ? req.epoch : this.epoch;
+        if (this.core.started) {
+          this.execute(
+            this.core.assignments({ epoch, seq: int64ToNumber(req.seq), full: req.full, assignments: req.assignments.map(assignmentFromProto) }, Date.now()),
+          );
+        }
+        return { appliedSeq: String(this.core.assignmentSeqFor(epoch)) };
       },
-      this.log,
-    );
+      WorkerEvents: async (req: WorkerEventsRequest__Output) => {
+        await this.held?.promise;
+        this.onWorkerStatuses(req.nodeId, req.events);
+        if (req.paths.length > 0 && this.core.started) this.execute(this.core.pathsReported(req.paths.map(pathFromProto), Date.now()));
+        return {};
+      },
+      AgentsTimedOut: async (req: AgentsTimedOutRequest__Output) => {
+        await this.held?.promise;
+        this.checkEpoch(req.epoch, 'AgentsTimedOut');
+        this.log.warn({ nodes: req.nodeIds, recovered: req.recoveredNodeIds }, 'master reports agents timing out');
+        if (this.core.started) {
+          this.execute(this.core.agentsTimedOut(req.nodeIds, req.recoveredNodeIds, Date.now()));
+        } else {
+          const t = this.earlyTimedOut;
+          for (const n of req.nodeIds) {
+            t.nodeIds.add(n);
+            t.recovered.delete(n);
+          }
+          for (const n of req.recoveredNodeIds) {
+            t.recovered.add(n);
+            t.nodeIds.delete(n);
+          }
+        }
+        return {};
+      },
+      GetAppState: () => ({
+        appId: this.cfg.appId,
+        amAttempt: this.cfg.amAttempt,
+        assignments: this.core.assignmentTable(),
+        progress: this.core.progress(),
+        workers: this.core.workers().map((w) => runningWorkerToProto(w, this.cfg.appId, this.cfg.amAttempt)),
+      }),
+    };
+    const handlers = implement(def, impl, this.log);
     this.server = this.cfg.serve
       ? await this.cfg.serve(handlers)
       : await startServer({
@@ -995,7 +1001,9 @@ export class AppMaster {
           plans = e.plans.filter((p) => this.core.isCurrentWorker(p.workerId));
           if (plans.length === 0) return;
           if (!e.nodeAddress) throw new FailedPreconditionError(`no address known for node ${e.nodeId}`);
-          const res = await this.agent(e.nodeAddress).StartWorkers(
+          const res = await this.agentCall(
+            e.nodeAddress,
+            'StartWorkers',
             { appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, amAddress: this.address, epoch: '0', plans },
             { deadlineMs: this.deadlineMs },
           );
@@ -1030,14 +1038,33 @@ export class AppMaster {
   /** StopWorkers, retried for 10 s while the agent is unreachable; after that the master revokes the slots. */
   private async stopWorkers(e: Extract<AmEffect, { kind: 'stop' }>): Promise<void> {
     if (!e.nodeAddress) return;
-    const agent = this.agent(e.nodeAddress);
+    const address = e.nodeAddress;
     const req = { appId: this.cfg.appId, workerIds: e.workerIds, amAttempt: this.cfg.amAttempt, epoch: '0', reason: 'stopped by the application master' };
     try {
-      await retry(() => agent.StopWorkers(req, { deadlineMs: this.deadlineMs }), { deadline: Date.now() + 10_000, signal: this.stopping.signal });
+      await retry(() => this.agentCall(address, 'StopWorkers', req, { deadlineMs: this.deadlineMs }), {
+        deadline: Date.now() + 10_000,
+        signal: this.stopping.signal,
+      });
       this.log.debug({ node: e.nodeId, workers: e.workerIds }, 'workers stopped');
     } catch (err) {
       this.log.warn({ node: e.nodeId, workers: e.workerIds, err: errorMessage(err) }, 'StopWorkers failed; the master revokes the slots');
     }
+  }
+
+  /**
+   * StartWorkers / StopWorkers to the agent at `address`, in one `Calls` batch with the other calls
+   * of this process's AMs to that agent made meanwhile (call-batch.ts; an AM host's AMs share it).
+   */
+  private agentCall<M extends 'StartWorkers' | 'StopWorkers'>(
+    address: string,
+    method: M,
+    req: Parameters<AgentClient[M]>[0],
+    opts: { deadlineMs: number },
+  ): ReturnType<AgentClient[M]> {
+    return callBatched(this.agent(address), this.proto.AgentService.service, AGENT_BATCHED, method, req, {
+      ...opts,
+      ...(this.cfg.token ? { token: this.cfg.token } : {}),
+    }) as ReturnType<AgentClient[M]>;
   }
 
   private agent(address: string): AgentClient {

@@ -13,11 +13,13 @@ import {
   type Testbed__Output,
   type WorkerStatus__Output,
 } from '@fuxi/proto';
-import { implement, jobSpecFromProto, startServer, toGrpcError, type RunningServer } from '@fuxi/rpc';
+import { batchedCalls, implement, jobSpecFromProto, startServer, toGrpcError, type RunningServer } from '@fuxi/rpc';
 
 const TERMINAL = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_KILLED']);
 
 function fillMissing(definition: object, impl: Record<string, unknown>): never {
+  // A batch method (call-batch.ts) runs each entry by the handlers given.
+  if ('Calls' in definition && !impl.Calls) impl.Calls = batchedCalls(definition, () => impl, new Set(Object.keys(impl)));
   for (const name of Object.keys(definition)) {
     impl[name] ??= () => {
       throw new UnavailableError(`${name} not implemented by the fake`);

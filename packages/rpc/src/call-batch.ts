@@ -1,10 +1,12 @@
 /**
- * Many callers' unary calls of one service carried in one call (`MasterService.AmCalls`): an AM
- * host's hosted AMs each make a handful of master calls per job, and each call alone costs about
- * as much CPU in gRPC, HTTP/2 and TLS on both ends as the work it asks for. Batched, every entry
- * keeps what makes it that caller's call: its method, its request, its own bearer token (the AM
- * attempt's), and its own answer or error. The server side runs each entry through the very
- * handler (authorization and all) a call alone would reach.
+ * Many callers' unary calls of one service carried in one call: an AM host's hosted AMs each make
+ * a handful of master calls per job (`MasterService.AmCalls`) and a StartWorkers per node they run
+ * on (`AgentService.Calls`), an agent sends each AM its worker events (`AppMasterService.Calls`),
+ * and each call alone costs about as much CPU in gRPC, HTTP/2 and TLS on both ends as the work it
+ * asks for. Batched, every entry keeps what makes it that caller's call: its method, its request,
+ * its own bearer token (the AM attempt's), its route on a server of many (routing.ts), and its own
+ * answer or error. The server side runs each entry through the very handler (authorization and
+ * all) a call alone would reach.
  *
  * The client side (`CallBatcher`) coalesces the calls made in one turn of the event loop, and
  * while `maxInFlight` batches are out, every call made meanwhile: with nothing in flight a call
@@ -17,21 +19,30 @@
  * const res = await batcherFor(client, AM_BATCHED).call('UpdateRequests', req, { token });
  * // server (the master's handlers):
  * AmCalls: batchedCalls(MasterService, () => wrappedHandlers, AM_BATCHED, observe)
+ * // a server of many instances (routing.ts): each entry to the handlers of its route
+ * new ServiceRouter(AppMasterService, { batch: { method: 'Calls', allowed: WORKER_EVENTS_BATCHED } })
  * ```
  */
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import type { BatchedResult, CallBatch, CallBatchResult, CallBatchResult__Output, CallBatch__Output } from '@fuxi/proto';
-import { InvalidArgumentError } from '@fuxi/common';
-import { batchedErrorOf, fromBatchedError, RpcError } from './errors.js';
+import { InvalidArgumentError, UnavailableError } from '@fuxi/common';
+import { batchedErrorOf, fromBatchedError, fromGrpcError, RpcError } from './errors.js';
 import { tokenMetadata } from './auth.js';
 import { DEFAULT_DEADLINE_MS, type CallOptions } from './client.js';
 import type { HandlerObserver } from './server.js';
+import { splitRoute } from './route-address.js';
 
 type AnyMethod = MethodDefinition<object, object, object, object>;
 
 /** The unary methods a batch may carry (MasterService.AmCalls): the AM's own calls that change state. */
 export const AM_BATCHED: ReadonlySet<string> = new Set(['RegisterApp', 'UpdateRequests', 'ReturnSlots', 'ReportAppState', 'FinishApp', 'SaveAppSnapshot']);
+
+/** What AMs (and the master, launching AMs) may batch to an agent (AgentService.Calls). */
+export const AGENT_BATCHED: ReadonlySet<string> = new Set(['StartWorkers', 'StopWorkers']);
+
+/** What an agent may batch to the AMs of a server (AppMasterService.Calls). */
+export const WORKER_EVENTS_BATCHED: ReadonlySet<string> = new Set(['WorkerEvents']);
 
 /** The method of a service definition, by name. */
 function methodOf(definition: object, method: string): AnyMethod | undefined {
@@ -58,51 +69,90 @@ export function batchedCalls(
   allowed: ReadonlySet<string>,
   observe?: HandlerObserver,
 ): (req: CallBatch__Output, call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>) => Promise<CallBatchResult> {
-  return async (req, call) => {
-    if (req.calls.length > MAX_BATCHED_CALLS) throw new InvalidArgumentError('calls', `${req.calls.length} calls in one batch; at most ${MAX_BATCHED_CALLS}`);
-    const results = await Promise.all(
-      req.calls.map(async (c, i): Promise<BatchedResult> => {
-        const start = process.hrtime.bigint();
-        let service = '';
-        let outcome: BatchedResult;
+  return (req, call) =>
+    runBatch(definition, allowed, req, call, observe, (c, i, request, entryCall) => {
+      const fn = (handlers() as Record<string, EntryHandler | undefined>)[c.method];
+      if (!fn) throw new InvalidArgumentError(`calls[${i}].method`, `${c.method} is not served here`);
+      return Promise.resolve(fn(request, entryCall)) as Promise<object>;
+    });
+}
+
+/** A server-side handler as `implement()` makes it (a unary one: the call, and its callback). */
+type ImplementedUnary = (call: object, cb: (err: grpc.ServiceError | null, res?: object) => void) => void;
+
+/**
+ * The handler of a batch call at a server of many instances (routing.ts `ServiceRouter`): each
+ * entry goes to the handlers `lookup` finds for its `route` (as `implement()` made them, so in that
+ * instance's own wrapping), and fails UNAVAILABLE when nothing serves that route, as a call alone
+ * would.
+ */
+export function routedBatchedCalls(
+  definition: object,
+  lookup: (route: string) => grpc.UntypedServiceImplementation | undefined,
+  allowed: ReadonlySet<string>,
+  observe?: HandlerObserver,
+): (req: CallBatch__Output, call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>) => Promise<CallBatchResult> {
+  return (req, call) =>
+    runBatch(definition, allowed, req, call, observe, (c, i, _request, entryCall) => {
+      const fn = lookup(c.route)?.[c.method] as ImplementedUnary | undefined;
+      if (!fn) throw new UnavailableError(`calls[${i}]: nothing serves ${c.route === '' ? 'a call without a route' : c.route} here`);
+      return new Promise<object>((resolve, reject) => fn(entryCall, (err, res) => (err ? reject(fromGrpcError(err, c.method)) : resolve(res ?? {}))));
+    });
+}
+
+/** Decodes and runs every entry of a batch at once (`run`), each with a call of its own; one result per entry. */
+async function runBatch(
+  definition: object,
+  allowed: ReadonlySet<string>,
+  req: CallBatch__Output,
+  call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>,
+  observe: HandlerObserver | undefined,
+  run: (c: CallBatch__Output['calls'][number], i: number, request: object, entryCall: object) => Promise<object>,
+): Promise<CallBatchResult> {
+  if (req.calls.length > MAX_BATCHED_CALLS) throw new InvalidArgumentError('calls', `${req.calls.length} calls in one batch; at most ${MAX_BATCHED_CALLS}`);
+  const results = await Promise.all(
+    req.calls.map(async (c, i): Promise<BatchedResult> => {
+      const start = process.hrtime.bigint();
+      let service = '';
+      let outcome: BatchedResult;
+      try {
+        const def = allowed.has(c.method) ? methodOf(definition, c.method) : undefined;
+        if (!def) throw new InvalidArgumentError(`calls[${i}].method`, `${JSON.stringify(c.method)} cannot be batched; one of ${[...allowed].join(', ')}`);
+        service = def.path.split('/')[1] ?? '';
+        let request: object;
         try {
-          const def = allowed.has(c.method) ? methodOf(definition, c.method) : undefined;
-          if (!def) throw new InvalidArgumentError(`calls[${i}].method`, `${JSON.stringify(c.method)} cannot be batched; one of ${[...allowed].join(', ')}`);
-          service = def.path.split('/')[1] ?? '';
-          let request: object;
-          try {
-            request = def.requestDeserialize(Buffer.from(c.request));
-          } catch (e) {
-            throw new InvalidArgumentError(`calls[${i}].request`, `is not a ${c.method} request: ${e instanceof Error ? e.message : String(e)}`);
-          }
-          const fn = (handlers() as Record<string, EntryHandler | undefined>)[c.method];
-          if (!fn) throw new InvalidArgumentError(`calls[${i}].method`, `${c.method} is not served here`);
-          // A call of its own: its token, its request; everything else (the peer, its
-          // certificate, cancellation) is the batch call's.
-          const entryCall = Object.create(call, {
-            metadata: { value: c.token ? tokenMetadata(c.token) : call.metadata },
-            request: { value: request },
-          }) as object;
-          const res = (await fn(request, entryCall)) as object;
-          outcome = { response: def.responseSerialize(res) };
+          request = def.requestDeserialize(Buffer.from(c.request));
         } catch (e) {
-          outcome = batchedErrorOf(e);
+          throw new InvalidArgumentError(`calls[${i}].request`, `is not a ${c.method} request: ${e instanceof Error ? e.message : String(e)}`);
         }
-        if (observe && service) observe(service, c.method, outcome.code || 'OK', Number(process.hrtime.bigint() - start) / 1e9);
-        return outcome;
-      }),
-    );
-    return { results };
-  };
+        // A call of its own: its token, its request; everything else (the peer, its
+        // certificate, cancellation) is the batch call's.
+        const entryCall = Object.create(call, {
+          metadata: { value: c.token ? tokenMetadata(c.token) : call.metadata },
+          request: { value: request },
+        }) as object;
+        const res = await run(c, i, request, entryCall);
+        outcome = { response: def.responseSerialize(res) };
+      } catch (e) {
+        outcome = batchedErrorOf(e);
+      }
+      if (observe && service) observe(service, c.method, outcome.code || 'OK', Number(process.hrtime.bigint() - start) / 1e9);
+      return outcome;
+    }),
+  );
+  return { results };
 }
 
 // ------------------------------------------------------------------ client
 
-/** A client that can send a batch (a TypedClient of a service with an `AmCalls` method). */
+/** A client that can send a batch (a TypedClient of a service with a batch method: `AmCalls`, `Calls`). */
 export interface BatchSender {
-  AmCalls(req: CallBatch, opts?: CallOptions): Promise<CallBatchResult__Output>;
   readonly raw: grpc.Client;
+  /** The address it calls; a route after its `#` goes with each of its calls in a batch. */
+  readonly address?: string;
 }
+
+type BatchFn = (req: CallBatch, opts?: CallOptions) => Promise<CallBatchResult__Output>;
 
 export interface CallBatcherOptions {
   /** Calls per batch (default 64). */
@@ -111,12 +161,15 @@ export interface CallBatcherOptions {
   maxBytes?: number;
   /** Batches out at once (default 2): more calls wait and go in the next. */
   maxInFlight?: number;
+  /** The service's batch method (default `AmCalls`, MasterService's; `Calls` elsewhere). */
+  batchMethod?: string;
 }
 
 interface Pending {
   method: string;
   def: AnyMethod;
   token: string;
+  route: string;
   req: object;
   /** The request serialized, once it is going in a batch of more than one call. */
   bytes?: Buffer;
@@ -132,6 +185,7 @@ export class CallBatcher {
   private readonly maxCalls: number;
   private readonly maxBytes: number;
   private readonly maxInFlight: number;
+  private readonly batchMethod: string;
   private pending: Pending[] = [];
   private inFlight = 0;
   private scheduled = false;
@@ -146,6 +200,7 @@ export class CallBatcher {
     this.maxCalls = opts.maxCalls ?? 64;
     this.maxBytes = opts.maxBytes ?? 1 << 20;
     this.maxInFlight = opts.maxInFlight ?? 2;
+    this.batchMethod = opts.batchMethod ?? 'AmCalls';
   }
 
   /** Calls in no batch yet, and batches out (tests). */
@@ -166,6 +221,7 @@ export class CallBatcher {
         method,
         def,
         token: opts.token ?? '',
+        route: splitRoute(sender.address ?? '').route ?? '',
         req,
         deadlineAt: Date.now() + (opts.deadlineMs ?? DEFAULT_DEADLINE_MS),
         sender,
@@ -217,8 +273,10 @@ export class CallBatcher {
     let res: CallBatchResult__Output;
     try {
       // No token of the batch's own: each call carries its own.
-      res = await first.sender.AmCalls(
-        { calls: batch.map((p) => ({ method: p.method, token: p.token, request: p.bytes as Buffer })) },
+      const send = (first.sender as unknown as Record<string, BatchFn | undefined>)[this.batchMethod];
+      if (!send) throw new Error(`the client has no ${this.batchMethod} method`);
+      res = await send(
+        { calls: batch.map((p) => ({ method: p.method, token: p.token, route: p.route, request: p.bytes as Buffer })) },
         { deadlineMs, token: '' },
       );
     } catch (e) {
@@ -260,13 +318,34 @@ export class CallBatcher {
   }
 }
 
-/** One batcher per channel (every connection of the process to one server over one transport). */
-const batchers = new WeakMap<grpc.Channel, CallBatcher>();
+/** One batcher per channel and service (every connection of the process to one server over one transport). */
+const batchers = new WeakMap<grpc.Channel, Map<object, CallBatcher>>();
 
-/** The batcher of `sender`'s channel (made on first use). */
-export function batcherFor(sender: BatchSender, definition: object, allowed: ReadonlySet<string>): CallBatcher {
+/** The batcher of `sender`'s channel for `definition`'s service (made on first use). */
+export function batcherFor(sender: BatchSender, definition: object, allowed: ReadonlySet<string>, opts: CallBatcherOptions = {}): CallBatcher {
   const channel = sender.raw.getChannel() as grpc.Channel;
-  let b = batchers.get(channel);
-  if (!b) batchers.set(channel, (b = new CallBatcher(definition, allowed)));
+  let byService = batchers.get(channel);
+  if (!byService) batchers.set(channel, (byService = new Map()));
+  let b = byService.get(definition);
+  if (!b) byService.set(definition, (b = new CallBatcher(definition, allowed, opts)));
   return b;
+}
+
+/**
+ * `client[method](req, opts)`, sent in the next batch of `client`'s channel (`opts.batchMethod`,
+ * default `Calls`) with the other calls of the process to that server made meanwhile; alone when
+ * the method is not among `allowed` or the server serves no batches.
+ */
+export function callBatched<Res>(
+  client: BatchSender,
+  definition: object,
+  allowed: ReadonlySet<string>,
+  method: string,
+  req: object,
+  opts: CallOptions & { token?: string; batchMethod?: string } = {},
+): Promise<Res> {
+  const { batchMethod = 'Calls', ...callOpts } = opts;
+  const fn = (client as unknown as Record<string, ((r: object, o: CallOptions) => Promise<Res>) | undefined>)[method];
+  if (!fn) return Promise.reject(new Error(`the client has no ${method} method`));
+  return batcherFor(client, definition, allowed, { batchMethod }).call(client, method, req, callOpts, () => fn(req, callOpts));
 }

@@ -13,7 +13,7 @@ import { tokenMetadata } from './auth.js';
 import { defaultTransport, Transport } from './tls.js';
 import { maxMessageBytes } from './message-size.js';
 import { installAsyncResourceBindFix } from './node-fixes.js';
-import { ROUTE_HEADER, splitRoute } from './routing.js';
+import { ROUTE_HEADER, splitRoute } from './route-address.js';
 
 // Every call opens an HTTP/2 stream: without this, Node 20 spends ~8 µs on each (node-fixes.ts).
 installAsyncResourceBindFix();

@@ -16,24 +16,17 @@
  * router.add('job-1/2', implement(definition, impl, log));
  * const address = routedAddress(srv.address, 'job-1/2'); // '10.0.0.5:40123#job-1/2'
  * ```
+ *
+ * A batch method (`batch`, call-batch.ts) is the router's own: its entries each name their route,
+ * so one call carries calls for many instances, each handed to that instance's handler.
  */
 import * as grpc from '@grpc/grpc-js';
+import { routedBatchedCalls } from './call-batch.js';
+import { toGrpcError } from './errors.js';
+import { ROUTE_HEADER } from './route-address.js';
+import type { HandlerObserver } from './server.js';
 
-/** The metadata key carrying the route of a call. */
-export const ROUTE_HEADER = 'fuxi-route';
-
-/** `host:port#route`; a route is printable ASCII without spaces or `#` (encode it when it may not be). */
-export function routedAddress(address: string, route: string): string {
-  if (!/^[\x21-\x7e]+$/.test(route) || route.includes('#'))
-    throw new Error(`route must be printable ASCII without spaces or '#', got ${JSON.stringify(route)}`);
-  return `${address}#${route}`;
-}
-
-/** The `host:port` to dial and the route of an address (`route` undefined: a server of its own). */
-export function splitRoute(address: string): { target: string; route: string | undefined } {
-  const i = address.indexOf('#');
-  return i < 0 ? { target: address, route: undefined } : { target: address.slice(0, i), route: address.slice(i + 1) };
-}
+export { ROUTE_HEADER, routedAddress, splitRoute } from './route-address.js';
 
 type Handler = (...args: never[]) => unknown;
 type Handlers = Record<string, Handler>;
@@ -42,12 +35,16 @@ type Handlers = Record<string, Handler>;
 export class ServiceRouter {
   private readonly routes = new Map<string, Handlers>();
 
-  constructor(private readonly definition: grpc.ServiceDefinition) {}
+  constructor(
+    private readonly definition: grpc.ServiceDefinition,
+    private readonly opts: { batch?: { method: string; allowed: ReadonlySet<string>; observe?: HandlerObserver } } = {},
+  ) {}
 
   /** Serves `handlers` (as `implement` makes them) under `route`; a route taken already is refused. */
   add(route: string, handlers: grpc.UntypedServiceImplementation): void {
     if (this.routes.has(route)) throw new Error(`route ${route} is served already`);
-    for (const name of Object.keys(this.definition)) if (typeof handlers[name] !== 'function') throw new Error(`no handler for ${name}`);
+    for (const name of Object.keys(this.definition))
+      if (name !== this.opts.batch?.method && typeof handlers[name] !== 'function') throw new Error(`no handler for ${name}`);
     this.routes.set(route, handlers as unknown as Handlers);
   }
 
@@ -79,6 +76,22 @@ export class ServiceRouter {
               : `${def.path}: nothing serves ${String(route)} here`,
         };
       };
+      const batch = this.opts.batch;
+      if (batch && name === batch.method) {
+        const run = routedBatchedCalls(
+          this.definition,
+          (route) => this.routes.get(route) as grpc.UntypedServiceImplementation | undefined,
+          batch.allowed,
+          batch.observe,
+        );
+        out[name] = ((call: grpc.ServerUnaryCall<never, object>, cb: grpc.sendUnaryData<object>) => {
+          run(call.request, call).then(
+            (res) => cb(null, res),
+            (e: unknown) => cb(toGrpcError(e) as grpc.ServiceError),
+          );
+        }) as grpc.handleUnaryCall<object, object>;
+        continue;
+      }
       if (def.requestStream) throw new Error(`${def.path}: client-streaming methods are not routed`);
       if (def.responseStream) {
         out[name] = ((call: grpc.ServerWritableStream<object, object>) => {

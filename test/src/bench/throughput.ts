@@ -108,7 +108,7 @@ function tinyJob(name: string, instances = 1): JobSpec {
 
 /** A scenario of `n` jobs as reported: its rate, its measured CPU, and per job its CPU and the master's calls by method. */
 function throughputFigures(m: Awaited<ReturnType<Bench['measure']>>, n: number, failed: number): Record<string, unknown> {
-  const { masterCalls, ...rest } = m;
+  const { masterCalls, agentCalls, ...rest } = m;
   return {
     jobs: n,
     failed,
@@ -116,6 +116,7 @@ function throughputFigures(m: Awaited<ReturnType<Bench['measure']>>, n: number, 
     ...rest,
     controlCpuMsPerJob: round((m.controlCpuS * 1000) / n),
     masterCallsPerJob: Object.fromEntries(Object.entries(masterCalls).map(([k, v]) => [k, round(v / n, 2)])),
+    agentCallsPerJob: Object.fromEntries(Object.entries(agentCalls).map(([k, v]) => [k, round(v / n, 2)])),
   };
 }
 
@@ -155,9 +156,8 @@ class Bench {
     };
   }
 
-  /** The master's Prometheus metrics, parsed ([] when it serves none or cannot be read). */
-  async masterMetrics(): Promise<ParsedFamily[]> {
-    const url = this.cluster.master.metricsUrl;
+  /** A daemon's Prometheus metrics, parsed ([] when it serves none or cannot be read). */
+  async metricsOf(url: string | undefined): Promise<ParsedFamily[]> {
     if (!url) return [];
     try {
       return parsePrometheusTextFormat(await (await fetch(url)).text());
@@ -166,15 +166,35 @@ class Bench {
     }
   }
 
-  /** The master's answered gRPC calls so far, by method. */
-  async masterCalls(): Promise<Record<string, number>> {
+  /** The master's Prometheus metrics, parsed. */
+  masterMetrics(): Promise<ParsedFamily[]> {
+    return this.metricsOf(this.cluster.master.metricsUrl);
+  }
+
+  /** The gRPC calls of `service` answered so far by the daemons at `urls`, by method (a batch's entries each count as a call of their method). */
+  async callsOf(urls: Array<string | undefined>, service: string): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
-    const handled = (await this.masterMetrics()).find((f) => f.name === 'fuxi_grpc_server_handled_total');
-    for (const m of handled?.metrics ?? []) {
-      const method = m.labels?.method;
-      if (method && m.labels?.service === 'fuxi.v1.MasterService') out[method] = (out[method] ?? 0) + Number(m.value);
+    for (const url of urls) {
+      const handled = (await this.metricsOf(url)).find((f) => f.name === 'fuxi_grpc_server_handled_total');
+      for (const m of handled?.metrics ?? []) {
+        const method = m.labels?.method;
+        if (method && m.labels?.service === service) out[method] = (out[method] ?? 0) + Number(m.value);
+      }
     }
     return out;
+  }
+
+  /** The master's answered gRPC calls so far, by method. */
+  masterCalls(): Promise<Record<string, number>> {
+    return this.callsOf([this.cluster.master.metricsUrl], 'fuxi.v1.MasterService');
+  }
+
+  /** The agents' answered gRPC calls so far, by method. */
+  agentCalls(): Promise<Record<string, number>> {
+    return this.callsOf(
+      this.cluster.agents.map((a) => a.metricsUrl),
+      'fuxi.v1.AgentService',
+    );
   }
 
   /** The master's V8 heap in use, in MB (`nodejs_heap_size_used_bytes`; NaN when it serves no metrics). */
@@ -185,7 +205,7 @@ class Bench {
 
   /**
    * Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by
-   * part), the workers', and the master's calls answered meanwhile by method (`masterCalls`; the
+   * part), the workers', and the master's and the agents' calls answered meanwhile by method (`masterCalls`, `agentCalls`; the
    * calls of an `AmCalls` batch each count under their own method too).
    */
   async measure(fn: () => Promise<void>): Promise<{
@@ -196,15 +216,20 @@ class Bench {
     amHostsCpuS: number;
     workersCpuS: number;
     masterCalls: Record<string, number>;
+    agentCalls: Record<string, number>;
   }> {
     const c0 = await this.masterCalls();
+    const a0 = await this.agentCalls();
     const p0 = this.cpuByPart();
     const t0 = Date.now();
     await fn();
     const p1 = this.cpuByPart();
     const c1 = await this.masterCalls();
-    const masterCalls: Record<string, number> = {};
-    for (const [k, v] of Object.entries(c1)) if (v - (c0[k] ?? 0) > 0) masterCalls[k] = v - (c0[k] ?? 0);
+    const a1 = await this.agentCalls();
+    const delta = (before: Record<string, number>, after: Record<string, number>) =>
+      Object.fromEntries(Object.entries(after).flatMap(([k, v]) => (v - (before[k] ?? 0) > 0 ? [[k, v - (before[k] ?? 0)]] : [])));
+    const masterCalls = delta(c0, c1);
+    const agentCalls = delta(a0, a1);
     const masterCpuS = round(p1.master - p0.master, 2);
     const agentsCpuS = round(p1.agents - p0.agents, 2);
     const amHostsCpuS = round(p1.amHosts - p0.amHosts, 2);
@@ -217,6 +242,7 @@ class Bench {
       amHostsCpuS,
       workersCpuS,
       masterCalls,
+      agentCalls,
     };
   }
 

@@ -286,6 +286,38 @@ describe('Agent shell (in-process, fake master and AM)', function () {
     c.close();
   });
 
+  it('takes StartWorkers several in one Calls batch, each checked against its own token: a wrong one is refused alone', async () => {
+    const c = agentClient();
+    await c.UpdateGrants({
+      epoch: '3',
+      seq: '9',
+      full: false,
+      grants: [{ appId: 'app3', suId: 'map', slots: 2, resource: slot, amTokenHash: AM_TOKEN_HASH }],
+    });
+    const def = proto.AgentService.service;
+    const entry = (workerId: string, token: string) => ({
+      method: 'StartWorkers',
+      token,
+      route: '',
+      request: def.StartWorkers.requestSerialize({
+        appId: 'app3',
+        amAttempt: 1,
+        amAddress: am.address,
+        plans: [{ workerId, suId: 'map', task: 'map', instance: 0, attempt: 1, command: { argv: ['true'] }, resource: slot }],
+      }),
+    });
+    const res = await c.Calls({ calls: [entry('app3-w0', AM_TOKEN), entry('app3-w1', 'not-the-am-token')] });
+    expect(res.results).to.have.length(2);
+    expect(res.results[0]?.code).to.equal('');
+    const started = def.StartWorkers.responseDeserialize(Buffer.from(res.results[0]!.response));
+    expect(started.workers.map((w) => w.workerId)).to.deep.equal(['app3-w0']);
+    expect(res.results[1]?.code).to.equal('PERMISSION_DENIED');
+    expect(res.results[1]?.message).to.match(/current application master attempt/);
+    await waitFor(() => lastEvent('app3-w0')?.state === 'WORKER_STATE_SUCCEEDED');
+    expect((await c.ListWorkers({ appId: 'app3' })).workers.map((w) => w.workerId)).to.deep.equal(['app3-w0']);
+    c.close();
+  });
+
   it('leaves workers running when it stops', async () => {
     const c = agentClient();
     const r = await c.StartWorkers({

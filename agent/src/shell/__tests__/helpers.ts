@@ -2,7 +2,7 @@
 import * as fs from 'node:fs';
 import { UnavailableError } from '@fuxi/common';
 import type * as grpc from '@grpc/grpc-js';
-import { tokenHash } from '@fuxi/rpc';
+import { batchedCalls, tokenHash } from '@fuxi/rpc';
 
 /**
  * The AM token of the suites' apps: their grants carry its hash and their plans present it (an
@@ -20,7 +20,10 @@ export async function waitFor(cond: () => boolean, ms = 10_000, what = 'conditio
   }
 }
 
-/** Handlers for `definition`: every method throws UNAVAILABLE unless given in `over`. */
+/**
+ * Handlers for `definition`: every method throws UNAVAILABLE unless given in `over`; a batch method
+ * (`Calls`) not given runs each entry by the handlers given (call-batch.ts).
+ */
 export function stubs(definition: grpc.ServiceDefinition, over: Record<string, unknown>): never {
   const impl: Record<string, unknown> = {};
   for (const name of Object.keys(definition)) {
@@ -28,7 +31,9 @@ export function stubs(definition: grpc.ServiceDefinition, over: Record<string, u
       throw new UnavailableError(`${name} not implemented by the fake`);
     };
   }
-  return { ...impl, ...over } as never;
+  const out: Record<string, unknown> = { ...impl, ...over };
+  if ('Calls' in definition && !('Calls' in over)) out.Calls = batchedCalls(definition, () => out, new Set(Object.keys(over)));
+  return out as never;
 }
 
 /** Whether `pid` is a live process (not gone, not a zombie). */

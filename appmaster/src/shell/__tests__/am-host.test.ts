@@ -295,6 +295,7 @@ describe('AM host', function () {
           },
           AgentsTimedOut: async () => ({}),
           GetAppState: async () => ({ appId: name, amAttempt: 1, assignments: [], progress: [], workers: [] }),
+          Calls: async () => ({ results: [] }),
         },
         nullLogger,
       );

@@ -21,7 +21,7 @@ import {
   type WorkerPlan__Output,
   type WorkerStatus,
 } from '@fuxi/proto';
-import { AM_BATCHED, batchedCalls, connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
+import { AGENT_BATCHED, AM_BATCHED, batchedCalls, connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 
 const proto = loadFuxiProto();
 
@@ -339,65 +339,64 @@ export class FakeAgent {
 
   async start(): Promise<this> {
     const def = proto.AgentService.service;
-    const handlers = implement(
-      def,
-      {
-        ...notImplemented(Object.keys(def)),
-        ListWorkers: () => {
-          this.listCalls++;
-          return { workers: this.listed.map((w) => ({ ...w })) };
-        },
-        StartWorkers: (req: StartWorkersRequest__Output) => {
-          if (req.amAttempt < this.minAmAttempt) throw new StaleEpochError('am attempt', req.amAttempt, this.minAmAttempt);
-          this.started.push(req);
-          this.amAddress = req.amAddress;
-          const workers: WorkerStatus[] = [];
-          for (const plan of req.plans) {
-            const outcome = this.behaviour(plan);
-            const base = {
-              workerId: plan.workerId,
-              appId: req.appId,
-              suId: plan.suId,
-              task: plan.task,
-              instance: plan.instance,
-              attempt: plan.attempt,
-              amAttempt: req.amAttempt,
-              nodeId: this.nodeId,
-            };
-            if (outcome.state === 'rejected') {
-              workers.push({ ...base, state: 'WORKER_STATE_REJECTED', message: outcome.message });
-              continue;
-            }
-            const n = (this.running.get(plan.suId) ?? 0) + 1;
-            this.running.set(plan.suId, n);
-            const held = this.master?.slots(plan.suId, this.nodeId) ?? Infinity;
-            if (n > held) this.violations.push(`${plan.workerId}: ${n} workers of ${plan.suId} on ${this.nodeId} with ${held} slots`);
-            workers.push({ ...base, state: 'WORKER_STATE_PENDING' });
-            setTimeout(() => {
-              this.running.set(plan.suId, (this.running.get(plan.suId) ?? 1) - 1);
-              const final: WorkerStatus =
-                outcome.state === 'succeeded'
-                  ? { ...base, state: 'WORKER_STATE_SUCCEEDED' }
-                  : { ...base, state: 'WORKER_STATE_FAILED', exitCode: outcome.exitCode, message: outcome.message ?? '' };
-              // Every event twice: the AM must be idempotent.
-              const events = [{ ...base, state: 'WORKER_STATE_RUNNING' as const }, final, final];
-              const am = connect(proto.AppMasterService, req.amAddress);
-              am.WorkerEvents({ nodeId: this.nodeId, events }, { deadlineMs: 5000 })
-                .catch(() => undefined)
-                .finally(() => am.close());
-            }, this.runMs);
+    const impl: Record<string, unknown> = {
+      ...notImplemented(Object.keys(def)),
+      ListWorkers: () => {
+        this.listCalls++;
+        return { workers: this.listed.map((w) => ({ ...w })) };
+      },
+      StartWorkers: (req: StartWorkersRequest__Output) => {
+        if (req.amAttempt < this.minAmAttempt) throw new StaleEpochError('am attempt', req.amAttempt, this.minAmAttempt);
+        this.started.push(req);
+        this.amAddress = req.amAddress;
+        const workers: WorkerStatus[] = [];
+        for (const plan of req.plans) {
+          const outcome = this.behaviour(plan);
+          const base = {
+            workerId: plan.workerId,
+            appId: req.appId,
+            suId: plan.suId,
+            task: plan.task,
+            instance: plan.instance,
+            attempt: plan.attempt,
+            amAttempt: req.amAttempt,
+            nodeId: this.nodeId,
+          };
+          if (outcome.state === 'rejected') {
+            workers.push({ ...base, state: 'WORKER_STATE_REJECTED', message: outcome.message });
+            continue;
           }
-          return { workers };
-        },
-        StopWorkers: async (req: { workerIds: string[] }) => {
-          this.stopped.push(...req.workerIds);
-          if (this.stopDelayMs > 0) await new Promise((r) => setTimeout(r, this.stopDelayMs));
-          this.stopsAnsweredAt.push(Date.now());
-          return { workers: [] };
-        },
-      } as never,
-      nullLogger,
-    );
+          const n = (this.running.get(plan.suId) ?? 0) + 1;
+          this.running.set(plan.suId, n);
+          const held = this.master?.slots(plan.suId, this.nodeId) ?? Infinity;
+          if (n > held) this.violations.push(`${plan.workerId}: ${n} workers of ${plan.suId} on ${this.nodeId} with ${held} slots`);
+          workers.push({ ...base, state: 'WORKER_STATE_PENDING' });
+          setTimeout(() => {
+            this.running.set(plan.suId, (this.running.get(plan.suId) ?? 1) - 1);
+            const final: WorkerStatus =
+              outcome.state === 'succeeded'
+                ? { ...base, state: 'WORKER_STATE_SUCCEEDED' }
+                : { ...base, state: 'WORKER_STATE_FAILED', exitCode: outcome.exitCode, message: outcome.message ?? '' };
+            // Every event twice: the AM must be idempotent.
+            const events = [{ ...base, state: 'WORKER_STATE_RUNNING' as const }, final, final];
+            const am = connect(proto.AppMasterService, req.amAddress);
+            am.WorkerEvents({ nodeId: this.nodeId, events }, { deadlineMs: 5000 })
+              .catch(() => undefined)
+              .finally(() => am.close());
+          }, this.runMs);
+        }
+        return { workers };
+      },
+      StopWorkers: async (req: { workerIds: string[] }) => {
+        this.stopped.push(...req.workerIds);
+        if (this.stopDelayMs > 0) await new Promise((r) => setTimeout(r, this.stopDelayMs));
+        this.stopsAnsweredAt.push(Date.now());
+        return { workers: [] };
+      },
+    };
+    // The AMs' StartWorkers / StopWorkers to one agent may come in batches (Calls): each to its handler above.
+    impl.Calls = batchedCalls(def, () => impl, AGENT_BATCHED);
+    const handlers = implement(def, impl as never, nullLogger);
     this.server = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.AgentService', definition: def, handlers }] });
     return this;
   }

@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import * as grpc from '@grpc/grpc-js';
 import { normalizeJobSpec, nullLogger, UnavailableError } from '@fuxi/common';
 import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
-import { connect, implement, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
+import { AGENT_BATCHED, batchedCalls, connect, implement, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
 import { MasterServer } from '../master-server.js';
@@ -141,7 +141,7 @@ describe('master: durable before acknowledged (store faults)', function () {
     // A recording agent: every call the master makes to it, in order.
     const calls: Array<{ method: string; req: Record<string, unknown> }> = [];
     const def = loadFuxiProto().AgentService.service;
-    const impl = Object.fromEntries(
+    const impl: Record<string, unknown> = Object.fromEntries(
       Object.keys(def).map((method) => [
         method,
         async (req: Record<string, unknown>) => {
@@ -150,6 +150,8 @@ describe('master: durable before acknowledged (store faults)', function () {
         },
       ]),
     );
+    // The master's stops and AM launches may come in batches: each entry recorded as its call.
+    impl.Calls = batchedCalls(def, () => impl, AGENT_BATCHED);
     const agent = new grpc.Server();
     agent.addService(def, implement(def, impl as never, nullLogger));
     const port = await new Promise<number>((resolve, reject) =>

@@ -189,6 +189,7 @@ describe('auth: over gRPC', () => {
         UpdateGrants: () => ({ appliedSeq: '0' }),
         StartWorkers: () => ({ workers: [] }),
         StopWorkers: () => ({ workers: [] }),
+        Calls: () => ({ results: [] }),
         GetAgentState: () => ({}),
         ReadLog: () => undefined,
         FetchOutput: () => undefined,

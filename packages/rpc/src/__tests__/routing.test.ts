@@ -1,8 +1,20 @@
 import { expect } from 'chai';
 import type * as grpc from '@grpc/grpc-js';
-import { nullLogger } from '@fuxi/common';
+import { FailedPreconditionError, nullLogger } from '@fuxi/common';
 import { loadFuxiProto } from '@fuxi/proto';
-import { connect, implement, routedAddress, RpcError, ServiceRouter, splitRoute, startServer, type RunningServer } from '../index.js';
+import {
+  bearerToken,
+  callBatched,
+  connect,
+  implement,
+  routedAddress,
+  RpcError,
+  ServiceRouter,
+  splitRoute,
+  startServer,
+  WORKER_EVENTS_BATCHED,
+  type RunningServer,
+} from '../index.js';
 
 /** A MasterService instance whose GetJob and WatchJob answer with its own name. */
 function instance(name: string) {
@@ -81,6 +93,64 @@ describe('routed addresses (routing.ts)', () => {
       expect((await b.GetJob({ jobId: 'z' })).job?.jobId).to.equal('b:z');
     } finally {
       for (const c of [a, b, gone, plain]) c.close();
+    }
+  });
+
+  it("a batch (Calls) carries calls for several routes in one call: each reaches its route's handler with its own token and gets its own answer", async () => {
+    const def = loadFuxiProto().AppMasterService.service;
+    const batches: number[] = [];
+    const observed: string[] = [];
+    const router = new ServiceRouter(def, {
+      batch: { method: 'Calls', allowed: WORKER_EVENTS_BATCHED, observe: (_s, method, code) => observed.push(`${method}:${code}`) },
+    });
+    const handlers = router.handlers();
+    const counted = handlers.Calls as (call: { request: { calls: unknown[] } }, cb: unknown) => void;
+    handlers.Calls = ((call: { request: { calls: unknown[] } }, cb: unknown) => {
+      batches.push(call.request.calls.length);
+      counted(call, cb);
+    }) as never;
+    srv = await startServer({ bind: '127.0.0.1:0', log: nullLogger, services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers }] });
+    const seen: string[] = [];
+    const am = (name: string) => {
+      const notImpl = async () => {
+        throw new Error('not implemented');
+      };
+      const impl = Object.fromEntries(Object.keys(def).map((k) => [k, notImpl])) as Record<string, unknown>;
+      impl.WorkerEvents = async (req: { nodeId: string }, call: grpc.ServerUnaryCall<object, object>) => {
+        if (req.nodeId === 'refused') throw new FailedPreconditionError(`${name} refuses`, { reason: 'test' });
+        seen.push(`${name}:${req.nodeId}:${bearerToken(call.metadata) ?? ''}`);
+        return {};
+      };
+      return implement(def, impl as never, nullLogger);
+    };
+    router.add('a/1', am('a'));
+    router.add('b/1', am('b'));
+    const proto = loadFuxiProto();
+    const clients = ['a/1', 'b/1', 'c/1', 'a/1'].map((r) => connect(proto.AppMasterService, routedAddress(srv!.address, r)));
+    try {
+      const send = (i: number, nodeId: string, token: string) =>
+        callBatched(clients[i]!, def, WORKER_EVENTS_BATCHED, 'WorkerEvents', { nodeId, events: [] }, { token }).then(
+          () => 'ok',
+          (e: unknown) => `${(e as RpcError).code}: ${(e as RpcError).message}`,
+        );
+      // Made in one turn: one call to the server.
+      const answers = await Promise.all([send(0, 'n1', 'tok-a'), send(1, 'n2', 'tok-b'), send(2, 'n3', ''), send(3, 'refused', '')]);
+      expect(batches).to.deep.equal([4]);
+      expect(answers[0]).to.equal('ok');
+      expect(answers[1]).to.equal('ok');
+      expect(answers[2]).to.match(/^UNAVAILABLE: .*nothing serves c\/1 here/);
+      expect(answers[3]).to.equal('FAILED_PRECONDITION: a refuses');
+      expect(seen.sort()).to.deep.equal(['a:n1:tok-a', 'b:n2:tok-b']);
+      expect(observed.sort()).to.deep.equal(['WorkerEvents:FAILED_PRECONDITION', 'WorkerEvents:OK', 'WorkerEvents:OK', 'WorkerEvents:UNAVAILABLE']);
+      // A method that may not be batched is refused per entry, naming the field.
+      const raw = clients[0]!;
+      const res = await raw.Calls({
+        calls: [{ method: 'GetAppState', token: '', route: 'a/1', request: def.GetAppState.requestSerialize({}) }],
+      });
+      expect(res.results[0]?.code).to.equal('INVALID_ARGUMENT');
+      expect(res.results[0]?.message).to.match(/calls\[0\]\.method/);
+    } finally {
+      for (const c of clients) c.close();
     }
   });
 });

@@ -2,6 +2,8 @@
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
+import type { CallBatch as _fuxi_v1_CallBatch, CallBatch__Output as _fuxi_v1_CallBatch__Output } from '../../fuxi/v1/CallBatch.js';
+import type { CallBatchResult as _fuxi_v1_CallBatchResult, CallBatchResult__Output as _fuxi_v1_CallBatchResult__Output } from '../../fuxi/v1/CallBatchResult.js';
 import type { FetchOutputRequest as _fuxi_v1_FetchOutputRequest, FetchOutputRequest__Output as _fuxi_v1_FetchOutputRequest__Output } from '../../fuxi/v1/FetchOutputRequest.js';
 import type { GetAgentStateRequest as _fuxi_v1_GetAgentStateRequest, GetAgentStateRequest__Output as _fuxi_v1_GetAgentStateRequest__Output } from '../../fuxi/v1/GetAgentStateRequest.js';
 import type { GetAgentStateResponse as _fuxi_v1_GetAgentStateResponse, GetAgentStateResponse__Output as _fuxi_v1_GetAgentStateResponse__Output } from '../../fuxi/v1/GetAgentStateResponse.js';
@@ -22,6 +24,25 @@ import type { UpdateGrantsResponse as _fuxi_v1_UpdateGrantsResponse, UpdateGrant
  * (from the master) and a plan (from the application master).
  */
 export interface AgentServiceClient extends grpc.Client {
+  /**
+   * Several StartWorkers / StopWorkers in one (the hosted AMs of an AM host, the master's AM
+   * launches): each entry authorized and run as that call alone would be, with its own token, and
+   * answered with its own response or error.
+   */
+  Calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  Calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  Calls(argument: _fuxi_v1_CallBatch, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  Calls(argument: _fuxi_v1_CallBatch, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  /**
+   * Several StartWorkers / StopWorkers in one (the hosted AMs of an AM host, the master's AM
+   * launches): each entry authorized and run as that call alone would be, with its own token, and
+   * answered with its own response or error.
+   */
+  calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  calls(argument: _fuxi_v1_CallBatch, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  calls(argument: _fuxi_v1_CallBatch, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  
   /**
    * The data service: a file a finished (succeeded) worker wrote into its output directory
    * ($FUXI_OUTPUT_DIR), for other workers of the same job on other hosts (as YARN's NodeManager
@@ -109,6 +130,13 @@ export interface AgentServiceClient extends grpc.Client {
  */
 export interface AgentServiceHandlers extends grpc.UntypedServiceImplementation {
   /**
+   * Several StartWorkers / StopWorkers in one (the hosted AMs of an AM host, the master's AM
+   * launches): each entry authorized and run as that call alone would be, with its own token, and
+   * answered with its own response or error.
+   */
+  Calls: grpc.handleUnaryCall<_fuxi_v1_CallBatch__Output, _fuxi_v1_CallBatchResult>;
+  
+  /**
    * The data service: a file a finished (succeeded) worker wrote into its output directory
    * ($FUXI_OUTPUT_DIR), for other workers of the same job on other hosts (as YARN's NodeManager
    * serves map output to reducers). NOT_FOUND when this agent has no such worker or file;
@@ -137,6 +165,7 @@ export interface AgentServiceHandlers extends grpc.UntypedServiceImplementation 
 }
 
 export interface AgentServiceDefinition extends grpc.ServiceDefinition {
+  Calls: MethodDefinition<_fuxi_v1_CallBatch, _fuxi_v1_CallBatchResult, _fuxi_v1_CallBatch__Output, _fuxi_v1_CallBatchResult__Output>
   FetchOutput: MethodDefinition<_fuxi_v1_FetchOutputRequest, _fuxi_v1_OutputChunk, _fuxi_v1_FetchOutputRequest__Output, _fuxi_v1_OutputChunk__Output>
   GetAgentState: MethodDefinition<_fuxi_v1_GetAgentStateRequest, _fuxi_v1_GetAgentStateResponse, _fuxi_v1_GetAgentStateRequest__Output, _fuxi_v1_GetAgentStateResponse__Output>
   ListWorkers: MethodDefinition<_fuxi_v1_ListWorkersRequest, _fuxi_v1_ListWorkersResponse, _fuxi_v1_ListWorkersRequest__Output, _fuxi_v1_ListWorkersResponse__Output>

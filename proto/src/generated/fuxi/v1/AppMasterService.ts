@@ -4,6 +4,8 @@ import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { AgentsTimedOutRequest as _fuxi_v1_AgentsTimedOutRequest, AgentsTimedOutRequest__Output as _fuxi_v1_AgentsTimedOutRequest__Output } from '../../fuxi/v1/AgentsTimedOutRequest.js';
 import type { AgentsTimedOutResponse as _fuxi_v1_AgentsTimedOutResponse, AgentsTimedOutResponse__Output as _fuxi_v1_AgentsTimedOutResponse__Output } from '../../fuxi/v1/AgentsTimedOutResponse.js';
+import type { CallBatch as _fuxi_v1_CallBatch, CallBatch__Output as _fuxi_v1_CallBatch__Output } from '../../fuxi/v1/CallBatch.js';
+import type { CallBatchResult as _fuxi_v1_CallBatchResult, CallBatchResult__Output as _fuxi_v1_CallBatchResult__Output } from '../../fuxi/v1/CallBatchResult.js';
 import type { GetAppStateRequest as _fuxi_v1_GetAppStateRequest, GetAppStateRequest__Output as _fuxi_v1_GetAppStateRequest__Output } from '../../fuxi/v1/GetAppStateRequest.js';
 import type { GetAppStateResponse as _fuxi_v1_GetAppStateResponse, GetAppStateResponse__Output as _fuxi_v1_GetAppStateResponse__Output } from '../../fuxi/v1/GetAppStateResponse.js';
 import type { UpdateAssignmentsRequest as _fuxi_v1_UpdateAssignmentsRequest, UpdateAssignmentsRequest__Output as _fuxi_v1_UpdateAssignmentsRequest__Output } from '../../fuxi/v1/UpdateAssignmentsRequest.js';
@@ -29,6 +31,25 @@ export interface AppMasterServiceClient extends grpc.Client {
   agentsTimedOut(argument: _fuxi_v1_AgentsTimedOutRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_AgentsTimedOutResponse__Output>): grpc.ClientUnaryCall;
   agentsTimedOut(argument: _fuxi_v1_AgentsTimedOutRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_AgentsTimedOutResponse__Output>): grpc.ClientUnaryCall;
   agentsTimedOut(argument: _fuxi_v1_AgentsTimedOutRequest, callback: grpc.requestCallback<_fuxi_v1_AgentsTimedOutResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Several WorkerEvents in one, from an agent to the AMs it serves on one AM host: each entry goes
+   * to the AM at its `route` (the part after `#` of that AM's address; empty for an AM with a
+   * server of its own) and is answered with its own response or error.
+   */
+  Calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  Calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  Calls(argument: _fuxi_v1_CallBatch, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  Calls(argument: _fuxi_v1_CallBatch, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  /**
+   * Several WorkerEvents in one, from an agent to the AMs it serves on one AM host: each entry goes
+   * to the AM at its `route` (the part after `#` of that AM's address; empty for an AM with a
+   * server of its own) and is answered with its own response or error.
+   */
+  calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  calls(argument: _fuxi_v1_CallBatch, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  calls(argument: _fuxi_v1_CallBatch, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
+  calls(argument: _fuxi_v1_CallBatch, callback: grpc.requestCallback<_fuxi_v1_CallBatchResult__Output>): grpc.ClientUnaryCall;
   
   GetAppState(argument: _fuxi_v1_GetAppStateRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_GetAppStateResponse__Output>): grpc.ClientUnaryCall;
   GetAppState(argument: _fuxi_v1_GetAppStateRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_GetAppStateResponse__Output>): grpc.ClientUnaryCall;
@@ -80,6 +101,13 @@ export interface AppMasterServiceHandlers extends grpc.UntypedServiceImplementat
    */
   AgentsTimedOut: grpc.handleUnaryCall<_fuxi_v1_AgentsTimedOutRequest__Output, _fuxi_v1_AgentsTimedOutResponse>;
   
+  /**
+   * Several WorkerEvents in one, from an agent to the AMs it serves on one AM host: each entry goes
+   * to the AM at its `route` (the part after `#` of that AM's address; empty for an AM with a
+   * server of its own) and is answered with its own response or error.
+   */
+  Calls: grpc.handleUnaryCall<_fuxi_v1_CallBatch__Output, _fuxi_v1_CallBatchResult>;
+  
   GetAppState: grpc.handleUnaryCall<_fuxi_v1_GetAppStateRequest__Output, _fuxi_v1_GetAppStateResponse>;
   
   /**
@@ -96,6 +124,7 @@ export interface AppMasterServiceHandlers extends grpc.UntypedServiceImplementat
 
 export interface AppMasterServiceDefinition extends grpc.ServiceDefinition {
   AgentsTimedOut: MethodDefinition<_fuxi_v1_AgentsTimedOutRequest, _fuxi_v1_AgentsTimedOutResponse, _fuxi_v1_AgentsTimedOutRequest__Output, _fuxi_v1_AgentsTimedOutResponse__Output>
+  Calls: MethodDefinition<_fuxi_v1_CallBatch, _fuxi_v1_CallBatchResult, _fuxi_v1_CallBatch__Output, _fuxi_v1_CallBatchResult__Output>
   GetAppState: MethodDefinition<_fuxi_v1_GetAppStateRequest, _fuxi_v1_GetAppStateResponse, _fuxi_v1_GetAppStateRequest__Output, _fuxi_v1_GetAppStateResponse__Output>
   UpdateAssignments: MethodDefinition<_fuxi_v1_UpdateAssignmentsRequest, _fuxi_v1_UpdateAssignmentsResponse, _fuxi_v1_UpdateAssignmentsRequest__Output, _fuxi_v1_UpdateAssignmentsResponse__Output>
   WorkerEvents: MethodDefinition<_fuxi_v1_WorkerEventsRequest, _fuxi_v1_WorkerEventsResponse, _fuxi_v1_WorkerEventsRequest__Output, _fuxi_v1_WorkerEventsResponse__Output>

@@ -2,8 +2,9 @@
 
 
 /**
- * Calls of one service carried in one (MasterService.AmCalls): each is what a call of `method`
- * alone would carry, its request serialized as that method's request message.
+ * Calls of one service carried in one (MasterService.AmCalls, AgentService.Calls,
+ * AppMasterService.Calls): each is what a call of `method` alone would carry, its request
+ * serialized as that method's request message.
  */
 export interface BatchedCall {
   /**
@@ -15,11 +16,17 @@ export interface BatchedCall {
    */
   'token'?: (string);
   'request'?: (Buffer | Uint8Array | string);
+  /**
+   * The instance the call is for, on a server of many (AppMasterService.Calls at an AM host: the
+   * route of the AM's address `host:port#route`); empty elsewhere.
+   */
+  'route'?: (string);
 }
 
 /**
- * Calls of one service carried in one (MasterService.AmCalls): each is what a call of `method`
- * alone would carry, its request serialized as that method's request message.
+ * Calls of one service carried in one (MasterService.AmCalls, AgentService.Calls,
+ * AppMasterService.Calls): each is what a call of `method` alone would carry, its request
+ * serialized as that method's request message.
  */
 export interface BatchedCall__Output {
   /**
@@ -31,4 +38,9 @@ export interface BatchedCall__Output {
    */
   'token': (string);
   'request': (Buffer);
+  /**
+   * The instance the call is for, on a server of many (AppMasterService.Calls at an AM host: the
+   * route of the AM's address `host:port#route`); empty elsewhere.
+   */
+  'route': (string);
 }
