@@ -20,6 +20,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { launchDetached, LaunchPrepError, type LaunchPrep } from './launch-prep.js';
+import { channelPort, type ChannelProcess, type Port } from './helper-channel.js';
 import { readStartTime } from './proc-table.js';
 
 export interface SpawnMessage {
@@ -37,24 +38,12 @@ export type SpawnReply =
   | { t: 'failed'; id: number; message: string; code?: string; field?: string; reason?: string }
   | { t: 'exit'; pid: number; code: number | null; signal: string | null };
 
-interface Port {
-  on(ev: 'message', f: (m: SpawnMessage) => void): unknown;
-  postMessage(r: SpawnReply): void;
-}
-
 /** On a thread: its parent port. As a process (forked with a channel): that channel, and it ends with it. */
 function openPort(): Port | undefined {
   if (parentPort) return parentPort;
   if (!process.send) return undefined;
   process.title = 'fuxi-spawn-helper';
-  process.on('disconnect', () => process.exit(0));
-  return {
-    on: (ev, f) => process.on(ev, f),
-    postMessage: (r) => {
-      // A reply to an agent that is gone: the channel's end (above) ends this process.
-      if (process.connected) process.send?.(r);
-    },
-  };
+  return channelPort(process as unknown as ChannelProcess);
 }
 
 const port = openPort();

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { channelPort, type ChannelProcess } from '../helper-channel.js';
 import { readProcStat } from '../proc-table.js';
 import { HelperSpawner, InlineSpawner, type Spawner } from '../spawner.js';
 import { alive, waitFor } from './helpers.js';
@@ -168,5 +169,53 @@ describe('HelperSpawner: the helper process ends with the agent', () => {
       }
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('spawn helper: its channel to the agent (helper-channel.ts)', () => {
+  /** A process forked with a channel, whose writes fail with `sendError` (EPIPE: the agent is gone). */
+  function fakeProcess(sendError: Error | null) {
+    const handlers = new Map<string, Array<(...a: never[]) => void>>();
+    const p = {
+      connected: true,
+      sent: [] as unknown[],
+      exits: [] as number[],
+      send(message: unknown, _h: undefined, _o: undefined, callback: (error: Error | null) => void): boolean {
+        p.sent.push(message);
+        setImmediate(() => callback(sendError));
+        return sendError === null;
+      },
+      on(ev: string, f: (...a: never[]) => void) {
+        handlers.set(ev, [...(handlers.get(ev) ?? []), f]);
+        return p;
+      },
+      exit(code: number) {
+        p.exits.push(code);
+      },
+      emit(ev: string) {
+        for (const f of handlers.get(ev) ?? []) (f as () => void)();
+      },
+    };
+    return p;
+  }
+
+  it('sends replies; a reply the closed channel cannot take ends the helper quietly (no unhandled EPIPE), as the channel end does', async () => {
+    const ok = fakeProcess(null);
+    channelPort(ok as ChannelProcess).postMessage({ t: 'exit', pid: 1, code: 0, signal: null });
+    await new Promise((r) => setImmediate(r));
+    expect(ok.sent).to.have.length(1);
+    expect(ok.exits).to.deep.equal([]);
+    ok.emit('disconnect');
+    expect(ok.exits).to.deep.equal([0]);
+
+    const gone = fakeProcess(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    const port = channelPort(gone as ChannelProcess);
+    port.postMessage({ t: 'exit', pid: 2, code: 0, signal: null });
+    await new Promise((r) => setImmediate(r));
+    expect(gone.exits).to.deep.equal([0]);
+    // Once it knows the channel is closed, nothing is written.
+    gone.connected = false;
+    port.postMessage({ t: 'exit', pid: 3, code: 0, signal: null });
+    expect(gone.sent).to.have.length(1);
   });
 });
