@@ -7,19 +7,7 @@
  */
 import { errorMessage, isTransientError, ResourceExhaustedError, UnavailableError, type Logger } from '@fuxi/common';
 import { loadFuxiProto, type Condition, type StartWorkersResponse__Output } from '@fuxi/proto';
-import {
-  AGENT_BATCHED,
-  callBatched,
-  callerOf,
-  connect,
-  defaultTransport,
-  implement,
-  retry,
-  startServer,
-  tokenHash,
-  TokenFile,
-  type RunningServer,
-} from '@fuxi/rpc';
+import { callerOf, connect, defaultTransport, implement, retry, startServer, tokenHash, TokenFile, type RunningServer } from '@fuxi/rpc';
 import { randomBytes } from 'node:crypto';
 import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError, type Leadership, type ObservedLeader, type Store } from '@fuxi/store';
@@ -755,16 +743,16 @@ export class MasterServer {
         case 'stopWorkers':
           // After the write that ended the job or revoked the slots is durable, as the grants are.
           this.pushes.whenDurable(() => {
-            callBatched(
-              this.peers.agent(e.address),
-              loadFuxiProto().AgentService.service,
-              AGENT_BATCHED,
-              'StopWorkers',
-              { appId: e.appId, workerIds: e.workerIds ?? [], amAttempt: 0, epoch: e.epoch, reason: e.reason },
-              { deadlineMs: 10_000 },
-            ).catch((err: unknown) =>
-              this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'),
-            );
+            this.peers
+              .agentCall(
+                e.address,
+                'StopWorkers',
+                { appId: e.appId, workerIds: e.workerIds ?? [], amAttempt: 0, epoch: e.epoch, reason: e.reason },
+                { deadlineMs: 10_000 },
+              )
+              .catch((err: unknown) =>
+                this.log.warn({ nodeId: e.nodeId, appId: e.appId, err: errorMessage(err) }, 'stop workers failed; revoked grants stop them'),
+              );
           });
           break;
         case 'jobChanged':
@@ -888,10 +876,8 @@ export class MasterServer {
         async () => {
           if (this.stopping || !this.coreOrUndefined) return undefined;
           // In one batch with the other AM launches and stops for that agent made meanwhile.
-          return callBatched<StartWorkersResponse__Output>(
-            this.peers.agent(e.address),
-            loadFuxiProto().AgentService.service,
-            AGENT_BATCHED,
+          return this.peers.agentCall(
+            e.address,
             'StartWorkers',
             { appId: e.appId, amAttempt: e.attempt, amAddress: '', epoch: e.epoch, plans: [plan] },
             { deadlineMs: 10_000, ...(token ? { token } : {}) },

@@ -2,8 +2,16 @@
  * The master's gRPC clients to agents and application masters, one per address, opened on first
  * use and closed together.
  */
-import { loadFuxiProto, type AgentServiceDefinition, type AppMasterServiceDefinition } from '@fuxi/proto';
-import { connect, type TypedClient } from '@fuxi/rpc';
+import {
+  loadFuxiProto,
+  type AgentServiceDefinition,
+  type AppMasterServiceDefinition,
+  type StartWorkersRequest,
+  type StartWorkersResponse__Output,
+  type StopWorkersRequest,
+  type StopWorkersResponse__Output,
+} from '@fuxi/proto';
+import { AGENT_BATCHED, callBatched, connect, type CallOptions, type TypedClient } from '@fuxi/rpc';
 
 export class Peers {
   private readonly agents = new Map<string, TypedClient<AgentServiceDefinition>>();
@@ -17,6 +25,16 @@ export class Peers {
       this.agents.set(address, c);
     }
     return c;
+  }
+
+  /**
+   * StartWorkers or StopWorkers to the agent at `address`, in one `Calls` batch with the others to
+   * that agent made meanwhile (AM launches, stops of killed jobs; call-batch.ts).
+   */
+  agentCall(address: string, method: 'StartWorkers', req: StartWorkersRequest, opts: CallOptions): Promise<StartWorkersResponse__Output>;
+  agentCall(address: string, method: 'StopWorkers', req: StopWorkersRequest, opts: CallOptions): Promise<StopWorkersResponse__Output>;
+  agentCall(address: string, method: 'StartWorkers' | 'StopWorkers', req: object, opts: CallOptions): Promise<unknown> {
+    return callBatched(this.agent(address), this.proto.AgentService.service, AGENT_BATCHED, method, req, opts);
   }
 
   am(address: string): TypedClient<AppMasterServiceDefinition> {

@@ -62,20 +62,6 @@ export class ServiceRouter {
     const out: grpc.UntypedServiceImplementation = {};
     for (const [name, d] of Object.entries(this.definition)) {
       const def = d as grpc.MethodDefinition<object, object>;
-      const target = (call: { metadata: grpc.Metadata }): Handler | undefined => {
-        const route = call.metadata.get(ROUTE_HEADER)[0];
-        return typeof route === 'string' ? this.routes.get(route)?.[name] : undefined;
-      };
-      const missing = (call: { metadata: grpc.Metadata }): Partial<grpc.StatusObject> => {
-        const route = call.metadata.get(ROUTE_HEADER)[0];
-        return {
-          code: grpc.status.UNAVAILABLE,
-          details:
-            route === undefined
-              ? `${def.path}: this server serves routed addresses (host:port#route) only`
-              : `${def.path}: nothing serves ${String(route)} here`,
-        };
-      };
       const batch = this.opts.batch;
       if (batch && name === batch.method) {
         const run = routedBatchedCalls(
@@ -92,6 +78,20 @@ export class ServiceRouter {
         }) as grpc.handleUnaryCall<object, object>;
         continue;
       }
+      const target = (call: { metadata: grpc.Metadata }): Handler | undefined => {
+        const route = call.metadata.get(ROUTE_HEADER)[0];
+        return typeof route === 'string' ? this.routes.get(route)?.[name] : undefined;
+      };
+      const missing = (call: { metadata: grpc.Metadata }): Partial<grpc.StatusObject> => {
+        const route = call.metadata.get(ROUTE_HEADER)[0];
+        return {
+          code: grpc.status.UNAVAILABLE,
+          details:
+            route === undefined
+              ? `${def.path}: this server serves routed addresses (host:port#route) only`
+              : `${def.path}: nothing serves ${String(route)} here`,
+        };
+      };
       if (def.requestStream) throw new Error(`${def.path}: client-streaming methods are not routed`);
       if (def.responseStream) {
         out[name] = ((call: grpc.ServerWritableStream<object, object>) => {
