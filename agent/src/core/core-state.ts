@@ -87,6 +87,8 @@ export class CoreState {
   held = false;
   /** When a master last answered (masterHeard); undefined until the first tick or answer. */
   masterHeardAtMs: number | undefined;
+  /** PENDING plans told once that the node has no room for them yet (lifecycle.ts `noRoomYet`). Soft. */
+  readonly roomWaits = new Set<string>();
 
   // What changed since the last takeDelta() (the checkpoint's delta). The meta record is written once
   // at the start so that the checkpoint names its node.
@@ -120,6 +122,7 @@ export function putWorker(st: CoreState, w: WorkerRecord): void {
 /** Moves a worker to `state`; an ended worker leaves the live index (it never comes back). */
 export function setWorkerState(st: CoreState, w: WorkerRecord, state: WorkerState): void {
   w.state = state;
+  if (state !== 'PENDING') st.roomWaits.delete(wkey(w.appId, w.workerId));
   if (isWorkerTerminal(state)) st.live.delete(wkey(w.appId, w.workerId));
 }
 
@@ -128,6 +131,7 @@ export function dropWorker(st: CoreState, w: WorkerRecord): void {
   const k = wkey(w.appId, w.workerId);
   st.workers.delete(k);
   st.live.delete(k);
+  st.roomWaits.delete(k);
 }
 
 /** Marks the worker's record for the next delta (put if it still exists, else delete). */

@@ -6,7 +6,7 @@
  * through `finish`, which logs it, pushes the status to the worker's AM (`event`) and keeps it for
  * the next heartbeat (the master's failure prediction learns from attempt ends).
  */
-import { add, AM_SU, cmpInt64, fits, format, isWorkerActive, isWorkerTerminal, substitute, ZERO, type Resource, type WorkerState } from '@fuxi/common';
+import { add, AM_SU, cmpInt64, fits, format, isWorkerActive, isWorkerTerminal, sub, substitute, ZERO, type Resource, type WorkerState } from '@fuxi/common';
 import { copyWorker, grantKey, MAX_ENDS_TO_REPORT, setWorkerState, touch, wkey, type CoreState, type WorkerRecord } from './core-state.js';
 import type { Effect, GrantEntry, SpawnSpec } from './types.js';
 
@@ -94,8 +94,7 @@ export function startPending(st: CoreState, now: number): Effect[] {
     }
     const after = add(load.used, grant.resource);
     if (!fits(after, st.capacity)) {
-      // Grants should make this impossible: the master over-committed this node.
-      effects.push(overCommitted(st, w, load.used, grant));
+      effects.push(...noRoomYet(st, w, load.used, grant));
       continue;
     }
     setWorkerState(st, w, 'STARTING');
@@ -122,13 +121,31 @@ export function grantTableReached(st: CoreState, w: WorkerRecord): boolean {
   return c > 0 || (c === 0 && cmpInt64(st.grantSeq, t.seq) >= 0);
 }
 
-function overCommitted(st: CoreState, w: WorkerRecord, used: Resource, grant: GrantEntry): Effect {
-  return {
-    kind: 'log',
-    level: 'error',
-    msg: 'REFUSING to start worker: node capacity would be exceeded (master over-committed this node?)',
-    fields: { workerId: w.workerId, appId: w.appId, suId: w.suId, used: format(used), slot: format(grant.resource), capacity: format(st.capacity) },
-  };
+/**
+ * A plan whose grant has room while the node has none: it stays PENDING and starts once the node
+ * has room, and this says why, once per plan. Usually the room is held by workers being stopped
+ * (their grants revoked or shrunk: an AM whose job has just finished, a killed job's workers),
+ * which the master no longer counts and has given to others already; the plan waits for them to
+ * end, as a kubelet admits a pod only once the terminating ones are gone. When even without them
+ * the plan would not fit, the master over-committed this node: an error.
+ */
+function noRoomYet(st: CoreState, w: WorkerRecord, used: Resource, grant: GrantEntry): Effect[] {
+  const k = wkey(w.appId, w.workerId);
+  if (st.roomWaits.has(k)) return [];
+  st.roomWaits.add(k);
+  let leaving: Resource = ZERO;
+  let stopping = 0;
+  for (const a of st.live.values()) {
+    if (!isWorkerActive(a.state) || !a.stopReason) continue;
+    leaving = add(leaving, a.resource);
+    stopping++;
+  }
+  const fields = { workerId: w.workerId, appId: w.appId, suId: w.suId, used: format(used), slot: format(grant.resource), capacity: format(st.capacity) };
+  if (stopping > 0 && fits(add(sub(used, leaving), grant.resource), st.capacity))
+    return [
+      { kind: 'log', level: 'info', msg: 'worker waits for stopping workers to free the node', fields: { ...fields, stopping, stoppingHold: format(leaving) } },
+    ];
+  return [{ kind: 'log', level: 'error', msg: 'REFUSING to start worker yet: node capacity would be exceeded (master over-committed this node?)', fields }];
 }
 
 /** The plan's command with `${instance}`, `${task}`, `${job}`, `${attempt}` substituted, plus the FUXI_* environment. */

@@ -195,6 +195,28 @@ describe('AgentCore', () => {
       const errs = r.effects.filter((e) => e.kind === 'log' && e.level === 'error');
       expect(errs).to.have.length(1);
       expect(core.used()).to.deep.equal(SLOT);
+      // Said once per plan, however often the plans are looked at again.
+      const again = withGrant(core, 2, '2');
+      expect(again.filter((e) => e.kind === 'log' && e.level === 'error')).to.be.empty;
+      expect(core.worker('app1', 'w2')?.state).to.equal('PENDING');
+    });
+
+    it('holds a plan while stopping workers hold the room the master gave it, and starts it when they end', () => {
+      // 8 slots: app1 holds 7 and app0 1; the master revokes app0's slot (its job ended) and gives it to app1.
+      const core = mockCore();
+      core.updateGrants({ epoch: '1', seq: '1', full: true, grants: [grant('app0', 'map', 1), grant('app1', 'map', 7)] }, 0);
+      spawnAll(core, core.startWorkers(startReq([plan('old')], { appId: 'app0' }), 1).effects, 2);
+      spawnAll(core, core.startWorkers(startReq([1, 2, 3, 4, 5, 6, 7].map((i) => plan(`w${i}`))), 3).effects, 4);
+      const revoke = core.updateGrants({ epoch: '1', seq: '2', full: true, grants: [grant('app1', 'map', 8)] }, 5).effects;
+      expect(kills(revoke).map((k) => k.workerId)).to.deep.equal(['old']);
+      const r = core.startWorkers(startReq([plan('w8')]), 6);
+      expect(spawns(r.effects)).to.be.empty;
+      expect(core.worker('app1', 'w8')?.state).to.equal('PENDING');
+      const logs = r.effects.filter((e): e is Extract<Effect, { kind: 'log' }> => e.kind === 'log' && e.level !== 'debug');
+      expect(logs.map((l) => [l.level, l.msg])).to.deep.equal([['info', 'worker waits for stopping workers to free the node']]);
+      expect(logs[0]?.fields).to.include({ stopping: 1, appId: 'app1', workerId: 'w8' });
+      const ended = core.workerExited('app0', 'old', null, 'SIGTERM', 7);
+      expect(spawns(ended).map((s) => s.worker.workerId)).to.deep.equal(['w8']);
     });
   });
 
