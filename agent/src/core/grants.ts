@@ -27,7 +27,7 @@ export function checkEpoch(st: CoreState, epoch: Int64): void {
 /**
  * Master -> agent grant changes, ordered by (epoch, seq) lexicographically. Every master numbers
  * its own messages: from a master newer than the one whose table is applied, the applied seq
- * counts as 0. A delta applies only when `seq` is exactly one past the applied seq; `full`
+ * counts as 0. A delta applies only on its base (`baseSeq`, else `seq` - 1) being the applied seq; `full`
  * replaces the table unless it is older than the applied one from the same master (seq below);
  * a full table from a newer master always applies, whatever its seq. Otherwise the message is
  * ignored (the master heals it with the full table on the next heartbeat). A stale epoch throws
@@ -37,7 +37,8 @@ export function updateGrants(st: CoreState, req: UpdateGrantsInput, now: number)
   checkEpoch(st, req.epoch);
   validateGrants(req.grants);
   const seq = BigInt(req.seq || '0');
-  const verdict = acceptTable({ epoch: st.grantEpoch, seq: BigInt(st.grantSeq) }, { epoch: req.epoch, seq, full: req.full });
+  const base = req.baseSeq !== undefined ? { base: BigInt(req.baseSeq) } : {};
+  const verdict = acceptTable({ epoch: st.grantEpoch, seq: BigInt(st.grantSeq) }, { epoch: req.epoch, seq, full: req.full, ...base });
   if (verdict.kind === 'stale') throw new StaleEpochError('epoch', req.epoch, st.grantEpoch);
   if (verdict.kind !== 'apply') {
     const why =

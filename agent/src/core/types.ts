@@ -53,9 +53,11 @@ export interface GrantTableId {
 export interface UpdateGrantsInput {
   epoch: Int64;
   seq: Int64;
-  /** True: `grants` is the whole table (absent entries are revoked). */
+  /** True: `grants` is the whole table (absent entries are revoked); false: the entries that changed (0 slots: revoked). */
   full: boolean;
   grants: GrantEntry[];
+  /** A delta's base: it applies only on this table of the same master (absent: `seq` - 1). */
+  baseSeq?: Int64;
 }
 
 export interface StartWorkersInput {

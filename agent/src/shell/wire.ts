@@ -48,7 +48,8 @@ export function toWireGrant(g: GrantEntry): Grant {
 }
 
 export function fromWireUpdateGrants(req: UpdateGrantsRequest__Output): UpdateGrantsInput {
-  return { epoch: req.epoch || '0', seq: req.seq || '0', full: req.full, grants: req.grants.map(fromWireGrant) };
+  const base = req.baseSeq && req.baseSeq !== '0' ? { baseSeq: req.baseSeq } : {};
+  return { epoch: req.epoch || '0', seq: req.seq || '0', full: req.full, grants: req.grants.map(fromWireGrant), ...base };
 }
 
 export function fromWireStartWorkers(req: StartWorkersRequest__Output): StartWorkersInput {

@@ -288,7 +288,10 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
         if (req.rejoin.node?.nodeId !== req.nodeId) throw new InvalidArgumentError('rejoin.node.nodeId', `must be the heartbeat's node id ${req.nodeId}`);
         return { epoch: m.core.epoch, registered: await registerAgent(req.rejoin, 'rejoin.node') };
       }
-      if (r.full) await m.durable();
+      if (r.full) {
+        await m.durable();
+        m.pushes.tableAnswered(req.nodeId);
+      }
       return {
         epoch: m.core.epoch,
         reregister: r.reregister,

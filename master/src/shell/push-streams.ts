@@ -3,10 +3,19 @@
  * UpdateGrants / UpdateAssignments calls for agents and AMs that have none open.
  *
  * Pushes made during one event-loop turn go out at its end (`queue` then `flush`), grants first.
- * Grant tables are full (absolute) and only the newest per node is sent: a slot returned and
- * placed again on the same node in one turn (the common case under load) costs one message, not
- * two. Assignment messages all go, in order: an AM must see a returned slot's drop before the same
- * slot comes back, or it cannot tell the two apart.
+ * The core makes full (absolute) grant tables and only the newest per node is sent: a slot
+ * returned and placed again on the same node in one turn (the common case under load) costs one
+ * message, not two. Assignment messages all go, in order: an AM must see a returned slot's drop
+ * before the same slot comes back, or it cannot tell the two apart.
+ *
+ * On a grant stream a table goes as a delta against the table written before it on the same
+ * stream (`base_seq`; the entries that are new or changed, and the revoked ones with 0 slots), so a
+ * push costs what changed, not the size of the node's table (with 50 AMs on a node, a one-task
+ * job had cost about 90 grant entries encoded, decoded and compared). A stream is ordered and
+ * reliable, so the agent has that base when the delta arrives, unless it applied a table that came
+ * by another road in between (a heartbeat's answer): then it ignores the delta, and the next
+ * message on the stream is the full table (`tableAnswered`). The first message of a stream, and a
+ * delta no smaller than the table, go full.
  *
  * Nothing goes out before the store has what it shows: each turn's pushes (and the commands
  * `whenDurable` is given: AM launches, worker stops, job watchers' news) wait until every hard-state
@@ -19,7 +28,7 @@ import type { ServerWritableStream } from '@grpc/grpc-js';
 import { errorMessage, type Logger } from '@fuxi/common';
 import { endExhausted } from '@fuxi/rpc';
 import type { AssignmentUpdate, GrantUpdate, WatchAssignmentsRequest__Output, WatchGrantsRequest__Output } from '@fuxi/proto';
-import type { Effect } from '../core/types.js';
+import type { Effect, GrantEntry } from '../core/types.js';
 import type { Peers } from './peers.js';
 
 type GrantsEffect = Extract<Effect, { kind: 'grants' }>;
@@ -43,7 +52,40 @@ interface GrantWatch {
   inFlight: number;
   /** Since when the stream has had messages in flight (0 = none). */
   oldestSince: number;
-  waiting: GrantUpdate | undefined;
+  /** The newest table, when more than the in-flight limit are out (written once one is taken). */
+  waiting: GrantTable | undefined;
+  /** The last table written (what a delta is made against); undefined: the next one goes full. */
+  sent: { epoch: string; seq: number; byKey: Map<string, GrantEntry> } | undefined;
+}
+
+/** A node's whole grant table under its seq (a core `grants` effect's content). */
+interface GrantTable {
+  epoch: string;
+  seq: number;
+  grants: GrantEntry[];
+}
+
+const keyOf = (g: GrantEntry): string => `${g.appId}\u0000${g.suId}`;
+
+/**
+ * `table` as the message for a stream whose last written table is `sent`: full when there is none
+ * (or it is of another master), else the entries that differ (the core replaces an entry when it
+ * changes it, so one it did not touch is the same object) and the revoked ones with 0 slots; full
+ * again when that is no smaller.
+ */
+export function grantMessage(table: GrantTable, sent: GrantWatch['sent']): GrantUpdate {
+  const full: GrantUpdate = { epoch: table.epoch, seq: String(table.seq), full: true, grants: table.grants };
+  if (!sent || sent.epoch !== table.epoch || sent.seq >= table.seq) return full;
+  const changed: GrantEntry[] = [];
+  const present = new Set<string>();
+  for (const g of table.grants) {
+    const k = keyOf(g);
+    present.add(k);
+    if (sent.byKey.get(k) !== g) changed.push(g);
+  }
+  for (const [k, g] of sent.byKey) if (!present.has(k)) changed.push({ ...g, slots: 0 });
+  if (changed.length >= table.grants.length) return full;
+  return { epoch: table.epoch, seq: String(table.seq), full: false, grants: changed, baseSeq: String(sent.seq) };
 }
 
 /**
@@ -81,7 +123,7 @@ export class PushStreams {
   private readonly pendingGrants = new Map<string, GrantsEffect>();
   private readonly pendingAssignments: AssignmentsEffect[] = [];
   private flushQueued = false;
-  private readonly stats = { written: 0, superseded: 0 };
+  private readonly stats = { written: 0, superseded: 0, full: 0, entries: 0 };
   /** The last send waiting for the store (sends go out in order), while any does. */
   private waiting: Promise<void> | undefined;
   /** Bumped by `reset`: a send of an ended session is dropped. */
@@ -98,7 +140,7 @@ export class PushStreams {
 
   /** Serves an agent's WatchGrants until the call ends (or a newer one of the node replaces it). */
   holdGrants(nodeId: string, call: GrantWatch['call']): Promise<void> {
-    return holdStream(this.grantStreams, nodeId, { nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined });
+    return holdStream(this.grantStreams, nodeId, { nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined, sent: undefined });
   }
 
   /** Serves an AM attempt's WatchAssignments until the call ends (or a newer one replaces it). */
@@ -109,6 +151,15 @@ export class PushStreams {
   /** A registration starts a new session: pushes go by call until the agent watches again. */
   endGrants(nodeId: string): void {
     endStream(this.grantStreams, nodeId);
+  }
+
+  /**
+   * The agent is being given its full table by another road (a heartbeat's answer): the next table
+   * on its stream goes full, since the agent may apply that one over the stream's last.
+   */
+  tableAnswered(nodeId: string): void {
+    const watch = this.grantStreams.get(nodeId);
+    if (watch) watch.sent = undefined;
   }
 
   endAssignments(appId: string): void {
@@ -191,7 +242,9 @@ export class PushStreams {
   }
 
   /** Stream figures since the last call (for the periodic stats line); undefined when idle. */
-  takeStats(now: number): { open: number; written: number; superseded: number; waitingOnAgent: number; oldestWaitMs: number } | undefined {
+  takeStats(
+    now: number,
+  ): { open: number; written: number; full: number; entries: number; superseded: number; waitingOnAgent: number; oldestWaitMs: number } | undefined {
     let busy = 0;
     let oldest = 0;
     for (const w of this.grantStreams.values()) {
@@ -201,8 +254,18 @@ export class PushStreams {
     }
     const s = this.stats;
     if (s.written === 0 && busy === 0) return undefined;
-    const out = { open: this.grantStreams.size, written: s.written, superseded: s.superseded, waitingOnAgent: busy, oldestWaitMs: oldest };
+    const out = {
+      open: this.grantStreams.size,
+      written: s.written,
+      full: s.full,
+      entries: s.entries,
+      superseded: s.superseded,
+      waitingOnAgent: busy,
+      oldestWaitMs: oldest,
+    };
     s.written = 0;
+    s.full = 0;
+    s.entries = 0;
     s.superseded = 0;
     return out;
   }
@@ -210,8 +273,14 @@ export class PushStreams {
   private sendGrants(e: GrantsEffect): void {
     const msg = { epoch: e.epoch, seq: String(e.seq), full: e.full, grants: e.grants };
     const watch = this.grantStreams.get(e.nodeId);
+    if (watch && e.full) {
+      this.writeGrants(watch, { epoch: e.epoch, seq: e.seq, grants: e.grants });
+      return;
+    }
     if (watch) {
-      this.writeGrants(watch, msg);
+      // A delta the core made itself: written as it is (the stream's base is then unknown).
+      watch.sent = undefined;
+      watch.call.write(msg);
       return;
     }
     this.peers
@@ -241,18 +310,23 @@ export class PushStreams {
 
   /**
    * At most GRANT_STREAM_IN_FLIGHT messages in flight per stream: beyond that a newer table
-   * replaces the one waiting (tables are full, so the newest says everything), so an agent that
-   * reads slowly or not at all (paused) costs the master a few tables, not a backlog.
+   * replaces the one waiting (a whole table, so the newest says everything; it becomes a delta
+   * against the stream's last table when it is written), so an agent that reads slowly or not at
+   * all (paused) costs the master a few tables, not a backlog.
    */
-  private writeGrants(watch: GrantWatch, msg: GrantUpdate): void {
+  private writeGrants(watch: GrantWatch, table: GrantTable): void {
     if (watch.inFlight >= GRANT_STREAM_IN_FLIGHT) {
       if (watch.waiting) this.stats.superseded++;
-      watch.waiting = msg;
+      watch.waiting = table;
       return;
     }
     if (watch.inFlight === 0) watch.oldestSince = Date.now();
     watch.inFlight++;
+    const msg = grantMessage(table, watch.sent);
+    watch.sent = { epoch: table.epoch, seq: table.seq, byKey: new Map(table.grants.map((g) => [keyOf(g), g])) };
     this.stats.written++;
+    if (msg.full) this.stats.full++;
+    this.stats.entries += msg.grants?.length ?? 0;
     watch.call.write(msg, () => {
       watch.inFlight--;
       watch.oldestSince = watch.inFlight > 0 ? Date.now() : 0;

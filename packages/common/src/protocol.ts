@@ -50,6 +50,8 @@ export interface TableMessage {
   epoch: Int64;
   seq: bigint;
   full: boolean;
+  /** A delta's base: the table of the same master it changes (absent: `seq` - 1). */
+  base?: bigint;
 }
 
 export type TableVerdict =
@@ -65,15 +67,18 @@ export type TableVerdict =
 /**
  * The acceptance rule for grant and assignment tables. Messages are ordered by (epoch, seq)
  * lexicographically; every master numbers its own messages, so from a master newer than the one
- * whose table is applied, the applied seq counts as 0. A delta applies only when its seq is exactly
- * one past the applied seq; a full table replaces the table unless it is older than the applied one
- * from the same master (seq below); a full table from a newer master always applies.
+ * whose table is applied, the applied seq counts as 0. A delta applies only on its base, the
+ * applied table itself (`base`, or else its seq is exactly one past the applied seq): the master
+ * may skip numbers between two messages of one stream, and a delta from any other table would
+ * leave the entries that changed between the two as they were; a full table replaces the table
+ * unless it is older than the applied one from the same master (seq below); a full table from a
+ * newer master always applies.
  */
 export function acceptTable(applied: AppliedTable, msg: TableMessage): TableVerdict {
   const order = cmpInt64(msg.epoch, applied.epoch);
   if (order < 0) return { kind: 'stale' };
   const base = order > 0 ? 0n : applied.seq;
-  if (!msg.full && msg.seq !== base + 1n) return { kind: 'out-of-order', base };
+  if (!msg.full && ((msg.base ?? msg.seq - 1n) !== base || msg.seq <= base)) return { kind: 'out-of-order', base };
   if (msg.full && order === 0 && msg.seq < base) return { kind: 'older-full', base };
   return { kind: 'apply', newerMaster: order > 0 };
 }

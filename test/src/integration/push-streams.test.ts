@@ -68,6 +68,27 @@ describe('push streams (real processes)', function () {
     expect(agentLog).to.not.include('grant stream failed');
   });
 
+  it('sends a node the grants that changed, not its whole table, once the table has several', async () => {
+    // Six jobs at once: each node's table holds AM and task grants of several apps, changing one by one.
+    const jobs = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        client.submit(job({ name: `deltas-${i}`, tasks: [{ name: 't', instances: 3, resources: { cpu: 0.2, memory: 64 }, command: 'sleep 0.4' }] })),
+      ),
+    );
+    for (const { jobId } of jobs) {
+      let end;
+      for await (const j of client.watch(jobId)) end = j;
+      expect(end!.state, end!.message).to.equal('JOB_STATE_SUCCEEDED');
+    }
+    const sum = () => {
+      const recs = logRecords(cluster.master.logFile, 'grant stream stats');
+      return { written: recs.reduce((n, r) => n + Number(r.written), 0), full: recs.reduce((n, r) => n + Number(r.full ?? r.written), 0) };
+    };
+    // Counters are logged every 5 s: wait for the ones of this job's pushes.
+    const totals = await until('grant deltas logged', () => (sum().written > sum().full ? sum() : undefined), 20_000, 250);
+    expect(totals.written - totals.full).to.be.greaterThan(0);
+  });
+
   it('refuses a grant stream for a missing node id, another epoch or an unknown node', async () => {
     const master = connect(loadFuxiProto().MasterService, cluster.masterAddress, cluster.transport());
     try {

@@ -220,6 +220,23 @@ describe('AgentCore', () => {
     });
   });
 
+  describe('grant deltas with a base', () => {
+    it('applies a delta only on its base table, with the numbers between skipped; 0 slots revokes', () => {
+      const core = mockCore();
+      core.updateGrants({ epoch: '1', seq: '4', full: true, grants: [grant('app1', 'map', 2), grant('app2', 'map', 1)] }, 0);
+      spawnAll(core, core.startWorkers(startReq([plan('w1')], { appId: 'app2' }), 1).effects, 2);
+      // Made against table 3: ignored (an entry that changed from 3 to 4 would stay as it was).
+      const wrongBase = core.updateGrants({ epoch: '1', seq: '6', full: false, baseSeq: '3', grants: [grant('app1', 'map', 5)] }, 3);
+      expect(wrongBase.applied).to.equal(false);
+      expect(core.snapshot().grants.find((g) => g.appId === 'app1')?.slots).to.equal(2);
+      const r = core.updateGrants({ epoch: '1', seq: '6', full: false, baseSeq: '4', grants: [grant('app1', 'map', 5), grant('app2', 'map', 0)] }, 4);
+      expect(r.applied).to.equal(true);
+      expect(r.appliedSeq).to.equal('6');
+      expect(core.snapshot().grants.map((g) => [g.appId, g.slots])).to.deep.equal([['app1', 5]]);
+      expect(kills(r.effects).map((k) => [k.appId, k.workerId])).to.deep.equal([['app2', 'w1']]);
+    });
+  });
+
   describe('grant shrink', () => {
     it('kills the newest excess workers when a grant shrinks', () => {
       const core = mockCore();

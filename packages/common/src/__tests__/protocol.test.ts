@@ -10,6 +10,17 @@ describe('table acceptance (grant and assignment tables)', () => {
     expect(acceptTable(applied, { epoch: '5', seq: 7n, full: false })).to.deep.equal({ kind: 'out-of-order', base: 7n });
   });
 
+  it('applies a delta with a base only on exactly that table, whatever numbers it skips', () => {
+    expect(acceptTable(applied, { epoch: '5', seq: 12n, full: false, base: 7n })).to.deep.equal({ kind: 'apply', newerMaster: false });
+    // Made from table 6 or 8: the entries that changed from there to 7 would stay wrong.
+    expect(acceptTable(applied, { epoch: '5', seq: 12n, full: false, base: 6n })).to.deep.equal({ kind: 'out-of-order', base: 7n });
+    expect(acceptTable(applied, { epoch: '5', seq: 12n, full: false, base: 8n })).to.deep.equal({ kind: 'out-of-order', base: 7n });
+    // Never one that does not move the table on.
+    expect(acceptTable(applied, { epoch: '5', seq: 7n, full: false, base: 7n })).to.deep.equal({ kind: 'out-of-order', base: 7n });
+    // A newer master's delta needs its full table first.
+    expect(acceptTable(applied, { epoch: '6', seq: 3n, full: false, base: 7n })).to.deep.equal({ kind: 'out-of-order', base: 0n });
+  });
+
   it('applies a full table unless a newer message of the same master overtook it', () => {
     expect(acceptTable(applied, { epoch: '5', seq: 7n, full: true })).to.deep.equal({ kind: 'apply', newerMaster: false });
     expect(acceptTable(applied, { epoch: '5', seq: 20n, full: true })).to.deep.equal({ kind: 'apply', newerMaster: false });
