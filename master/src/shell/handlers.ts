@@ -288,16 +288,18 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
         if (req.rejoin.node?.nodeId !== req.nodeId) throw new InvalidArgumentError('rejoin.node.nodeId', `must be the heartbeat's node id ${req.nodeId}`);
         return { epoch: m.core.epoch, registered: await registerAgent(req.rejoin, 'rejoin.node') };
       }
-      if (r.full) {
+      // An agent behind only by the tables in flight on its stream gets them there, in order.
+      const full = r.full && !m.pushes.onChain(req.nodeId, Number(req.grantSeq)) ? r.full : undefined;
+      if (full) {
         await m.durable();
         m.pushes.tableAnswered(req.nodeId);
       }
       return {
         epoch: m.core.epoch,
         reregister: r.reregister,
-        fullGrants: r.full !== undefined,
-        grantSeq: String(r.full?.seq ?? 0),
-        grants: r.full?.grants ?? [],
+        fullGrants: full !== undefined,
+        grantSeq: String(full?.seq ?? 0),
+        grants: full?.grants ?? [],
         reportState: r.reportState ?? false,
         ...probeAnswerToWire(r),
       };

@@ -14,8 +14,10 @@
  * job had cost about 90 grant entries encoded, decoded and compared). A stream is ordered and
  * reliable, so the agent has that base when the delta arrives, unless it applied a table that came
  * by another road in between (a heartbeat's answer): then it ignores the delta, and the next
- * message on the stream is the full table (`tableAnswered`). The first message of a stream, and a
- * delta no smaller than the table, go full.
+ * message on the stream is the full table (`tableAnswered`). A heartbeat whose table is one the
+ * stream carried (`onChain`: behind only by what is in flight) gets no full table, so under load
+ * the stream's chain is not broken twice a second. The first message of a stream, and a delta no
+ * smaller than the table, go full.
  *
  * Nothing goes out before the store has what it shows: each turn's pushes (and the commands
  * `whenDurable` is given: AM launches, worker stops, job watchers' news) wait until every hard-state
@@ -56,7 +58,15 @@ interface GrantWatch {
   waiting: GrantTable | undefined;
   /** The last table written (what a delta is made against); undefined: the next one goes full. */
   sent: { epoch: string; seq: number; byKey: Map<string, GrantEntry> } | undefined;
+  /**
+   * The seqs of the tables written since the last full one (the newest CHAIN_SEQS): an agent whose
+   * table is one of them is on the stream's chain and gets the rest of it in order.
+   */
+  chain: Set<number>;
 }
+
+/** Seqs remembered per grant stream: an agent further behind than this many messages is given the full table. */
+const CHAIN_SEQS = 256;
 
 /** A node's whole grant table under its seq (a core `grants` effect's content). */
 interface GrantTable {
@@ -140,7 +150,7 @@ export class PushStreams {
 
   /** Serves an agent's WatchGrants until the call ends (or a newer one of the node replaces it). */
   holdGrants(nodeId: string, call: GrantWatch['call']): Promise<void> {
-    return holdStream(this.grantStreams, nodeId, { nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined, sent: undefined });
+    return holdStream(this.grantStreams, nodeId, { nodeId, call, inFlight: 0, oldestSince: 0, waiting: undefined, sent: undefined, chain: new Set<number>() });
   }
 
   /** Serves an AM attempt's WatchAssignments until the call ends (or a newer one replaces it). */
@@ -151,6 +161,16 @@ export class PushStreams {
   /** A registration starts a new session: pushes go by call until the agent watches again. */
   endGrants(nodeId: string): void {
     endStream(this.grantStreams, nodeId);
+  }
+
+  /**
+   * Whether the table the agent of `nodeId` reports having (`seq`, in this master's numbering) was
+   * written on its open stream since the stream's last full table: then the agent gets every table
+   * after it on that stream, in order, and needs no full table by another road (a heartbeat whose
+   * seq lags only because tables are in flight).
+   */
+  onChain(nodeId: string, seq: number): boolean {
+    return this.grantStreams.get(nodeId)?.chain.has(seq) ?? false;
   }
 
   /**
@@ -280,6 +300,7 @@ export class PushStreams {
     if (watch) {
       // A delta the core made itself: written as it is (the stream's base is then unknown).
       watch.sent = undefined;
+      watch.chain.clear();
       watch.call.write(msg);
       return;
     }
@@ -324,6 +345,9 @@ export class PushStreams {
     watch.inFlight++;
     const msg = grantMessage(table, watch.sent);
     watch.sent = { epoch: table.epoch, seq: table.seq, byKey: new Map(table.grants.map((g) => [keyOf(g), g])) };
+    if (msg.full) watch.chain.clear();
+    watch.chain.add(table.seq);
+    if (watch.chain.size > CHAIN_SEQS) watch.chain.delete(watch.chain.values().next().value!);
     this.stats.written++;
     if (msg.full) this.stats.full++;
     this.stats.entries += msg.grants?.length ?? 0;

@@ -141,6 +141,22 @@ describe('grant pushes on a stream (master shell: push-streams.ts)', () => {
       expect(call.written.map((m) => m.full)).to.deep.equal([true, true]);
     });
 
+    it("tells whether the agent's table is one the stream carried since its last full table", async () => {
+      const { pushes } = streams();
+      const t = [grant('a', 1), grant('b', 1), grant('c', 1)];
+      pushes.push(tableEffect(1, t));
+      await tick();
+      pushes.push(tableEffect(3, [...t, grant('d', 1)]));
+      await tick();
+      expect([1, 2, 3, 4].map((seq) => pushes.onChain('n1', seq))).to.deep.equal([true, false, true, false]);
+      expect(pushes.onChain('n2', 1)).to.equal(false);
+      pushes.tableAnswered('n1');
+      pushes.push(tableEffect(5, t));
+      await tick();
+      // A full table starts the chain anew.
+      expect([1, 3, 5].map((seq) => pushes.onChain('n1', seq))).to.deep.equal([false, false, true]);
+    });
+
     it('makes the waiting table a delta against the last one written when the transport takes it', async () => {
       const { pushes, call } = streams();
       call.hold = true;
@@ -185,8 +201,10 @@ describe('grant pushes on a stream (master shell: push-streams.ts)', () => {
             if (s.slots === 0) table.delete(k);
             else table.set(k, grant(k, s.slots));
             seq += s.skip ? 2 : 1;
-            if (s.answer === 0) {
-              // A heartbeat answer: the whole table by another road, applied before what the stream still carries.
+            // A heartbeat answer: the whole table by another road, applied before what the stream
+            // still carries; given when the agent is off the stream's chain (answer 1, as the
+            // handler does), or whatever it holds (answer 0).
+            if (s.answer === 0 || (s.answer === 1 && !pushes.onChain('n1', Number(agent.seq)))) {
               pushes.tableAnswered('n1');
               agent.apply({ epoch: '1', seq: String(seq), full: true, grants: [...table.values()] });
             }
