@@ -30,6 +30,7 @@ import type { ServerWritableStream } from '@grpc/grpc-js';
 import { errorMessage, type Logger } from '@fuxi/common';
 import { endExhausted } from '@fuxi/rpc';
 import type { AssignmentUpdate, GrantUpdate, WatchAssignmentsRequest__Output, WatchGrantsRequest__Output } from '@fuxi/proto';
+import { grantKey } from '../core/master-state.js';
 import type { Effect, GrantEntry } from '../core/types.js';
 import type { Peers } from './peers.js';
 
@@ -75,8 +76,6 @@ interface GrantTable {
   grants: GrantEntry[];
 }
 
-const keyOf = (g: GrantEntry): string => `${g.appId}\u0000${g.suId}`;
-
 /**
  * `table` as the message for a stream whose last written table is `sent`: full when there is none
  * (or it is of another master), else the entries that differ (the core replaces an entry when it
@@ -89,7 +88,7 @@ export function grantMessage(table: GrantTable, sent: GrantWatch['sent']): Grant
   const changed: GrantEntry[] = [];
   const present = new Set<string>();
   for (const g of table.grants) {
-    const k = keyOf(g);
+    const k = grantKey(g.appId, g.suId);
     present.add(k);
     if (sent.byKey.get(k) !== g) changed.push(g);
   }
@@ -344,7 +343,7 @@ export class PushStreams {
     if (watch.inFlight === 0) watch.oldestSince = Date.now();
     watch.inFlight++;
     const msg = grantMessage(table, watch.sent);
-    watch.sent = { epoch: table.epoch, seq: table.seq, byKey: new Map(table.grants.map((g) => [keyOf(g), g])) };
+    watch.sent = { epoch: table.epoch, seq: table.seq, byKey: new Map(table.grants.map((g) => [grantKey(g.appId, g.suId), g])) };
     if (msg.full) watch.chain.clear();
     watch.chain.add(table.seq);
     if (watch.chain.size > CHAIN_SEQS) watch.chain.delete(watch.chain.values().next().value!);
