@@ -27,6 +27,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
+import { cgroupMounts, dirUnder, type Mount } from './cgroup-paths.js';
 import {
   agentGroup,
   cpuMaxLine,
@@ -71,40 +72,6 @@ export interface ResourceEnforcer {
   sweep(live: ReadonlyArray<{ appId: string; workerId: string }>): void;
   /** Stops retrying removals; removes the agent's groups that are empty. */
   close(): void;
-}
-
-interface Mount {
-  dir: string;
-  /** The mount's root inside the hierarchy (mountinfo field 4). */
-  root: string;
-  fstype: string;
-  options: string[];
-}
-
-/** Parses /proc/self/mountinfo into the cgroup and cgroup2 mounts. */
-export function cgroupMounts(mountInfo: string): Mount[] {
-  const out: Mount[] = [];
-  for (const line of mountInfo.split('\n')) {
-    const sep = line.indexOf(' - ');
-    if (sep < 0) continue;
-    const left = line.slice(0, sep).split(' ');
-    const right = line.slice(sep + 3).split(' ');
-    const fstype = right[0] ?? '';
-    if (fstype !== 'cgroup' && fstype !== 'cgroup2') continue;
-    out.push({ dir: unescapeMount(left[4] ?? ''), root: unescapeMount(left[3] ?? '/'), fstype, options: (right[2] ?? '').split(',') });
-  }
-  return out;
-}
-
-function unescapeMount(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
-/** `own` (a group path from /proc/self/cgroup) as a directory under `m`. */
-function dirUnder(m: Mount, own: string): string {
-  const root = m.root === '/' ? '' : m.root.replace(/\/+$/, '');
-  const rel = root && (own === root || own.startsWith(root + '/')) ? own.slice(root.length) : own;
-  return path.join(m.dir, rel || '/');
 }
 
 function readText(file: string): string | undefined {

@@ -17,21 +17,38 @@ export interface ChannelProcess {
   exit(code: number): void;
 }
 
+/** A helper process's channel: a Port, and the helper's end once it is gone and nothing is left to do. */
+export interface ChannelPort extends Port {
+  /** Ends the helper when the channel is gone and nothing is `busy` (called as work ends). */
+  endIfIdle(): void;
+}
+
 /**
- * The channel to the agent of a helper process, which ends with it. A reply to an agent that is
- * gone ends this process too: its end can reach the helper before the channel's (a worker exits
- * just as the agent is killed), and a write to the closed channel then fails (EPIPE), which
- * without a callback would be an unhandled 'error' event.
+ * The channel to the agent of a helper process. The helper ends with it, unless `busy` (processes
+ * whose exit codes it still has to record): then it ends at the first `endIfIdle` once idle. A reply
+ * to an agent that is gone counts as the channel gone: its end can reach the helper before the
+ * channel's (a worker exits just as the agent is killed), and a write to the closed channel then
+ * fails (EPIPE), which without a callback would be an unhandled 'error' event.
  */
-export function channelPort(proc: ChannelProcess): Port {
-  proc.on('disconnect', () => proc.exit(0));
+export function channelPort(proc: ChannelProcess, busy: () => boolean = () => false): ChannelPort {
+  let gone = false;
+  const endIfIdle = (): void => {
+    if ((gone || !proc.connected) && !busy()) proc.exit(0);
+  };
+  proc.on('disconnect', () => {
+    gone = true;
+    endIfIdle();
+  });
   return {
     on: (ev, f) => proc.on(ev, f),
     postMessage: (r) => {
-      if (!proc.connected) return;
+      if (gone || !proc.connected) return;
       proc.send?.(r, undefined, undefined, (e) => {
-        if (e) proc.exit(0);
+        if (!e) return;
+        gone = true;
+        endIfIdle();
       });
     },
+    endIfIdle,
   };
 }

@@ -2,17 +2,24 @@
  * Real worker processes.
  *
  * Each worker gets a directory `<workDir>/apps/<appId>/<workerId>/` holding `cmd.json` (what was
- * run), `pid` (the wrapper's pid, written by the wrapper itself first thing), `stdout`, `stderr`,
+ * run), `pid` (the worker's root pid, see below), `stdout`, `stderr`,
  * `out/` (the worker's output directory, `$FUXI_OUTPUT_DIR`: what it writes there the agent's data
  * service serves to other workers of its job once it succeeded; `cmd.json` also holds `family`, the
  * worker's marker, see below) and, once it ends, `exit` (its exit code, so it survives an agent restart; written by the
  * wrapper with one write, by a shell builtin: a wrapper killed halfway leaves an empty file, which
- * reads as none, as a missing one does). The worker runs under a `/bin/sh` wrapper in its own session and
- * process group (`detached`), with no pipes to the agent, so it outlives the agent.
+ * reads as none, as a missing one does). The worker runs in its own session and process group
+ * (`detached`), with no pipes to the agent, so it outlives the agent.
+ *
+ * Its root is the command itself, forked by the spawn helper (direct-launch.ts), which joins the
+ * worker's cgroups for the fork, writes `pid` (the pid and its /proc start time) and, once the
+ * command ended, `exit`, and outlives the agent until it has. Where the helper is a thread of the
+ * agent, or the command cannot be exec'd (not found, not executable), the root is a
+ * `/bin/sh` wrapper instead, which joins the groups, writes `pid` (its own pid, first thing) and
+ * `exit` itself, and reports a command that cannot run as sh does (127, the reason in `stderr`).
  *
  * Starting one is off the agent's event loop (spawner.ts): the directory and files above, the
  * `cwd` check and the ownership are laid out by the spawn helper with synchronous calls
- * (launch-prep.ts), right before the helper forks the wrapper. The loop pays one message each way.
+ * (launch-prep.ts), right before the helper forks the worker. The loop pays one message each way.
  *
  * Kill = the worker's whole process family (worker-families.ts, core/process-family.ts): every
  * launch gets a unique marker in its environment (`FUXI_WORKER_FAMILY`, also in the `family` file,
@@ -22,8 +29,8 @@
  * children that called `setsid` or double-forked die too. Never by name, never a reused pid.
  *
  * Limits (with an `enforcer`, shell/cgroups.ts; docs/architecture.md, "Enforced resources"): the
- * worker's cgroups are made with its grant's limits before it is spawned, and the wrapper writes
- * its own pid into them before it runs the command. When the worker ends, a kill for memory in its
+ * worker's cgroups are made with its grant's limits before it is spawned, and it is born in them
+ * (or its wrapper writes its own pid into them before it runs the command). When the worker ends, a kill for memory in its
  * group (or, in `rss` mode, by the family sampler) becomes the exit's `detail`, `OOM: used X of Y`.
  *
  * After an agent restart, `probe()` tells whether a registered worker is still the same process
@@ -50,6 +57,7 @@ import type { LaunchPrep } from './launch-prep.js';
 import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
 import { readProcStat, readStartTime, sameProcessAlive } from './proc-table.js';
 import { HelperSpawner, type Spawner } from './spawner.js';
+import { parsePidRecord } from './direct-launch.js';
 
 export { readProcStat, readStartTime, sameProcessAlive };
 
@@ -252,15 +260,34 @@ export function readFamilyFile(dir: string): string {
   return /^[A-Za-z0-9-]+$/.test(text) ? text : '';
 }
 
-/** Reads `<dir>/pid` (written by the wrapper), or 0. */
-export function readPidFile(dir: string): number {
+/** Reads `<dir>/pid`: the worker's root pid (0 when none) and, when the helper wrote it, its start time. */
+export function readPidRecord(dir: string): { pid: number; startTime: string } {
   try {
-    const n = Number.parseInt(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim(), 10);
-    return Number.isInteger(n) && n > 0 ? n : 0;
+    return parsePidRecord(fs.readFileSync(path.join(dir, 'pid'), 'utf8'));
   } catch {
-    return 0;
+    return { pid: 0, startTime: '' };
   }
 }
+
+/** Reads `<dir>/pid`, or 0. */
+export function readPidFile(dir: string): number {
+  return readPidRecord(dir).pid;
+}
+
+/**
+ * The live process the pid file of `dir` names, with its start time: the one the helper recorded
+ * (pid and start time), or the wrapper, whose command line names `dir`. Never a reused pid.
+ */
+function rootOnDisk(dir: string): { pid: number; startTime: string } | undefined {
+  const rec = readPidRecord(dir);
+  const st = rec.pid > 0 ? readProcStat(rec.pid) : undefined;
+  if (!st || st.state === 'Z' || st.state === 'X') return undefined;
+  if (rec.startTime) return st.startTime === rec.startTime ? { pid: rec.pid, startTime: st.startTime } : undefined;
+  return (readCmdline(rec.pid) ?? []).includes(dir) ? { pid: rec.pid, startTime: st.startTime } : undefined;
+}
+
+/** How long a root may be gone with no exit file yet before its end is reported without a code. */
+const EXIT_FILE_WAIT_MS = 1000;
 
 /** Resident memory of `pid` in bytes (/proc/<pid>/status VmRSS), 0 when it is gone. */
 export function readRss(pid: number): number {
@@ -289,6 +316,8 @@ export class RealProcessDriver implements ProcessDriver {
   private readonly graceMs: number;
   /** Re-adopted workers by pid. */
   private readonly adopted = new Map<number, RegisteredWorker>();
+  /** Re-adopted roots seen gone with no exit file yet, since when. */
+  private readonly goneWithoutExit = new Map<number, number>();
   private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** `rss` mode: the memory limit of each live worker (by root pid), and what its sampler saw. */
@@ -308,9 +337,8 @@ export class RealProcessDriver implements ProcessDriver {
 
   /**
    * `alive` when the registered pid still runs with the registered start time on the same boot. A
-   * worker whose spawn was never recorded (pid 0: the agent died in between) is found through the
-   * wrapper's `pid` file, and accepted only when that process's command line names the worker's
-   * own directory. Otherwise the `exit` file says how it ended (`exited`, with the file's time), or
+   * worker whose spawn was never recorded (pid 0: the agent died in between) is found through its
+   * `pid` file (rootOnDisk). Otherwise the `exit` file says how it ended (`exited`, with the file's time), or
    * nothing does (`gone`).
    */
   probe(w: RegisteredWorker): Liveness {
@@ -319,9 +347,8 @@ export class RealProcessDriver implements ProcessDriver {
     const sameBoot = !w.bootId || !bootId || w.bootId === bootId;
     if (sameBoot && w.pid > 0 && sameProcessAlive(w.pid, w.startTime)) return { kind: 'alive', pid: w.pid, startTime: w.startTime, bootId: w.bootId || bootId };
     if (sameBoot && w.pid === 0) {
-      const pid = readPidFile(dir);
-      const st = pid > 0 ? readProcStat(pid) : undefined;
-      if (st && st.state !== 'Z' && st.state !== 'X' && (readCmdline(pid) ?? []).includes(dir)) return { kind: 'alive', pid, startTime: st.startTime, bootId };
+      const root = rootOnDisk(dir);
+      if (root) return { kind: 'alive', pid: root.pid, startTime: root.startTime, bootId };
     }
     const code = readExitFile(dir);
     if (code === null) return { kind: 'gone' };
@@ -353,11 +380,19 @@ export class RealProcessDriver implements ProcessDriver {
   }
 
   private pollAdopted(): void {
+    const now = Date.now();
     for (const [pid, w] of this.adopted) {
       if (sameProcessAlive(pid, w.startTime)) continue;
+      const code = readExitFile(workerDir(this.opts.workDir, w.appId, w.workerId));
+      // A root the helper started: its exit file comes a moment after the helper reaped it.
+      if (code === null) {
+        const since = this.goneWithoutExit.get(pid) ?? now;
+        this.goneWithoutExit.set(pid, since);
+        if (now - since < EXIT_FILE_WAIT_MS) continue;
+      }
+      this.goneWithoutExit.delete(pid);
       this.adopted.delete(pid);
       this.families.rootEnded(pid);
-      const code = readExitFile(workerDir(this.opts.workDir, w.appId, w.workerId));
       const oom = oomVerdict(code, null, this.enforcementEvidence(pid, w.appId, w.workerId));
       const info: ExitInfo =
         oom || code !== null
@@ -368,7 +403,7 @@ export class RealProcessDriver implements ProcessDriver {
               pid,
               exitCode: null,
               signal: null,
-              detail: 'ended without an exit code (killed by a signal; the restarted agent is not its parent, so which one is unknown)',
+              detail: 'ended without an exit code (nothing recorded it: its wrapper or its spawn helper was killed before it ended)',
             };
       this.log.info({ workerId: w.workerId, appId: w.appId, pid, exitCode: code }, 're-adopted worker ended');
       this.exitCb(info);
@@ -407,7 +442,7 @@ export class RealProcessDriver implements ProcessDriver {
     } else env = workerEnv(dir, process.env.LANG ?? '', spec.env, launchEnv);
     const enforcer = this.opts.enforcer;
     const limits = spec.resource ? limitsFor(spec.resource) : undefined;
-    // The worker's groups exist with its limits before its wrapper joins them (and execs the command).
+    // The worker's groups exist with its limits before it is born in them (or its wrapper joins them).
     let procs: string[] = [];
     if (enforcer && limits) {
       try {
@@ -444,15 +479,16 @@ export class RealProcessDriver implements ProcessDriver {
     };
     const onExit = (pid: number, code: number | null, signal: string | null): void => {
       this.families.rootEnded(pid);
-      const fromFile = readExitFile(dir);
-      const info: ExitInfo =
-        fromFile !== null
-          ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: fromFile, signal: null }
-          : signal
-            ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal }
-            : code !== null
-              ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: code, signal: null }
-              : { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal: null, detail: 'ended without an exit code' };
+      // As the helper saw the root end (the wrapper exits with its command's code); when it could not
+      // (it died first), as the exit file says.
+      const fromFile = signal === null && code === null ? readExitFile(dir) : null;
+      const info: ExitInfo = signal
+        ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal }
+        : code !== null
+          ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: code, signal: null }
+          : fromFile !== null
+            ? { appId: spec.appId, workerId: spec.workerId, pid, exitCode: fromFile, signal: null }
+            : { appId: spec.appId, workerId: spec.workerId, pid, exitCode: null, signal: null, detail: 'ended without an exit code' };
       const oom = oomVerdict(info.exitCode, info.signal, this.enforcementEvidence(pid, spec.appId, spec.workerId));
       if (oom) {
         info.detail = oom;
@@ -469,7 +505,14 @@ export class RealProcessDriver implements ProcessDriver {
       // With uid/gid, libuv also clears the supplementary groups (setgroups(0, NULL)).
       const ids = user ? { uid: user.uid, gid: user.gid } : {};
       ({ pid, startTime } = await this.spawner.spawn(
-        { file: '/bin/sh', args: ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv], prep, env, ...ids },
+        {
+          file: '/bin/sh',
+          args: ['-c', WRAPPER, 'fuxi-worker', dir, ...procs, '--', ...spec.argv],
+          ...(spec.argv.length > 0 ? { direct: { argv: spec.argv, dir, procs } } : {}),
+          prep,
+          env,
+          ...ids,
+        },
         onExit,
       ));
     } catch (e) {
@@ -483,8 +526,8 @@ export class RealProcessDriver implements ProcessDriver {
 
   /**
    * Stops the worker's whole process family. A worker this driver neither started nor adopted is
-   * found through `worker`: its marker file, and its root when the wrapper's pid file names `pid`
-   * and that process's command line names the worker's directory. Nothing else is ever signalled.
+   * found through `worker`: its marker file, and its root when its pid file names `pid` (rootOnDisk).
+   * Nothing else is ever signalled.
    */
   kill(pid: number, graceMs = this.graceMs, worker?: WorkerRef): void {
     if (pid <= 0) return;
@@ -504,8 +547,8 @@ export class RealProcessDriver implements ProcessDriver {
   private familyOnDisk(pid: number, w: WorkerRef): FamilyRecord | undefined {
     const dir = workerDir(this.opts.workDir, w.appId, w.workerId);
     const marker = readFamilyFile(dir);
-    const st = readPidFile(dir) === pid ? readProcStat(pid) : undefined;
-    const root = st && (readCmdline(pid) ?? []).includes(dir) ? { pid, startTime: st.startTime } : undefined;
+    const onDisk = rootOnDisk(dir);
+    const root = onDisk?.pid === pid ? onDisk : undefined;
     if (!marker && !root) return undefined;
     return { appId: w.appId, workerId: w.workerId, marker, ...(root ? { root } : {}) };
   }
@@ -559,5 +602,6 @@ export class RealProcessDriver implements ProcessDriver {
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;
     this.adopted.clear();
+    this.goneWithoutExit.clear();
   }
 }

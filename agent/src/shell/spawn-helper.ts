@@ -14,13 +14,21 @@
  * laid out here first, with synchronous calls, off the agent's loop and without a round trip
  * through libuv's file-system pool for each one.
  *
- * Messages in: `{ t: 'spawn', id, file, args, options, prep? }`. Out: `{ t: 'spawned', id, pid,
- * startTime }` or `{ t: 'failed', id, message, code?, field?, reason? }`, then `{ t: 'exit', pid,
- * code, signal }` when it ends.
+ * A request with `direct` (direct-launch.ts) is started with no wrapper when the helper is a process
+ * of its own: the command forked here, born in its cgroups, its pid and exit code recorded here. The
+ * helper then outlives its channel until every process it started that way has ended and its exit
+ * code is on disk (helper-channel.ts); Ctrl-C and hangups, meant for the agent, leave it be. When
+ * the command cannot be started directly, `file` and `args` (the wrapper) are started instead, as
+ * on a thread, where `direct` is never used (the agent's process is never moved between cgroups).
+ *
+ * Messages in: `{ t: 'spawn', id, file, args, options, prep?, direct? }`. Out: `{ t: 'spawned',
+ * id, pid, startTime }` or `{ t: 'failed', id, message, code?, field?, reason? }`, then `{ t:
+ * 'exit', pid, code, signal }` when it ends.
  */
 import { parentPort } from 'node:worker_threads';
-import { launchDetached, LaunchPrepError, type LaunchPrep } from './launch-prep.js';
-import { channelPort, type ChannelProcess, type Port } from './helper-channel.js';
+import { launchDetached, LaunchPrepError, runLaunchPrep, type LaunchPrep } from './launch-prep.js';
+import { channelPort, type ChannelPort, type ChannelProcess } from './helper-channel.js';
+import { CgroupHomes, startDirect, type DirectLaunch } from './direct-launch.js';
 import { readStartTime } from './proc-table.js';
 
 export interface SpawnMessage {
@@ -31,6 +39,8 @@ export interface SpawnMessage {
   options: { cwd: string; env: Record<string, string>; uid?: number; gid?: number };
   /** Done first; its working directory replaces `options.cwd`. */
   prep?: LaunchPrep;
+  /** Start this with no wrapper when possible (a helper process only); else `file` and `args`. */
+  direct?: DirectLaunch;
 }
 
 export type SpawnReply =
@@ -38,27 +48,64 @@ export type SpawnReply =
   | { t: 'failed'; id: number; message: string; code?: string; field?: string; reason?: string }
   | { t: 'exit'; pid: number; code: number | null; signal: string | null };
 
-/** On a thread: its parent port. As a process (forked with a channel): that channel, and it ends with it. */
-function openPort(): Port | undefined {
-  if (parentPort) return parentPort;
+/** Processes started directly and not yet ended (their exit codes are this helper's to record). */
+let directRunning = 0;
+
+/** On a thread: its parent port. As a process (forked with a channel): that channel. */
+function openPort(): { port: ChannelPort | NonNullable<typeof parentPort>; ownProcess: boolean } | undefined {
+  if (parentPort) return { port: parentPort, ownProcess: false };
   if (!process.send) return undefined;
   process.title = 'fuxi-spawn-helper';
-  return channelPort(process as unknown as ChannelProcess);
+  for (const sig of ['SIGINT', 'SIGHUP'] as const) process.on(sig, () => {});
+  return { port: channelPort(process as unknown as ChannelProcess, () => directRunning > 0), ownProcess: true };
 }
 
-const port = openPort();
-if (port) {
+const opened = openPort();
+if (opened) {
+  const { port, ownProcess } = opened;
+  const homes = new CgroupHomes();
+  const problem = (message: string): void => void process.stderr.write(`fuxi-spawn-helper: ${message}\n`);
   port.on('message', (m: SpawnMessage) => {
     if (m.t !== 'spawn') return;
     const reply = (r: SpawnReply): void => port.postMessage(r);
-    launchDetached(m.file, m.args, m.options, m.prep, {
-      started: (pid) => reply({ t: 'spawned', id: m.id, pid, startTime: readStartTime(pid) }),
-      failed: (e) => {
-        const err = e as NodeJS.ErrnoException;
-        const prep = e instanceof LaunchPrepError && e.field ? { field: e.field, reason: e.reason } : {};
-        reply({ t: 'failed', id: m.id, message: err instanceof Error ? err.message : String(e), ...(err.code ? { code: err.code } : {}), ...prep });
+    const failed = (e: unknown): void => {
+      const err = e as NodeJS.ErrnoException;
+      const prep = e instanceof LaunchPrepError && e.field ? { field: e.field, reason: e.reason } : {};
+      reply({ t: 'failed', id: m.id, message: err instanceof Error ? err.message : String(e), ...(err.code ? { code: err.code } : {}), ...prep });
+    };
+    const callbacks = {
+      started: (pid: number) => reply({ t: 'spawned', id: m.id, pid, startTime: readStartTime(pid) }),
+      failed,
+      exited: (pid: number, code: number | null, signal: string | null) => reply({ t: 'exit', pid, code, signal }),
+    };
+    if (!ownProcess || !m.direct) {
+      launchDetached(m.file, m.args, m.options, m.prep, callbacks);
+      return;
+    }
+    let cwd: string;
+    try {
+      cwd = m.prep ? runLaunchPrep(m.prep) : m.options.cwd;
+    } catch (e) {
+      failed(e);
+      return;
+    }
+    const options = { ...m.options, cwd };
+    const started = startDirect(
+      m.direct,
+      options,
+      homes,
+      (pid, code, signal) => {
+        directRunning--;
+        callbacks.exited(pid, code, signal);
+        (port as ChannelPort).endIfIdle();
       },
-      exited: (pid, code, signal) => reply({ t: 'exit', pid, code, signal }),
-    });
+      problem,
+    );
+    if (!started) {
+      launchDetached(m.file, m.args, options, undefined, callbacks);
+      return;
+    }
+    directRunning++;
+    reply({ t: 'spawned', id: m.id, pid: started.pid, startTime: started.startTime });
   });
 }

@@ -14,9 +14,13 @@
  * and ownership are laid out by the helper too, with synchronous calls. `InlineSpawner` does both on
  * the calling thread (where no helper is wanted).
  *
+ * A request's `direct` start (the command with no wrapper, direct-launch.ts) is used by a helper
+ * process only; a thread, and `InlineSpawner`, start `file` (the wrapper).
+ *
  * The workers are the helper's children (it reaps them and reports how they ended, by pid). A helper
- * process ends with its channel: when the agent stops, or dies, so does the helper, and the workers
- * run on (their own sessions), to be adopted by the next agent as before. If the helper dies, spawns
+ * process ends with its channel, or, while processes it started directly run, once they have ended
+ * and their exit codes are on disk: when the agent stops, or dies, the workers run on (their own
+ * sessions), to be adopted by the next agent as before. If the helper dies, spawns
  * under way fail and the processes it started are watched through /proc (pid and start time, every
  * `pollMs`); their end is then reported with neither code nor signal (the caller reads the wrapper's
  * exit file). The next spawn starts a new helper.
@@ -32,6 +36,7 @@ import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
 import { launchDetached, LaunchPrepError, type LaunchPrep } from './launch-prep.js';
 import { readStartTime, sameProcessAlive } from './proc-table.js';
 import type { SpawnMessage, SpawnReply } from './spawn-helper.js';
+import type { DirectLaunch } from './direct-launch.js';
 
 export interface SpawnRequest {
   file: string;
@@ -44,6 +49,11 @@ export interface SpawnRequest {
    */
   prep?: LaunchPrep;
   env: Record<string, string>;
+  /**
+   * Start the command itself instead of `file` (a wrapper), when the helper is a process of its own
+   * (direct-launch.ts); `file` and `args` otherwise, and when the command cannot start directly.
+   */
+  direct?: DirectLaunch;
   /** Run as this user and group (libuv also clears the supplementary groups). */
   uid?: number;
   gid?: number;
@@ -122,7 +132,15 @@ export class HelperSpawner implements Spawner {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onExit });
-      const m: SpawnMessage = { t: 'spawn', id, file: req.file, args: req.args, options: options(req), ...(req.prep ? { prep: req.prep } : {}) };
+      const m: SpawnMessage = {
+        t: 'spawn',
+        id,
+        file: req.file,
+        args: req.args,
+        options: options(req),
+        ...(req.prep ? { prep: req.prep } : {}),
+        ...(req.direct ? { direct: req.direct } : {}),
+      };
       const w = this.startedHelper();
       if (w instanceof Worker) w.postMessage(m);
       else w.send(m);

@@ -261,7 +261,7 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
       await etcd?.stop();
       await o.teardown?.();
       const keep = anyFailed || !!setupError || process.env.FUXI_FAULT_KEEP === '1';
-      if (dir && !keep) rmSync(dir, { recursive: true, force: true });
+      if (dir && !keep) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
       else if (dir) process.stderr.write(`  (fault matrix logs kept in ${dir})\n`);
     });
 

@@ -58,7 +58,7 @@ describe('failure prediction moves running attempts off a failing host (local cl
   after(async function () {
     this.timeout(60_000);
     await stopCluster(cluster, failed);
-    if (!failed) rmSync(dir, { recursive: true, force: true });
+    if (!failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 
   const lines = (name: string): string[][] => {

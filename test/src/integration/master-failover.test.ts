@@ -74,7 +74,7 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     client?.close();
     await ha?.stop({ killWorkers: true });
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

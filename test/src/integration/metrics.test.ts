@@ -133,7 +133,7 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
     for (const d of daemons) if (isAlive(d.pid)) process.kill(d.pid, 'SIGKILL');
     killAmHosts(daemons.filter((d) => d.name !== 'master').map((d) => join(dir, d.name)));
     if (failed) process.stderr.write(`  (logs kept in ${dir})\n${out}\n`);
-    else rmSync(dir, { recursive: true, force: true });
+    else rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 
   it('refuses a --log-level that would hide the daemons\' "ready" lines, naming the flag, and starts nothing', async () => {

@@ -61,7 +61,7 @@ describe('node cordon, drain and uncordon (real etcd, leader + standby)', functi
     client?.close();
     await ha?.stop({ killWorkers: true });
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

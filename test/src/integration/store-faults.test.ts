@@ -85,7 +85,7 @@ describe('etcd faults under real masters (stall, outage, compaction)', function 
     await ha?.stop({ killWorkers: true });
     if (etcd?.pid !== undefined) etcd.resume();
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

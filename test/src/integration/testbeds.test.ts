@@ -78,7 +78,7 @@ describe('testbeds (real etcd, 1 leader + 1 standby, 3 agents)', function () {
     client?.close();
     await ha?.stop({ killWorkers: true });
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

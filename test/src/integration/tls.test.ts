@@ -248,7 +248,7 @@ describe('mutual TLS (real processes)', function () {
         if (!(await waitExit(child, 5000))) child.kill('SIGKILL');
       }
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     }
   });
 });

@@ -30,6 +30,6 @@ describe('history under a nemesis (one minute): every call checked after every f
     ).to.equal(true);
     expect(s.acknowledged, 'acknowledged submits').to.be.greaterThan(0);
     expect(safety, `${report}\n(logs kept in ${dir})`).to.deep.equal([]);
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 });

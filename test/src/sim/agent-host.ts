@@ -322,7 +322,7 @@ async function main(): Promise<void> {
     void Promise.allSettled(agents.map((a) => a.stop())).then(() => {
       for (const d of drivers) d.shutdown();
       shared?.close();
-      if (ownDir) rmSync(workDir, { recursive: true, force: true });
+      if (ownDir) rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
       process.exit(0);
     });
   };

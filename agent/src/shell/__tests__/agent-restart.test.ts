@@ -124,7 +124,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     await am.stop();
     // The worker cgroups of this agent (every process is gone by now).
     await removeAgentGroups('node-r', workDir);
-    fs.rmSync(workDir, { recursive: true, force: true });
+    fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 
   it('re-adopts the live workers with the same pids and reports the exit code 7 of the one that ended while it was down', async () => {
@@ -393,7 +393,7 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     await am.stop();
     // The worker cgroups of this agent (every process is gone by now).
     await removeAgentGroups('node-m', workDir);
-    fs.rmSync(workDir, { recursive: true, force: true });
+    fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 
   it('a started worker is in the registry (pid, start time, boot id) before StartWorkers answers; grants with their (epoch, seq) before UpdateGrants does', async () => {

@@ -4,8 +4,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../core/agent-core.js';
 import { parseProcCgroup } from '../../core/resource-limits.js';
-import { cgroupMounts, openEnforcer, removeAgentGroups, type ResourceEnforcer } from '../cgroups.js';
+import { openEnforcer, removeAgentGroups, type ResourceEnforcer } from '../cgroups.js';
+import { cgroupMounts } from '../cgroup-paths.js';
 import { RealProcessDriver, type ExitInfo } from '../process-driver.js';
+import { HelperSpawner } from '../spawner.js';
 import { waitFor } from './helpers.js';
 
 /** Allocates (and touches) 8 MB every 20 ms until killed: far past a 64 MB grant within a second. */
@@ -27,12 +29,14 @@ function v1Writable(): boolean {
 /** The driver with `enforcer`, its exits, and cleanup of whatever it started. */
 function harness(enforcer: ResourceEnforcer) {
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cgroups-'));
-  const driver = new RealProcessDriver({ workDir, stopGraceMs: 500, familySampleMs: 200, enforcer });
+  const spawner = new HelperSpawner();
+  const driver = new RealProcessDriver({ workDir, stopGraceMs: 500, familySampleMs: 200, enforcer, spawner });
   const exits: ExitInfo[] = [];
   const pids: number[] = [];
   driver.onExit((e) => exits.push(e));
   return {
     driver,
+    spawner,
     pids,
     async exitOf(workerId: string, ms = 30_000): Promise<ExitInfo> {
       await waitFor(() => exits.some((e) => e.workerId === workerId), ms, `exit of ${workerId}`);
@@ -121,11 +125,14 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     expect(fs.readFileSync(path.join(memDir, 'memory.limit_in_bytes'), 'utf8').trim()).to.equal(String(64 * 1024 * 1024));
     expect(fs.readFileSync(path.join(cpuDir, 'cpu.cfs_quota_us'), 'utf8').trim()).to.equal('25000');
     expect(fs.readFileSync(path.join(cpuDir, 'cpu.cfs_period_us'), 'utf8').trim()).to.equal('100000');
-    // The wrapper (and the command after it) is in both groups.
-    await waitFor(() => fs.readFileSync(path.join(memDir, 'cgroup.procs'), 'utf8').split('\n').includes(String(r.pid)));
+    // The command (the root: no wrapper) was born in both groups; its spawn helper is back in its own.
+    expect(fs.readFileSync(path.join(memDir, 'cgroup.procs'), 'utf8').split('\n')).to.include(String(r.pid));
     const groups = parseProcCgroup(fs.readFileSync(`/proc/${r.pid}/cgroup`, 'utf8'));
     expect(memDir.endsWith(groups.get('memory') ?? '?')).to.equal(true);
     expect(cpuDir.endsWith(groups.get('cpu') ?? '?')).to.equal(true);
+    const own = parseProcCgroup(fs.readFileSync('/proc/self/cgroup', 'utf8'));
+    const helper = parseProcCgroup(fs.readFileSync(`/proc/${h.spawner.helperPid ?? 0}/cgroup`, 'utf8'));
+    expect([helper.get('memory'), helper.get('cpu')]).to.deep.equal([own.get('memory'), own.get('cpu')]);
     fs.writeFileSync(release, '');
     const e = await h.exitOf('normal');
     fs.rmSync(release, { force: true });
@@ -138,7 +145,7 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     const r = await h.driver.spawn(spec('hog', HOG, 64));
     h.pids.push(r.pid);
     const e = await h.exitOf('hog');
-    expect(e.exitCode).to.equal(137); // the wrapper saw its command die of SIGKILL
+    expect([e.exitCode, e.signal]).to.deep.equal([null, 'SIGKILL']); // the helper saw it die of SIGKILL
     expect(e.detail).to.match(/^OOM: used [\d.]+ MB of 64 MB$/);
     for (const d of enforcer.groupDirs('cg-app', 'hog')) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
   });

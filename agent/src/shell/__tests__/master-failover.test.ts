@@ -185,7 +185,7 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
     }
     // The worker cgroups of this agent (every process is gone by now).
     if (workDir) await removeAgentGroups('node-a', workDir);
-    if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
+    if (workDir) fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 
   it('moves on to the second master when the first dies, reports its full state there exactly once, and keeps its workers', async () => {

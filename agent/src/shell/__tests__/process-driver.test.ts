@@ -9,7 +9,9 @@ import {
   groupAlive,
   readBootId,
   readFamilyFile,
+  readExitFile,
   readPidFile,
+  readPidRecord,
   readProcStat,
   readStartTime,
   safeName,
@@ -17,6 +19,7 @@ import {
   workerDir,
   type ExitInfo,
 } from '../process-driver.js';
+import { HelperSpawner } from '../spawner.js';
 import { alive, waitFor } from './helpers.js';
 
 /** Pids of every live process in process group `pgid` (from /proc). */
@@ -240,23 +243,24 @@ describe('RealProcessDriver (real processes)', function () {
     const e = await exitOf('sleeper');
     expect(e.signal).to.equal('SIGTERM');
     expect(e.exitCode).to.equal(null);
-    expect(fs.existsSync(path.join(workerDir(workDir, 'app1', 'sleeper'), 'exit'))).to.equal(false);
+    expect(fs.readFileSync(path.join(workerDir(workDir, 'app1', 'sleeper'), 'exit'), 'utf8')).to.equal('143\n');
   });
 
   it('kill stops the whole process group', async () => {
     const r = await driver.spawn(spec('group', ['sh', '-c', 'sleep 60 & sleep 60; wait']));
     started.push(r.pid);
-    // wrapper sh + inner sh + 2 sleeps
-    await waitFor(() => groupMembers(r.pid).length >= 4);
+    // the command's sh (the root, no wrapper) + 2 sleeps, once both have exec'd
+    const sleepsOf = (members: number[]) =>
+      members.filter((p) => {
+        try {
+          return fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'sleep';
+        } catch {
+          return false;
+        }
+      });
+    await waitFor(() => sleepsOf(groupMembers(r.pid)).length === 2);
     const members = groupMembers(r.pid);
-    const sleeps = members.filter((p) => {
-      try {
-        return fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'sleep';
-      } catch {
-        return false;
-      }
-    });
-    expect(sleeps).to.have.length(2);
+    expect(members).to.have.length(3);
     driver.kill(r.pid, 500);
     await exitOf('group');
     await waitFor(() => members.every((p) => !alive(p)));
@@ -268,7 +272,7 @@ describe('RealProcessDriver (real processes)', function () {
   it('escalates to SIGKILL when the group ignores SIGTERM', async () => {
     const r = await driver.spawn(spec('stubborn', ['sh', '-c', "trap '' TERM; sleep 60 & wait; sleep 60"]));
     started.push(r.pid);
-    await waitFor(() => groupMembers(r.pid).length >= 3);
+    await waitFor(() => groupMembers(r.pid).length >= 2); // the command's sh + sleep
     const members = groupMembers(r.pid);
     const t0 = Date.now();
     driver.kill(r.pid, 300);
@@ -277,14 +281,51 @@ describe('RealProcessDriver (real processes)', function () {
     await exitOf('stubborn');
   });
 
-  it('the wrapper writes its own pid to the worker dir first thing', async () => {
+  it('starts the command itself, no wrapper: the root is the command, its pid file names it and its start time', async () => {
     const r = await driver.spawn(spec('pidfile', ['sleep', '30']));
     started.push(r.pid);
     const dir = workerDir(workDir, 'app1', 'pidfile');
-    await waitFor(() => readPidFile(dir) > 0);
-    expect(readPidFile(dir)).to.equal(r.pid);
+    expect(fs.readFileSync(`/proc/${r.pid}/cmdline`, 'utf8').split('\0')).to.deep.equal(['sleep', '30', '']);
+    expect(readPidRecord(dir)).to.deep.equal({ pid: r.pid, startTime: r.startTime });
     driver.kill(r.pid, 100);
-    await exitOf('pidfile');
+    const e = await exitOf('pidfile');
+    expect([e.exitCode, e.signal]).to.deep.equal([null, 'SIGTERM']);
+    // What sh would have recorded, for an agent that restarts later.
+    expect(fs.readFileSync(path.join(dir, 'exit'), 'utf8')).to.equal('143\n');
+  });
+
+  it('with the spawn helper on a thread, a wrapper writes its own pid first thing and the exit code last', async () => {
+    const threaded = new RealProcessDriver({ workDir, stopGraceMs: 300, spawner: new HelperSpawner({ helper: 'thread' }) });
+    const exits: ExitInfo[] = [];
+    threaded.onExit((e) => exits.push(e));
+    try {
+      const r = await threaded.spawn(spec('wrapped', ['sh', '-c', 'sleep 0.3; exit 6']));
+      started.push(r.pid);
+      const dir = workerDir(workDir, 'app1', 'wrapped');
+      expect(fs.readFileSync(`/proc/${r.pid}/cmdline`, 'utf8')).to.include(dir);
+      await waitFor(() => readPidFile(dir) > 0);
+      expect(readPidRecord(dir)).to.deep.equal({ pid: r.pid, startTime: '' });
+      await waitFor(() => exits.length > 0);
+      expect([exits[0]?.exitCode, exits[0]?.signal]).to.deep.equal([6, null]);
+      expect(fs.readFileSync(path.join(dir, 'exit'), 'utf8')).to.equal('6\n');
+    } finally {
+      threaded.close();
+    }
+  });
+
+  it('a helper outlives its agent while workers it started run, records their exit codes, then ends', async () => {
+    const spawner = new HelperSpawner();
+    const first = new RealProcessDriver({ workDir, stopGraceMs: 300, spawner });
+    const r = await first.spawn(spec('outlive', ['sh', '-c', 'sleep 0.5; exit 4']));
+    started.push(r.pid);
+    const helper = spawner.helperPid as number;
+    expect(helper).to.be.a('number');
+    first.close(); // the agent stops (or dies: the channel ends the same way)
+    expect(alive(helper)).to.equal(true);
+    const dir = workerDir(workDir, 'app1', 'outlive');
+    await waitFor(() => readExitFile(dir) !== null, 5000);
+    expect(readExitFile(dir)).to.equal(4);
+    await waitFor(() => !alive(helper), 5000);
   });
 
   describe('after an agent restart: probe() and adopt()', () => {
@@ -382,15 +423,33 @@ describe('RealProcessDriver (real processes)', function () {
       expect(again.adoptedCount).to.equal(0);
     });
 
-    it('adopt(): a worker killed by a signal (no exit file) ends with exit code and signal unknown', async () => {
+    it('adopt(): a worker killed by a signal ends with the code its spawn helper recorded (128 + the signal)', async () => {
       const r = await driver.spawn(spec('a-kill', ['sleep', '30']));
       started.push(r.pid);
       again.adopt({ appId: 'app1', workerId: 'a-kill', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
       again.kill(r.pid, 100); // the restarted agent can stop its group
       await waitFor(() => adoptedExits.some((e) => e.workerId === 'a-kill'), 5000);
       const e = adoptedExits.find((x) => x.workerId === 'a-kill')!;
-      expect([e.exitCode, e.signal]).to.deep.equal([null, null]);
-      expect(e.detail).to.match(/without an exit code/);
+      expect([e.exitCode, e.signal]).to.deep.equal([143, null]);
+    });
+
+    it('adopt(): a worker whose spawn helper died too ends with exit code and signal unknown (nothing recorded it)', async () => {
+      const spawner = new HelperSpawner();
+      const first = new RealProcessDriver({ workDir, stopGraceMs: 300, spawner });
+      try {
+        const r = await first.spawn(spec('a-orphan', ['sleep', '30']));
+        started.push(r.pid);
+        await spawner.killHelper();
+        expect(alive(r.pid)).to.equal(true); // no healthy worker dies with its helper
+        again.adopt({ appId: 'app1', workerId: 'a-orphan', pid: r.pid, startTime: r.startTime, bootId: r.bootId });
+        again.kill(r.pid, 100);
+        await waitFor(() => adoptedExits.some((e) => e.workerId === 'a-orphan'), 5000);
+        const e = adoptedExits.find((x) => x.workerId === 'a-orphan')!;
+        expect([e.exitCode, e.signal]).to.deep.equal([null, null]);
+        expect(e.detail).to.match(/without an exit code/);
+      } finally {
+        first.close();
+      }
     });
   });
 
