@@ -64,7 +64,7 @@ export interface FaultClusterOptions {
   placement?: ClusterPlacement;
 }
 
-/** How an agent's worker group is identified in /proc (the wrapper's argv). */
+/** How a worker's `sh` wrapper is identified in /proc (its argv). */
 const WRAPPER_MARK = 'fuxi-worker';
 
 export class FaultCluster {
@@ -159,9 +159,9 @@ export class FaultCluster {
   }
 
   /**
-   * Sends `sig` to the process group of the worker whose wrapper has pid `pid`, after checking in
-   * /proc that this pid still is that worker's wrapper (an agent's `sh` wrapper with the app's
-   * directory in its argv). False when it is gone (or is not that worker any more).
+   * Sends `sig` to the process group of the worker whose root has pid `pid`, after checking in
+   * /proc that this pid still is that worker's root (`isWorkerWrapper`). False when it is gone (or
+   * is not that worker any more).
    */
   signalWorkerGroup(pid: number, appId: string, sig: NodeJS.Signals): boolean {
     if (!isWorkerWrapper(pid, appId)) return false;
@@ -304,15 +304,23 @@ export class FaultCluster {
   }
 }
 
-/** True when `pid` is an agent's worker wrapper (for `appId`, when given), per /proc/<pid>/cmdline. */
+/**
+ * True when `pid` is the root of an agent's worker (of `appId`, when given): a process started with
+ * the worker's family marker and output dir (`/apps/<appId>/` in it) in its environment, as the
+ * agent starts the command itself, or an `sh` wrapper with the worker's directory in its argv.
+ */
 export function isWorkerWrapper(pid: number, appId?: string): boolean {
   if (!(pid > 0) || !isAlive(pid)) return false;
   let argv: string[];
+  let env: string[];
   try {
     argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
   } catch {
     return false;
   }
-  if (!argv.includes(WRAPPER_MARK)) return false;
-  return appId === undefined || argv.some((a) => a.includes(appId));
+  if (argv.includes(WRAPPER_MARK)) return appId === undefined || argv.some((a) => a.includes(appId));
+  const out = env.find((e) => e.startsWith('FUXI_OUTPUT_DIR='));
+  if (!out || !env.some((e) => e.startsWith('FUXI_WORKER_FAMILY='))) return false;
+  return appId === undefined || out.includes(`/apps/${appId}/`);
 }

@@ -127,7 +127,7 @@ describe('worker identity (local cluster, real workers)', function () {
       const f = join(dir, 'who.0.1', 'pid');
       return existsSync(f) ? f : undefined;
     });
-    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    const pid = Number.parseInt(readFileSync(pidFile, 'utf8'), 10); // the pid, then its start time
     const agent = cluster.agents[0]!;
     process.kill(agent.pid, 'SIGKILL');
     await until('the agent to exit', () => !isAlive(agent.pid), 10_000, 50);
