@@ -3,7 +3,8 @@
  * `rack:<name>`, `node:<id>`), kept in step with what its pending instances need, and the
  * incremental deltas (plus each SU's config, sent once) that go out in the step's `request` effect.
  * New placements consume outstanding counts (the node's own first); a task that needs fewer cancels
- * anywhere first, then racks, then nodes.
+ * anywhere first, then racks, then nodes, once the surplus is more than an eighth of its need
+ * (`cancelSlack`).
  *
  * The master refuses a request that would take a task's outstanding plus held slots above its
  * instances (plus a small allowance; master request-limits.ts), not counting slots on nodes it
@@ -65,7 +66,7 @@ export function countedHolds(st: AmState, task: Task): number {
 /**
  * Sizes the task's outstanding requests to `need` slots, or fewer when the slots it holds (see
  * `countedHolds`) leave less room under its instances: more are asked for (the SU's config the
- * first time; spread over the locality hints the first time, anywhere afterwards), fewer cancelled.
+ * first time; spread over the locality hints the first time, anywhere afterwards), fewer cancelled (past `cancelSlack`).
  */
 export function sizeRequests(st: AmState, task: Task, pending: number): void {
   // Slots held by speculative shadows are the backups' extra room (the master's speculation allowance).
@@ -82,9 +83,22 @@ export function sizeRequests(st: AmState, task: Task, pending: number): void {
     const locations = task.requested ? [''] : localitiesOf(task.spec);
     task.requested = true;
     spread(need - outstanding, locations).forEach(([loc, n]) => addRequest(st, task, loc, n));
-  } else if (need < outstanding) {
+  } else if (outstanding - need > cancelSlack(need)) {
     cancelOutstanding(st, task, outstanding - need);
   }
+}
+
+/**
+ * How far a task's outstanding requests may stay above its `need` before the surplus is cancelled:
+ * an eighth of the need. A task of many instances reuses each slot its finished instances free, so
+ * its need falls by one per launch; cancelling each one was an UpdateRequests per task (435 calls
+ * for one job of 1,000 instances on 16 slots), when the master cannot tell 984 from 983 while every
+ * slot it has is placed. With the slack the cancels come in steps of an eighth (44 for those
+ * 1,000), and below 8 each one goes at once. The cost is bounded: the master may place up to that
+ * surplus while it has slots free, and those go straight back (`reconcile`, step 3).
+ */
+export function cancelSlack(need: number): number {
+  return Math.floor(need / 8);
 }
 
 /** `''` first, then `rack:*`, then `node:*`, each sorted. */

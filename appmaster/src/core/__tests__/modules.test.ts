@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { AmState, flush, newTask, parseWorkerId, pendingInstances, setInstanceState, workerIdOf, type InstanceState } from '../am-state.js';
 import { effective, forgetIfEmpty, freeSlot, holdFor, returnSlots } from '../holds.js';
-import { addRequest, cancelOutstanding, consumeOutstanding, countedHolds, outstandingRequests, sizeRequests, takeBack } from '../requests.js';
+import { addRequest, cancelOutstanding, cancelSlack, consumeOutstanding, countedHolds, outstandingRequests, sizeRequests, takeBack } from '../requests.js';
 import { mockJob, mockTask } from './factories.js';
 
 function stateWith(...tasks: Parameters<typeof mockTask>[0][]): AmState {
@@ -130,6 +130,26 @@ describe('AM core modules', () => {
       addRequest(st, task, '', 2);
       takeBack(st, [], [{ suId: 'map', location: '', delta: -1 }]);
       expect(outstandingRequests(st)).to.deep.equal([{ suId: 'map', location: '', count: 3 }]);
+    });
+
+    it('cancels a surplus once it is more than an eighth of the need, then all of it; below 8 each one at once', () => {
+      const st = stateWith({ name: 'map', instances: 1000 });
+      const task = st.tasks.get('map')!;
+      sizeRequests(st, task, 1000);
+      expect(cancelSlack(1000)).to.equal(125);
+      // Each launch on a reused slot needs one fewer: nothing goes to the master while the surplus is small.
+      const sent: number[] = [];
+      for (let need = 999; need >= 0; need--) {
+        st.out.deltas.clear();
+        sizeRequests(st, task, need);
+        const d = st.out.deltas.get('map\u0000')?.delta ?? 0;
+        if (d !== 0) sent.push(d);
+        const outstanding = task.outstanding.get('') ?? 0;
+        expect(outstanding - need).to.be.within(0, cancelSlack(need));
+      }
+      expect(task.outstanding.size).to.equal(0);
+      expect(sent.length).to.be.within(40, 60);
+      expect(sent.slice(-7)).to.deep.equal([-1, -1, -1, -1, -1, -1, -1]);
     });
 
     it('consumes a placement on the node first, then anywhere; cancels anywhere first, then racks, then nodes', () => {
