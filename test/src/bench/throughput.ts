@@ -44,10 +44,26 @@
  * `workersCpuS`, reported beside it. Every AM in these scenarios is hosted, so no AM process is
  * among those children (an AM host that ends mid-run is: only in amHostCrash, which reports no CPU).
  *
- *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 2000] [--keep]
+ * The clusters' directories (the agents' work dirs with every worker's) go under /dev/shm when there
+ * is one (`defaultBase`), or under `--dir`.
+ *
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 2000] [--dir /tmp] [--keep]
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  constants as fsConstants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -624,6 +640,27 @@ async function tenThousand(b: Bench): Promise<Record<string, unknown>> {
   };
 }
 
+/**
+ * Where the clusters' directories go by default: /dev/shm (tmpfs) when there is one. The root file
+ * system of the machines these figures come from is ext4 without a journal, whose inode allocator
+ * skips every inode freed in the last 60-360 s, reading its block each time (`recently_deleted`):
+ * each run's thousands of worker directories, made and removed, slowed the next runs' file creates
+ * (a third of the spawn helpers' CPU in `perf` after a few runs, and growing), so the figures
+ * depended on what had run before. `--dir` picks another place.
+ */
+function defaultBase(): string {
+  try {
+    const shm = '/dev/shm';
+    if (statSync(shm).isDirectory()) {
+      accessSync(shm, fsConstants.W_OK);
+      return shm;
+    }
+  } catch {
+    /* none */
+  }
+  return tmpdir();
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -637,6 +674,7 @@ async function main(): Promise<void> {
       keep: { type: 'boolean', default: false },
       'warm-up': { type: 'string' },
       'agent-args': { type: 'string' },
+      dir: { type: 'string' },
     },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
@@ -644,7 +682,8 @@ async function main(): Promise<void> {
   if (store !== 'embedded' && store !== 'etcd') throw new Error(`--store must be embedded or etcd, got ${JSON.stringify(store)}`);
   const etcd = store === 'etcd' ? await startEtcd({}) : undefined;
   const n = Number(values.jobs ?? 1000);
-  const dir = mkdtempSync(join(tmpdir(), 'fuxi-throughput-'));
+  const base = values.dir ?? defaultBase();
+  const dir = mkdtempSync(join(base, 'fuxi-throughput-'));
   // Workers run as another user (nobody): they must be able to pass through.
   chmodSync(dir, 0o711);
   const warm = Number(values['warm-up'] ?? 2000);
@@ -654,6 +693,7 @@ async function main(): Promise<void> {
     jobs: n,
     store,
     warmUpJobs: warm,
+    dir: base,
     maxAmShare: values['max-am-share'] ? Number(values['max-am-share']) : 'default',
   };
   // --agent-args '["--am-host-command", "node --cpu-prof ... fuxi-amhost"]': extra agent flags, as a JSON array (profiling).
