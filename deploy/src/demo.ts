@@ -60,7 +60,7 @@ async function main(): Promise<number> {
   } finally {
     client.close();
     await cluster.stop({ killWorkers: true });
-    if (ok) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (ok) rmSync(dir, { recursive: true, force: true });
     else log(`logs kept in ${dir}`);
   }
 }

@@ -11,7 +11,7 @@
  * ```
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -242,6 +242,24 @@ export function killAmHosts(workDirs: Iterable<string>): void {
  * Whether process `pid` exists (a zombie included). False for 0 and negative numbers, which
  * `kill(2)` takes for process groups: `isAlive(0)` asked about the caller's own group, always there.
  */
+/**
+ * Removes a cluster's directory tree, again when something made an entry in it meanwhile: a spawn
+ * helper outlives its agent until its workers have ended, and writes the exit file of a worker
+ * killed just before (fs.rmSync's own retries only retry the directory's rmdir, never what was
+ * made after it listed the directory).
+ */
+export function removeTree(dir: string, attempts = 30): void {
+  for (let i = 1; ; i++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOTEMPTY' || i >= attempts) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    }
+  }
+}
+
 export function isAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {

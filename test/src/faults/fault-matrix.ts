@@ -25,12 +25,12 @@
  * subset; `FUXI_FAULT_KEEP=1` keeps the logs.
  */
 import { expect } from 'chai';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FuxiClient } from '@fuxi/client';
-import { isAlive, type ClusterPlacement, type LeaderInfo, type LogRecord } from '@fuxi/deploy';
+import { isAlive, type ClusterPlacement, type LeaderInfo, type LogRecord, removeTree } from '@fuxi/deploy';
 import type { JobInfo__Output } from '@fuxi/proto';
 import type { EtcdProcess } from '../etcd-harness.js';
 import { job, sleep, until } from '../harness.js';
@@ -261,7 +261,7 @@ export function defineFaultMatrix(o: FaultMatrixOptions): void {
       await etcd?.stop();
       await o.teardown?.();
       const keep = anyFailed || !!setupError || process.env.FUXI_FAULT_KEEP === '1';
-      if (dir && !keep) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+      if (dir && !keep) removeTree(dir);
       else if (dir) process.stderr.write(`  (fault matrix logs kept in ${dir})\n`);
     });
 

@@ -73,4 +73,4 @@ if (s.faultsTotal < Number(values.faults)) {
   process.exit(1);
 }
 if (values.keep) process.stdout.write(`logs kept in ${dir}\n`);
-else rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+else rmSync(dir, { recursive: true, force: true });

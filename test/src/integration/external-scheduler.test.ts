@@ -14,12 +14,12 @@
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
 import { AM_SU } from '@fuxi/common';
-import { BIN, HaCluster, waitExit, type LocalCluster } from '@fuxi/deploy';
+import { BIN, HaCluster, waitExit, type LocalCluster, removeTree } from '@fuxi/deploy';
 import { loadFuxiProto, type JobInfo__Output, type SchedulerEvent__Output } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
 import { startEtcd, type EtcdProcess } from '../etcd-harness.js';
@@ -269,7 +269,7 @@ describe('external scheduler across master failover (real etcd, 1 leader + 2 sta
     client?.close();
     await ha?.stop({ killWorkers: true });
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

@@ -12,13 +12,14 @@
  * Every long worker appends "start|end <node> <instance> <attempt>" to a file of its job.
  */
 import { expect } from 'chai';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
 import type { LocalCluster } from '@fuxi/deploy';
 import type { JobInfo__Output } from '@fuxi/proto';
 import { job, startCluster, stopCluster, until } from '../harness.js';
+import { removeTree } from '@fuxi/deploy';
 
 describe('failure prediction moves running attempts off a failing host (local cluster)', function () {
   this.timeout(180_000);
@@ -58,7 +59,7 @@ describe('failure prediction moves running attempts off a failing host (local cl
   after(async function () {
     this.timeout(60_000);
     await stopCluster(cluster, failed);
-    if (!failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (!failed) removeTree(dir);
   });
 
   const lines = (name: string): string[][] => {

@@ -13,11 +13,11 @@
  * the file under three minutes.
  */
 import { expect } from 'chai';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient, JobSpec } from '@fuxi/client';
-import { BIN, expectedCounts, HaCluster, LogTail, wordcountResult, isAlive, waitExit, type LeaderInfo, type LogRecord } from '@fuxi/deploy';
+import { BIN, expectedCounts, HaCluster, LogTail, wordcountResult, isAlive, waitExit, type LeaderInfo, type LogRecord, removeTree } from '@fuxi/deploy';
 import type { JobInfo__Output, WorkerStatus__Output } from '@fuxi/proto';
 import { startEtcd, type EtcdProcess } from '../etcd-harness.js';
 import { job, sleep, until } from '../harness.js';
@@ -74,7 +74,7 @@ describe('master failover (real etcd, 1 leader + 2 standbys)', function () {
     client?.close();
     await ha?.stop({ killWorkers: true });
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

@@ -10,13 +10,13 @@
  */
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import parsePrometheusTextFormat, { type ParsedFamily, type ParsedSample } from 'parse-prometheus-text-format';
 import { FuxiClient } from '@fuxi/client';
-import { BIN, isAlive, killAmHosts, waitExit } from '@fuxi/deploy';
+import { BIN, isAlive, killAmHosts, waitExit, removeTree } from '@fuxi/deploy';
 import { job, until } from '../harness.js';
 
 const LOCAL_CLUSTER = join(BIN.master, '..', '..', '..', '..', 'deploy', 'dist', 'local-cluster-main.js');
@@ -133,7 +133,7 @@ describe('metrics: every daemon of a local cluster serves Prometheus metrics', f
     for (const d of daemons) if (isAlive(d.pid)) process.kill(d.pid, 'SIGKILL');
     killAmHosts(daemons.filter((d) => d.name !== 'master').map((d) => join(dir, d.name)));
     if (failed) process.stderr.write(`  (logs kept in ${dir})\n${out}\n`);
-    else rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    else removeTree(dir);
   });
 
   it('refuses a --log-level that would hide the daemons\' "ready" lines, naming the flag, and starts nothing', async () => {

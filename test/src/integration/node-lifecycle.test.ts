@@ -15,11 +15,11 @@
  * where work ran.
  */
 import { expect } from 'chai';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
-import { HaCluster, waitExit } from '@fuxi/deploy';
+import { HaCluster, waitExit, removeTree } from '@fuxi/deploy';
 import type { JobInfo__Output, NodeStatus__Output } from '@fuxi/proto';
 import { startEtcd, type EtcdProcess } from '../etcd-harness.js';
 import { job, until } from '../harness.js';
@@ -61,7 +61,7 @@ describe('node cordon, drain and uncordon (real etcd, leader + standby)', functi
     client?.close();
     await ha?.stop({ killWorkers: true });
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

@@ -12,11 +12,11 @@
  * (etcd out of space: master/src/shell/__tests__/store-space.test.ts.)
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
-import { HaCluster, isAlive, LogTail, type MasterProcess } from '@fuxi/deploy';
+import { HaCluster, isAlive, LogTail, type MasterProcess, removeTree } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect, jobSpecToProto, RpcError, type Transport } from '@fuxi/rpc';
 import { EtcdStore } from '@fuxi/store';
@@ -85,7 +85,7 @@ describe('etcd faults under real masters (stall, outage, compaction)', function 
     await ha?.stop({ killWorkers: true });
     if (etcd?.pid !== undefined) etcd.resume();
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

@@ -6,12 +6,12 @@
  * is deleted, a default job uses that host again.
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AM_SU } from '@fuxi/common';
 import type { FuxiClient } from '@fuxi/client';
-import { HaCluster, waitExit } from '@fuxi/deploy';
+import { HaCluster, waitExit, removeTree } from '@fuxi/deploy';
 import type { JobInfo__Output } from '@fuxi/proto';
 import { startEtcd, type EtcdProcess } from '../etcd-harness.js';
 import { job, sleep, until } from '../harness.js';
@@ -78,7 +78,7 @@ describe('testbeds (real etcd, 1 leader + 1 standby, 3 agents)', function () {
     client?.close();
     await ha?.stop({ killWorkers: true });
     await etcd?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { promisify } from 'node:util';
 import { issueCert, makeCa } from '@fuxi/client';
-import { BIN, waitExit, type LocalCluster } from '@fuxi/deploy';
+import { BIN, waitExit, type LocalCluster, removeTree } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect, RpcError, Transport, type TlsFiles } from '@fuxi/rpc';
 import { startCluster, stopCluster, until } from '../harness.js';
@@ -248,7 +248,7 @@ describe('mutual TLS (real processes)', function () {
         if (!(await waitExit(child, 5000))) child.kill('SIGKILL');
       }
     } finally {
-      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+      removeTree(dir);
     }
   });
 });

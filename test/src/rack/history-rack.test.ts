@@ -8,11 +8,12 @@
  * reported by `make test-history`, not failures here).
  */
 import { expect } from 'chai';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SAFETY_KINDS } from '../history/checker.js';
 import { runHistory } from '../history/run.js';
+import { removeTree } from '@fuxi/deploy';
 
 describe('history under a nemesis (one minute): every call checked after every fault kind', function () {
   this.timeout(600_000);
@@ -30,6 +31,6 @@ describe('history under a nemesis (one minute): every call checked after every f
     ).to.equal(true);
     expect(s.acknowledged, 'acknowledged submits').to.be.greaterThan(0);
     expect(safety, `${report}\n(logs kept in ${dir})`).to.deep.equal([]);
-    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    removeTree(dir);
   });
 });

@@ -51,7 +51,7 @@
  * record under `<work-dir>/amhost`) instead of in this process; AMs of jobs with at least
  * `--am-host-thread-instances` instances get a thread there. The AM fault commands do not apply.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -64,6 +64,7 @@ import { instrumentMasterCalls } from './rpc-timing.js';
 import { AM_SU } from '@fuxi/common';
 import { PidCounter, SimProcessDriver, SIM_PID_BASE, type SimDriverObserver } from './sim-driver.js';
 import { SharedAmHost } from './shared-am-host.js';
+import { removeTree } from '@fuxi/deploy';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
@@ -322,7 +323,7 @@ async function main(): Promise<void> {
     void Promise.allSettled(agents.map((a) => a.stop())).then(() => {
       for (const d of drivers) d.shutdown();
       shared?.close();
-      if (ownDir) rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+      if (ownDir) removeTree(workDir);
       process.exit(0);
     });
   };

@@ -21,7 +21,7 @@ import { readBootId, readStartTime, workerDir } from '../process-driver.js';
 import type { WorkerEntry } from '../../core/agent-core.js';
 import { emptyDelta } from '../../core/state-delta.js';
 import { AgentProcess, FakeAm, FakeMaster, waitFor } from './restart-fakes.js';
-import { alive, AM_TOKEN, AM_TOKEN_HASH } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, removeWorkDir } from './helpers.js';
 
 const proto = loadFuxiProto();
 const SLOT = { cpuMilli: 500, memoryMb: 256 };
@@ -124,7 +124,7 @@ describe('Agent restart after kill -9 (agent binary as a child process, real wor
     await am.stop();
     // The worker cgroups of this agent (every process is gone by now).
     await removeAgentGroups('node-r', workDir);
-    fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    removeWorkDir(workDir);
   });
 
   it('re-adopts the live workers with the same pids and reports the exit code 7 of the one that ended while it was down', async () => {
@@ -393,7 +393,7 @@ describe('Agent checkpoint writes (in-process agent, in-memory checkpoint, real 
     await am.stop();
     // The worker cgroups of this agent (every process is gone by now).
     await removeAgentGroups('node-m', workDir);
-    fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    removeWorkDir(workDir);
   });
 
   it('a started worker is in the registry (pid, start time, boot id) before StartWorkers answers; grants with their (epoch, seq) before UpdateGrants does', async () => {

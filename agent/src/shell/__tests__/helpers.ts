@@ -11,6 +11,23 @@ import { batchedCalls, tokenHash } from '@fuxi/rpc';
 export const AM_TOKEN = 'the-am-token-of-the-agent-suites';
 export const AM_TOKEN_HASH = tokenHash(AM_TOKEN);
 
+/**
+ * Removes a work dir, again when something made an entry in it meanwhile: a spawn helper outlives
+ * its agent until its workers have ended, and writes the exit file of a worker killed just before
+ * (fs.rmSync's own retries only retry the rmdir, never what was made after it listed the directory).
+ */
+export function removeWorkDir(dir: string, attempts = 30): void {
+  for (let i = 1; ; i++) {
+    try {
+      fs.rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOTEMPTY' || i >= attempts) throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    }
+  }
+}
+
 /** Polls `cond` every 10 ms until it holds; throws after `ms`. */
 export async function waitFor(cond: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
   const until = Date.now() + ms;

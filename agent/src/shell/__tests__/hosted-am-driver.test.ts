@@ -16,7 +16,7 @@ import type { Liveness, SpawnSpec, WorkerRef } from '../../core/agent-core.js';
 import { AmHostSupervisor, readHostRecord } from '../am-host-supervisor.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from '../hosted-am-driver.js';
 import { readExitFile, workerDir, type ExitInfo, type ProcessDriver, type RegisteredWorker, type SpawnResult } from '../process-driver.js';
-import { alive, waitFor } from './helpers.js';
+import { alive, waitFor, removeWorkDir } from './helpers.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../../../../appmaster/dist/shell/am-host-main.js', import.meta.url));
 
@@ -64,7 +64,7 @@ describe('HostedAmDriver (real fuxi-amhost)', function () {
       // Gone before its dir is: a host still dying may write one more line into it.
       for (let i = 0; i < 100 && alive(rec.pid); i++) await new Promise((r) => setTimeout(r, 50));
     }
-    fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    removeWorkDir(workDir);
   });
 
   function driver(inner = new InnerFake()): { d: HostedAmDriver; inner: InnerFake; exits: ExitInfo[] } {

@@ -20,7 +20,7 @@ import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { alive, AM_TOKEN, AM_TOKEN_HASH, waitFor } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, waitFor, removeWorkDir } from './helpers.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -185,7 +185,7 @@ describe('Agent shell across master failovers (fake masters on loopback)', funct
     }
     // The worker cgroups of this agent (every process is gone by now).
     if (workDir) await removeAgentGroups('node-a', workDir);
-    if (workDir) fs.rmSync(workDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    if (workDir) removeWorkDir(workDir);
   });
 
   it('moves on to the second master when the first dies, reports its full state there exactly once, and keeps its workers', async () => {
