@@ -16,13 +16,13 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FuxiClient, JobSpec } from '@fuxi/client';
-import { BIN, expectedCounts, isAlive, waitExit, wordcountResult, wordcountSpec, WORDCOUNT_DIR } from '@fuxi/deploy';
+import { BIN, expectedCounts, isAlive, waitExit, wordcountResult, wordcountSpec, WORDCOUNT_DIR, removeTree } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import { until } from '../harness.js';
 import { gatedWordCount as gatedWordCountOn, openGate } from './gate.js';
@@ -62,7 +62,7 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
     this.timeout(120_000);
     client?.close();
     await rc?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (rack logs kept in ${dir})\n`);
   });
 

@@ -22,12 +22,12 @@
  * `unaware` without failing the test (`make partition-matrix-unaware`).
  */
 import { expect } from 'chai';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient, JobInfo, JobSpec } from '@fuxi/client';
-import { REPO_ROOT, expectedCounts, wordcountResult } from '@fuxi/deploy';
+import { REPO_ROOT, expectedCounts, wordcountResult, removeTree } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import { sleep, until } from '../harness.js';
 import { gatedWordCount as gatedWordCountOn, openGate } from './gate.js';
@@ -103,7 +103,7 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
     writeRows();
     client?.close();
     await rc?.stop();
-    if (dir && !failed && !process.env.FUXI_KEEP_LOGS) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed && !process.env.FUXI_KEEP_LOGS) removeTree(dir);
     else if (dir) process.stderr.write(`  (rack logs kept in ${dir})\n`);
   });
 

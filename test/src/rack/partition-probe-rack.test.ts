@@ -8,12 +8,12 @@
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { FuxiClient } from '@fuxi/client';
-import { BIN } from '@fuxi/deploy';
+import { BIN, removeTree } from '@fuxi/deploy';
 import { until } from '../harness.js';
 import { RackCluster } from './rack-cluster.js';
 
@@ -52,7 +52,7 @@ describe('peer probing on the rack: a link cut between two agent hosts shows, an
     this.timeout(120_000);
     client?.close();
     await rc?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (rack logs kept in ${dir})\n`);
   });
 

@@ -8,11 +8,11 @@
  * originals. The rack is its own ('fxg', 10.218.0).
  */
 import { expect } from 'chai';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FuxiClient } from '@fuxi/client';
-import { shuffleResultOk, shuffleSpec } from '@fuxi/deploy';
+import { shuffleResultOk, shuffleSpec, removeTree } from '@fuxi/deploy';
 import { RackCluster } from './rack-cluster.js';
 
 describe('speculation on the rack: with one host at 1 Mbit/s, a path job beats the same job with base speculation', function () {
@@ -46,7 +46,7 @@ describe('speculation on the rack: with one host at 1 Mbit/s, a path job beats t
     this.timeout(120_000);
     client?.close();
     await rc?.stop();
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (rack logs kept in ${dir})\n`);
   });
 

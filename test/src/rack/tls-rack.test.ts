@@ -16,7 +16,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { issueCert, makeCa, type FuxiClient } from '@fuxi/client';
-import { expectedCounts, sameCounts, smallWordcountSpec, wordcountResult } from '@fuxi/deploy';
+import { expectedCounts, sameCounts, smallWordcountSpec, wordcountResult, removeTree } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect, RpcError, Transport } from '@fuxi/rpc';
 import { RackCluster } from './rack-cluster.js';
@@ -67,7 +67,7 @@ describe('mutual TLS on the rack: every daemon on its own host with its own cert
     client?.close();
     await rc?.stop();
     if (other) rmSync(other, { recursive: true, force: true });
-    if (dir && !failed) rmSync(dir, { recursive: true, force: true });
+    if (dir && !failed) removeTree(dir);
     else if (dir) process.stderr.write(`  (rack logs kept in ${dir})\n`);
   });
 

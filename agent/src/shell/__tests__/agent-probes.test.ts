@@ -9,7 +9,7 @@ import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
 import { Prober } from '../prober.js';
-import { stubs, waitFor } from './helpers.js';
+import { stubs, waitFor, removeWorkDir } from './helpers.js';
 
 /**
  * The agent's heartbeat carries its probe report and targets version; the answer's
@@ -86,7 +86,7 @@ describe('Agent shell: peer probing in heartbeats (fake master, a peer prober on
     await master?.shutdown(100);
     // The worker cgroups of this agent (every process is gone by now).
     await removeAgentGroups('node-a', workDir);
-    fs.rmSync(workDir, { recursive: true, force: true });
+    removeWorkDir(workDir);
   });
 
   const last = () => heartbeats[heartbeats.length - 1]!;

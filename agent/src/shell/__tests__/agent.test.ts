@@ -15,7 +15,7 @@ import { connect, implement, RpcError, startServer, type RunningServer } from '@
 import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { alive, AM_TOKEN, AM_TOKEN_HASH, stubs, waitFor } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, stubs, waitFor, removeWorkDir } from './helpers.js';
 
 describe('Agent shell (in-process, fake master and AM)', function () {
   this.timeout(30_000);
@@ -100,7 +100,7 @@ describe('Agent shell (in-process, fake master and AM)', function () {
     }
     // The worker cgroups of this agent (every process is gone by now).
     await removeAgentGroups('node-a', workDir);
-    fs.rmSync(workDir, { recursive: true, force: true });
+    removeWorkDir(workDir);
   });
 
   it('registers with the master and heartbeats', async () => {

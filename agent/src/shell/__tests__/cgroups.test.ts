@@ -8,7 +8,7 @@ import { openEnforcer, removeAgentGroups, type ResourceEnforcer } from '../cgrou
 import { cgroupMounts } from '../cgroup-paths.js';
 import { RealProcessDriver, type ExitInfo } from '../process-driver.js';
 import { HelperSpawner } from '../spawner.js';
-import { waitFor } from './helpers.js';
+import { waitFor, removeWorkDir } from './helpers.js';
 
 /** Allocates (and touches) 8 MB every 20 ms until killed: far past a 64 MB grant within a second. */
 const HOG = ['node', '-e', 'const a = []; setInterval(() => a.push(Buffer.alloc(8 << 20, 1)), 20);'];
@@ -52,7 +52,7 @@ function harness(enforcer: ResourceEnforcer) {
         }
       }
       enforcer.close();
-      fs.rmSync(workDir, { recursive: true, force: true });
+      removeWorkDir(workDir);
     },
   };
 }
@@ -177,7 +177,7 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     expect(exits[0]).to.include({ workerId: 'adopted', exitCode: 137 });
     expect(exits[0]?.detail).to.match(/^OOM: used [\d.]+ MB of 64 MB$/);
     for (const d of dirs) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
-    fs.rmSync(workDir, { recursive: true, force: true });
+    removeWorkDir(workDir);
   });
 
   it("keeps an app's group while any of its workers has one, and removes it with the last", () => {

@@ -8,7 +8,7 @@ import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import type * as grpc from '@grpc/grpc-js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { stubs, waitFor } from './helpers.js';
+import { stubs, waitFor, removeWorkDir } from './helpers.js';
 
 type Watch = grpc.ServerWritableStream<WatchGrantsRequest__Output, GrantUpdate>;
 
@@ -78,7 +78,7 @@ describe('Agent shell: grants over the WatchGrants stream', function () {
   after(async () => {
     await agent?.stop();
     await master?.shutdown(100);
-    fs.rmSync(workDir, { recursive: true, force: true });
+    removeWorkDir(workDir);
   });
 
   const open = () => watches.filter((w) => !w.closed);

@@ -14,7 +14,7 @@ import { connect, implement, startServer, type RunningServer } from '@fuxi/rpc';
 import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { alive, AM_TOKEN, AM_TOKEN_HASH, stubs, waitFor } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, stubs, waitFor, removeWorkDir } from './helpers.js';
 
 describe('Agent shell cut from the master', function () {
   this.timeout(60_000);
@@ -74,7 +74,7 @@ describe('Agent shell cut from the master', function () {
     }
     // The worker cgroups of this agent (every process is gone by now).
     await removeAgentGroups('node-p', workDir);
-    fs.rmSync(workDir, { recursive: true, force: true });
+    removeWorkDir(workDir);
   });
 
   it('keeps its workers running through a long cut, takes plans from the AM meanwhile, and heartbeats again after it', async () => {

@@ -20,7 +20,7 @@ import {
   type ExitInfo,
 } from '../process-driver.js';
 import { HelperSpawner } from '../spawner.js';
-import { alive, waitFor } from './helpers.js';
+import { alive, waitFor, removeWorkDir } from './helpers.js';
 
 /** Pids of every live process in process group `pgid` (from /proc). */
 function groupMembers(pgid: number): number[] {
@@ -88,7 +88,7 @@ describe('RealProcessDriver (real processes)', function () {
         /* already gone */
       }
     }
-    fs.rmSync(workDir, { recursive: true, force: true });
+    removeWorkDir(workDir);
   });
 
   it('captures exit code 0, stdout, stderr, env and cmd.json', async () => {

@@ -7,7 +7,7 @@ import type { SpawnSpec } from '../../core/agent-core.js';
 import { FAMILY_ENV, familyOf } from '../../core/process-family.js';
 import { RealProcessDriver, readFamilyFile, workerDir, type ExitInfo } from '../process-driver.js';
 import { ProcTable, envValue, parseStat } from '../proc-table.js';
-import { alive, waitFor } from './helpers.js';
+import { alive, waitFor, removeWorkDir } from './helpers.js';
 
 /** Appends a line to $OUT every 100 ms, after writing its own pid to $PIDF. */
 const LOOP = 'echo $$ > "$PIDF"; while :; do echo x >> "$OUT"; sleep 0.1; done';
@@ -87,7 +87,7 @@ describe('stopping a worker ends its whole process family (real processes)', fun
         /* already gone */
       }
     }
-    fs.rmSync(workDir, { recursive: true, force: true });
+    removeWorkDir(workDir);
   });
 
   it('parses /proc stat lines (comm with spaces and parentheses) and environment blocks', () => {

@@ -5,11 +5,11 @@
  */
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { terminate, waitExit } from '@fuxi/deploy';
+import { terminate, waitExit, removeTree } from '@fuxi/deploy';
 
 const BENCH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench', 'sched.js');
 
@@ -21,7 +21,7 @@ describe('scheduler benchmark (smoke)', function () {
     dir = mkdtempSync(join(tmpdir(), 'fuxi-sched-smoke-'));
   });
   after(() => {
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (dir) removeTree(dir);
   });
 
   it('runs 50 nodes for a moment and writes the results JSON', async () => {

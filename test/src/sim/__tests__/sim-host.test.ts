@@ -3,11 +3,11 @@
  * jobs end to end with in-process application masters, and report fake pids.
  */
 import { expect } from 'chai';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LocalCluster, LogTail, startNodeProcess, terminate } from '@fuxi/deploy';
+import { LocalCluster, LogTail, startNodeProcess, terminate, removeTree } from '@fuxi/deploy';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
 import { job } from '../../harness.js';
@@ -33,7 +33,7 @@ describe('simulated agent host (embedded master)', function () {
   after(async () => {
     if (host) await terminate(host);
     await cluster?.stop();
-    if (!failed) rmSync(dir, { recursive: true, force: true });
+    if (!failed) removeTree(dir);
     else process.stderr.write(`  (logs kept in ${dir})\n`);
   });
 
