@@ -119,7 +119,7 @@ export type DirectExit = (pid: number, code: number | null, signal: string | nul
 
 /**
  * Starts `d.argv` as described above (the worker's directory laid out already, `options.cwd` its
- * working directory). The child with its pid and /proc start time, or undefined when it could not be
+ * working directory). Its pid and /proc start time, or undefined when it could not be
  * started this way (nothing is left running, the helper is back in its own groups). `exited` comes
  * after the exit file is written.
  */
@@ -129,11 +129,10 @@ export function startDirect(
   homes: CgroupHomes,
   exited: DirectExit,
   onProblem: (message: string) => void = () => {},
-): { child: ChildProcess; pid: number; startTime: string } | undefined {
+): { pid: number; startTime: string } | undefined {
   const [file, ...args] = d.argv;
   if (!file) return undefined;
   const fds: number[] = [];
-  let joined: string[] = [];
   let child: ChildProcess | undefined;
   try {
     for (const name of ['stdout', 'stderr']) {
@@ -141,12 +140,10 @@ export function startDirect(
       fds.push(fd);
       if (options.uid !== undefined) fs.fchownSync(fd, options.uid, options.gid ?? -1);
     }
-    const back = d.procs.length > 0 ? homes.homesFor(d.procs) : [];
-    for (const p of d.procs) {
-      fs.writeFileSync(p, String(process.pid));
-      joined = back;
-    }
+    // Going back to a group this process never left (a join that failed) changes nothing.
+    const joined = d.procs.length > 0 ? homes.homesFor(d.procs) : [];
     try {
+      for (const p of d.procs) fs.writeFileSync(p, String(process.pid));
       child = spawn(file, args, { ...options, detached: true, stdio: ['ignore', fds[0] as number, fds[1] as number] });
     } finally {
       for (const h of joined) {
@@ -158,7 +155,6 @@ export function startDirect(
       }
     }
   } catch {
-    if (child?.pid !== undefined) child.kill('SIGKILL');
     child = undefined;
   } finally {
     for (const fd of fds) fs.closeSync(fd);
@@ -184,5 +180,5 @@ export function startDirect(
     }
     exited(pid, code, signal);
   });
-  return { child, pid, startTime };
+  return { pid, startTime };
 }
