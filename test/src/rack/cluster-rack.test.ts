@@ -25,7 +25,7 @@ import type { FuxiClient, JobSpec } from '@fuxi/client';
 import { BIN, expectedCounts, isAlive, waitExit, wordcountResult, wordcountSpec, WORDCOUNT_DIR, removeTree } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import { until } from '../harness.js';
-import { gatedWordCount as gatedWordCountOn, openGate } from './gate.js';
+import { gatedWordCount as gatedWordCountOn, gatePortBase, openGate } from './gate.js';
 import { RackCluster } from './rack-cluster.js';
 
 const run = promisify(execFile);
@@ -36,7 +36,7 @@ describe('a cluster on the rack: each daemon on its own host, configured as the 
   let client: FuxiClient;
   let dir = '';
   let failed = false;
-  let gatePort = 40_000;
+  let gatePort = gatePortBase(0);
 
   before(async function () {
     this.timeout(180_000);

@@ -30,7 +30,7 @@ import type { FuxiClient, JobInfo, JobSpec } from '@fuxi/client';
 import { REPO_ROOT, expectedCounts, wordcountResult, removeTree } from '@fuxi/deploy';
 import type { WorkerStatus__Output } from '@fuxi/proto';
 import { sleep, until } from '../harness.js';
-import { gatedWordCount as gatedWordCountOn, openGate } from './gate.js';
+import { gatedWordCount as gatedWordCountOn, gatePortBase, openGate } from './gate.js';
 import { MASTER_HOSTS, RackCluster } from './rack-cluster.js';
 
 const AWARE = process.env.FUXI_CONNECTIVITY_AWARE !== '0';
@@ -68,7 +68,7 @@ describe(`partial partitions on the rack: every cell of Table I (connectivity aw
   let client: FuxiClient;
   let dir = '';
   let failed = false;
-  let gatePort = 41_000;
+  let gatePort = gatePortBase(1000);
   const rows: Row[] = [];
 
   before(async function () {
