@@ -44,6 +44,12 @@ export interface AttemptEnd {
    * task, not for the host.
    */
   taskFault?: boolean;
+  /**
+   * The job had already ended when this end was reported (an agent reports a worker's end with its
+   * next heartbeat, after the AM finished the job): the job's task windows are added to while they
+   * are still kept (`forgetJob`), never made again.
+   */
+  jobEnded?: boolean;
 }
 
 export const FEATURE_NAMES = ['hostFailRate', 'hostPressureFailRate', 'hostFlaps', 'load', 'memAllocated', 'taskFailRate', 'hostSignalFails'] as const;
@@ -109,10 +115,22 @@ class Recent {
 
 const PER_KEY_CAP = 256;
 
+/**
+ * How long an ended job's task windows are kept (`forgetJob`): its last attempts' ends come with
+ * the agents' next heartbeats, after the job ended, and are weighed against the attempts before
+ * them. Then nothing of the job runs again, and a master that serves thousands of short jobs a
+ * minute does not keep a window for each of them (with prediction off nothing pruned them at all).
+ */
+export const ENDED_JOB_KEEP_MS = 60_000;
+
 export class AttemptHistory {
   private readonly samples: Sample[] = [];
   private readonly hosts = new Map<string, Recent>();
-  private readonly tasks = new Map<string, Recent>();
+  /** Per job, per task: the job's windows, dropped `ENDED_JOB_KEEP_MS` after its end. */
+  private readonly tasks = new Map<string, Map<string, Recent>>();
+  /** Ended jobs in order of their end, to drop (`sweepEnded`). */
+  private readonly ended: Array<{ appId: string; atMs: number }> = [];
+  private endedHead = 0;
   private readonly flaps = new Map<string, number[]>();
   /** Attempt ends recorded since the last `takeNewCount`. */
   private fresh = 0;
@@ -123,7 +141,7 @@ export class AttemptHistory {
   features(nodeId: string, appId: string, task: string, loadAtStart: number, memAtStart: number, nowMs: number): number[] {
     const from = nowMs - this.config.windowMs;
     const host = this.window(this.hosts, nodeId, from, nowMs);
-    const t = this.window(this.tasks, taskKey(appId, task), from, nowMs);
+    const t = this.window(this.tasks.get(appId), task, from, nowMs);
     let fails = 0;
     let pressured = 0;
     let pressuredFails = 0;
@@ -159,7 +177,9 @@ export class AttemptHistory {
     if (this.samples.length > this.config.capacity) this.samples.shift();
     const e: Event = { atMs: nowMs, nodeId: end.nodeId, failed, pressure: end.memAtStart >= this.config.pressureAt, signal: end.signal !== '' };
     if (!failed || hostFault) this.recent(this.hosts, end.nodeId).push(e);
-    this.recent(this.tasks, taskKey(end.appId, end.task)).push(e);
+    let job = this.tasks.get(end.appId);
+    if (job === undefined && end.jobEnded !== true) this.tasks.set(end.appId, (job = new Map()));
+    if (job !== undefined) this.recent(job, end.task).push(e);
     this.fresh++;
     return sample;
   }
@@ -184,7 +204,7 @@ export class AttemptHistory {
     let attempts = 0;
     let fails = 0;
     const failedOn = new Set<string>();
-    for (const e of this.window(this.tasks, taskKey(end.appId, end.task), nowMs - this.config.windowMs)) {
+    for (const e of this.window(this.tasks.get(end.appId), end.task, nowMs - this.config.windowMs)) {
       if (e.nodeId === end.nodeId) continue;
       attempts++;
       if (e.failed) {
@@ -206,16 +226,43 @@ export class AttemptHistory {
   /** Drops hosts and tasks with nothing in the window (keeps the maps bounded by what is active). */
   prune(nowMs: number): void {
     const from = nowMs - this.config.windowMs;
-    for (const m of [this.hosts, this.tasks]) {
+    const pruneMap = (m: Map<string, Recent>): void => {
       for (const [k, r] of m) {
         r.prune(from);
         if (r.events.length === 0) m.delete(k);
       }
+    };
+    pruneMap(this.hosts);
+    for (const [appId, job] of this.tasks) {
+      pruneMap(job);
+      if (job.size === 0) this.tasks.delete(appId);
     }
     for (const [k, f] of this.flaps) {
       while (f.length > 0 && f[0]! < from) f.shift();
       if (f.length === 0) this.flaps.delete(k);
     }
+  }
+
+  /** The job ended: its task windows go `ENDED_JOB_KEEP_MS` later (`sweepEnded`). */
+  forgetJob(appId: string, nowMs: number): void {
+    if (this.tasks.has(appId)) this.ended.push({ appId, atMs: nowMs });
+  }
+
+  /** Drops the task windows of jobs that ended `ENDED_JOB_KEEP_MS` ago or more. */
+  sweepEnded(nowMs: number): void {
+    while (this.endedHead < this.ended.length && this.ended[this.endedHead]!.atMs <= nowMs - ENDED_JOB_KEEP_MS) {
+      this.tasks.delete(this.ended[this.endedHead]!.appId);
+      this.endedHead++;
+    }
+    if (this.endedHead > 1024 && this.endedHead * 2 > this.ended.length) {
+      this.ended.splice(0, this.endedHead);
+      this.endedHead = 0;
+    }
+  }
+
+  /** Jobs whose task windows are kept (tests; metrics). */
+  get jobsTracked(): number {
+    return this.tasks.size;
   }
 
   /** The training set, oldest first. */
@@ -250,8 +297,8 @@ export class AttemptHistory {
   }
 
   /** Events in [fromMs, toMs]. */
-  private window(m: Map<string, Recent>, key: string, fromMs: number, toMs = Infinity): readonly Event[] {
-    const r = m.get(key);
+  private window(m: Map<string, Recent> | undefined, key: string, fromMs: number, toMs = Infinity): readonly Event[] {
+    const r = m?.get(key);
     if (r === undefined) return [];
     return r.events.filter((e) => e.atMs >= fromMs && e.atMs <= toMs);
   }
@@ -261,10 +308,6 @@ export class AttemptHistory {
     if (r === undefined) m.set(key, (r = new Recent(PER_KEY_CAP)));
     return r;
   }
-}
-
-function taskKey(appId: string, task: string): string {
-  return `${appId}/${task}`;
 }
 
 /** Failures over attempts with one imagined success and a prior of 0.1 (a host seen once is not condemned). */

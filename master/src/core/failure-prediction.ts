@@ -57,8 +57,10 @@ export class FailurePredictor {
     this.history.recordFlap(nodeId, nowMs);
   }
 
-  jobEnded(appId: string): void {
+  /** The job ended: its per-job listings go now, its task windows a little later (late ends). */
+  jobEnded(appId: string, nowMs: number): void {
     this.blacklist.forgetJob(appId);
+    this.history.forgetJob(appId, nowMs);
   }
 
   /**
@@ -66,6 +68,8 @@ export class FailurePredictor {
    * it trained. `rand`: a seeded generator (the training's sample order).
    */
   maybeTrain(hosts: readonly HostLoad[], nowMs: number, rand: () => number): boolean {
+    // Ended jobs' task windows go whether or not prediction is on: ends are recorded either way.
+    this.history.sweepEnded(nowMs);
     if (!this.config.enabled) return false;
     this.pending += this.history.takeNewCount();
     if (this.pending < this.config.retrainAfter || nowMs - this.lastTrainMs < this.config.trainIntervalMs) return false;

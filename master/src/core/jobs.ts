@@ -221,7 +221,7 @@ export function endJob(st: MasterState, job: JobRecord, state: JobState, message
     }
     if (app.job.amNodeId) nodesTouched.add(app.job.amNodeId);
     st.apps.delete(job.jobId);
-    st.prediction.jobEnded(job.jobId);
+    st.prediction.jobEnded(job.jobId, st.now);
     st.attempts.jobEnded(job.jobId);
     pushGrants(st, nodesTouched);
     if (state === 'killed' || state === 'failed') {

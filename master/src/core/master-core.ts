@@ -119,6 +119,12 @@ export class MasterCore {
     return this.st.faults;
   }
 
+  /** What failure prediction holds: training samples, and jobs whose task windows are kept. */
+  predictionSizes(): { samples: number; jobsTracked: number } {
+    const h = this.st.prediction.history;
+    return { samples: h.size, jobsTracked: h.jobsTracked };
+  }
+
   /** Handles one input at `now` and empties the outbox. An input that throws has changed nothing. */
   private step<T>(now: number, input: () => T): T & { effects: Effect[] } {
     this.st.now = now;

@@ -42,6 +42,7 @@ export function workerEnds(st: MasterState, nodeId: string, ends: readonly Worke
         killed: e.state === 'killed',
         // Killed for memory past its grant (the agent's `OOM: used X of Y`): the task's failure, not the host's.
         ...(e.state === 'failed' && (e.message ?? '').startsWith('OOM: ') ? { taskFault: true } : {}),
+        ...(st.apps.has(e.appId) ? {} : { jobEnded: true }),
       },
       st.now,
     );

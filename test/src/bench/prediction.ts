@@ -233,7 +233,7 @@ function simulate(
     }
     active.splice(active.indexOf(j), 1);
     finished.push(j);
-    predictor.jobEnded(j.def.id);
+    predictor.jobEnded(j.def.id, now);
   };
   /** An attempt ended: `how` 'ok', 'failed' (exit 1), 'lost' (host down), 'killed' (ATLAS+ kill), 'moved' (rescheduled). */
   const ended = (a: Attempt, how: 'ok' | 'failed' | 'lost' | 'killed' | 'moved'): void => {

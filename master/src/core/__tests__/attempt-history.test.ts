@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { res } from '@fuxi/common';
-import { AttemptHistory, FEATURE_COUNT } from '../attempt-history.js';
+import { AttemptHistory, ENDED_JOB_KEEP_MS, FEATURE_COUNT } from '../attempt-history.js';
 import type { AttemptEnd } from '../attempt-history.js';
 
 function end(over: Partial<AttemptEnd> = {}): AttemptEnd {
@@ -88,5 +88,43 @@ describe('attempt history', () => {
     h.recordEnd(end({ memAtStart: 0.8 }), 1000);
     h.recordEnd(end({ memAtStart: 0.3 }), 1000);
     expect(h.hostPressure('n1', 1000)).to.deep.equal({ pressured: 3, pressuredFailed: 2, calm: 1, calmFailed: 0 });
+  });
+
+  it("keeps an ended job's task windows for late ends, then drops them", () => {
+    const h = new AttemptHistory({ capacity: 100, taskFaultRate: 0.3, windowMs: 30 * 60_000, pressureAt: 0.75 });
+    h.recordEnd(end({ nodeId: 'n2', exitCode: 1 }), 1000);
+    h.forgetJob('j1', 2000);
+    // The job's last attempt, reported after its end, still sees the failure before it.
+    const late = h.recordEnd(end({ jobEnded: true, durationMs: 100 }), 3000);
+    expect(late?.x[5]).to.be.closeTo(1.1 / 2, 1e-9);
+    expect(h.jobsTracked).to.equal(1);
+    h.sweepEnded(2000 + ENDED_JOB_KEEP_MS - 1);
+    expect(h.jobsTracked).to.equal(1);
+    h.sweepEnded(2000 + ENDED_JOB_KEEP_MS);
+    expect(h.jobsTracked).to.equal(0);
+    expect(h.features('n1', 'j1', 'map', 0.5, 0.5, 2000 + ENDED_JOB_KEEP_MS)[5]).to.be.closeTo(0.1, 1e-9);
+    // Its hosts' history and its training samples stay.
+    expect(h.hostFailures('n2', 3000).failed).to.equal(1);
+    expect(h.size).to.equal(2);
+  });
+
+  it('makes no task window for an end reported after its job ended: many short jobs leave none behind', () => {
+    const h = new AttemptHistory({ capacity: 20_000, taskFaultRate: 0.3, windowMs: 30 * 60_000, pressureAt: 0.75 });
+    for (let i = 0; i < 10_000; i++) {
+      h.forgetJob(`j${i}`, i); // the AM finished the job first...
+      h.recordEnd(end({ appId: `j${i}`, jobEnded: true }), i + 1); // ...the agent's heartbeat told of its worker after
+    }
+    expect(h.jobsTracked).to.equal(0);
+    expect(h.size).to.equal(10_000);
+    // Jobs whose ends came while they ran are dropped once their keep has passed, pruned or not.
+    for (let i = 0; i < 10_000; i++) {
+      h.recordEnd(end({ appId: `k${i}` }), 20_000 + i);
+      h.forgetJob(`k${i}`, 20_000 + i);
+    }
+    expect(h.jobsTracked).to.equal(10_000);
+    h.sweepEnded(20_000 + 4_999 + ENDED_JOB_KEEP_MS);
+    expect(h.jobsTracked).to.equal(5_000);
+    h.sweepEnded(30_000 + ENDED_JOB_KEEP_MS);
+    expect(h.jobsTracked).to.equal(0);
   });
 });

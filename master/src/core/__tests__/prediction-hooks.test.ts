@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { res, seededRandom } from '@fuxi/common';
+import { ENDED_JOB_KEEP_MS } from '../attempt-history.js';
 import { parsePredictionConfig } from '../prediction-config.js';
 import type { WorkerEndReport } from '../types.js';
 import { Harness, mockSpec } from './core-factories.js';
@@ -87,5 +88,36 @@ describe('failure prediction in the master', () => {
     h.start();
     h.ask('job-1', 31);
     expect(slotsOn(h, 'job-1', 'n0')).to.be.greaterThan(0);
+  });
+
+  it("keeps a job's task windows only while its late ends may come, with prediction off too", () => {
+    const h = new Harness({ nodes: NODES, config: { failurePrediction: parsePredictionConfig(false) } });
+    const tracked = (): number => h.core.predictionSizes().jobsTracked;
+    const report = (appId: string): WorkerEndReport => ({
+      appId,
+      workerId: `${appId}.w`,
+      task: 'map',
+      state: 'succeeded',
+      exitCode: 0,
+      signal: '',
+      resource: res(1000, 1024),
+      startedAtMs: h.now - 10,
+      finishedAtMs: h.now,
+    });
+    // A one-task job: the AM finishes it, the agent's next heartbeat tells of its worker's end.
+    h.start();
+    h.ask('job-1', 1);
+    h.finish('job-1', true);
+    h.heartbeat('n1', { workerEnds: [report('job-1')] });
+    expect(tracked()).to.equal(0);
+    expect(h.core.predictionSizes().samples).to.equal(1);
+    // A job whose worker's end came while it ran: its window goes a minute after its end.
+    h.start(mockSpec({ id: 'job-2' }));
+    h.heartbeat('n1', { workerEnds: [report('job-2')] });
+    expect(tracked()).to.equal(1);
+    h.finish('job-2', true);
+    h.advance(ENDED_JOB_KEEP_MS);
+    h.tick();
+    expect(tracked()).to.equal(0);
   });
 });
