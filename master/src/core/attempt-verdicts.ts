@@ -195,4 +195,9 @@ export class AttemptWatch {
     this.outbox.delete(appId);
     this.durations.delete(appId);
   }
+
+  /** Jobs whose attempts' durations are kept (tests; metrics). */
+  get jobsTimed(): number {
+    return this.durations.size;
+  }
 }

@@ -119,10 +119,13 @@ export class MasterCore {
     return this.st.faults;
   }
 
-  /** What failure prediction holds: training samples, and jobs whose task windows are kept. */
-  predictionSizes(): { samples: number; jobsTracked: number } {
+  /**
+   * What failure prediction holds: training samples, jobs whose task windows are kept, and jobs
+   * whose attempts' durations are kept (ATLAS+'s expected durations).
+   */
+  predictionSizes(): { samples: number; jobsTracked: number; jobsTimed: number } {
     const h = this.st.prediction.history;
-    return { samples: h.size, jobsTracked: h.jobsTracked };
+    return { samples: h.size, jobsTracked: h.jobsTracked, jobsTimed: this.st.attempts.jobsTimed };
   }
 
   /** Handles one input at `now` and empties the outbox. An input that throws has changed nothing. */

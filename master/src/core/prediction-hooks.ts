@@ -27,7 +27,10 @@ export function workerEnds(st: MasterState, nodeId: string, ends: readonly Worke
     if (e.state === 'failed' && st.apps.get(e.appId)?.job.spec.scheduler !== undefined) {
       st.external.record({ kind: 'failed', atMs: st.now, appId: e.appId, unit: e.task, nodeId, count: 1 });
     }
-    if (e.state !== 'killed') st.attempts.attemptFinished(e.appId, e.task, Math.max(0, e.finishedAtMs - e.startedAtMs));
+    // How long the job's tasks take matters while it runs (its running attempts are judged by it):
+    // the end of a job's last worker comes with the next heartbeat, after the job ended.
+    const live = st.apps.has(e.appId);
+    if (e.state !== 'killed' && live) st.attempts.attemptFinished(e.appId, e.task, Math.max(0, e.finishedAtMs - e.startedAtMs));
     st.prediction.attemptEnded(
       {
         nodeId,
@@ -42,7 +45,7 @@ export function workerEnds(st: MasterState, nodeId: string, ends: readonly Worke
         killed: e.state === 'killed',
         // Killed for memory past its grant (the agent's `OOM: used X of Y`): the task's failure, not the host's.
         ...(e.state === 'failed' && (e.message ?? '').startsWith('OOM: ') ? { taskFault: true } : {}),
-        ...(st.apps.has(e.appId) ? {} : { jobEnded: true }),
+        ...(live ? {} : { jobEnded: true }),
       },
       st.now,
     );

@@ -90,7 +90,7 @@ describe('failure prediction in the master', () => {
     expect(slotsOn(h, 'job-1', 'n0')).to.be.greaterThan(0);
   });
 
-  it("keeps a job's task windows only while its late ends may come, with prediction off too", () => {
+  it("keeps a job's task windows and attempt durations only while they are of use, with prediction off too", () => {
     const h = new Harness({ nodes: NODES, config: { failurePrediction: parsePredictionConfig(false) } });
     const tracked = (): number => h.core.predictionSizes().jobsTracked;
     const report = (appId: string): WorkerEndReport => ({
@@ -110,12 +110,13 @@ describe('failure prediction in the master', () => {
     h.finish('job-1', true);
     h.heartbeat('n1', { workerEnds: [report('job-1')] });
     expect(tracked()).to.equal(0);
-    expect(h.core.predictionSizes().samples).to.equal(1);
+    expect(h.core.predictionSizes()).to.deep.equal({ samples: 1, jobsTracked: 0, jobsTimed: 0 });
     // A job whose worker's end came while it ran: its window goes a minute after its end.
     h.start(mockSpec({ id: 'job-2' }));
     h.heartbeat('n1', { workerEnds: [report('job-2')] });
-    expect(tracked()).to.equal(1);
+    expect(h.core.predictionSizes()).to.deep.equal({ samples: 2, jobsTracked: 1, jobsTimed: 1 });
     h.finish('job-2', true);
+    expect(h.core.predictionSizes().jobsTimed).to.equal(0);
     h.advance(ENDED_JOB_KEEP_MS);
     h.tick();
     expect(tracked()).to.equal(0);
