@@ -23,7 +23,8 @@
  *   failedJobs, restartedWorkers, recoveryMsMax (kill -> each AM's next attempt registered);
  * - tenThousand (with --ten-thousand): 10,000 jobs through submitMany, the master's RSS before and
  *   after, and once its retention (`--job-retention-count 1000` here) has deleted all but the newest
- *   1,000 finished jobs.
+ *   1,000 finished jobs; then its live heap (`masterLiveHeapMbAfterRetention`: the objects of a heap
+ *   snapshot, which collects the garbage first; its heap in use counts the garbage not yet collected).
  *
  * The daemons of a scenario that measures CPU or throughput are warmed up first (`--warm-up`, default
  * 2000): that many one-instance jobs through submitMany and one job of that many instances, waited
@@ -104,6 +105,45 @@ function spawnHelpers(pid: number): number[] {
     /* gone */
   }
   return out;
+}
+
+/** The master's heap snapshots (`--heapsnapshot-signal`) go here, under the scenario's dir. */
+const HEAP_SNAPSHOT_DIR = 'master-heap';
+
+/**
+ * The live heap of a daemon started with `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=dir`, in MB:
+ * the self sizes of every object in a snapshot it writes now (V8 collects the garbage first). The
+ * snapshot is deleted after.
+ */
+async function liveHeapMb(pid: number, snapshotDir: string): Promise<number> {
+  const before = new Set(existsSync(snapshotDir) ? readdirSync(snapshotDir) : []);
+  process.kill(pid, 'SIGUSR2');
+  const t0 = Date.now();
+  let file: string | undefined;
+  let size = -1;
+  // The snapshot is written on the daemon's thread: done once it exists and stops growing.
+  while (Date.now() - t0 < 120_000) {
+    await sleep(500);
+    file ??= (existsSync(snapshotDir) ? readdirSync(snapshotDir) : []).find((f) => f.endsWith('.heapsnapshot') && !before.has(f));
+    if (file === undefined) continue;
+    const now = statSync(join(snapshotDir, file)).size;
+    if (now > 0 && now === size) break;
+    size = now;
+  }
+  if (file === undefined) return NaN;
+  const path = join(snapshotDir, file);
+  try {
+    const snap = JSON.parse(readFileSync(path, 'utf8')) as { snapshot: { meta: { node_fields: string[] } }; nodes: number[] };
+    const fields = snap.snapshot.meta.node_fields;
+    const at = fields.indexOf('self_size');
+    let bytes = 0;
+    for (let i = at; i < snap.nodes.length; i += fields.length) bytes += snap.nodes[i]!;
+    return Math.round((bytes / 1024 / 1024) * 10) / 10;
+  } catch {
+    return NaN; // not whole yet after two minutes: no figure rather than a wrong one
+  } finally {
+    rmSync(path, { force: true });
+  }
 }
 
 function rssMb(pid: number): number {
@@ -637,6 +677,7 @@ async function tenThousand(b: Bench): Promise<Record<string, unknown>> {
     masterHeapMbBefore: heapBefore,
     masterHeapMbAfter: heapAfter,
     masterHeapMbAfterRetention: await b.masterHeapMb(),
+    masterLiveHeapMbAfterRetention: await liveHeapMb(b.cluster.master.pid, join(b.cluster.opts.dir, HEAP_SNAPSHOT_DIR)),
   };
 }
 
@@ -705,6 +746,12 @@ async function main(): Promise<void> {
       ...(etcd ? ['--store', 'etcd', '--etcd-endpoints', etcd.endpoint, '--etcd-prefix', `/throughput-${name}/`] : []),
       ...extraMasterArgs,
     ];
+    // tenThousand's master writes a heap snapshot on SIGUSR2 (its live heap after retention).
+    const daemonArgs = process.env.FUXI_DAEMON_NODE_ARGS;
+    if (name === 'tenThousand') {
+      mkdirSync(join(dir, name, HEAP_SNAPSHOT_DIR), { recursive: true }); // node writes none into a missing dir
+      process.env.FUXI_DAEMON_NODE_ARGS = `${daemonArgs ?? ''} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${join(dir, name, HEAP_SNAPSHOT_DIR)}`;
+    }
     // A fresh cluster per scenario: one scenario's finished jobs do not weigh on the next.
     const cluster = await LocalCluster.start({
       dir: join(dir, name),
@@ -715,6 +762,9 @@ async function main(): Promise<void> {
       metrics: true,
       ...(masterArgs.length ? { masterArgs } : {}),
       ...(agentExtra.length ? { agentArgs: agentExtra } : {}),
+    }).finally(() => {
+      if (daemonArgs === undefined) delete process.env.FUXI_DAEMON_NODE_ARGS;
+      else process.env.FUXI_DAEMON_NODE_ARGS = daemonArgs;
     });
     const client = cluster.client();
     try {
