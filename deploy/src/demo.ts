@@ -6,10 +6,10 @@
  * it and stops the cluster. Mutual TLS like any cluster (a CA and certificates made under its
  * folder); `--insecure` runs it in plaintext.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LocalCluster } from './local-cluster.js';
+import { LocalCluster, removeTree } from './local-cluster.js';
 import { expectedCounts, sameCounts, wordcountResult, wordcountSpec } from './wordcount.js';
 
 function bar(done: number, total: number, width = 20): string {
@@ -60,7 +60,7 @@ async function main(): Promise<number> {
   } finally {
     client.close();
     await cluster.stop({ killWorkers: true });
-    if (ok) rmSync(dir, { recursive: true, force: true });
+    if (ok) removeTree(dir);
     else log(`logs kept in ${dir}`);
   }
 }

@@ -239,10 +239,6 @@ export function killAmHosts(workDirs: Iterable<string>): void {
 }
 
 /**
- * Whether process `pid` exists (a zombie included). False for 0 and negative numbers, which
- * `kill(2)` takes for process groups: `isAlive(0)` asked about the caller's own group, always there.
- */
-/**
  * Removes a cluster's directory tree, again when something made an entry in it meanwhile: a spawn
  * helper outlives its agent until its workers have ended, and writes the exit file of a worker
  * killed just before (fs.rmSync's own retries only retry the directory's rmdir, never what was
@@ -260,6 +256,10 @@ export function removeTree(dir: string, attempts = 30): void {
   }
 }
 
+/**
+ * Whether process `pid` exists (a zombie included). False for 0 and negative numbers, which
+ * `kill(2)` takes for process groups: `isAlive(0)` asked about the caller's own group, always there.
+ */
 export function isAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {

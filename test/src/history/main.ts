@@ -6,11 +6,11 @@
  *
  *   node test/dist/history/main.js [--faults 100] [--seed N] [--clients 4] [--out FILE] [--keep]
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from '@fuxi/deploy';
+import { REPO_ROOT, removeTree } from '@fuxi/deploy';
 import { runHistory } from './run.js';
 
 const { values } = parseArgs({
@@ -73,4 +73,4 @@ if (s.faultsTotal < Number(values.faults)) {
   process.exit(1);
 }
 if (values.keep) process.stdout.write(`logs kept in ${dir}\n`);
-else rmSync(dir, { recursive: true, force: true });
+else removeTree(dir);
