@@ -26,7 +26,14 @@ export class AmHostConnection {
   private constructor(private readonly socket: net.Socket) {
     const lines = new LineDecoder();
     socket.on('data', (chunk) => {
-      for (const msg of lines.push(chunk)) this.receive(msg as AmHostAnswer | AmHostEvent);
+      let msgs: unknown[];
+      try {
+        msgs = lines.push(chunk);
+      } catch {
+        socket.destroy(); // a line past the limit: the host is not speaking the protocol
+        return;
+      }
+      for (const msg of msgs) this.receive(msg as AmHostAnswer | AmHostEvent);
     });
     socket.on('error', () => undefined);
     socket.on('close', () => {

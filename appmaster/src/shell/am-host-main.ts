@@ -123,7 +123,15 @@ function serve(o: ReturnType<typeof options>, log: Logger): void {
   const server = net.createServer((conn) => {
     const lines = new LineDecoder();
     conn.on('data', (chunk) => {
-      for (const msg of lines.push(chunk)) {
+      let msgs: unknown[];
+      try {
+        msgs = lines.push(chunk);
+      } catch (e) {
+        log.warn({ err: errorMessage(e) }, 'AM host connection sent a line past the limit; closed');
+        conn.destroy();
+        return;
+      }
+      for (const msg of msgs) {
         const req = msg as AmHostRequest;
         let out: AmHostAnswer;
         try {

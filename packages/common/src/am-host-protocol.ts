@@ -14,6 +14,7 @@
  * socket.write(encodeLine({ id: 1, op: 'start', am: { key, appId, workerId, dir, env } }));
  * ```
  */
+import { StringDecoder } from 'node:string_decoder';
 
 /** One hosted AM to start: an `__am__` worker of its agent. */
 export interface HostedAmSpec {
@@ -108,18 +109,32 @@ export function encodeLine(msg: unknown): string {
   return JSON.stringify(msg) + '\n';
 }
 
-/** Splits a byte stream into JSON messages, one per line; a line that is not JSON is skipped (counted). */
+/** The longest line either end takes (a start's environment, a stats answer of many AMs fit well below). */
+export const MAX_LINE_CHARS = 16 * 1024 * 1024;
+
+/**
+ * Splits a byte stream into JSON messages, one per line; a line that is not JSON is skipped
+ * (counted). A character whose bytes a read split in two is decoded whole (the decoder keeps the
+ * first part for the next chunk). A line longer than `maxChars` throws `LineTooLongError` (the
+ * caller ends the connection): a peer that never sends a newline cannot grow the buffer without end.
+ */
 export class LineDecoder {
+  private readonly utf8 = new StringDecoder('utf8');
   private rest = '';
   /** Lines that were not JSON. */
   malformed = 0;
 
+  constructor(private readonly maxChars = MAX_LINE_CHARS) {}
+
   push(chunk: Buffer | string): unknown[] {
-    const text = this.rest + (typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
-    const lines = text.split('\n');
-    this.rest = lines.pop() ?? '';
+    const text = typeof chunk === 'string' ? chunk : this.utf8.write(chunk);
     const out: unknown[] = [];
-    for (const line of lines) {
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+      const line = this.rest + text.slice(start, nl);
+      this.rest = '';
+      start = nl + 1;
+      if (line.length > this.maxChars) throw new LineTooLongError(line.length, this.maxChars);
       if (line.trim() === '') continue;
       try {
         out.push(JSON.parse(line));
@@ -127,6 +142,19 @@ export class LineDecoder {
         this.malformed++;
       }
     }
+    this.rest += text.slice(start);
+    if (this.rest.length > this.maxChars) throw new LineTooLongError(this.rest.length, this.maxChars);
     return out;
+  }
+}
+
+/** A line past the decoder's limit. */
+export class LineTooLongError extends Error {
+  constructor(
+    readonly chars: number,
+    readonly maxChars: number,
+  ) {
+    super(`a line of ${chars} characters or more, past the limit of ${maxChars}`);
+    this.name = 'LineTooLongError';
   }
 }
