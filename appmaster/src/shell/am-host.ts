@@ -517,9 +517,18 @@ class InlineAm implements Hosted {
     });
   }
 
+  /**
+   * The AM's own code runs in its context whoever calls in (the host's socket handler here): what
+   * its stop or pause sets off (timers, callbacks, the rest of its shutdown) is that AM's, and an
+   * exception there ends that AM alone, not the host.
+   */
+  private inContext(fn: () => void): void {
+    contexts.run(this.ctx, fn);
+  }
+
   stop(graceMs: number): void {
     if (this.over) return;
-    void this.am?.stop('stopped by its agent').catch(() => undefined);
+    this.inContext(() => void this.am?.stop('stopped by its agent').catch(() => undefined));
     this.deadline(graceMs, 'did not end within its stop grace; abandoned');
   }
 
@@ -531,10 +540,11 @@ class InlineAm implements Hosted {
           throw new Error('fault injection: an exception inside the application master');
         }),
       );
-    } else if (f === 'pause') this.resume ??= this.am?.pause();
+    } else if (f === 'pause') this.inContext(() => (this.resume ??= this.am?.pause()));
     else {
-      this.resume?.();
+      const resume = this.resume;
       this.resume = undefined;
+      if (resume) this.inContext(resume);
     }
   }
 
@@ -550,7 +560,8 @@ class InlineAm implements Hosted {
     if (this.over) return;
     this.crash ??= `uncaught error: ${errorMessage(e)}`;
     this.logFile?.log.error({ err: describe(e) }, 'uncaught error in this application master; the host ends it');
-    void this.am?.stop(this.crash).catch(() => undefined);
+    const crash = this.crash;
+    this.inContext(() => void this.am?.stop(crash).catch(() => undefined));
     this.deadline(this.opts.crashGraceMs ?? 2000, this.crash);
   }
 

@@ -244,6 +244,7 @@ export class AppMaster {
   private readonly agents = new Map<string, AgentClient>();
   private core: DagAppMaster;
   private server: AmServing | undefined;
+  private serverClosed: Promise<void> | undefined;
   private epoch = '0';
   private requestSeq = 0;
   private returnSeq = 0;
@@ -435,7 +436,7 @@ export class AppMaster {
       }),
     };
     const handlers = implement(def, impl, this.log);
-    this.server = this.cfg.serve
+    const server = this.cfg.serve
       ? await this.cfg.serve(handlers)
       : await startServer({
           bind: this.cfg.bind ?? '127.0.0.1:0',
@@ -444,7 +445,17 @@ export class AppMaster {
           ...(this.cfg.transport ? { transport: this.cfg.transport } : {}),
           services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers }],
         });
-    this.log.info({ address: this.server.address, node: this.cfg.nodeId }, 'application master serving');
+    this.server = server;
+    // Stopped while the server was being set up: the shutdown found none to close.
+    if (this.stopped) await this.closeServer();
+    else this.log.info({ address: server.address, node: this.cfg.nodeId }, 'application master serving');
+  }
+
+  /** Closes the server (or leaves the shared server's route), once, whoever asks first. */
+  private closeServer(): Promise<void> {
+    if (!this.server) return Promise.resolve();
+    this.serverClosed ??= this.server.shutdown(1000);
+    return this.serverClosed;
   }
 
   /** Fencing: commands from a deposed master (older epoch) are refused with FAILED_PRECONDITION. */
@@ -1218,7 +1229,7 @@ export class AppMaster {
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;
     await Promise.allSettled([...this.agentOps.keys()]);
-    await this.server?.shutdown(1000);
+    await this.closeServer();
     this.conn.close();
     for (const c of this.agents.values()) c.close();
     this.agents.clear();

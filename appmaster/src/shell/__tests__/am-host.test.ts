@@ -172,6 +172,44 @@ describe('AM host', function () {
     host.close();
   });
 
+  it("runs what a stop, a pause or a resume sets off in that AM's context, whoever asked", async () => {
+    // The host's socket handler calls in from outside every AM: an error in what the AM's stop
+    // schedules must end that AM alone, not be taken for the host's own (which ends the host).
+    const attributed: Array<[string, boolean]> = [];
+    class Leaky extends ScriptedAm {
+      override stop(reason: string): Promise<void> {
+        setImmediate(() => attributed.push(['stop', host.attribute(new Error('in stop'))]));
+        return super.stop(reason);
+      }
+      override pause(): () => void {
+        setImmediate(() => attributed.push(['pause', host.attribute(new Error('in pause'))]));
+        const resume = super.pause();
+        return () => {
+          setImmediate(() => attributed.push(['resume', host.attribute(new Error('in resume'))]));
+          resume();
+        };
+      }
+    }
+    const host: AmHost = new AmHost({ log: nullLogger, crashGraceMs: 200, createAm: () => new Leaky() });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    host.start(amSpec('a', undefined));
+    host.start(amSpec('b', undefined));
+    expect(host.fault('a', 'pause')).to.equal(true);
+    expect(host.fault('a', 'resume')).to.equal(true);
+    expect(host.stop('b', 1000)).to.equal(true);
+    // (The pause's error ends `a`, whose stop then runs too: stop is called for both.)
+    await waitFor(() => attributed.filter(([what]) => what === 'stop').length === 2 && exits.length === 2, 5000, 'both AMs to end');
+    expect(new Set(attributed.map(([what]) => what))).to.deep.equal(new Set(['pause', 'resume', 'stop']));
+    expect(attributed.every(([, taken]) => taken)).to.equal(true);
+    expect(exits.map((e) => [e.key, e.exitCode]).sort()).to.deep.equal([
+      ['a', 1],
+      ['b', 1],
+    ]);
+    expect(host.attribute(new Error('host'))).to.equal(false);
+    host.close();
+  });
+
   it('stops an AM within its grace even when it does not end by itself; pauses and resumes one', async () => {
     const ams = new Map<string, ScriptedAm>();
     const host = new AmHost({ log: nullLogger, createAm: (spec) => ams.set(spec.key, new ScriptedAm()).get(spec.key)! });
@@ -326,6 +364,26 @@ describe('AM host', function () {
       ca.close();
       cb.close();
       await servers.close();
+    }
+  });
+
+  it('leaves no route behind for an AM stopped while the shared server was being set up', async () => {
+    const host = new AmHost({ log: nullLogger });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    // The first AM of a fresh host: its stop comes before the server it is to be served by is up.
+    host.start(amSpec('app-1/am.1', undefined));
+    host.stop('app-1/am.1', 2000);
+    await waitFor(() => exits.length === 1, 10_000, 'the stopped AM to end');
+    const [shared] = await host.serverAddresses();
+    const c = connect(loadFuxiProto().AppMasterService, `${shared}#${encodeURIComponent('app-1/am.1')}`);
+    try {
+      const err = (await c.GetAppState({}).catch((e: unknown) => e)) as RpcError;
+      expect(err).to.be.instanceOf(RpcError);
+      expect(err.code).to.equal('UNAVAILABLE');
+    } finally {
+      c.close();
+      await host.close();
     }
   });
 
