@@ -31,7 +31,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { errorMessage, nullLogger, UnavailableError, type AmHostExitEvent, type AmHostStats, type HostedAmSpec, type Logger } from '@fuxi/common';
 import { AmHostConnection } from './am-host-client.js';
-import { readBootId, readStartTime, sameProcessAlive } from './process-driver.js';
+import { readBootId, readExitFile, readStartTime, sameProcessAlive, workerDir } from './process-driver.js';
 
 /** The host process as the agent records it. */
 export interface HostRecord {
@@ -104,8 +104,11 @@ export class AmHostSupervisor {
   private conn: AmHostConnection | undefined;
   private child: ChildProcess | undefined;
   private ensuring: Promise<void> | undefined;
-  /** Hosted AMs this agent knows to be running in the current host: key -> worker. */
-  private readonly known = new Map<string, { appId: string; workerId: string }>();
+  private reconnecting: Promise<void> | undefined;
+  /** Hosted AMs this agent knows to be running in the current host: key -> worker (and its dir, where the host writes `exit`). */
+  private readonly known = new Map<string, { appId: string; workerId: string; dir: string }>();
+  /** Stops asked for while no connection was open (or lost with one): sent when it is open again. */
+  private readonly pendingStops = new Map<string, number>();
   /** Keys the adopted host listed as running at attach. */
   private listed = new Set<string>();
   /** Exits of keys not known yet (ended between attach and adopt). */
@@ -183,21 +186,43 @@ export class AmHostSupervisor {
     const rec = this.current;
     const conn = this.conn;
     if (!rec || !conn) throw new UnavailableError('the AM host is not running');
-    await conn.request({ op: 'start', am: spec }, this.opts.requestTimeoutMs ?? 5000);
-    this.known.set(spec.key, { appId: spec.appId, workerId: spec.workerId });
+    this.endedEarly.delete(spec.key);
+    try {
+      await conn.request({ op: 'start', am: spec }, this.opts.requestTimeoutMs ?? 5000);
+    } catch (e) {
+      // No answer in time, the connection still open: the host may have started it all the same,
+      // and nobody would ever watch or stop it. The spawn fails, so it must not run.
+      if (!conn.isClosed) conn.request({ op: 'stop', key: spec.key, graceMs: 0 }).catch(() => undefined);
+      throw e;
+    }
+    this.known.set(spec.key, { appId: spec.appId, workerId: spec.workerId, dir: spec.dir });
+    // Its exit came in the same read as the answer, before this continuation: reported a turn
+    // later, after the agent has taken the spawn (an exit before it would be dropped).
+    const early = this.endedEarly.get(spec.key);
+    if (early) {
+      this.endedEarly.delete(spec.key);
+      setImmediate(() => this.hostExit(early));
+    }
     return { pid: rec.pid, startTime: rec.startTime, bootId: rec.bootId };
   }
 
   /** Stops a hosted AM (its end comes as an exit). */
   stop(key: string, graceMs: number): void {
-    const conn = this.conn;
-    if (!conn || !this.known.has(key)) {
+    if (!this.known.has(key)) {
       this.log.warn({ key }, 'stop of an AM the AM host does not run: nothing to do');
       return;
     }
-    conn
-      .request({ op: 'stop', key, graceMs }, graceMs + 5000)
-      .catch((e: unknown) => this.log.warn({ key, err: errorMessage(e) }, 'AM host did not take the stop'));
+    const conn = this.conn;
+    if (!conn || conn.isClosed) {
+      // Sent once the connection is open again; the host's death ends the AM anyway.
+      this.pendingStops.set(key, graceMs);
+      return;
+    }
+    conn.request({ op: 'stop', key, graceMs }, graceMs + 5000).catch((e: unknown) => {
+      if (!this.known.has(key)) return;
+      this.log.warn({ key, err: errorMessage(e) }, 'AM host did not take the stop; asked again once it answers');
+      this.pendingStops.set(key, graceMs);
+    });
   }
 
   /** A re-adopted hosted AM (after attach): its exit comes from the host. */
@@ -213,7 +238,7 @@ export class AmHostSupervisor {
       setImmediate(() => this.exitCb({ appId, workerId, pid, exitCode: null, signal: null, detail: 'ended with the AM host' }));
       return;
     }
-    this.known.set(key, { appId, workerId });
+    this.known.set(key, { appId, workerId, dir: workerDir(this.opts.workDir, appId, workerId) });
   }
 
   /**
@@ -261,7 +286,12 @@ export class AmHostSupervisor {
   private ensure(): Promise<void> {
     if (this.closed) return Promise.reject(new UnavailableError('the agent is stopping'));
     if (this.current && this.conn && !this.conn.isClosed) return Promise.resolve();
-    this.ensuring ??= this.startHost().finally(() => (this.ensuring = undefined));
+    // A live host whose connection dropped is connected to again, never doubled: a second host
+    // would take over the socket, and the first one's AMs would be neither watched nor stopped.
+    const rec = this.current;
+    this.ensuring ??= (rec && sameProcessAlive(rec.pid, rec.startTime) ? this.reconnect(rec, 2000) : this.startHost()).finally(
+      () => (this.ensuring = undefined),
+    );
     return this.ensuring;
   }
 
@@ -330,6 +360,8 @@ export class AmHostSupervisor {
   /** Opens the connection as the host's agent; resolves with the keys it runs. */
   private async connect(rec: HostRecord, timeoutMs: number): Promise<string[]> {
     const conn = await AmHostConnection.open(rec.socket, { timeoutMs });
+    // Before the hello: an exit the host sends right after its answer (in the same read) is not lost.
+    conn.onEvent((e) => this.hostExit(e));
     let hello;
     try {
       hello = await conn.request({ op: 'hello', role: 'agent' }, timeoutMs);
@@ -339,7 +371,6 @@ export class AmHostSupervisor {
     }
     this.conn?.close();
     this.conn = conn;
-    conn.onEvent((e) => this.hostExit(e));
     conn.onClose(() => this.connectionLost(rec, conn));
     this.silentMs = 0;
     this.pingOutstanding = false;
@@ -351,6 +382,42 @@ export class AmHostSupervisor {
     return (hello.ams ?? []).map((a) => a.key);
   }
 
+  /**
+   * Connects again to the live host `rec` after its connection dropped. What it lists is matched
+   * with what this agent knows: an AM it no longer runs ended meanwhile (its exit event went to no
+   * one), and its end is read from its `exit` file; stops asked for meanwhile are sent now.
+   */
+  private reconnect(rec: HostRecord, timeoutMs: number): Promise<void> {
+    // One at a time: the connection loss, the tick and a start all ask for it.
+    this.reconnecting ??= this.reconnectOnce(rec, timeoutMs).finally(() => (this.reconnecting = undefined));
+    return this.reconnecting;
+  }
+
+  private async reconnectOnce(rec: HostRecord, timeoutMs: number): Promise<void> {
+    const running = new Set(await this.connect(rec, timeoutMs));
+    if (this.current !== rec) return;
+    for (const [key, w] of [...this.known]) {
+      if (running.has(key)) continue;
+      this.known.delete(key);
+      this.pendingStops.delete(key);
+      const code = readExitFile(w.dir);
+      this.log.info({ key, exitCode: code }, 'hosted AM ended while the AM host connection was down');
+      this.exitCb({
+        appId: w.appId,
+        workerId: w.workerId,
+        pid: rec.pid,
+        exitCode: code,
+        signal: null,
+        ...(code === null ? { detail: 'ended while the agent was not connected to its AM host' } : {}),
+      });
+    }
+    const conn = this.conn;
+    for (const [key, graceMs] of [...this.pendingStops]) {
+      this.pendingStops.delete(key);
+      if (this.known.has(key) && conn) this.stop(key, graceMs);
+    }
+  }
+
   private hostExit(e: AmHostExitEvent): void {
     const w = this.known.get(e.key);
     if (!w) {
@@ -359,6 +426,7 @@ export class AmHostSupervisor {
       return;
     }
     this.known.delete(e.key);
+    this.pendingStops.delete(e.key);
     this.exitCb({ appId: w.appId, workerId: w.workerId, pid: this.current?.pid ?? 0, exitCode: e.exitCode, signal: e.signal });
   }
 
@@ -373,7 +441,7 @@ export class AmHostSupervisor {
       return;
     }
     this.log.warn({ hostPid: rec.pid }, 'AM host connection lost while the host runs; connecting again');
-    void this.connect(rec, 2000).catch((e: unknown) =>
+    void this.reconnect(rec, 2000).catch((e: unknown) =>
       this.log.warn({ hostPid: rec.pid, err: errorMessage(e) }, 'AM host not reachable; the hang check decides'),
     );
   }
@@ -386,6 +454,7 @@ export class AmHostSupervisor {
     this.conn = undefined;
     const ams = [...this.known.values()];
     this.known.clear();
+    this.pendingStops.clear();
     this.listed.clear();
     fs.rmSync(path.join(this.hostDir, 'host.json'), { force: true });
     this.log.warn({ hostPid: rec.pid, why, ams: ams.length }, 'AM host ended: every AM it held ended with it');
@@ -415,7 +484,7 @@ export class AmHostSupervisor {
         this.silentMs = 0;
         this.kill(rec);
       }
-      if (!conn) void this.connect(rec, Math.min(2000, period)).catch(() => undefined);
+      if (!conn) void this.reconnect(rec, Math.min(2000, period)).catch(() => undefined);
       return;
     }
     this.pingOutstanding = true;
