@@ -44,6 +44,11 @@ export const AGENT_BATCHED: ReadonlySet<string> = new Set(['StartWorkers', 'Stop
 /** What an agent may batch to the AMs of a server (AppMasterService.Calls). */
 export const WORKER_EVENTS_BATCHED: ReadonlySet<string> = new Set(['WorkerEvents']);
 
+/** DEADLINE_EXCEEDED for a batched call of `method`, as its call alone would fail. */
+function deadlineError(method: string, when: string): RpcError {
+  return new RpcError('DEADLINE_EXCEEDED', `the call's deadline passed ${when}`, grpc.status.DEADLINE_EXCEEDED, {}, method);
+}
+
 /** The method of a service definition, by name. */
 function methodOf(definition: object, method: string): AnyMethod | undefined {
   const def = (definition as Record<string, AnyMethod | undefined>)[method];
@@ -265,11 +270,34 @@ export class CallBatcher {
     }
   }
 
-  private async send(batch: Pending[]): Promise<void> {
-    const first = batch[0] as Pending;
+  private async send(taken: Pending[]): Promise<void> {
+    // A call whose deadline passed while it waited for its batch fails now, unsent (it never ran).
+    const now = Date.now();
+    const batch: Pending[] = [];
+    for (const p of taken) {
+      if (p.deadlineAt > now) batch.push(p);
+      else p.reject(deadlineError(p.method, 'while it waited for its batch'));
+    }
+    const first = batch[0];
+    if (!first) return;
     // A batch of one is that call alone: no wrapping, no second encoding.
     if (batch.length === 1) return first.alone().then(first.resolve, first.reject);
-    const deadlineMs = Math.max(1, Math.min(...batch.map((p) => p.deadlineAt)) - Date.now());
+    // The batch lives as long as its longest-lived call: a call with a short deadline must not cut
+    // its neighbours' short (they would fail together, and be retried, though the server ran them).
+    // Each shorter one fails at its own deadline, as it would alone.
+    const latest = Math.max(...batch.map((p) => p.deadlineAt));
+    const timers = batch.flatMap((p) =>
+      p.deadlineAt < latest ? [setTimeout(() => p.reject(deadlineError(p.method, 'before its batch was answered')), p.deadlineAt - now)] : [],
+    );
+    try {
+      await this.sendBatch(batch, Math.max(1, latest - now));
+    } finally {
+      for (const t of timers) clearTimeout(t);
+    }
+  }
+
+  private async sendBatch(batch: Pending[], deadlineMs: number): Promise<void> {
+    const first = batch[0] as Pending;
     let res: CallBatchResult__Output;
     try {
       // No token of the batch's own: each call carries its own.

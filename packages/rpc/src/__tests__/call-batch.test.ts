@@ -25,7 +25,7 @@ interface Seen {
 
 /**
  * A MasterService whose UpdateRequests answers with the request's seq as its epoch and records the
- * bearer token it was called with; app `refused` gets FAILED_PRECONDITION, and every call a redirect
+ * bearer token it was called with (apps named slow... after 300 ms); app `refused` gets FAILED_PRECONDITION, and every call a redirect
  * to `leader` when that is set. AmCalls is the real batch handler over these handlers, unless
  * `noBatches` (a master that predates it: the method is not served at all).
  */
@@ -38,6 +38,7 @@ function fakeMaster(seen: Seen, opts: { leader?: string; noBatches?: boolean } =
   impl.UpdateRequests = async (req: { appId: string; seq: string }, call: grpc.ServerUnaryCall<object, object>) => {
     if (opts.leader) throw new UnavailableError('not the leader', opts.leader);
     seen.tokens.push(bearerToken(call.metadata) ?? '');
+    if (req.appId.startsWith('slow')) await new Promise((r) => setTimeout(r, 300));
     if (req.appId === 'refused') throw new FailedPreconditionError(`app ${req.appId} is not running`, { reason: 'ended' });
     return { epoch: req.seq, assignments: [] };
   };
@@ -201,6 +202,23 @@ describe('batched calls (AmCalls)', () => {
       expect((await call(update('lone', 5), 'tl')).epoch).to.equal('5');
       expect(seen.batches).to.deep.equal([3, 3]);
       expect(alone).to.equal(3);
+    } finally {
+      client.close();
+    }
+  });
+  it("a call's short deadline is its own: it fails at it, and the call beside it in the batch is answered", async () => {
+    const seen = fresh();
+    const s = await serve(seen);
+    const client = connect(loadFuxiProto().MasterService, s.address);
+    try {
+      const batcher = new CallBatcher(loadFuxiProto().MasterService.service, AM_BATCHED);
+      const call = (req: never, deadlineMs: number) =>
+        batcher.call(client, 'UpdateRequests', req, { token: 't', deadlineMs }, () => client.UpdateRequests(req, { deadlineMs }));
+      const [short, long] = await Promise.allSettled([call(update('slow-short', 1), 100), call(update('slow-long', 2), 5000)]);
+      expect(seen.batches).to.deep.equal([2]);
+      expect(short.status).to.equal('rejected');
+      expect(((short as PromiseRejectedResult).reason as RpcError).code).to.equal('DEADLINE_EXCEEDED');
+      expect(long.status === 'fulfilled' && long.value.epoch).to.equal('2');
     } finally {
       client.close();
     }
