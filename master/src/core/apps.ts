@@ -12,7 +12,7 @@ import { connectivityFor, setConstraints } from './placement-scope.js';
 import { maybeFinishRecovery } from './recovery.js';
 import { checkUpdate } from './request-limits.js';
 import { scheduleOrDefer } from './scheduling.js';
-import { KEYS, putJob, STORED_KEYS_KEPT, type StoreOp } from './store-ops.js';
+import { KEYS, putJob, STORED_KEYS_KEPT, storeWrites, type StoreOp } from './store-ops.js';
 import { assignmentsOf, pushAssignments, pushesInFlight, pushGrants } from './sync.js';
 import type { AssignmentEntry, ConnectivityView, PlacementConstraints, RequestDelta, SlotReturn, TaskProgress, UnitConfig } from './types.js';
 
@@ -204,7 +204,10 @@ export function saveAppSnapshot(st: MasterState, req: { appId: string; attempt: 
     for (const op of ops) app.storedKeys.push(op.key);
     if (app.storedKeys.length > STORED_KEYS_KEPT) app.storedKeys = undefined;
   }
-  st.out.push({ kind: 'store', ops });
+  // An AM sends everything pending in one call (after a restart, an entry per finished instance):
+  // the entries are keyed by (attempt, seq, index), so a write cut short and made again after a
+  // failover lands on the same keys; the call is answered once every write is durable.
+  st.out.push(...storeWrites(ops));
 }
 
 /**

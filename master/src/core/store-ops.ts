@@ -26,8 +26,45 @@ export const KEYS = {
 export const STORED_KEYS_KEPT = 256;
 
 /**
+ * The most one store write may carry: etcd refuses a transaction over its --max-txn-ops (128 by
+ * default) and a request over --max-request-bytes (1.5 MiB by default). The shell's batches of
+ * many writes keep within them (store-batches.ts); a write the core makes of many operations that
+ * need not land together is cut into writes within them (`storeWrites`).
+ */
+export const STORE_WRITE_LIMITS = { maxOps: 128, maxBytes: 1024 * 1024 };
+
+/** The bytes a store operation carries (its key, and a put's value). */
+export function opBytes(op: StoreOp): number {
+  return op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
+}
+
+/**
+ * `ops` as store writes in order, each within `limits` (one operation over them alone is a write
+ * of its own). Only for operations that need not land together: each write is atomic, the whole
+ * is not (what is written again after a failover must land on the same keys with the same values).
+ */
+export function storeWrites(ops: readonly StoreOp[], limits = STORE_WRITE_LIMITS): Array<{ kind: 'store'; ops: StoreOp[] }> {
+  const out: Array<{ kind: 'store'; ops: StoreOp[] }> = [];
+  let cur: StoreOp[] = [];
+  let bytes = 0;
+  for (const op of ops) {
+    const b = opBytes(op);
+    if (cur.length > 0 && (cur.length >= limits.maxOps || bytes + b > limits.maxBytes)) {
+      out.push({ kind: 'store', ops: cur });
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(op);
+    bytes += b;
+  }
+  if (cur.length > 0) out.push({ kind: 'store', ops: cur });
+  return out;
+}
+
+/**
  * The deletion of an app's hard state at its job's end: the keys this master wrote (`storedKeys`),
  * nothing when it wrote none, and every key under the prefix when it cannot know (listed then).
+ * Deletes need not land together: up to STORED_KEYS_KEPT keys go in writes within the store's limits.
  */
 export function deleteAppState(
   jobId: string,
@@ -35,7 +72,7 @@ export function deleteAppState(
 ): Array<{ kind: 'store'; ops: StoreOp[] } | { kind: 'deletePrefix'; prefix: string }> {
   if (storedKeys === undefined) return [{ kind: 'deletePrefix', prefix: KEYS.appPrefix(jobId) }];
   if (storedKeys.length === 0) return [];
-  return [{ kind: 'store', ops: [...new Set(storedKeys)].map((key) => ({ type: 'del', key })) }];
+  return storeWrites([...new Set(storedKeys)].map((key): StoreOp => ({ type: 'del', key })));
 }
 
 /** The write that persists a job record (hard state). */

@@ -9,15 +9,11 @@
  * for (const e of coalesceStoreWrites(effects)) run(e); // 1,000 submitted jobs: 8 writes, not 1,000
  * ```
  */
-import type { StoreOp } from '../core/store-ops.js';
+import { opBytes, STORE_WRITE_LIMITS, type StoreOp } from '../core/store-ops.js';
 import type { Effect } from '../core/types.js';
 
-export const STORE_BATCH_LIMITS = { maxOps: 128, maxBytes: 1024 * 1024 };
-
-/** The bytes a store operation carries (its key, and a put's value). */
-export function opBytes(op: StoreOp): number {
-  return op.type === 'put' ? Buffer.byteLength(op.key) + Buffer.byteLength(op.value) : Buffer.byteLength(op.key);
-}
+export { opBytes };
+export const STORE_BATCH_LIMITS = STORE_WRITE_LIMITS;
 
 export function coalesceStoreWrites(effects: readonly Effect[], limits = STORE_BATCH_LIMITS): Effect[] {
   const out: Effect[] = [];

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { res, StaleEpochError, ZERO } from '@fuxi/common';
 import { DEFAULT_CONFIG } from '../master-core.js';
-import { STORED_KEYS_KEPT } from '../store-ops.js';
+import { STORE_WRITE_LIMITS, STORED_KEYS_KEPT, storeWrites } from '../store-ops.js';
 import { AM_SU } from '@fuxi/common';
 import type { Effect, GrantEntry, JobRecord } from '../types.js';
 import {
@@ -554,6 +554,32 @@ describe('AM snapshot (hard state of the AM)', () => {
       ]);
       expect(dels.length, end).to.equal(4);
     }
+  });
+
+  it("cuts a save of many entries, and the deletion of an app's many keys, into writes the store takes (etcd: 128 keys)", () => {
+    const h = busy();
+    // An AM restarted after 200 instances finished logs them all in one call.
+    const writes = ofKind(save(h, { topology: '{"tasks":1}', seq: 1, entries: Array.from({ length: 200 }, (_, i) => `e${i}`) }), 'store');
+    expect(writes.map((w) => w.ops.length)).to.deep.equal([128, 73]);
+    const keys = writes.flatMap((w) => w.ops.map((o) => o.key));
+    expect(keys[0]).to.equal('apps/job-1/topology');
+    expect(keys.slice(1)).to.deep.equal(Array.from({ length: 200 }, (_, i) => `apps/job-1/log/0001-000000000001-${String(i).padStart(6, '0')}`));
+    // Its 201 keys (fewer than a master keeps) go at its end, in writes of at most 128 deletes.
+    const dels = ofKind(h.finish('job-1', true), 'store').filter((w) => w.ops.every((o) => o.type === 'del'));
+    expect(dels.map((w) => w.ops.length)).to.deep.equal([128, 73]);
+    expect(new Set(dels.flatMap((w) => w.ops.map((o) => o.key)))).to.deep.equal(new Set(keys));
+  });
+
+  it('storeWrites keeps each write within the operations and the bytes of the limits, in order', () => {
+    const ops = Array.from({ length: 5 }, (_, i) => ({ type: 'put' as const, key: `k${i}`, value: 'v'.repeat(40) }));
+    expect(storeWrites(ops, { maxOps: 2, maxBytes: 1000 }).map((w) => w.ops.map((o) => o.key))).to.deep.equal([['k0', 'k1'], ['k2', 'k3'], ['k4']]);
+    expect(storeWrites(ops, { maxOps: 10, maxBytes: 90 }).map((w) => w.ops.map((o) => o.key))).to.deep.equal([['k0', 'k1'], ['k2', 'k3'], ['k4']]);
+    // One operation over the bytes alone is a write of its own.
+    expect(
+      storeWrites([{ type: 'put', key: 'big', value: 'x'.repeat(200) }, ...ops.slice(0, 1)], { maxOps: 10, maxBytes: 90 }).map((w) => w.ops.length),
+    ).to.deep.equal([1, 1]);
+    expect(storeWrites([])).to.deep.equal([]);
+    expect(STORE_WRITE_LIMITS.maxOps).to.equal(128);
   });
 
   it('lists the prefix at the end of an app whose state has more keys than a master keeps', () => {
