@@ -6,7 +6,7 @@
 import { checkJobTestbed } from './testbeds.js';
 import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { mintAttemptToken } from './am-tokens.js';
-import { admissible, heldMessage, indexMember } from './arrays.js';
+import { admit, checkMember, heldMessage, indexMember, memberEnded, memberIds } from './arrays.js';
 import { markRequesting, setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { checkJobInputs, DEFAULT_JOB_INPUT_LIMITS } from './request-limits.js';
@@ -51,6 +51,7 @@ export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): Subm
     throw new InvalidArgumentError('quotaGroup', `unknown quota group "${spec.quotaGroup}" (known: ${[...st.groups.keys()].join(', ')})`);
   }
   checkJobTestbed(st.testbeds, spec, st.now);
+  checkMember(st, spec, owner);
   const job: JobRecord = {
     jobId: spec.jobId,
     spec,
@@ -66,15 +67,14 @@ export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): Subm
     ...(owner ? { owner } : {}),
   };
   st.jobs.set(job.jobId, job);
+  // Decided before the record is written: a held member is written held.
+  if (spec.array) job.held = true;
   indexMember(st, job);
-  if (spec.array) {
-    // Decided before the record is written: a held member is written held.
-    job.held = true;
-    if (admissible(st, spec.array.id).includes(job)) job.held = false;
-    else job.message = heldMessage(st, job);
-  }
+  const others = spec.array ? admit(st, spec.array.id).filter((j) => j !== job) : [];
+  if (job.held) job.message = heldMessage(st, job);
   st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
   if (!job.held) startAttempt(st, job);
+  startAdmitted(st, others);
   st.log.info({ jobId: job.jobId, name: spec.name, tasks: spec.tasks.length }, 'job submitted');
   return { jobId: job.jobId, created: true };
 }
@@ -121,7 +121,7 @@ export function getJob(st: MasterState, jobId: string): JobRecord {
 }
 
 export function listJobs(st: MasterState, states: readonly JobState[] = [], arrayId = ''): JobRecord[] {
-  const from = arrayId ? [...(st.arrays.get(arrayId) ?? [])].map((id) => st.jobs.get(id)!).filter(Boolean) : [...st.jobs.values()];
+  const from = arrayId ? [...memberIds(st, arrayId)].map((id) => st.jobs.get(id)!).filter(Boolean) : [...st.jobs.values()];
   const all = from.sort((a, b) => a.submitSeq - b.submitSeq);
   return states.length === 0 ? all : all.filter((j) => states.includes(j.state));
 }
@@ -150,13 +150,15 @@ export function listJobsPage(
 
 /** Starts the held members of job arrays that have room (after a member ended, or a failover). */
 export function admitArrayMembers(st: MasterState, arrayIds: Iterable<string> = st.arrays.keys()): void {
-  for (const id of arrayIds) {
-    for (const job of admissible(st, id)) {
-      job.message = '';
-      job.held = false;
-      st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
-      startAttempt(st, job);
-    }
+  for (const id of [...arrayIds]) startAdmitted(st, admit(st, id));
+}
+
+/** Writes and starts members just admitted (arrays.ts `admit`: no longer held). */
+function startAdmitted(st: MasterState, jobs: readonly JobRecord[]): void {
+  for (const job of jobs) {
+    job.message = '';
+    st.out.push(putJob(job), { kind: 'jobChanged', jobId: job.jobId });
+    startAttempt(st, job);
   }
 }
 
@@ -206,9 +208,11 @@ export function newApp(job: JobRecord, amState: AppState['amState'], reported: b
 export function endJob(st: MasterState, job: JobRecord, state: JobState, message: string): void {
   st.faults.resolve('AM_CRASH', job.jobId, st.now, `job ${state}`);
   st.faults.resolve('AM_TIMING', job.jobId, st.now, `job ${state}`);
+  const wasActive = job.held !== true && !TERMINAL_STATES.has(job.state);
   job.state = state;
   job.message = message;
   job.finishedAtMs = st.now;
+  if (job.spec.array) memberEnded(st, job, wasActive);
   const app = st.apps.get(job.jobId);
   if (app) {
     const nodesTouched = new Set<string>();

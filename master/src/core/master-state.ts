@@ -11,6 +11,7 @@ import { AttemptWatch } from './attempt-verdicts.js';
 import { FailurePredictor } from './failure-prediction.js';
 import { FaultBoard, type SoftStateSource, type SourceTiming } from './fault-fsm.js';
 import { ExternalRegistry } from './external-registry.js';
+import type { ArrayMembers } from './arrays.js';
 import { GrantWaits } from './grant-waits.js';
 import type { AmQueue } from './sched-am-queue.js';
 import { DEFAULT_PREDICTION_CONFIG, type PredictionConfig } from './prediction-config.js';
@@ -348,8 +349,8 @@ export class MasterState {
   /** Per agent: the failure detector fed with its arrivals (nodes.ts `heard`). */
   readonly detectors = new Map<string, FailureDetector>();
   readonly jobs = new Map<string, JobRecord>();
-  /** Job array id -> member job ids (arrays.ts). */
-  readonly arrays = new Map<string, Set<string>>();
+  /** Job array id -> its members and counts (arrays.ts). */
+  readonly arrays = new Map<string, ArrayMembers>();
   /** When retention last ran (retention.ts). */
   lastRetentionMs = 0;
   readonly apps = new Map<string, AppState>();

@@ -110,12 +110,13 @@ function loadWithoutFailover(st: MasterState, jobs: JobRecord[]): void {
   for (const j of [...jobs].sort((a, b) => a.submitSeq - b.submitSeq)) {
     st.submitSeq = Math.max(st.submitSeq, j.submitSeq);
     st.jobs.set(j.jobId, j);
-    indexMember(st, j);
-    if (TERMINAL_STATES.has(j.state)) continue;
-    j.state = 'failed';
-    j.message = 'the master failed over while the job was running (master failover disabled)';
-    j.finishedAtMs = st.now;
-    st.out.push(putJob(j), { kind: 'deletePrefix', prefix: KEYS.appPrefix(j.jobId) });
+    if (!TERMINAL_STATES.has(j.state)) {
+      j.state = 'failed';
+      j.message = 'the master failed over while the job was running (master failover disabled)';
+      j.finishedAtMs = st.now;
+      st.out.push(putJob(j), { kind: 'deletePrefix', prefix: KEYS.appPrefix(j.jobId) });
+    }
+    indexMember(st, j); // as it is now: ended
   }
   st.log.info({ jobs: jobs.length }, 'hard state loaded without failover: unfinished jobs failed');
 }

@@ -6,6 +6,7 @@
  */
 import type { MasterState } from './master-state.js';
 import { KEYS } from './store-ops.js';
+import { forgetMember } from './arrays.js';
 import { TERMINAL_STATES, type JobRecord } from './types.js';
 
 export const RETENTION_EVERY_MS = 10_000;
@@ -31,12 +32,7 @@ export function tickRetention(st: MasterState): void {
   if (expired.length === 0) return;
   for (const j of expired) {
     st.jobs.delete(j.jobId);
-    const a = j.spec.array;
-    if (a) {
-      const set = st.arrays.get(a.id);
-      set?.delete(j.jobId);
-      if (set && set.size === 0) st.arrays.delete(a.id);
-    }
+    forgetMember(st, j);
     st.out.push({ kind: 'store', ops: [{ type: 'del', key: KEYS.job(j.jobId) }] });
   }
   st.log.info({ deleted: expired.length, oldestEndedMs: expired[0]!.finishedAtMs }, 'finished jobs past their retention deleted');

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { PermissionDeniedError } from '@fuxi/common';
 import type { JobRecord } from '../types.js';
 import { Harness, mockSpec } from './core-factories.js';
 
@@ -67,5 +68,50 @@ describe('master core: job arrays', () => {
     const h = new Harness({ nodes: [], epoch: '9' });
     h.core.loadHardState(records, [{ nodeId: 'n1', address: 'n1:1' }], h.now);
     expect(view(h).map((v) => v[3])).to.deep.equal(['', '', 'held', 'held']);
+  });
+  it("refuses a member that is not the array owner's or would change its limit, and changes nothing", () => {
+    const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
+    for (let i = 0; i < 3; i++) h.core.submitJob(member(i), h.now, 'alice');
+    const { results } = h.core.submitJobs([member(3, 100), member(4)], h.now, 'mallory');
+    expect(results[0]!.error).to.be.instanceOf(PermissionDeniedError);
+    expect(results[0]!.error!.message).to.contain("job array arr is user alice's");
+    expect(results[1]!.error).to.be.instanceOf(PermissionDeniedError);
+    const raised = h.core.submitJobs([member(3, 100)], h.now, 'alice').results[0]!.error!;
+    expect(raised.code).to.equal('INVALID_ARGUMENT');
+    expect(raised.message).to.contain('array.maxRunning').and.contain('runs at most 2 members at once');
+    expect(h.core.listJobs([], 'arr').map((j) => j.jobId)).to.deep.equal(['arr_0', 'arr_1', 'arr_2']);
+    // The owner's next member is taken, and the limit still holds.
+    expect(h.core.submitJob(member(3), h.now, 'alice').result.created).to.equal(true);
+    expect(view(h).map((v) => v[3])).to.deep.equal(['', '', 'held', 'held']);
+  });
+
+  it('keeps its counts as members come and go: 20,000 members, 50 at a time, admitted in index order after a takeover', () => {
+    const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
+    const n = 20_000;
+    // Submitted out of index order, in batches as the CLI sends them.
+    const specs = Array.from({ length: n }, (_, i) => member(i % 2 === 0 ? i : n - i, 50));
+    for (let i = 0; i < n; i += 1000) h.core.submitJobs(specs.slice(i, i + 1000), h.now);
+    const running = () => h.core.listJobs([], 'arr').filter((j) => j.amAttempt > 0 && j.state === 'submitted');
+    expect(running()).to.have.length(50);
+    expect(h.core.getJob('arr_19998').message).to.equal('held: array arr has 50 of at most 50 members running');
+    // A new leader loads the records in whatever order the store lists them.
+    const records = h.core
+      .listJobs()
+      .map((j) => JSON.parse(JSON.stringify(j)) as JobRecord)
+      .reverse();
+    const next = new Harness({ nodes: [], epoch: '9' });
+    next.core.loadHardState(records, [{ nodeId: 'n1', address: 'n1:1' }], next.now);
+    const first = running().map((j) => j.jobId);
+    for (const id of first) next.kill(id);
+    const admitted = next.core.listJobs([], 'arr').filter((j) => j.state === 'submitted' && j.held !== true);
+    expect(admitted).to.have.length(50);
+    // The lowest indexes still held before: every one above the first 50 submitted.
+    const expected = h.core
+      .listJobs([], 'arr')
+      .filter((j) => j.held === true)
+      .map((j) => j.spec.array!.index)
+      .sort((a, b) => a - b)
+      .slice(0, 50);
+    expect(admitted.map((j) => j.spec.array!.index).sort((a, b) => a - b)).to.deep.equal(expected);
   });
 });
