@@ -15,7 +15,8 @@
  * `maxOps` operations and `maxBytes` (etcd's --max-txn-ops and request size), or one write larger
  * than that alone. A prefix deletion (an ended job's app state) lists the prefix when its batch is
  * built and deletes what it finds, and what earlier writes of the same batch put under it, in
- * chunks of `DELETE_CHUNK` keys (not atomic, as before).
+ * chunks of `DELETE_CHUNK` keys (not atomic, as before). Once a batch of a group fails, nothing
+ * more of that group is written: every later write of it fails with the same error, unsent.
  *
  * ```ts
  * const gc = new GroupCommit({ write: (group, ops) => store.batch(ops), list: (group, prefix) => keysUnder(prefix) });
@@ -61,6 +62,12 @@ export interface GroupCommitStats {
 
 export class GroupCommit<G extends object> {
   private pending: Array<Entry<G>> = [];
+  /**
+   * Groups one of whose batches failed, with its error: nothing more of theirs is written (a later
+   * write landing without an earlier one would break the order the store is promised). The group
+   * is the leader's term: a failed write ends it, and the next term is a new group.
+   */
+  private readonly failedGroups = new WeakMap<G, { err: unknown }>();
   private running = false;
   private last: Promise<void> = Promise.resolve();
   /** Writes queued and not settled yet. */
@@ -182,15 +189,18 @@ export class GroupCommit<G extends object> {
         batch.push(units[i]!);
         i++;
       }
-      this.stats.batches++;
-      let failure: { err: unknown } | undefined;
-      try {
-        await this.store.write(
-          group,
-          batch.flatMap((u) => u.ops),
-        );
-      } catch (err) {
-        failure = { err };
+      let failure = this.failedGroups.get(group);
+      if (!failure) {
+        this.stats.batches++;
+        try {
+          await this.store.write(
+            group,
+            batch.flatMap((u) => u.ops),
+          );
+        } catch (err) {
+          failure = { err };
+          this.failedGroups.set(group, failure);
+        }
       }
       for (const u of batch) {
         const e = u.entry;

@@ -100,8 +100,25 @@ describe('GroupCommit (master shell: group commit of hard-state writes)', () => 
     store.failNext = new Error('disk full');
     const results = await Promise.allSettled([b, c]);
     expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected']);
-    expect(await gc.write(g, [put('d')]).then(() => 'ok')).to.equal('ok');
+    // The failed group (a term) writes nothing more; the next one goes on.
+    const sent = store.batches.length;
+    const late = await gc.write(g, [put('late')]).catch((e: Error) => e.message);
+    expect(late).to.equal('disk full');
+    expect(store.batches).to.have.length(sent);
+    expect(await gc.write({}, [put('d')]).then(() => 'ok')).to.equal('ok');
     expect([...store.data.keys()]).to.deep.equal(['a', 'd']);
+  });
+
+  it('writes nothing after a failed batch of the same group, even within the same drain (order kept)', async () => {
+    const store = new HeldStore();
+    const gc = new GroupCommit(store, { maxOps: 1, maxBytes: 1 << 20 });
+    store.failNext = new Error('lost quorum');
+    // One turn, two batches (one op each): the first fails, so the second must not land without it.
+    const results = await Promise.allSettled([gc.write(g, [put('end')]), gc.write(g, [put('admit')]), gc.write(g, [put('more')])]);
+    expect(results.map((r) => r.status)).to.deep.equal(['rejected', 'rejected', 'rejected']);
+    expect(results.map((r) => (r as PromiseRejectedResult).reason.message)).to.deep.equal(['lost quorum', 'lost quorum', 'lost quorum']);
+    expect(store.batches).to.deep.equal([[put('end')]]);
+    expect([...store.data.keys()]).to.deep.equal([]);
   });
 
   it('settled() waits for everything queued so far', async () => {
@@ -137,7 +154,7 @@ describe('GroupCommit (master shell: group commit of hard-state writes)', () => 
     await b1;
     expect(done).to.equal(true);
     expect(gc.barrier(), 'idle again after a failed write').to.equal(undefined);
-    await gc.write(g, [put('b')]);
+    await gc.write({}, [put('b')]); // the next term
     expect(gc.barrier()).to.equal(undefined);
   });
 
