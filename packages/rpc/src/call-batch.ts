@@ -32,6 +32,7 @@ import { tokenMetadata } from './auth.js';
 import { DEFAULT_DEADLINE_MS, type CallOptions } from './client.js';
 import type { HandlerObserver } from './server.js';
 import { splitRoute } from './route-address.js';
+import { maxMessageBytes } from './message-size.js';
 
 type AnyMethod = MethodDefinition<object, object, object, object>;
 
@@ -43,6 +44,11 @@ export const AGENT_BATCHED: ReadonlySet<string> = new Set(['StartWorkers', 'Stop
 
 /** What an agent may batch to the AMs of a server (AppMasterService.Calls). */
 export const WORKER_EVENTS_BATCHED: ReadonlySet<string> = new Set(['WorkerEvents']);
+
+/** Bytes a batch entry costs beside its request, method, token and route (field tags and lengths). */
+const ENTRY_FRAME_BYTES = 16;
+/** Bytes of a batch message beside its entries (its own framing, the call's headers), kept free under the message limit. */
+const BATCH_FRAME_BYTES = 4096;
 
 /** DEADLINE_EXCEEDED for a batched call of `method`, as its call alone would fail. */
 function deadlineError(method: string, when: string): RpcError {
@@ -252,15 +258,30 @@ export class CallBatcher {
     while (this.inFlight < this.maxInFlight && this.pending.length > 0) {
       let bytes = 0;
       let n = 0;
+      // A batch is one message: within this batcher's bytes and the process's message limit, each
+      // entry counted with its method, token and route beside its request.
+      const budget = Math.min(this.maxBytes, maxMessageBytes() - BATCH_FRAME_BYTES);
       // A call with none beside it goes alone, and is never serialized here.
       while (this.pending.length > 1 && n < this.pending.length && n < this.maxCalls) {
         const p = this.pending[n] as Pending;
-        p.bytes ??= p.def.requestSerialize(p.req);
-        const b = p.bytes.length;
-        if (n > 0 && bytes + b > this.maxBytes) break;
+        if (!p.bytes) {
+          try {
+            p.bytes = p.def.requestSerialize(p.req);
+          } catch (e) {
+            // A request that cannot be encoded fails alone, as its call alone would; the rest go on.
+            this.pending.splice(n, 1);
+            p.reject(
+              new RpcError('INTERNAL', `the request could not be encoded: ${e instanceof Error ? e.message : String(e)}`, grpc.status.INTERNAL, {}, p.method),
+            );
+            continue;
+          }
+        }
+        const b = p.bytes.length + p.method.length + p.token.length + p.route.length + ENTRY_FRAME_BYTES;
+        if (n > 0 && bytes + b > budget) break;
         bytes += b;
         n++;
       }
+      if (this.pending.length === 0) break;
       const batch = this.pending.splice(0, Math.max(n, 1));
       this.inFlight++;
       void this.send(batch).finally(() => {

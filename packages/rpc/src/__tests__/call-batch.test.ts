@@ -11,6 +11,8 @@ import {
   implement,
   MasterConnection,
   MAX_BATCHED_CALLS,
+  maxMessageBytes,
+  setMaxMessageBytes,
   RpcError,
   startServer,
   type HandlerObserver,
@@ -220,6 +222,31 @@ describe('batched calls (AmCalls)', () => {
       expect(((short as PromiseRejectedResult).reason as RpcError).code).to.equal('DEADLINE_EXCEEDED');
       expect(long.status === 'fulfilled' && long.value.epoch).to.equal('2');
     } finally {
+      client.close();
+    }
+  });
+  it('keeps a batch within the process message limit, and fails a request that cannot be encoded alone', async () => {
+    const seen = fresh();
+    const s = await serve(seen);
+    const client = connect(loadFuxiProto().MasterService, s.address);
+    const before = maxMessageBytes();
+    try {
+      const batcher = new CallBatcher(loadFuxiProto().MasterService.service, AM_BATCHED);
+      const call = (req: never) => batcher.call(client, 'UpdateRequests', req, { token: 't' }, () => client.UpdateRequests(req, { token: 't' }));
+      const big = (appId: string) => ({ ...(update(appId, 1) as object), units: [{ suId: 'x'.repeat(90 * 1024) }] }) as never;
+      // 256 KiB messages: two 90 KiB requests fit one batch, a third does not.
+      setMaxMessageBytes(256 * 1024);
+      const answers = await Promise.all([call(big('b1')), call(big('b2')), call(big('b3'))]);
+      expect(answers).to.have.length(3);
+      expect(seen.batches).to.deep.equal([2]); // and the third alone
+      // An int64 field protobufjs cannot encode: that call fails, its neighbours are answered.
+      const bad = { ...(update('bad', 1) as object), seq: '' } as never;
+      const [b, ok1, ok2] = await Promise.allSettled([call(bad), call(update('ok-1', 3)), call(update('ok-2', 4))]);
+      expect(b.status).to.equal('rejected');
+      expect(((b as PromiseRejectedResult).reason as RpcError).code).to.equal('INTERNAL');
+      expect([ok1, ok2].map((r) => r.status === 'fulfilled' && r.value.epoch)).to.deep.equal(['3', '4']);
+    } finally {
+      setMaxMessageBytes(before);
       client.close();
     }
   });
