@@ -88,6 +88,12 @@ export function batchedCalls(
     });
 }
 
+/**
+ * How long an entry of a routed batch waits for its instance (an AM of a host whose calls come in
+ * one batch from an agent) before it fails UNAVAILABLE so that the batch is answered.
+ */
+export const ROUTED_ENTRY_WAIT_MS = 1000;
+
 /** A server-side handler as `implement()` makes it (a unary one: the call, and its callback). */
 type ImplementedUnary = (call: object, cb: (err: grpc.ServiceError | null, res?: object) => void) => void;
 
@@ -95,19 +101,29 @@ type ImplementedUnary = (call: object, cb: (err: grpc.ServiceError | null, res?:
  * The handler of a batch call at a server of many instances (routing.ts `ServiceRouter`): each
  * entry goes to the handlers `lookup` finds for its `route` (as `implement()` made them, so in that
  * instance's own wrapping), and fails UNAVAILABLE when nothing serves that route, as a call alone
- * would.
+ * would, or when that instance has not answered within `entryWaitMs`.
  */
 export function routedBatchedCalls(
   definition: object,
   lookup: (route: string) => grpc.UntypedServiceImplementation | undefined,
   allowed: ReadonlySet<string>,
   observe?: HandlerObserver,
+  entryWaitMs = ROUTED_ENTRY_WAIT_MS,
 ): (req: CallBatch__Output, call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>) => Promise<CallBatchResult> {
   return (req, call) =>
     runBatch(definition, allowed, req, call, observe, (c, i, _request, entryCall) => {
       const fn = lookup(c.route)?.[c.method] as ImplementedUnary | undefined;
       if (!fn) throw new UnavailableError(`calls[${i}]: nothing serves ${c.route === '' ? 'a call without a route' : c.route} here`);
-      return new Promise<object>((resolve, reject) => fn(entryCall, (err, res) => (err ? reject(fromGrpcError(err, c.method)) : resolve(res ?? {}))));
+      return new Promise<object>((resolve, reject) => {
+        // One stalled instance must not hold its neighbours' answers: its entry fails UNAVAILABLE
+        // (retry), and the batch is answered; what its handler does later is its own.
+        const timer = setTimeout(() => reject(new UnavailableError(`calls[${i}]: ${c.route} did not answer within ${entryWaitMs} ms; retry`)), entryWaitMs);
+        fn(entryCall, (err, res) => {
+          clearTimeout(timer);
+          if (err) reject(fromGrpcError(err, c.method));
+          else resolve(res ?? {});
+        });
+      });
     });
 }
 

@@ -37,7 +37,7 @@ export class ServiceRouter {
 
   constructor(
     private readonly definition: grpc.ServiceDefinition,
-    private readonly opts: { batch?: { method: string; allowed: ReadonlySet<string>; observe?: HandlerObserver } } = {},
+    private readonly opts: { batch?: { method: string; allowed: ReadonlySet<string>; observe?: HandlerObserver; entryWaitMs?: number } } = {},
   ) {}
 
   /** Serves `handlers` (as `implement` makes them) under `route`; a route taken already is refused. */
@@ -69,6 +69,7 @@ export class ServiceRouter {
           (route) => this.routes.get(route) as grpc.UntypedServiceImplementation | undefined,
           batch.allowed,
           batch.observe,
+          batch.entryWaitMs,
         );
         out[name] = ((call: grpc.ServerUnaryCall<never, object>, cb: grpc.sendUnaryData<object>) => {
           run(call.request, call).then(

@@ -153,4 +153,48 @@ describe('routed addresses (routing.ts)', () => {
       for (const c of clients) c.close();
     }
   });
+  it("a stalled instance's entry fails UNAVAILABLE after the entry wait; its neighbours in the batch are answered", async () => {
+    const def = loadFuxiProto().AppMasterService.service;
+    const router = new ServiceRouter(def, { batch: { method: 'Calls', allowed: WORKER_EVENTS_BATCHED, entryWaitMs: 200 } });
+    srv = await startServer({
+      bind: '127.0.0.1:0',
+      log: nullLogger,
+      services: [{ name: 'fuxi.v1.AppMasterService', definition: def, handlers: router.handlers() }],
+    });
+    let release!: () => void;
+    const stalled = new Promise<void>((r) => (release = r));
+    const am = (stall: boolean) => {
+      const notImpl = async () => {
+        throw new Error('not implemented');
+      };
+      const impl = Object.fromEntries(Object.keys(def).map((k) => [k, notImpl])) as Record<string, unknown>;
+      impl.WorkerEvents = async () => {
+        if (stall) await stalled;
+        return {};
+      };
+      return implement(def, impl as never, nullLogger);
+    };
+    router.add('paused/1', am(true));
+    router.add('fine/1', am(false));
+    const proto = loadFuxiProto();
+    const clients = ['paused/1', 'fine/1'].map((r) => connect(proto.AppMasterService, routedAddress(srv!.address, r)));
+    try {
+      const t0 = Date.now();
+      const answers = await Promise.all(
+        clients.map((c) =>
+          callBatched(c, def, WORKER_EVENTS_BATCHED, 'WorkerEvents', { nodeId: 'n1', events: [] }, { deadlineMs: 10_000 }).then(
+            () => 'ok',
+            (e: unknown) => `${(e as RpcError).code}: ${(e as RpcError).message}`,
+          ),
+        ),
+      );
+      expect(answers[0]).to.match(/^UNAVAILABLE: .*paused\/1 did not answer within 200 ms/);
+      expect(answers[1]).to.equal('ok');
+      // Answered at the entry wait, not at the batch's deadline.
+      expect(Date.now() - t0).to.be.lessThan(5000);
+    } finally {
+      release();
+      for (const c of clients) c.close();
+    }
+  });
 });
