@@ -116,6 +116,7 @@ import { openEnforcer, type ResourceEnforcer } from './cgroups.js';
 import { WorkDirSweeper, type SweepResult, type WorkerTableView } from './workdir-sweeper.js';
 import type { AgentConfig } from './config.js';
 import { fromWireGrant, fromWireStartWorkers, fromWireStopWorkers, fromWireUpdateGrants, toWireGrant, toWireResource, toWireStatus } from './wire.js';
+import { openRegular, readRegularAsync } from './worker-files.js';
 
 export interface AgentDeps {
   log?: Logger;
@@ -1277,7 +1278,7 @@ export class Agent {
       // Drain what is there now.
       let fh: fs.promises.FileHandle | undefined;
       try {
-        fh = await fs.promises.open(file, 'r');
+        fh = await openRegular(file);
       } catch {
         fh = undefined; // not written yet
       }
@@ -1351,7 +1352,7 @@ export class Agent {
     for (const n of names) {
       const dir = path.join(appDir, n);
       try {
-        const cmd = JSON.parse(await fs.promises.readFile(path.join(dir, 'cmd.json'), 'utf8')) as Partial<WorkerInfo>;
+        const cmd = JSON.parse((await readRegularAsync(path.join(dir, 'cmd.json'))) ?? '') as Partial<WorkerInfo>;
         if (cmd.task !== task || cmd.instance !== instance) continue;
         if (attempt > 0 && cmd.attempt !== attempt) continue;
         const mtime = (await fs.promises.stat(path.join(dir, 'cmd.json'))).mtimeMs;

@@ -24,6 +24,7 @@ import { DEFAULT_STREAM_STALL_MS, toGrpcError, writeBounded } from '@fuxi/rpc';
 import type { WorkerInfo } from '../core/agent-core.js';
 import { outputDir, workerDir } from './process-driver.js';
 import type { TransferMeter } from './transfer-meter.js';
+import { openRegular, readRegularAsync } from './worker-files.js';
 
 export const OUTPUT_CHUNK = 64 * 1024;
 
@@ -89,7 +90,7 @@ export class DataService {
     const reader = { appId: req.appId, srcWorker: workerId, readerWorker: req.readerWorkerId ?? '', readerNode: req.readerNodeId ?? '' };
     const metered = meter?.begin(reader, Date.now());
     let complete = false;
-    const fh = await fs.promises.open(file, 'r');
+    const fh = await openRegular(file);
     try {
       const buf = Buffer.alloc(OUTPUT_CHUNK);
       let pos = offset;
@@ -149,7 +150,7 @@ export class DataService {
     for (const n of names) {
       const dir = path.join(appDir, n);
       try {
-        const cmd = JSON.parse(await fs.promises.readFile(path.join(dir, 'cmd.json'), 'utf8')) as Partial<WorkerInfo>;
+        const cmd = JSON.parse((await readRegularAsync(path.join(dir, 'cmd.json'))) ?? '') as Partial<WorkerInfo>;
         if (cmd.task !== task || cmd.instance !== instance || typeof cmd.workerId !== 'string') continue;
         if ((await readExit(dir)) !== 0) continue;
         const a = cmd.attempt ?? 0;
@@ -175,10 +176,8 @@ export function checkRelativePath(p: string): string {
 
 /** The exit code a worker's wrapper recorded, or undefined when the dir or file is missing. */
 async function readExit(dir: string): Promise<number | undefined> {
-  try {
-    const n = Number((await fs.promises.readFile(path.join(dir, 'exit'), 'utf8')).trim());
-    return Number.isInteger(n) ? n : undefined;
-  } catch {
-    return undefined;
-  }
+  const text = await readRegularAsync(path.join(dir, 'exit'));
+  if (text === undefined) return undefined;
+  const n = Number(text.trim());
+  return text.trim() !== '' && Number.isInteger(n) ? n : undefined;
 }

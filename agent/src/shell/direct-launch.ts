@@ -35,6 +35,7 @@ import * as path from 'node:path';
 import { parseProcCgroup } from '../core/resource-limits.js';
 import { cgroupMounts, dirUnder, type Mount } from './cgroup-paths.js';
 import { readStartTime } from './proc-table.js';
+import { createFresh, writeFresh } from './worker-files.js';
 
 export interface DirectLaunch {
   /** The command: `argv[0]` is looked up in the `PATH` of the worker's environment. */
@@ -43,18 +44,6 @@ export interface DirectLaunch {
   dir: string;
   /** The `cgroup.procs` files of the worker's groups ([] when none): the process is born in them. */
   procs: string[];
-}
-
-const NOFOLLOW_WRITE = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW;
-
-/** Writes `text` to `file` whole, never through a symlink. */
-export function writeNoFollow(file: string, text: string): void {
-  const fd = fs.openSync(file, NOFOLLOW_WRITE, 0o644);
-  try {
-    fs.writeSync(fd, text);
-  } finally {
-    fs.closeSync(fd);
-  }
 }
 
 /** What `sh` records as `$?` for a process that ended this way. */
@@ -136,7 +125,7 @@ export function startDirect(
   let child: ChildProcess | undefined;
   try {
     for (const name of ['stdout', 'stderr']) {
-      const fd = fs.openSync(path.join(d.dir, name), NOFOLLOW_WRITE, 0o644);
+      const fd = createFresh(path.join(d.dir, name));
       fds.push(fd);
       if (options.uid !== undefined) fs.fchownSync(fd, options.uid, options.gid ?? -1);
     }
@@ -167,14 +156,14 @@ export function startDirect(
   const pid = child.pid;
   const startTime = readStartTime(pid);
   try {
-    writeNoFollow(path.join(d.dir, 'pid'), pidRecord(pid, startTime));
+    writeFresh(path.join(d.dir, 'pid'), pidRecord(pid, startTime));
   } catch (e) {
     onProblem(`cannot write the pid file of worker ${d.dir}: ${(e as Error).message}`);
   }
   child.once('error', () => {});
   child.once('exit', (code, signal) => {
     try {
-      writeNoFollow(path.join(d.dir, 'exit'), `${shellExitCode(code, signal)}\n`);
+      writeFresh(path.join(d.dir, 'exit'), `${shellExitCode(code, signal)}\n`);
     } catch (e) {
       onProblem(`cannot write the exit file of worker ${d.dir}: ${(e as Error).message}`);
     }

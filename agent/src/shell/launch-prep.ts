@@ -15,6 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { insideRoots } from '../core/path-roots.js';
+import { ownDir, realDir, writeFresh } from './worker-files.js';
 
 export interface LaunchPrep {
   /** The worker's directory, made with its parents. */
@@ -54,21 +55,30 @@ export function runLaunchPrep(p: LaunchPrep): string {
   // `recursive` returns the first directory it made: undefined when the worker's was there.
   const made = fs.mkdirSync(p.dir, { recursive: true });
   // A leftover exit file (same worker id, earlier run) would be taken for this run's exit.
-  if (made === undefined) for (const f of p.staleFiles) fs.rmSync(f, { force: true });
-  for (const d of p.subdirs) fs.mkdirSync(d, { recursive: true });
-  for (const f of p.files) fs.writeFileSync(f.path, f.text);
-  const cwd = 'path' in p.cwd ? p.cwd.path : confinePath(p.cwd.confine.field, p.cwd.confine.given, p.dir, p.cwd.confine.allowed);
-  let isDir = false;
+  // The directory may be an earlier run's of the same worker id, and was its user's: nothing in it
+  // is written or given through a symlink, or opened when it is a FIFO (worker-files.ts).
+  if (made === undefined) for (const f of p.staleFiles) fs.rmSync(f, { force: true, recursive: true });
+  let cwd: string;
   try {
-    isDir = fs.statSync(cwd).isDirectory();
-  } catch {
-    isDir = false;
+    for (const d of p.subdirs) realDir(d);
+    for (const f of p.files) writeFresh(f.path, f.text);
+    cwd = 'path' in p.cwd ? p.cwd.path : confinePath(p.cwd.confine.field, p.cwd.confine.given, p.dir, p.cwd.confine.allowed);
+    let isDir = false;
+    try {
+      isDir = fs.statSync(cwd).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) throw new LaunchPrepError(`working directory ${cwd} does not exist`);
+  } catch (e) {
+    // A launch that fails leaves no directory behind that it made.
+    if (made !== undefined) fs.rmSync(p.dir, { recursive: true, force: true });
+    throw e;
   }
-  if (!isDir) throw new LaunchPrepError(`working directory ${cwd} does not exist`);
   if (p.owner) {
     // Its user reaches its own directory (the ones above: traverse only, never list) and nothing else.
     passThrough(p.owner.passThrough);
-    for (const d of p.owner.give) giveDir(d, p.owner.uid, p.owner.gid);
+    for (const d of p.owner.give) ownDir(d, p.owner.uid, p.owner.gid, 0o700);
     for (const f of p.owner.chown) fs.chownSync(f, p.owner.uid, p.owner.gid);
   }
   return cwd;
@@ -101,12 +111,6 @@ export function confinePath(field: string, given: string, dir: string, allowed: 
     );
   }
   return real;
-}
-
-/** Makes `dir` belong to the user with mode 0700 (the worker's own directory). */
-function giveDir(dir: string, uid: number, gid: number): void {
-  fs.chownSync(dir, uid, gid);
-  fs.chmodSync(dir, 0o700);
 }
 
 /** Lets every user traverse `dirs` (adds the x bits; read and write stay as they are). */

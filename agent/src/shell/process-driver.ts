@@ -58,6 +58,7 @@ import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
 import { readProcStat, readStartTime, sameProcessAlive } from './proc-table.js';
 import { HelperSpawner, type Spawner } from './spawner.js';
 import { parsePidRecord } from './direct-launch.js';
+import { readRegular } from './worker-files.js';
 
 export { readProcStat, readStartTime, sameProcessAlive };
 
@@ -226,13 +227,10 @@ export function groupAlive(pgid: number): boolean {
 
 /** Reads `<dir>/exit`: the exit code, or null when the file is missing or unreadable. */
 export function readExitFile(dir: string): number | null {
-  try {
-    const text = fs.readFileSync(path.join(dir, 'exit'), 'utf8').trim();
-    const n = Number.parseInt(text, 10);
-    return Number.isFinite(n) ? n : null;
-  } catch {
-    return null;
-  }
+  const text = readRegular(path.join(dir, 'exit'))?.trim();
+  if (text === undefined) return null;
+  const n = Number.parseInt(text, 10);
+  return Number.isFinite(n) ? n : null;
 }
 
 /** The file in which agents before the marker moved into `cmd.json` kept a worker's family marker. */
@@ -245,28 +243,19 @@ export const FAMILY_FILE = 'family';
 export function readFamilyFile(dir: string): string {
   let text = '';
   try {
-    const cmd = JSON.parse(fs.readFileSync(path.join(dir, 'cmd.json'), 'utf8')) as { family?: unknown };
+    const cmd = JSON.parse(readRegular(path.join(dir, 'cmd.json')) ?? '') as { family?: unknown };
     if (typeof cmd.family === 'string') text = cmd.family;
   } catch {
     /* no cmd.json, or not ours */
   }
-  if (!text) {
-    try {
-      text = fs.readFileSync(path.join(dir, FAMILY_FILE), 'utf8').trim();
-    } catch {
-      return '';
-    }
-  }
+  if (!text) text = readRegular(path.join(dir, FAMILY_FILE))?.trim() ?? '';
   return /^[A-Za-z0-9-]+$/.test(text) ? text : '';
 }
 
 /** Reads `<dir>/pid`: the worker's root pid (0 when none) and, when the helper wrote it, its start time. */
 export function readPidRecord(dir: string): { pid: number; startTime: string } {
-  try {
-    return parsePidRecord(fs.readFileSync(path.join(dir, 'pid'), 'utf8'));
-  } catch {
-    return { pid: 0, startTime: '' };
-  }
+  const text = readRegular(path.join(dir, 'pid'));
+  return text === undefined ? { pid: 0, startTime: '' } : parsePidRecord(text);
 }
 
 /** Reads `<dir>/pid`, or 0. */

@@ -20,6 +20,7 @@ import type { EventSender } from './event-sender.js';
 import { workerDir } from './process-driver.js';
 import type { TransferMeter } from './transfer-meter.js';
 import { toWireStatus } from './wire.js';
+import { readRegularAsync } from './worker-files.js';
 
 export const PROGRESS_POLL_MS = 500;
 
@@ -94,12 +95,8 @@ export class ProgressWatcher {
       return;
     }
     if (this.seen.get(k) === mtime) return;
-    let text: string;
-    try {
-      text = await fs.promises.readFile(file, 'utf8');
-    } catch {
-      return;
-    }
+    const text = await readRegularAsync(file);
+    if (text === undefined) return;
     const report = parseProgressReport(text);
     if (!report) return;
     const now = this.opts.current(w.appId, w.workerId);

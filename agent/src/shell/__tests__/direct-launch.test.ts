@@ -1,8 +1,10 @@
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CgroupHomes, parsePidRecord, pidRecord, shellExitCode, startDirect, writeNoFollow } from '../direct-launch.js';
+import { CgroupHomes, parsePidRecord, pidRecord, shellExitCode, startDirect } from '../direct-launch.js';
+import { readRegular, writeFresh } from '../worker-files.js';
 import { waitFor } from './helpers.js';
 
 const MOUNTS = [
@@ -37,17 +39,26 @@ describe('direct-launch: the records a wrapper used to write', () => {
     expect(parsePidRecord('42 y')).to.deep.equal({ pid: 42, startTime: '' });
   });
 
-  it('never writes through a symlink (the directory is the worker user’s; the helper may be root)', () => {
+  it('never writes or reads through a symlink, nor opens a FIFO (the directory is the worker user’s; the helper may be root)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-direct-'));
     try {
       const victim = path.join(dir, 'victim');
       fs.writeFileSync(victim, 'keep');
       fs.symlinkSync(victim, path.join(dir, 'exit'));
-      expect(() => writeNoFollow(path.join(dir, 'exit'), '0\n')).to.throw(/ELOOP/);
+      expect(readRegular(path.join(dir, 'exit'))).to.equal(undefined);
+      // The link is replaced by the file; its target is untouched.
+      writeFresh(path.join(dir, 'exit'), '0\n');
       expect(fs.readFileSync(victim, 'utf8')).to.equal('keep');
-      writeNoFollow(path.join(dir, 'pid'), '1\n');
-      writeNoFollow(path.join(dir, 'pid'), '2\n');
+      expect(fs.lstatSync(path.join(dir, 'exit')).isFile()).to.equal(true);
+      expect(readRegular(path.join(dir, 'exit'))).to.equal('0\n');
+      writeFresh(path.join(dir, 'pid'), '1\n');
+      writeFresh(path.join(dir, 'pid'), '2\n');
       expect(fs.readFileSync(path.join(dir, 'pid'), 'utf8')).to.equal('2\n');
+      // A FIFO where a file goes (no reader: an open for writing would block for good).
+      execFileSync('mkfifo', [path.join(dir, 'fifo')]);
+      expect(readRegular(path.join(dir, 'fifo'))).to.equal(undefined);
+      writeFresh(path.join(dir, 'fifo'), '3\n');
+      expect(readRegular(path.join(dir, 'fifo'))).to.equal('3\n');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

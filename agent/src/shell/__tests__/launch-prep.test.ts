@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -76,5 +77,33 @@ describe('launch-prep: a worker directory laid out before its start', () => {
     }
     expect(err?.message).to.equal(`working directory ${path.join(root, 'file')} does not exist`);
     expect(err?.field).to.equal('');
+  });
+  it('writes and gives nothing through what an earlier run of the worker left in its directory (symlinks, a FIFO)', () => {
+    // The earlier run, as the worker's user, owned the directory: it left links to root's things.
+    const victimFile = path.join(root, 'victim-file');
+    const victimDir = path.join(root, 'victim-dir');
+    fs.writeFileSync(victimFile, 'keep');
+    fs.mkdirSync(victimDir, { mode: 0o755 });
+    const before = fs.statSync(victimDir);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.symlinkSync(victimFile, path.join(dir, 'cmd.json'));
+    fs.symlinkSync(victimDir, path.join(dir, 'out'));
+    execFileSync('mkfifo', [path.join(dir, 'family')]);
+    const me = { uid: process.getuid!(), gid: process.getgid!() };
+    runLaunchPrep(prep({ owner: { ...me, passThrough: [], give: [path.join(dir, 'out'), dir], chown: [] } }));
+    expect(fs.readFileSync(victimFile, 'utf8')).to.equal('keep');
+    expect(fs.statSync(victimDir).mode).to.equal(before.mode);
+    for (const f of ['cmd.json', 'family']) expect(fs.lstatSync(path.join(dir, f)).isFile(), f).to.equal(true);
+    expect(fs.lstatSync(path.join(dir, 'out')).isDirectory()).to.equal(true);
+    expect(fs.statSync(path.join(dir, 'out')).mode & 0o777).to.equal(0o700);
+  });
+
+  it('leaves no directory behind when the launch is refused', () => {
+    expect(() => runLaunchPrep(prep({ cwd: { confine: { field: 'cwd', given: '../../..', allowed: [] } } }))).to.throw(LaunchPrepError);
+    expect(fs.existsSync(dir)).to.equal(false);
+    // A directory that was there already (an earlier run's) stays.
+    fs.mkdirSync(dir, { recursive: true });
+    expect(() => runLaunchPrep(prep({ cwd: { confine: { field: 'cwd', given: '../../..', allowed: [] } } }))).to.throw(LaunchPrepError);
+    expect(fs.existsSync(dir)).to.equal(true);
   });
 });
