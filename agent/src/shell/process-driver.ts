@@ -520,7 +520,16 @@ export class RealProcessDriver implements ProcessDriver {
    */
   kill(pid: number, graceMs = this.graceMs, worker?: WorkerRef): void {
     if (pid <= 0) return;
-    if (this.families.has(pid)) {
+    const tracked = this.families.recordOf(pid);
+    if (tracked && worker && (tracked.appId !== worker.appId || tracked.workerId !== worker.workerId)) {
+      // The pid is another worker's now (this one's root ended and the pid was reused).
+      this.log.warn(
+        { pid, ...worker, runningThere: `${tracked.appId}/${tracked.workerId}` },
+        "kill of a worker whose pid is another worker's now: nothing signalled",
+      );
+      return;
+    }
+    if (tracked) {
       this.families.stop(pid, graceMs);
       return;
     }

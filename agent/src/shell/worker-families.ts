@@ -82,6 +82,8 @@ export class WorkerFamilies {
   private readonly onSample: WorkerFamiliesOptions['onSample'];
   private timer: NodeJS.Timeout | undefined;
   private timerDue = 0;
+  /** Keys for stops whose root pid a new worker took (below 0: never a pid). */
+  private nextDetachedKey = -1;
   private closed = false;
 
   constructor(opts: WorkerFamiliesOptions = {}) {
@@ -97,13 +99,28 @@ export class WorkerFamilies {
   track(key: number, rec: FamilyRecord): void {
     if (this.closed) return;
     const had = this.families.get(key);
-    if (had) had.rec = rec;
-    else this.families.set(key, { rec, known: rec.root ? [rec.root] : [], rootEnded: false });
+    if (had && had.rootEnded) {
+      // The pid of a worker whose root ended, its stop still running for what it left behind, was
+      // taken by a new worker: that stop goes on under a key of its own, and the new worker is not
+      // part of it.
+      this.families.delete(key);
+      this.families.set(this.nextDetachedKey--, had);
+    } else if (had) {
+      had.rec = rec;
+      this.schedule();
+      return;
+    }
+    this.families.set(key, { rec, known: rec.root ? [rec.root] : [], rootEnded: false });
     this.schedule();
   }
 
   has(key: number): boolean {
     return this.families.has(key);
+  }
+
+  /** The worker tracked under `key`, if any. */
+  recordOf(key: number): FamilyRecord | undefined {
+    return this.families.get(key)?.rec;
   }
 
   /** Number of stops still running. */
@@ -168,7 +185,10 @@ export class WorkerFamilies {
         continue;
       }
       if (members.length === 0) {
-        this.log.info({ appId: f.rec.appId, workerId: f.rec.workerId, pid: key, ms: now - s.startedAt, phase: s.phase }, 'worker process family stopped');
+        this.log.info(
+          { appId: f.rec.appId, workerId: f.rec.workerId, pid: f.rec.root?.pid ?? key, ms: now - s.startedAt, phase: s.phase },
+          'worker process family stopped',
+        );
         this.families.delete(key);
         continue;
       }
@@ -183,13 +203,13 @@ export class WorkerFamilies {
         if (now < s.deadline) continue;
         s.phase = 'kill';
         this.log.warn(
-          { appId: f.rec.appId, workerId: f.rec.workerId, pid: key, graceMs: s.graceMs, left: members.map((m) => m.pid) },
+          { appId: f.rec.appId, workerId: f.rec.workerId, pid: f.rec.root?.pid ?? key, graceMs: s.graceMs, left: members.map((m) => m.pid) },
           'worker family still alive after grace; freezing and sending SIGKILL',
         );
       } else if (now - s.lastWarn >= STUCK_WARN_MS) {
         s.lastWarn = now;
         this.log.warn(
-          { appId: f.rec.appId, workerId: f.rec.workerId, pid: key, left: members.map((m) => `${m.pid}:${m.state}`) },
+          { appId: f.rec.appId, workerId: f.rec.workerId, pid: f.rec.root?.pid ?? key, left: members.map((m) => `${m.pid}:${m.state}`) },
           'worker family still alive after SIGKILL',
         );
       }

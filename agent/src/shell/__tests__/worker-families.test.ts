@@ -6,7 +6,8 @@ import * as path from 'node:path';
 import type { SpawnSpec } from '../../core/agent-core.js';
 import { FAMILY_ENV, familyOf } from '../../core/process-family.js';
 import { RealProcessDriver, readFamilyFile, workerDir, type ExitInfo } from '../process-driver.js';
-import { ProcTable, envValue, parseStat } from '../proc-table.js';
+import { ProcTable, envValue, parseStat, readStartTime } from '../proc-table.js';
+import { WorkerFamilies } from '../worker-families.js';
 import { alive, waitFor, removeWorkDir } from './helpers.js';
 
 /** Appends a line to $OUT every 100 ms, after writing its own pid to $PIDF. */
@@ -204,6 +205,30 @@ describe('stopping a worker ends its whole process family (real processes)', fun
     await waitFor(() => driver.stopsRunning === 0, 15_000, 'the stop to finish');
     await sleep(500);
     expect(markedNow('forker')).to.deep.equal([]);
+  });
+
+  it('a new worker on the pid of one whose stop still runs is not part of that stop', async () => {
+    const families = new WorkerFamilies({ sampleMs: 100, pollMs: 50 });
+    try {
+      // A's root ended; one process it left ignores SIGTERM, so A's stop runs until its grace ends.
+      const left = spawn('sh', ['-c', "trap '' TERM; sleep 30"], { detached: true, stdio: 'ignore', env: { ...process.env, [FAMILY_ENV]: 'mark-a' } });
+      // B: the new worker that got A's root pid (the pid is the key; B is a real process).
+      const b = spawn('sleep', ['30'], { detached: true, stdio: 'ignore', env: { ...process.env, [FAMILY_ENV]: 'mark-b' } });
+      pids.push(left.pid!, b.pid!);
+      await sleep(100);
+      const key = b.pid!;
+      families.track(key, { appId: 'fam', workerId: 'a', root: { pid: left.pid!, startTime: readStartTime(left.pid!) }, marker: 'mark-a' });
+      families.stop(key, 400);
+      families.rootEnded(key);
+      families.track(key, { appId: 'fam', workerId: 'b', root: { pid: b.pid!, startTime: readStartTime(b.pid!) }, marker: 'mark-b' });
+      expect(families.recordOf(key)?.workerId).to.equal('b');
+      await waitFor(() => !alive(left.pid!), 10_000, "A's leftover killed after its grace");
+      await sleep(300);
+      expect(alive(b.pid!), 'B untouched').to.equal(true);
+      expect(families.stopping).to.equal(0);
+    } finally {
+      families.close();
+    }
   });
 
   it('never signals a pid it does not know as a worker', async () => {
