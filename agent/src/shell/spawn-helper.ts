@@ -57,6 +57,9 @@ function openPort(): { port: ChannelPort | NonNullable<typeof parentPort>; ownPr
   if (!process.send) return undefined;
   process.title = 'fuxi-spawn-helper';
   for (const sig of ['SIGINT', 'SIGHUP'] as const) process.on(sig, () => {});
+  // Its stderr is the agent's: once the agent is gone it may be a pipe nobody reads, and a write
+  // there (a problem worth saying) must not end the helper and lose its other workers' exit codes.
+  process.stderr.on('error', () => {});
   return { port: channelPort(process as unknown as ChannelProcess, () => directRunning > 0), ownProcess: true };
 }
 
