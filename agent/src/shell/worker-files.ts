@@ -33,8 +33,14 @@ function clear(file: string): void {
 
 /** Opens `file` as a new, empty file for writing (whatever was there removed first); its descriptor. */
 export function createFresh(file: string, mode = 0o644): number {
+  const flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
+  try {
+    return fs.openSync(file, flags, mode); // the usual case: a new worker's directory, nothing there
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
   clear(file);
-  return fs.openSync(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+  return fs.openSync(file, flags, mode);
 }
 
 /** Writes `text` as the whole of `file`, a new regular file (whatever was there removed first). */
