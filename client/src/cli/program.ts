@@ -237,8 +237,10 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       if (jobIds.length > 0) for (const [k, v] of await c.waitAll({ jobIds }, { endsOnly: true })) ends.set(k, v);
       const all = [...ends.values()];
       const bad = all.filter((j) => j.state !== 'JOB_STATE_SUCCEEDED');
-      emit(opts, all, () => all.map((j) => finalLine(j)).join('\n'));
-      code = bad.length === 0 ? EXIT.OK : EXIT.JOB_FAILED;
+      // A job whose end never came is not a success.
+      const unseen = jobIds.filter((id) => !ends.has(id));
+      emit(opts, all, () => [...all.map((j) => finalLine(j)), ...unseen.map((id) => `job ${id}: no end seen`)].join('\n'));
+      code = bad.length === 0 && unseen.length === 0 ? EXIT.OK : EXIT.JOB_FAILED;
     });
 
   program

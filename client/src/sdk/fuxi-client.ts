@@ -425,7 +425,7 @@ export class FuxiClient {
   ): Promise<Map<string, JobInfo__Output>> {
     const final = new Map<string, JobInfo__Output>();
     let pending = [...new Set(target.jobIds ?? [])];
-    let arrayId = target.arrayId ?? '';
+    const arrayId = target.arrayId ?? '';
     // A stream the master ended for falling behind (RESOURCE_EXHAUSTED) is watched again too.
     const retrier = new Retrier({
       retryForMs: this.retryForMs,
@@ -435,12 +435,10 @@ export class FuxiClient {
       // A unary call first finds the leader (and retries while none answers).
       await this.connection.call('GetClusterStatus', {}, this.callOpts(true));
       const stream = this.connection.client().stream.WatchJobs({ jobIds: pending, arrayId, endsOnly: opts.endsOnly ?? false });
-      const seen = new Set<string>();
       let failure: unknown;
       try {
         for await (const info of stream) {
           retrier.reset();
-          seen.add(info.jobId);
           opts.onChange?.(info);
           if (isTerminal(info.state)) final.set(info.jobId, info);
         }
@@ -454,11 +452,8 @@ export class FuxiClient {
         return final;
       }
       if (failure instanceof RpcError && (failure.code === 'NOT_FOUND' || failure.code === 'INVALID_ARGUMENT')) throw failure;
-      // Watch again only what has not ended (an array's members are known once their first state came).
-      if (arrayId && seen.size > 0 && !opts.endsOnly) {
-        pending = [...new Set([...pending, ...seen])];
-        arrayId = '';
-      }
+      // Watch again what has not ended: the listed jobs, and the array whole (a stream cut before
+      // every member's first record came has not shown them all; the ended ones come again, once).
       pending = pending.filter((id) => !final.has(id));
       if (pending.length === 0 && !arrayId) return final;
       await retrier.failed(failure);

@@ -61,6 +61,10 @@ export class JobWatchers {
       const open = new Set(first.filter((j) => !TERMINAL_STATES.has(j.state)).map((j) => j.jobId));
       const subs: Array<[string, Set<Watcher>]> = [];
       let ended = false;
+      // While the first records go out, the stream neither ends (every one of them goes, ended jobs
+      // included) nor counts them against its bound (the caller asked for that many).
+      let initial = true;
+      const bound = this.maxQueued + first.length;
       const done = (overflow = false) => {
         if (ended) return;
         ended = true;
@@ -78,13 +82,13 @@ export class JobWatchers {
           const info = jobInfo(j);
           const text = JSON.stringify(info);
           if (text !== last.get(j.jobId)) {
-            if (queueFull(call, this.maxQueued)) return done(true);
+            if (!initial && queueFull(call, bound)) return done(true);
             last.set(j.jobId, text);
             call.write(info);
           }
         }
         if (terminal) open.delete(j.jobId);
-        if (open.size === 0) done();
+        if (open.size === 0 && !initial) done();
       };
       call.on('cancelled', () => done());
       for (const jobId of open) {
@@ -94,7 +98,8 @@ export class JobWatchers {
         subs.push([jobId, set]);
       }
       for (const j of first) if (!ended) send(j);
-      if (first.length === 0) done();
+      initial = false;
+      if (open.size === 0) done();
     });
   }
 

@@ -47,7 +47,8 @@ describe('job watchers: bounded for a reader that does not read', () => {
     const served = w.serveMany([record('a', 'x'), record('b', 'x')], call as unknown as ServerWritableStream<unknown, JobInfo>);
     for (let i = 0; i < 10; i++) w.notify(record(i % 2 ? 'a' : 'b', `m${i}`));
     await served;
-    expect(call.writableLength).to.equal(4);
+    // The first records (what the caller asked for) do not count against the bound: 2 + 4.
+    expect(call.writableLength).to.equal(6);
     expect(call.errors.map((e) => e.code)).to.deep.equal([grpc.status.RESOURCE_EXHAUSTED]);
     expect(w.has('a') || w.has('b')).to.equal(false);
   });
@@ -62,5 +63,23 @@ describe('job watchers: bounded for a reader that does not read', () => {
     await served;
     expect(call.errors).to.deep.equal([]);
     expect(call.ended).to.equal(true);
+  });
+  it('WatchJobs: every first record goes, ended jobs included, however many, and the stream ends when all have', async () => {
+    const w = new JobWatchers(1000);
+    const ended = new StalledCall();
+    await w.serveMany(
+      [record('a', 'x', 'succeeded'), record('b', 'x', 'failed'), record('c', 'x', 'succeeded')],
+      ended as unknown as ServerWritableStream<unknown, JobInfo>,
+      true,
+    );
+    expect([ended.writableLength, ended.ended, ended.errors.length]).to.deep.equal([3, true, 0]);
+    // 2,000 running members of an array: all their records go before any bound applies.
+    const many = new StalledCall();
+    const records = Array.from({ length: 2000 }, (_, i) => record(`m${i}`, 'x'));
+    const served = w.serveMany(records, many as unknown as ServerWritableStream<unknown, JobInfo>);
+    expect([many.writableLength, many.errors.length]).to.deep.equal([2000, 0]);
+    for (const r of records) w.notify({ ...r, state: 'succeeded' } as JobRecord);
+    await served;
+    expect(many.errors.map((e) => e.code)).to.deep.equal([grpc.status.RESOURCE_EXHAUSTED]); // nobody read them
   });
 });
