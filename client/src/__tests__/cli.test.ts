@@ -188,6 +188,11 @@ describe('fuxi CLI', function () {
       expect(bad.code).to.equal(2);
       expect(bad.err).to.match(/bad\.jsonl:2: tasks: must contain at least one task/);
       expect(master.batches).to.deep.equal([2]);
+      // The same id on two lines: refused before anything is sent, naming both lines.
+      const dup = await fuxi(['submit', '-f', 'dup.jsonl'], { ...files, 'dup.jsonl': `${line('d1')}\n${line('d2')}\n${line('d1')}\n` });
+      expect(dup.code).to.equal(2);
+      expect(dup.err).to.match(/dup\.jsonl:3: id: "d1" is the id of the job at dup\.jsonl:1 too/);
+      expect(master.batches).to.deep.equal([2]);
       const both = await fuxi(['submit', 'job.yaml', '-f', 'jobs.jsonl'], files);
       expect([both.code, both.err]).to.deep.equal([2, 'error: --jobs: takes the jobs from its file: give no job file, --id or --array with it\n']);
     });
@@ -212,6 +217,20 @@ describe('fuxi CLI', function () {
       expect(w.out.split('\n').filter(Boolean)).to.have.length(4);
       const badRange = await fuxi(['submit', 'job.yaml', '--array', '5-1']);
       expect([badRange.code, badRange.err]).to.deep.equal([2, 'error: --array: range 5-1 ends before it starts\n']);
+      // Numbers past int32, a range too large to walk, a limit out of range, member ids over 63
+      // characters: refused at once, before any member is sent (no half-made array).
+      const sent = master.jobs.size;
+      const refused = async (args: string[], pattern: RegExp) => {
+        const x = await fuxi(['submit', 'job.yaml', ...args]);
+        expect([x.code, x.err], args.join(' ')).to.satisfy(([code, e]: [number, string]) => code === 2 && pattern.test(e));
+      };
+      await refused(['--array', '9007199254740993'], /--array: .*at most 2147483647/);
+      await refused(['--array', '0-99999999999:1'], /--array: .*at most 2147483647/);
+      await refused(['--array', '0-2000000000'], /--array: makes more than 100000 members/);
+      await refused(['--array', '0-3%99999999999'], /--array: %N must be from 1 to 2147483647/);
+      await refused(['--id', 'arr', '--array', '2147483646-2147483649'], /--array: .*at most 2147483647/);
+      await refused(['--id', 'a'.repeat(61), '--array', '8-11'], /arrayId: .*member ids of 64 characters/);
+      expect(master.jobs.size).to.equal(sent);
     });
 
     it('submit --wait: exit 0 on success, line per state change without a TTY', async () => {

@@ -38,6 +38,7 @@ import {
   type TlsFiles,
 } from '@fuxi/rpc';
 import { makeJobId } from './job-id.js';
+import { checkArray } from './job-array.js';
 import { defaultMasters } from './masters.js';
 import { isTerminal, type JobStateName } from './job-state.js';
 import { readOutput, type FetchOptions } from './outputs.js';
@@ -229,6 +230,7 @@ export class FuxiClient {
   ): Promise<{ arrayId: string; results: BatchSubmitResult[] }> {
     const arrayId = opts.arrayId || spec.jobId || makeJobId(spec.name, randomUUID());
     const maxRunning = opts.maxRunning ?? 0;
+    checkArray(arrayId, opts.indices, maxRunning);
     const specs = opts.indices.map((index) => ({
       ...spec,
       jobId: `${arrayId}_${index}`,

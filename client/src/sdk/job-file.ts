@@ -60,6 +60,8 @@ export function loadSpecLines(file: string, readFile: (path: string) => string):
     throw new InvalidArgumentError('', `cannot read job specs ${file}: ${reason}`);
   }
   const specs: JobSpec[] = [];
+  /** Line of each job id given, so that a second use names both lines before anything is sent. */
+  const idLine = new Map<string, string>();
   text.split('\n').forEach((line, i) => {
     const t = line.trim();
     if (t === '' || t.startsWith('#')) return;
@@ -71,8 +73,13 @@ export function loadSpecLines(file: string, readFile: (path: string) => string):
       throw new InvalidArgumentError('', `${where}: not a JSON object (${e instanceof Error ? e.message : String(e)})`);
     }
     try {
-      const spec = normalizeJobSpec(raw);
-      specs.push(validateJobSpec(spec));
+      const spec = validateJobSpec(normalizeJobSpec(raw));
+      if (spec.jobId) {
+        const earlier = idLine.get(spec.jobId);
+        if (earlier) throw new InvalidArgumentError('id', `${JSON.stringify(spec.jobId)} is the id of the job at ${earlier} too`);
+        idLine.set(spec.jobId, where);
+      }
+      specs.push(spec);
     } catch (e) {
       throw e instanceof InvalidArgumentError ? withFile(e, where) : e;
     }
