@@ -68,6 +68,8 @@ export class FakeMaster {
   batches: number[] = [];
   /** The next this many SubmitJobs calls are refused for the submit rate (retry after 80 ms). */
   rateRefusals = 0;
+  /** SubmitJobs calls of more jobs than this are refused as larger than the submit burst (retry after 0). */
+  submitBurst = Infinity;
   /** Job id -> its job array's id. */
   arrayOf = new Map<string, string>();
   /** Job id -> its AM's snapshot log entries (GetAppSnapshot). */
@@ -112,6 +114,8 @@ export class FakeMaster {
           this.rateRefusals--;
           throw new ResourceExhaustedError('submit rate', 'submit rate limit of this caller', 80);
         }
+        if (req.specs.length > this.submitBurst)
+          throw new ResourceExhaustedError('submit rate', `${req.specs.length} jobs in one call is more than the submit burst`, 0);
         this.batches.push(req.specs.length);
         return {
           results: req.specs.map((p) => {

@@ -68,6 +68,19 @@ describe('FuxiClient (against a fake master)', function () {
     expect(res.map((r) => r.created)).to.deep.equal([true, true, true]);
   });
 
+  it('submitMany: a batch larger than the whole submit burst (no wait helps) is sent in halves, in order', async () => {
+    const specs = Array.from({ length: 10 }, (_, i) => ({ ...spec(), jobId: `halves-${i}` }));
+    master.submitBurst = 3;
+    try {
+      const res = await client.submitMany(specs);
+      expect(res.map((r) => r.jobId)).to.deep.equal(specs.map((x) => x.jobId));
+      expect(res.every((r) => r.created)).to.equal(true);
+      expect(master.batches).to.deep.equal([3, 2, 3, 2]); // 10 -> 5 + 5 -> 3 + 2, 3 + 2
+    } finally {
+      master.submitBurst = Infinity;
+    }
+  });
+
   it('submitArray: one member per index with its id, environment and array fields', async () => {
     const seen: unknown[] = [];
     const orig = client.submitMany.bind(client);

@@ -21,6 +21,7 @@ import {
   type CreateTestbedResponse__Output,
   type JobInfo__Output,
   type NodeStatus__Output,
+  type SubmitJobsResponse__Output,
   type Testbed__Output,
 } from '@fuxi/proto';
 import {
@@ -204,14 +205,25 @@ export class FuxiClient {
     return results;
   }
 
-  /** One SubmitJobs call, sent again after the wait a rate-limit refusal names. */
-  private async submitJobsPaced(specs: Array<ReturnType<typeof jobSpecToProto>>) {
+  /**
+   * One SubmitJobs call, sent again after the wait a rate-limit refusal names. A refusal with no
+   * wait (0: the batch is larger than the master's whole submit burst, so waiting never helps) is
+   * answered by sending the batch in two halves, down to single jobs.
+   */
+  private async submitJobsPaced(specs: Array<ReturnType<typeof jobSpecToProto>>): Promise<{ results: SubmitJobsResponse__Output['results'] }> {
     for (;;) {
       try {
         return await this.connection.call('SubmitJobs', { specs }, this.callOpts(true));
       } catch (e) {
         const wait = e instanceof RpcError && e.code === 'RESOURCE_EXHAUSTED' ? Number(e.details['retry-after-ms']) : NaN;
         if (!Number.isFinite(wait) || wait < 0) throw e;
+        if (wait === 0) {
+          if (specs.length <= 1) throw e;
+          const half = Math.ceil(specs.length / 2);
+          const first = await this.submitJobsPaced(specs.slice(0, half));
+          const rest = await this.submitJobsPaced(specs.slice(half));
+          return { results: [...first.results, ...rest.results] };
+        }
         await new Promise((r) => setTimeout(r, Math.min(wait, SUBMIT_RATE_WAIT_MAX_MS)));
       }
     }
