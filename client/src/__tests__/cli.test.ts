@@ -208,10 +208,13 @@ describe('fuxi CLI', function () {
       const status = await fuxi(['status', 'sw']);
       expect(status.out).to.match(/array: +sw \(4 jobs\)/);
       expect(status.out).to.match(/1 SUCCEEDED/);
+      master.update('sw_4', { message: 'held: array sw has 2 of at most 2 members running' });
       const waiting = fuxi(['wait', 'sw']);
       await new Promise((res) => setTimeout(res, 200));
       const killed = await fuxi(['kill', 'sw']);
       expect(killed.out).to.equal('array sw: 3 of 4 jobs killed\n');
+      // The held member first: an active one's end would have admitted it, to be killed right after.
+      expect(master.killed).to.deep.equal(['sw', 'sw_4', 'sw_2', 'sw_7']);
       const w = await waiting;
       expect(w.code).to.equal(1);
       expect(w.out.split('\n').filter(Boolean)).to.have.length(4);

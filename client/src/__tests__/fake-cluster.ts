@@ -68,6 +68,8 @@ export class FakeMaster {
   batches: number[] = [];
   /** The next this many SubmitJobs calls are refused for the submit rate (retry after 80 ms). */
   rateRefusals = 0;
+  /** The ids KillJob was called with, in order. */
+  killed: string[] = [];
   /** SubmitJobs calls of more jobs than this are refused as larger than the submit burst (retry after 0). */
   submitBurst = Infinity;
   /** Job id -> its job array's id. */
@@ -193,6 +195,7 @@ export class FakeMaster {
       },
       KillJob: async (req: { jobId: string; reason: string }) => {
         this.calls.push('KillJob');
+        this.killed.push(req.jobId);
         const j = this.job(req.jobId);
         if (!TERMINAL.has(j.state)) this.update(req.jobId, { state: 'JOB_STATE_KILLED', message: `killed: ${req.reason}` });
         return { job: this.job(req.jobId) };

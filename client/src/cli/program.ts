@@ -295,9 +295,11 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       const c = await getClient(opts);
       const job = await orArray(() => c.kill(jobId, o.reason ?? ''), c, jobId);
       if (Array.isArray(job)) {
-        // A job array: every member that has not ended.
+        // A job array: every member that has not ended, the held ones first (an active member's
+        // end admits the next held one, which would be started only to be killed).
+        const held = (m: JobInfo__Output) => !isEnded(m) && m.message.startsWith('held');
         const killed: JobInfo__Output[] = [];
-        for (const m of job) killed.push(isEnded(m) ? m : await c.kill(m.jobId, o.reason ?? ''));
+        for (const m of [...job.filter(held), ...job.filter((m) => !held(m))]) killed.push(isEnded(m) ? m : await c.kill(m.jobId, o.reason ?? ''));
         emit(opts, killed, () => `array ${jobId}: ${killed.filter((k) => k.state === 'JOB_STATE_KILLED').length} of ${killed.length} jobs killed`);
         return;
       }
