@@ -56,6 +56,12 @@ describe('fuxi cli-server: the paths and what it serves', () => {
       [['--version'], false],
       [['cli-server'], false],
       [[], false],
+      // Files only the caller can open: its stdin, a <(...) it was given.
+      [['submit', '-f', '/dev/stdin'], false],
+      [['submit', '-f', '/dev/fd/63'], false],
+      [['submit', '--jobs=/proc/self/fd/5'], false],
+      [['submit', '-'], false],
+      [['submit', '-f', 'jobs.jsonl'], true],
     ];
     for (const [args, served] of cases) expect(servedByServer(args), args.join(' ')).to.equal(served);
   });

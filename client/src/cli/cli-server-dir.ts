@@ -54,14 +54,22 @@ export const SERVED_COMMANDS: ReadonlySet<string> = new Set(['submit', 'status',
 const VALUE_OPTIONS = new Set(['--master', '--token-file', '--tls-ca', '--tls-cert', '--tls-key', '-o', '--output']);
 
 /**
+ * Paths that name something of the calling process (its stdin, its open files, `-`): the server,
+ * another process, would open its own.
+ */
+const CALLERS_OWN = /^(-|\/dev\/(stdin|fd\/\d+)|\/proc\/(self|thread-self)\/fd\/\d+)$/;
+
+/**
  * Whether `fuxi <args>` is one the server runs: a served command, without --wait, help or the
- * version (anything else, and anything this cannot tell, runs in the process).
+ * version, and naming no file only the caller can open (`/dev/stdin`, `/dev/fd/N`, as `<(...)`
+ * gives); anything else, and anything this cannot tell, runs in the process.
  */
 export function servedByServer(args: readonly string[]): boolean {
   let command: string | undefined;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--wait' || a === '-h' || a === '--help' || a === '-V' || a === '--version' || a === '--') return false;
+    if (CALLERS_OWN.test(a) || (/^--?[a-z-]+=/.test(a) && CALLERS_OWN.test(a.slice(a.indexOf('=') + 1)))) return false;
     if (command !== undefined) continue;
     if (VALUE_OPTIONS.has(a)) i++;
     else if (!a.startsWith('-')) command = a;
