@@ -26,6 +26,9 @@ import * as fs from 'node:fs';
 
 const { O_WRONLY, O_RDONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = fs.constants;
 
+/** The flags every read of a worker's file opens it with: never through a symlink, never blocking on a FIFO. */
+const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+
 /** Removes what is at `file` (whatever it is; a symlink itself, not its target). */
 function clear(file: string): void {
   fs.rmSync(file, { force: true, recursive: true });
@@ -57,7 +60,7 @@ export function writeFresh(file: string, text: string, mode = 0o644): void {
 export function readRegular(file: string): string | undefined {
   let fd: number;
   try {
-    fd = fs.openSync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    fd = fs.openSync(file, READ_FLAGS);
   } catch {
     return undefined;
   }
@@ -70,9 +73,6 @@ export function readRegular(file: string): string | undefined {
     fs.closeSync(fd);
   }
 }
-
-/** The flags every read of a worker's file opens it with: never through a symlink, never blocking on a FIFO. */
-export const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 
 /** Opens `file` for reading when it is a regular file; rejects otherwise (ENOENT, ELOOP, or not a file). */
 export async function openRegular(file: string): Promise<fs.promises.FileHandle> {

@@ -43,7 +43,8 @@ export function isHeld(job: JobRecord): boolean {
   return job.held === true && !TERMINAL_STATES.has(job.state);
 }
 
-function active(job: JobRecord): boolean {
+/** A member neither held nor ended (its AM asked for or running). */
+export function isActive(job: JobRecord): boolean {
   return job.held !== true && !TERMINAL_STATES.has(job.state);
 }
 
@@ -82,7 +83,7 @@ export function indexMember(st: MasterState, job: JobRecord): void {
     const last = arr.held[arr.held.length - 1];
     if (last && indexOf(last) > indexOf(job)) arr.heldSorted = false;
     arr.held.push(job);
-  } else if (active(job)) arr.active++;
+  } else if (isActive(job)) arr.active++;
 }
 
 /** An active member of an array ends (endJob, before its state changes: `wasActive` as it was). */

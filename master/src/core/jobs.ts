@@ -6,7 +6,7 @@
 import { checkJobTestbed } from './testbeds.js';
 import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { mintAttemptToken } from './am-tokens.js';
-import { admit, checkMember, heldMessage, indexMember, memberEnded, memberIds } from './arrays.js';
+import { admit, checkMember, heldMessage, indexMember, isActive, memberEnded, memberIds } from './arrays.js';
 import { markRequesting, setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { checkJobInputs, DEFAULT_JOB_INPUT_LIMITS } from './request-limits.js';
@@ -208,7 +208,7 @@ export function newApp(job: JobRecord, amState: AppState['amState'], reported: b
 export function endJob(st: MasterState, job: JobRecord, state: JobState, message: string): void {
   st.faults.resolve('AM_CRASH', job.jobId, st.now, `job ${state}`);
   st.faults.resolve('AM_TIMING', job.jobId, st.now, `job ${state}`);
-  const wasActive = job.held !== true && !TERMINAL_STATES.has(job.state);
+  const wasActive = isActive(job);
   job.state = state;
   job.message = message;
   job.finishedAtMs = st.now;

@@ -24,8 +24,7 @@
  * await gc.settled(); // everything queued so far has been written (or failed)
  * ```
  */
-import type { StoreOp } from '../core/store-ops.js';
-import { opBytes, STORE_BATCH_LIMITS } from './store-batches.js';
+import { opBytes, STORE_WRITE_LIMITS, type StoreOp } from '../core/store-ops.js';
 
 export interface GroupCommitStore<G extends object> {
   /** Writes one batch atomically; rejects when it was not made (or its outcome is unknown). */
@@ -76,7 +75,7 @@ export class GroupCommit<G extends object> {
 
   constructor(
     private readonly store: GroupCommitStore<G>,
-    private readonly limits = STORE_BATCH_LIMITS,
+    private readonly limits = STORE_WRITE_LIMITS,
     /** A prefix that could not be listed: its deletion is skipped (and resolves). */
     private readonly onListError: (prefix: string, err: unknown) => void = () => {},
   ) {}

@@ -14,14 +14,14 @@ import { EtcdStore, FencedError, LeaderElection, openStore, StoreOutOfSpaceError
 import { SubmitRate } from '../core/submit-rate.js';
 import { MasterCore } from '../core/master-core.js';
 import { AM_SU, AM_TOKEN_ENV, DEFAULT_AM_MODE } from '@fuxi/common';
-import { KEYS, type StoreOp } from '../core/store-ops.js';
+import { KEYS, opBytes, type StoreOp } from '../core/store-ops.js';
 import type { Effect, JobRecord, NodeAdmin } from '../core/types.js';
 import { parseTestbed, type Testbed } from '../core/testbeds.js';
 import { parsePredictionConfig } from '../core/prediction-config.js';
 import { resolvedDetector, type MasterConfig } from './config.js';
 import { HeartbeatRecorder } from './heartbeat-recorder.js';
 import { GroupCommit } from './group-commit.js';
-import { coalesceStoreWrites, opBytes } from './store-batches.js';
+import { coalesceStoreWrites } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { MasterMetrics } from './master-metrics.js';
 import { Dashboard } from './dashboard.js';

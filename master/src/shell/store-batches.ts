@@ -12,10 +12,7 @@
 import { opBytes, STORE_WRITE_LIMITS, type StoreOp } from '../core/store-ops.js';
 import type { Effect } from '../core/types.js';
 
-export { opBytes };
-export const STORE_BATCH_LIMITS = STORE_WRITE_LIMITS;
-
-export function coalesceStoreWrites(effects: readonly Effect[], limits = STORE_BATCH_LIMITS): Effect[] {
+export function coalesceStoreWrites(effects: readonly Effect[], limits = STORE_WRITE_LIMITS): Effect[] {
   const out: Effect[] = [];
   let batch: StoreOp[] | undefined;
   let bytes = 0;

@@ -16,41 +16,19 @@ import { alive, waitFor, removeWorkDir } from './helpers.js';
 
 const HOST_MAIN = fileURLToPath(new URL('../../../../appmaster/dist/shell/am-host-main.js', import.meta.url));
 
-/** A host that answers every request, and follows the answer to a start with that AM's exit, in one write. */
-const INSTANT_EXIT_HOST = `
-const net = require('node:net');
-const fs = require('node:fs');
-const sock = process.argv[process.argv.indexOf('--socket') + 1];
-fs.rmSync(sock, { force: true });
-net.createServer((c) => {
-  let rest = '';
-  c.on('data', (d) => {
-    const lines = (rest + d).split('\\n');
-    rest = lines.pop();
-    for (const l of lines) {
-      const m = JSON.parse(l);
-      let out = JSON.stringify({ id: m.id, ok: true, ams: [] }) + '\\n';
-      if (m.op === 'start') out += JSON.stringify({ ev: 'exit', key: m.am.key, appId: m.am.appId, workerId: m.am.workerId, exitCode: 1, signal: null, message: 'could not start' }) + '\\n';
-      c.write(out);
-    }
-  });
-}).listen(sock);
-`;
-
 /**
- * A host run by the test: a \`stats\` request makes it drop the agent's connection, end AM \`x\` on
- * its own meanwhile (its exit file says 3; the event goes to no one) and answer the next hellos
- * only after 1 s; a stop ends the AM with an exit event.
+ * The program of a host the test runs: it listens on its --socket and runs `onMessage` (a script
+ * with `c`, the connection, `m`, the message, and `answer(extra)`) for each line; `before` is
+ * its state.
  */
-const DROPPING_HOST = `
+function fakeHost(before: string, onMessage: string): string {
+  return `
 const net = require('node:net');
 const fs = require('node:fs');
 const path = require('node:path');
 const sock = process.argv[process.argv.indexOf('--socket') + 1];
 fs.rmSync(sock, { force: true });
-const running = new Map();
-let slowHello = false;
-let agent;
+${before}
 net.createServer((c) => {
   let rest = '';
   c.on('data', (d) => {
@@ -59,7 +37,31 @@ net.createServer((c) => {
     for (const l of lines) {
       const m = JSON.parse(l);
       const answer = (extra) => c.write(JSON.stringify({ id: m.id, ok: true, ...extra }) + '\\n');
-      if (m.op === 'hello') {
+      ${onMessage}
+    }
+  });
+}).listen(sock);
+`;
+}
+
+/** A host that answers every request, and follows the answer to a start with that AM's exit, in one write. */
+const INSTANT_EXIT_HOST = fakeHost(
+  '',
+  `let out = JSON.stringify({ id: m.id, ok: true, ams: [] }) + '\\n';
+      if (m.op === 'start') out += JSON.stringify({ ev: 'exit', key: m.am.key, appId: m.am.appId, workerId: m.am.workerId, exitCode: 1, signal: null, message: 'could not start' }) + '\\n';
+      c.write(out);`,
+);
+
+/**
+ * A host run by the test: a `stats` request makes it drop the agent's connection, end AM `x` on
+ * its own meanwhile (its exit file says 3; the event goes to no one) and answer the next hellos
+ * only after 1 s; a stop ends the AM with an exit event.
+ */
+const DROPPING_HOST = fakeHost(
+  `const running = new Map();
+let slowHello = false;
+let agent;`,
+  `if (m.op === 'hello') {
         const hello = () => { agent = c; answer({ ams: [...running.values()].map((am) => ({ key: am.key })) }); };
         if (slowHello) setTimeout(hello, 1000); else hello();
       } else if (m.op === 'start') {
@@ -77,11 +79,8 @@ net.createServer((c) => {
         fs.writeFileSync(path.join(x.dir, 'exit'), '3\\n');
         slowHello = true;
         c.destroy();
-      } else answer({});
-    }
-  });
-}).listen(sock);
-`;
+      } else answer({});`,
+);
 
 describe('AmHostSupervisor (its connection to the host)', function () {
   this.timeout(60_000);
