@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { FuxiError } from '@fuxi/common';
 import { FuxiClient } from '../sdk/fuxi-client.js';
 import { parseDuration, runCli, type CliClient, type CliDeps } from '../cli/program.js';
 import { FakeAgent, FakeMaster } from './fake-cluster.js';
@@ -184,6 +185,7 @@ describe('fuxi CLI', function () {
       expect(r.code).to.equal(0);
       expect(r.out).to.equal('j1\tsubmitted\nj2\tsubmitted\n');
       expect(master.batches).to.deep.equal([2]);
+      expect(master.dryRunBatches).to.deep.equal([2]); // checked by the master first
       const bad = await fuxi(['submit', '-f', 'bad.jsonl'], files);
       expect(bad.code).to.equal(2);
       expect(bad.err).to.match(/bad\.jsonl:2: tasks: must contain at least one task/);
@@ -195,6 +197,84 @@ describe('fuxi CLI', function () {
       expect(master.batches).to.deep.equal([2]);
       const both = await fuxi(['submit', 'job.yaml', '-f', 'jobs.jsonl'], files);
       expect([both.code, both.err]).to.deep.equal([2, 'error: --jobs: takes the jobs from its file: give no job file, --id or --array with it\n']);
+    });
+
+    it('submit -f: lines the master refuses (a dry run first) submit nothing; each refusal names its line and job id', async () => {
+      const line = (id: string, over: Record<string, unknown> = {}) =>
+        JSON.stringify({ id, name: id, tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }], ...over });
+      const text = [line('m1'), '# the bad ones', line('m2', { quotaGroup: 'nope' }), '', line('m3'), line('m4', { quotaGroup: 'gold' }), line('m5')].join(
+        '\n',
+      );
+      const files = { 'jobs.jsonl': text };
+      const r = await fuxi(['submit', '-f', 'jobs.jsonl'], files);
+      expect(r.code).to.equal(2);
+      expect(r.out).to.equal(
+        [
+          'm2\trefused: jobs.jsonl:3: quotaGroup: unknown quota group "nope" (known: default)',
+          'm4\trefused: jobs.jsonl:6: quotaGroup: unknown quota group "gold" (known: default)',
+          '',
+        ].join('\n'),
+      );
+      expect(r.err).to.equal('error: 2 of 5 jobs refused (jobs.jsonl lines 3, 6); nothing was submitted\n');
+      expect(master.dryRunBatches).to.deep.equal([5]);
+      expect(master.batches).to.deep.equal([]);
+      expect([...master.jobs.keys()]).to.deep.equal([]);
+      const json = await fuxi(['-o', 'json', 'submit', '-f', 'jobs.jsonl'], files);
+      expect(JSON.parse(json.out)).to.deep.equal([
+        { jobId: 'm2', line: 3, created: false, error: 'quotaGroup: unknown quota group "nope" (known: default)' },
+        { jobId: 'm4', line: 6, created: false, error: 'quotaGroup: unknown quota group "gold" (known: default)' },
+      ]);
+      // Once the master takes every line, the file is submitted (a line without an id is checked
+      // and submitted under the same id, made before the check).
+      master.quotaGroups.add('nope').add('gold');
+      const ok = await fuxi(['-o', 'json', 'submit', '-f', 'jobs.jsonl'], {
+        'jobs.jsonl': `${text}\n${JSON.stringify({ name: 'anon', tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }] })}`,
+      });
+      expect(ok.code).to.equal(0);
+      const rows = JSON.parse(ok.out) as Array<{ jobId: string; line: number; created: boolean }>;
+      expect(rows.map((x) => [x.line, x.created])).to.deep.equal([
+        [1, true],
+        [3, true],
+        [5, true],
+        [6, true],
+        [7, true],
+        [8, true],
+      ]);
+      expect(rows[5]!.jobId).to.match(/^anon-[0-9a-f]{12}$/);
+      expect([...master.jobs.keys()]).to.deep.equal(['m1', 'm2', 'm3', 'm4', 'm5', rows[5]!.jobId]);
+      expect(master.batches).to.deep.equal([6]);
+    });
+
+    it('submit -f: a line the real submit refuses after the check passed (the cluster changed in between) is named too', async () => {
+      const line = (id: string) => JSON.stringify({ id, name: id, tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }] });
+      const calls: boolean[] = [];
+      const client = {
+        submitMany: async (specs: Array<{ jobId: string }>, opts: { dryRun?: boolean } = {}) => {
+          calls.push(opts.dryRun === true);
+          return specs.map((x, i) =>
+            !opts.dryRun && i === 1
+              ? { jobId: x.jobId, created: false, error: new FuxiError('ALREADY_EXISTS', 'job array "r2" already exists') }
+              : { jobId: x.jobId, created: true },
+          );
+        },
+        close: () => {},
+      } as unknown as CliClient;
+      const r = await run(['submit', '-f', 'jobs.jsonl'], { makeClient: () => client, files: { 'jobs.jsonl': `${line('r1')}\n\n${line('r2')}\n` } });
+      expect(calls).to.deep.equal([true, false]);
+      expect([r.code, r.out, r.err]).to.deep.equal([
+        2,
+        'r1\tsubmitted\nr2\trefused: jobs.jsonl:3: job array "r2" already exists\n',
+        'error: 1 of 2 jobs refused\n',
+      ]);
+    });
+
+    it('submit -f: a master that does not know dry runs is an error, not an all-or-nothing submit it cannot keep', async () => {
+      master.knowsDryRun = false;
+      const line = (id: string) => JSON.stringify({ id, name: id, tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }] });
+      const r = await fuxi(['submit', '-f', 'jobs.jsonl'], { 'jobs.jsonl': `${line('o1')}\n${line('o2')}\n` });
+      expect(r.code).to.not.equal(0);
+      expect(r.err).to.match(/the master does not know dry runs .* the 2 jobs sent to be checked were submitted \(o1, o2\)/);
+      expect(master.batches).to.deep.equal([2]); // the "dry run" the old master took as a submit; nothing after it
     });
 
     it('submit --array with a limit; list, status, wait and kill take the array id', async () => {

@@ -64,8 +64,14 @@ export class FakeMaster {
     return this.server.address;
   }
 
-  /** Batch sizes of the SubmitJobs calls received. */
+  /** Batch sizes of the SubmitJobs calls received (dry runs apart). */
   batches: number[] = [];
+  /** Batch sizes of the dry-run SubmitJobs calls received. */
+  dryRunBatches: number[] = [];
+  /** False: answers SubmitJobs as a master older than dry_run would (ignores it, submits). */
+  knowsDryRun = true;
+  /** Quota groups a job may name (another is refused, INVALID_ARGUMENT, as the master does). */
+  quotaGroups = new Set(['default']);
   /** The next this many SubmitJobs calls are refused for the submit rate (retry after 80 ms). */
   rateRefusals = 0;
   /** The ids KillJob was called with, in order. */
@@ -110,27 +116,32 @@ export class FakeMaster {
   async start(): Promise<this> {
     const def = loadFuxiProto().MasterService.service;
     const impl: Record<string, unknown> = {
-      SubmitJobs: async (req: { specs: Array<Parameters<typeof jobSpecFromProto>[0]> }) => {
+      SubmitJobs: async (req: { specs: Array<Parameters<typeof jobSpecFromProto>[0]>; dryRun: boolean }) => {
         this.calls.push('SubmitJobs');
-        if (this.rateRefusals > 0) {
+        const dryRun = req.dryRun && this.knowsDryRun;
+        if (this.rateRefusals > 0 && !dryRun) {
           this.rateRefusals--;
           throw new ResourceExhaustedError('submit rate', 'submit rate limit of this caller', 80);
         }
-        if (req.specs.length > this.submitBurst)
+        if (req.specs.length > this.submitBurst && !dryRun)
           throw new ResourceExhaustedError('submit rate', `${req.specs.length} jobs in one call is more than the submit burst`, 0);
-        this.batches.push(req.specs.length);
+        (dryRun ? this.dryRunBatches : this.batches).push(req.specs.length);
         return {
+          dryRun,
           results: req.specs.map((p) => {
             const spec = jobSpecFromProto(p);
-            if (spec.array) this.arrayOf.set(spec.jobId, spec.array.id);
+            const refusal =
+              spec.name === 'refuse-me'
+                ? 'quotaGroup: unknown'
+                : !this.quotaGroups.has(spec.quotaGroup || 'default')
+                  ? `quotaGroup: unknown quota group "${spec.quotaGroup}" (known: ${[...this.quotaGroups].join(', ')})`
+                  : '';
+            if (refusal) return { jobId: spec.jobId, created: false, errorCode: 'INVALID_ARGUMENT', errorMessage: refusal };
             const created = !this.jobs.has(spec.jobId);
+            if (dryRun) return { jobId: spec.jobId, created, errorCode: '', errorMessage: '' };
+            if (spec.array) this.arrayOf.set(spec.jobId, spec.array.id);
             if (created) this.jobs.set(spec.jobId, { jobId: spec.jobId, name: spec.name, state: 'JOB_STATE_SUBMITTED' } as JobInfo__Output);
-            return {
-              jobId: spec.jobId,
-              created,
-              errorCode: spec.name === 'refuse-me' ? 'INVALID_ARGUMENT' : '',
-              errorMessage: spec.name === 'refuse-me' ? 'quotaGroup: unknown' : '',
-            };
+            return { jobId: spec.jobId, created, errorCode: '', errorMessage: '' };
           }),
         };
       },

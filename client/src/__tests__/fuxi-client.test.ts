@@ -58,6 +58,27 @@ describe('FuxiClient (against a fake master)', function () {
     expect(again.map((r) => r.created)).to.deep.equal([false, false, false, false, false]);
   });
 
+  it('submitMany dryRun: the same calls as the submit, every verdict, nothing taken; a master without dry runs is FAILED_PRECONDITION', async () => {
+    const mk = (name: string, id: string, over: Record<string, unknown> = {}) => ({
+      ...normalizeJobSpec({ name, tasks: [{ name: 't', instances: 1, resources: { cpu: 1, memory: 64 }, command: ['true'] }], ...over }),
+      jobId: id,
+    });
+    const specs = Array.from({ length: 2500 }, (_, i) => mk(`n${i}`, `dry-${i}`));
+    specs[5] = mk('n5', 'dry-5', { quotaGroup: 'nope' });
+    specs[6] = { ...mk('broken', 'dry-6'), tasks: [] };
+    const checked = await client.submitMany(specs, { dryRun: true });
+    expect(master.dryRunBatches).to.deep.equal([1000, 1000, 499]);
+    expect(master.batches).to.deep.equal([]);
+    expect(master.jobs.size).to.equal(0);
+    expect(checked[0]).to.deep.equal({ jobId: 'dry-0', created: true });
+    expect(checked[5]?.error?.message).to.match(/unknown quota group "nope"/);
+    expect(checked[6]?.error?.message).to.match(/tasks/); // refused here, not sent
+    master.knowsDryRun = false;
+    const err = await rejects(client.submitMany(specs.slice(0, 3), { dryRun: true }));
+    expect((err as FuxiError).code).to.equal('FAILED_PRECONDITION');
+    expect(err.message).to.match(/does not know dry runs .*the 3 jobs sent to be checked were submitted \(dry-0, dry-1, dry-2\)/);
+  });
+
   it('submitMany: a batch refused for the submit rate is sent again after its retry-after', async () => {
     const specs = Array.from({ length: 3 }, (_, i) => ({ ...spec(), jobId: `paced-${i}` }));
     master.rateRefusals = 2;

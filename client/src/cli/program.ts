@@ -3,6 +3,7 @@
  * come in as `CliDeps` so that tests can run every command in process; `main.ts` supplies the real
  * ones. `runCli` never throws and never exits: it returns the exit code.
  */
+import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { Command, Option } from 'commander';
 import { FUXI_VERSION, FuxiError, InvalidArgumentError } from '@fuxi/common';
@@ -159,7 +160,10 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
     .description('submit a job spec (YAML or JSON); prints the job id. -f submits many (JSON Lines); --array makes a job array')
     .option('--wait', 'wait until the job (every job) finishes; exit 0 if all succeeded, 1 if any failed or was killed')
     .option('--id <id>', 'job id (makes resubmission idempotent); default: the spec\'s "id", or generated. With --array: the array\'s id')
-    .option('-f, --jobs <file>', 'many jobs, one JSON job spec per line (JSON Lines), checked first, submitted in few calls')
+    .option(
+      '-f, --jobs <file>',
+      'many jobs, one JSON job spec per line (JSON Lines), all checked first (by the master too: a refused line submits none), submitted in few calls',
+    )
     .option('--array <indices>', 'a job array: one job <id>_<index> per index (0-999, 1,3,5-9, 0-99:10), %N = at most N running (0-999%50)')
     .action(async (file: string | undefined, o: { wait?: boolean; id?: string; jobs?: string; array?: string }, cmd: Command) => {
       const opts = cmd.optsWithGlobals<GlobalOpts>();
@@ -171,9 +175,37 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
       if (o.jobs !== undefined || o.array !== undefined) {
         let results: Array<{ jobId: string; created: boolean; error?: Error }>;
         let arrayId = '';
+        /** -f: the file line of each result. */
+        let lines: number[] = [];
+        const row = (r: (typeof results)[number], i: number) => ({
+          jobId: r.jobId,
+          ...(lines.length > 0 ? { line: lines[i]! } : {}),
+          created: r.created,
+          error: r.error?.message ?? '',
+        });
+        const rowLine = (r: ReturnType<typeof row>) =>
+          `${r.jobId}\t${r.error ? `refused: ${r.line ? `${o.jobs}:${r.line}: ` : ''}${r.error}` : r.created ? 'submitted' : 'already existed'}`;
         if (o.jobs !== undefined) {
-          const specs = jobFile.loadSpecLines(o.jobs, deps.readFile);
-          results = await (await getClient(opts)).submitMany(specs);
+          const numbered = jobFile.loadNumberedSpecLines(o.jobs, deps.readFile);
+          lines = numbered.map((l) => l.line);
+          // Ids made here: the jobs the master checks are the jobs submitted.
+          const { makeJobId } = await import('../sdk/job-id.js');
+          const specs = numbered.map(({ spec }) => (spec.jobId ? spec : { ...spec, jobId: makeJobId(spec.name, randomUUID()) }));
+          const c = await getClient(opts);
+          // All or nothing (Kubernetes' dryRun): the master checks every line first, in the calls
+          // the submit makes, and a refusal there submits nothing.
+          const checked = await c.submitMany(specs, { dryRun: true });
+          const at = checked.flatMap((r, i) => (r.error ? [i] : []));
+          if (at.length > 0) {
+            const rows = at.map((i) => row(checked[i]!, i));
+            emit(opts, rows, () => rows.map(rowLine).join('\n'));
+            err(
+              `error: ${at.length} of ${checked.length} jobs refused (${o.jobs} line${at.length > 1 ? 's' : ''} ${at.map((i) => lines[i]).join(', ')}); nothing was submitted`,
+            );
+            code = EXIT.USAGE;
+            return;
+          }
+          results = await c.submitMany(specs);
         } else {
           const { parseArraySpec } = await import('../sdk/job-array.js');
           const { indices, maxRunning } = parseArraySpec(o.array!);
@@ -183,12 +215,9 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
           results = r.results;
         }
         const refused = results.filter((r) => r.error);
-        const rows = results.map((r) => ({ jobId: r.jobId, created: r.created, error: r.error?.message ?? '' }));
+        const rows = results.map(row);
         emit(opts, arrayId ? { arrayId, jobs: rows } : rows, () =>
-          [
-            ...(arrayId ? [`array ${arrayId}: ${results.length} jobs`] : []),
-            ...rows.map((r) => `${r.jobId}\t${r.error ? `refused: ${r.error}` : r.created ? 'submitted' : 'already existed'}`),
-          ].join('\n'),
+          [...(arrayId ? [`array ${arrayId}: ${results.length} jobs`] : []), ...rows.map(rowLine)].join('\n'),
         );
         if (refused.length > 0) {
           err(`error: ${refused.length} of ${results.length} jobs refused`);

@@ -7,6 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import {
   AM_SU,
   decodeEntry,
+  FailedPreconditionError,
   FuxiError,
   isTransientError,
   NotFoundError,
@@ -111,6 +112,18 @@ export interface BatchSubmitResult extends SubmitResult {
   error?: FuxiError;
 }
 
+export interface SubmitManyOptions {
+  /**
+   * Check, do not submit (Kubernetes' dryRun): the master runs every admission check a real submit
+   * would (its quota groups, testbeds, job arrays, existing ids...) on each job, in the same calls a
+   * real `submitMany` of these specs makes, and writes nothing. Each result is the verdict the
+   * real submit would get now: `created` means the job would be created. A master too old to know
+   * dry runs (it would have submitted the jobs) is an error (FAILED_PRECONDITION). Give specs ids
+   * to submit them under the ids checked: one made here differs from the real submit's.
+   */
+  dryRun?: boolean;
+}
+
 /** `submitMany` splits its jobs into SubmitJobs calls of at most this many specs and bytes. */
 export const SUBMIT_BATCH = { maxJobs: 1000, maxBytes: 2 * 1024 * 1024 };
 /** The longest submitMany waits at once on a rate-limit refusal's retry-after. */
@@ -167,8 +180,12 @@ export class FuxiClient {
    * HTTP 429 with Retry-After) is sent again once that time has passed, as Kubernetes clients do:
    * 10,000 jobs go in at the cluster's rate instead of failing after the caller's burst. Each wait
    * is at most `SUBMIT_RATE_WAIT_MAX_MS`; a refusal without a retry-after is thrown.
+   *
+   * With `opts.dryRun` every job is only checked (`SubmitManyOptions`); a caller that wants all or
+   * nothing checks first and submits only when no job was refused (as `fuxi submit -f` does).
    */
-  async submitMany(specs: readonly JobSpec[]): Promise<BatchSubmitResult[]> {
+  async submitMany(specs: readonly JobSpec[], opts: SubmitManyOptions = {}): Promise<BatchSubmitResult[]> {
+    const dryRun = opts.dryRun === true;
     const results: BatchSubmitResult[] = new Array(specs.length);
     let batch: Array<{ at: number; proto: ReturnType<typeof jobSpecToProto> }> = [];
     let bytes = 0;
@@ -177,7 +194,10 @@ export class FuxiClient {
       const sent = batch;
       batch = [];
       bytes = 0;
-      const res = await this.submitJobsPaced(sent.map((b) => b.proto));
+      const res = await this.submitJobsPaced(
+        sent.map((b) => b.proto),
+        dryRun,
+      );
       res.results.forEach((r, i) => {
         const at = sent[i]!.at;
         results[at] = r.errorCode
@@ -210,18 +230,27 @@ export class FuxiClient {
    * wait (0: the batch is larger than the master's whole submit burst, so waiting never helps) is
    * answered by sending the batch in two halves, down to single jobs.
    */
-  private async submitJobsPaced(specs: Array<ReturnType<typeof jobSpecToProto>>): Promise<{ results: SubmitJobsResponse__Output['results'] }> {
+  private async submitJobsPaced(specs: Array<ReturnType<typeof jobSpecToProto>>, dryRun = false): Promise<{ results: SubmitJobsResponse__Output['results'] }> {
     for (;;) {
       try {
-        return await this.connection.call('SubmitJobs', { specs }, this.callOpts(true));
+        const res = await this.connection.call('SubmitJobs', { specs, dryRun }, this.callOpts(true));
+        // A master older than dry_run ignores it: it has just submitted the jobs.
+        if (dryRun && !res.dryRun)
+          throw new FailedPreconditionError(
+            `the master does not know dry runs (it is older than this client): the ${specs.length} jobs sent to be checked were submitted (${specs
+              .slice(0, 5)
+              .map((p) => p.jobId)
+              .join(', ')}${specs.length > 5 ? ', ...' : ''})`,
+          );
+        return res;
       } catch (e) {
         const wait = e instanceof RpcError && e.code === 'RESOURCE_EXHAUSTED' ? Number(e.details['retry-after-ms']) : NaN;
         if (!Number.isFinite(wait) || wait < 0) throw e;
         if (wait === 0) {
           if (specs.length <= 1) throw e;
           const half = Math.ceil(specs.length / 2);
-          const first = await this.submitJobsPaced(specs.slice(0, half));
-          const rest = await this.submitJobsPaced(specs.slice(half));
+          const first = await this.submitJobsPaced(specs.slice(0, half), dryRun);
+          const rest = await this.submitJobsPaced(specs.slice(half), dryRun);
           return { results: [...first.results, ...rest.results] };
         }
         await new Promise((r) => setTimeout(r, Math.min(wait, SUBMIT_RATE_WAIT_MAX_MS)));

@@ -52,6 +52,11 @@ function withFile(e: InvalidArgumentError, file: string): InvalidArgumentError {
  * bad one is an error naming the file, the line, the field and the reason.
  */
 export function loadSpecLines(file: string, readFile: (path: string) => string): JobSpec[] {
+  return loadNumberedSpecLines(file, readFile).map((l) => l.spec);
+}
+
+/** `loadSpecLines`, each spec with its line number in the file (1-based). */
+export function loadNumberedSpecLines(file: string, readFile: (path: string) => string): Array<{ spec: JobSpec; line: number }> {
   let text: string;
   try {
     text = readFile(file);
@@ -59,7 +64,7 @@ export function loadSpecLines(file: string, readFile: (path: string) => string):
     const reason = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : e instanceof Error ? e.message : String(e);
     throw new InvalidArgumentError('', `cannot read job specs ${file}: ${reason}`);
   }
-  const specs: JobSpec[] = [];
+  const specs: Array<{ spec: JobSpec; line: number }> = [];
   /** Line of each job id given, so that a second use names both lines before anything is sent. */
   const idLine = new Map<string, string>();
   text.split('\n').forEach((line, i) => {
@@ -79,7 +84,7 @@ export function loadSpecLines(file: string, readFile: (path: string) => string):
         if (earlier) throw new InvalidArgumentError('id', `${JSON.stringify(spec.jobId)} is the id of the job at ${earlier} too`);
         idLine.set(spec.jobId, where);
       }
-      specs.push(spec);
+      specs.push({ spec, line: i + 1 });
     } catch (e) {
       throw e instanceof InvalidArgumentError ? withFile(e, where) : e;
     }

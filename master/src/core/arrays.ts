@@ -13,8 +13,12 @@
  * An array is its first member's: the same owner, and the same `maxRunning`, for every member after
  * it. A member that differs is refused (another user's job naming the array would otherwise lift
  * its limit, or make its owner's watch of it fail on a member not theirs).
+ *
+ * Jobs and arrays share one name space: `fuxi status/wait/kill/list ID` take either, so a job whose
+ * id is an array's, or a new array whose id is a job's, is refused (ALREADY_EXISTS). An id is free
+ * again once retention has deleted the job, or every member of the array.
  */
-import { InvalidArgumentError, PermissionDeniedError } from '@fuxi/common';
+import { AlreadyExistsError, InvalidArgumentError, PermissionDeniedError, type JobSpec } from '@fuxi/common';
 import type { MasterState } from './master-state.js';
 import { TERMINAL_STATES, type JobRecord } from './types.js';
 
@@ -49,10 +53,19 @@ export function isActive(job: JobRecord): boolean {
 }
 
 /**
+ * The jobs and arrays a submission is checked against: the master's own (`MasterState` is one), or
+ * those with what a dry run took before it laid over them (jobs.ts `submitJobs`).
+ */
+export interface KnownIds {
+  readonly jobs: { get(jobId: string): { readonly spec: JobSpec } | undefined };
+  readonly arrays: { get(arrayId: string): Pick<ArrayMembers, 'owner' | 'maxRunning'> | undefined };
+}
+
+/**
  * Refuses, before anything changes, a new member of an existing array that is not its owner's or
  * would change its limit.
  */
-export function checkMember(st: MasterState, spec: JobRecord['spec'], owner: string): void {
+export function checkMember(st: KnownIds, spec: JobSpec, owner: string): void {
   const a = spec.array;
   const arr = a ? st.arrays.get(a.id) : undefined;
   if (!a || !arr) return;
@@ -66,6 +79,24 @@ export function checkMember(st: MasterState, spec: JobRecord['spec'], owner: str
       'array.maxRunning',
       `job array ${a.id} runs at most ${arr.maxRunning || 'any number of'} members at once; a member cannot change that (got ${a.maxRunning})`,
     );
+}
+
+/**
+ * Refuses, before anything changes, a new job that would share its id with a job array, or a new
+ * array (its first member) whose id is a job's: `fuxi status/wait/kill ID` could not tell them
+ * apart. A member of an array that exists already makes no new id. ALREADY_EXISTS names the id and
+ * what holds it; a member with its own array's id is INVALID_ARGUMENT.
+ */
+export function checkIdClash(st: KnownIds, spec: JobSpec): void {
+  const either = 'fuxi status, wait and kill take the id of either';
+  if (st.arrays.get(spec.jobId)) throw new AlreadyExistsError('job array', spec.jobId, `(a job may not have the id of a job array: ${either})`);
+  const a = spec.array;
+  if (!a || st.arrays.get(a.id)) return;
+  if (a.id === spec.jobId)
+    throw new InvalidArgumentError('array.id', `must not be the member's own job id "${spec.jobId}": a job and a job array may not share an id`);
+  const job = st.jobs.get(a.id);
+  const what = job?.spec.array ? `a member of job array ${job.spec.array.id}; ` : '';
+  if (job) throw new AlreadyExistsError('job', a.id, `(${what}job ${spec.jobId} may not make a job array of its id: ${either})`);
 }
 
 /** Indexes a member under its array, as it is now (on submit, before the decision; and on load). */

@@ -6,7 +6,7 @@
 import { checkJobTestbed } from './testbeds.js';
 import { AlreadyExistsError, AM_SU, firstDifference, FuxiError, InvalidArgumentError, NotFoundError, validateJobSpec, type JobSpec } from '@fuxi/common';
 import { mintAttemptToken } from './am-tokens.js';
-import { admit, checkMember, heldMessage, indexMember, isActive, memberEnded, memberIds } from './arrays.js';
+import { admit, checkIdClash, checkMember, heldMessage, indexMember, isActive, memberEnded, memberIds, type KnownIds } from './arrays.js';
 import { markRequesting, setAsgn } from './ledger.js';
 import { AM_PRIORITY, DEFAULT_CONFIG, endFailoverIfSettled, isRegistered, type AppState, type MasterState } from './master-state.js';
 import { checkJobInputs, DEFAULT_JOB_INPUT_LIMITS } from './request-limits.js';
@@ -26,7 +26,7 @@ export interface SubmitResult {
  * (ALREADY_EXISTS); undefined when taking it would create the job (no id yet, or an unknown one).
  * What a master that may not write (its store out of space) can still answer truthfully.
  */
-export function existingSubmit(st: MasterState, submitted: JobSpec): SubmitResult | undefined {
+export function existingSubmit(st: KnownIds, submitted: JobSpec): SubmitResult | undefined {
   const existing = submitted.jobId ? st.jobs.get(submitted.jobId) : undefined;
   if (!existing) return undefined;
   const diff = firstDifference(existing.spec, validateJobSpec(submitted));
@@ -34,10 +34,14 @@ export function existingSubmit(st: MasterState, submitted: JobSpec): SubmitResul
   return { jobId: submitted.jobId, created: false };
 }
 
-/** `owner`: the submitting caller's name (authz.ts), kept with the job. */
-export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): SubmitResult {
-  const existing = existingSubmit(st, submitted);
-  if (existing) return existing;
+/**
+ * Every admission check of a submission, in order, changing nothing: the answer the job table
+ * already holds (`existingSubmit`), or the spec to create (validated, with defaults), or the
+ * refusal thrown. `known`: the jobs and arrays to check against (the master's, or a dry run's).
+ */
+function admission(st: MasterState, known: KnownIds, submitted: JobSpec, owner: string): { existing: SubmitResult } | { spec: JobSpec } {
+  const existing = existingSubmit(known, submitted);
+  if (existing) return { existing };
   checkSpecSize(st, submitted);
   checkJobInputs(submitted, {
     maxEnvBytes: st.cfg.maxEnvBytes ?? DEFAULT_JOB_INPUT_LIMITS.maxEnvBytes,
@@ -51,7 +55,16 @@ export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): Subm
     throw new InvalidArgumentError('quotaGroup', `unknown quota group "${spec.quotaGroup}" (known: ${[...st.groups.keys()].join(', ')})`);
   }
   checkJobTestbed(st.testbeds, spec, st.now);
-  checkMember(st, spec, owner);
+  checkMember(known, spec, owner);
+  checkIdClash(known, spec);
+  return { spec };
+}
+
+/** `owner`: the submitting caller's name (authz.ts), kept with the job. */
+export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): SubmitResult {
+  const checked = admission(st, st, submitted, owner);
+  if ('existing' in checked) return checked.existing;
+  const { spec } = checked;
   const job: JobRecord = {
     jobId: spec.jobId,
     spec,
@@ -82,6 +95,7 @@ export function submitJob(st: MasterState, submitted: JobSpec, owner = ''): Subm
 /** One job of a batch submission: taken (created or already there) or refused with its own error. */
 export interface BatchSubmitResult {
   jobId: string;
+  /** Created now (with `dryRun`: would be created). */
   created: boolean;
   error?: FuxiError;
 }
@@ -90,16 +104,42 @@ export interface BatchSubmitResult {
  * Many submissions in one input (SubmitJobs): each is taken or refused on its own exactly as
  * `submitJob` would (a refused one changes nothing), in order, so an id twice in one batch is
  * created once and then found.
+ *
+ * With `dryRun` nothing changes and nothing is written: each job goes through every admission
+ * check `submitJob` runs, against the master's jobs and arrays with the ones taken before it in the
+ * batch laid over them (a later member of a new array is checked against its first, an id twice is
+ * found the second time), so each verdict is the one a real submit of the batch would get now.
  */
-export function submitJobs(st: MasterState, specs: readonly JobSpec[], owner = ''): BatchSubmitResult[] {
+export function submitJobs(st: MasterState, specs: readonly JobSpec[], owner = '', opts: { dryRun?: boolean } = {}): BatchSubmitResult[] {
+  const dry = opts.dryRun ? dryRunIds(st) : undefined;
   return specs.map((spec) => {
     try {
-      return submitJob(st, spec, owner);
+      if (!dry) return submitJob(st, spec, owner);
+      const checked = admission(st, dry, spec, owner);
+      if ('existing' in checked) return checked.existing;
+      dry.take(checked.spec, owner);
+      return { jobId: checked.spec.jobId, created: true };
     } catch (e) {
       if (e instanceof FuxiError) return { jobId: spec.jobId, created: false, error: e };
       throw e;
     }
   });
+}
+
+/** The master's jobs and arrays with those a dry run took laid over them (its own maps: `st` is only read). */
+function dryRunIds(st: MasterState): KnownIds & { take(spec: JobSpec, owner: string): void } {
+  const jobs = new Map<string, { spec: JobSpec }>();
+  const arrays = new Map<string, { owner: string; maxRunning: number }>();
+  return {
+    jobs: { get: (id) => jobs.get(id) ?? st.jobs.get(id) },
+    arrays: { get: (id) => arrays.get(id) ?? st.arrays.get(id) },
+    take(spec, owner) {
+      jobs.set(spec.jobId, { spec });
+      const a = spec.array;
+      // As `indexMember`: an array is its first member's.
+      if (a && !arrays.has(a.id) && !st.arrays.has(a.id)) arrays.set(a.id, { owner, maxRunning: a.maxRunning });
+    },
+  };
 }
 
 /**

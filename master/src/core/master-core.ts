@@ -175,9 +175,13 @@ export class MasterCore {
     return this.step(now, () => ({ result: submitJob(this.st, spec, owner) }));
   }
 
-  /** Many submissions in one input: each taken or refused on its own (jobs.ts `submitJobs`). */
-  submitJobs(specs: readonly JobSpec[], now: number, owner = ''): { results: BatchSubmitResult[]; effects: Effect[] } {
-    return this.step(now, () => ({ results: submitJobs(this.st, specs, owner) }));
+  /**
+   * Many submissions in one input: each taken or refused on its own (jobs.ts `submitJobs`). With
+   * `dryRun` each is only checked, as a real submit of the batch would check it: nothing changes
+   * and there are no effects.
+   */
+  submitJobs(specs: readonly JobSpec[], now: number, owner = '', opts: { dryRun?: boolean } = {}): { results: BatchSubmitResult[]; effects: Effect[] } {
+    return this.step(now, () => ({ results: submitJobs(this.st, specs, owner, opts) }));
   }
 
   /**

@@ -201,7 +201,10 @@ function answerWithoutWrite(method: Method, req: Record<string, unknown>, m: Han
             return { jobId: spec.jobId, created: false, error: e };
           }
         });
-        return results.some((r) => !(r.error instanceof ResourceExhaustedError)) ? answered({ results: results.map(batchResultToWire) }) : undefined;
+        // A dry run gets the verdicts a real submit would get now.
+        return results.some((r) => !(r.error instanceof ResourceExhaustedError))
+          ? answered({ results: results.map(batchResultToWire), dryRun: req.dryRun === true })
+          : undefined;
       }
       case 'KillJob': {
         const jobId = String(req.jobId ?? '');
@@ -378,18 +381,23 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
     SubmitJobs: async (req, call) => {
       if (req.specs.length === 0) throw new InvalidArgumentError('specs', 'must hold at least one job spec');
       if (req.specs.length > MAX_BATCH_JOBS) throw new InvalidArgumentError('specs', `holds ${req.specs.length} job specs; at most ${MAX_BATCH_JOBS} per call`);
-      checkSubmitRate(m, call, req.specs.length);
+      // A dry run takes nothing from the caller's submit rate: `submit -f` checks a file, then
+      // submits it, and the check would otherwise halve its rate.
+      if (!req.dryRun) checkSubmitRate(m, call, req.specs.length);
       const specs = req.specs.map((p) => {
         const spec = jobSpecFromProto(p);
         if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
         return spec;
       });
-      const { results, effects } = m.core.submitJobs(specs, now(), callerOfCall(call).name);
+      const { results, effects } = m.core.submitJobs(specs, now(), callerOfCall(call).name, { dryRun: req.dryRun });
       // Acknowledged only once every taken job is durable (their writes go out in store batches
-      // below the store's request limit: master-server.ts `run`), those that existed too.
+      // below the store's request limit: master-server.ts `run`), those that existed too. A dry
+      // run's verdicts wait the same way: a job it finds is one the store holds.
       await m.run(effects);
       await m.durable();
-      return { results: results.map(batchResultToWire) };
+      // An id made here for a dry run is not the one the real submit will make.
+      const wire = results.map((r, i) => batchResultToWire(req.dryRun && !req.specs[i]!.jobId ? { ...r, jobId: '' } : r));
+      return { results: wire, dryRun: req.dryRun };
     },
     GetJob: async (req) => {
       const job = jobInfo(m.core.getJob(req.jobId), true);

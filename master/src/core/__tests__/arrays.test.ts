@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { PermissionDeniedError } from '@fuxi/common';
+import { AlreadyExistsError, PermissionDeniedError } from '@fuxi/common';
 import type { JobRecord } from '../types.js';
 import { Harness, mockSpec } from './core-factories.js';
 
@@ -113,5 +113,93 @@ describe('master core: job arrays', () => {
       .sort((a, b) => a - b)
       .slice(0, 50);
     expect(admitted.map((j) => j.spec.array!.index).sort((a, b) => a - b)).to.deep.equal(expected);
+  });
+
+  describe('jobs and job arrays share one id space', () => {
+    const plain = (id: string) => mockSpec({ id });
+    /** Every job the core knows, `id@array` for a member. */
+    const ids = (h: Harness) => h.core.listJobs().map((j) => `${j.jobId}${j.spec.array ? `@${j.spec.array.id}` : ''}`);
+
+    it('refuses a job whose id is an existing job array, naming the id and the array; nothing changes', () => {
+      const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
+      for (let i = 0; i < 2; i++) h.submit(member(i));
+      const before = ids(h);
+      const { results, effects } = h.core.submitJobs([plain('arr')], h.now);
+      expect(results[0]!.error).to.be.instanceOf(AlreadyExistsError);
+      expect(results[0]!.error!.code).to.equal('ALREADY_EXISTS');
+      expect(results[0]!.error!.message).to.equal(
+        'job array "arr" already exists (a job may not have the id of a job array: fuxi status, wait and kill take the id of either)',
+      );
+      expect(effects).to.deep.equal([]);
+      expect(() => h.submit(plain('arr'))).to.throw(AlreadyExistsError, 'job array "arr" already exists');
+      // A member of another array may not take it either.
+      expect(() => h.submit({ ...plain('arr'), array: { id: 'other', index: 0, maxRunning: 0 } })).to.throw(AlreadyExistsError, 'job array "arr"');
+      expect(ids(h)).to.deep.equal(before);
+      expect(() => h.core.getJob('arr')).to.throw(/not found/);
+    });
+
+    it('refuses a new job array whose id is an existing job (plain or a member), naming the job; nothing changes', () => {
+      const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
+      h.submit(plain('solo'));
+      h.submit(member(0));
+      const before = ids(h);
+      const { results, effects } = h.core.submitJobs([member(0, 2, 'solo'), member(1, 2, 'solo')], h.now);
+      expect(results.map((r) => r.error?.code)).to.deep.equal(['ALREADY_EXISTS', 'ALREADY_EXISTS']);
+      expect(results[0]!.error!.message).to.equal(
+        'job "solo" already exists (job solo_0 may not make a job array of its id: fuxi status, wait and kill take the id of either)',
+      );
+      expect(effects).to.deep.equal([]);
+      expect(h.core.listJobs([], 'solo')).to.deep.equal([]);
+      // An array named after a member of another array.
+      expect(() => h.submit(member(0, 2, 'arr_0'))).to.throw(AlreadyExistsError, 'job "arr_0" already exists (a member of job array arr; job arr_0_0 may not');
+      // A member with its own array's id would make both at once.
+      expect(() => h.submit({ ...plain('self'), array: { id: 'self', index: 0, maxRunning: 0 } })).to.throw(
+        /array\.id: must not be the member's own job id "self"/,
+      );
+      expect(ids(h)).to.deep.equal(before);
+    });
+
+    it('keeps resubmission idempotent: the same plain job or member again is found, and an array takes new members', () => {
+      const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
+      expect(h.submit(plain('solo')).created).to.equal(true);
+      expect(h.submit(member(0)).created).to.equal(true);
+      expect(h.submit(plain('solo')).created).to.equal(false);
+      expect(h.submit(member(0)).created).to.equal(false);
+      expect(h.submit(member(1)).created).to.equal(true);
+      const { results } = h.core.submitJobs([plain('solo'), member(0), member(1), member(2)], h.now);
+      expect(results.map((r) => [r.jobId, r.created, r.error?.code])).to.deep.equal([
+        ['solo', false, undefined],
+        ['arr_0', false, undefined],
+        ['arr_1', false, undefined],
+        ['arr_2', true, undefined],
+      ]);
+    });
+
+    it('within one batch: the job or the array taken first holds the id', () => {
+      const h = new Harness({ nodes: [{ nodeId: 'n1' }] });
+      const { results } = h.core.submitJobs([plain('x'), member(0, 0, 'x'), member(0, 0, 'y'), plain('y')], h.now);
+      expect(results.map((r) => [r.jobId, r.error?.code ?? 'taken'])).to.deep.equal([
+        ['x', 'taken'],
+        ['x_0', 'ALREADY_EXISTS'],
+        ['y_0', 'taken'],
+        ['y', 'ALREADY_EXISTS'],
+      ]);
+    });
+
+    for (const masterFailover of [true, false]) {
+      it(`holds after a master takeover (indexes rebuilt from the stored jobs${masterFailover ? '' : ', failover off'})`, () => {
+        const old = new Harness({ nodes: [{ nodeId: 'n1' }] });
+        old.submit(plain('solo'));
+        for (let i = 0; i < 3; i++) old.submit(member(i));
+        const h = new Harness({ nodes: [], epoch: '9', config: { masterFailover } });
+        h.takeOver(old);
+        expect(() => h.submit(plain('arr'))).to.throw(AlreadyExistsError, 'job array "arr" already exists');
+        expect(() => h.submit(member(0, 2, 'solo'))).to.throw(AlreadyExistsError, 'job "solo" already exists');
+        // A retry of what the old leader took is still answered as done.
+        expect(h.submit(plain('solo')).created).to.equal(false);
+        expect(h.submit(member(1)).created).to.equal(false);
+        expect(h.submit(member(3)).created).to.equal(true);
+      });
+    }
   });
 });

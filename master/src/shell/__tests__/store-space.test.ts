@@ -214,6 +214,10 @@ describe('master: etcd out of space (real etcd, --quota-backend-bytes 2 MiB)', f
     ]);
     expect(batch.results[1]!.errorMessage).to.match(/etcd is out of space/);
     expect((await rpcError(c1.SubmitJobs({ specs: [spec('new-1'), spec('new-2')] }))).code).to.equal('RESOURCE_EXHAUSTED');
+    // A dry run gets the verdicts the real submit gets now.
+    const dry = await c1.SubmitJobs({ specs: [spec('kept'), spec('new-1')], dryRun: true });
+    expect([dry.dryRun, dry.results]).to.deep.equal([true, batch.results]);
+    expect((await rpcError(c1.SubmitJobs({ specs: [spec('new-1'), spec('new-2')], dryRun: true }))).code).to.equal('RESOURCE_EXHAUSTED');
     // Kills: an ended job is answered with its end, an unknown one NOT_FOUND, a running one refused.
     expect((await c1.KillJob({ jobId: 'ended', reason: 'again' })).job?.state).to.equal('JOB_STATE_KILLED');
     expect((await rpcError(c1.KillJob({ jobId: 'nope', reason: 'test' }))).code).to.equal('NOT_FOUND');

@@ -8,7 +8,7 @@ import type { MasterServiceDefinition } from '@fuxi/proto';
 import { jobSpecToProto, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import type { MasterServer } from '../master-server.js';
-import { loopbackMaster } from './helpers.js';
+import { loopbackMaster, rpcError } from './helpers.js';
 
 class CountingStore extends MemoryStore {
   batches = 0;
@@ -123,5 +123,70 @@ describe('master: SubmitJobs (many jobs in one call)', function () {
       }
       expect(msg).to.match(/^INVALID_ARGUMENT: specs: /);
     }
+  });
+
+  describe('dry run', () => {
+    const verdicts = (rs: Array<{ jobId: string; created: boolean; errorCode: string; errorMessage: string }>) =>
+      rs.map((r) => [r.jobId, r.created, r.errorCode, r.errorMessage]);
+    const member = (i: number, arrayId = 'arr') => ({ ...spec(`${arrayId}_${i}`), array: { id: arrayId, index: i, maxRunning: 1 } });
+
+    it('runs every check a real submit runs and writes nothing: the same verdicts, then the real submit takes them', async () => {
+      await client.SubmitJob({ spec: spec('old') });
+      await client.SubmitJobs({ specs: [member(0)] });
+      const stored = async () => (await store.list('jobs/')).map((kv) => `${kv.key}=${kv.value}`);
+      const listed = async () => JSON.stringify((await client.ListJobs({ states: [], arrayId: '', limit: 0, after: '' })).jobs);
+      const [storedBefore, listedBefore, batchesBefore] = [await stored(), await listed(), store.batches];
+      const specs = [
+        spec('a'),
+        spec('bad', { quotaGroup: 'nope' }),
+        spec('arr'), // the id of job array arr
+        member(0, 'old'), // an array with the id of job old
+        spec('old'),
+        spec('old', { priority: 5 }),
+        member(1),
+        spec('a'),
+      ];
+      const dry = await client.SubmitJobs({ specs, dryRun: true });
+      expect(dry.dryRun).to.equal(true);
+      expect(dry.results.map((r) => [r.jobId, r.created, r.errorCode])).to.deep.equal([
+        ['a', true, ''],
+        ['bad', false, 'INVALID_ARGUMENT'],
+        ['arr', false, 'ALREADY_EXISTS'],
+        ['old_0', false, 'ALREADY_EXISTS'],
+        ['old', false, ''],
+        ['old', false, 'ALREADY_EXISTS'],
+        ['arr_1', true, ''],
+        ['a', false, ''],
+      ]);
+      expect(dry.results[2]!.errorMessage).to.match(/^job array "arr" already exists/);
+      expect(dry.results[3]!.errorMessage).to.match(/^job "old" already exists/);
+      expect(await stored()).to.deep.equal(storedBefore);
+      expect(store.batches).to.equal(batchesBefore);
+      expect(await listed()).to.equal(listedBefore);
+      const real = await client.SubmitJobs({ specs });
+      expect(real.dryRun).to.equal(false);
+      expect(verdicts(real.results)).to.deep.equal(verdicts(dry.results));
+      expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/a', 'jobs/arr_0', 'jobs/arr_1', 'jobs/old']);
+    });
+
+    it("answers a job without an id with job_id '' (the real submit makes another) and takes nothing from the submit rate", async () => {
+      client.close();
+      await server.stop();
+      store = new CountingStore();
+      ({ server, client } = await loopbackMaster(store, { submitRatePerSec: 0.001, submitBurst: 2 }));
+      const specs = [spec('', { name: 'anon' }), spec('r1'), spec('r2')];
+      for (let i = 0; i < 3; i++) {
+        const dry = await client.SubmitJobs({ specs, dryRun: true });
+        expect(dry.results.map((r) => [r.jobId, r.created, r.errorCode])).to.deep.equal([
+          ['', true, ''],
+          ['r1', true, ''],
+          ['r2', true, ''],
+        ]);
+      }
+      expect((await rpcError(client.SubmitJobs({ specs }))).code).to.equal('RESOURCE_EXHAUSTED');
+      const real = await client.SubmitJobs({ specs: specs.slice(1) });
+      expect(real.results.map((r) => r.created)).to.deep.equal([true, true]);
+      expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/r1', 'jobs/r2']);
+    });
   });
 });

@@ -329,7 +329,8 @@ export interface MasterServiceClient extends grpc.Client {
   
   /**
    * Many jobs in one call (workflow engines): each is taken or refused on its own, idempotent by
-   * its id like SubmitJob; answered once every taken job's record is durable.
+   * its id like SubmitJob; answered once every taken job's record is durable. With dry_run the
+   * master runs every admission check of a real submit on each job and writes nothing.
    */
   SubmitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
   SubmitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
@@ -337,7 +338,8 @@ export interface MasterServiceClient extends grpc.Client {
   SubmitJobs(argument: _fuxi_v1_SubmitJobsRequest, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
   /**
    * Many jobs in one call (workflow engines): each is taken or refused on its own, idempotent by
-   * its id like SubmitJob; answered once every taken job's record is durable.
+   * its id like SubmitJob; answered once every taken job's record is durable. With dry_run the
+   * master runs every admission check of a real submit on each job and writes nothing.
    */
   submitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
   submitJobs(argument: _fuxi_v1_SubmitJobsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_fuxi_v1_SubmitJobsResponse__Output>): grpc.ClientUnaryCall;
@@ -504,7 +506,8 @@ export interface MasterServiceHandlers extends grpc.UntypedServiceImplementation
   
   /**
    * Many jobs in one call (workflow engines): each is taken or refused on its own, idempotent by
-   * its id like SubmitJob; answered once every taken job's record is durable.
+   * its id like SubmitJob; answered once every taken job's record is durable. With dry_run the
+   * master runs every admission check of a real submit on each job and writes nothing.
    */
   SubmitJobs: grpc.handleUnaryCall<_fuxi_v1_SubmitJobsRequest__Output, _fuxi_v1_SubmitJobsResponse>;
   

@@ -3,6 +3,9 @@
 
 export interface SubmitJobResult {
   'jobId'?: (string);
+  /**
+   * Created now; with dry_run, would be created.
+   */
   'created'?: (boolean);
   /**
    * Empty when taken (created or already there); else the gRPC status name the job alone would
@@ -14,6 +17,9 @@ export interface SubmitJobResult {
 
 export interface SubmitJobResult__Output {
   'jobId': (string);
+  /**
+   * Created now; with dry_run, would be created.
+   */
   'created': (boolean);
   /**
    * Empty when taken (created or already there); else the gRPC status name the job alone would

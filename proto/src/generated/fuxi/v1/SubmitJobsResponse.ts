@@ -7,6 +7,11 @@ export interface SubmitJobsResponse {
    * One per spec, in order.
    */
   'results'?: (_fuxi_v1_SubmitJobResult)[];
+  /**
+   * The request's dry_run, echoed: a master that answers a dry run without it set (one older than
+   * dry_run) has submitted the jobs.
+   */
+  'dryRun'?: (boolean);
 }
 
 export interface SubmitJobsResponse__Output {
@@ -14,4 +19,9 @@ export interface SubmitJobsResponse__Output {
    * One per spec, in order.
    */
   'results': (_fuxi_v1_SubmitJobResult__Output)[];
+  /**
+   * The request's dry_run, echoed: a master that answers a dry run without it set (one older than
+   * dry_run) has submitted the jobs.
+   */
+  'dryRun': (boolean);
 }
