@@ -8,6 +8,13 @@
  * answer or error. The server side runs each entry through the very handler (authorization and
  * all) a call alone would reach.
  *
+ * Both messages stay within the process's message limit (message-size.ts): the client counts the
+ * requests it puts in a batch, and the server counts the answers. It runs the entries while its
+ * answer has room for what each one's method answers, and answers the rest, unrun, with
+ * RESOURCE_EXHAUSTED (`BATCH_ANSWER_RESOURCE`); the client sends those again in its next batch.
+ * Many RegisterApp answers of a job spec near 1 MiB each no longer make an answer too large to
+ * send after every call in it took effect.
+ *
  * The client side (`CallBatcher`) coalesces the calls made in one turn of the event loop, and
  * while `maxInFlight` batches are out, every call made meanwhile: with nothing in flight a call
  * leaves at once (no added latency when idle), and under load the batches grow by themselves (as a
@@ -26,7 +33,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition } from '@grpc/proto-loader';
 import type { BatchedResult, CallBatch, CallBatchResult, CallBatchResult__Output, CallBatch__Output } from '@fuxi/proto';
-import { InvalidArgumentError, UnavailableError } from '@fuxi/common';
+import { InvalidArgumentError, ResourceExhaustedError, UnavailableError } from '@fuxi/common';
 import { batchedErrorOf, fromBatchedError, fromGrpcError, RpcError } from './errors.js';
 import { tokenMetadata } from './auth.js';
 import { DEFAULT_DEADLINE_MS, type CallOptions } from './client.js';
@@ -66,13 +73,141 @@ function methodOf(definition: object, method: string): AnyMethod | undefined {
 /** Calls a batch may carry (the client sends at most 64): a larger one is refused whole, naming `calls`. */
 export const MAX_BATCHED_CALLS = 1000;
 
+/**
+ * The `resource` of the RESOURCE_EXHAUSTED that answers an entry the server did not run because
+ * the batch's answer had no room left for its answer: the client sends it again (`CallBatcher`
+ * does, in its next batch, before any later call). Nothing of it took effect.
+ */
+export const BATCH_ANSWER_RESOURCE = 'batch answer';
+
+/** The answer to an entry that was not run: the batch's answer was full. */
+const NOT_RUN: BatchedResult = batchedErrorOf(new ResourceExhaustedError(BATCH_ANSWER_RESOURCE, "not run: the batch's answer is full; send the call again", 0));
+
+/** The answer to an entry that ran but whose answer did not fit beside its neighbours' (its size was not foreseen). */
+const UNDELIVERED: BatchedResult = batchedErrorOf(
+  new UnavailableError("the call ran, but its answer did not fit in the batch's answer (the message size limit); call it again"),
+);
+
+/** Bytes of a length-delimited field of `n` bytes (tag, length as a varint, the bytes). */
+function fieldBytes(n: number): number {
+  let len = 1;
+  for (let v = n; v >= 0x80; v = Math.floor(v / 0x80)) len++;
+  return 1 + len + n;
+}
+
+/** Bytes `r` takes in an encoded CallBatchResult (as one of its `results`); never less than it does. */
+function resultBytes(r: BatchedResult): number {
+  // A field that is set is written even when empty (protobufjs), so it is counted then too.
+  const str = (v: string | undefined) => (v === undefined ? 0 : fieldBytes(Buffer.byteLength(v)));
+  const response = r.response === undefined ? 0 : fieldBytes(typeof r.response === 'string' ? Buffer.byteLength(r.response, 'base64') : r.response.length);
+  let n = response + str(r.code) + str(r.message);
+  for (const [k, v] of Object.entries(r.details ?? {})) n += fieldBytes(fieldBytes(Buffer.byteLength(k)) + fieldBytes(Buffer.byteLength(v)));
+  return fieldBytes(n);
+}
+
+/** What an entry holds of its batch's answer before it runs or is answered: room for NOT_RUN or UNDELIVERED. */
+const ENTRY_FLOOR_BYTES = Math.max(resultBytes(NOT_RUN), resultBytes(UNDELIVERED));
+
+/** Answers of a method per window of `AnswerSizes`: its estimate is the largest of the last full window's and of this one's. */
+const ANSWER_SIZE_WINDOW = 64;
+
+/**
+ * The size of each method's answers as this server has seen them lately: the largest of its last
+ * 64 to 128 answers, so a method whose answers carry a job spec near 1 MiB holds 1 MiB of its
+ * batch's answer while it runs, and one unusually large answer is forgotten after a while.
+ */
+class AnswerSizes {
+  private readonly byMethod = new Map<string, { current: number; previous: number; seen: number }>();
+
+  /** undefined: no answer of `method` seen yet. */
+  estimate(method: string): number | undefined {
+    const s = this.byMethod.get(method);
+    return s && Math.max(s.current, s.previous);
+  }
+
+  note(method: string, bytes: number): void {
+    let s = this.byMethod.get(method);
+    if (!s) this.byMethod.set(method, (s = { current: 0, previous: 0, seen: 0 }));
+    s.current = Math.max(s.current, bytes);
+    if (++s.seen >= ANSWER_SIZE_WINDOW) {
+      s.previous = s.current;
+      s.current = 0;
+      s.seen = 0;
+    }
+  }
+}
+
+/**
+ * The bytes of one batch's answer, which must stay within the message limit: every entry holds
+ * room for its answer from the start (at least ENTRY_FLOOR_BYTES: an entry never run is still
+ * answered), more while it runs (its method's estimated answer), and exactly its answer once that
+ * is known. Held bytes never pass `budget`.
+ */
+class AnswerRoom {
+  private readonly held: number[];
+  private reserved: number;
+
+  constructor(
+    entries: number,
+    private readonly budget: number,
+  ) {
+    this.held = new Array<number>(entries).fill(ENTRY_FLOOR_BYTES);
+    this.reserved = entries * ENTRY_FLOOR_BYTES;
+    if (this.reserved > budget)
+      throw new InvalidArgumentError(
+        'calls',
+        `${entries} calls in one batch: their answers cannot fit one message of ${maxMessageBytes()} bytes; send at most ${Math.floor(budget / ENTRY_FLOOR_BYTES)}`,
+      );
+  }
+
+  /**
+   * Lets entry `i` run, holding `estimate` bytes (undefined: unknown, as much as there is), when
+   * the answer has room for that; the first entry of a batch to run always may (it is answered
+   * as it would be alone).
+   */
+  admit(i: number, estimate: number | undefined, first: boolean): boolean {
+    const held = this.held[i] as number;
+    const free = this.budget - this.reserved + held;
+    const want = estimate === undefined ? Infinity : Math.max(ENTRY_FLOOR_BYTES, estimate);
+    if (want > free && !first) return false;
+    const hold = Math.min(want, free);
+    this.reserved += hold - held;
+    this.held[i] = hold;
+    return true;
+  }
+
+  /** Entry `i` is not run after all: it holds its floor again. */
+  release(i: number): void {
+    this.reserved += ENTRY_FLOOR_BYTES - (this.held[i] as number);
+    this.held[i] = ENTRY_FLOOR_BYTES;
+  }
+
+  /**
+   * Entry `i`'s answer: `outcome` when the answer has room for it; else what stands in for it
+   * (UNDELIVERED when it ran, NOT_RUN when not), which always fits in what the entry held.
+   */
+  settle(i: number, outcome: BatchedResult, ran: boolean): BatchedResult {
+    const held = this.held[i] as number;
+    let r = outcome;
+    let size = resultBytes(outcome);
+    if (this.reserved - held + size > this.budget) {
+      r = ran ? UNDELIVERED : NOT_RUN;
+      size = resultBytes(r);
+    }
+    this.reserved += size - held;
+    this.held[i] = size;
+    return r;
+  }
+}
+
 type EntryHandler = (req: object, call: object) => unknown;
 
 /**
  * The handler of a batch call: each entry decoded as its method's request and run by `handlers()`'s
  * function of that method, with a call of its own (its bearer token as the call's metadata; the
- * batch caller's when the entry has none), all at once; answered when every entry is, each with its
- * response or its error. `observe` hears of each entry as of a call alone (metrics by method).
+ * batch caller's when the entry has none), at once as long as the answer has room for theirs
+ * (`runBatch`); answered when every entry is, each with its response or its error. `observe`
+ * hears of each entry run as of a call alone (metrics by method).
  */
 export function batchedCalls(
   definition: object,
@@ -80,8 +215,9 @@ export function batchedCalls(
   allowed: ReadonlySet<string>,
   observe?: HandlerObserver,
 ): (req: CallBatch__Output, call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>) => Promise<CallBatchResult> {
+  const sizes = new AnswerSizes();
   return (req, call) =>
-    runBatch(definition, allowed, req, call, observe, (c, i, request, entryCall) => {
+    runBatch(definition, allowed, req, call, observe, sizes, (c, i, request, entryCall) => {
       const fn = (handlers() as Record<string, EntryHandler | undefined>)[c.method];
       if (!fn) throw new InvalidArgumentError(`calls[${i}].method`, `${c.method} is not served here`);
       return Promise.resolve(fn(request, entryCall)) as Promise<object>;
@@ -110,8 +246,9 @@ export function routedBatchedCalls(
   observe?: HandlerObserver,
   entryWaitMs = ROUTED_ENTRY_WAIT_MS,
 ): (req: CallBatch__Output, call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>) => Promise<CallBatchResult> {
+  const sizes = new AnswerSizes();
   return (req, call) =>
-    runBatch(definition, allowed, req, call, observe, (c, i, _request, entryCall) => {
+    runBatch(definition, allowed, req, call, observe, sizes, (c, i, _request, entryCall) => {
       const fn = lookup(c.route)?.[c.method] as ImplementedUnary | undefined;
       if (!fn) throw new UnavailableError(`calls[${i}]: nothing serves ${c.route === '' ? 'a call without a route' : c.route} here`);
       return new Promise<object>((resolve, reject) => {
@@ -127,46 +264,84 @@ export function routedBatchedCalls(
     });
 }
 
-/** Decodes and runs every entry of a batch at once (`run`), each with a call of its own; one result per entry. */
+/**
+ * Decodes and runs the entries of a batch (`run`), each with a call of its own; one result per
+ * entry. The answer stays within the message limit (`AnswerRoom`): the entries start in their
+ * order, at once while the answer has room for what their methods answer (`sizes`), else once
+ * those running have answered; an entry there is no room for, and every entry after it (a
+ * caller's later call must not overtake its earlier one), is not run and answered NOT_RUN, for
+ * the client to send again. The first entry always runs: every batch gets on.
+ */
 async function runBatch(
   definition: object,
   allowed: ReadonlySet<string>,
   req: CallBatch__Output,
   call: grpc.ServerUnaryCall<CallBatch__Output, CallBatchResult>,
   observe: HandlerObserver | undefined,
+  sizes: AnswerSizes,
   run: (c: CallBatch__Output['calls'][number], i: number, request: object, entryCall: object) => Promise<object>,
 ): Promise<CallBatchResult> {
   if (req.calls.length > MAX_BATCHED_CALLS) throw new InvalidArgumentError('calls', `${req.calls.length} calls in one batch; at most ${MAX_BATCHED_CALLS}`);
-  const results = await Promise.all(
-    req.calls.map(async (c, i): Promise<BatchedResult> => {
-      const start = process.hrtime.bigint();
-      let service = '';
+  const room = new AnswerRoom(req.calls.length, maxMessageBytes() - BATCH_FRAME_BYTES);
+  const results = new Array<BatchedResult>(req.calls.length);
+  const running = new Set<Promise<void>>();
+  let started = 0;
+  for (const [i, c] of req.calls.entries()) {
+    let service = '';
+    let def: AnyMethod;
+    let request: object;
+    try {
+      const d = allowed.has(c.method) ? methodOf(definition, c.method) : undefined;
+      if (!d) throw new InvalidArgumentError(`calls[${i}].method`, `${JSON.stringify(c.method)} cannot be batched; one of ${[...allowed].join(', ')}`);
+      def = d;
+      service = def.path.split('/')[1] ?? '';
+      try {
+        request = def.requestDeserialize(Buffer.from(c.request));
+      } catch (e) {
+        throw new InvalidArgumentError(`calls[${i}].request`, `is not a ${c.method} request: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    } catch (e) {
+      const outcome = batchedErrorOf(e);
+      results[i] = room.settle(i, outcome, false);
+      if (observe && service) observe(service, c.method, outcome.code, 0);
+      continue;
+    }
+    // Room in the answer for what this method answers, or wait for the entries running to answer.
+    let admitted = room.admit(i, sizes.estimate(def.path), started === 0);
+    while (!admitted && running.size > 0) {
+      await Promise.race(running);
+      admitted = room.admit(i, sizes.estimate(def.path), started === 0);
+    }
+    // Nor is anything started once the batch's caller is gone: its answer would reach nobody.
+    if (!admitted || call.cancelled) {
+      room.release(i);
+      for (let j = i; j < req.calls.length; j++) results[j] = NOT_RUN;
+      break;
+    }
+    started++;
+    // A call of its own: its token, its request; everything else (the peer, its certificate,
+    // cancellation) is the batch call's.
+    const entryCall = Object.create(call, {
+      metadata: { value: c.token ? tokenMetadata(c.token) : call.metadata },
+      request: { value: request },
+    }) as object;
+    const start = process.hrtime.bigint();
+    const entry = (async () => {
       let outcome: BatchedResult;
       try {
-        const def = allowed.has(c.method) ? methodOf(definition, c.method) : undefined;
-        if (!def) throw new InvalidArgumentError(`calls[${i}].method`, `${JSON.stringify(c.method)} cannot be batched; one of ${[...allowed].join(', ')}`);
-        service = def.path.split('/')[1] ?? '';
-        let request: object;
-        try {
-          request = def.requestDeserialize(Buffer.from(c.request));
-        } catch (e) {
-          throw new InvalidArgumentError(`calls[${i}].request`, `is not a ${c.method} request: ${e instanceof Error ? e.message : String(e)}`);
-        }
-        // A call of its own: its token, its request; everything else (the peer, its
-        // certificate, cancellation) is the batch call's.
-        const entryCall = Object.create(call, {
-          metadata: { value: c.token ? tokenMetadata(c.token) : call.metadata },
-          request: { value: request },
-        }) as object;
         const res = await run(c, i, request, entryCall);
         outcome = { response: def.responseSerialize(res) };
       } catch (e) {
         outcome = batchedErrorOf(e);
       }
-      if (observe && service) observe(service, c.method, outcome.code || 'OK', Number(process.hrtime.bigint() - start) / 1e9);
-      return outcome;
-    }),
-  );
+      sizes.note(def.path, resultBytes(outcome));
+      results[i] = room.settle(i, outcome, true);
+      if (observe) observe(service, c.method, outcome.code || 'OK', Number(process.hrtime.bigint() - start) / 1e9);
+    })();
+    running.add(entry);
+    void entry.then(() => running.delete(entry));
+  }
+  await Promise.all(running);
   return { results };
 }
 
@@ -201,6 +376,8 @@ interface Pending {
   /** The request serialized, once it is going in a batch of more than one call. */
   bytes?: Buffer;
   deadlineAt: number;
+  /** Failed at its deadline while its batch was out: never sent again. */
+  expired?: boolean;
   sender: BatchSender;
   /** The same call made alone (a server that serves no batches). */
   alone: () => Promise<unknown>;
@@ -324,7 +501,14 @@ export class CallBatcher {
     // Each shorter one fails at its own deadline, as it would alone.
     const latest = Math.max(...batch.map((p) => p.deadlineAt));
     const timers = batch.flatMap((p) =>
-      p.deadlineAt < latest ? [setTimeout(() => p.reject(deadlineError(p.method, 'before its batch was answered')), p.deadlineAt - now)] : [],
+      p.deadlineAt < latest
+        ? [
+            setTimeout(() => {
+              p.expired = true;
+              p.reject(deadlineError(p.method, 'before its batch was answered'));
+            }, p.deadlineAt - now),
+          ]
+        : [],
     );
     try {
       await this.sendBatch(batch, Math.max(1, latest - now));
@@ -354,6 +538,8 @@ export class CallBatcher {
       for (const p of batch) p.reject(e instanceof RpcError ? new RpcError(e.code, e.message, e.grpcCode, e.details, p.method) : e);
       return;
     }
+    // Calls the server did not run because its answer was full: first in the next batch, in their order.
+    const again: Pending[] = [];
     for (const [i, p] of batch.entries()) {
       const r = res.results[i];
       if (!r) {
@@ -368,6 +554,10 @@ export class CallBatcher {
         );
         continue;
       }
+      if (r.code === 'RESOURCE_EXHAUSTED' && r.details.resource === BATCH_ANSWER_RESOURCE) {
+        if (!p.expired) again.push(p);
+        continue;
+      }
       if (r.code) {
         p.reject(fromBatchedError(r, p.method));
         continue;
@@ -380,6 +570,8 @@ export class CallBatcher {
         );
       }
     }
+    // Sent when this batch is counted out (`flush`); the server runs at least the first call of a batch.
+    if (again.length > 0) this.pending.unshift(...again);
   }
 }
 

@@ -4,6 +4,7 @@ import { FailedPreconditionError, nullLogger, UnavailableError } from '@fuxi/com
 import { loadFuxiProto } from '@fuxi/proto';
 import {
   AM_BATCHED,
+  BATCH_ANSWER_RESOURCE,
   batchedCalls,
   bearerToken,
   CallBatcher,
@@ -23,13 +24,17 @@ interface Seen {
   batches: number[];
   tokens: string[];
   observed: Array<[string, string]>;
+  /** Apps RegisterApp ran for, in order. */
+  registered: string[];
+  /** The encoded size of each AmCalls answer. */
+  answerBytes: number[];
 }
 
 /**
  * A MasterService whose UpdateRequests answers with the request's seq as its epoch and records the
  * bearer token it was called with (apps named slow... after 300 ms); app `refused` gets FAILED_PRECONDITION, and every call a redirect
- * to `leader` when that is set. AmCalls is the real batch handler over these handlers, unless
- * `noBatches` (a master that predates it: the method is not served at all).
+ * to `leader` when that is set. RegisterApp answers app `fat<N>k-...` with a job spec of N KiB. AmCalls is the real batch handler
+ * over these handlers, unless `noBatches` (a master that predates it: the method is not served at all).
  */
 function fakeMaster(seen: Seen, opts: { leader?: string; noBatches?: boolean } = {}) {
   const def = loadFuxiProto().MasterService.service;
@@ -45,11 +50,18 @@ function fakeMaster(seen: Seen, opts: { leader?: string; noBatches?: boolean } =
     return { epoch: req.seq, assignments: [] };
   };
   impl.GetJob = async () => ({ job: { jobId: 'j1', name: 'one' } });
+  impl.RegisterApp = async (req: { appId: string }) => {
+    seen.registered.push(req.appId);
+    const kib = Number(/^fat(\d+)k-/.exec(req.appId)?.[1] ?? 0);
+    return { epoch: '1', spec: { jobId: req.appId, name: 'x'.repeat(kib * 1024) }, heartbeatIntervalMs: 1000, assignments: [], assignmentSeq: '0' };
+  };
   const observe: HandlerObserver = (_service, method, code) => seen.observed.push([method, code]);
   const batch = batchedCalls(def, () => impl, AM_BATCHED, observe);
-  impl.AmCalls = (req: { calls: unknown[] }, call: grpc.ServerUnaryCall<never, never>) => {
+  impl.AmCalls = async (req: { calls: unknown[] }, call: grpc.ServerUnaryCall<never, never>) => {
     seen.batches.push(req.calls.length);
-    return batch(req as never, call);
+    const res = await batch(req as never, call);
+    seen.answerBytes.push(def.AmCalls.responseSerialize(res).length);
+    return res;
   };
   let definition: object = def;
   if (opts.noBatches) {
@@ -69,7 +81,7 @@ const update = (appId: string, seq: number) => ({ appId, amAttempt: 1, seq: Stri
 describe('batched calls (AmCalls)', () => {
   const servers: RunningServer[] = [];
   const conns: MasterConnection[] = [];
-  const fresh = (): Seen => ({ batches: [], tokens: [], observed: [] });
+  const fresh = (): Seen => ({ batches: [], tokens: [], observed: [], registered: [], answerBytes: [] });
   after(async () => {
     for (const c of conns) c.close();
     for (const s of servers) await s.shutdown(100);
@@ -248,6 +260,97 @@ describe('batched calls (AmCalls)', () => {
     } finally {
       setMaxMessageBytes(before);
       client.close();
+    }
+  });
+  /** RegisterApp of `appId` as an entry of a batch. */
+  const register = (appId: string) => ({
+    method: 'RegisterApp',
+    token: '',
+    request: loadFuxiProto().MasterService.service.RegisterApp.requestSerialize({ appId, amAttempt: 1, address: '127.0.0.1:1' }),
+  });
+
+  it('keeps its answer within the message limit: an entry there is no room for, and every one after it, is not run but answered RESOURCE_EXHAUSTED; an answer larger than foreseen that ran fails UNAVAILABLE', async () => {
+    const before = maxMessageBytes();
+    setMaxMessageBytes(64 * 1024);
+    try {
+      const seen = fresh();
+      const s = await serve(seen);
+      const client = connect(loadFuxiProto().MasterService, s.address);
+      try {
+        // Answers of 20 KiB in 64 KiB messages: two fit, four (all of which would have run) do not.
+        const res = await client.AmCalls({ calls: [...['fat20k-0', 'fat20k-1', 'fat20k-2', 'fat20k-3'].map(register), register('small')] });
+        expect(res.results.map((r) => r.code)).to.deep.equal(['', '', 'RESOURCE_EXHAUSTED', 'RESOURCE_EXHAUSTED', 'RESOURCE_EXHAUSTED']);
+        for (const r of res.results.slice(2)) {
+          expect(r.details).to.deep.include({ resource: BATCH_ANSWER_RESOURCE });
+          expect(r.message).to.match(/not run/);
+        }
+        // Not run: neither the third large one nor the small one after it (a caller's later call
+        // must not overtake its earlier one).
+        expect(seen.registered).to.deep.equal(['fat20k-0', 'fat20k-1']);
+        expect(seen.answerBytes).to.have.length(1);
+        expect(seen.answerBytes[0]).to.be.within(40 * 1024, 64 * 1024);
+        expect(seen.observed.filter(([m]) => m === 'RegisterApp')).to.have.length(2);
+      } finally {
+        client.close();
+      }
+
+      // A server that has seen only small answers of the method runs such entries at once; when
+      // they answer far more than foreseen, those that ran and do not fit fail UNAVAILABLE (they
+      // may be called again), and the answer still fits.
+      const seen2 = fresh();
+      const s2 = await serve(seen2);
+      const client2 = connect(loadFuxiProto().MasterService, s2.address);
+      try {
+        const warm = await client2.AmCalls({ calls: [register('small-a'), register('small-b')] });
+        expect(warm.results.map((r) => r.code)).to.deep.equal(['', '']);
+        const res = await client2.AmCalls({ calls: ['fat20k-a', 'fat20k-b', 'fat20k-c', 'fat20k-d'].map(register) });
+        expect(seen2.registered.slice(2).sort()).to.deep.equal(['fat20k-a', 'fat20k-b', 'fat20k-c', 'fat20k-d']);
+        expect(res.results.filter((r) => r.code === '')).to.have.length(2);
+        for (const r of res.results.filter((x) => x.code !== '')) {
+          expect(r.code).to.equal('UNAVAILABLE');
+          expect(r.message).to.match(/ran, but its answer did not fit/);
+        }
+        expect(Math.max(...seen2.answerBytes)).to.be.at.most(64 * 1024);
+        // Learned: the next such batch runs only what fits.
+        const next = await client2.AmCalls({ calls: ['fat20k-e', 'fat20k-f', 'fat20k-g'].map(register) });
+        expect(next.results.map((r) => r.code)).to.deep.equal(['', '', 'RESOURCE_EXHAUSTED']);
+        expect(seen2.registered.slice(6)).to.deep.equal(['fat20k-e', 'fat20k-f']);
+      } finally {
+        client2.close();
+      }
+    } finally {
+      setMaxMessageBytes(before);
+    }
+  });
+
+  it('sends the calls the server did not run for want of room in its answer again, in its next batches, until each is answered once', async () => {
+    const before = maxMessageBytes();
+    setMaxMessageBytes(64 * 1024);
+    try {
+      const seen = fresh();
+      const s = await serve(seen);
+      const client = connect(loadFuxiProto().MasterService, s.address);
+      try {
+        const batcher = new CallBatcher(loadFuxiProto().MasterService.service, AM_BATCHED, { maxInFlight: 1 });
+        const call = (appId: string) =>
+          batcher.call(client, 'RegisterApp', { appId, amAttempt: 1, address: '127.0.0.1:1' }, { token: 't' }, () =>
+            client.RegisterApp({ appId, amAttempt: 1, address: '127.0.0.1:1' }, { token: 't' }),
+          );
+        // Eight answers of 20 KiB: 160 KiB in all, in 64 KiB messages.
+        const apps = Array.from({ length: 8 }, (_, i) => `fat20k-${i}`);
+        const answers = await Promise.all(apps.map(call));
+        expect(answers.map((a) => [a.spec?.jobId, a.spec?.name.length])).to.deep.equal(apps.map((a) => [a, 20 * 1024]));
+        // Each ran once; two per answer, the rest sent again (first in the next batch).
+        expect(seen.registered.slice().sort()).to.deep.equal(apps.slice().sort());
+        expect(seen.batches).to.deep.equal([8, 6, 4, 2]);
+        expect(seen.answerBytes.every((n) => n <= 64 * 1024)).to.equal(true);
+        await new Promise((r) => setImmediate(r));
+        expect(batcher.queued).to.deep.equal({ pending: 0, inFlight: 0 });
+      } finally {
+        client.close();
+      }
+    } finally {
+      setMaxMessageBytes(before);
     }
   });
 });
