@@ -584,9 +584,15 @@ class InlineAm implements Hosted {
 
 /** Messages between the host and an AM's worker thread (am-thread.ts). */
 export type ThreadCommand = { op: 'stop'; reason: string } | { op: 'fault'; fault: HostedAmFault } | { op: 'progress' };
-/** What the thread tells the host: its tasks' progress, answering `progress`. */
-export interface ThreadReport {
-  progress: TaskProgress[];
+/**
+ * What the thread tells the host: its tasks' progress, answering `progress`; and its own end, as
+ * it decides it, before it exits (`ThreadExit`).
+ */
+export type ThreadReport = { progress: TaskProgress[] } | { exit: ThreadExit };
+/** A thread AM's end as it decided it (0 after FinishApp, 1 on a fatal error), told before it exits. */
+export interface ThreadExit {
+  code: number;
+  message: string;
 }
 export interface ThreadData {
   spec: HostedAmSpec;
@@ -606,6 +612,8 @@ class ThreadAm implements Hosted {
   private worker: Worker | undefined;
   private over = false;
   private error: string | undefined;
+  /** The end the thread told (am-thread.ts, before its process.exit). */
+  private ownExit: ThreadExit | undefined;
   private terminated = false;
   private graceTimer: NodeJS.Timeout | undefined;
   private lastProgress: TaskProgress[] = [];
@@ -628,12 +636,21 @@ class ThreadAm implements Hosted {
     w.on('error', (e) => {
       this.error = `uncaught error: ${errorMessage(e)}`;
     });
-    w.on('message', (m: ThreadReport) => {
-      if (Array.isArray(m?.progress)) this.lastProgress = m.progress;
+    w.on('message', (m: Partial<{ progress: unknown; exit: Partial<ThreadExit> }> | undefined) => {
+      if (Array.isArray(m?.progress)) this.lastProgress = m.progress as TaskProgress[];
+      const own = m?.exit;
+      if (own && typeof own.code === 'number') this.ownExit ??= { code: own.code, message: String(own.message ?? '') };
     });
     w.on('exit', (code) => {
-      if (this.terminated) this.end(null, 'SIGKILL', 'did not end within its stop grace; thread terminated');
-      else this.end(code === 0 ? 0 : 1, null, this.error ?? (code === 0 ? 'finished' : `thread exited with code ${code}`));
+      // Every message the thread posted is delivered before its 'exit': an end it told, or an
+      // uncaught error of its own, came before the grace's termination took it, even when the
+      // grace ran out while its exit was on the way (it exited on its own right at the deadline).
+      // Only a thread that had not ended by itself was killed.
+      const own = this.ownExit;
+      if (own) this.end(own.code, null, own.message);
+      else if (this.error) this.end(1, null, this.error);
+      else if (this.terminated) this.end(null, 'SIGKILL', 'did not end within its stop grace; thread terminated');
+      else this.end(code === 0 ? 0 : 1, null, code === 0 ? 'finished' : `thread exited with code ${code}`);
     });
   }
 

@@ -2,7 +2,9 @@
  * A hosted application master in a worker thread of the AM host (am-host.ts): a large job's AM,
  * with an event loop of its own. Takes its spec from `workerData`, logs to `<worker dir>/stdout`,
  * runs the AppMaster and ends the thread with its exit code (0 after FinishApp, 1 on a fatal
- * error). An uncaught error ends this thread alone (the host reports exit code 1). Commands from
+ * error), told to the host first (`{ exit }`): the host reports that end even when the stop's grace
+ * ran out as the thread was exiting. An uncaught error ends this thread alone (the host reports
+ * exit code 1). Commands from
  * the host: `stop` (its worker is being stopped) and `fault` (fault injection).
  */
 import * as path from 'node:path';
@@ -20,6 +22,10 @@ const log = pino(
 ) as unknown as Logger;
 
 function exit(code: number, message: string): void {
+  // Told first: a stop's grace that runs out from here on terminates a thread whose end is its own
+  // (the host reports this code, not a kill).
+  const told: ThreadReport = { exit: { code, message } };
+  parentPort?.postMessage(told);
   log.info({ exitCode: code, message }, 'application master ended');
   try {
     dest.flushSync();

@@ -236,6 +236,49 @@ describe('AM host', function () {
     host.close();
   });
 
+  it('reports a thread AM that ends by itself right at its stop grace deadline with its own exit code; only one that had not ended as killed', async () => {
+    const host = new AmHost({ log: nullLogger, threadInstances: 1, threadEntry: new URL('./fake-thread-am.js', import.meta.url) });
+    const exits: AmHostExitEvent[] = [];
+    host.onExit((e) => exits.push(e));
+    const thread = (key: string, end: string) => {
+      expect(host.start(amSpec(key, undefined, { FUXI_AM_INSTANCES: '5', FAKE_THREAD_END: end }))).to.deep.equal({ thread: true });
+    };
+    const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    thread('at-deadline', 'exit');
+    thread('told-then-hung', 'hang');
+    thread('stubborn', 'ignore');
+    await waitFor(() => ['at-deadline', 'told-then-hung', 'stubborn'].every((k) => fs.existsSync(path.join(dir, k, 'ready'))), 15_000, 'the threads');
+
+    // The race, made to happen: from a setImmediate callback, the stop's 1 ms grace passes and the
+    // thread exits by itself (code 0) while this loop is held; when it runs again, its timers come
+    // first (the grace terminates the thread, which has exited), then the thread's exit.
+    await new Promise<void>((resolve) =>
+      setImmediate(() => {
+        host.stop('at-deadline', 1);
+        const until = Date.now() + 15_000;
+        while (!fs.existsSync(path.join(dir, 'at-deadline', 'exiting')) && Date.now() < until) sleepSync(1);
+        sleepSync(50);
+        resolve();
+      }),
+    );
+    await waitFor(() => exits.length === 1, 5000, 'its end');
+    expect(exits[0]).to.deep.include({ key: 'at-deadline', exitCode: 0, signal: null, message: 'finished' });
+    expect(fs.readFileSync(path.join(dir, 'at-deadline', 'exit'), 'utf8').trim()).to.equal('0');
+
+    // Its end told, then held up (its log's flush, say) until the grace terminated it: its own end.
+    // One that never ended by itself was killed.
+    host.stop('told-then-hung', 200);
+    host.stop('stubborn', 200);
+    await waitFor(() => exits.length === 3, 5000, 'both ends');
+    expect(exits.slice(1).map((e) => [e.key, e.exitCode, e.signal])).to.have.deep.members([
+      ['told-then-hung', 0, null],
+      ['stubborn', null, 'SIGKILL'],
+    ]);
+    expect(fs.readFileSync(path.join(dir, 'told-then-hung', 'exit'), 'utf8').trim()).to.equal('0');
+    expect(fs.readFileSync(path.join(dir, 'stubborn', 'exit'), 'utf8').trim()).to.equal('137');
+    host.close();
+  });
+
   it('samples its event loop only while it holds an AM (an empty host does not wake every 10 ms)', async () => {
     const ams = new Map<string, ScriptedAm>();
     const host = new AmHost({ log: nullLogger, createAm: (spec) => ams.set(spec.key, new ScriptedAm()).get(spec.key)! });
