@@ -93,3 +93,22 @@ export function familyOf(procs: readonly ProcEntry[], q: FamilyQuery): ProcEntry
 export function newMembers(now: readonly ProcEntry[], seen: ReadonlySet<string>): ProcEntry[] {
   return now.filter((p) => !seen.has(procKey(p)));
 }
+
+/**
+ * The root of the live processes carrying `marker`, for a worker whose spawn went unanswered (its
+ * spawn helper died after the fork, before it said so): of the marked processes whose parent is not
+ * marked, the one started first (its children, and anything it double-forked, started later).
+ * Undefined when none runs, or for marker ''.
+ */
+export function markedRoot(procs: readonly ProcEntry[], marker: string): ProcId | undefined {
+  if (marker === '') return undefined;
+  const marked = procs.filter((p) => p.marker === marker && !ended(p));
+  const markedPids = new Set(marked.map((p) => p.pid));
+  let root: ProcEntry | undefined;
+  for (const p of marked) {
+    if (markedPids.has(p.ppid)) continue;
+    const earlier = root === undefined || Number(p.startTime) < Number(root.startTime) || (p.startTime === root.startTime && p.pid < root.pid);
+    if (earlier) root = p;
+  }
+  return root ? { pid: root.pid, startTime: root.startTime } : undefined;
+}

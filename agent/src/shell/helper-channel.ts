@@ -4,6 +4,14 @@
  */
 import type { SpawnMessage, SpawnReply } from './spawn-helper.js';
 
+/**
+ * For tests only: `FUXI_TEST_SPAWN_HELPER_DIE_BEFORE_REPLY=1` in its environment makes a helper
+ * process kill itself (SIGKILL) right after it has started a process and before it says so (a crash
+ * between the fork and the `spawned` reply). Never set outside the agent's test suites; a helper on
+ * a thread ignores it (it would kill the agent).
+ */
+export const DIE_BEFORE_REPLY_ENV = 'FUXI_TEST_SPAWN_HELPER_DIE_BEFORE_REPLY';
+
 export interface Port {
   on(ev: 'message', f: (m: SpawnMessage) => void): unknown;
   postMessage(r: SpawnReply): void;

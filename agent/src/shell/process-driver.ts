@@ -33,6 +33,17 @@
  * (or its wrapper writes its own pid into them before it runs the command). When the worker ends, a kill for memory in its
  * group (or, in `rss` mode, by the family sampler) becomes the exit's `detail`, `OOM: used X of Y`.
  *
+ * A spawn whose helper died (or whose reply was lost) under way (spawner.ts,
+ * `SpawnOutcomeUnknownError`) may have a running worker behind it. It is looked for as a restarted
+ * agent looks for a worker whose spawn it never recorded: its `pid` file (pid and start time, or the
+ * wrapper's pid with its command line naming the worker's directory), then, while the helper may
+ * have died between the fork and that file, the process carrying the launch's marker in /proc, for
+ * up to `lostSpawnWaitMs` (the exec after a fork takes a moment). One found is adopted (watched
+ * through /proc, as below) and the spawn succeeds with its pid; so is one that ran and has ended
+ * already (its pid file says it ran), whose end then follows at the next poll, with the code from
+ * its exit file when there is one. Only a launch that never started is a failed spawn: a task whose
+ * start went unanswered neither runs twice nor runs on unwatched.
+ *
  * After an agent restart, `probe()` tells whether a registered worker is still the same process
  * (pid + /proc start time + host boot id; never a reused pid) and `adopt()` watches one that is:
  * the agent is no longer its parent, so it polls /proc (every `adoptPollMs`) and, once the process
@@ -49,14 +60,14 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { nullLogger, PROGRESS_FILE, PROGRESS_FILE_ENV, redactedEnv, type Logger, type Resource } from '@fuxi/common';
 import type { Liveness, SpawnSpec, WorkerRef } from '../core/agent-core.js';
-import { FAMILY_ENV, type ProcId } from '../core/process-family.js';
+import { FAMILY_ENV, markedRoot, type ProcEntry, type ProcId } from '../core/process-family.js';
 import { limitsFor, oomVerdict, overMemory, type OomEvidence, type WorkerLimits } from '../core/resource-limits.js';
 import { workerEnv, type UserEntry } from '../core/worker-identity.js';
 import type { ResourceEnforcer } from './cgroups.js';
 import type { LaunchPrep } from './launch-prep.js';
 import { WorkerFamilies, type FamilyRecord } from './worker-families.js';
-import { readProcStat, readStartTime, sameProcessAlive } from './proc-table.js';
-import { HelperSpawner, type Spawner } from './spawner.js';
+import { ProcTable, readProcStat, readStartTime, sameProcessAlive } from './proc-table.js';
+import { HelperSpawner, SpawnOutcomeUnknownError, type Spawner } from './spawner.js';
 import { parsePidRecord } from './direct-launch.js';
 import { readRegular } from './worker-files.js';
 
@@ -147,6 +158,11 @@ export interface RealProcessDriverOptions {
   allowedPaths?: readonly string[];
   /** How often re-adopted workers are checked for liveness (default 500 ms). */
   adoptPollMs?: number;
+  /**
+   * How long a spawn whose helper died under way is looked for in /proc before it counts as never
+   * started, once its directory shows the helper got as far as laying it out (default 1000 ms).
+   */
+  lostSpawnWaitMs?: number;
   /** How often the process families of live workers are sampled from /proc (default 1000 ms). */
   familySampleMs?: number;
   /** How often a running stop looks at /proc again (default 100 ms). */
@@ -165,6 +181,11 @@ export interface RealProcessDriverOptions {
 export const DEFAULT_ADOPT_POLL_MS = 500;
 
 export const DEFAULT_STOP_GRACE_MS = 5000;
+
+export const DEFAULT_LOST_SPAWN_WAIT_MS = 1000;
+
+/** How often a spawn whose helper died under way is looked for again. */
+const LOST_SPAWN_POLL_MS = 20;
 
 /**
  * The wrapper: `$1` is the worker dir, then the `cgroup.procs` files of the worker's groups, `--`,
@@ -311,6 +332,9 @@ export class RealProcessDriver implements ProcessDriver {
   private closed = false;
   /** `rss` mode: the memory limit of each live worker (by root pid), and what its sampler saw. */
   private readonly rssWatch = new Map<number, { limits: WorkerLimits; maxRss: number; killedAt: number }>();
+  /** /proc as last read for spawns whose helper died under way (one read serves all of them). */
+  private lostTable: ProcTable | undefined;
+  private lostSnapshot: { atMs: number; procs: ProcEntry[] } | undefined;
 
   constructor(private readonly opts: RealProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
@@ -505,12 +529,63 @@ export class RealProcessDriver implements ProcessDriver {
         onExit,
       ));
     } catch (e) {
-      if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
-      throw e instanceof Error ? e : new Error(String(e));
+      const found = e instanceof SpawnOutcomeUnknownError ? await this.lostSpawnRoot(dir, marker) : undefined;
+      if (!found || this.closed) {
+        if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
+        throw e instanceof Error ? e : new Error(String(e));
+      }
+      // It started: watched from now on as a worker of an earlier agent run is (its exit through /proc
+      // and its exit file), under the same marker and limits.
+      const bootId = readBootId();
+      this.log.warn(
+        { appId: spec.appId, workerId: spec.workerId, pid: found.pid, alive: sameProcessAlive(found.pid, found.startTime) },
+        'spawn helper ended before it answered; the worker had started: adopted',
+      );
+      this.adopt({
+        appId: spec.appId,
+        workerId: spec.workerId,
+        pid: found.pid,
+        startTime: found.startTime,
+        bootId,
+        ...(spec.resource ? { resource: spec.resource } : {}),
+      });
+      return { pid: found.pid, startTime: found.startTime, bootId };
     }
     this.families.track(pid, { appId: spec.appId, workerId: spec.workerId, root: { pid, startTime }, marker });
     if (enforcer?.mode === 'rss' && limits) this.watchRss(pid, limits);
     return { pid, startTime, bootId: readBootId() };
+  }
+
+  /**
+   * The root of the launch with `marker` in `dir`, whose spawn helper ended before it answered; or
+   * undefined when it never started. Its `cmd.json` written with `marker` says the helper got as far
+   * as laying the launch out (before that, nothing is forked). Then its pid file names the root
+   * (rootOnDisk; a pid file naming no live root: the worker ran and ended already, and that pid is
+   * reported), or, before the pid file, the process carrying `marker` in /proc is it; looked for
+   * until `lostSpawnWaitMs` has passed (a child forked just before the helper died takes a moment to
+   * exec and show its environment).
+   */
+  private async lostSpawnRoot(dir: string, marker: string): Promise<ProcId | undefined> {
+    const until = Date.now() + (this.opts.lostSpawnWaitMs ?? DEFAULT_LOST_SPAWN_WAIT_MS);
+    for (;;) {
+      if (this.closed || readFamilyFile(dir) !== marker) return undefined;
+      const rec = readPidRecord(dir);
+      if (rec.pid > 0) return rootOnDisk(dir) ?? rec;
+      const root = markedRoot(this.lostProcs(), marker);
+      if (root) return root;
+      if (Date.now() >= until) return undefined;
+      await new Promise((r) => setTimeout(r, LOST_SPAWN_POLL_MS));
+    }
+  }
+
+  /** The process table for `lostSpawnRoot`: read again once older than a poll. */
+  private lostProcs(): ProcEntry[] {
+    const now = Date.now();
+    if (!this.lostSnapshot || now - this.lostSnapshot.atMs >= LOST_SPAWN_POLL_MS / 2) {
+      this.lostTable ??= new ProcTable(FAMILY_ENV);
+      this.lostSnapshot = { atMs: now, procs: this.lostTable.read() };
+    }
+    return this.lostSnapshot.procs;
   }
 
   /**

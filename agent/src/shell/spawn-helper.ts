@@ -27,7 +27,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { launchDetached, LaunchPrepError, runLaunchPrep, type LaunchPrep } from './launch-prep.js';
-import { channelPort, type ChannelPort, type ChannelProcess } from './helper-channel.js';
+import { channelPort, DIE_BEFORE_REPLY_ENV, type ChannelPort, type ChannelProcess } from './helper-channel.js';
 import { CgroupHomes, startDirect, type DirectLaunch } from './direct-launch.js';
 import { readStartTime } from './proc-table.js';
 
@@ -66,11 +66,15 @@ function openPort(): { port: ChannelPort | NonNullable<typeof parentPort>; ownPr
 const opened = openPort();
 if (opened) {
   const { port, ownProcess } = opened;
+  const dieBeforeReply = ownProcess && process.env[DIE_BEFORE_REPLY_ENV] === '1';
   const homes = new CgroupHomes();
   const problem = (message: string): void => void process.stderr.write(`fuxi-spawn-helper: ${message}\n`);
   port.on('message', (m: SpawnMessage) => {
     if (m.t !== 'spawn') return;
-    const reply = (r: SpawnReply): void => port.postMessage(r);
+    const reply = (r: SpawnReply): void => {
+      if (r.t === 'spawned' && dieBeforeReply) process.kill(process.pid, 'SIGKILL');
+      port.postMessage(r);
+    };
     const failed = (e: unknown): void => {
       const err = e as NodeJS.ErrnoException;
       const prep = e instanceof LaunchPrepError && e.field ? { field: e.field, reason: e.reason } : {};

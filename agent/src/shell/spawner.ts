@@ -20,10 +20,13 @@
  * The workers are the helper's children (it reaps them and reports how they ended, by pid). A helper
  * process ends with its channel, or, while processes it started directly run, once they have ended
  * and their exit codes are on disk: when the agent stops, or dies, the workers run on (their own
- * sessions), to be adopted by the next agent as before. If the helper dies, spawns
- * under way fail and the processes it started are watched through /proc (pid and start time, every
- * `pollMs`); their end is then reported with neither code nor signal (the caller reads the wrapper's
- * exit file). The next spawn starts a new helper.
+ * sessions), to be adopted by the next agent as before. If the helper dies (or its channel ends, the
+ * replies it still had to send lost), the processes it started are watched through /proc (pid and
+ * start time, every `pollMs`); their end is then reported with neither code nor signal (the caller
+ * reads the wrapper's exit file). Spawns under way then reject with `SpawnOutcomeUnknownError`: the
+ * helper may have forked the process before it died, so the caller looks for it where the process
+ * leaves its traces (process-driver.ts: its pid file, its marker in /proc) before it counts the
+ * spawn as failed. The next spawn starts a new helper.
  *
  * ```ts
  * const spawner = new HelperSpawner();
@@ -68,11 +71,24 @@ export type ExitCallback = (pid: number, code: number | null, signal: string | n
 export interface Spawner {
   /**
    * Starts `file` detached (its own session and process group), with no stdio. Resolves once it
-   * runs; rejects when it cannot be started. `onExit` is called once, when it ends.
+   * runs; rejects when it cannot be started, or with `SpawnOutcomeUnknownError` when whether it
+   * started is not known (then `onExit` is never called). `onExit` is called once, when it ends.
    */
   spawn(req: SpawnRequest, onExit: ExitCallback): Promise<{ pid: number; startTime: string }>;
   /** Stops the spawning; started processes keep running (their exits are no longer reported). */
   close(): void;
+}
+
+/**
+ * The helper ended (died, or its channel did) after it was handed the spawn and before its answer
+ * came: the process may run (forked just before the helper died, or its `spawned` reply lost) or may
+ * never have started. Nothing of it is watched here; the caller has to find out which.
+ */
+export class SpawnOutcomeUnknownError extends Error {
+  constructor(message = 'the spawn helper ended before it said whether the process started') {
+    super(message);
+    this.name = 'SpawnOutcomeUnknownError';
+  }
 }
 
 /** A LaunchPrepError as the caller sees it: InvalidArgumentError when a spec field is at fault. */
@@ -131,6 +147,8 @@ export class HelperSpawner implements Spawner {
     if (this.closed) return Promise.reject(new Error('the spawner is closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
+      // First: a helper found gone here fails what it had under way, not this one.
+      const w = this.startedHelper();
       this.pending.set(id, { resolve, reject, onExit });
       const m: SpawnMessage = {
         t: 'spawn',
@@ -141,7 +159,6 @@ export class HelperSpawner implements Spawner {
         ...(req.prep ? { prep: req.prep } : {}),
         ...(req.direct ? { direct: req.direct } : {}),
       };
-      const w = this.startedHelper();
       if (w instanceof Worker) w.postMessage(m);
       else w.send(m);
     });
@@ -177,12 +194,17 @@ export class HelperSpawner implements Spawner {
     else if (w) {
       w.kill('SIGKILL');
       await new Promise((r) => w.once('exit', r));
+      // Its end is taken once the channel has closed too (startedHelper).
+      if (w.connected) await new Promise((r) => w.once('disconnect', r));
     }
   }
 
   /** The helper, started when none runs. */
   private startedHelper(): Worker | ChildProcess {
-    if (this.helper) return this.helper;
+    const had = this.helper;
+    // A helper process whose channel is closing (its 'disconnect' not seen yet) takes no more spawns.
+    if (had && (had instanceof Worker || had.connected)) return had;
+    if (had) this.helperEnded(had);
     const url = new URL('./spawn-helper.js', import.meta.url);
     // A process without this one's flags (a profiler's, say): Node and its few modules.
     const h =
@@ -193,7 +215,16 @@ export class HelperSpawner implements Spawner {
     if (!(h instanceof Worker)) h.channel?.unref();
     h.on('message', (r: SpawnReply) => this.onReply(r));
     h.on('error', (e: Error) => this.log.error({ err: e.message }, 'spawn helper failed'));
-    h.on('exit', () => this.helperEnded(h));
+    if (h instanceof Worker) h.on('exit', () => this.helperEnded(h));
+    else {
+      // The end of the channel, not the process's exit, ends a helper process: replies still in the
+      // channel when it exited come first, and a channel that ends alone (the helper running on for
+      // its workers' exit codes) can carry no more replies or spawns.
+      h.on('disconnect', () => this.helperEnded(h));
+      h.on('exit', () => {
+        if (!h.connected) this.helperEnded(h);
+      });
+    }
     this.helper = h;
     return h;
   }
@@ -222,7 +253,8 @@ export class HelperSpawner implements Spawner {
     this.helper = undefined;
     if (this.closed) return;
     this.log.warn({ running: this.running.size, starting: this.pending.size }, 'spawn helper ended; watching its processes through /proc');
-    this.failPending(new Error('the spawn helper ended before the process started'));
+    // It may have forked a process for any of them before it ended: the caller looks for it.
+    this.failPending(new SpawnOutcomeUnknownError());
     for (const [pid, run] of this.running) this.orphans.set(pid, run);
     this.running.clear();
     if (this.orphans.size > 0 && !this.pollTimer) {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { familyOf, newMembers, procKey, type FamilyQuery, type ProcEntry } from '../process-family.js';
+import { familyOf, markedRoot, newMembers, procKey, type FamilyQuery, type ProcEntry } from '../process-family.js';
 
 /** A process: pid, ppid, start time; state 'S' and no marker unless given. */
 const p = (pid: number, ppid: number, startTime: string, over: Partial<ProcEntry> = {}): ProcEntry => ({ pid, ppid, startTime, state: 'S', ...over });
@@ -61,6 +61,18 @@ describe('process family (pure)', () => {
     const procs = [...host(), p(500, 10, '800', { marker: 'm2' }), p(501, 500, '810', { marker: 'm2' })];
     expect(pids(familyOf(procs, q()))).to.not.include.members([500, 501]);
     expect(pids(familyOf(procs, q({ root: { pid: 500, startTime: '800' }, marker: 'm2' })))).to.deep.equal([500, 501]);
+  });
+
+  it('markedRoot: the earliest started marked process whose parent is not marked; never a zombie', () => {
+    expect(markedRoot(host(), 'm1')).to.deep.equal({ pid: 100, startTime: '500' });
+    // The root gone: the earliest of what it left (101, under init now, before the double-forked 200).
+    const orphaned = host()
+      .filter((x) => x.pid !== 100)
+      .map((x) => (x.pid === 101 ? { ...x, ppid: 1 } : x));
+    expect(markedRoot(orphaned, 'm1')).to.deep.equal({ pid: 101, startTime: '510' });
+    expect(markedRoot([p(1, 0, '1'), p(400, 1, '700', { state: 'Z', marker: 'm1' })], 'm1')).to.equal(undefined);
+    expect(markedRoot(host(), 'm9')).to.equal(undefined);
+    expect(markedRoot([p(5, 1, '5')], '')).to.equal(undefined);
   });
 
   it('newMembers: those not yet seen, by pid and start time', () => {

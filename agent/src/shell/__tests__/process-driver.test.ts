@@ -18,8 +18,11 @@ import {
   sameProcessAlive,
   workerDir,
   type ExitInfo,
+  type SpawnResult,
 } from '../process-driver.js';
-import { HelperSpawner } from '../spawner.js';
+import { DIE_BEFORE_REPLY_ENV } from '../helper-channel.js';
+import { launchDetached, runLaunchPrep } from '../launch-prep.js';
+import { HelperSpawner, SpawnOutcomeUnknownError, type SpawnRequest, type Spawner } from '../spawner.js';
 import { alive, waitFor, removeWorkDir } from './helpers.js';
 
 /** Pids of every live process in process group `pgid` (from /proc). */
@@ -458,5 +461,167 @@ describe('RealProcessDriver (real processes)', function () {
     expect(safeName('a/b')).to.equal('a%2Fb');
     expect(safeName('..')).to.equal('%2E%2E');
     expect(workerDir('/w', '../x', 'y')).to.equal('/w/apps/%2E%2E%2Fx/y');
+  });
+});
+
+describe('RealProcessDriver: a spawn whose spawn helper ended before it answered', function () {
+  this.timeout(30_000);
+  let workDir: string;
+  const started: number[] = [];
+
+  /**
+   * A spawner whose helper "dies" with every spawn under way: it lays the launch out and, when
+   * `start`, starts the command (no pid file: the helper died between the fork and writing it),
+   * then rejects as HelperSpawner does when its helper ends.
+   */
+  class LosingSpawner implements Spawner {
+    constructor(private readonly how: 'started' | 'prepared' | 'never-received') {}
+    spawn(req: SpawnRequest): Promise<{ pid: number; startTime: string }> {
+      return new Promise((_resolve, reject) => {
+        const lost = (): void => reject(new SpawnOutcomeUnknownError());
+        if (this.how === 'never-received') return lost();
+        if (this.how === 'prepared') {
+          runLaunchPrep(req.prep!);
+          return lost();
+        }
+        const [file, ...args] = req.direct!.argv;
+        launchDetached(file!, args, { cwd: '', env: req.env }, req.prep, {
+          started: (pid) => {
+            started.push(pid);
+            lost();
+          },
+          failed: reject,
+          exited: () => {},
+        })?.unref();
+      });
+    }
+    close(): void {}
+  }
+
+  before(() => {
+    workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-lost-'));
+  });
+
+  after(() => {
+    for (const pid of started) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    removeWorkDir(workDir);
+  });
+
+  it('a helper killed after the fork, before its reply: the worker is adopted with its real pid, not failed; the next spawn starts a new helper', async () => {
+    const spawner = new HelperSpawner();
+    const d = new RealProcessDriver({ workDir, stopGraceMs: 300, adoptPollMs: 50, spawner });
+    const exits: ExitInfo[] = [];
+    d.onExit((e) => exits.push(e));
+    try {
+      let first: Promise<SpawnResult>;
+      // The helper forks with the spawn (synchronously), taking the hook in its environment.
+      process.env[DIE_BEFORE_REPLY_ENV] = '1';
+      try {
+        first = d.spawn(spec('lost-running', ['sleep', '30']));
+      } finally {
+        delete process.env[DIE_BEFORE_REPLY_ENV];
+      }
+      const helper = spawner.helperPid as number;
+      expect(helper).to.be.a('number');
+      const r = await first;
+      started.push(r.pid);
+      expect(alive(helper)).to.equal(false);
+      const dir = workerDir(workDir, 'app1', 'lost-running');
+      expect(readPidRecord(dir)).to.deep.equal({ pid: r.pid, startTime: r.startTime });
+      expect(fs.readFileSync(`/proc/${r.pid}/cmdline`, 'utf8').split('\0')).to.deep.equal(['sleep', '30', '']);
+      expect(r.startTime).to.equal(readStartTime(r.pid));
+      expect(r.bootId).to.equal(readBootId());
+      expect(alive(r.pid)).to.equal(true);
+      expect(d.adoptedCount).to.equal(1);
+
+      // Watched: the driver stops its family and reports its end (no exit code: its helper is gone).
+      d.kill(r.pid, 100);
+      await waitFor(() => exits.some((e) => e.workerId === 'lost-running'), 10_000, 'the adopted worker to end');
+      expect(alive(r.pid)).to.equal(false);
+      const e = exits.find((x) => x.workerId === 'lost-running')!;
+      expect([e.pid, e.exitCode, e.signal]).to.deep.equal([r.pid, null, null]);
+
+      const next = await d.spawn(spec('lost-next', ['sh', '-c', 'exit 7']));
+      started.push(next.pid);
+      expect(spawner.helperPid).to.be.a('number').and.not.equal(helper);
+      await waitFor(() => exits.some((x) => x.workerId === 'lost-next'), 10_000, 'the next exit');
+      expect(exits.find((x) => x.workerId === 'lost-next')).to.deep.equal({ appId: 'app1', workerId: 'lost-next', pid: next.pid, exitCode: 7, signal: null });
+      expect(exits.filter((x) => x.workerId === 'lost-running')).to.have.length(1);
+    } finally {
+      d.close();
+      // Stopped in `after` even when the spawn failed (the worker ran on, unwatched).
+      const left = readPidFile(workerDir(workDir, 'app1', 'lost-running'));
+      if (left > 1) started.push(left);
+    }
+  });
+
+  it('a helper killed before its reply for a wrapper that ran and ended: the spawn succeeds and the end comes with the exit code the wrapper recorded', async () => {
+    const spawner = new HelperSpawner();
+    const d = new RealProcessDriver({ workDir, stopGraceMs: 300, adoptPollMs: 50, spawner });
+    const exits: ExitInfo[] = [];
+    d.onExit((e) => exits.push(e));
+    try {
+      let first: Promise<SpawnResult>;
+      process.env[DIE_BEFORE_REPLY_ENV] = '1';
+      try {
+        // A command the exec cannot run: the helper starts the wrapper, which records 127.
+        first = d.spawn(spec('lost-ended', ['/nonexistent/fuxi-test-binary']));
+      } finally {
+        delete process.env[DIE_BEFORE_REPLY_ENV];
+      }
+      const r = await first;
+      started.push(r.pid);
+      await waitFor(() => exits.some((e) => e.workerId === 'lost-ended'), 10_000, 'the end');
+      expect(exits).to.deep.equal([{ appId: 'app1', workerId: 'lost-ended', pid: r.pid, exitCode: 127, signal: null }]);
+    } finally {
+      d.close();
+    }
+  });
+
+  it('finds a worker forked before the helper could write its pid file by its marker in /proc', async () => {
+    const d = new RealProcessDriver({ workDir, stopGraceMs: 300, adoptPollMs: 50, spawner: new LosingSpawner('started') });
+    const exits: ExitInfo[] = [];
+    d.onExit((e) => exits.push(e));
+    try {
+      const r = await d.spawn(spec('lost-marker', ['sleep', '30']));
+      expect(started).to.include(r.pid);
+      expect(readPidFile(workerDir(workDir, 'app1', 'lost-marker'))).to.equal(0);
+      expect(r.startTime).to.equal(readStartTime(r.pid));
+      expect(fs.readFileSync(`/proc/${r.pid}/cmdline`, 'utf8').split('\0')).to.deep.equal(['sleep', '30', '']);
+      expect(d.adoptedCount).to.equal(1);
+      d.kill(r.pid, 100);
+      await waitFor(() => exits.length === 1, 10_000, 'the adopted worker to end');
+      expect(exits[0]).to.include({ workerId: 'lost-marker', pid: r.pid });
+      expect(alive(r.pid)).to.equal(false);
+    } finally {
+      d.close();
+    }
+  });
+
+  it('a launch that never started fails: after looking for it for lostSpawnWaitMs once laid out, at once when the helper never had it', async () => {
+    const failed = async (how: 'prepared' | 'never-received', workerId: string): Promise<{ err: unknown; ms: number }> => {
+      const d = new RealProcessDriver({ workDir, lostSpawnWaitMs: 400, spawner: new LosingSpawner(how) });
+      const t0 = Date.now();
+      try {
+        await d.spawn(spec(workerId, ['sleep', '30']));
+        return { err: undefined, ms: Date.now() - t0 };
+      } catch (e) {
+        return { err: e, ms: Date.now() - t0 };
+      } finally {
+        d.close();
+      }
+    };
+    const prepared = await failed('prepared', 'lost-never');
+    expect(prepared.err).to.be.instanceOf(SpawnOutcomeUnknownError);
+    expect(prepared.ms).to.be.within(380, 5000);
+    const unsent = await failed('never-received', 'lost-unsent');
+    expect(unsent.err).to.be.instanceOf(SpawnOutcomeUnknownError);
+    expect(unsent.ms).to.be.below(300);
   });
 });

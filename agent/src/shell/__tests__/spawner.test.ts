@@ -3,9 +3,9 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { channelPort, type ChannelProcess } from '../helper-channel.js';
+import { channelPort, DIE_BEFORE_REPLY_ENV, type ChannelProcess } from '../helper-channel.js';
 import { readProcStat } from '../proc-table.js';
-import { HelperSpawner, InlineSpawner, type Spawner } from '../spawner.js';
+import { HelperSpawner, InlineSpawner, SpawnOutcomeUnknownError, type Spawner } from '../spawner.js';
 import { alive, waitFor } from './helpers.js';
 
 interface Ended {
@@ -133,6 +133,45 @@ for (const helper of ['process', 'thread'] as const) {
     });
   });
 }
+
+describe('HelperSpawner: a helper process killed after the fork, before its reply', () => {
+  it('rejects the spawn as of unknown outcome (the process runs on, unwatched here), and the next spawn starts a new helper', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-spawner-'));
+    const spawner = new HelperSpawner({ pollMs: 50 });
+    const out = path.join(dir, 'pid');
+    let worker = 0;
+    try {
+      let first: Promise<unknown>;
+      // The helper is forked with the spawn, synchronously: it takes the hook in its environment.
+      process.env[DIE_BEFORE_REPLY_ENV] = '1';
+      try {
+        first = spawner.spawn({ file: '/bin/sh', args: ['-c', 'echo $$ >"$1"; exec sleep 30', 'x', out], cwd: dir, env: {} }, () => {});
+      } finally {
+        delete process.env[DIE_BEFORE_REPLY_ENV];
+      }
+      const helper = spawner.helperPid as number;
+      const err = await first.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).to.be.instanceOf(SpawnOutcomeUnknownError);
+      expect(alive(helper)).to.equal(false);
+      await waitFor(() => fs.existsSync(out) && fs.readFileSync(out, 'utf8').trim() !== '', 10_000, 'the worker to start');
+      worker = Number(fs.readFileSync(out, 'utf8').trim());
+      expect(alive(worker)).to.equal(true);
+      expect(spawner.runningCount).to.equal(0);
+      const ends: Ended[] = [];
+      const next = await spawner.spawn({ file: '/bin/sh', args: ['-c', 'exit 7'], cwd: dir, env: {} }, (pid, code, signal) => ends.push({ pid, code, signal }));
+      expect(spawner.helperPid).to.be.a('number').and.not.equal(helper);
+      await waitFor(() => ends.length === 1, 10_000, 'the next exit');
+      expect(ends).to.deep.equal([{ pid: next.pid, code: 7, signal: null }]);
+    } finally {
+      spawner.close();
+      if (worker > 0) process.kill(worker, 'SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('HelperSpawner: the helper process ends with the agent', () => {
   it('an agent killed with SIGKILL takes its helper with it; the workers the helper started run on', async () => {
