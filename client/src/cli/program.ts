@@ -210,9 +210,22 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
           const { parseArraySpec } = await import('../sdk/job-array.js');
           const { indices, maxRunning } = parseArraySpec(o.array!);
           const spec = jobFile.loadSpec(file!, o.id, deps.readFile, deps.cwd);
-          const r = await (await getClient(opts)).submitArray(spec, { indices, maxRunning, ...(o.id ? { arrayId: o.id } : {}) });
-          arrayId = r.arrayId;
-          results = r.results;
+          // The id made here: the members the master checks are the members submitted.
+          const { makeJobId } = await import('../sdk/job-id.js');
+          arrayId = o.id || spec.jobId || makeJobId(spec.name, randomUUID());
+          const c = await getClient(opts);
+          // All or nothing, as -f: a member the master would refuse (its id another job's, say)
+          // submits no member, so no array is left half made.
+          const checked = await c.submitArray(spec, { indices, maxRunning, arrayId, dryRun: true });
+          const at = checked.results.flatMap((r, i) => (r.error ? [i] : []));
+          if (at.length > 0) {
+            const rows = at.map((i) => row(checked.results[i]!, i));
+            emit(opts, { arrayId, jobs: rows }, () => rows.map(rowLine).join('\n'));
+            err(`error: ${at.length} of ${checked.results.length} members of array ${arrayId} refused; nothing was submitted`);
+            code = EXIT.USAGE;
+            return;
+          }
+          results = (await c.submitArray(spec, { indices, maxRunning, arrayId })).results;
         }
         const refused = results.filter((r) => r.error);
         const rows = results.map(row);

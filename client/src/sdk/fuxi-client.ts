@@ -263,11 +263,12 @@ export class FuxiClient {
    * `<arrayId>_<index>`, state and workers, and `FUXI_ARRAY_ID` / `FUXI_ARRAY_INDEX` in its workers'
    * environment; at most `maxRunning` members run at once (0 = no limit: the master holds the rest
    * and starts them in index order as members end). `arrayId` defaults to the spec's id, or one
-   * made from its name. Submitted with `submitMany`, so idempotent like it.
+   * made from its name. Submitted with `submitMany`, so idempotent like it; `dryRun` only checks
+   * every member (pass the same `arrayId` to the submit that follows when the id is made here).
    */
   async submitArray(
     spec: JobSpec,
-    opts: { indices: readonly number[]; maxRunning?: number; arrayId?: string },
+    opts: { indices: readonly number[]; maxRunning?: number; arrayId?: string; dryRun?: boolean },
   ): Promise<{ arrayId: string; results: BatchSubmitResult[] }> {
     const arrayId = opts.arrayId || spec.jobId || makeJobId(spec.name, randomUUID());
     const maxRunning = opts.maxRunning ?? 0;
@@ -278,7 +279,7 @@ export class FuxiClient {
       env: { ...spec.env, FUXI_ARRAY_ID: arrayId, FUXI_ARRAY_INDEX: String(index) },
       array: { id: arrayId, index, maxRunning },
     }));
-    return { arrayId, results: await this.submitMany(specs) };
+    return { arrayId, results: await this.submitMany(specs, { dryRun: opts.dryRun === true }) };
   }
 
   /** A page of jobs in submission order: at most `limit` after job `after`; `nextAfter` ('' at the end) continues. */

@@ -98,12 +98,31 @@ describe('fuxi submit -f: all or nothing (real processes)', function () {
     const arr = await cli(['submit', spec, '--id', 'solo', '--array', '0-2']);
     expect(arr.code).to.equal(2);
     expect(arr.stdout).to.match(/solo_0\trefused: job "solo" already exists \(job solo_0 may not make a job array of its id/);
-    expect(arr.stderr).to.equal('error: 3 of 3 jobs refused\n');
+    expect(arr.stderr).to.equal('error: 3 of 3 members of array solo refused; nothing was submitted\n');
     const plain = await cli(['submit', spec, '--id', 'sweep']);
     expect(plain.code).to.equal(2);
     expect(plain.stderr).to.match(/job array "sweep" already exists/);
     expect(await ids()).to.deep.equal(before);
     // Status still names one thing each.
     expect((await cli(['status', 'sweep'])).stdout).to.match(/array: +sweep \(2 jobs\)/);
+  });
+
+  it('--array with one member the master refuses submits no member: no array is left half made', async () => {
+    const spec = join(cluster.opts.dir, 'two.yaml');
+    writeFileSync(spec, 'name: two\ntasks:\n  - {name: t, instances: 1, resources: {cpu: 0.1, memory: 32Mi}, command: ["true"]}\n');
+    // A job of another spec holds member 3's id.
+    await client.submit(job({ id: 'half_3', name: 'other', tasks: [{ name: 't', instances: 1, resources: { cpu: 0.1, memory: 32 }, command: ['true'] }] }));
+    const before = await ids();
+    const r = await cli(['submit', spec, '--id', 'half', '--array', '0-5%2']);
+    expect(r.code, r.stderr).to.equal(2);
+    expect(r.stdout).to.match(/^half_3\trefused: .*already exists/);
+    expect(r.stdout.trim().split('\n')).to.have.length(1);
+    expect(r.stderr).to.equal('error: 1 of 6 members of array half refused; nothing was submitted\n');
+    expect(await ids()).to.deep.equal(before);
+    expect(await client.list({ arrayId: 'half' })).to.deep.equal([]);
+    // Without the member the master refuses, the array is made whole.
+    const ok = await cli(['submit', spec, '--id', 'half', '--array', '0-2,4-5%2']);
+    expect(ok.code, ok.stderr).to.equal(0);
+    expect((await client.list({ arrayId: 'half' })).map((j) => j.jobId).sort()).to.deep.equal(['half_0', 'half_1', 'half_2', 'half_4', 'half_5']);
   });
 });
