@@ -307,10 +307,16 @@ async function runBatch(
       continue;
     }
     // Room in the answer for what this method answers, or wait for the entries running to answer.
-    let admitted = room.admit(i, sizes.estimate(def.path), started === 0);
+    // A method with no answer seen yet runs alone, with all the room the answered entries left
+    // (as the first entry of a batch runs with all of it).
+    const admit = () => {
+      const estimate = sizes.estimate(def.path);
+      return room.admit(i, estimate, started === 0 || (estimate === undefined && running.size === 0));
+    };
+    let admitted = admit();
     while (!admitted && running.size > 0) {
       await Promise.race(running);
-      admitted = room.admit(i, sizes.estimate(def.path), started === 0);
+      admitted = admit();
     }
     // Nor is anything started once the batch's caller is gone: its answer would reach nobody.
     if (!admitted || call.cancelled) {

@@ -269,6 +269,29 @@ describe('batched calls (AmCalls)', () => {
     request: loadFuxiProto().MasterService.service.RegisterApp.requestSerialize({ appId, amAttempt: 1, address: '127.0.0.1:1' }),
   });
 
+  it('runs a call of a method it has no answer of yet alone once those before it have answered, not refused for want of room', async () => {
+    const seen = fresh();
+    const s = await serve(seen);
+    const client = connect(loadFuxiProto().MasterService, s.address);
+    const M = loadFuxiProto().MasterService.service;
+    try {
+      // A fresh server: neither method has answered in a batch yet.
+      const res = await client.AmCalls({
+        calls: [
+          { method: 'RegisterApp', token: '', request: M.RegisterApp.requestSerialize({ appId: 'new-a', amAttempt: 1 } as never) },
+          { method: 'UpdateRequests', token: 'u', request: M.UpdateRequests.requestSerialize(update('new-b', 5)) },
+          { method: 'RegisterApp', token: '', request: M.RegisterApp.requestSerialize({ appId: 'new-c', amAttempt: 1 } as never) },
+          { method: 'UpdateRequests', token: 'v', request: M.UpdateRequests.requestSerialize(update('refused', 6)) },
+        ],
+      });
+      expect(res.results.map((r) => r.code)).to.deep.equal(['', '', '', 'FAILED_PRECONDITION']);
+      expect(seen.registered).to.deep.equal(['new-a', 'new-c']);
+      expect(seen.tokens).to.deep.equal(['u', 'v']);
+    } finally {
+      client.close();
+    }
+  });
+
   it('keeps its answer within the message limit: an entry there is no room for, and every one after it, is not run but answered RESOURCE_EXHAUSTED; an answer larger than foreseen that ran fails UNAVAILABLE', async () => {
     const before = maxMessageBytes();
     setMaxMessageBytes(64 * 1024);
