@@ -185,6 +185,19 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
         });
         const rowLine = (r: ReturnType<typeof row>) =>
           `${r.jobId}\t${r.error ? `refused: ${r.line ? `${o.jobs}:${r.line}: ` : ''}${r.error}` : r.created ? 'submitted' : 'already existed'}`;
+        /**
+         * All or nothing (Kubernetes' dryRun): prints the refusals of the master's check `checked`,
+         * `what` naming them; true when there were any, and then nothing is submitted.
+         */
+        const refusedInCheck = (checked: typeof results, what: (at: number[]) => string) => {
+          const at = checked.flatMap((r, i) => (r.error ? [i] : []));
+          if (at.length === 0) return false;
+          const rows = at.map((i) => row(checked[i]!, i));
+          emit(opts, arrayId ? { arrayId, jobs: rows } : rows, () => rows.map(rowLine).join('\n'));
+          err(`error: ${at.length} of ${checked.length} ${what(at)}; nothing was submitted`);
+          code = EXIT.USAGE;
+          return true;
+        };
         if (o.jobs !== undefined) {
           const numbered = jobFile.loadNumberedSpecLines(o.jobs, deps.readFile);
           lines = numbered.map((l) => l.line);
@@ -192,39 +205,20 @@ export async function runCli(args: readonly string[], deps: CliDeps): Promise<nu
           const { makeJobId } = await import('../sdk/job-id.js');
           const specs = numbered.map(({ spec }) => (spec.jobId ? spec : { ...spec, jobId: makeJobId(spec.name, randomUUID()) }));
           const c = await getClient(opts);
-          // All or nothing (Kubernetes' dryRun): the master checks every line first, in the calls
-          // the submit makes, and a refusal there submits nothing.
+          // The master checks every line first, in the calls the submit makes.
           const checked = await c.submitMany(specs, { dryRun: true });
-          const at = checked.flatMap((r, i) => (r.error ? [i] : []));
-          if (at.length > 0) {
-            const rows = at.map((i) => row(checked[i]!, i));
-            emit(opts, rows, () => rows.map(rowLine).join('\n'));
-            err(
-              `error: ${at.length} of ${checked.length} jobs refused (${o.jobs} line${at.length > 1 ? 's' : ''} ${at.map((i) => lines[i]).join(', ')}); nothing was submitted`,
-            );
-            code = EXIT.USAGE;
-            return;
-          }
+          if (refusedInCheck(checked, (at) => `jobs refused (${o.jobs} line${at.length > 1 ? 's' : ''} ${at.map((i) => lines[i]).join(', ')})`)) return;
           results = await c.submitMany(specs);
         } else {
           const { parseArraySpec } = await import('../sdk/job-array.js');
           const { indices, maxRunning } = parseArraySpec(o.array!);
           const spec = jobFile.loadSpec(file!, o.id, deps.readFile, deps.cwd);
-          // The id made here: the members the master checks are the members submitted.
-          const { makeJobId } = await import('../sdk/job-id.js');
-          arrayId = o.id || spec.jobId || makeJobId(spec.name, randomUUID());
           const c = await getClient(opts);
-          // All or nothing, as -f: a member the master would refuse (its id another job's, say)
-          // submits no member, so no array is left half made.
-          const checked = await c.submitArray(spec, { indices, maxRunning, arrayId, dryRun: true });
-          const at = checked.results.flatMap((r, i) => (r.error ? [i] : []));
-          if (at.length > 0) {
-            const rows = at.map((i) => row(checked.results[i]!, i));
-            emit(opts, { arrayId, jobs: rows }, () => rows.map(rowLine).join('\n'));
-            err(`error: ${at.length} of ${checked.results.length} members of array ${arrayId} refused; nothing was submitted`);
-            code = EXIT.USAGE;
-            return;
-          }
+          // As -f: a member the master would refuse (its id another job's, say) submits no member,
+          // so no array is left half made. The submit takes the id the check made.
+          const checked = await c.submitArray(spec, { indices, maxRunning, ...(o.id ? { arrayId: o.id } : {}), dryRun: true });
+          arrayId = checked.arrayId;
+          if (refusedInCheck(checked.results, () => `members of array ${arrayId} refused`)) return;
           results = (await c.submitArray(spec, { indices, maxRunning, arrayId })).results;
         }
         const refused = results.filter((r) => r.error);

@@ -62,3 +62,14 @@ export function alive(pid: number): boolean {
     return false;
   }
 }
+
+/** Kills the process group of each of `pids` (workers are group leaders), those still there. */
+export function killGroups(pids: readonly number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}

@@ -23,7 +23,7 @@ import {
 import { DIE_BEFORE_REPLY_ENV } from '../helper-channel.js';
 import { launchDetached, runLaunchPrep } from '../launch-prep.js';
 import { HelperSpawner, SpawnOutcomeUnknownError, type SpawnRequest, type Spawner } from '../spawner.js';
-import { alive, waitFor, removeWorkDir } from './helpers.js';
+import { alive, killGroups, waitFor, removeWorkDir } from './helpers.js';
 
 /** Pids of every live process in process group `pgid` (from /proc). */
 function groupMembers(pgid: number): number[] {
@@ -84,13 +84,7 @@ describe('RealProcessDriver (real processes)', function () {
 
   after(() => {
     driver.close();
-    for (const pid of started) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    }
+    killGroups(started);
     removeWorkDir(workDir);
   });
 
@@ -503,13 +497,7 @@ describe('RealProcessDriver: a spawn whose spawn helper ended before it answered
   });
 
   after(() => {
-    for (const pid of started) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    }
+    killGroups(started);
     removeWorkDir(workDir);
   });
 

@@ -91,6 +91,16 @@ describe('batched calls (AmCalls)', () => {
     servers.push(s);
     return s;
   };
+  /** Runs `fn` with the process's message limit at `bytes`, and puts the limit back. */
+  const underLimit = async (bytes: number, fn: () => Promise<void>) => {
+    const before = maxMessageBytes();
+    setMaxMessageBytes(bytes);
+    try {
+      await fn();
+    } finally {
+      setMaxMessageBytes(before);
+    }
+  };
   const connection = (addresses: string[], token: string) => {
     const c = new MasterConnection(addresses, { batch: true, token, retryForMs: 5000 });
     conns.push(c);
@@ -293,9 +303,7 @@ describe('batched calls (AmCalls)', () => {
   });
 
   it('keeps its answer within the message limit: an entry there is no room for, and every one after it, is not run but answered RESOURCE_EXHAUSTED; an answer larger than foreseen that ran fails UNAVAILABLE', async () => {
-    const before = maxMessageBytes();
-    setMaxMessageBytes(64 * 1024);
-    try {
+    await underLimit(64 * 1024, async () => {
       const seen = fresh();
       const s = await serve(seen);
       const client = connect(loadFuxiProto().MasterService, s.address);
@@ -341,15 +349,11 @@ describe('batched calls (AmCalls)', () => {
       } finally {
         client2.close();
       }
-    } finally {
-      setMaxMessageBytes(before);
-    }
+    });
   });
 
   it('sends the calls the server did not run for want of room in its answer again, in its next batches, until each is answered once', async () => {
-    const before = maxMessageBytes();
-    setMaxMessageBytes(64 * 1024);
-    try {
+    await underLimit(64 * 1024, async () => {
       const seen = fresh();
       const s = await serve(seen);
       const client = connect(loadFuxiProto().MasterService, s.address);
@@ -372,8 +376,6 @@ describe('batched calls (AmCalls)', () => {
       } finally {
         client.close();
       }
-    } finally {
-      setMaxMessageBytes(before);
-    }
+    });
   });
 });
