@@ -32,6 +32,7 @@ import {
   hasExited,
   isAlive,
   killAmHosts,
+  killedUnlessReady,
   passThrough,
   startNodeProcess,
   waitExit,
@@ -485,7 +486,7 @@ export class HaCluster {
     const args = [...agentArgs(o, i, this.masterAddresses.join(','), workDir, slot?.config), ...this.tlsArgs(nodeId, 'agent', slot)];
     const child = startNodeProcess(args, logFile, {}, slot?.wrap);
     const tail = new LogTail(logFile, ['agent ready']);
-    const rec = await tail.waitFor((r) => r.msg === 'agent ready' && r.pid === child.pid, { what: '"agent ready"', child });
+    const rec = await killedUnlessReady(child, () => tail.waitFor((r) => r.msg === 'agent ready' && r.pid === child.pid, { what: '"agent ready"', child }));
     const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir };
     this.agents[i] = agent;
     return agent;

@@ -122,6 +122,27 @@ export async function waitForLogLine(file: string, msg: string, child: ChildProc
 }
 
 /**
+ * Waits for a daemon just started to say it is ready; one that does not (it never logs the line, or
+ * times out) is killed by its pid before the error goes on, so a cluster that failed to start
+ * leaves no daemon behind that nobody holds (`stop` knows only the daemons that came up).
+ */
+export async function killedUnlessReady<T>(child: ChildProcess, ready: () => Promise<T>): Promise<T> {
+  try {
+    return await ready();
+  } catch (e) {
+    if (child.pid !== undefined && isAlive(child.pid)) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        /* gone meanwhile */
+      }
+      await waitExit(child, 5000);
+    }
+    throw e;
+  }
+}
+
+/**
  * Starts `node <args>` with stdout and stderr appended to `logFile`. `wrap` is an argv prefix that
  * runs it on another host of a test rack (e.g. `['ip', 'netns', 'exec', 'fxr-a1']`, which execs in
  * place: the child's pid is the daemon's).
@@ -346,8 +367,10 @@ export class LocalCluster {
       ...(o.masterArgs ?? []),
     ];
     const child = startNodeProcess(args, logFile);
-    const rec = await waitForLogLine(logFile, 'master ready', child);
-    const served = o.metrics ? await waitForLogLine(logFile, 'metrics served', child) : {};
+    const { rec, served } = await killedUnlessReady(child, async () => ({
+      rec: await waitForLogLine(logFile, 'master ready', child),
+      served: o.metrics ? await waitForLogLine(logFile, 'metrics served', child) : {},
+    }));
     const metricsUrl = typeof served.metrics === 'string' ? served.metrics : '';
     const dashboardUrl = typeof served.dashboard === 'string' ? served.dashboard : '';
     this.master = { name: 'master', pid: child.pid!, address: String(rec.address), logFile, child, metricsUrl, dashboardUrl };
@@ -361,7 +384,7 @@ export class LocalCluster {
     const logFile = join(o.dir, `${nodeId}.log`);
     const args = [...agentArgs(o, i, this.masterAddress, workDir), ...(o.metrics ? ['--metrics-listen', '127.0.0.1:0'] : []), ...this.tlsArgs(nodeId, 'agent')];
     const child = startNodeProcess(args, logFile);
-    const rec = await waitForLogLine(logFile, 'agent ready', child);
+    const rec = await killedUnlessReady(child, () => waitForLogLine(logFile, 'agent ready', child));
     const metricsUrl = typeof rec.metrics === 'string' ? rec.metrics : '';
     const agent: AgentProcess = { name: nodeId, nodeId, pid: child.pid!, address: String(rec.address), logFile, child, workDir, metricsUrl };
     this.agents[i] = agent;
