@@ -100,7 +100,8 @@ import { startMetricsServer, type MetricsServer } from '@fuxi/rpc/metrics';
 import { AgentCore, type AgentState, type Effect, type StateDelta, type WorkerInfo } from '../core/agent-core.js';
 import { isEmptyState, mergeDeltas } from '../core/state-delta.js';
 import type { PlanAuthInput } from '../core/plan-tokens.js';
-import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
+import type { AgentCheckpoint } from './checkpoint.js';
+import { JournalCheckpoint } from './checkpoint-journal.js';
 import { EventSender, type SendFn } from './event-sender.js';
 import { RealProcessDriver, readBootId, workerDir, type ProcessDriver, type RealProcessDriverOptions } from './process-driver.js';
 import { describeIdentity, userFor, type WorkerIdentity } from '../core/worker-identity.js';
@@ -370,7 +371,7 @@ export class Agent {
   async start(): Promise<void> {
     this.startedAtMs = Date.now();
     await fs.promises.mkdir(this.config.workDir, { recursive: true });
-    if (!this.checkpoint) this.checkpoint = await LevelCheckpoint.open(path.join(this.config.workDir, 'checkpoint'), { sync: this.config.checkpointSync });
+    if (!this.checkpoint) this.checkpoint = await JournalCheckpoint.open(this.config.workDir, { sync: this.config.checkpointSync });
     try {
       const t0 = Date.now();
       const saved = await this.checkpoint.load();

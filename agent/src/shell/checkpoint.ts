@@ -6,8 +6,11 @@
  * change is one `StateDelta` (whole records to put, keys to delete) written as ONE atomic batch (the
  * paper's delta checkpoint), before the change is acknowledged.
  *
- * Two backends, one contract (`__tests__/checkpoint.test.ts` runs against both):
- * - `LevelCheckpoint`: LevelDB in `<workDir>/checkpoint` (production). One agent per work dir:
+ * Three backends, one contract (`__tests__/checkpoint.test.ts` runs against each):
+ * - `JournalCheckpoint` (checkpoint-journal.ts): an append-only journal in the work dir
+ *   (production).
+ * - `LevelCheckpoint`: LevelDB in `<workDir>/checkpoint`, the production backend of earlier
+ *   versions: the journal takes its content over at its first open. One agent per work dir:
  *   LevelDB's lock makes a second one fail to open it.
  * - `MemoryCheckpoint`: a plain object (tests; simulated agents). `failWrites` injects faults.
  *
@@ -28,7 +31,7 @@ import type { AgentState, AppEntry, CheckpointMeta, GrantEntry, StateDelta, Work
 import { applyDelta, applyDeltaSharing, copyDelta, emptyDelta, emptyState } from '../core/state-delta.js';
 
 export interface AgentCheckpoint {
-  readonly kind: 'leveldb' | 'memory';
+  readonly kind: 'leveldb' | 'memory' | 'journal';
   /** Everything stored: `emptyState()` when nothing was ever written. Workers in acceptance order. */
   load(): Promise<AgentState>;
   /** Applies one delta as one atomic batch: all of it or none of it is stored when this settles. */

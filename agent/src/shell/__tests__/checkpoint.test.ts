@@ -1,9 +1,10 @@
 /**
- * One contract suite for every local checkpoint backend (docs/code-style.md, rule 5): LevelDB and in-memory. Each
+ * One contract suite for every local checkpoint backend (docs/code-style.md, rule 5): the journal, LevelDB and in-memory. Each
  * backend is opened through a factory whose `reopen()` gives a new handle on the same data, as an
  * agent restart does.
  */
 import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -11,6 +12,9 @@ import { FailedPreconditionError, res } from '@fuxi/common';
 import type { AgentState, GrantEntry, StateDelta, WorkerEntry } from '../../core/agent-core.js';
 import { applyDelta, emptyDelta, emptyState } from '../../core/state-delta.js';
 import { LevelCheckpoint, MemoryCheckpoint, type AgentCheckpoint } from '../checkpoint.js';
+import { JOURNAL_FILE, JOURNAL_LOCK, JournalCheckpoint } from '../checkpoint-journal.js';
+import { readStartTime } from '../proc-table.js';
+import { readBootId } from '../process-driver.js';
 
 interface Backend {
   name: string;
@@ -37,6 +41,32 @@ function levelBackend(): Backend {
       await cp.close();
       const dir = where.get(cp)!;
       const again = await LevelCheckpoint.open(dir);
+      where.set(again, dir);
+      return again;
+    },
+    cleanup() {
+      for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Compacts after 2,000 bytes: the contract's longer runs go through several compactions. */
+function journalBackend(): Backend {
+  const dirs: string[] = [];
+  const where = new Map<AgentCheckpoint, string>();
+  return {
+    name: 'JournalCheckpoint',
+    async create() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cp-'));
+      dirs.push(dir);
+      const cp = await JournalCheckpoint.open(dir, { compactBytes: 2000 });
+      where.set(cp, dir);
+      return cp;
+    },
+    async reopen(cp) {
+      await cp.close();
+      const dir = where.get(cp)!;
+      const again = await JournalCheckpoint.open(dir, { compactBytes: 2000 });
       where.set(again, dir);
       return again;
     },
@@ -100,7 +130,7 @@ function delta(over: Partial<StateDelta>): StateDelta {
 
 const META = { nodeId: 'n1', epoch: '7', grantEpoch: '7', grantSeq: '12' };
 
-for (const backend of [levelBackend(), memoryBackend()]) {
+for (const backend of [journalBackend(), levelBackend(), memoryBackend()]) {
   describe(`agent checkpoint contract: ${backend.name}`, () => {
     let cp: AgentCheckpoint;
 
@@ -248,6 +278,134 @@ describe('LevelCheckpoint specifics', () => {
     for (let i = 0; i < 20; i++) await cp.write(delta({ meta: { ...META, grantSeq: String(i) }, putWorkers: [worker('app', `w${i}`, i)] }));
     await cp.close();
     const again = await LevelCheckpoint.open(path.join(dir, 'checkpoint'));
+    const s = await again.load();
+    await again.close();
+    expect(s.meta.grantSeq).to.equal('19');
+    expect(s.workers).to.have.length(20);
+  });
+});
+
+describe('JournalCheckpoint specifics', () => {
+  let dir: string;
+  const children: ChildProcess[] = [];
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cp-'));
+  });
+  afterEach(() => {
+    for (const c of children.splice(0)) c.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const journal = (): string => path.join(dir, JOURNAL_FILE);
+  const refusal = async (open: () => Promise<unknown>): Promise<Error> => {
+    const err = await open().then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err, 'refused').to.be.instanceOf(FailedPreconditionError);
+    return err!;
+  };
+
+  it('lets one agent at a time open a work dir, and keeps its files to the agent (mode 0600)', async () => {
+    const a = await JournalCheckpoint.open(dir);
+    expect((await refusal(() => JournalCheckpoint.open(dir))).message).to.match(/already open in this process/);
+    expect(fs.statSync(journal()).mode & 0o777).to.equal(0o600);
+    expect(fs.statSync(path.join(dir, JOURNAL_LOCK)).mode & 0o777).to.equal(0o600);
+    await a.close();
+    expect(fs.existsSync(path.join(dir, JOURNAL_LOCK))).to.equal(false);
+    await (await JournalCheckpoint.open(dir)).close();
+  });
+
+  it('refuses a work dir whose lock a live agent process holds, and takes over the lock of one that is gone', async () => {
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    children.push(other);
+    const pid = other.pid!;
+    for (let i = 0; i < 100 && readStartTime(pid) === ''; i++) await new Promise((r) => setTimeout(r, 10));
+    const lock = (owner: object): void => fs.writeFileSync(path.join(dir, JOURNAL_LOCK), JSON.stringify(owner));
+    lock({ pid, startTime: readStartTime(pid), bootId: readBootId() });
+    expect((await refusal(() => JournalCheckpoint.open(dir))).message).to.include(`in use by another agent process (pid ${pid}`);
+    // The same pid with another start time (a reused pid), and a process that has ended: stale.
+    lock({ pid, startTime: '1', bootId: readBootId() });
+    await (await JournalCheckpoint.open(dir)).close();
+    other.kill('SIGKILL');
+    await new Promise((r) => other.once('exit', r));
+    lock({ pid, startTime: readStartTime(process.pid), bootId: readBootId() });
+    const cp = await JournalCheckpoint.open(dir);
+    await cp.write(delta({ meta: META }));
+    await cp.close();
+    expect((await (await JournalCheckpoint.open(dir)).load()).meta).to.deep.equal(META);
+  });
+
+  it('drops a last line torn by a crash, and writes after it load whole', async () => {
+    let cp = await JournalCheckpoint.open(dir);
+    await cp.write(delta({ meta: META, putWorkers: [worker('app', 'w1', 1)] }));
+    await cp.close();
+    fs.appendFileSync(journal(), '{"d":{"putWorkers":[{"workerId":"w2"');
+    cp = await JournalCheckpoint.open(dir);
+    expect((await cp.load()).workers.map((w) => w.workerId)).to.deep.equal(['w1']);
+    await cp.write(delta({ putWorkers: [worker('app', 'w3', 3)] }));
+    await cp.close();
+    cp = await JournalCheckpoint.open(dir);
+    expect((await cp.load()).workers.map((w) => w.workerId)).to.deep.equal(['w1', 'w3']);
+    await cp.close();
+  });
+
+  it('refuses a journal damaged before its last line, naming the line, and one of another format', async () => {
+    let cp = await JournalCheckpoint.open(dir);
+    await cp.write(delta({ meta: META }));
+    await cp.write(delta({ putWorkers: [worker('app', 'w1', 1)] }));
+    await cp.close();
+    const lines = fs.readFileSync(journal(), 'utf8').split('\n');
+    fs.writeFileSync(journal(), [lines[0], '{"d":{"meta"', lines[2], ''].join('\n'));
+    expect((await refusal(() => JournalCheckpoint.open(dir))).message).to.match(/damaged at line 2/);
+    fs.writeFileSync(journal(), '{"format":2,"s":{}}\n');
+    expect((await refusal(() => JournalCheckpoint.open(dir))).message).to.match(/has format 2; this agent reads format 1/);
+    // Refused without holding the lock: the next open may try again.
+    fs.writeFileSync(journal(), lines[0] + '\n');
+    cp = await JournalCheckpoint.open(dir);
+    await cp.close();
+  });
+
+  it('compacts a grown journal into one snapshot of the live state', async () => {
+    const cp = await JournalCheckpoint.open(dir, { compactBytes: 4096 });
+    let expected = emptyState();
+    for (let i = 0; i < 200; i++) {
+      // Workers come and go, as short tasks do: the live state stays small.
+      const d = delta({
+        meta: { ...META, grantSeq: String(i) },
+        putWorkers: [worker('app', `w${i}`, i)],
+        delWorkers: i >= 3 ? [{ appId: 'app', workerId: `w${i - 3}` }] : [],
+      });
+      expected = applyDelta(expected, d);
+      await cp.write(d);
+    }
+    expect(cp.compactions).to.be.greaterThan(5);
+    // Past 4,096 bytes and four times the live state (three workers): some 260 KB without compaction.
+    expect(fs.statSync(journal()).size).to.be.below(12_000);
+    await cp.close();
+    const again = await JournalCheckpoint.open(dir);
+    expect(await again.load()).to.deep.equal(expected);
+    await again.close();
+  });
+
+  it('takes over the LevelDB checkpoint of an earlier agent version, then removes it', async () => {
+    const level = await LevelCheckpoint.open(path.join(dir, 'checkpoint'));
+    await level.write(delta({ meta: META, putGrants: [grant('app', 'map', 2)], putWorkers: [worker('app', 'w1', 1), worker('app', 'w2', 2)] }));
+    const before = await level.load();
+    await level.close();
+    const cp = await JournalCheckpoint.open(dir);
+    expect(await cp.load()).to.deep.equal(before);
+    expect(fs.existsSync(path.join(dir, 'checkpoint'))).to.equal(false);
+    await cp.close();
+    const again = await JournalCheckpoint.open(dir);
+    expect(await again.load()).to.deep.equal(before);
+    await again.close();
+  });
+
+  it('writes with sync: true (fdatasync per write) as well', async () => {
+    const cp = await JournalCheckpoint.open(dir, { sync: true, compactBytes: 2000 });
+    for (let i = 0; i < 20; i++) await cp.write(delta({ meta: { ...META, grantSeq: String(i) }, putWorkers: [worker('app', `w${i}`, i)] }));
+    await cp.close();
+    const again = await JournalCheckpoint.open(dir);
     const s = await again.load();
     await again.close();
     expect(s.meta.grantSeq).to.equal('19');
