@@ -115,6 +115,7 @@ export class JournalCheckpoint implements AgentCheckpoint {
       cp.replay();
       return cp;
     } catch (e) {
+      if (cp.fd >= 0) fs.closeSync(cp.fd);
       releaseLock(workDir);
       if (e instanceof FailedPreconditionError) throw e;
       throw new FailedPreconditionError(`cannot open the checkpoint ${cp.file}: ${errorMessage(e)}`);

@@ -356,7 +356,9 @@ describe('JournalCheckpoint specifics', () => {
     await cp.close();
     const lines = fs.readFileSync(journal(), 'utf8').split('\n');
     fs.writeFileSync(journal(), [lines[0], '{"d":{"meta"', lines[2], ''].join('\n'));
+    const fds = fs.readdirSync('/proc/self/fd').length;
     expect((await refusal(() => JournalCheckpoint.open(dir))).message).to.match(/damaged at line 2/);
+    expect(fs.readdirSync('/proc/self/fd').length, 'no descriptor left open').to.equal(fds);
     fs.writeFileSync(journal(), '{"format":2,"s":{}}\n');
     expect((await refusal(() => JournalCheckpoint.open(dir))).message).to.match(/has format 2; this agent reads format 1/);
     // Refused without holding the lock: the next open may try again.
