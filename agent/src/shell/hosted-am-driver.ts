@@ -68,14 +68,17 @@ export class HostedAmDriver implements ProcessDriver {
       JSON.stringify({ ...spec, env: redactedEnv(spec.env), hosted: true, startedAt: new Date().toISOString() }, null, 2) + '\n',
     );
     const am = { key: keyOf(spec), appId: spec.appId, workerId: spec.workerId, dir, env: spec.env };
-    // A host that died under the request is replaced once; when none can be started at all, the
-    // AM runs in a process of its own instead.
+    // Sent again once when the host was unavailable: a host that died under the request is
+    // replaced, and a connection that closed under it while the host runs is made again (a start
+    // is idempotent by key at the host: an AM the first request started is not started twice).
+    // When no host can be started at all, the AM runs in a process of its own instead.
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.host.start(am);
       } catch (e) {
-        if (!(e instanceof UnavailableError) || this.host.pid > 0) throw e;
+        if (!(e instanceof UnavailableError)) throw e;
         if (attempt < 2) continue;
+        if (this.host.pid > 0) throw e;
         this.log.warn({ appId: spec.appId, workerId: spec.workerId, err: errorMessage(e) }, 'AM host unavailable; running the AM as a dedicated process');
         return this.inner.spawn(spec);
       }

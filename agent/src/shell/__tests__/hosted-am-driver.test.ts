@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AM_SU, nullLogger } from '@fuxi/common';
+import { AM_SU, nullLogger, UnavailableError } from '@fuxi/common';
 import type { Liveness, SpawnSpec, WorkerRef } from '../../core/agent-core.js';
 import { AmHostSupervisor, readHostRecord } from '../am-host-supervisor.js';
 import { AM_HOSTED_ENV, HostedAmDriver } from '../hosted-am-driver.js';
@@ -145,5 +145,57 @@ describe('HostedAmDriver (real fuxi-amhost)', function () {
     await waitFor(() => second.exits.length === 1, 10_000, 'the hosted AM to end with its host');
     expect(second.exits[0]).to.deep.include({ appId: 'app-a', workerId: 'am.1', pid: rec.pid, exitCode: null });
     expect(second.exits[0]!.detail).to.match(/ended with the AM host/);
+  });
+});
+
+describe('HostedAmDriver start retry (stub host)', () => {
+  /** A host that runs (pid > 0) and fails its first `failures` starts as a connection closed under them. */
+  function stubHost(failures: number): { host: AmHostSupervisor; starts: string[] } {
+    const starts: string[] = [];
+    let left = failures;
+    const host = {
+      pid: 4242,
+      onExit: () => undefined,
+      start: (am: { key: string }) => {
+        starts.push(am.key);
+        if (left-- > 0) return Promise.reject(new UnavailableError('the AM host connection closed'));
+        return Promise.resolve({ pid: 4242, startTime: '7', bootId: 'b' });
+      },
+    };
+    return { host: host as unknown as AmHostSupervisor, starts };
+  }
+
+  let workDir = '';
+  beforeEach(() => (workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-hosted-'))));
+  afterEach(() => removeWorkDir(workDir));
+
+  const spec: SpawnSpec = {
+    workerId: 'am.2',
+    appId: 'job-r',
+    suId: AM_SU,
+    task: AM_SU,
+    instance: 0,
+    attempt: 2,
+    argv: ['/nonexistent/fuxi-appmaster'],
+    env: { FUXI_APP_ID: 'job-r', [AM_HOSTED_ENV]: '1' },
+    cwd: '',
+  };
+
+  it('sends a start again once when the connection closed under it while the host runs', async () => {
+    const { host, starts } = stubHost(1);
+    const inner = new InnerFake();
+    const r = await new HostedAmDriver(inner, host, { workDir }).spawn(spec);
+    expect(r).to.deep.equal({ pid: 4242, startTime: '7', bootId: 'b' });
+    expect(starts).to.deep.equal(['job-r/am.2', 'job-r/am.2']);
+    expect(inner.spawned).to.deep.equal([]);
+  });
+
+  it('fails the spawn when the running host is unavailable twice (never a second AM process)', async () => {
+    const { host, starts } = stubHost(2);
+    const inner = new InnerFake();
+    const err = await new HostedAmDriver(inner, host, { workDir }).spawn(spec).catch((e: unknown) => e as Error);
+    expect(err).to.be.instanceOf(UnavailableError);
+    expect(starts).to.have.length(2);
+    expect(inner.spawned).to.deep.equal([]);
   });
 });
