@@ -42,7 +42,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FailedPreconditionError, errorMessage } from '@fuxi/common';
 import type { AgentState, AppEntry, CheckpointMeta, GrantEntry, StateDelta, WorkerEntry } from '../core/agent-core.js';
-import { emptyState } from '../core/state-delta.js';
+import { emptyDelta, emptyState } from '../core/state-delta.js';
 import { LevelCheckpoint, type AgentCheckpoint } from './checkpoint.js';
 import { readStartTime } from './proc-table.js';
 import { readBootId } from './process-driver.js';
@@ -65,13 +65,6 @@ export interface JournalOptions {
   sync?: boolean;
   /** Compaction threshold in bytes (tests make it small). */
   compactBytes?: number;
-}
-
-interface Snapshot {
-  meta: CheckpointMeta;
-  grants: GrantEntry[];
-  apps: AppEntry[];
-  workers: WorkerEntry[];
 }
 
 export class JournalCheckpoint implements AgentCheckpoint {
@@ -134,12 +127,7 @@ export class JournalCheckpoint implements AgentCheckpoint {
         await level.close();
       }
     }
-    if (from) {
-      this.meta = JSON.stringify(from.meta);
-      for (const g of from.grants) this.grants.set(gk(g.appId, g.suId), JSON.stringify(g));
-      for (const a of from.apps) this.apps.set(ak(a.appId), JSON.stringify(a));
-      for (const w of from.workers) this.workers.set(wk(w.appId, w.workerId), JSON.stringify(w));
-    }
+    if (from) this.absorb(from);
     // Written whole and fsynced before the LevelDB copy goes: never a moment with neither.
     this.writeSnapshot(true);
     if (from) fs.rmSync(legacy, { recursive: true, force: true });
@@ -170,7 +158,7 @@ export class JournalCheckpoint implements AgentCheckpoint {
     this.size = Buffer.byteLength(text) - Buffer.byteLength(torn);
     if (torn !== '') fs.ftruncateSync(this.fd, this.size);
     lines.forEach((line, i) => {
-      let rec: { format?: unknown; s?: Snapshot; d?: StateDelta };
+      let rec: { format?: unknown; s?: AgentState; d?: StateDelta };
       try {
         rec = JSON.parse(line) as typeof rec;
       } catch (e) {
@@ -179,8 +167,8 @@ export class JournalCheckpoint implements AgentCheckpoint {
       if (i === 0) {
         if (rec.format !== JOURNAL_FORMAT || !rec.s)
           throw new FailedPreconditionError(`the checkpoint ${this.file} has format ${JSON.stringify(rec.format)}; this agent reads format ${JOURNAL_FORMAT}`);
-        this.applySnapshot(rec.s);
-      } else if (rec.d) this.apply(rec.d);
+        this.absorb(rec.s);
+      } else if (rec.d) this.deltaLine({ ...emptyDelta(), ...rec.d })?.apply();
       else throw new FailedPreconditionError(`the checkpoint ${this.file} is damaged at line ${i + 1}: neither a snapshot nor a delta`);
     });
   }
@@ -275,21 +263,9 @@ export class JournalCheckpoint implements AgentCheckpoint {
     m.delete(key);
   }
 
-  private apply(d: StateDelta): void {
-    if (d.meta) this.meta = JSON.stringify(d.meta);
-    for (const r of d.delGrants ?? []) this.del(this.grants, gk(r.appId, r.suId));
-    for (const g of d.putGrants ?? []) this.put(this.grants, gk(g.appId, g.suId), JSON.stringify(g));
-    for (const id of d.delApps ?? []) this.del(this.apps, ak(id));
-    for (const a of d.putApps ?? []) this.put(this.apps, ak(a.appId), JSON.stringify(a));
-    for (const r of d.delWorkers ?? []) this.del(this.workers, wk(r.appId, r.workerId));
-    for (const w of d.putWorkers ?? []) this.put(this.workers, wk(w.appId, w.workerId), JSON.stringify(w));
-  }
-
-  private applySnapshot(s: Snapshot): void {
-    this.meta = JSON.stringify(s.meta);
-    for (const g of s.grants) this.put(this.grants, gk(g.appId, g.suId), JSON.stringify(g));
-    for (const a of s.apps) this.put(this.apps, ak(a.appId), JSON.stringify(a));
-    for (const w of s.workers) this.put(this.workers, wk(w.appId, w.workerId), JSON.stringify(w));
+  /** A whole state (a snapshot) into the live maps, as the delta that puts every record of it. */
+  private absorb(s: AgentState): void {
+    this.deltaLine({ ...emptyDelta(), meta: s.meta, putGrants: s.grants, putApps: s.apps, putWorkers: s.workers })?.apply();
   }
 
   /** One line at the end; on failure the journal is cut back to its whole lines and the error goes on. */

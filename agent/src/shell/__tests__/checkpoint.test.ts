@@ -25,24 +25,25 @@ interface Backend {
   cleanup(): void;
 }
 
-function levelBackend(): Backend {
+/** A backend kept in a temporary directory: `open(dir)` opens it there, again on a reopen. */
+function dirBackend(name: string, open: (dir: string) => Promise<AgentCheckpoint>): Backend {
   const dirs: string[] = [];
   const where = new Map<AgentCheckpoint, string>();
+  const opened = async (dir: string): Promise<AgentCheckpoint> => {
+    const cp = await open(dir);
+    where.set(cp, dir);
+    return cp;
+  };
   return {
-    name: 'LevelCheckpoint (LevelDB)',
-    async create() {
+    name,
+    create() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cp-'));
       dirs.push(dir);
-      const cp = await LevelCheckpoint.open(path.join(dir, 'checkpoint'));
-      where.set(cp, path.join(dir, 'checkpoint'));
-      return cp;
+      return opened(dir);
     },
     async reopen(cp) {
       await cp.close();
-      const dir = where.get(cp)!;
-      const again = await LevelCheckpoint.open(dir);
-      where.set(again, dir);
-      return again;
+      return opened(where.get(cp)!);
     },
     cleanup() {
       for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
@@ -50,31 +51,10 @@ function levelBackend(): Backend {
   };
 }
 
+const levelBackend = (): Backend => dirBackend('LevelCheckpoint (LevelDB)', (dir) => LevelCheckpoint.open(path.join(dir, 'checkpoint')));
+
 /** Compacts after 2,000 bytes: the contract's longer runs go through several compactions. */
-function journalBackend(): Backend {
-  const dirs: string[] = [];
-  const where = new Map<AgentCheckpoint, string>();
-  return {
-    name: 'JournalCheckpoint',
-    async create() {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cp-'));
-      dirs.push(dir);
-      const cp = await JournalCheckpoint.open(dir, { compactBytes: 2000 });
-      where.set(cp, dir);
-      return cp;
-    },
-    async reopen(cp) {
-      await cp.close();
-      const dir = where.get(cp)!;
-      const again = await JournalCheckpoint.open(dir, { compactBytes: 2000 });
-      where.set(again, dir);
-      return again;
-    },
-    cleanup() {
-      for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-    },
-  };
-}
+const journalBackend = (): Backend => dirBackend('JournalCheckpoint', (dir) => JournalCheckpoint.open(dir, { compactBytes: 2000 }));
 
 function memoryBackend(): Backend {
   return {
