@@ -388,6 +388,9 @@ export class AmHostSupervisor {
    * one), and its end is read from its `exit` file; stops asked for meanwhile are sent now.
    */
   private reconnect(rec: HostRecord, timeoutMs: number): Promise<void> {
+    // A host being started (or connected to) by `ensure` is connected to by that alone: a second
+    // agent connection would take the host over from the first, cutting off a start sent on it.
+    if (this.ensuring) return this.ensuring;
     // One at a time: the connection loss, the tick and a start all ask for it.
     this.reconnecting ??= this.reconnectOnce(rec, timeoutMs).finally(() => (this.reconnecting = undefined));
     return this.reconnecting;

@@ -82,6 +82,26 @@ let agent;`,
       } else answer({});`,
 );
 
+/**
+ * A host run by the test, slow as a host starting on a busy machine: it answers each hello 400 ms
+ * late and each start 300 ms late and, as the real one does, takes a later agent hello over an
+ * earlier connection (the earlier one is closed). Each connection it accepts is a line of
+ * `<socket>.<pid>.conns`.
+ */
+const SLOW_HELLO_HOST = fakeHost(
+  `let agent;
+const conns = sock + '.' + process.pid + '.conns';`,
+  `if (m.op === 'hello')
+        setTimeout(() => {
+          fs.appendFileSync(conns, 'agent\\n');
+          if (agent && agent !== c) agent.destroy();
+          agent = c;
+          answer({ ams: [] });
+        }, 400);
+      else if (m.op === 'start') setTimeout(() => answer({}), 300);
+      else answer({});`,
+);
+
 describe('AmHostSupervisor (its connection to the host)', function () {
   this.timeout(60_000);
   let workDir = '';
@@ -177,5 +197,28 @@ describe('AmHostSupervisor (its connection to the host)', function () {
       ['z', 0],
     ]);
     expect([sup.knows('x/am.1'), sup.knows('y/am.1'), sup.knows('z/am.1')]).to.deep.equal([false, true, false]);
+  });
+  it('starting a new host after its crash: one connection to it, so the start that waited for it is not cut off', async () => {
+    const script = path.join(workDir, 'slow-hello-host.cjs');
+    fs.writeFileSync(script, SLOW_HELLO_HOST);
+    const { sup, exits } = supervisor([process.execPath, script]);
+    const first = await sup.start(spec('a'));
+    pids.add(first.pid);
+    // The host dies with an AM: the supervisor starts another at once. Its pings (every 200 ms)
+    // run while the new host is answering the start's hello, and must not open a second agent
+    // connection: the host would take it over the first one, on which the next start goes out.
+    process.kill(-first.pid, 'SIGKILL');
+    await waitFor(() => exits.some((e) => e.appId === 'a'), 10_000, "a's end with its host");
+    const second = await sup.start(spec('b'));
+    pids.add(second.pid);
+    expect(second.pid).to.not.equal(first.pid);
+    await new Promise((r) => setTimeout(r, 1000)); // pings go on
+    const conns = fs
+      .readFileSync(`${readHostRecord(workDir)!.socket}.${second.pid}.conns`, 'utf8')
+      .split('\n')
+      .filter(Boolean);
+    expect(conns).to.have.length(1);
+    expect(sup.knows('b/am.1')).to.equal(true);
+    expect(exits.map((e) => e.appId)).to.deep.equal(['a']);
   });
 });
