@@ -42,7 +42,10 @@
  * through /proc, as below) and the spawn succeeds with its pid; so is one that ran and has ended
  * already (its pid file says it ran), whose end then follows at the next poll, with the code from
  * its exit file when there is one. Only a launch that never started is a failed spawn: a task whose
- * start went unanswered neither runs twice nor runs on unwatched.
+ * start went unanswered neither runs twice nor runs on unwatched. A child forked just before its
+ * helper died may still exec after the wait (a machine busy enough to hold it back that long): for
+ * `LATE_LAUNCH_WATCH_MS` after a launch is reported failed, a process carrying its marker is
+ * stopped with no grace (it is no worker any more: its task may run elsewhere).
  *
  * After an agent restart, `probe()` tells whether a registered worker is still the same process
  * (pid + /proc start time + host boot id; never a reused pid) and `adopt()` watches one that is:
@@ -186,6 +189,11 @@ export const DEFAULT_LOST_SPAWN_WAIT_MS = 1000;
 
 /** How often a spawn whose helper died under way is looked for again. */
 const LOST_SPAWN_POLL_MS = 20;
+
+/** How long after a lost launch is reported failed a late exec of it is looked for (and stopped). */
+export const LATE_LAUNCH_WATCH_MS = 30_000;
+/** How often /proc is read for a late exec while one is looked for. */
+const LATE_LAUNCH_POLL_MS = 250;
 
 /**
  * The wrapper: `$1` is the worker dir, then the `cgroup.procs` files of the worker's groups, `--`,
@@ -335,6 +343,9 @@ export class RealProcessDriver implements ProcessDriver {
   /** /proc as last read for spawns whose helper died under way (one read serves all of them). */
   private lostTable: ProcTable | undefined;
   private lostSnapshot: { atMs: number; procs: ProcEntry[] } | undefined;
+  /** Launches reported failed whose late exec is looked for: marker -> the worker and until when. */
+  private readonly lateLaunches = new Map<string, { appId: string; workerId: string; untilMs: number }>();
+  private lateTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: RealProcessDriverOptions) {
     this.log = opts.log ?? nullLogger;
@@ -529,8 +540,10 @@ export class RealProcessDriver implements ProcessDriver {
         onExit,
       ));
     } catch (e) {
-      const found = e instanceof SpawnOutcomeUnknownError ? await this.lostSpawnRoot(dir, marker) : undefined;
+      const lost = e instanceof SpawnOutcomeUnknownError;
+      const found = lost ? await this.lostSpawnRoot(dir, marker) : undefined;
       if (!found || this.closed) {
+        if (lost && !found) this.watchLateLaunch(marker, spec.appId, spec.workerId);
         if (enforcer && limits) enforcer.finish(spec.appId, spec.workerId);
         throw e instanceof Error ? e : new Error(String(e));
       }
@@ -575,6 +588,34 @@ export class RealProcessDriver implements ProcessDriver {
       if (root) return root;
       if (Date.now() >= until) return undefined;
       await new Promise((r) => setTimeout(r, LOST_SPAWN_POLL_MS));
+    }
+  }
+
+  /**
+   * A lost launch was reported failed: a child of its dead helper that execs only now carries its
+   * marker, and is stopped (at once: it is no worker, and its task may be running elsewhere by then).
+   */
+  private watchLateLaunch(marker: string, appId: string, workerId: string): void {
+    if (this.closed) return;
+    this.lateLaunches.set(marker, { appId, workerId, untilMs: Date.now() + LATE_LAUNCH_WATCH_MS });
+    this.lateTimer ??= setInterval(() => this.stopLateLaunches(), LATE_LAUNCH_POLL_MS);
+    this.lateTimer.unref();
+  }
+
+  private stopLateLaunches(): void {
+    const now = Date.now();
+    const procs = this.closed ? [] : this.lostProcs();
+    for (const [marker, w] of this.lateLaunches) {
+      const root = markedRoot(procs, marker);
+      if (root) {
+        this.log.warn({ ...w, pid: root.pid }, 'a launch reported failed started late (its spawn helper died before the exec): stopped');
+        this.families.stop(root.pid, 0, { appId: w.appId, workerId: w.workerId, root, marker });
+      }
+      if (root || now >= w.untilMs || this.closed) this.lateLaunches.delete(marker);
+    }
+    if (this.lateLaunches.size === 0 && this.lateTimer) {
+      clearInterval(this.lateTimer);
+      this.lateTimer = undefined;
     }
   }
 
@@ -676,5 +717,8 @@ export class RealProcessDriver implements ProcessDriver {
     this.pollTimer = undefined;
     this.adopted.clear();
     this.goneWithoutExit.clear();
+    if (this.lateTimer) clearInterval(this.lateTimer);
+    this.lateTimer = undefined;
+    this.lateLaunches.clear();
   }
 }

@@ -469,13 +469,22 @@ describe('RealProcessDriver: a spawn whose spawn helper ended before it answered
    * then rejects as HelperSpawner does when its helper ends.
    */
   class LosingSpawner implements Spawner {
-    constructor(private readonly how: 'started' | 'prepared' | 'never-received') {}
+    /** `late`: laid out, the helper lost, and the command started `lateMs` later (a fork that execs late). */
+    constructor(
+      private readonly how: 'started' | 'prepared' | 'never-received' | 'late',
+      private readonly lateMs = 0,
+    ) {}
     spawn(req: SpawnRequest): Promise<{ pid: number; startTime: string }> {
       return new Promise((_resolve, reject) => {
         const lost = (): void => reject(new SpawnOutcomeUnknownError());
         if (this.how === 'never-received') return lost();
-        if (this.how === 'prepared') {
-          runLaunchPrep(req.prep!);
+        if (this.how === 'prepared' || this.how === 'late') {
+          const cwd = runLaunchPrep(req.prep!);
+          if (this.how === 'late') {
+            const [file, ...args] = req.direct!.argv;
+            const cb = { started: (pid: number) => started.push(pid), failed: () => {}, exited: () => {} };
+            setTimeout(() => launchDetached(file!, args, { cwd, env: req.env }, undefined, cb)?.unref(), this.lateMs);
+          }
           return lost();
         }
         const [file, ...args] = req.direct!.argv;
@@ -611,5 +620,21 @@ describe('RealProcessDriver: a spawn whose spawn helper ended before it answered
     const unsent = await failed('never-received', 'lost-unsent');
     expect(unsent.err).to.be.instanceOf(SpawnOutcomeUnknownError);
     expect(unsent.ms).to.be.below(300);
+  });
+
+  it('a launch reported failed whose process execs only after the wait is stopped once it shows: it never runs on unwatched', async () => {
+    const d = new RealProcessDriver({ workDir, lostSpawnWaitMs: 300, spawner: new LosingSpawner('late', 1000) });
+    const before = started.length;
+    try {
+      let err: unknown;
+      await d.spawn(spec('lost-late', ['sleep', '30'])).catch((e: unknown) => (err = e));
+      expect(err).to.be.instanceOf(SpawnOutcomeUnknownError);
+      await waitFor(() => started.length > before, 10_000, 'the late exec');
+      const pid = started[started.length - 1]!;
+      expect(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).to.equal('sleep');
+      await waitFor(() => !alive(pid), 10_000, 'the late process to be stopped');
+    } finally {
+      d.close();
+    }
   });
 });
