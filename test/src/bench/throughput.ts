@@ -39,10 +39,10 @@
  * embedded store, and writes bench-results/throughput-etcd.json.
  *
  * `controlCpuS` is the user+sys CPU of the master, the agents (with their spawn helpers, which
- * lay out and fork the workers) and the AM hosts over the scenario, from /proc, not the workers'.
- * The reaped children of the agents and their helpers (each worker's `sh` wrapper and its
- * `/bin/true`: far from nothing, they are forked, exec'd and laid out on disk per task) are
- * `workersCpuS`, reported beside it. Every AM in these scenarios is hosted, so no AM process is
+ * lay out and fork the workers; their part is `spawnHelpersCpuS`) and the AM hosts over the
+ * scenario, from /proc, not the workers'. The reaped children of the agents and their helpers (each
+ * worker's `/bin/true`, started with no wrapper, and what its process did between the fork and the
+ * exec: far from nothing per task) are `workersCpuS`, reported beside it. Every AM in these scenarios is hosted, so no AM process is
  * among those children (an AM host that ends mid-run is: only in amHostCrash, which reports no CPU).
  *
  * The clusters' directories (the agents' work dirs with every worker's) go under /dev/shm when there
@@ -202,11 +202,13 @@ class Bench {
    * The CPU by part: the master, the agents (with their spawn helpers), the AM hosts (the control
    * plane), and the reaped children of the agents and their helpers (the workers).
    */
-  cpuByPart(): { master: number; agents: number; amHosts: number; workers: number } {
-    const agents = this.cluster.agents.flatMap((a) => [a.pid, ...spawnHelpers(a.pid)]).map((pid) => cpuOf(pid));
+  cpuByPart(): { master: number; agents: number; spawnHelpers: number; amHosts: number; workers: number } {
+    const helpers = this.cluster.agents.flatMap((a) => spawnHelpers(a.pid)).map((pid) => cpuOf(pid));
+    const agents = [...this.cluster.agents.map((a) => cpuOf(a.pid)), ...helpers];
     return {
       master: cpuOf(this.cluster.master.pid).own,
       agents: agents.reduce((s, c) => s + c.own, 0),
+      spawnHelpers: helpers.reduce((s, c) => s + c.own, 0),
       amHosts: this.amHosts().reduce((s, pid) => s + cpuOf(pid).own, 0),
       workers: agents.reduce((s, c) => s + c.children, 0),
     };
@@ -270,6 +272,7 @@ class Bench {
     masterCpuS: number;
     agentsCpuS: number;
     amHostsCpuS: number;
+    spawnHelpersCpuS: number;
     workersCpuS: number;
     masterCalls: Record<string, number>;
     agentCalls: Record<string, number>;
@@ -290,12 +293,14 @@ class Bench {
     const agentsCpuS = round(p1.agents - p0.agents, 2);
     const amHostsCpuS = round(p1.amHosts - p0.amHosts, 2);
     const workersCpuS = round(p1.workers - p0.workers, 2);
+    const spawnHelpersCpuS = round(p1.spawnHelpers - p0.spawnHelpers, 2);
     return {
       wallS: round((Date.now() - t0) / 1000, 2),
       controlCpuS: round(masterCpuS + agentsCpuS + amHostsCpuS, 2),
       masterCpuS,
       agentsCpuS,
       amHostsCpuS,
+      spawnHelpersCpuS,
       workersCpuS,
       masterCalls,
       agentCalls,
