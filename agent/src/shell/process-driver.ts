@@ -191,7 +191,7 @@ export const DEFAULT_LOST_SPAWN_WAIT_MS = 1000;
 const LOST_SPAWN_POLL_MS = 20;
 
 /** How long after a lost launch is reported failed a late exec of it is looked for (and stopped). */
-export const LATE_LAUNCH_WATCH_MS = 30_000;
+const LATE_LAUNCH_WATCH_MS = 30_000;
 /** How often /proc is read for a late exec while one is looked for. */
 const LATE_LAUNCH_POLL_MS = 250;
 
@@ -604,14 +604,14 @@ export class RealProcessDriver implements ProcessDriver {
 
   private stopLateLaunches(): void {
     const now = Date.now();
-    const procs = this.closed ? [] : this.lostProcs();
+    const procs = this.lostProcs();
     for (const [marker, w] of this.lateLaunches) {
       const root = markedRoot(procs, marker);
       if (root) {
         this.log.warn({ ...w, pid: root.pid }, 'a launch reported failed started late (its spawn helper died before the exec): stopped');
         this.families.stop(root.pid, 0, { appId: w.appId, workerId: w.workerId, root, marker });
       }
-      if (root || now >= w.untilMs || this.closed) this.lateLaunches.delete(marker);
+      if (root || now >= w.untilMs) this.lateLaunches.delete(marker);
     }
     if (this.lateLaunches.size === 0 && this.lateTimer) {
       clearInterval(this.lateTimer);

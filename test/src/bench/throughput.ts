@@ -42,8 +42,9 @@
  * lay out and fork the workers; their part is `spawnHelpersCpuS`) and the AM hosts over the
  * scenario, from /proc, not the workers'. The reaped children of the agents and their helpers (each
  * worker's `/bin/true`, started with no wrapper, and what its process did between the fork and the
- * exec: far from nothing per task) are `workersCpuS`, reported beside it. Every AM in these scenarios is hosted, so no AM process is
- * among those children (an AM host that ends mid-run is: only in amHostCrash, which reports no CPU).
+ * exec: far from nothing per task) are `workersCpuS`, reported beside it. Every AM in these
+ * scenarios is hosted, so no AM process is among those children (an AM host that ends mid-run is:
+ * only in amHostCrash, which reports no CPU).
  *
  * The clusters' directories (the agents' work dirs with every worker's) go under /dev/shm when there
  * is one (`defaultBase`), or under `--dir`.
