@@ -33,7 +33,7 @@
  * const { pid, startTime } = await spawner.spawn({ file: '/bin/sh', args, cwd, env }, (code, signal) => ...);
  * ```
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess, type ForkOptions } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { InvalidArgumentError, nullLogger, type Logger } from '@fuxi/common';
 import { launchDetached, LaunchPrepError, type LaunchPrep } from './launch-prep.js';
@@ -128,6 +128,20 @@ interface Running {
   onExit: ExitCallback;
 }
 
+/**
+ * Node flags of a helper process. Its forks copy the page tables of every page it has touched, and
+ * V8 grows a busy process's young generation (up to 16 MB a semi-space) and runs its collector and
+ * compiler on threads of their own: a young generation of at most 1 MB and no V8 threads keep the
+ * helper's heap and thread count small. In make bench-throughput's oneJob (1,000 workers) the
+ * helpers' CPU went from 1.28 s (three runs) to 1.06-1.07 s (two runs), each flag alone 1.08-1.12.
+ */
+export const HELPER_NODE_ARGS: readonly string[] = Object.freeze(['--max-semi-space-size=1', '--single-threaded']);
+
+/** How a helper process is forked: no stdin or stdout, the agent's stderr, a channel, HELPER_NODE_ARGS. */
+export function helperForkOptions(): ForkOptions {
+  return { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [...HELPER_NODE_ARGS] };
+}
+
 export class HelperSpawner implements Spawner {
   private helper: Worker | ChildProcess | undefined;
   private nextId = 1;
@@ -206,11 +220,9 @@ export class HelperSpawner implements Spawner {
     if (had && (had instanceof Worker || had.connected)) return had;
     if (had) this.helperEnded(had);
     const url = new URL('./spawn-helper.js', import.meta.url);
-    // A process without this one's flags (a profiler's, say): Node and its few modules.
-    const h =
-      (this.opts.helper ?? 'process') === 'process'
-        ? fork(url, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [] })
-        : new Worker(url, { stdout: false, stderr: false });
+    // A process without this one's flags (a profiler's, say): Node and its few modules, kept small
+    // (HELPER_NODE_ARGS), since every fork copies the page tables of what it has touched.
+    const h = (this.opts.helper ?? 'process') === 'process' ? fork(url, [], helperForkOptions()) : new Worker(url, { stdout: false, stderr: false });
     h.unref();
     if (!(h instanceof Worker)) h.channel?.unref();
     h.on('message', (r: SpawnReply) => this.onReply(r));

@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { channelPort, DIE_BEFORE_REPLY_ENV, type ChannelProcess } from '../helper-channel.js';
 import { readProcStat } from '../proc-table.js';
-import { HelperSpawner, InlineSpawner, SpawnOutcomeUnknownError, type Spawner } from '../spawner.js';
+import { HELPER_NODE_ARGS, helperForkOptions, HelperSpawner, InlineSpawner, SpawnOutcomeUnknownError, type Spawner } from '../spawner.js';
 import { alive, waitFor } from './helpers.js';
 
 interface Ended {
@@ -133,6 +133,31 @@ for (const helper of ['process', 'thread'] as const) {
     });
   });
 }
+
+describe('HelperSpawner: the helper process is kept small', () => {
+  it('is forked with HELPER_NODE_ARGS (a 1 MB young generation, no V8 threads), not with the flags of the process that starts it', () => {
+    const o = helperForkOptions();
+    expect(o.execArgv)
+      .to.deep.equal([...HELPER_NODE_ARGS])
+      .and.deep.equal(['--max-semi-space-size=1', '--single-threaded']);
+    expect(o.stdio).to.deep.equal(['ignore', 'ignore', 'inherit', 'ipc']);
+  });
+
+  it('a process with those flags starts and runs the helper (Node accepts them)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-spawner-'));
+    const spawner = new HelperSpawner();
+    try {
+      const ends: Ended[] = [];
+      const r = await spawner.spawn({ file: '/bin/sh', args: ['-c', 'exit 3'], cwd: dir, env: {} }, (pid, code, signal) => ends.push({ pid, code, signal }));
+      await waitFor(() => ends.length === 1, 10_000, 'the exit');
+      expect(ends).to.deep.equal([{ pid: r.pid, code: 3, signal: null }]);
+      expect(alive(spawner.helperPid as number)).to.equal(true);
+    } finally {
+      spawner.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('HelperSpawner: a helper process killed after the fork, before its reply', () => {
   it('rejects the spawn as of unknown outcome (the process runs on, unwatched here), and the next spawn starts a new helper', async () => {
