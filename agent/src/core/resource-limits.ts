@@ -147,9 +147,32 @@ export function agentGroup(ownGroup: string, nodeId: string, tag = ''): string {
   return `${own}/fuxi-${groupName(nodeId)}${tag ? `-${groupName(tag)}` : ''}`;
 }
 
-/** A worker's group under the agent's: `<agent group>/<app>/<worker>`. */
+/**
+ * Separates the app from the worker in a group's name. Never in a `groupName` (its safe set is
+ * letters, digits, `_`, `.` and `-`; anything else is percent-encoded, `@` as `_40`).
+ */
+export const GROUP_SEP = '@';
+
+/**
+ * A worker's group under the agent's: `<agent group>/<app>@<worker>`, one level. A group per app
+ * above the workers' (the layout of earlier agents, `legacyWorkerGroup`) cost two more mkdirs and
+ * two more rmdirs per one-task job in cgroup v1, each a kernel cgroup made or freed, and limited
+ * nothing.
+ */
 export function workerGroup(agent: string, appId: string, workerId: string): string {
+  return `${agent}/${groupName(appId)}${GROUP_SEP}${groupName(workerId)}`;
+}
+
+/** Where earlier agents made a worker's group, `<agent group>/<app>/<worker>`: still found for workers they started. */
+export function legacyWorkerGroup(agent: string, appId: string, workerId: string): string {
   return `${agent}/${groupName(appId)}/${groupName(workerId)}`;
+}
+
+/** A directory name under the agent's group -> the app and worker of a one-level group; undefined for an earlier agent's app group. */
+export function parseWorkerGroupName(name: string): { app: string; worker: string } | undefined {
+  const i = name.indexOf(GROUP_SEP);
+  if (i <= 0 || i === name.length - 1) return undefined;
+  return { app: name.slice(0, i), worker: name.slice(i + 1) };
 }
 
 /** A cgroup-directory-safe name for an id (no `/`, never `.` or `..`, no control-file look-alikes). */
@@ -175,10 +198,10 @@ export function parseProcCgroup(text: string): Map<string, string> {
 }
 
 /**
- * Which of the agent's groups (app/worker pairs found under its group at start) the start-up sweep
- * removes: every one but those of live workers (re-adopted ones keep theirs).
+ * Which of the agent's groups (app/worker pairs found under its group at start, in either layout)
+ * the start-up sweep removes: every one but those of live workers (re-adopted ones keep theirs).
  */
-export function groupsToSweep(found: ReadonlyArray<{ app: string; worker: string }>, live: ReadonlyArray<{ appId: string; workerId: string }>) {
+export function groupsToSweep<G extends { app: string; worker: string }>(found: readonly G[], live: ReadonlyArray<{ appId: string; workerId: string }>): G[] {
   const keep = new Set(live.map((w) => `${groupName(w.appId)}/${groupName(w.workerId)}`));
   return found.filter((g) => !keep.has(`${g.app}/${g.worker}`));
 }

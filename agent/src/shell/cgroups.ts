@@ -6,14 +6,15 @@
  * among its controllers and enabled for its children), then cgroup v1 (a test child created and
  * removed under the agent's own group of the memory and of the cpu controller), and picks the mode.
  * In a cgroup mode every worker gets a group of its own under the agent's own current group,
- * `<mount>/<own group>/fuxi-<nodeId>/<app>/<worker>` (one per controller in v1), with the memory
+ * `<mount>/<own group>/fuxi-<nodeId>/<app>@<worker>` (one per controller in v1), with the memory
  * limit and CPU quota of its grant, made before the worker runs: the worker's wrapper writes its own
  * pid into the groups' `cgroup.procs` before it executes the command (process-driver.ts). When the
  * worker ends, `finish` reads whether the kernel killed something in the group for memory (v1
  * `memory.oom_control` oom_kill, v2 `memory.events` oom_kill) and the most it used, and removes the
  * group (again later while something of the worker still lives in it). `sweep` at start removes the
  * agent's groups of workers that are gone (re-adopted workers keep theirs: a group's path follows
- * from its app and worker id). In `rss` mode nothing is made here: the process driver samples the
+ * from its app and worker id). A worker started by an earlier agent may have its group one level
+ * deeper, `<app>/<worker>` (`legacyWorkerGroup`): `finish` and `sweep` find it there. In `rss` mode nothing is made here: the process driver samples the
  * family's RSS. `off` enforces nothing.
  *
  * ```ts
@@ -33,6 +34,8 @@ import {
   cpuMaxLine,
   decideEnforcement,
   groupsToSweep,
+  legacyWorkerGroup,
+  parseWorkerGroupName,
   workerGroup,
   parseProcCgroup,
   type EnforcementMode,
@@ -68,7 +71,7 @@ export interface ResourceEnforcer {
   finish(appId: string, workerId: string): OomEvidence | undefined;
   /** The worker's group directories (whether or not they exist). */
   groupDirs(appId: string, workerId: string): string[];
-  /** At start: removes the agent's groups of workers not in `live`, and empty app groups. */
+  /** At start: removes the agent's groups of workers not in `live`, and earlier agents' empty app groups. */
   sweep(live: ReadonlyArray<{ appId: string; workerId: string }>): void;
   /** Stops retrying removals; removes the agent's groups that are empty. */
   close(): void;
@@ -234,20 +237,16 @@ export function openEnforcer(opts: EnforcerOptions): ResourceEnforcer {
 }
 
 const RETRY_REMOVE_MS = 1000;
+/** The CFS period a new cgroup v1 cpu group has (the kernel's default, 100 ms). */
+const V1_DEFAULT_CFS_PERIOD_US = 100_000;
 const RETRY_REMOVE_TIMES = 60;
 
 class CgroupEnforcer implements ResourceEnforcer {
-  private readonly retries = new Map<string, { left: number; timer: NodeJS.Timeout }>();
+  private readonly retries = new Map<string, { left: number; legacy: boolean; timer: NodeJS.Timeout }>();
   /** Limits given to live groups (the OOM message's limit when the group cannot be read). */
   private readonly limits = new Map<string, WorkerLimits>();
-  /**
-   * Groups prepared and not finished yet, per app: an app's directory is tried for removal only when
-   * its last one ends (a job of many workers tried, and failed, once per worker), and while it has
-   * some, v2 knows it is made and delegating (no mkdir or read of its controls again).
-   */
-  private readonly appGroups = new Map<string, number>();
-  /** v2: the agent's own directory is made and delegates memory and cpu (checked once). */
-  private agentDirReady = false;
+  /** The agent's own directories are made (and in v2 delegate memory and cpu): checked once, and again when one is gone. */
+  private agentDirsReady = false;
 
   constructor(
     readonly mode: EnforcementMode,
@@ -269,12 +268,10 @@ class CgroupEnforcer implements ResourceEnforcer {
     if (!this.layout) return [];
     const dirs = this.groupDirs(appId, workerId);
     const procs: string[] = [];
-    const appReady = (this.appGroups.get(appId) ?? 0) > 0;
     for (const [i, d] of this.layout.dirs.entries()) {
       const dir = dirs[i] as string;
       this.cancelRetry(dir);
-      if (this.layout.kind === 'v2') this.makeV2(d.dir, dir, appReady);
-      else fs.mkdirSync(dir, { recursive: true });
+      const fresh = this.makeGroup(dir);
       const c = this.layout.kind === 'v2' ? 'v2' : d.controller;
       if (c === 'v2') {
         write(dir, 'memory.max', limits.memoryBytes === null ? 'max' : String(limits.memoryBytes));
@@ -291,36 +288,46 @@ class CgroupEnforcer implements ResourceEnforcer {
           write(dir, 'memory.memsw.limit_in_bytes', bytes, true);
         }
       } else if (c === 'cpu') {
-        write(dir, 'cpu.cfs_period_us', String(limits.cpuPeriodUs));
+        // A group made just now has the kernel's period (100 ms): written only when it differs.
+        if (!fresh || limits.cpuPeriodUs !== V1_DEFAULT_CFS_PERIOD_US) write(dir, 'cpu.cfs_period_us', String(limits.cpuPeriodUs));
         write(dir, 'cpu.cfs_quota_us', limits.cpuQuotaUs === null ? '-1' : String(limits.cpuQuotaUs));
       }
       procs.push(path.join(dir, 'cgroup.procs'));
     }
-    const key = `${appId}\0${workerId}`;
-    if (!this.limits.has(key)) this.appGroups.set(appId, (this.appGroups.get(appId) ?? 0) + 1);
-    this.limits.set(key, limits);
+    this.limits.set(`${appId}\0${workerId}`, limits);
     return procs;
   }
 
   /**
-   * v2: every level down to the worker's group, memory and cpu enabled for the children of each
-   * inner one. The agent's directory is checked once, an app's while it has live groups
-   * (`appReady`): only the levels below are made.
+   * Makes the worker's group `dir` (and, the first time or when it is gone, the agent's group it is
+   * in: in v2 with memory and cpu enabled for its children). True when the group is
+   * new, false when it was there already (a launch tried again).
    */
-  private makeV2(agentDir: string, dir: string, appReady: boolean): void {
-    const rel = path.relative(agentDir, dir).split(path.sep);
-    let cur = agentDir;
-    for (const [i, part] of ['', ...rel].entries()) {
-      if (part) cur = path.join(cur, part);
-      if (i === 0 && this.agentDirReady) continue;
-      if (i === 1 && appReady && rel.length > 1) continue;
-      fs.mkdirSync(cur, { recursive: true });
-      if (cur !== dir) {
-        const sub = (readText(path.join(cur, 'cgroup.subtree_control')) ?? '').split(/\s+/);
-        if (!sub.includes('memory') || !sub.includes('cpu')) fs.writeFileSync(path.join(cur, 'cgroup.subtree_control'), '+memory +cpu');
-      }
-      if (i === 0) this.agentDirReady = true;
+  private makeGroup(dir: string): boolean {
+    if (!this.agentDirsReady) this.makeAgentDirs();
+    try {
+      fs.mkdirSync(dir);
+      return true;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return false;
+      if (code !== 'ENOENT') throw e;
     }
+    // The agent's directory went away (removed by hand, or when the agent's last group was).
+    this.makeAgentDirs();
+    fs.mkdirSync(dir);
+    return true;
+  }
+
+  private makeAgentDirs(): void {
+    for (const { dir } of this.layout?.dirs ?? []) {
+      fs.mkdirSync(dir, { recursive: true });
+      if (this.layout?.kind === 'v2') {
+        const sub = (readText(path.join(dir, 'cgroup.subtree_control')) ?? '').split(/\s+/);
+        if (!sub.includes('memory') || !sub.includes('cpu')) fs.writeFileSync(path.join(dir, 'cgroup.subtree_control'), '+memory +cpu');
+      }
+    }
+    this.agentDirsReady = true;
   }
 
   finish(appId: string, workerId: string): OomEvidence | undefined {
@@ -328,35 +335,46 @@ class CgroupEnforcer implements ResourceEnforcer {
     const key = `${appId}\0${workerId}`;
     const given = this.limits.get(key);
     this.limits.delete(key);
-    const left = (this.appGroups.get(appId) ?? 0) - (given ? 1 : 0);
-    if (left > 0) this.appGroups.set(appId, left);
-    else this.appGroups.delete(appId);
+    let dirs = this.groupDirs(appId, workerId);
+    let legacy = false;
+    if (!given && !fs.existsSync(dirs[0] as string)) {
+      // A worker an earlier agent started may have its group where that agent made them.
+      const old = this.layout.dirs.map((d) => legacyWorkerGroup(d.dir, appId, workerId));
+      if (fs.existsSync(old[0] as string)) [dirs, legacy] = [old, true];
+    }
     let ev: OomEvidence | undefined;
-    const dirs = this.groupDirs(appId, workerId);
     for (const [i, d] of this.layout.dirs.entries()) {
       const dir = dirs[i] as string;
       if (this.layout.kind === 'v2') ev = readV2Evidence(dir, given);
       else if (d.controller === 'memory') ev = readV1Evidence(dir, given);
     }
-    for (const dir of dirs) this.remove(dir, left <= 0);
+    for (const dir of dirs) this.remove(dir, legacy);
     return ev;
   }
 
   sweep(live: ReadonlyArray<{ appId: string; workerId: string }>): void {
     if (!this.layout) return;
     for (const { dir: agentDir } of this.layout.dirs) {
-      const found: Array<{ app: string; worker: string }> = [];
-      for (const app of subdirs(agentDir)) for (const worker of subdirs(path.join(agentDir, app))) found.push({ app, worker });
-      for (const g of groupsToSweep(found, live)) {
-        const dir = path.join(agentDir, g.app, g.worker);
-        try {
-          fs.rmdirSync(dir);
-          this.log.info({ group: dir }, 'removed the group of a worker that is gone');
-        } catch (e) {
-          this.log.warn({ group: dir, err: errText(e) }, 'group of a worker that is gone not removed (processes left in it?)');
+      const found: Array<{ app: string; worker: string; dir: string }> = [];
+      const appDirs: string[] = [];
+      for (const name of subdirs(agentDir)) {
+        const g = parseWorkerGroupName(name);
+        if (g) found.push({ ...g, dir: path.join(agentDir, name) });
+        else {
+          // An earlier agent's app group, its workers' groups inside.
+          appDirs.push(path.join(agentDir, name));
+          for (const worker of subdirs(path.join(agentDir, name))) found.push({ app: name, worker, dir: path.join(agentDir, name, worker) });
         }
       }
-      for (const app of subdirs(agentDir)) rmdirQuiet(path.join(agentDir, app));
+      for (const g of groupsToSweep(found, live)) {
+        try {
+          fs.rmdirSync(g.dir);
+          this.log.info({ group: g.dir }, 'removed the group of a worker that is gone');
+        } catch (e) {
+          this.log.warn({ group: g.dir, err: errText(e) }, 'group of a worker that is gone not removed (processes left in it?)');
+        }
+      }
+      for (const d of appDirs) rmdirQuiet(d);
     }
   }
 
@@ -365,23 +383,24 @@ class CgroupEnforcer implements ResourceEnforcer {
     this.retries.clear();
     if (!this.layout) return;
     for (const { dir } of this.layout.dirs) {
-      for (const app of subdirs(dir)) rmdirQuiet(path.join(dir, app));
+      // Earlier agents' app groups left empty; the workers' own groups stay for the next start.
+      for (const name of subdirs(dir)) if (!parseWorkerGroupName(name)) rmdirQuiet(path.join(dir, name));
       rmdirQuiet(dir);
     }
   }
 
   /**
-   * rmdir of the worker's group, retried while processes of the worker remain, and of its app's
-   * group when `lastOfApp` (else another worker of the app still has a group in it).
+   * rmdir of the worker's group, retried while processes of the worker remain; for a group in an
+   * earlier agent's layout (`legacy`), then of its app's group when no other worker's is in it.
    */
-  private remove(dir: string, lastOfApp: boolean): void {
+  private remove(dir: string, legacy: boolean): void {
     try {
       fs.rmdirSync(dir);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
       if (code === 'EBUSY' && !this.retries.has(dir)) {
-        const r = { left: RETRY_REMOVE_TIMES, timer: setTimeout(() => this.retry(dir), RETRY_REMOVE_MS) };
+        const r = { left: RETRY_REMOVE_TIMES, legacy, timer: setTimeout(() => this.retry(dir), RETRY_REMOVE_MS) };
         r.timer.unref();
         this.retries.set(dir, r);
         return;
@@ -389,7 +408,7 @@ class CgroupEnforcer implements ResourceEnforcer {
       if (code !== 'EBUSY') this.log.warn({ group: dir, err: errText(e) }, 'could not remove a worker group');
       return;
     }
-    if (lastOfApp) rmdirQuiet(path.dirname(dir));
+    if (legacy) rmdirQuiet(path.dirname(dir));
   }
 
   private retry(dir: string): void {
@@ -398,7 +417,7 @@ class CgroupEnforcer implements ResourceEnforcer {
     try {
       fs.rmdirSync(dir);
       this.retries.delete(dir);
-      rmdirQuiet(path.dirname(dir));
+      if (r.legacy) rmdirQuiet(path.dirname(dir));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' || --r.left <= 0) {
         this.retries.delete(dir);

@@ -6,11 +6,13 @@ import {
   groupName,
   groupsToSweep,
   isOomMessage,
+  legacyWorkerGroup,
   limitsFor,
   oomMessage,
   oomVerdict,
   overMemory,
   parseProcCgroup,
+  parseWorkerGroupName,
   workerGroup,
   type EnforcementProbe,
 } from '../resource-limits.js';
@@ -100,11 +102,29 @@ describe('resource limits: groups', () => {
     ]);
   });
 
-  it("puts the agent's groups under its own group, a worker's under its app", () => {
+  it("puts the agent's groups under its own group, a worker's one level under the agent's (<app>@<worker>)", () => {
     expect(agentGroup('/process_api/abc', 'n1')).to.equal('/process_api/abc/fuxi-n1');
     expect(agentGroup('/', 'n1')).to.equal('/fuxi-n1');
     expect(agentGroup('/a', 'n1', '0badcafe')).to.equal('/a/fuxi-n1-0badcafe');
-    expect(workerGroup('/x/fuxi-n1', 'job-7', 'map.0.1')).to.equal('/x/fuxi-n1/job-7/map.0.1');
+    expect(workerGroup('/x/fuxi-n1', 'job-7', 'map.0.1')).to.equal('/x/fuxi-n1/job-7@map.0.1');
+    expect(legacyWorkerGroup('/x/fuxi-n1', 'job-7', 'map.0.1')).to.equal('/x/fuxi-n1/job-7/map.0.1');
+  });
+
+  it('a one-level group name gives back its app and worker; an earlier agent app group gives nothing', () => {
+    for (const [app, worker] of [
+      ['job-7', 'map.0.1'],
+      ['a@b', 'w@1'],
+      ['a/b', '..'],
+      ['memory.x', 'cgroup.procs'],
+    ] as const) {
+      const name = workerGroup('', app, worker).slice(1);
+      expect(name.split('@'), name).to.have.length(2);
+      expect(parseWorkerGroupName(name)).to.deep.equal({ app: groupName(app), worker: groupName(worker) });
+    }
+    expect(groupName('a@b')).to.not.include('@');
+    expect(parseWorkerGroupName('job-7')).to.equal(undefined);
+    expect(parseWorkerGroupName('@x')).to.equal(undefined);
+    expect(parseWorkerGroupName('x@')).to.equal(undefined);
   });
 
   it('names groups safely: no slashes, dots alone or control-file look-alikes', () => {

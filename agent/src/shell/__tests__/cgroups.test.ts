@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { SpawnSpec } from '../../core/agent-core.js';
-import { parseProcCgroup } from '../../core/resource-limits.js';
+import { legacyWorkerGroup, parseProcCgroup } from '../../core/resource-limits.js';
 import { openEnforcer, removeAgentGroups, type ResourceEnforcer } from '../cgroups.js';
 import { cgroupMounts } from '../cgroup-paths.js';
 import { RealProcessDriver, type ExitInfo } from '../process-driver.js';
@@ -180,16 +180,52 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     removeWorkDir(workDir);
   });
 
-  it("keeps an app's group while any of its workers has one, and removes it with the last", () => {
+  it("makes each worker's group one level under the agent's (no group per app), and removes only that one", () => {
     const limits = { memoryBytes: 64 * 1024 * 1024, cpuQuotaUs: 10_000, cpuPeriodUs: 100_000 };
     enforcer.prepare('cg-two', 'a', limits);
     enforcer.prepare('cg-two', 'b', limits);
-    const appDirs = enforcer.groupDirs('cg-two', 'a').map((d) => path.dirname(d));
+    for (const [i, d] of enforcer.groupDirs('cg-two', 'a').entries()) expect(path.dirname(d)).to.equal(enforcer.agentDirs[i]);
+    const [, cpuB] = enforcer.groupDirs('cg-two', 'b') as [string, string];
+    expect(fs.readFileSync(path.join(cpuB, 'cpu.cfs_period_us'), 'utf8').trim()).to.equal('100000');
     expect(enforcer.finish('cg-two', 'a')).to.deep.include({ oomKills: 0, limitBytes: 64 * 1024 * 1024 });
     for (const d of enforcer.groupDirs('cg-two', 'a')) expect(fs.existsSync(d), d).to.equal(false);
-    for (const d of [...enforcer.groupDirs('cg-two', 'b'), ...appDirs]) expect(fs.existsSync(d), d).to.equal(true);
+    for (const d of [...enforcer.groupDirs('cg-two', 'b'), ...enforcer.agentDirs]) expect(fs.existsSync(d), d).to.equal(true);
     enforcer.finish('cg-two', 'b');
-    for (const d of appDirs) expect(fs.existsSync(d), d).to.equal(false);
+    for (const d of enforcer.groupDirs('cg-two', 'b')) expect(fs.existsSync(d), d).to.equal(false);
+  });
+
+  it('a period other than the kernel default is written', () => {
+    enforcer.prepare('cg-period', 'a', { memoryBytes: null, cpuQuotaUs: 5_000, cpuPeriodUs: 50_000 });
+    const [, cpu] = enforcer.groupDirs('cg-period', 'a') as [string, string];
+    expect(fs.readFileSync(path.join(cpu, 'cpu.cfs_period_us'), 'utf8').trim()).to.equal('50000');
+    expect(fs.readFileSync(path.join(cpu, 'cpu.cfs_quota_us'), 'utf8').trim()).to.equal('5000');
+    enforcer.finish('cg-period', 'a');
+    expect(fs.existsSync(cpu)).to.equal(false);
+  });
+
+  it("finds a worker's group where an earlier agent made it (<app>/<worker>): its evidence read, it and its emptied app group removed", () => {
+    // As an agent of the earlier layout left them: two workers of one app, a group each.
+    const old = (w: string) => enforcer.agentDirs.map((d) => legacyWorkerGroup(d, 'cg-old', w));
+    for (const d of [...old('a'), ...old('b')]) fs.mkdirSync(d, { recursive: true });
+    const [memA] = old('a') as [string];
+    fs.writeFileSync(path.join(memA, 'memory.limit_in_bytes'), String(64 * 1024 * 1024));
+    // A restarted agent (no limits of its own for them) finishes the first: found, read, removed.
+    const again = openEnforcer({ setting: 'auto', nodeId });
+    expect(again.finish('cg-old', 'a')).to.deep.include({ oomKills: 0, limitBytes: 64 * 1024 * 1024 });
+    for (const d of old('a')) expect(fs.existsSync(d), d).to.equal(false);
+    for (const d of old('b')) expect(fs.existsSync(path.dirname(d)), path.dirname(d)).to.equal(true);
+    // The sweep finds the other in the earlier layout too, and removes the app group with it.
+    again.sweep([]);
+    for (const d of old('b')) expect(fs.existsSync(path.dirname(d)), path.dirname(d)).to.equal(false);
+  });
+
+  it('the start-up sweep keeps the earlier layout group of a live worker', () => {
+    const old = enforcer.agentDirs.map((d) => legacyWorkerGroup(d, 'cg-old2', 'live'));
+    for (const d of old) fs.mkdirSync(d, { recursive: true });
+    enforcer.sweep([{ appId: 'cg-old2', workerId: 'live' }]);
+    for (const d of old) expect(fs.existsSync(d), d).to.equal(true);
+    enforcer.sweep([]);
+    for (const d of old) expect(fs.existsSync(path.dirname(d)), path.dirname(d)).to.equal(false);
   });
 
   it('the start-up sweep removes groups of gone workers and keeps those of live ones', () => {
