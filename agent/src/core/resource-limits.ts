@@ -115,7 +115,7 @@ export function isOomMessage(message: string): boolean {
 export interface OomEvidence {
   /** Processes of the group the kernel (or the RSS sampler) killed for memory. */
   oomKills: number;
-  /** The most the group used (bytes; the sampler: the RSS it saw). */
+  /** The most the group used (bytes; the sampler: the RSS it saw); read only when something was killed (0 otherwise). */
   maxUsageBytes: number;
   limitBytes: number | null;
 }

@@ -464,11 +464,13 @@ function keyed(text: string | undefined, key: string): number {
 function readV1Evidence(dir: string, given: WorkerLimits | undefined): OomEvidence | undefined {
   const oc = readText(path.join(dir, 'memory.oom_control'));
   if (oc === undefined) return undefined;
-  // The limit the group was given is known unless the agent restarted since: read only then.
+  const oomKills = keyed(oc, 'oom_kill');
+  // The limit the group was given is known unless the agent restarted since: read only then. The
+  // most it used is only said when something was killed for memory.
   const limit = given ? undefined : readNumber(path.join(dir, 'memory.limit_in_bytes'));
   return {
-    oomKills: keyed(oc, 'oom_kill'),
-    maxUsageBytes: readNumber(path.join(dir, 'memory.max_usage_in_bytes')) ?? 0,
+    oomKills,
+    maxUsageBytes: oomKills > 0 ? (readNumber(path.join(dir, 'memory.max_usage_in_bytes')) ?? 0) : 0,
     limitBytes: given ? given.memoryBytes : limit !== undefined && limit < 2 ** 62 ? limit : null,
   };
 }
@@ -476,11 +478,12 @@ function readV1Evidence(dir: string, given: WorkerLimits | undefined): OomEviden
 function readV2Evidence(dir: string, given: WorkerLimits | undefined): OomEvidence | undefined {
   const events = readText(path.join(dir, 'memory.events'));
   if (events === undefined) return undefined;
-  const limit = readNumber(path.join(dir, 'memory.max'));
+  const oomKills = keyed(events, 'oom_kill');
+  const limit = () => readNumber(path.join(dir, 'memory.max'));
   return {
-    oomKills: keyed(events, 'oom_kill'),
-    maxUsageBytes: readNumber(path.join(dir, 'memory.peak')) ?? limit ?? 0,
-    limitBytes: given?.memoryBytes ?? limit ?? null,
+    oomKills,
+    maxUsageBytes: oomKills > 0 ? (readNumber(path.join(dir, 'memory.peak')) ?? limit() ?? 0) : 0,
+    limitBytes: given && given.memoryBytes !== null ? given.memoryBytes : (limit() ?? null),
   };
 }
 
