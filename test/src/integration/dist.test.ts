@@ -50,7 +50,9 @@ describe('release tarball (make dist)', function () {
 
   after(() => {
     for (const c of children) if (c.pid && c.exitCode === null && c.signalCode === null) process.kill(c.pid, 'SIGKILL');
-    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+    // A process the agent started may still be writing its files (a dedicated AM's last log lines,
+    // its exit code recorded by the spawn helper): removal is tried again while a directory fills.
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
 
   it('holds the compiled code and production node_modules only, outside the repository', () => {
@@ -178,6 +180,8 @@ describe('release tarball (make dist)', function () {
     await fuxi('submit', jobFile, '--id', 'hello-1', '--wait'); // exits 1 unless the job succeeded
     const { stdout } = await fuxi('logs', 'hello-1', 'hello', '1');
     expect(stdout).to.equal('hello from instance 1\n');
+    // The job's AM (a process of its own here) ends after the job does: its exit code on disk.
+    await until('the AM ended', () => fs.existsSync(path.join(tmp, 'agent', 'apps', 'hello-1', 'am.1', 'exit')) || undefined, 30_000, 100);
   });
 
   it('install.sh --root installs what the systemd units run, and systemd-analyze verify passes on them', async () => {
