@@ -14,8 +14,8 @@
  * group (again later while something of the worker still lives in it). `sweep` at start removes the
  * agent's groups of workers that are gone (re-adopted workers keep theirs: a group's path follows
  * from its app and worker id). A worker started by an earlier agent may have its group one level
- * deeper, `<app>/<worker>` (`legacyWorkerGroup`): `finish` and `sweep` find it there. In `rss` mode nothing is made here: the process driver samples the
- * family's RSS. `off` enforces nothing.
+ * deeper, `<app>/<worker>` (`legacyWorkerGroup`): `finish` and `sweep` find it there. In `rss`
+ * mode nothing is made here: the process driver samples the family's RSS. `off` enforces nothing.
  *
  * ```ts
  * const enf = openEnforcer({ setting: 'auto', nodeId: 'n1', log });
@@ -237,9 +237,9 @@ export function openEnforcer(opts: EnforcerOptions): ResourceEnforcer {
 }
 
 const RETRY_REMOVE_MS = 1000;
+const RETRY_REMOVE_TIMES = 60;
 /** The CFS period a new cgroup v1 cpu group has (the kernel's default, 100 ms). */
 const V1_DEFAULT_CFS_PERIOD_US = 100_000;
-const RETRY_REMOVE_TIMES = 60;
 
 class CgroupEnforcer implements ResourceEnforcer {
   private readonly retries = new Map<string, { left: number; legacy: boolean; timer: NodeJS.Timeout }>();
@@ -300,8 +300,8 @@ class CgroupEnforcer implements ResourceEnforcer {
 
   /**
    * Makes the worker's group `dir` (and, the first time or when it is gone, the agent's group it is
-   * in: in v2 with memory and cpu enabled for its children). True when the group is
-   * new, false when it was there already (a launch tried again).
+   * in: in v2 with memory and cpu enabled for its children). True when the group is new, false
+   * when it was there already (a launch tried again).
    */
   private makeGroup(dir: string): boolean {
     if (!this.agentDirsReady) this.makeAgentDirs();
