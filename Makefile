@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NPM ?= npm
 
-.PHONY: help install build openssl format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd chromium clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-partitions bench-stragglers dist bench-prediction
+.PHONY: help install build openssl format lint check-gen unit integration test-faults test-rack partition-matrix-unaware test-history rack-tools test demo etcd chromium clean bench-failover bench-failover-rack bench-sched bench-paper bench-detectors bench-throughput bench-cli bench-am-host bench-workdir-sweep bench-partitions bench-stragglers dist bench-prediction
 
 help:
 	@echo "make demo   - start a local cluster (1 master + 3 agents), run the word-count job, print the result"
@@ -190,6 +190,12 @@ bench-stragglers: build etcd rack-tools
 # that job's AM in a thread and on the main loop. Writes bench-results/am-host.json.
 bench-am-host: build
 	node test/dist/bench/am-host.js $(BENCH_AM_HOST_ARGS)
+
+# Benchmark (not a test): the agent's sweep of finished worker directories over 5,000 and 20,000
+# kept ones: an agent's first sweep, a sweep with every app settled, and one that reads every app
+# again. Writes bench-results/workdir-sweep.json.
+bench-workdir-sweep: build
+	node test/dist/bench/workdir-sweep.js $(BENCH_WORKDIR_SWEEP_ARGS)
 
 # Benchmark (not a test): many small jobs on a local cluster with 16 slots (separate CLI submits,
 # SDK submitMany, a job array, one 1,000-instance job, submit latency, 10,000 jobs through

@@ -1090,6 +1090,7 @@ export class Agent {
 
   private async spawn(spec: Extract<Effect, { kind: 'spawn' }>['worker']): Promise<void> {
     let next: Effect[];
+    this.sweeper.invalidate(spec.appId); // its app directory gains one: read again at the next sweep
     try {
       const r = await this.driver.spawn({ ...spec, env: { ...spec.env, ...this.hostEnv(spec) } });
       this.metrics?.launched(spec.suId === AM_SU ? 'am' : 'task', true);

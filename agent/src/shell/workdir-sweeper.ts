@@ -10,8 +10,17 @@
  * without one, when anything in it last changed: such a worker is not this agent's any more (a
  * restart re-adopts every worker the checkpoint names).
  *
+ * An app whose directories were all finished, with known finish times, while the app was not
+ * active here is settled: later sweeps take its directories and their finish times from memory and
+ * read nothing of it until a worker of the app starts here (`invalidate`, called by the agent before
+ * every start) or the app is active again. A sweep then reads the apps directory once, not each
+ * app's directory and each forgotten worker's `exit` file: that cost about 90 µs of CPU per
+ * directory per sweep (0.4 s a minute for 5,000 kept directories), and a busy node keeps a day of
+ * them. The first sweep of an agent reads everything.
+ *
  * ```ts
  * const sweeper = new WorkDirSweeper({ workDir, policy: { retentionMs, maxDiskPercent: 90 }, table: () => ({ workers: core.listWorkers(), activeApps }) });
+ * sweeper.invalidate(appId); // before a worker of appId starts here
  * const { deleted } = await sweeper.sweep(Date.now());
  * ```
  */
@@ -47,11 +56,23 @@ export interface WorkDirSweeperOptions {
 export interface SweepResult {
   deleted: Array<WorkDirDeletion & { bytes: number }>;
   disk: DiskUsage;
+  /** App directories read by this sweep (the settled ones are not). */
+  appsRead: number;
+}
+
+/** A directory of a settled app, as it was when last read. */
+interface SettledDir {
+  workerName: string;
+  finishedAtMs: number;
 }
 
 export class WorkDirSweeper {
   private readonly log: Logger;
   private running: Promise<SweepResult> | undefined;
+  /** Settled apps (by directory name): their directories as last read. */
+  private readonly settled = new Map<string, SettledDir[]>();
+  /** Apps invalidated since the running sweep began: it must not settle them on what it read before. */
+  private readonly invalidated = new Set<string>();
 
   constructor(private readonly opts: WorkDirSweeperOptions) {
     this.log = opts.log ?? nullLogger;
@@ -63,20 +84,47 @@ export class WorkDirSweeper {
     return this.running;
   }
 
+  /** A worker of `appId` is about to start here: its app directory is read again at the next sweep. */
+  invalidate(appId: string): void {
+    const name = safeName(appId);
+    this.settled.delete(name);
+    if (this.running) this.invalidated.add(name);
+  }
+
   private async sweepOnce(now: number): Promise<SweepResult> {
+    this.invalidated.clear();
     const appsDir = path.join(this.opts.workDir, 'apps');
+    const appNames = await names(appsDir);
+    const present = new Set(appNames);
+    for (const name of this.settled.keys()) if (!present.has(name)) this.settled.delete(name); // removed by someone else
     const listed: Array<{ appName: string; workerName: string; dir: string }> = [];
-    for (const appName of await names(appsDir)) {
+    const fromMemory: Array<{ appName: string; d: SettledDir }> = [];
+    let appsRead = 0;
+    for (const appName of appNames) {
+      const known = this.settled.get(appName);
+      if (known) {
+        for (const d of known) fromMemory.push({ appName, d });
+        continue;
+      }
+      appsRead++;
       for (const workerName of await names(path.join(appsDir, appName))) listed.push({ appName, workerName, dir: path.join(appsDir, appName, workerName) });
     }
+    // Read after listing, so a worker accepted meanwhile is in it. A settled app that is active
+    // again keeps its finished directories (the core keeps them while it is active); a worker that
+    // starts invalidates it, and its directory is read at the next sweep.
     const table = this.opts.table();
+    const active = new Set([...table.activeApps].map(safeName));
     const byDir = new Map<string, WorkerInfo>();
     for (const w of table.workers) byDir.set(`${safeName(w.appId)}/${safeName(w.workerId)}`, w);
-    const active = new Set([...table.activeApps].map(safeName));
     const disk = await (this.opts.disk ?? statDisk)(this.opts.workDir);
     const measure = diskOverThreshold(disk, this.opts.policy);
 
     const entries: WorkDirEntry[] = [];
+    for (const { appName, d } of fromMemory) {
+      const bytes = measure ? await duBytes(path.join(appsDir, appName, d.workerName)) : 0;
+      entries.push({ appId: appName, workerId: d.workerName, running: false, finishedAtMs: d.finishedAtMs, bytes });
+    }
+    const readNow = new Map<string, SettledDir[] | null>(); // null: not settled (running, unknown end, or active)
     for (const l of listed) {
       const w = byDir.get(`${l.appName}/${l.workerName}`);
       const running = w !== undefined && !isWorkerTerminal(w.state);
@@ -85,7 +133,13 @@ export class WorkDirSweeper {
       else if (!w) finishedAtMs = await finishedOnDisk(l.dir);
       const bytes = measure && !running ? await duBytes(l.dir) : 0;
       entries.push({ appId: l.appName, workerId: l.workerName, running, finishedAtMs, bytes });
+      const settling = readNow.get(l.appName);
+      if (settling === null) continue;
+      if (running || finishedAtMs === undefined || active.has(l.appName)) readNow.set(l.appName, null);
+      else if (settling) settling.push({ workerName: l.workerName, finishedAtMs });
+      else readNow.set(l.appName, [{ workerName: l.workerName, finishedAtMs }]);
     }
+    for (const [appName, dirs] of readNow) if (dirs && !this.invalidated.has(appName)) this.settled.set(appName, dirs);
     const doomed = selectWorkDirsToDelete({ dirs: entries, activeApps: active, disk, now }, this.opts.policy);
     const sizes = new Map(entries.map((e) => [`${e.appId}/${e.workerId}`, e.bytes]));
     const deleted: SweepResult['deleted'] = [];
@@ -93,6 +147,7 @@ export class WorkDirSweeper {
       const dir = path.join(appsDir, d.appId, d.workerId);
       try {
         await fs.promises.rm(dir, { recursive: true, force: true });
+        this.forget(d.appId, d.workerId);
         deleted.push({ ...d, bytes: sizes.get(`${d.appId}/${d.workerId}`) ?? 0 });
         this.log.info({ app: decode(d.appId), worker: decode(d.workerId), reason: d.reason }, 'deleted finished worker directory');
       } catch (e) {
@@ -103,7 +158,16 @@ export class WorkDirSweeper {
       // Only when empty: rmdir fails (and is ignored) while the app has directories left.
       await fs.promises.rmdir(path.join(appsDir, appName)).catch(() => undefined);
     }
-    return { deleted, disk };
+    return { deleted, disk, appsRead };
+  }
+
+  /** A deleted directory leaves its settled app (and an app with none left, the settled ones). */
+  private forget(appName: string, workerName: string): void {
+    const dirs = this.settled.get(appName);
+    if (!dirs) return;
+    const left = dirs.filter((d) => d.workerName !== workerName);
+    if (left.length > 0) this.settled.set(appName, left);
+    else this.settled.delete(appName);
   }
 }
 

@@ -3,7 +3,8 @@
  * app directory once empty; running workers' directories and those of apps still active here stay;
  * above the disk threshold (an injected measure of the disk, the directories' real sizes) finished
  * ones go oldest first until the measure is under it; directories the worker table forgot are timed
- * by their `exit` file.
+ * by their `exit` file; an app whose directories are all finished is read once, until a worker of
+ * it starts here again.
  */
 import { expect } from 'chai';
 import * as fs from 'node:fs';
@@ -102,6 +103,61 @@ describe('work dir sweeper (real files)', () => {
     const r = await sweeper.sweep(NOW);
     expect(r.deleted.map((d) => `${d.workerId}:${d.reason}`)).to.deep.equal(['map.0.1:disk', 'map.2.1:disk']);
     expect([exists('a', 'map.1.1'), exists('a', 'reduce.0.1')]).to.deep.equal([true, true]);
+  });
+
+  it('reads a settled app no more: its finished directories come from memory, and still go past retention', async () => {
+    make('done', 'map.0.1');
+    make('done', 'map.1.1');
+    table = { workers: [worker('done', 'map.0.1', 'SUCCEEDED', NOW - H), worker('done', 'map.1.1', 'FAILED', NOW - 2 * H)], activeApps: new Set() };
+    const sweeper = new WorkDirSweeper({ workDir: dir, policy: { retentionMs: 24 * H, maxDiskPercent: 100 }, table: () => table });
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(1);
+    // The table forgot both, and nothing would tell their finish on disk (no exit files): memory does.
+    table = { workers: [], activeApps: new Set() };
+    const r = await sweeper.sweep(NOW + 22.5 * H);
+    expect([r.appsRead, r.deleted.map((d) => d.workerId)]).to.deep.equal([0, ['map.1.1']]);
+    const r2 = await sweeper.sweep(NOW + 25.5 * H);
+    expect([r2.appsRead, r2.deleted.map((d) => d.workerId)]).to.deep.equal([0, ['map.0.1']]);
+    expect(fs.existsSync(path.join(dir, 'apps', 'done'))).to.equal(false);
+  });
+
+  it('reads an app again once a worker of it starts here (invalidate), and sees the new directory', async () => {
+    make('a', 'map.0.1');
+    table = { workers: [worker('a', 'map.0.1', 'SUCCEEDED', NOW - 30 * H)], activeApps: new Set(['a']) };
+    const sweeper = new WorkDirSweeper({ workDir: dir, policy: { retentionMs: 24 * H, maxDiskPercent: 100 }, table: () => table });
+    // Active: read, kept, not settled.
+    expect([(await sweeper.sweep(NOW)).appsRead, exists('a', 'map.0.1')]).to.deep.equal([1, true]);
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(1);
+    // A running worker keeps it unsettled too, with its app no longer active.
+    make('a', 'map.1.1');
+    table = { workers: [worker('a', 'map.0.1', 'SUCCEEDED', NOW - 30 * H), worker('a', 'map.1.1', 'RUNNING')], activeApps: new Set() };
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(1);
+    table = { workers: [worker('a', 'map.1.1', 'SUCCEEDED', NOW - H)], activeApps: new Set() };
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(1); // settled now: map.0.1 went at the sweep before
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(0);
+
+    // A new attempt runs a worker here and ends before the next sweep; the table has forgotten it.
+    sweeper.invalidate('a');
+    const d = make('a', 'map.0.2');
+    fs.writeFileSync(path.join(d, 'exit'), '0');
+    const t = (NOW - 40 * H) / 1000;
+    fs.utimesSync(path.join(d, 'exit'), t, t);
+    table = { workers: [], activeApps: new Set() };
+    const r = await sweeper.sweep(NOW);
+    expect([r.appsRead, r.deleted.map((x) => x.workerId)]).to.deep.equal([1, ['map.0.2']]);
+  });
+
+  it('does not settle an app invalidated while a sweep read it, and forgets one removed by someone else', async () => {
+    make('a', 'map.0.1');
+    make('b', 'map.0.1');
+    table = { workers: [worker('a', 'map.0.1', 'SUCCEEDED', NOW - H), worker('b', 'map.0.1', 'SUCCEEDED', NOW - H)], activeApps: new Set() };
+    const sweeper = new WorkDirSweeper({ workDir: dir, policy: { retentionMs: 24 * H, maxDiskPercent: 100 }, table: () => table });
+    const first = sweeper.sweep(NOW);
+    sweeper.invalidate('a'); // while the sweep reads the disk
+    expect((await first).appsRead).to.equal(2);
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(1); // a again; b settled
+    fs.rmSync(path.join(dir, 'apps', 'b'), { recursive: true });
+    const r = await sweeper.sweep(NOW + 30 * H);
+    expect([r.appsRead, r.deleted.map((x) => `${x.appId}/${x.workerId}`)]).to.deep.equal([0, ['a/map.0.1']]);
   });
 
   it('measures the real file system as df does', async () => {
