@@ -11,11 +11,11 @@ import {
   type WorkerEventsRequest__Output,
   type WorkerStatus__Output,
 } from '@fuxi/proto';
-import { connect, implement, RpcError, startServer, type RunningServer } from '@fuxi/rpc';
+import { connect, RpcError, type RunningServer } from '@fuxi/rpc';
 import { removeAgentGroups } from '../cgroups.js';
 import { Agent } from '../agent.js';
 import { resolveConfig } from '../config.js';
-import { alive, AM_TOKEN, AM_TOKEN_HASH, stubs, waitFor, removeWorkDir } from './helpers.js';
+import { alive, AM_TOKEN, AM_TOKEN_HASH, startFake, waitFor, removeWorkDir } from './helpers.js';
 
 describe('Agent shell (in-process, fake master and AM)', function () {
   this.timeout(30_000);
@@ -36,51 +36,23 @@ describe('Agent shell (in-process, fake master and AM)', function () {
 
   before(async () => {
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-agent-shell-'));
-    master = await startServer({
-      bind: '127.0.0.1:0',
-      log: nullLogger,
-      services: [
-        {
-          name: 'fuxi.v1.MasterService',
-          definition: proto.MasterService.service,
-          handlers: implement(
-            proto.MasterService.service,
-            stubs(proto.MasterService.service, {
-              RegisterAgent: (req: RegisterAgentRequest__Output) => {
-                registrations.push(req);
-                return { epoch: '3', heartbeatIntervalMs: 100 };
-              },
-              Heartbeat: (req: HeartbeatRequest__Output): HeartbeatResponse => {
-                heartbeats.push(req);
-                const r = nextHeartbeatReply ?? { epoch: '3' };
-                nextHeartbeatReply = undefined;
-                return r;
-              },
-            }),
-            nullLogger,
-          ),
-        },
-      ],
+    master = await startFake(proto, 'MasterService', {
+      RegisterAgent: (req: RegisterAgentRequest__Output) => {
+        registrations.push(req);
+        return { epoch: '3', heartbeatIntervalMs: 100 };
+      },
+      Heartbeat: (req: HeartbeatRequest__Output): HeartbeatResponse => {
+        heartbeats.push(req);
+        const r = nextHeartbeatReply ?? { epoch: '3' };
+        nextHeartbeatReply = undefined;
+        return r;
+      },
     });
-    am = await startServer({
-      bind: '127.0.0.1:0',
-      log: nullLogger,
-      services: [
-        {
-          name: 'fuxi.v1.AppMasterService',
-          definition: proto.AppMasterService.service,
-          handlers: implement(
-            proto.AppMasterService.service,
-            stubs(proto.AppMasterService.service, {
-              WorkerEvents: (req: WorkerEventsRequest__Output) => {
-                amEvents.push(...req.events);
-                return {};
-              },
-            }),
-            nullLogger,
-          ),
-        },
-      ],
+    am = await startFake(proto, 'AppMasterService', {
+      WorkerEvents: (req: WorkerEventsRequest__Output) => {
+        amEvents.push(...req.events);
+        return {};
+      },
     });
     const cfg = resolveConfig({ master: master.address, nodeId: 'node-a', cpu: '2', memory: '1Gi', workDir, stopGraceMs: 500, pendingTimeoutMs: 20_000 }, {});
     agent = new Agent(cfg, { log: nullLogger, tickMs: 100 });

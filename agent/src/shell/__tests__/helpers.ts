@@ -1,8 +1,9 @@
 /** Helpers shared by the agent shell suites. */
 import * as fs from 'node:fs';
-import { UnavailableError } from '@fuxi/common';
+import { nullLogger, UnavailableError } from '@fuxi/common';
 import type * as grpc from '@grpc/grpc-js';
-import { batchedCalls, tokenHash } from '@fuxi/rpc';
+import type { loadFuxiProto } from '@fuxi/proto';
+import { batchedCalls, implement, startServer, tokenHash, type RunningServer } from '@fuxi/rpc';
 
 /**
  * The AM token of the suites' apps: their grants carry its hash and their plans present it (an
@@ -72,4 +73,18 @@ export function killGroups(pids: readonly number[]): void {
       /* already gone */
     }
   }
+}
+
+/** A fake server of `fuxi.v1.<service>` on a loopback port: `handlers` answer, every other method is UNAVAILABLE (`stubs`). */
+export function startFake(
+  proto: ReturnType<typeof loadFuxiProto>,
+  service: 'MasterService' | 'AppMasterService',
+  handlers: Record<string, unknown>,
+): Promise<RunningServer> {
+  const definition = proto[service].service;
+  return startServer({
+    bind: '127.0.0.1:0',
+    log: nullLogger,
+    services: [{ name: `fuxi.v1.${service}`, definition, handlers: implement(definition, stubs(definition, handlers), nullLogger) }],
+  });
 }
