@@ -193,9 +193,9 @@ bench-am-host: build
 
 # Benchmark (not a test): the agent's sweep of finished worker directories over 5,000 and 20,000
 # kept ones: an agent's first sweep, a sweep with every app settled, and one that reads every app
-# again. Writes bench-results/workdir-sweep.json.
+# again, and the memory a settled app takes. Writes bench-results/workdir-sweep.json.
 bench-workdir-sweep: build
-	node test/dist/bench/workdir-sweep.js $(BENCH_WORKDIR_SWEEP_ARGS)
+	node --expose-gc test/dist/bench/workdir-sweep.js $(BENCH_WORKDIR_SWEEP_ARGS)
 
 # Benchmark (not a test): many small jobs on a local cluster with 16 slots (separate CLI submits,
 # SDK submitMany, a job array, one 1,000-instance job, submit latency, 10,000 jobs through

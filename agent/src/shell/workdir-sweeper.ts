@@ -16,7 +16,8 @@
  * every start) or the app is active again. A sweep then reads the apps directory once, not each
  * app's directory and each forgotten worker's `exit` file: that cost about 90 µs of CPU per
  * directory per sweep (0.4 s a minute for 5,000 kept directories), and a busy node keeps a day of
- * them. The first sweep of an agent reads everything.
+ * them. The first sweep of an agent reads everything. At most `maxSettledApps` apps are settled at a
+ * time (the memory they take is bounded); the rest are read at every sweep.
  *
  * ```ts
  * const sweeper = new WorkDirSweeper({ workDir, policy: { retentionMs, maxDiskPercent: 90 }, table: () => ({ workers: core.listWorkers(), activeApps }) });
@@ -50,8 +51,17 @@ export interface WorkDirSweeperOptions {
   table: () => WorkerTableView;
   /** The file system's usage (default: statfs of the work dir, as df counts it). */
   disk?: (workDir: string) => Promise<DiskUsage>;
+  /** At most this many apps are settled at once (DEFAULT_MAX_SETTLED_APPS); the others are read at every sweep. */
+  maxSettledApps?: number;
   log?: Logger;
 }
+
+/**
+ * Settled apps held in memory at most: about 200 bytes each for a one-worker app (197-210 in
+ * `make bench-workdir-sweep`), so about 20 MB at this bound; a node past it reads the apps beyond
+ * it at every sweep, as before.
+ */
+export const DEFAULT_MAX_SETTLED_APPS = 100_000;
 
 export interface SweepResult {
   deleted: Array<WorkDirDeletion & { bytes: number }>;
@@ -139,7 +149,11 @@ export class WorkDirSweeper {
       else if (settling) settling.push({ workerName: l.workerName, finishedAtMs });
       else readNow.set(l.appName, [{ workerName: l.workerName, finishedAtMs }]);
     }
-    for (const [appName, dirs] of readNow) if (dirs && !this.invalidated.has(appName)) this.settled.set(appName, dirs);
+    const maxSettled = this.opts.maxSettledApps ?? DEFAULT_MAX_SETTLED_APPS;
+    for (const [appName, dirs] of readNow) {
+      if (this.settled.size >= maxSettled) break;
+      if (dirs && !this.invalidated.has(appName)) this.settled.set(appName, dirs);
+    }
     const doomed = selectWorkDirsToDelete({ dirs: entries, activeApps: active, disk, now }, this.opts.policy);
     const sizes = new Map(entries.map((e) => [`${e.appId}/${e.workerId}`, e.bytes]));
     const deleted: SweepResult['deleted'] = [];

@@ -11,10 +11,12 @@
  * - `firstSweep`: an agent's first sweep, which reads every app's directory and `exit` file;
  * - `settledSweep`: the median of `--sweeps` later sweeps, with every app settled;
  * - `everyAppReadSweep`: the median of as many sweeps with every app invalidated first (each one
- *   read again, as every sweep did before apps were settled).
+ *   read again, as every sweep did before apps were settled);
+ * - `settledHeapBytesPerApp`: the heap the sweeper holds per settled app (the heap in use after a
+ *   full collection, after the first sweep less before it; `node --expose-gc`, as make runs it).
  *
  *   make bench-workdir-sweep
- *   node test/dist/bench/workdir-sweep.js [--dirs 5000,20000] [--sweeps 3] [--out bench-results/workdir-sweep.json]
+ *   node --expose-gc test/dist/bench/workdir-sweep.js [--dirs 5000,20000] [--sweeps 3] [--out bench-results/workdir-sweep.json]
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +41,12 @@ async function timed(sweeper: WorkDirSweeper): Promise<Timed> {
   return { cpuMs: Math.round((c.user + c.system) / 100) / 10, wallMs: Math.round((performance.now() - t0) * 10) / 10, appsRead: r.appsRead };
 }
 
+/** The heap in use after a full collection (run with --expose-gc; without it, garbage included). */
+function liveHeapBytes(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed;
+}
+
 function median(xs: Timed[]): Timed {
   const byCpu = [...xs].sort((a, b) => a.cpuMs - b.cpuMs);
   return byCpu[Math.floor(byCpu.length / 2)] as Timed;
@@ -59,7 +67,10 @@ async function measure(count: number, sweeps: number): Promise<Record<string, un
       policy: { retentionMs: DAY_MS, maxDiskPercent: 100 },
       table: () => ({ workers: [], activeApps: new Set() }),
     });
+    const heap0 = liveHeapBytes();
     const firstSweep = await timed(sweeper);
+    // What the settled apps hold (the sweeper's memory of them), per app.
+    const settledHeapBytesPerApp = Math.round((liveHeapBytes() - heap0) / count);
     const settled: Timed[] = [];
     for (let i = 0; i < sweeps; i++) settled.push(await timed(sweeper));
     const everyApp: Timed[] = [];
@@ -67,7 +78,7 @@ async function measure(count: number, sweeps: number): Promise<Record<string, un
       for (const app of apps) sweeper.invalidate(app);
       everyApp.push(await timed(sweeper));
     }
-    const result = { dirs: count, firstSweep, settledSweep: median(settled), everyAppReadSweep: median(everyApp) };
+    const result = { dirs: count, firstSweep, settledSweep: median(settled), everyAppReadSweep: median(everyApp), settledHeapBytesPerApp };
     process.stderr.write(`${JSON.stringify(result)}\n`);
     return result;
   } finally {

@@ -160,6 +160,17 @@ describe('work dir sweeper (real files)', () => {
     expect([r.appsRead, r.deleted.map((x) => `${x.appId}/${x.workerId}`)]).to.deep.equal([0, ['a/map.0.1']]);
   });
 
+  it('settles at most maxSettledApps apps; the others are read at every sweep', async () => {
+    make('a', 'map.0.1');
+    make('b', 'map.0.1');
+    table = { workers: [worker('a', 'map.0.1', 'SUCCEEDED', NOW - H), worker('b', 'map.0.1', 'SUCCEEDED', NOW - H)], activeApps: new Set() };
+    const sweeper = new WorkDirSweeper({ workDir: dir, policy: { retentionMs: 24 * H, maxDiskPercent: 100 }, table: () => table, maxSettledApps: 1 });
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(2);
+    expect((await sweeper.sweep(NOW)).appsRead).to.equal(1);
+    const r = await sweeper.sweep(NOW + 30 * H);
+    expect(r.deleted.map((x) => x.appId).sort()).to.deep.equal(['a', 'b']);
+  });
+
   it('measures the real file system as df does', async () => {
     const d = await statDisk(dir);
     expect(d.usedBytes).to.be.within(1, d.totalBytes);
