@@ -21,6 +21,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { FUXI_VERSION } from '@fuxi/common';
+import { removeTree } from '@fuxi/deploy';
 import { until } from '../harness.js';
 
 const run = promisify(execFile);
@@ -52,7 +53,7 @@ describe('release tarball (make dist)', function () {
     for (const c of children) if (c.pid && c.exitCode === null && c.signalCode === null) process.kill(c.pid, 'SIGKILL');
     // A process the agent started may still be writing its files (a dedicated AM's last log lines,
     // its exit code recorded by the spawn helper): removal is tried again while a directory fills.
-    if (tmp) fs.rmSync(tmp, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    if (tmp) removeTree(tmp);
   });
 
   it('holds the compiled code and production node_modules only, outside the repository', () => {
