@@ -5,7 +5,7 @@
  * worker-family variable in its environment. An environment is read once per process (pid + start
  * time) and remembered while the process lives: a process keeps its pid and start time across
  * `exec`, so once seen with a marker it stays a member even if it re-executes with a scrubbed
- * environment. Environments of other users' processes are unreadable unless the agent is root; they
+ * environment. An empty one (a process inside its exec, a zombie) is read again the next time. Environments of other users' processes are unreadable unless the agent is root; they
  * count as unmarked.
  *
  * ```ts
@@ -81,16 +81,21 @@ export class ProcTable {
       let marker = this.markers.get(key);
       // Kernel threads (kthreadd, pid 2, and its children) have no environment.
       if (marker === undefined) marker = pid === 2 || stat.ppid === 2 ? null : this.readMarker(name);
-      markers.set(key, marker);
-      out.push(marker === null ? stat : { ...stat, marker });
+      // An empty environment is not remembered: a process inside its exec, or a zombie, shows
+      // none for a while, and a child caught so must be known by its marker at the next read.
+      if (marker !== undefined) markers.set(key, marker);
+      out.push(marker == null ? stat : { ...stat, marker });
     }
     this.markers = markers; // forget processes that ended
     return out;
   }
 
-  private readMarker(name: string): string | null {
+  /** The marker; null when the environment has none; undefined when it shows no environment now. */
+  private readMarker(name: string): string | null | undefined {
     try {
-      return envValue(fs.readFileSync(`${this.procDir}/${name}/environ`), this.prefix) ?? null;
+      const environ = fs.readFileSync(`${this.procDir}/${name}/environ`);
+      if (environ.length === 0) return undefined;
+      return envValue(environ, this.prefix) ?? null;
     } catch {
       return null; // another user's process, or ended
     }

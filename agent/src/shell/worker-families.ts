@@ -9,7 +9,8 @@
  *    that appear later get theirs when they are first seen. Ends early when the family is empty.
  * 2. **KILL**, once `graceMs` has passed: the family is frozen (SIGSTOP to every member, then a
  *    new snapshot, until one finds no member it has not stopped: a stopped process cannot fork),
- *    then every member gets SIGKILL; repeated every `pollMs` until no member is left.
+ *    then every member gets SIGKILL; repeated every `pollMs` until two snapshots in a row find no
+ *    member (a child caught in its exec shows no environment, so no marker, for a moment).
  *
  * Every signal goes to a pid only while it still has the start time the snapshot saw
  * (`signalProcess`). One snapshot per tick serves every family.
@@ -61,6 +62,8 @@ interface Stopping {
   /** Members that got SIGTERM (pid:startTime). */
   termed: Set<string>;
   lastWarn: number;
+  /** The kill phase's last snapshot found no member (one more must, below). */
+  emptyOnce: boolean;
 }
 
 interface Family {
@@ -152,7 +155,7 @@ export class WorkerFamilies {
     }
     if (f.stopping) return;
     const now = Date.now();
-    f.stopping = { startedAt: now, deadline: now + graceMs, graceMs, phase: 'term', termed: new Set(), lastWarn: now };
+    f.stopping = { startedAt: now, deadline: now + graceMs, graceMs, phase: 'term', termed: new Set(), lastWarn: now, emptyOnce: false };
     this.tick();
   }
 
@@ -185,6 +188,13 @@ export class WorkerFamilies {
         continue;
       }
       if (members.length === 0) {
+        // In the kill phase the family forked while it was being frozen: a child caught inside its
+        // exec has no readable environment, so no marker, for a moment. Two snapshots a poll
+        // apart must both find nobody before the stop ends.
+        if (s.phase === 'kill' && !s.emptyOnce) {
+          s.emptyOnce = true;
+          continue;
+        }
         this.log.info(
           { appId: f.rec.appId, workerId: f.rec.workerId, pid: f.rec.root?.pid ?? key, ms: now - s.startedAt, phase: s.phase },
           'worker process family stopped',
@@ -192,6 +202,7 @@ export class WorkerFamilies {
         this.families.delete(key);
         continue;
       }
+      s.emptyOnce = false;
       if (s.phase === 'term') {
         const fresh = newMembers(members, s.termed);
         for (const m of fresh) {

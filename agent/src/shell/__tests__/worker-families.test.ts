@@ -104,6 +104,28 @@ describe('stopping a worker ends its whole process family (real processes)', fun
     expect(envValue(Buffer.from('A=1\0'), Buffer.from('FUXI_WORKER_FAMILY='))).to.equal(undefined);
   });
 
+  it('a process read with no environment (inside its exec) is known by its marker at the next read', () => {
+    const proc = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-proc-'));
+    try {
+      const put = (pid: number, environ: string) => {
+        fs.mkdirSync(path.join(proc, String(pid)), { recursive: true });
+        fs.writeFileSync(path.join(proc, String(pid), 'stat'), `${pid} (sleep) S 1 ${pid} ${pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 1000 10`);
+        fs.writeFileSync(path.join(proc, String(pid), 'environ'), environ);
+      };
+      put(500, ''); // caught inside its exec
+      put(501, 'A=1\0'); // a real environment without the marker
+      const table = new ProcTable(FAMILY_ENV, proc);
+      expect(table.read().map((e) => e.marker)).to.deep.equal([undefined, undefined]);
+      put(500, `${FAMILY_ENV}=m1\0`);
+      put(501, `${FAMILY_ENV}=m2\0`); // the same process: its first answer stands
+      const byPid = new Map(table.read().map((e) => [e.pid, e.marker]));
+      expect(byPid.get(500)).to.equal('m1');
+      expect(byPid.get(501)).to.equal(undefined);
+    } finally {
+      fs.rmSync(proc, { recursive: true, force: true });
+    }
+  });
+
   it('kill ends a setsid grandchild and a double-forked grandchild; a same-command process outside the family is untouched', async () => {
     const d = sideDir('escape');
     const driver = newDriver();
