@@ -47,6 +47,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { loadFuxiProto } from '@fuxi/proto';
 import { routedAddress, ServiceRouter, startServer, WORKER_EVENTS_BATCHED, type RunningServer, type Transport } from '@fuxi/rpc';
 import type { TaskProgress } from '../core/types.js';
+import { AmLogFile } from './am-log-file.js';
 import { AppMaster, configFromEnv, type AmServing, type AppMasterConfig } from './app-master.js';
 
 /** What the host needs of an application master (AppMaster; tests give fakes). */
@@ -116,99 +117,13 @@ interface Hosted {
   progress(): TaskProgress[];
 }
 
-/** How long an ending AM's log may take to reach its file before the end is reported anyway. */
-const LOG_CLOSE_WAIT_MS = 1000;
-/** A hosted AM's log lines are written together: at most this long after the first one waiting... */
-const LOG_FLUSH_MS = 200;
-/** ...or once this many characters wait. */
-const LOG_FLUSH_CHARS = 16_384;
-
-/**
- * The lines of one AM's log, handed to its file in batches (`LOG_FLUSH_MS`, `LOG_FLUSH_CHARS`, and
- * at its end): a one-task job's AM logs about ten lines, and each went to libuv's pool as a write
- * of its own, on the loop every hosted AM shares. When the host exits the lines still waiting are
- * appended synchronously; only a host killed outright loses its AMs' last 200 ms of lines.
- */
-class BatchedLines {
-  private static readonly waiting = new Set<BatchedLines>();
-  private static exitHook = false;
-  private parts: string[] = [];
-  private chars = 0;
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly dest: fs.WriteStream,
-    private readonly file: string,
-  ) {}
-
-  /** pino's destination interface. */
-  write(line: string): void {
-    if (this.parts.length === 0) BatchedLines.waiting.add(this);
-    if (!BatchedLines.exitHook) {
-      BatchedLines.exitHook = true;
-      process.once('exit', () => {
-        for (const b of BatchedLines.waiting) b.flushSync();
-      });
-    }
-    this.parts.push(line);
-    this.chars += line.length;
-    if (this.chars >= LOG_FLUSH_CHARS) this.flush();
-    else if (!this.timer) {
-      this.timer = setTimeout(() => this.flush(), LOG_FLUSH_MS);
-      this.timer.unref();
-    }
-  }
-
-  flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.parts.length === 0) return;
-    BatchedLines.waiting.delete(this);
-    this.dest.write(this.parts.join(''));
-    this.parts = [];
-    this.chars = 0;
-  }
-
-  private flushSync(): void {
-    try {
-      fs.appendFileSync(this.file, this.parts.join(''));
-    } catch {
-      /* the process is ending; nothing left to tell */
-    }
-    this.parts = [];
-  }
-}
-
-/** A pino logger writing to the AM's `<dir>/stdout`, as a dedicated AM's stdout would be. */
+/** A pino logger writing to the AM's `<dir>/stdout` (am-log-file.ts), as a dedicated AM's stdout would be. */
 function amLog(spec: HostedAmSpec, level: string): { log: Logger; close(then: () => void): void } {
-  fs.mkdirSync(spec.dir, { recursive: true });
-  // A plain append stream: its writes go through libuv's pool, and closing it neither writes on
-  // this loop nor fsyncs (pino.destination's flushSync and close both fsync: two per ending AM, one
-  // on this loop, which every other hosted AM shares).
-  const file = path.join(spec.dir, 'stdout');
-  const dest = fs.createWriteStream(file, { flags: 'a' });
-  dest.on('error', () => {}); // a log that cannot be written must not end the host
-  const lines = new BatchedLines(dest, file);
-  const log = pino({ name: 'appmaster', level, base: { pid: process.pid, hosted: true }, timestamp: pino.stdTimeFunctions.isoTime }, lines);
-  return {
-    log: log as unknown as Logger,
-    // `then` once every line is in the file (the AM's end is reported with its log whole), or
-    // after LOG_CLOSE_WAIT_MS when the disk does not answer.
-    close: (then) => {
-      let called = false;
-      const once = () => {
-        if (called) return;
-        called = true;
-        clearTimeout(timer);
-        then();
-      };
-      const timer = setTimeout(once, LOG_CLOSE_WAIT_MS);
-      dest.once('close', once);
-      dest.once('error', once);
-      lines.flush();
-      dest.end();
-    },
-  };
+  const file = new AmLogFile(path.join(spec.dir, 'stdout'));
+  const log = pino({ name: 'appmaster', level, base: { pid: process.pid, hosted: true }, timestamp: pino.stdTimeFunctions.isoTime }, file);
+  // `then` once every line is in the file (the AM's end is reported with its log whole), or after
+  // LOG_CLOSE_WAIT_MS when the disk does not answer.
+  return { log: log as unknown as Logger, close: (then) => file.close(then) };
 }
 
 /** Writes `<dir>/exit` atomically (a restarted agent reads how the AM ended). */
