@@ -45,7 +45,7 @@ import {
 } from '@fuxi/common';
 import type * as grpc from '@grpc/grpc-js';
 import { loadFuxiProto } from '@fuxi/proto';
-import { routedAddress, ServiceRouter, startServer, WORKER_EVENTS_BATCHED, type RunningServer, type Transport } from '@fuxi/rpc';
+import { routedAddress, ServiceRouter, startServer, AM_SERVER_BATCHED, type RunningServer, type Transport } from '@fuxi/rpc';
 import type { TaskProgress } from '../core/types.js';
 import { AmLogFile } from './am-log-file.js';
 import { AppMaster, configFromEnv, type AmServing, type AppMasterConfig } from './app-master.js';
@@ -346,7 +346,7 @@ export class SharedAmServers {
     if (running) return running;
     const def = loadFuxiProto().AppMasterService.service;
     // An agent's worker events for several of the host's AMs come in one call, each to its AM.
-    const router = new ServiceRouter(def, { batch: { method: 'Calls', allowed: WORKER_EVENTS_BATCHED } });
+    const router = new ServiceRouter(def, { batch: { method: 'Calls', allowed: AM_SERVER_BATCHED } });
     const started = startServer({
       bind,
       ...(cfg.advertise ? { advertise: cfg.advertise } : {}),
@@ -417,8 +417,10 @@ class InlineAm implements Hosted {
         if (this.opts.createAm) this.am = this.opts.createAm(this.spec, log);
         else {
           const cfg = configFromEnv(this.spec.env, log);
-          // Inline AMs share the host's batches of master calls (one call carries many AMs' calls).
-          this.am = new AppMaster({ ...cfg, batchMasterCalls: true, serve: this.servers.serving(cfg, this.ctx) });
+          // Inline AMs share the host's batches of master calls (one call carries many AMs' calls),
+          // and take their assignments from the master's batches of pushes to the host's server
+          // instead of holding a stream each.
+          this.am = new AppMaster({ ...cfg, batchMasterCalls: true, assignmentStream: false, serve: this.servers.serving(cfg, this.ctx) });
         }
       } catch (e) {
         this.logFile?.log.error({ err: errorMessage(e) }, 'application master could not start');

@@ -78,7 +78,7 @@ import {
   type ServiceImpl,
   type Transport,
   type TypedClient,
-  WORKER_EVENTS_BATCHED,
+  AM_SERVER_BATCHED,
 } from '@fuxi/rpc';
 import { DagAppMaster } from '../core/dag-am.js';
 import type { AmEffect, Assignment, ListedWorker, Recovery, RequestDelta, ScheduleUnitConfig, TaskProgress, WorkerEvent } from '../core/types.js';
@@ -119,6 +119,13 @@ export interface AppMasterConfig {
    * @fuxi/rpc call-batch.ts): set by the AM host for the AMs it runs inline.
    */
   batchMasterCalls?: boolean;
+  /**
+   * Whether the AM holds a WatchAssignments stream open to the master (default true). False (an AM
+   * host's inline AMs): the master pushes its assignments as UpdateAssignments calls, batched per
+   * server with the other AMs' pushes (`AppMasterService.Calls`), so a job costs the master and the
+   * host no stream of its own; a lost master is then noticed at the next heartbeat, not at once.
+   */
+  assignmentStream?: boolean;
   /** How long one master call cycles through the masters before `masterRetryForMs` takes over (default 2 min). */
   masterCallRetryForMs?: number;
   /** How long a StartWorkers is retried on UNAVAILABLE before the plans count as rejected (default 60 s). */
@@ -255,6 +262,8 @@ export class AppMaster {
   private reportedUpTo = 0;
   private masterQueue: Promise<void> = Promise.resolve();
   private heartbeatQueued = false;
+  /** A heartbeat tick came while held (pause()): it runs at the release, as a stopped process's overdue timer does at SIGCONT. */
+  private tickHeld = false;
   /** An UpdateRequests carrying a request was answered since the last heartbeat tick, and when the last one was. */
   private requestAnsweredSinceTick = false;
   private requestAnsweredAtMs = 0;
@@ -388,9 +397,9 @@ export class AppMaster {
   private async startServing(): Promise<void> {
     const def = this.proto.AppMasterService.service;
     const impl: ServiceImpl<AppMasterServiceDefinition> = {
-      // An agent's WorkerEvents for this AM, several in one (call-batch.ts; at an AM host the
-      // host's router takes these, each entry to its AM).
-      Calls: batchedCalls(def, () => impl, WORKER_EVENTS_BATCHED),
+      // Agents' WorkerEvents and the master's UpdateAssignments for this AM, several in one
+      // (call-batch.ts; at an AM host the host's router takes these, each entry to its AM).
+      Calls: batchedCalls(def, () => impl, AM_SERVER_BATCHED),
       UpdateAssignments: async (req: UpdateAssignmentsRequest__Output) => {
         await this.held?.promise;
         this.checkEpoch(req.epoch, 'UpdateAssignments');
@@ -718,7 +727,11 @@ export class AppMaster {
   }
 
   private onTimer(): void {
-    if (this.stopped || this.held) return;
+    if (this.stopped) return;
+    if (this.held) {
+      this.tickHeld = true;
+      return;
+    }
     this.execute(this.core.tick(Date.now()));
     if (this.heartbeatQueued || this.core.result) return;
     // A request answered since the last tick told the master all a heartbeat would (that we live,
@@ -1116,11 +1129,13 @@ export class AppMaster {
    * Holds a WatchAssignments stream open to the master that just answered (at most one attempt per
    * master call while a master refuses it). Its messages are UpdateAssignments calls by another
    * road: the same core entry and (epoch, seq) ordering; while none is open the master calls.
+   * None with `assignmentStream: false`.
    */
   private watchAssignments(): void {
     const w = this.assignmentWatch;
     const address = this.conn.address;
     const epoch = this.epoch;
+    if (this.cfg.assignmentStream === false) return;
     if (this.stopped || !this.core.started || (w && w.address === address && w.epoch === epoch)) return;
     w?.cancel();
     const stream = this.conn.client(address).stream.WatchAssignments({ appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, epoch });
@@ -1187,17 +1202,19 @@ export class AppMaster {
     return this.shutdown();
   }
 
-  /**
-   * Fault injection: a timing failure of this AM alone, as the master and the agents see it. Until
-   * the returned function is called, its heartbeat timer and polls do nothing, master calls wait in
-   * their queue, and calls and stream messages to it wait before they are looked at (callers see
-   * their deadlines pass). Used by the AM host's fault commands (tests of a hosted AM that stalls).
-   */
   /** Each task's instance counts and retries (the core's view; read by the AM host's stats). */
   progress(): TaskProgress[] {
     return this.core.progress();
   }
 
+  /**
+   * Fault injection: a timing failure of this AM alone, as the master and the agents see it. Until
+   * the returned function is called, its heartbeat timer and polls do nothing, master calls wait in
+   * their queue, and calls and stream messages to it wait before they are looked at (callers see
+   * their deadlines pass); a heartbeat tick that came meanwhile runs at the release, as a stopped
+   * process's overdue timer does when it is continued. Used by the AM host's fault commands (tests
+   * of a hosted AM that stalls).
+   */
   pause(): () => void {
     if (!this.held) {
       let release!: () => void;
@@ -1210,6 +1227,10 @@ export class AppMaster {
       if (this.held !== held) return;
       this.held = undefined;
       held.release();
+      if (this.tickHeld) {
+        this.tickHeld = false;
+        setImmediate(() => this.onTimer());
+      }
       this.log.warn({}, 'resumed (fault injection)');
     };
   }

@@ -1,6 +1,9 @@
 /**
  * Grant and assignment pushes: the open WatchGrants / WatchAssignments streams, and the unary
- * UpdateGrants / UpdateAssignments calls for agents and AMs that have none open.
+ * UpdateGrants / UpdateAssignments calls for agents and AMs that have none open. An AM host's
+ * inline AMs open none: a stream per job cost the master and the host about a millisecond of CPU
+ * per job, and their pushes go instead in one `Calls` batch per host and turn (`Peers.assignAm`,
+ * one batch out per host at a time, so each AM's pushes stay in order).
  *
  * Pushes made during one event-loop turn go out at its end (`queue` then `flush`), grants first.
  * The core makes full (absolute) grant tables and only the newest per node is sent: a slot
@@ -323,8 +326,7 @@ export class PushStreams {
       endExhausted(watch.call, 'WatchAssignments', ASSIGNMENT_STREAM_MAX_QUEUED);
     }
     this.peers
-      .am(e.address)
-      .UpdateAssignments(msg, { deadlineMs: 5000 })
+      .assignAm(e.address, msg, { deadlineMs: 5000 })
       .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
   }
 

@@ -1,8 +1,8 @@
 /**
  * Many callers' unary calls of one service carried in one call: an AM host's hosted AMs each make
  * a handful of master calls per job (`MasterService.AmCalls`) and a StartWorkers per node they run
- * on (`AgentService.Calls`), an agent sends each AM its worker events (`AppMasterService.Calls`),
- * and each call alone costs about as much CPU in gRPC, HTTP/2 and TLS on both ends as the work it
+ * on (`AgentService.Calls`), an agent sends each AM its worker events and the master sends each
+ * AM host's AMs their assignments (`AppMasterService.Calls`), and each call alone costs about as much CPU in gRPC, HTTP/2 and TLS on both ends as the work it
  * asks for. Batched, every entry keeps what makes it that caller's call: its method, its request,
  * its own bearer token (the AM attempt's), its route on a server of many (routing.ts), and its own
  * answer or error. The server side runs each entry through the very handler (authorization and
@@ -27,7 +27,7 @@
  * // server (the master's handlers):
  * AmCalls: batchedCalls(MasterService, () => wrappedHandlers, AM_BATCHED, observe)
  * // a server of many instances (routing.ts): each entry to the handlers of its route
- * new ServiceRouter(AppMasterService, { batch: { method: 'Calls', allowed: WORKER_EVENTS_BATCHED } })
+ * new ServiceRouter(AppMasterService, { batch: { method: 'Calls', allowed: AM_SERVER_BATCHED } })
  * ```
  */
 import * as grpc from '@grpc/grpc-js';
@@ -51,6 +51,15 @@ export const AGENT_BATCHED: ReadonlySet<string> = new Set(['StartWorkers', 'Stop
 
 /** What an agent may batch to the AMs of a server (AppMasterService.Calls). */
 export const WORKER_EVENTS_BATCHED: ReadonlySet<string> = new Set(['WorkerEvents']);
+
+/**
+ * What the master may batch to the AMs of a server (AppMasterService.Calls): the assignment pushes
+ * of AMs with no WatchAssignments stream open (an AM host's inline AMs open none).
+ */
+export const ASSIGNMENTS_BATCHED: ReadonlySet<string> = new Set(['UpdateAssignments']);
+
+/** What an AM's server (its own, or an AM host's router) takes in a `Calls` batch: agents' and the master's. */
+export const AM_SERVER_BATCHED: ReadonlySet<string> = new Set([...WORKER_EVENTS_BATCHED, ...ASSIGNMENTS_BATCHED]);
 
 /** Bytes a batch entry costs beside its request, method, token and route (field tags and lengths). */
 const ENTRY_FRAME_BYTES = 16;

@@ -1,6 +1,7 @@
 /**
  * The master's push streams with real processes: agents take their grant tables on WatchGrants and
- * AMs their assignments on WatchAssignments (not a call per push), and the master refuses streams
+ * dedicated AMs their assignments on WatchAssignments (not a call per push), an AM host's AMs
+ * theirs in the master's batches to the host (no stream per job), and the master refuses streams
  * it cannot serve with the usual status codes.
  */
 import { expect } from 'chai';
@@ -9,7 +10,7 @@ import { loadFuxiProto } from '@fuxi/proto';
 import { connect, RpcError, Transport } from '@fuxi/rpc';
 import type { LocalCluster } from '@fuxi/deploy';
 import type { FuxiClient } from '@fuxi/client';
-import { job, startCluster, stopCluster, until } from '../harness.js';
+import { job, sleep, startCluster, stopCluster, until } from '../harness.js';
 
 async function firstError(stream: AsyncIterable<unknown>): Promise<RpcError> {
   try {
@@ -36,7 +37,7 @@ describe('push streams (real processes)', function () {
   let failed = false;
 
   before(async () => {
-    cluster = await startCluster('push-streams');
+    cluster = await startCluster('push-streams', { metrics: true });
     client = cluster.client();
   });
   afterEach(function () {
@@ -87,6 +88,31 @@ describe('push streams (real processes)', function () {
     // Counters are logged every 5 s: wait for the ones of this job's pushes.
     const totals = await until('grant deltas logged', () => (sum().written > sum().full ? sum() : undefined), 20_000, 250);
     expect(totals.written - totals.full).to.be.greaterThan(0);
+  });
+
+  it("gives a hosted AM its assignments in batches to its host and a dedicated AM on its stream: only the dedicated one's stream is served", async () => {
+    const handled = async (): Promise<number> => {
+      const text = await (await fetch(cluster.master.metricsUrl!)).text();
+      let n = 0;
+      for (const line of text.split('\n')) {
+        if (line.startsWith('fuxi_grpc_server_handled_total{') && line.includes('method="WatchAssignments"')) n += Number(line.split(' ').pop());
+      }
+      return n;
+    };
+    const before = await handled();
+    const spec = (name: string, am: string) =>
+      job({ name, am, tasks: [{ name: 't', instances: 4, resources: { cpu: 0.2, memory: 64 }, command: 'sleep 0.2' }] });
+    const jobs = await Promise.all([client.submit(spec('hosted-pushes', 'shared')), client.submit(spec('dedicated-stream', 'dedicated'))]);
+    for (const { jobId } of jobs) {
+      let end;
+      for await (const j of client.watch(jobId)) end = j;
+      expect(end!.state, `${jobId}: ${end!.message}`).to.equal('JOB_STATE_SUCCEEDED');
+    }
+    // A stream counts once it has ended, with its AM: the dedicated AM's, and no other after a while.
+    await until('the dedicated AM stream ended', async () => (await handled()) - before >= 1, 30_000, 250);
+    await sleep(2000);
+    expect((await handled()) - before).to.equal(1);
+    expect(logRecords(cluster.master.logFile, 'assignment push failed; the next AM heartbeat heals it')).to.deep.equal([]);
   });
 
   it('refuses a grant stream for a missing node id, another epoch or an unknown node', async () => {

@@ -142,6 +142,25 @@ describe('AppMaster shell (fake master and agents on loopback)', () => {
     expect(Math.min(...gaps)).to.be.at.least(40);
   });
 
+  for (const stream of [true, false]) {
+    it(`${stream ? 'with its assignment stream (the default) holds WatchAssignments open' : "with assignmentStream false (an AM host's inline AM) opens no WatchAssignments stream and runs on pushes by call"}`, async () => {
+      const m = await cluster(wireJob());
+      // The master serves streams either way.
+      m.streams = true;
+      const a = new AppMaster({
+        masters: [m.address],
+        appId: 'app-1',
+        amAttempt: 1,
+        nodeId: 'n1',
+        log: nullLogger,
+        deadlineMs: 3000,
+        ...(stream ? {} : { assignmentStream: false }),
+      });
+      expect((await a.run()).succeeded).to.equal(true);
+      expect(m.calls.includes('WatchAssignments')).to.equal(stream);
+    });
+  }
+
   for (const [what, bin] of [
     ['module tree', MAIN],
     ['bundle, as make build installs it', BUNDLED],
