@@ -345,7 +345,8 @@ export class SharedAmServers {
     const running = byBind.get(key);
     if (running) return running;
     const def = loadFuxiProto().AppMasterService.service;
-    // An agent's worker events for several of the host's AMs come in one call, each to its AM.
+    // An agent's worker events, and the master's assignment pushes, for several of the host's AMs
+    // come in one call, each to its AM.
     const router = new ServiceRouter(def, { batch: { method: 'Calls', allowed: AM_SERVER_BATCHED } });
     const started = startServer({
       bind,
