@@ -1132,10 +1132,10 @@ export class AppMaster {
    * None with `assignmentStream: false`.
    */
   private watchAssignments(): void {
+    if (this.cfg.assignmentStream === false) return;
     const w = this.assignmentWatch;
     const address = this.conn.address;
     const epoch = this.epoch;
-    if (this.cfg.assignmentStream === false) return;
     if (this.stopped || !this.core.started || (w && w.address === address && w.epoch === epoch)) return;
     w?.cancel();
     const stream = this.conn.client(address).stream.WatchAssignments({ appId: this.cfg.appId, amAttempt: this.cfg.amAttempt, epoch });

@@ -2,8 +2,8 @@
  * Many callers' unary calls of one service carried in one call: an AM host's hosted AMs each make
  * a handful of master calls per job (`MasterService.AmCalls`) and a StartWorkers per node they run
  * on (`AgentService.Calls`), an agent sends each AM its worker events and the master sends each
- * AM host's AMs their assignments (`AppMasterService.Calls`), and each call alone costs about as much CPU in gRPC, HTTP/2 and TLS on both ends as the work it
- * asks for. Batched, every entry keeps what makes it that caller's call: its method, its request,
+ * AM host's AMs their assignments (`AppMasterService.Calls`), and each call alone costs about as
+ * much CPU in gRPC, HTTP/2 and TLS on both ends as the work it asks for. Batched, every entry keeps what makes it that caller's call: its method, its request,
  * its own bearer token (the AM attempt's), its route on a server of many (routing.ts), and its own
  * answer or error. The server side runs each entry through the very handler (authorization and
  * all) a call alone would reach.

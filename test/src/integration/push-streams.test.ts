@@ -6,6 +6,7 @@
  */
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { loadFuxiProto } from '@fuxi/proto';
 import { connect, RpcError, Transport } from '@fuxi/rpc';
 import type { LocalCluster } from '@fuxi/deploy';
@@ -91,13 +92,11 @@ describe('push streams (real processes)', function () {
   });
 
   it("gives a hosted AM its assignments in batches to its host and a dedicated AM on its stream: only the dedicated one's stream is served", async () => {
+    // WatchAssignments streams the master has served to their end, by its metrics.
     const handled = async (): Promise<number> => {
-      const text = await (await fetch(cluster.master.metricsUrl!)).text();
-      let n = 0;
-      for (const line of text.split('\n')) {
-        if (line.startsWith('fuxi_grpc_server_handled_total{') && line.includes('method="WatchAssignments"')) n += Number(line.split(' ').pop());
-      }
-      return n;
+      const families = parsePrometheusTextFormat(await (await fetch(cluster.master.metricsUrl!)).text());
+      const samples = families.find((f) => f.name === 'fuxi_grpc_server_handled_total')?.metrics ?? [];
+      return samples.filter((m) => m.labels?.method === 'WatchAssignments').reduce((n, m) => n + Number(m.value), 0);
     };
     const before = await handled();
     const spec = (name: string, am: string) =>
