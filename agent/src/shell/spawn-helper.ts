@@ -20,16 +20,24 @@
  * code is on disk (helper-channel.ts); Ctrl-C and hangups, meant for the agent, leave it be. When
  * the command cannot be started directly, `file` and `args` (the wrapper) are started instead, as
  * on a thread, where `direct` is never used (the agent's process is never moved between cgroups).
+ * A helper process hands its direct starts to `fuxi-forker` (forker.ts), a small C process it starts
+ * once, when the binary is there: a fork from the helper itself costs about 1 ms of CPU more per
+ * worker. The forker's children are the workers; their pid and exit files are still written here.
+ * A start the forker cannot do is done here, as without it; if the forker dies, the helper ends
+ * too, and the agent looks for its workers as it does for a dead helper's.
  *
  * Messages in: `{ t: 'spawn', id, file, args, options, prep?, direct? }`. Out: `{ t: 'spawned',
  * id, pid, startTime }` or `{ t: 'failed', id, message, code?, field?, reason? }`, then `{ t:
  * 'exit', pid, code, signal }` when it ends.
  */
+import * as path from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import { launchDetached, LaunchPrepError, runLaunchPrep, type LaunchPrep } from './launch-prep.js';
 import { channelPort, DIE_BEFORE_REPLY_ENV, type ChannelPort, type ChannelProcess } from './helper-channel.js';
-import { CgroupHomes, startDirect, type DirectLaunch } from './direct-launch.js';
+import { CgroupHomes, pidRecord, shellExitCode, startDirect, type DirectLaunch } from './direct-launch.js';
+import { Forker, usableForker } from './forker.js';
 import { readStartTime } from './proc-table.js';
+import { writeFresh } from './worker-files.js';
 
 export interface SpawnMessage {
   t: 'spawn';
@@ -69,12 +77,44 @@ if (opened) {
   const dieBeforeReply = ownProcess && process.env[DIE_BEFORE_REPLY_ENV] === '1';
   const homes = new CgroupHomes();
   const problem = (message: string): void => void process.stderr.write(`fuxi-spawn-helper: ${message}\n`);
+  const reply = (r: SpawnReply): void => {
+    if (r.t === 'spawned' && dieBeforeReply) process.kill(process.pid, 'SIGKILL');
+    port.postMessage(r);
+  };
+  /** A direct start's end: its exit code on disk (written before), then said. */
+  const directEnded = (pid: number, code: number | null, signal: string | null): void => {
+    directRunning--;
+    reply({ t: 'exit', pid, code, signal });
+    (port as ChannelPort).endIfIdle();
+  };
+  /** The worker directories of the forker's children, by pid (their exit files are written here). */
+  const forked = new Map<number, string>();
+  const forkerFile = ownProcess ? usableForker() : undefined;
+  const forker = forkerFile
+    ? Forker.start(
+        forkerFile,
+        (pid, code, signal) => {
+          const dir = forked.get(pid);
+          if (dir === undefined) return;
+          forked.delete(pid);
+          try {
+            writeFresh(path.join(dir, 'exit'), `${shellExitCode(code, signal)}\n`);
+          } catch (e) {
+            problem(`cannot write the exit file of worker ${dir}: ${(e as Error).message}`);
+          }
+          directEnded(pid, code, signal);
+        },
+        // Its children's ends can no longer be heard, and a start under way may or may not have
+        // happened: this helper ends too, and its agent finds them as it finds a dead helper's.
+        (why) => {
+          problem(`${why}; ending, so that the agent looks for this helper's workers itself`);
+          process.exit(1);
+        },
+      )
+    : undefined;
+
   port.on('message', (m: SpawnMessage) => {
     if (m.t !== 'spawn') return;
-    const reply = (r: SpawnReply): void => {
-      if (r.t === 'spawned' && dieBeforeReply) process.kill(process.pid, 'SIGKILL');
-      port.postMessage(r);
-    };
     const failed = (e: unknown): void => {
       const err = e as NodeJS.ErrnoException;
       const prep = e instanceof LaunchPrepError && e.field ? { field: e.field, reason: e.reason } : {};
@@ -97,22 +137,37 @@ if (opened) {
       return;
     }
     const options = { ...m.options, cwd };
-    const started = startDirect(
-      m.direct,
-      options,
-      homes,
-      (pid, code, signal) => {
-        directRunning--;
-        callbacks.exited(pid, code, signal);
-        (port as ChannelPort).endIfIdle();
-      },
-      problem,
-    );
-    if (!started) {
-      launchDetached(m.file, m.args, options, undefined, callbacks);
+    const direct = m.direct;
+    /** Forked here (no forker, or a start it could not do); the wrapper when not even that. */
+    const startHere = (): void => {
+      const started = startDirect(direct, options, homes, directEnded, problem);
+      if (!started) {
+        launchDetached(m.file, m.args, options, undefined, callbacks);
+        return;
+      }
+      directRunning++;
+      reply({ t: 'spawned', id: m.id, pid: started.pid, startTime: started.startTime });
+    };
+    if (!forker) {
+      startHere();
       return;
     }
+    // Counted from here: a helper whose channel ends now still waits for the forker's answer.
     directRunning++;
-    reply({ t: 'spawned', id: m.id, pid: started.pid, startTime: started.startTime });
+    forker.start(direct, options, (started) => {
+      directRunning--;
+      if (!started) {
+        startHere();
+        return;
+      }
+      directRunning++;
+      forked.set(started.pid, direct.dir);
+      try {
+        writeFresh(path.join(direct.dir, 'pid'), pidRecord(started.pid, started.startTime));
+      } catch (e) {
+        problem(`cannot write the pid file of worker ${direct.dir}: ${(e as Error).message}`);
+      }
+      reply({ t: 'spawned', id: m.id, pid: started.pid, startTime: started.startTime });
+    });
   });
 }

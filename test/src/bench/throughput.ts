@@ -46,9 +46,10 @@
  * `--store etcd` runs every scenario with the master on a real etcd (started here) instead of the
  * embedded store, and writes bench-results/throughput-etcd.json.
  *
- * `controlCpuS` is the user+sys CPU of the master, the agents (with their spawn helpers, which
- * lay out and fork the workers; their part is `spawnHelpersCpuS`) and the AM hosts over the
- * scenario, from /proc, not the workers'. The reaped children of the agents and their helpers (each
+ * `controlCpuS` is the user+sys CPU of the master, the agents (with their spawn helpers and the
+ * helpers' forkers, which lay out and fork the workers; their part is `spawnHelpersCpuS`) and the AM
+ * hosts over the scenario, from /proc, not the workers'. The reaped children of the agents, their
+ * helpers and the forkers (each
  * worker's `/bin/true`, started with no wrapper, and what its process did between the fork and the
  * exec: far from nothing per task) are `workersCpuS`, reported beside it. Every AM in these
  * scenarios is hosted, so no AM process is among those children (an AM host that ends mid-run is:
@@ -101,19 +102,28 @@ function cpuOf(pid: number): { own: number; children: number } {
   }
 }
 
-/** The live spawn helpers of agent `pid` (its children running spawn-helper.js, which fork the workers). */
-function spawnHelpers(pid: number): number[] {
+/** The live children of `pid` whose command line includes `name`. */
+function childrenNamed(pid: number, name: string): number[] {
   const out: number[] = [];
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       for (const child of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean)) {
-        if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('spawn-helper')) out.push(Number(child));
+        if (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(name)) out.push(Number(child));
       }
     }
   } catch {
     /* gone */
   }
   return out;
+}
+
+/**
+ * The live spawn helpers of agent `pid` (its children running spawn-helper.js) and their forkers
+ * (fuxi-forker, each helper's child): the processes that fork the workers.
+ */
+function spawnHelpers(pid: number): number[] {
+  const helpers = childrenNamed(pid, 'spawn-helper');
+  return [...helpers, ...helpers.flatMap((h) => childrenNamed(h, 'fuxi-forker'))];
 }
 
 /** The master's heap snapshots (`--heapsnapshot-signal`) go here, under the scenario's dir. */

@@ -20,6 +20,7 @@ import {
   type ExitInfo,
   type SpawnResult,
 } from '../process-driver.js';
+import { FORKER_ENV } from '../forker.js';
 import { DIE_BEFORE_REPLY_ENV } from '../helper-channel.js';
 import { launchDetached, runLaunchPrep } from '../launch-prep.js';
 import { HelperSpawner, SpawnOutcomeUnknownError, type SpawnRequest, type Spawner } from '../spawner.js';
@@ -323,6 +324,87 @@ describe('RealProcessDriver (real processes)', function () {
     await waitFor(() => readExitFile(dir) !== null, 5000);
     expect(readExitFile(dir)).to.equal(4);
     await waitFor(() => !alive(helper), 5000);
+  });
+
+  /** The parent of `pid` and its command line's first word. */
+  const parentOf = (pid: number): { ppid: number; name: string } => {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return { ppid, name: path.basename(fs.readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0')[0] ?? '') };
+  };
+
+  for (const forker of [true, false]) {
+    it(`a direct start ${forker ? 'is forked by fuxi-forker, the helper’s child' : 'with FUXI_SPAWN_FORKER=0 is forked by the helper itself'}: same pid file, exit file and exit`, async () => {
+      const had = process.env[FORKER_ENV];
+      if (!forker) process.env[FORKER_ENV] = '0';
+      const spawner = new HelperSpawner();
+      const own = new RealProcessDriver({ workDir, stopGraceMs: 300, spawner });
+      const ends: ExitInfo[] = [];
+      own.onExit((e) => ends.push(e));
+      try {
+        const r = await own.spawn(spec(`via-${String(forker)}`, ['sh', '-c', 'sleep 0.3; exit 5']));
+        started.push(r.pid);
+        const helper = spawner.helperPid as number;
+        const parent = parentOf(r.pid);
+        if (forker) {
+          expect(parent.name).to.equal('fuxi-forker');
+          expect(parentOf(parent.ppid).ppid).to.equal(helper);
+        } else expect(parent.ppid).to.equal(helper);
+        const dir = workerDir(workDir, 'app1', `via-${String(forker)}`);
+        expect(readPidRecord(dir)).to.deep.equal({ pid: r.pid, startTime: r.startTime });
+        await waitFor(() => ends.length === 1, 10_000);
+        expect([ends[0]?.exitCode, ends[0]?.signal]).to.deep.equal([5, null]);
+        expect(fs.readFileSync(path.join(dir, 'exit'), 'utf8')).to.equal('5\n');
+      } finally {
+        own.close();
+        if (had === undefined) delete process.env[FORKER_ENV];
+        else process.env[FORKER_ENV] = had;
+      }
+    });
+  }
+
+  it('50 direct starts at once of a command that ends at once: every end is reported with its code and recorded', async () => {
+    const spawner = new HelperSpawner();
+    const own = new RealProcessDriver({ workDir, stopGraceMs: 300, spawner });
+    const ends: ExitInfo[] = [];
+    own.onExit((e) => ends.push(e));
+    try {
+      const rs = await Promise.all(Array.from({ length: 50 }, (_, i) => own.spawn(spec(`quick-${i}`, ['true']))));
+      expect(new Set(rs.map((r) => r.pid)).size).to.equal(50);
+      await waitFor(() => ends.length === 50, 20_000);
+      expect(ends.every((e) => e.exitCode === 0 && e.signal === null)).to.equal(true);
+      for (let i = 0; i < 50; i++) expect(fs.readFileSync(path.join(workerDir(workDir, 'app1', `quick-${i}`), 'exit'), 'utf8')).to.equal('0\n');
+    } finally {
+      const helper = spawner.helperPid;
+      own.close();
+      // A helper still waiting for an end it never heard would stay: it is this test's to stop.
+      if (helper !== undefined) await waitFor(() => !alive(helper), 5000).catch(() => process.kill(helper, 'SIGKILL'));
+    }
+  });
+
+  it('a forker killed under its helper ends the helper: the worker runs on, is watched through /proc, and the next spawn starts both again', async () => {
+    const spawner = new HelperSpawner({ pollMs: 50 });
+    const own = new RealProcessDriver({ workDir, stopGraceMs: 300, spawner });
+    const ends: ExitInfo[] = [];
+    own.onExit((e) => ends.push(e));
+    try {
+      const r = await own.spawn(spec('forker-dies', ['sleep', '0.5']));
+      started.push(r.pid);
+      const helper = spawner.helperPid as number;
+      const forker = parentOf(r.pid).ppid;
+      process.kill(forker, 'SIGKILL');
+      await waitFor(() => !alive(helper), 5000);
+      expect(alive(r.pid)).to.equal(true);
+      await waitFor(() => ends.length === 1, 10_000);
+      expect(ends[0]?.pid).to.equal(r.pid);
+      const next = await own.spawn(spec('forker-again', ['sleep', '0.3']));
+      started.push(next.pid);
+      expect(spawner.helperPid).to.be.a('number').and.not.equal(helper);
+      expect(parentOf(next.pid).name).to.equal('fuxi-forker');
+      await waitFor(() => ends.length === 2, 10_000);
+    } finally {
+      own.close();
+    }
   });
 
   describe('after an agent restart: probe() and adopt()', () => {
