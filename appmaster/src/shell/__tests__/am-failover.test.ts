@@ -19,6 +19,22 @@ async function waitFor(cond: () => boolean, ms = 10_000, what = 'condition'): Pr
   }
 }
 
+/** Every map entry reached the master before the request for reduce did (one FIFO queue). */
+function expectMapsSavedBeforeReduce(m: FakeMaster): void {
+  const nth = (name: string, k: number) => m.calls.map((c, i) => [c, i] as const).filter(([c]) => c === name)[k]?.[1] ?? -1;
+  const reduceRequest = nth(
+    'UpdateRequests',
+    m.requests.findIndex((r) => r.deltas.some((d) => d.suId === 'reduce' && d.delta > 0)),
+  );
+  let mapEntries = 0;
+  const lastMapSave = nth(
+    'SaveAppSnapshot',
+    m.snapshotCalls.findIndex((c) => (mapEntries += c.entries.filter((e) => decodeEntry(e)?.task === 'map').length) === 4),
+  );
+  expect(lastMapSave).to.be.greaterThan(-1);
+  expect(reduceRequest).to.be.greaterThan(lastMapSave);
+}
+
 /** A worker of AM attempt 1 as an agent lists it. */
 function earlier(workerId: string, nodeId: string, state: WorkerStatus['state']): WorkerStatus {
   const [task, instance, attempt] = workerId.split('.');
@@ -37,8 +53,18 @@ describe('AppMaster shell: AM failover and agent timing failures (fake master an
     return master;
   }
 
-  const am = (m: FakeMaster, amAttempt: number) =>
-    new AppMaster({ masters: [m.address], appId: 'app-1', amAttempt, nodeId: 'n1', log: nullLogger, deadlineMs: 3000, pollMs: 50, adoptWaitMs: 2000 });
+  const am = (m: FakeMaster, amAttempt: number, snapshotDelayMs?: number) =>
+    new AppMaster({
+      masters: [m.address],
+      appId: 'app-1',
+      amAttempt,
+      nodeId: 'n1',
+      log: nullLogger,
+      deadlineMs: 3000,
+      pollMs: 50,
+      adoptWaitMs: 2000,
+      ...(snapshotDelayMs !== undefined ? { snapshotDelayMs } : {}),
+    });
   const plans = () => agents.flatMap((x) => x.plans);
   const entries = (m: FakeMaster) => m.snapshot.entries.map((e) => decodeEntry(e)!);
 
@@ -65,19 +91,17 @@ describe('AppMaster shell: AM failover and agent timing failures (fake master an
     expect(logged.filter((w) => w.startsWith('reduce')).length).to.be.lessThan(2);
     const seqs = m.snapshotCalls.map((c) => Number(c.seq));
     expect(seqs).to.deep.equal(seqs.map((_, i) => i + 1));
-    // Every map entry reached the master before the request for reduce did (one FIFO queue).
-    const nth = (name: string, k: number) => m.calls.map((c, i) => [c, i] as const).filter(([c]) => c === name)[k]?.[1] ?? -1;
-    const reduceRequest = nth(
-      'UpdateRequests',
-      m.requests.findIndex((r) => r.deltas.some((d) => d.suId === 'reduce' && d.delta > 0)),
-    );
-    let mapEntries = 0;
-    const lastMapSave = nth(
-      'SaveAppSnapshot',
-      m.snapshotCalls.findIndex((c) => (mapEntries += c.entries.filter((e) => decodeEntry(e)?.task === 'map').length) === 4),
-    );
-    expect(lastMapSave).to.be.greaterThan(-1);
-    expect(reduceRequest).to.be.greaterThan(lastMapSave);
+    expectMapsSavedBeforeReduce(m);
+  });
+
+  it('snapshot entries wait for others (snapshotDelayMs), yet reach the master before the request that follows from them', async () => {
+    const spec = wireJob(); // map x4 -> reduce x2
+    const m = await cluster(spec);
+    // A wait far past the job's length: only the calls that follow the entries can carry them out.
+    expect((await am(m, 1, 60_000).run()).succeeded).to.equal(true);
+    const maps = entries(m).filter((e) => e.task === 'map');
+    expect(maps.map((e) => `${e.workerId}:${e.state}`).sort()).to.deep.equal(['map.0.1', 'map.1.1', 'map.2.1', 'map.3.1'].map((w) => `${w}:succeeded`));
+    expectMapsSavedBeforeReduce(m);
   });
 
   it('attempt 2 adopts a running worker that ListWorkers reports and finishes the job without starting it again', async () => {
