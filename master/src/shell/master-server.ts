@@ -177,6 +177,10 @@ export class MasterServer {
       () => this.isLeading(),
       log,
       () => this.writes.barrier(),
+      (appId, address) => {
+        const job = this.coreOrUndefined?.jobRecord(appId);
+        return job !== undefined && job.finishedAtMs === 0 && job.amAddress === address;
+      },
     );
     this.tokenFile = cfg.tokensFile ? new TokenFile(cfg.tokensFile, log.child({ component: 'tokens' })) : undefined;
     // eslint-disable-next-line @typescript-eslint/no-this-alias

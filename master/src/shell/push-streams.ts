@@ -148,6 +148,11 @@ export class PushStreams {
     private readonly log: Logger,
     /** Undefined when every store write queued so far is durable; else settles once they are (GroupCommit `barrier`). */
     private readonly durable: () => Promise<void> | undefined,
+    /**
+     * Whether the app still runs with its AM at `address`: a push that failed because that AM has
+     * ended since (its job over, a new attempt elsewhere) is nothing to warn about.
+     */
+    private readonly amCurrent: (appId: string, address: string) => boolean = () => true,
   ) {}
 
   /** Serves an agent's WatchGrants until the call ends (or a newer one of the node replaces it). */
@@ -325,9 +330,12 @@ export class PushStreams {
       this.assignmentStreams.delete(e.appId);
       endExhausted(watch.call, 'WatchAssignments', ASSIGNMENT_STREAM_MAX_QUEUED);
     }
-    this.peers
-      .assignAm(e.address, msg, { deadlineMs: 5000 })
-      .catch((err: unknown) => this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it'));
+    this.peers.assignAm(e.address, msg, { deadlineMs: 5000 }).catch((err: unknown) => {
+      // A job's last pushes (after its slots were returned) can reach its host after the AM ended.
+      if (!this.amCurrent(e.appId, e.address))
+        this.log.debug({ appId: e.appId, err: errorMessage(err) }, 'assignment push to an AM that has ended since; dropped');
+      else this.log.warn({ appId: e.appId, err: errorMessage(err) }, 'assignment push failed; the next AM heartbeat heals it');
+    });
   }
 
   /**

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { EventEmitter } from 'node:events';
 import fc from 'fast-check';
-import { acceptTable, nullLogger } from '@fuxi/common';
+import { acceptTable, nullLogger, type Logger } from '@fuxi/common';
 import type { GrantUpdate } from '@fuxi/proto';
 import type { Effect, GrantEntry } from '../../core/types.js';
 import type { Peers } from '../peers.js';
@@ -218,5 +218,46 @@ describe('grant pushes on a stream (master shell: push-streams.ts)', () => {
         { numRuns: 100 },
       );
     });
+  });
+});
+
+describe('assignment pushes to an AM host that fail (push-streams.ts)', () => {
+  /** PushStreams whose pushes to AMs all fail, logging into `logged`, with `current` as the apps whose AM is where the push went. */
+  function failing(current: Set<string>): { pushes: PushStreams; logged: Array<{ level: string; msg: string }> } {
+    const logged: Array<{ level: string; msg: string }> = [];
+    const log = {
+      warn: (_: unknown, msg: string) => logged.push({ level: 'warn', msg }),
+      debug: (_: unknown, msg: string) => logged.push({ level: 'debug', msg }),
+    } as unknown as Logger;
+    const peers = { assignAm: () => Promise.reject(new Error('nothing serves app-1%2Fam.1 here')) } as unknown as Peers;
+    const pushes = new PushStreams(
+      peers,
+      () => true,
+      log,
+      () => undefined,
+      (appId) => current.has(appId),
+    );
+    return { pushes, logged };
+  }
+  const assignments = (appId: string): Extract<Effect, { kind: 'assignments' }> => ({
+    kind: 'assignments',
+    appId,
+    address: '10.0.0.1:7100#app-1%2Fam.1',
+    epoch: '1',
+    seq: 2,
+    full: true,
+    assignments: [],
+  });
+
+  it('warns when the AM is still the app’s; says it at debug level when that AM has ended since (its job over, or a new attempt)', async () => {
+    const live = failing(new Set(['app-1']));
+    live.pushes.push(assignments('app-1'));
+    live.pushes.flush();
+    const ended = failing(new Set());
+    ended.pushes.push(assignments('app-1'));
+    ended.pushes.flush();
+    await new Promise((r) => setImmediate(r));
+    expect(live.logged).to.deep.equal([{ level: 'warn', msg: 'assignment push failed; the next AM heartbeat heals it' }]);
+    expect(ended.logged).to.deep.equal([{ level: 'debug', msg: 'assignment push to an AM that has ended since; dropped' }]);
   });
 });
