@@ -60,14 +60,22 @@ export function runLaunchPrep(p: LaunchPrep): string {
   if (made === undefined) for (const f of p.staleFiles) fs.rmSync(f, { force: true, recursive: true });
   let cwd: string;
   try {
-    for (const d of p.subdirs) realDir(d);
+    // In a directory made just now (by root, not yet its user's) nothing can be in the way.
+    for (const d of p.subdirs) {
+      if (made !== undefined && d.startsWith(`${p.dir}/`)) fs.mkdirSync(d, { recursive: true });
+      else realDir(d);
+    }
     for (const f of p.files) writeFresh(f.path, f.text);
     cwd = 'path' in p.cwd ? p.cwd.path : confinePath(p.cwd.confine.field, p.cwd.confine.given, p.dir, p.cwd.confine.allowed);
-    let isDir = false;
-    try {
-      isDir = fs.statSync(cwd).isDirectory();
-    } catch {
-      isDir = false;
+    // The worker's own directory, made just now, is one.
+    const fresh = made !== undefined && 'confine' in p.cwd && !p.cwd.confine.given;
+    let isDir = fresh;
+    if (!fresh) {
+      try {
+        isDir = fs.statSync(cwd).isDirectory();
+      } catch {
+        isDir = false;
+      }
     }
     if (!isDir) throw new LaunchPrepError(`working directory ${cwd} does not exist`);
   } catch (e) {
@@ -91,16 +99,18 @@ export function runLaunchPrep(p: LaunchPrep): string {
  */
 export function confinePath(field: string, given: string, dir: string, allowed: readonly string[]): string {
   const refuse = (reason: string): LaunchPrepError => new LaunchPrepError(`${field}: ${reason}`, field, reason);
+  // realpath(3) itself: Node's own realpathSync walks the path in JS, an lstat per component.
   let real: string;
   try {
-    real = fs.realpathSync(path.resolve(dir, given || '.'));
+    real = fs.realpathSync.native(path.resolve(dir, given || '.'));
   } catch {
     throw refuse(`${JSON.stringify(given)} does not exist on this node`);
   }
-  const roots: string[] = [];
-  for (const r of [dir, ...allowed]) {
+  // The worker's directory itself (`given` empty): its real path is the one just resolved.
+  const roots: string[] = given ? [] : [real];
+  for (const r of given ? [dir, ...allowed] : allowed) {
     try {
-      roots.push(fs.realpathSync(r));
+      roots.push(fs.realpathSync.native(r));
     } catch {
       // a missing allowed root allows nothing
     }
