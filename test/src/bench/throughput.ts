@@ -53,7 +53,9 @@
  * worker's `/bin/true`, started with no wrapper, and what its process did between the fork and the
  * exec: far from nothing per task) are `workersCpuS`, reported beside it. Every AM in these
  * scenarios is hosted, so no AM process is among those children (an AM host that ends mid-run is:
- * only in amHostCrash, which reports no CPU).
+ * only in amHostCrash, which reports no CPU). Beside them: the bench's own CPU (`clientCpuS`, the
+ * SDK's side) and the whole machine's busy and idle time (`machineBusyS`, `machineIdleS`), which
+ * tell whether a scenario was bound by the machine's CPU or by some wait.
  *
  * The clusters' directories (the agents' work dirs with every worker's) go under /dev/shm when there
  * is one (`defaultBase`), or under `--dir`.
@@ -100,6 +102,15 @@ function cpuOf(pid: number): { own: number; children: number } {
   } catch {
     return { own: 0, children: 0 };
   }
+}
+
+/** The machine's CPU time since boot from /proc/stat, in seconds: busy (all but idle and iowait) and idle. */
+function machineCpu(): { busy: number; idle: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest and guest_nice are in user and nice already)
+  const idle = (f[3] ?? 0) + (f[4] ?? 0);
+  const busy = f.slice(0, 8).reduce((a, x) => a + x, 0) - idle;
+  return { busy: busy * TICK_S, idle: idle * TICK_S };
 }
 
 /** The live children of `pid` whose command line includes `name`. */
@@ -288,7 +299,10 @@ class Bench {
   /**
    * Runs `fn`, returning its wall time and the control plane's CPU in that time (in all, and by
    * part), the workers', and the master's and the agents' calls answered meanwhile by method (`masterCalls`, `agentCalls`; the
-   * calls of an `AmCalls` batch each count under their own method too).
+   * calls of an `AmCalls` batch each count under their own method too). Also what the rest of the
+   * machine did: this process's own CPU (`clientCpuS`: the SDK submitting and waiting), and the
+   * machine's busy and idle CPU time from /proc/stat (`machineBusyS`, `machineIdleS`: on 2 cores,
+   * idle near 0 means the run was bound by CPU, not by a wait).
    */
   async measure(fn: () => Promise<void>): Promise<{
     wallS: number;
@@ -298,6 +312,9 @@ class Bench {
     amHostsCpuS: number;
     spawnHelpersCpuS: number;
     workersCpuS: number;
+    clientCpuS: number;
+    machineBusyS: number;
+    machineIdleS: number;
     masterCalls: Record<string, number>;
     agentCalls: Record<string, number>;
   }> {
@@ -305,7 +322,11 @@ class Bench {
     const a0 = await this.agentCalls();
     const p0 = this.cpuByPart();
     const t0 = Date.now();
+    const u0 = process.cpuUsage();
+    const k0 = machineCpu();
     await fn();
+    const k1 = machineCpu();
+    const u1 = process.cpuUsage(u0);
     const p1 = this.cpuByPart();
     const c1 = await this.masterCalls();
     const a1 = await this.agentCalls();
@@ -326,6 +347,9 @@ class Bench {
       amHostsCpuS,
       spawnHelpersCpuS,
       workersCpuS,
+      clientCpuS: round((u1.user + u1.system) / 1e6, 2),
+      machineBusyS: round(k1.busy - k0.busy, 2),
+      machineIdleS: round(k1.idle - k0.idle, 2),
       masterCalls,
       agentCalls,
     };
