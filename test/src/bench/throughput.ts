@@ -60,9 +60,14 @@
  * The clusters' directories (the agents' work dirs with every worker's) go under /dev/shm when there
  * is one (`defaultBase`), or under `--dir`.
  *
- *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 5000] [--dir /tmp] [--keep]
+ * The file starts with what was measured: when (`at`), on which commit (`commit`, and `dirty` when
+ * tracked files differed from it), with which Node and how many CPUs, and which `scenarios` ran.
+ * `--out FILE` writes it elsewhere (a partial run with `--only` that should not replace the full
+ * run's file).
+ *
+ *   node test/dist/bench/throughput.js [--jobs 1000] [--latency 200] [--ten-thousand] [--only sdkMany,array] [--max-am-share 0.1] [--warm-up 5000] [--dir /tmp] [--keep] [--out FILE]
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   accessSync,
   chmodSync,
@@ -77,8 +82,8 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { FuxiClient } from '@fuxi/client';
@@ -781,6 +786,19 @@ function defaultBase(): string {
   return tmpdir();
 }
 
+/**
+ * What the figures were measured on: the repository's commit (null outside a git checkout) and
+ * whether tracked files differed from it, Node's version and the machine's CPU count.
+ */
+function provenance(): { commit: string | null; dirty: boolean | null; node: string; cpus: number } {
+  const git = (args: string[]) => spawnSync('git', ['-C', REPO_ROOT, ...args], { encoding: 'utf8' });
+  const head = git(['rev-parse', 'HEAD']);
+  const commit = head.status === 0 ? head.stdout.trim() : null;
+  const status = commit ? git(['status', '--porcelain', '--untracked-files=no']) : undefined;
+  const dirty = status && status.status === 0 ? status.stdout.trim() !== '' : null;
+  return { commit, dirty, node: process.version, cpus: cpus().length };
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -795,6 +813,7 @@ async function main(): Promise<void> {
       'warm-up': { type: 'string' },
       'agent-args': { type: 'string' },
       dir: { type: 'string' },
+      out: { type: 'string' },
     },
   });
   const only = values.only ? new Set(values.only.split(',')) : undefined;
@@ -809,6 +828,9 @@ async function main(): Promise<void> {
   const warm = Number(values['warm-up'] ?? DEFAULT_WARM_UP);
   if (!Number.isInteger(warm) || warm < 0) throw new Error(`--warm-up must be a non-negative integer, got ${JSON.stringify(values['warm-up'])}`);
   const out: Record<string, unknown> = {
+    at: new Date().toISOString(),
+    ...provenance(),
+    scenarios: only ? [...only] : 'all',
     slots: 16,
     jobs: n,
     store,
@@ -884,8 +906,9 @@ async function main(): Promise<void> {
   if (values['ten-thousand'])
     await phase('tenThousand', tenThousand, ['--submit-rate-per-sec', '0', '--job-retention-count', String(TEN_THOUSAND_KEPT)], false);
   await etcd?.stop();
-  mkdirSync(join(REPO_ROOT, 'bench-results'), { recursive: true });
-  writeFileSync(join(REPO_ROOT, 'bench-results', store === 'etcd' ? 'throughput-etcd.json' : 'throughput.json'), JSON.stringify(out, null, 2) + '\n');
+  const file = values.out ?? join(REPO_ROOT, 'bench-results', store === 'etcd' ? 'throughput-etcd.json' : 'throughput.json');
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(out, null, 2) + '\n');
   process.stdout.write(JSON.stringify(out, null, 2) + '\n');
   // The clusters' work dirs (logs, stores, the workers' dirs): kept only with --keep.
   if (values.keep) process.stderr.write(`work dir kept: ${dir}\n`);
