@@ -1,8 +1,9 @@
 /**
  * @fuxi/proto: the wire contract of Fuxi-TS. The `.proto` files under `proto/fuxi/v1` are the only
  * source of wire types; the TypeScript types here are generated from them with the same loader
- * options the runtime uses (`LOADER_OPTIONS`), and so is the precompiled descriptor
- * (`generated/descriptor.ts`) that the runtime loads instead of parsing the `.proto` files.
+ * options the runtime uses (`LOADER_OPTIONS`), and so are the precompiled descriptor
+ * (`generated/descriptor.ts`) that the runtime loads instead of parsing the `.proto` files and the
+ * codecs (`generated/codecs.ts`) it runs instead of generating them from reflection.
  *
  * ```ts
  * import { loadFuxiProto, type JobSpec } from '@fuxi/proto';
@@ -12,7 +13,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type * as protoLoader from '@grpc/proto-loader';
-import protobuf from 'protobufjs/light.js';
+import protobuf from 'protobufjs/minimal.js';
+import { ENUM_VALUES, MESSAGE_CODECS } from './generated/codecs.js';
 import { FILE_DESCRIPTOR_PROTOS, FUXI_DESCRIPTOR, GENERATED_LOADER_OPTIONS } from './generated/descriptor.js';
 import type { AgentServiceDefinition } from './generated/fuxi/v1/AgentService.js';
 import type { AppMasterServiceDefinition } from './generated/fuxi/v1/AppMasterService.js';
@@ -39,28 +41,76 @@ export interface FuxiServices {
   SchedulerService: grpc.ServiceClientConstructor & { service: SchedulerServiceDefinition };
 }
 
-/** protobufjs's `toObject` options: what a deserialized message looks like (int64 as decimal strings, ...). */
-const CONVERSION: protobuf.IConversionOptions = { ...LOADER_OPTIONS } as protobuf.IConversionOptions;
-
-function serializer(type: () => protobuf.Type): (arg: object) => Buffer {
-  return (arg) => {
-    const t = type();
-    if (Array.isArray(arg)) throw new Error(`Failed to serialize message: expected object with ${t.name} structure, got array instead`);
-    return t.encode(t.fromObject(arg)).finish() as Buffer;
-  };
-}
-
-function deserializer(type: () => protobuf.Type): (buf: Buffer) => object {
-  return (buf) => {
-    const t = type();
-    return t.toObject(t.decode(buf), CONVERSION);
-  };
-}
-
 /** The package of every Fuxi type (the descriptor has no other, and no nested types). */
 const PACKAGE = 'fuxi.v1';
 
-type TypeJson = protobuf.INamespace & { fields?: Record<string, { type: string }>; methods?: Record<string, protobuf.IMethod> };
+/** protobufjs's `toObject` options: what a deserialized message looks like (int64 as decimal strings, ...). */
+const CONVERSION = { ...LOADER_OPTIONS } as protobuf.IConversionOptions;
+
+/** A message's functions, as protobufjs generates them for a reflected type (`generated/codecs.ts`). */
+interface Codec {
+  ctor: new () => object;
+  encode(message: object): protobuf.Writer;
+  decode(buf: Uint8Array): object;
+  fromObject(object: object): object;
+  toObject(message: object, options: protobuf.IConversionOptions): object;
+}
+
+/** An enum as the generated code reads it (`types[i].values`): its values by name, and by number through the prototype. */
+function enumOf(values: Record<string, number>): { values: Record<string | number, string | number> } {
+  const byId: Record<number, string> = {};
+  for (const [k, v] of Object.entries(values)) byId[v] = k;
+  return { values: Object.assign(Object.create(byId) as Record<string | number, string | number>, values) };
+}
+
+/** Codecs made so far, by message name. */
+const codecs = new Map<string, Codec>();
+const enums = new Map<string, { values: Record<string | number, string | number> }>();
+
+/**
+ * The codec of message `name`, made on first use from its generated factory with the codecs and
+ * enums its fields name (made here too, transitively; a message is registered before its fields'
+ * types, so a recursive one finds itself). The functions are compiled with the rest of this
+ * package's code, not generated from reflection at run time: that was about 10 ms of a `fuxi`
+ * command's start (the types a call needs built from the descriptor, then each type's code
+ * generated and compiled with `Function`).
+ */
+function codec(name: string): Codec {
+  const known = codecs.get(name);
+  if (known) return known;
+  const entry = MESSAGE_CODECS[name];
+  if (!entry) throw new Error(`no message ${PACKAGE}.${name} in the Fuxi descriptor`);
+  const [fieldTypes, make] = entry;
+  const types: unknown[] = [];
+  const made = make(protobuf.Writer, protobuf.Reader, protobuf.util, types) as Codec;
+  codecs.set(name, made);
+  for (const t of fieldTypes) {
+    if (t === null) types.push(null);
+    else if (Object.hasOwn(ENUM_VALUES, t)) {
+      let e = enums.get(t);
+      if (!e) enums.set(t, (e = enumOf(ENUM_VALUES[t]!)));
+      types.push(e);
+    } else types.push(codec(t));
+  }
+  return made;
+}
+
+function serializer(name: string): (arg: object) => Buffer {
+  return (arg) => {
+    const c = codec(name);
+    if (Array.isArray(arg)) throw new Error(`Failed to serialize message: expected object with ${name} structure, got array instead`);
+    return c.encode(c.fromObject(arg)).finish() as Buffer;
+  };
+}
+
+function deserializer(name: string): (buf: Buffer) => object {
+  return (buf) => {
+    const c = codec(name);
+    return c.toObject(c.decode(buf), CONVERSION);
+  };
+}
+
+type TypeJson = protobuf.INamespace & { methods?: Record<string, protobuf.IMethod> };
 
 /** The descriptor's `fuxi.v1` namespace: every message, enum and service by its name. */
 const PKG = ((): Record<string, TypeJson> => {
@@ -69,59 +119,17 @@ const PKG = ((): Record<string, TypeJson> => {
   return ns.nested as Record<string, TypeJson>;
 })();
 
-/** The name in `fuxi.v1` a field's type names, or undefined for a scalar. */
+/** The name in `fuxi.v1` a method's type names, or undefined when it is not there. */
 function localName(type: string): string | undefined {
   const name = type.replace(/^\./, '').replace(`${PACKAGE}.`, '');
   return Object.hasOwn(PKG, name) ? name : undefined;
 }
 
-/** `name` and every message and enum its fields need, transitively. */
-function typeClosure(name: string): Set<string> {
-  const out = new Set<string>();
-  const todo = [name];
-  while (todo.length > 0) {
-    const n = todo.pop()!;
-    if (out.has(n)) continue;
-    out.add(n);
-    for (const f of Object.values(PKG[n]?.fields ?? {})) {
-      const t = localName(f.type);
-      if (t !== undefined && !out.has(t)) todo.push(t);
-    }
-  }
-  return out;
-}
-
-/** Message types built so far, by name (each from a root holding its closure). */
-const types = new Map<string, protobuf.Type>();
-
-/**
- * The message type `name`, built on first use from a descriptor of only the types it needs: a
- * client that submits a job builds the 8 types of SubmitJob, not the 123 of every service (the
- * whole descriptor's `Root.fromJSON` was 30 ms of a `fuxi submit`'s start). Root.fromJSON resolves
- * every type's features (proto3 packs repeated scalars), the same as for the whole descriptor
- * (the descriptor test compares every method's bytes with proto-loader's). Every type of the new
- * root is kept, so the next method needing them builds nothing.
- */
-function messageType(name: string): protobuf.Type {
-  const known = types.get(name);
-  if (known) return known;
-  const nested = Object.fromEntries([...typeClosure(name)].map((n) => [n, PKG[n]!]));
-  let json: protobuf.INamespace = { nested };
-  for (const part of PACKAGE.split('.').reverse()) json = { nested: { [part]: json } };
-  const root = protobuf.Root.fromJSON(json);
-  for (const n of Object.keys(nested)) {
-    const t = root.lookup(`${PACKAGE}.${n}`);
-    if (t instanceof protobuf.Type && !types.has(n)) types.set(n, t);
-  }
-  return types.get(name)!;
-}
-
 const definitions = new Map<string, grpc.ServiceDefinition>();
 
 /**
- * One service's definition, built on first use; each method's message types are built on its
- * first call (`messageType`), and protobufjs generates each type's codec on its first encode or
- * decode, so a process pays only for the messages it uses.
+ * One service's definition, built on first use; each method's codecs are made on its first call
+ * (`codec`), so a process pays only for the messages it uses.
  */
 function serviceDefinition(name: string): grpc.ServiceDefinition {
   let def = definitions.get(name);
@@ -133,16 +141,14 @@ function serviceDefinition(name: string): grpc.ServiceDefinition {
     const req = localName(m.requestType);
     const res = localName(m.responseType);
     if (req === undefined || res === undefined) throw new Error(`${name}.${mName}: its request or response type is not in ${PACKAGE}`);
-    const reqType = () => messageType(req);
-    const resType = () => messageType(res);
     methods[mName] = {
       path: `/${name}/${mName}`,
       requestStream: !!m.requestStream,
       responseStream: !!m.responseStream,
-      requestSerialize: serializer(reqType),
-      requestDeserialize: deserializer(reqType),
-      responseSerialize: serializer(resType),
-      responseDeserialize: deserializer(resType),
+      requestSerialize: serializer(req),
+      requestDeserialize: deserializer(req),
+      responseSerialize: serializer(res),
+      responseDeserialize: deserializer(res),
       originalName: mName.charAt(0).toLowerCase() + mName.slice(1),
     };
   }

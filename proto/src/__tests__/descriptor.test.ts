@@ -4,6 +4,7 @@ import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs/light.js';
+import { ENUM_VALUES, MESSAGE_CODECS } from '../generated/codecs.js';
 import { FUXI_DESCRIPTOR } from '../generated/descriptor.js';
 import { fuxiFileDescriptorProtos, fuxiPackageDefinition, LOADER_OPTIONS, PROTO_FILES, SERVICE_NAMES } from '../index.js';
 
@@ -86,6 +87,79 @@ describe('precompiled proto descriptor', () => {
       }
     });
   }
+
+  /** Every method of every service as [service, method, proto-loader's, ours], with its types. */
+  const methods = SERVICE_NAMES.flatMap((name) =>
+    Object.entries(root.lookupService(name).methods).map(([m, method]) => ({
+      name: `${name}.${m}`,
+      want: (parsed[name] as Record<string, Method>)[m]!,
+      got: (loaded[name] as Record<string, Method>)[m]!,
+      request: method.resolvedRequestType!,
+      response: method.resolvedResponseType!,
+    })),
+  );
+
+  it('the generated codecs cover every message and enum of the descriptor, and nothing else', () => {
+    const messages: string[] = [];
+    const enums: string[] = [];
+    for (const o of (root.lookup('fuxi.v1') as protobuf.Namespace).nestedArray) {
+      if (o instanceof protobuf.Type) messages.push(o.name);
+      else if (o instanceof protobuf.Enum) enums.push(o.name);
+    }
+    expect(Object.keys(MESSAGE_CODECS).sort()).to.deep.equal(messages.sort());
+    expect(Object.keys(ENUM_VALUES).sort()).to.deep.equal(enums.sort());
+    for (const e of enums) expect(ENUM_VALUES[e], e).to.deep.equal({ ...root.lookupEnum(`fuxi.v1.${e}`).values });
+  });
+
+  it('an enum number the descriptor does not name decodes as the number, as proto-loader decodes it', () => {
+    let checked = 0;
+    for (const { name, want, got, request, response } of methods) {
+      for (const [type, de] of [
+        [request, 'requestDeserialize'],
+        [response, 'responseDeserialize'],
+      ] as const) {
+        const field = type.fieldsArray.find((f) => !f.repeated && f.resolve().resolvedType instanceof protobuf.Enum);
+        if (!field) continue;
+        const bytes = Buffer.from(
+          protobuf.Writer.create()
+            .uint32(field.id << 3)
+            .int32(99)
+            .finish(),
+        );
+        const decoded = got[de](bytes) as Record<string, unknown>;
+        expect(decoded[field.name], `${name} ${field.name}`).to.equal(99);
+        expect(decoded, name).to.deep.equal(want[de](bytes));
+        checked++;
+      }
+    }
+    expect(checked).to.be.greaterThan(0);
+  });
+
+  it('a value of the wrong shape is refused with the message proto-loader gives', () => {
+    let checked = 0;
+    for (const { name, want, got, request } of methods) {
+      for (const f of request.fieldsArray) {
+        const bad = f.repeated ? { [f.name]: 5 } : f.resolve().resolvedType instanceof protobuf.Type ? { [f.name]: 'not an object' } : undefined;
+        if (!bad) continue;
+        const message = (fn: () => unknown): string => {
+          try {
+            fn();
+          } catch (e) {
+            return (e as Error).message;
+          }
+          return '(no error)';
+        };
+        const expected = message(() => want.requestSerialize(bad));
+        expect(expected, `${name} ${f.name}`).to.not.equal('(no error)');
+        expect(
+          message(() => got.requestSerialize(bad)),
+          `${name} ${f.name}`,
+        ).to.equal(expected);
+        checked++;
+      }
+    }
+    expect(checked).to.be.greaterThan(10);
+  });
 
   it('reflection gets the file descriptors proto-loader made from the .proto files', () => {
     const want = Object.values(parsed).find((d) => 'fileDescriptorProtos' in d) as protoLoader.MessageTypeDefinition<object, object>;
