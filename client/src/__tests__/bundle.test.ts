@@ -2,7 +2,8 @@
  * The bundled CLI as `make build` leaves it (client/dist/fuxi.bundle.cjs, its code cache, and the
  * bin that runs it, dist/fuxi.cjs), run as a separate process: help, local validation, an
  * unreachable master and a real submit; a copy of the two files alone in a temp folder, so the
- * bundle needs nothing from node_modules; and a bundle older than a source is not run.
+ * bundle needs nothing from node_modules; the levels of its code cache; and a bundle older than a
+ * source is not run.
  */
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
@@ -79,6 +80,37 @@ describe('bundled fuxi CLI (build output)', function () {
       expect(copy.stdout).to.equal('bundle-2\n');
       expect(existsSync(join(alone, 'fuxi.bundle.cjs.cache'))).to.equal(true);
       expect([...master.jobs.keys()]).to.include.members(['bundle-1', 'bundle-2']);
+    } finally {
+      await master.stop();
+    }
+  });
+
+  it("a code cache's level: a command that called the cluster replaces what `--help` wrote, `--help` does not replace it", async () => {
+    const master = await new FakeMaster().start();
+    try {
+      const alone = join(dir, 'levels');
+      mkdirSync(alone);
+      copyFileSync(BIN, join(alone, 'fuxi.cjs'));
+      copyFileSync(BUNDLE, join(alone, 'fuxi.bundle.cjs'));
+      const cache = join(alone, 'fuxi.bundle.cjs.cache');
+      /** The cache's level (a float64 at byte 24) and its size. */
+      const written = () => {
+        const b = readFileSync(cache);
+        return { level: b.readDoubleLE(24), bytes: b.length };
+      };
+      const run = async (args: string[]) => expect((await fuxi(join(alone, 'fuxi.cjs'), args)).code, args.join(' ')).to.equal(0);
+
+      await run(['--help']);
+      const help = written();
+      expect(help.level).to.equal(0);
+      await run(['--master', master.address, 'submit', spec, '--id', 'levels-1']);
+      const call = written();
+      expect(call.level).to.equal(0.5);
+      expect(call.bytes).to.be.greaterThan(help.bytes);
+      await run(['--help']);
+      expect(written()).to.deep.equal(call);
+      await run(['--master', master.address, 'status', 'levels-1']);
+      expect(written()).to.deep.equal(call);
     } finally {
       await master.stop();
     }
