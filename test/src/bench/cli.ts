@@ -25,6 +25,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BIN, LocalCluster } from '@fuxi/deploy';
+import { codeCacheOf } from './code-cache.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root (this file is test/dist/bench/cli.js). */
@@ -121,6 +122,7 @@ async function main(): Promise<void> {
     ...(o.amCommand ? { agentArgs: ['--am-command', o.amCommand] } : {}),
   });
   const client = cluster.client();
+  const cacheBefore = codeCacheOf(o.cli);
   try {
     const bare: number[] = [];
     const help: number[] = [];
@@ -159,6 +161,9 @@ async function main(): Promise<void> {
       amStartToRegisteredMs: a?.median ?? null,
       amStartToRegisteredP90Ms: a?.p90 ?? null,
       bareNodeMs: stats(bare).median,
+      // The code cache the CLI ran with, before the first run and after the last.
+      codeCacheBefore: cacheBefore,
+      codeCacheAfter: codeCacheOf(o.cli),
       runs: o.runs,
       cli: o.cli,
       amCommand: o.amCommand || 'the agent default (fuxi-appmaster of this installation)',
@@ -170,7 +175,8 @@ async function main(): Promise<void> {
     writeFileSync(o.out, `${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(
       `cliColdStartMs ${s.median} (p90 ${s.p90}), helpMs ${h.median} (p90 ${h.p90}), ` +
-        `amStartToRegisteredMs ${a?.median ?? '?'} (p90 ${a?.p90 ?? '?'}), bare node ${stats(bare).median} ms; wrote ${o.out}\n`,
+        `amStartToRegisteredMs ${a?.median ?? '?'} (p90 ${a?.p90 ?? '?'}), bare node ${stats(bare).median} ms, ` +
+        `code cache level ${cacheBefore?.level ?? 'none'}; wrote ${o.out}\n`,
     );
   } finally {
     client.close();

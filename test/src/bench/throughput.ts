@@ -94,6 +94,7 @@ import { loadFuxiProto } from '@fuxi/proto';
 import { connect } from '@fuxi/rpc';
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
 import { startEtcd } from '../etcd-harness.js';
+import { codeCacheOf } from './code-cache.js';
 
 const TICK_S = 0.01; // USER_HZ = 100 on Linux
 
@@ -525,6 +526,8 @@ async function cliColdStart(b: Bench, runs: number, dir: string, mode: CliMode, 
     cpuMeanMs: round((cliCpuS * 1000) / runs),
     ...(mode.pidFile ? { serverCpuMeanMs: round((serverCpuS * 1000) / runs) } : {}),
     bareNodeCpuMeanMs: round((bareCpuS * 1000) / runs),
+    // What the bin ran with, at the end (the runs may have written it; a CLI server's write its own).
+    codeCache: codeCacheOf(BIN.cli),
   };
 }
 
