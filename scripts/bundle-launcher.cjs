@@ -17,7 +17,9 @@
 //        the timer, not at 'exit', because an AM is often stopped by a signal at the end of its job;
 //   0.5  a shorter run that loaded the network stack (`http2`: a CLI command that called the
 //        cluster), written at its exit;
-//   0    a shorter run that did not (`fuxi --help`), written at its exit.
+//   0.25 the CLI's build (scripts/bundle.mjs: its warm-up run calls no cluster, so the first
+//        command that does writes its own);
+//   0    a shorter run that did not load it (`fuxi --help`), written at its exit.
 // So the first command after a build or an upgrade cannot leave a cache of what `--help` compiles
 // for every later command: a `fuxi cluster status` run with such a cache took 47 ms more than
 // with the build's (medians of 30 alternating runs). A failure to write (a read-only

@@ -62,11 +62,15 @@ const BUNDLES = [
     // (FUXI_CLI_SERVER=1). Node's own modules only; no code cache (it is a few KB).
     fastPath: { entry: 'client/dist/cli/fast-path.js', out: 'client/dist/fuxi-fast.cjs' },
     // A submit to a master that is not there runs the spec reader, the client, the wire encoding
-    // and a connection attempt; it must exit 4 (master unavailable).
+    // and a connection attempt; it must exit 4 (master unavailable). It makes no TLS connection
+    // and decodes no answer, so its cache gets level 0.25: the first command that calls a cluster
+    // (0.5) writes its own. With the cache of one `fuxi cluster status`, that command took 8.8 ms
+    // less than with this one (medians of the paired differences of 40 alternating runs).
     warmUp: {
       args: ['submit', join(root, 'deploy/examples/wordcount/job.yaml'), '--master', '127.0.0.1:1'],
       env: { FUXI_RETRY_MS: '0', FUXI_INSECURE: '1' },
       exit: 4,
+      level: 0.25,
     },
   },
   {
@@ -157,6 +161,13 @@ for (const b of BUNDLES) {
   if (b.warmUp && !(await warmUp(bin, `${bundle}.cache`, b.warmUp))) {
     rmSync(warmDir, { recursive: true, force: true });
     process.exit(1);
+  }
+  if (b.warmUp?.level !== undefined) {
+    // The cache's level (bundle-launcher.cjs: a float64 at byte 24), set below what a real run's
+    // would be, so that the first such run replaces it with what it compiled.
+    const c = readFileSync(`${bundle}.cache`);
+    c.writeDoubleLE(b.warmUp.level, 24);
+    writeFileSync(`${bundle}.cache`, c);
   }
 }
 rmSync(warmDir, { recursive: true, force: true });

@@ -85,7 +85,7 @@ describe('bundled fuxi CLI (build output)', function () {
     }
   });
 
-  it("a code cache's level: a command that called the cluster replaces what `--help` wrote, `--help` does not replace it", async () => {
+  it("a code cache's level: a command that called the cluster replaces what `--help` or the build wrote, `--help` does not replace it", async () => {
     const master = await new FakeMaster().start();
     try {
       const alone = join(dir, 'levels');
@@ -111,6 +111,15 @@ describe('bundled fuxi CLI (build output)', function () {
       expect(written()).to.deep.equal(call);
       await run(['--master', master.address, 'status', 'levels-1']);
       expect(written()).to.deep.equal(call);
+
+      // The build's level (0.25, scripts/bundle.mjs): `--help` keeps it, the first call replaces it.
+      const build = Buffer.from(readFileSync(cache));
+      build.writeDoubleLE(0.25, 24);
+      writeFileSync(cache, build);
+      await run(['--help']);
+      expect(written().level).to.equal(0.25);
+      await run(['--master', master.address, 'status', 'levels-1']);
+      expect(written().level).to.equal(0.5);
     } finally {
       await master.stop();
     }
