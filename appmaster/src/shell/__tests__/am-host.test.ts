@@ -71,7 +71,10 @@ describe('AM host', function () {
     for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null && c.pid) process.kill(c.pid, 'SIGKILL');
     await Promise.all(masters.splice(0).map((m) => m.stop()));
     await Promise.all(agents.splice(0).map((a) => a.stop()));
-    fs.rmSync(dir, { recursive: true, force: true });
+    // A host closed at a test's end stops its AMs after it returns: their last log lines may still
+    // land in the folder while it is removed (ENOTEMPTY), so the removal is tried again, letting
+    // this process (the host's) write them in between.
+    await fs.promises.rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   });
 
   async function fakeCluster(appId: string): Promise<FakeMaster> {
