@@ -238,6 +238,24 @@ function holdWhileLeaderless(h: ServiceImpl<MasterServiceDefinition>, m: Handler
 }
 
 /** The node as `ListNodes` shows it, once every write queued so far (the call's included) is durable. */
+/**
+ * A client's call whose refusal the core takes from memory: ALREADY_EXISTS for another spec under
+ * the id of a job, NOT_FOUND, an array's owner or limit. A refusal shows what memory holds as
+ * surely as an answer does, so it waits like one until every write queued before it is durable,
+ * and is UNAVAILABLE if the term ends first. Without this, a submit of another spec under the id of
+ * a job whose first submit was still being written was refused ALREADY_EXISTS at once; that write
+ * then failed, the master rebuilt from the store, and the job it had shown was gone (the history
+ * test's `vanished`).
+ */
+async function refusedOnceDurable<T>(m: HandlerContext, answer: () => Promise<T>): Promise<T> {
+  try {
+    return await answer();
+  } catch (e) {
+    if (e instanceof FuxiError && !(e instanceof UnavailableError)) await m.durable();
+    throw e;
+  }
+}
+
 async function nodeAdminAnswer(m: HandlerContext, nodeId: string): Promise<{ node: ReturnType<typeof nodeStatusToWire> | null }> {
   const view = m.core.nodeView(nodeId);
   await m.durable();
@@ -366,18 +384,19 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
       );
       return {};
     },
-    SubmitJob: async (req, call) => {
-      if (!req.spec) throw new InvalidArgumentError('spec', 'is required');
-      checkSubmitRate(m, call, 1);
-      const spec = jobSpecFromProto(req.spec);
-      if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
-      const { result, effects } = m.core.submitJob(spec, now(), callerOfCall(call).name);
-      // Acknowledge only once the job is durable in the store (also when it existed: a retry
-      // may arrive while the first call's write is still under way).
-      await m.run(effects);
-      await m.durable();
-      return result;
-    },
+    SubmitJob: (req, call) =>
+      refusedOnceDurable(m, async () => {
+        if (!req.spec) throw new InvalidArgumentError('spec', 'is required');
+        checkSubmitRate(m, call, 1);
+        const spec = jobSpecFromProto(req.spec);
+        if (!spec.jobId) spec.jobId = generatedJobId(spec.name);
+        const { result, effects } = m.core.submitJob(spec, now(), callerOfCall(call).name);
+        // Acknowledge only once the job is durable in the store (also when it existed: a retry
+        // may arrive while the first call's write is still under way).
+        await m.run(effects);
+        await m.durable();
+        return result;
+      }),
     SubmitJobs: async (req, call) => {
       if (req.specs.length === 0) throw new InvalidArgumentError('specs', 'must hold at least one job spec');
       if (req.specs.length > MAX_BATCH_JOBS) throw new InvalidArgumentError('specs', `holds ${req.specs.length} job specs; at most ${MAX_BATCH_JOBS} per call`);
@@ -399,11 +418,12 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
       const wire = results.map((r, i) => batchResultToWire(req.dryRun && !req.specs[i]!.jobId ? { ...r, jobId: '' } : r));
       return { results: wire, dryRun: req.dryRun };
     },
-    GetJob: async (req) => {
-      const job = jobInfo(m.core.getJob(req.jobId), true);
-      await m.durable();
-      return { job };
-    },
+    GetJob: (req) =>
+      refusedOnceDurable(m, async () => {
+        const job = jobInfo(m.core.getJob(req.jobId), true);
+        await m.durable();
+        return { job };
+      }),
     ListJobs: async (req, call) => {
       const page = m.core.listJobsPage({ states: jobStatesFromWire(req.states), arrayId: req.arrayId, limit: req.limit, after: req.after });
       // A user sees its own jobs and its groups' (authz.ts); a page may hold fewer than `limit` then.
@@ -413,12 +433,13 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
       await m.durable();
       return { jobs, nextAfter: page.nextAfter };
     },
-    KillJob: async (req) => {
-      await m.run(m.core.killJob(req.jobId, req.reason, now()));
-      const job = jobInfo(m.core.getJob(req.jobId));
-      await m.durable();
-      return { job };
-    },
+    KillJob: (req) =>
+      refusedOnceDurable(m, async () => {
+        await m.run(m.core.killJob(req.jobId, req.reason, now()));
+        const job = jobInfo(m.core.getJob(req.jobId));
+        await m.durable();
+        return { job };
+      }),
     ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
     // Operators' cordons and drains (node-admin.ts): answered once the record is durable.
     CordonNode: async (req) => {

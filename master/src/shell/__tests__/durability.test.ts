@@ -97,7 +97,7 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/maybe']);
   });
 
-  it('a retry or a read while the job is still being written waits for the write: nothing not durable is acknowledged or shown', async () => {
+  it('a retry, a read or a refusal while the job is still being written waits for the write: nothing not durable is acknowledged or shown', async () => {
     let release!: () => void;
     store.gate = new Promise<void>((r) => (release = r));
     const first = client.SubmitJob({ spec: spec('slow') });
@@ -108,8 +108,14 @@ describe('master: durable before acknowledged (store faults)', function () {
       );
     const firstDone = settled(first);
     await new Promise((r) => setTimeout(r, 100));
-    // The job is in memory, its write is not done: a retry and reads must wait for it.
-    const outcomes = [settled(client.SubmitJob({ spec: spec('slow') })), settled(client.GetJob({ jobId: 'slow' })), settled(client.ListJobs({ states: [] }))];
+    // The job is in memory, its write is not done: a retry, reads, and a refusal of another spec
+    // under its id (ALREADY_EXISTS would show the job) must wait for it.
+    const outcomes = [
+      settled(client.SubmitJob({ spec: spec('slow') })),
+      settled(client.GetJob({ jobId: 'slow' })),
+      settled(client.ListJobs({ states: [] })),
+      settled(client.SubmitJob({ spec: spec('slow', { name: 'other' }) })),
+    ];
     const early = await Promise.race([Promise.all(outcomes), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
     if (early !== 'waiting') release(); // let the next test run
     expect(early, 'answered before the write was durable').to.equal('waiting');
@@ -118,7 +124,7 @@ describe('master: durable before acknowledged (store faults)', function () {
     store.gate = undefined;
     release();
     expect(await firstDone).to.equal('UNAVAILABLE');
-    expect(await Promise.all(outcomes)).to.deep.equal(['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE']);
+    expect(await Promise.all(outcomes)).to.deep.equal(['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE']);
     store.failing = false;
     expect(await jobIds()).to.deep.equal([]);
   });
