@@ -237,7 +237,6 @@ function holdWhileLeaderless(h: ServiceImpl<MasterServiceDefinition>, m: Handler
   return out as unknown as ServiceImpl<MasterServiceDefinition>;
 }
 
-/** The node as `ListNodes` shows it, once every write queued so far (the call's included) is durable. */
 /**
  * A client's call whose refusal the core takes from memory: ALREADY_EXISTS for another spec under
  * the id of a job, NOT_FOUND, an array's owner or limit. A refusal shows what memory holds as
@@ -256,6 +255,7 @@ async function refusedOnceDurable<T>(m: HandlerContext, answer: () => Promise<T>
   }
 }
 
+/** The node as `ListNodes` shows it, once every write queued so far (the call's included) is durable. */
 async function nodeAdminAnswer(m: HandlerContext, nodeId: string): Promise<{ node: ReturnType<typeof nodeStatusToWire> | null }> {
   const view = m.core.nodeView(nodeId);
   await m.durable();
