@@ -524,18 +524,23 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
         throw new FailedPreconditionError(`am attempt ${req.amAttempt} is not the current one (${job.amAttempt})`, { field: 'amAttempt' });
       await m.pushes.holdAssignments(req.appId, call);
     },
-    WatchJob: async (req, call) => {
-      await m.jobWatchers.serve(m.core.getJob(req.jobId), call);
-    },
-    WatchJobs: async (req, call) => {
-      if (req.jobIds.length === 0 && !req.arrayId) throw new InvalidArgumentError('jobIds', 'name at least one job, or give arrayId');
-      const jobs = new Map(req.jobIds.map((id) => [id, m.core.getJob(id)] as const));
-      if (req.arrayId) {
-        const members = m.core.listJobs([], req.arrayId);
-        if (members.length === 0) throw new NotFoundError('job array', req.arrayId);
-        for (const j of members) jobs.set(j.jobId, j);
-      }
-      await m.jobWatchers.serveMany([...jobs.values()], call, req.endsOnly);
-    },
+    // The first records are taken now and sent once the writes queued before them are durable
+    // (job-watchers.ts); a refusal (NOT_FOUND) waits the same way.
+    WatchJob: (req, call) =>
+      refusedOnceDurable(m, async () => {
+        const job = m.core.getJob(req.jobId);
+        await m.jobWatchers.serve(job, call, m.durable());
+      }),
+    WatchJobs: (req, call) =>
+      refusedOnceDurable(m, async () => {
+        if (req.jobIds.length === 0 && !req.arrayId) throw new InvalidArgumentError('jobIds', 'name at least one job, or give arrayId');
+        const jobs = new Map(req.jobIds.map((id) => [id, m.core.getJob(id)] as const));
+        if (req.arrayId) {
+          const members = m.core.listJobs([], req.arrayId);
+          if (members.length === 0) throw new NotFoundError('job array', req.arrayId);
+          for (const j of members) jobs.set(j.jobId, j);
+        }
+        await m.jobWatchers.serveMany([...jobs.values()], call, req.endsOnly, m.durable());
+      }),
   };
 }

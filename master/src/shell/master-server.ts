@@ -25,7 +25,7 @@ import { coalesceStoreWrites } from './store-batches.js';
 import { masterHandlers, type HandlerContext } from './handlers.js';
 import { MasterMetrics } from './master-metrics.js';
 import { Dashboard } from './dashboard.js';
-import { JobWatchers } from './job-watchers.js';
+import { JobWatchers, jobNews } from './job-watchers.js';
 import { startLeaderProbe } from './leader-probe.js';
 import { Peers } from './peers.js';
 import { PushStreams } from './push-streams.js';
@@ -760,12 +760,11 @@ export class MasterServer {
           });
           break;
         case 'jobChanged':
-          // Watchers see a change once the store has it (and the job as it is then).
+          // Watchers see the job as this change left it (the writes just queued hold it), once the
+          // store has it: not as it is by then, which may hold changes still being written.
           if (this.jobWatchers.has(e.jobId)) {
-            this.pushes.whenDurable(() => {
-              const job = this.coreOrUndefined?.jobRecord(e.jobId) && this.coreOrUndefined.getJob(e.jobId);
-              if (job) this.jobWatchers.notify(job);
-            });
+            const news = this.coreOrUndefined?.jobRecord(e.jobId) && jobNews(this.coreOrUndefined.getJob(e.jobId));
+            if (news) this.pushes.whenDurable(() => this.jobWatchers.notify(news));
           }
           break;
         case 'agentsTimedOut':

@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import * as grpc from '@grpc/grpc-js';
 import { normalizeJobSpec, nullLogger, UnavailableError } from '@fuxi/common';
-import { loadFuxiProto, type MasterServiceDefinition } from '@fuxi/proto';
+import { loadFuxiProto, type JobInfo__Output, type MasterServiceDefinition } from '@fuxi/proto';
 import { AGENT_BATCHED, batchedCalls, connect, implement, jobSpecToProto, RpcError, type TypedClient } from '@fuxi/rpc';
 import { MemoryStore, type StoreOp } from '@fuxi/store';
 import { defaultConfig } from '../config.js';
@@ -97,7 +97,7 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect((await store.list('jobs/')).map((kv) => kv.key)).to.deep.equal(['jobs/maybe']);
   });
 
-  it('a retry, a read or a refusal while the job is still being written waits for the write: nothing not durable is acknowledged or shown', async () => {
+  it('a retry, a read, a watch or a refusal while the job is still being written waits for the write: nothing not durable is acknowledged or shown', async () => {
     let release!: () => void;
     store.gate = new Promise<void>((r) => (release = r));
     const first = client.SubmitJob({ spec: spec('slow') });
@@ -110,11 +110,21 @@ describe('master: durable before acknowledged (store faults)', function () {
     await new Promise((r) => setTimeout(r, 100));
     // The job is in memory, its write is not done: a retry, reads, and a refusal of another spec
     // under its id (ALREADY_EXISTS would show the job) must wait for it.
+    // A watch must not show it either: a stream's first record waits the same way.
+    const watched = (stream: AsyncIterable<JobInfo__Output>) =>
+      settled(
+        (async () => {
+          for await (const j of stream) return `shown ${j.jobId}`;
+          return 'ended';
+        })(),
+      );
     const outcomes = [
       settled(client.SubmitJob({ spec: spec('slow') })),
       settled(client.GetJob({ jobId: 'slow' })),
       settled(client.ListJobs({ states: [] })),
       settled(client.SubmitJob({ spec: spec('slow', { name: 'other' }) })),
+      watched(client.stream.WatchJob({ jobId: 'slow' })),
+      watched(client.stream.WatchJobs({ jobIds: ['slow'], arrayId: '', endsOnly: false })),
     ];
     const early = await Promise.race([Promise.all(outcomes), new Promise((r) => setTimeout(() => r('waiting'), 300))]);
     if (early !== 'waiting') release(); // let the next test run
@@ -124,7 +134,7 @@ describe('master: durable before acknowledged (store faults)', function () {
     store.gate = undefined;
     release();
     expect(await firstDone).to.equal('UNAVAILABLE');
-    expect(await Promise.all(outcomes)).to.deep.equal(['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE']);
+    expect(await Promise.all(outcomes)).to.deep.equal(['UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE', 'UNAVAILABLE']);
     store.failing = false;
     expect(await jobIds()).to.deep.equal([]);
   });

@@ -5,7 +5,7 @@ import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { JobInfo } from '@fuxi/proto';
 import type { JobRecord } from '../../core/types.js';
 import { mockSpec } from '../../core/__tests__/core-factories.js';
-import { JobWatchers } from '../job-watchers.js';
+import { JobWatchers, jobNews } from '../job-watchers.js';
 
 /** A WatchJob(s) stream whose reader reads nothing: every message stays queued. */
 class StalledCall extends EventEmitter {
@@ -33,7 +33,7 @@ describe('job watchers: bounded for a reader that does not read', () => {
     const w = new JobWatchers(3);
     const call = new StalledCall();
     const served = w.serve(record('a', 'm0'), call as unknown as ServerWritableStream<unknown, JobInfo>);
-    for (let i = 1; i < 10; i++) w.notify(record('a', `m${i}`));
+    for (let i = 1; i < 10; i++) w.notify(jobNews(record('a', `m${i}`)));
     await served;
     expect(call.writableLength).to.equal(3);
     expect(call.errors.map((e) => e.code)).to.deep.equal([grpc.status.RESOURCE_EXHAUSTED]);
@@ -45,7 +45,7 @@ describe('job watchers: bounded for a reader that does not read', () => {
     const w = new JobWatchers(4);
     const call = new StalledCall();
     const served = w.serveMany([record('a', 'x'), record('b', 'x')], call as unknown as ServerWritableStream<unknown, JobInfo>);
-    for (let i = 0; i < 10; i++) w.notify(record(i % 2 ? 'a' : 'b', `m${i}`));
+    for (let i = 0; i < 10; i++) w.notify(jobNews(record(i % 2 ? 'a' : 'b', `m${i}`)));
     await served;
     // The first records (what the caller asked for) do not count against the bound: 2 + 4.
     expect(call.writableLength).to.equal(6);
@@ -58,8 +58,8 @@ describe('job watchers: bounded for a reader that does not read', () => {
     const call = new StalledCall();
     call.write = () => true; // taken by the transport at once
     const served = w.serve(record('a', 'm0'), call as unknown as ServerWritableStream<unknown, JobInfo>);
-    for (let i = 1; i < 10; i++) w.notify(record('a', `m${i}`));
-    w.notify(record('a', 'end', 'succeeded'));
+    for (let i = 1; i < 10; i++) w.notify(jobNews(record('a', `m${i}`)));
+    w.notify(jobNews(record('a', 'end', 'succeeded')));
     await served;
     expect(call.errors).to.deep.equal([]);
     expect(call.ended).to.equal(true);
@@ -78,8 +78,100 @@ describe('job watchers: bounded for a reader that does not read', () => {
     const records = Array.from({ length: 2000 }, (_, i) => record(`m${i}`, 'x'));
     const served = w.serveMany(records, many as unknown as ServerWritableStream<unknown, JobInfo>);
     expect([many.writableLength, many.errors.length]).to.deep.equal([2000, 0]);
-    for (const r of records) w.notify({ ...r, state: 'succeeded' } as JobRecord);
+    for (const r of records) w.notify(jobNews({ ...r, state: 'succeeded' } as JobRecord));
     await served;
     expect(many.errors.map((e) => e.code)).to.deep.equal([grpc.status.RESOURCE_EXHAUSTED]); // nobody read them
+  });
+});
+
+/** A WatchJob(s) stream that takes every message and keeps what it was given. */
+class ReadingCall extends StalledCall {
+  got: JobInfo[] = [];
+  override write(info?: unknown): boolean {
+    this.got.push(info as JobInfo);
+    return true;
+  }
+}
+
+const held = () => {
+  let open!: () => void;
+  let fail!: (e: Error) => void;
+  const ready = new Promise<void>((resolve, reject) => {
+    open = resolve;
+    fail = reject;
+  });
+  return { ready, open, fail };
+};
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('job watchers: nothing goes out before it is durable', () => {
+  it('WatchJob: the first record waits for `ready`, is the record as it was when the stream opened, and changes follow it in order', async () => {
+    const w = new JobWatchers();
+    const call = new ReadingCall();
+    const gate = held();
+    const job = record('a', 'first');
+    const served = w.serve(job, call as unknown as ServerWritableStream<unknown, JobInfo>, gate.ready);
+    expect(w.has('a'), 'registered at once: no change is missed').to.equal(true);
+    job.message = 'changed in place, not yet durable';
+    w.notify(jobNews(record('a', 'second')));
+    await tick();
+    expect(call.got).to.deep.equal([]);
+    gate.open();
+    w.notify(jobNews(record('a', 'done', 'succeeded')));
+    await served;
+    expect(call.got.map((j) => j.message)).to.deep.equal(['first', 'second', 'done']);
+    expect([call.ended, w.has('a')]).to.deep.equal([true, false]);
+  });
+
+  it('WatchJob: when `ready` fails the stream shows nothing, fails with its error, and is forgotten', async () => {
+    const w = new JobWatchers();
+    const call = new ReadingCall();
+    const gate = held();
+    const served = w.serve(record('a', 'first'), call as unknown as ServerWritableStream<unknown, JobInfo>, gate.ready);
+    w.notify(jobNews(record('a', 'second')));
+    gate.fail(new Error('term ended'));
+    const err = await served.then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).to.equal('term ended');
+    expect([call.got.length, call.ended, w.has('a')]).to.deep.equal([0, false, false]);
+  });
+
+  it('WatchJobs: the first records wait for `ready`; an ended job among them goes then, and changes follow', async () => {
+    const w = new JobWatchers();
+    const call = new ReadingCall();
+    const gate = held();
+    const served = w.serveMany(
+      [record('a', 'a0'), record('b', 'b0', 'succeeded')],
+      call as unknown as ServerWritableStream<unknown, JobInfo>,
+      false,
+      gate.ready,
+    );
+    w.notify(jobNews(record('a', 'a1')));
+    await tick();
+    expect(call.got).to.deep.equal([]);
+    gate.open();
+    await tick();
+    w.notify(jobNews(record('a', 'a2', 'failed')));
+    await served;
+    expect(call.got.map((j) => j.message)).to.deep.equal(['a0', 'b0', 'a1', 'a2']);
+    expect([call.ended, w.has('a'), w.has('b')]).to.deep.equal([true, false, false]);
+  });
+
+  it('WatchJobs: when `ready` fails nothing is shown and every subscription is dropped', async () => {
+    const w = new JobWatchers();
+    const call = new ReadingCall();
+    const gate = held();
+    const served = w.serveMany([record('a', 'a0'), record('b', 'b0')], call as unknown as ServerWritableStream<unknown, JobInfo>, false, gate.ready);
+    expect([w.has('a'), w.has('b')]).to.deep.equal([true, true]);
+    gate.fail(new Error('term ended'));
+    expect(
+      await served.then(
+        () => 'served',
+        (e: Error) => e.message,
+      ),
+    ).to.equal('term ended');
+    expect([call.got.length, w.has('a'), w.has('b')]).to.deep.equal([0, false, false]);
   });
 });
