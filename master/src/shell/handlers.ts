@@ -440,7 +440,13 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
         await m.durable();
         return { job };
       }),
-    ListNodes: async () => ({ nodes: m.core.listNodes().map(nodeStatusToWire) }),
+    // Reads of what the store holds (a node's cordon or drain, the jobs counted by state) wait like
+    // `ListJobs` until the writes queued before them are durable.
+    ListNodes: async () => {
+      const nodes = m.core.listNodes().map(nodeStatusToWire);
+      await m.durable();
+      return { nodes };
+    },
     // Operators' cordons and drains (node-admin.ts): answered once the record is durable.
     CordonNode: async (req) => {
       await m.run(m.core.cordonNode({ nodeId: req.nodeId, reason: req.reason, by: req.requestedBy }, now()));
@@ -504,7 +510,9 @@ function handlers(m: HandlerContext, all: () => ServiceImpl<MasterServiceDefinit
     GetClusterStatus: async () => {
       const core = m.core;
       const conditions = await m.conditions();
-      return clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch, conditions, m.dashboardUrl());
+      const status = clusterStatusToWire(core.clusterStatus(now()), m.address, core.epoch, conditions, m.dashboardUrl());
+      await m.durable();
+      return status;
     },
     WatchGrants: async (req, call) => {
       const core = m.core;
