@@ -9,8 +9,9 @@
  *   or the job holds another spec than an acknowledged submit of its id sent.
  * - `phantom`: a job no client sent (an unknown id), or with a spec that no submit of its id may
  *   have created (only definitely refused submits sent it).
- * - `vanished`: a job shown (by an acknowledged submit, an ALREADY_EXISTS, a get, a kill or a list)
- *   is missing from a read invoked after that (NOT_FOUND, left out of a list) or from the end.
+ * - `vanished`: a job shown (by an acknowledged submit, an ALREADY_EXISTS, a get, a watch's first
+ *   record, a kill or a list) is missing from a read invoked after that (NOT_FOUND, left out of a
+ *   list) or from the end.
  * - `regressed`: a job shown in a terminal state is later shown (or ends) in another state.
  * - `wrongEnd`: the job ended as its calls do not allow: killed without any kill invoked, or not
  *   killed although a kill was acknowledged while it ran.
@@ -131,7 +132,7 @@ export function checkHistory(ops: readonly Op[], final: FinalState): CheckResult
       push(submits, op.jobId, op);
       if (op.outcome === 'ok') push(shown, op.jobId, { op, atMs: op.completeMs, ...(op.variant !== undefined ? { name: op.variant } : {}) });
       else if (op.error === 'ALREADY_EXISTS') push(shown, op.jobId, { op, atMs: op.completeMs });
-    } else if (op.type === 'kill' || op.type === 'get') {
+    } else if (op.type === 'kill' || op.type === 'get' || op.type === 'watch') {
       if (op.type === 'kill') push(kills, op.jobId, op);
       if (op.outcome === 'ok' && op.job) push(shown, op.jobId, { op, atMs: op.completeMs, state: op.job.state, name: op.job.name });
       else if (op.error === 'NOT_FOUND') push(missing, op.jobId, { op });

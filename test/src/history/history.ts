@@ -21,7 +21,8 @@
  */
 import { FuxiError } from '@fuxi/common';
 
-export type OpType = 'submit' | 'kill' | 'get' | 'list';
+/** `watch`: the first record a `WatchJobs` stream sends for the job (a read, like `get`). */
+export type OpType = 'submit' | 'kill' | 'get' | 'watch' | 'list';
 export type Outcome = 'ok' | 'fail' | 'unknown';
 
 /** A job as a read showed it: id, state (`JOB_STATE_*`) and name (the spec variant). */
@@ -41,6 +42,8 @@ export interface Op {
   jobId: string;
   /** submit: which spec was sent (its job name; two variants of one id differ). */
   variant?: string;
+  /** submit: sent in one `SubmitJobs` call with others (their ops share its times). */
+  batch?: boolean;
   invokeMs: number;
   completeMs: number;
   outcome: Outcome;
@@ -49,7 +52,7 @@ export interface Op {
   message?: string;
   /** submit, ok: whether this call created the job. */
   created?: boolean;
-  /** kill and get, ok: the job as answered. */
+  /** kill, get and watch, ok: the job as answered. */
   job?: JobView;
   /** list, ok: every job listed. */
   jobs?: JobView[];
@@ -102,11 +105,49 @@ export class HistoryRecorder {
     return op;
   }
 
+  /**
+   * One call that answers for several jobs (a `SubmitJobs` batch): an op per job, invoked and
+   * completed together. `fn` gives each job's result, or its own error (a definite or unknown
+   * failure of that job alone); when the call itself fails, every op has its failure.
+   */
+  async recordMany(whats: ReadonlyArray<Pick<Op, 'process' | 'type' | 'jobId' | 'variant'>>, fn: () => Promise<Array<OpResult | Error>>): Promise<Op[]> {
+    const invokeMs = this.now();
+    const base = this.ops.length;
+    const ops = whats.map((w, i): Op => ({ index: base + i, ...w, batch: true, invokeMs, completeMs: 0, outcome: 'unknown' }));
+    this.ops.push(...ops);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const call = fn();
+      call.catch(() => undefined);
+      const limit = new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new OpTimeoutError(`no answer within ${this.opTimeoutMs} ms`)), this.opTimeoutMs)),
+      );
+      const results = await Promise.race([call, limit]);
+      for (const [i, op] of ops.entries()) {
+        const r = results[i];
+        if (r instanceof Error) Object.assign(op, classifyFailure(r));
+        else if (r === undefined) Object.assign(op, classifyFailure(new Error('no result for this job')));
+        else {
+          Object.assign(op, r);
+          op.outcome = 'ok';
+        }
+      }
+    } catch (e) {
+      for (const op of ops) Object.assign(op, classifyFailure(e));
+    } finally {
+      clearTimeout(timer);
+      const completeMs = this.now();
+      for (const op of ops) op.completeMs = completeMs;
+    }
+    return ops;
+  }
+
   counts(): { operations: number; ok: number; fail: number; unknown: number; byType: Record<string, Record<Outcome, number>> } {
     const byType: Record<string, Record<Outcome, number>> = {};
     const total = { ok: 0, fail: 0, unknown: 0 };
     for (const op of this.ops) {
-      const t = (byType[op.type] ??= { ok: 0, fail: 0, unknown: 0 });
+      // A batch's jobs apart from single calls (`submitBatched`).
+      const t = (byType[op.batch ? `${op.type}Batched` : op.type] ??= { ok: 0, fail: 0, unknown: 0 });
       t[op.outcome]++;
       total[op.outcome]++;
     }

@@ -1,7 +1,10 @@
 /**
- * The history test's clients: each loops over random calls (submit a new job, submit an id again
- * with the same spec or with another one, kill, get, list) through its own `FuxiClient`, and every
- * call goes into the history with its outcome. Jobs are small: one task of one or two instances
+ * The history test's clients: each loops over random calls (submit a new job, or a batch of two to
+ * four in one `SubmitJobs` call, the SDK's `submitMany`; submit an id again with the same spec or
+ * with another one; kill, get, watch, list) through its own `FuxiClient`,
+ * and every call goes into the history with its outcome. A watch is `waitAll` of one job, as `fuxi
+ * wait` does: the op is its stream's first record, and the wait goes on in the background until
+ * the job ends (or the workload stops). Jobs are small: one task of one or two instances
  * whose workers sleep 1-3 s, so some are running whenever a fault hits and all finish soon after.
  *
  * A job's spec is a function of its id and variant ('a' or 'b'), so a client that submits an id
@@ -103,18 +106,27 @@ export class Workload {
       const r = rand();
       const active = this.active();
       const known = [...this.ids.keys()];
-      if (r < 0.45 && active.length < this.o.maxActive) {
+      if (r < 0.37 && active.length < this.o.maxActive) {
         await this.submit(process, client, `h-${process}-${++n}`, 'a');
+      } else if (r < 0.45 && active.length < this.o.maxActive) {
+        // A batch: new ids, and now and then one sent before (a retry or another spec within it).
+        const jobs: Array<[string, 'a' | 'b']> = Array.from({ length: 2 + Math.floor(rand() * 3) }, () => [`h-${process}-${++n}`, 'a']);
+        const again = known.length && rand() < 0.3 ? pick(known) : undefined;
+        if (again) jobs.push([again, rand() < 0.7 ? 'a' : 'b']);
+        await this.submitBatch(process, client, jobs);
       } else if (r < 0.55 && known.length) {
         // The same id again: mostly the same spec (a retry), sometimes another one.
         await this.submit(process, client, pick(known)!, rand() < 0.7 ? 'a' : 'b');
       } else if (r < 0.7 && known.length) {
         const id = (rand() < 0.8 ? pick(active) : undefined) ?? pick(known)!;
         await this.h.record({ process, type: 'kill', jobId: id }, async () => ({ job: view(await client.kill(id, 'history test')) }));
-      } else if (r < 0.93 && known.length) {
+      } else if (r < 0.86 && known.length) {
         const id = (rand() < 0.7 ? pick(active) : undefined) ?? pick(known)!;
         const op = await this.h.record({ process, type: 'get', jobId: id }, async () => ({ job: view(await client.get(id)) }));
         if (op.outcome === 'ok' && op.job) this.ids.get(id)!.state = op.job.state;
+      } else if (r < 0.93 && known.length) {
+        const id = (rand() < 0.7 ? pick(active) : undefined) ?? pick(known)!;
+        await this.h.record({ process, type: 'watch', jobId: id }, () => this.firstWatched(client, id));
       } else {
         const op = await this.h.record({ process, type: 'list', jobId: '' }, async () => ({ jobs: (await client.list()).map(view) }));
         for (const j of op.jobs ?? []) {
@@ -125,6 +137,27 @@ export class Workload {
       const [lo, hi] = this.o.thinkMs;
       await sleep(lo + rand() * (hi - lo));
     }
+  }
+
+  /** The first record a `waitAll` of the job gets from its stream; the wait goes on alone. */
+  private firstWatched(client: FuxiClient, jobId: string): Promise<{ job: JobView }> {
+    return new Promise((resolve, reject) => {
+      client.waitAll({ jobIds: [jobId] }, { onChange: (j) => resolve({ job: view(j) }) }).then(
+        () => reject(new Error('the watch ended without a record')),
+        (e: unknown) => reject(e),
+      );
+    });
+  }
+
+  private async submitBatch(process: string, client: FuxiClient, jobs: ReadonlyArray<readonly [string, 'a' | 'b']>): Promise<void> {
+    const specs = jobs.map(([id, variant]) => {
+      if (!this.ids.has(id)) this.ids.set(id, { state: '', sentAtMs: Date.now() });
+      return jobSpec(id, variant);
+    });
+    await this.h.recordMany(
+      specs.map((spec) => ({ process, type: 'submit', jobId: spec.jobId, variant: spec.name })),
+      async () => (await client.submitMany(specs)).map((r) => r.error ?? { created: r.created }),
+    );
   }
 
   private async submit(process: string, client: FuxiClient, jobId: string, variant: 'a' | 'b'): Promise<void> {

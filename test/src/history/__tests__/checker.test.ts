@@ -105,6 +105,12 @@ describe('history checker', () => {
     expect(kinds(ops, final([view('j1', S)]))).to.deep.equal(['vanished']);
   });
 
+  it("a job shown by a watch's first record and then NOT_FOUND has vanished", () => {
+    const watch = { ...get('j1', R), type: 'watch' as const };
+    const ops = history(submit('j1', 'unknown'), watch, get('j1', undefined));
+    expect(kinds(ops, final([view('j1', S)]))).to.deep.equal(['vanished']);
+  });
+
   it('a job left out of a list invoked after it was acknowledged has vanished', () => {
     const ops = history(submit('j1', 'ok'), list());
     expect(kinds(ops, final([view('j1', S)]))).to.deep.equal(['vanished']);
@@ -187,5 +193,27 @@ describe('history checker', () => {
     expect([b.outcome, b.error]).to.deep.equal(['fail', 'NOT_FOUND']);
     expect([c.outcome, c.error]).to.deep.equal(['unknown', 'TIMEOUT']);
     expect(h.counts()).to.deep.include({ operations: 3, ok: 1, fail: 1, unknown: 1 });
+  });
+
+  it("the recorder records a batch as one op per job with the call's times, each job's own outcome, and the call's failure for all", async () => {
+    let t = 0;
+    const h = new HistoryRecorder(() => (t += 5), 50);
+    const jobs = [
+      { process: 'c1', type: 'submit' as const, jobId: 'j1', variant: 'j1-a' },
+      { process: 'c1', type: 'submit' as const, jobId: 'j2', variant: 'j2-b' },
+    ];
+    const [a, b] = await h.recordMany(jobs, async () => [{ created: true }, new FuxiError('ALREADY_EXISTS', 'another spec')]);
+    expect([a!.index, a!.outcome, a!.created, a!.batch, a!.invokeMs, a!.completeMs]).to.deep.equal([0, 'ok', true, true, 5, 10]);
+    expect([b!.index, b!.outcome, b!.error, b!.invokeMs, b!.completeMs]).to.deep.equal([1, 'fail', 'ALREADY_EXISTS', 5, 10]);
+    const failed = await h.recordMany(jobs, async () => {
+      throw new FuxiError('UNAVAILABLE', 'no leader');
+    });
+    expect(failed.map((o) => [o.index, o.outcome, o.error])).to.deep.equal([
+      [2, 'unknown', 'UNAVAILABLE'],
+      [3, 'unknown', 'UNAVAILABLE'],
+    ]);
+    expect(h.counts().byType).to.deep.equal({ submitBatched: { ok: 1, fail: 1, unknown: 2 } });
+    // A batch acknowledged, then one of its jobs missing at the end: lost, as for a single submit.
+    expect(kinds(h.ops.slice(0, 1), final([]))).to.deep.equal(['lost']);
   });
 });
