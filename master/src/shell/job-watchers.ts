@@ -10,7 +10,8 @@
  * and held until `ready` (the writes queued before it) is durable; changes that arrive meanwhile
  * wait behind them. If `ready` fails (the term ended: a write failed, or leadership was lost), the
  * stream ends with that error having shown nothing: a job whose submit was still being written may
- * not exist once the master has rebuilt from the store.
+ * not exist once the master has rebuilt from the store. A term's end (`clear`) ends every open
+ * stream with UNAVAILABLE, and its client watches again.
  */
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import type { JobInfo } from '@fuxi/proto';
@@ -66,6 +67,8 @@ function opening(ready: Promise<void> | undefined, first: () => void, send: Watc
 
 export class JobWatchers {
   private readonly byJob = new Map<string, Set<Watcher>>();
+  /** How to cut each open stream short (`clear`). */
+  private readonly open = new Set<(err: Error) => void>();
 
   constructor(private readonly maxQueued = DEFAULT_STREAM_MAX_QUEUED) {}
 
@@ -93,17 +96,12 @@ export class JobWatchers {
         }
         if (n.terminal) done();
       };
+      const cut = (err: unknown) => {
+        if (sub.end()) reject(err);
+      };
+      this.hold(sub, cut);
       call.on('cancelled', () => done());
-      sub.start(
-        opening(
-          ready,
-          () => send(firstNews),
-          send,
-          (err) => {
-            if (sub.end()) reject(err);
-          },
-        ),
-      );
+      sub.start(opening(ready, () => send(firstNews), send, cut));
     });
   }
 
@@ -145,25 +143,35 @@ export class JobWatchers {
         initial = false;
         if (open.size === 0) done();
       };
+      const cut = (err: unknown) => {
+        if (sub.end()) reject(err);
+      };
+      this.hold(sub, cut);
       call.on('cancelled', () => done());
-      sub.start(
-        opening(ready, sendFirst, send, (err) => {
-          if (sub.end()) reject(err);
-        }),
-      );
+      sub.start(opening(ready, sendFirst, send, cut));
     });
+  }
+
+  /** `cut` ends the stream of `sub` with an error (`clear`) until the stream ends otherwise. */
+  private hold(sub: { onEnd(f: () => void): void }, cut: (err: Error) => void): void {
+    this.open.add(cut);
+    sub.onEnd(() => this.open.delete(cut));
   }
 
   /**
    * One stream's place among the watchers of `jobIds`: `start` registers its watcher (unless the
    * stream has ended meanwhile: its first record was terminal); `end` removes it, once.
    */
-  private subscription(jobIds: readonly string[]): { start(w: Watcher): void; end(): boolean; readonly ended: boolean } {
+  private subscription(jobIds: readonly string[]): { start(w: Watcher): void; end(): boolean; onEnd(f: () => void): void; readonly ended: boolean } {
     let watcher: Watcher | undefined;
     let ended = false;
+    let onEnd: (() => void) | undefined;
     return {
       get ended() {
         return ended;
+      },
+      onEnd: (f) => {
+        onEnd = f;
       },
       start: (w) => {
         if (ended) return;
@@ -177,6 +185,7 @@ export class JobWatchers {
       end: () => {
         if (ended) return false;
         ended = true;
+        onEnd?.();
         if (watcher) {
           for (const jobId of jobIds) {
             const set = this.byJob.get(jobId);
@@ -201,8 +210,15 @@ export class JobWatchers {
     return (this.byJob.get(jobId)?.size ?? 0) > 0;
   }
 
-  /** Forgets every watcher (a deposed leader; their streams end with the redirect of the next call). */
-  clear(): void {
+  /**
+   * The term ended (or the master stops): every open stream ends with `answer` (UNAVAILABLE), so
+   * its client watches again, at the next leader or at this one's next term, and gets the records
+   * as that term has them. A stream left open would hear of nothing more: a later term's changes
+   * go to the watchers registered in it.
+   */
+  clear(answer: Error): void {
+    for (const cut of [...this.open]) cut(answer);
+    this.open.clear();
     for (const set of this.byJob.values()) set.clear();
     this.byJob.clear();
   }

@@ -552,7 +552,7 @@ export class MasterServer {
     clearTimeout(this.scheduleTimer);
     this.scheduleTimer = undefined;
     clearInterval(this.statsTimer);
-    this.jobWatchers.clear();
+    this.jobWatchers.clear(new UnavailableError(`the leader's term ended (${answer.message}): watch again`, ''));
     this.pushes.reset();
     this.schedulers.reset();
   }
@@ -655,7 +655,7 @@ export class MasterServer {
     this.dashboard?.close();
     this.tokenFile?.close();
     await this.metricsServer?.close();
-    this.jobWatchers.clear();
+    this.jobWatchers.clear(new UnavailableError('the master is stopping: watch again', ''));
     this.pushes.reset();
     this.schedulers.reset();
     await this.recorder?.close();

@@ -141,6 +141,34 @@ describe('master: durable before acknowledged (store faults)', function () {
     expect(await jobIds()).to.deep.equal([]);
   });
 
+  it('a watch open when the term ends (a write failed) ends UNAVAILABLE, and watching again shows the job as the rebuilt master has it', async () => {
+    expect((await client.SubmitJob({ spec: spec('kept') })).created).to.equal(true);
+    const stream = client.stream.WatchJob({ jobId: 'kept' });
+    const seen: string[] = [];
+    const ended = (async () => {
+      try {
+        for await (const j of stream) seen.push(j.state);
+        return 'ended OK';
+      } catch (e) {
+        return e instanceof RpcError ? e.code : String(e);
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seen).to.have.length(1);
+    store.failing = true;
+    expect((await rpcError(client.SubmitJob({ spec: spec('lost') }))).code).to.equal('UNAVAILABLE');
+    store.failing = false;
+    // Left open, the stream would hear of nothing more: the next term's changes go to its own watchers.
+    expect(await ended).to.equal('UNAVAILABLE');
+    expect(await jobIds()).to.deep.equal(['kept']);
+    const again = client.stream.WatchJob({ jobId: 'kept' });
+    for await (const j of again) {
+      expect(j.jobId).to.equal('kept');
+      break;
+    }
+    again.cancel();
+  });
+
   it('a kill whose write failed is not shown as killed after the rebuild; its retry kills the job once', async () => {
     expect((await client.SubmitJob({ spec: spec('victim') })).created).to.equal(true);
     store.failing = true;

@@ -174,4 +174,30 @@ describe('job watchers: nothing goes out before it is durable', () => {
     ).to.equal('term ended');
     expect([call.got.length, w.has('a'), w.has('b')]).to.deep.equal([0, false, false]);
   });
+
+  it("a term's end (clear) ends every open stream with its error, held or open, and forgets them", async () => {
+    const w = new JobWatchers();
+    const one = new ReadingCall();
+    const many = new ReadingCall();
+    const waiting = new ReadingCall();
+    const a = w.serve(record('a', 'a0'), one as unknown as ServerWritableStream<unknown, JobInfo>, Promise.resolve());
+    const b = w.serveMany([record('b', 'b0'), record('c', 'c0')], many as unknown as ServerWritableStream<unknown, JobInfo>, false, Promise.resolve());
+    const c = w.serve(record('d', 'd0'), waiting as unknown as ServerWritableStream<unknown, JobInfo>, held().ready);
+    await tick();
+    w.clear(new Error('term ended'));
+    const outcome = (p: Promise<void>) =>
+      p.then(
+        () => 'served',
+        (e: Error) => e.message,
+      );
+    expect(await Promise.all([a, b, c].map(outcome))).to.deep.equal(['term ended', 'term ended', 'term ended']);
+    expect([one.got.length, many.got.length, waiting.got.length]).to.deep.equal([1, 2, 0]);
+    expect(['a', 'b', 'c', 'd'].some((id) => w.has(id))).to.equal(false);
+    // A stream opened after it is served as usual.
+    const after = new ReadingCall();
+    const d = w.serve(record('a', 'a1'), after as unknown as ServerWritableStream<unknown, JobInfo>);
+    w.notify(jobNews(record('a', 'end', 'killed')));
+    await d;
+    expect(after.got.map((j) => j.message)).to.deep.equal(['a1', 'end']);
+  });
 });
