@@ -180,7 +180,8 @@ describe('HelperSpawner: a helper process killed after the fork, before its repl
         (e: unknown) => e,
       );
       expect(err).to.be.instanceOf(SpawnOutcomeUnknownError);
-      expect(alive(helper)).to.equal(false);
+      // The spawn fails as the helper's channel closes, which can be a moment before its process is gone.
+      await waitFor(() => !alive(helper), 10_000, 'the helper to be gone');
       await waitFor(() => fs.existsSync(out) && fs.readFileSync(out, 'utf8').trim() !== '', 10_000, 'the worker to start');
       worker = Number(fs.readFileSync(out, 'utf8').trim());
       expect(alive(worker)).to.equal(true);
