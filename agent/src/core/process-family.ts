@@ -50,6 +50,11 @@ export interface FamilyQuery {
   known: readonly ProcId[];
   /** Pids that are never members (the agent, its parent, init). */
   exclude: readonly number[];
+  /**
+   * Pids in the worker's cgroup as read just now: members whatever their environment and parent
+   * (a descendant that scrubbed its marker and was reparented to init before any sample saw it).
+   */
+  inGroup?: ReadonlySet<number>;
 }
 
 /** The environment variable that carries a worker's marker. */
@@ -76,7 +81,7 @@ export function familyOf(procs: readonly ProcEntry[], q: FamilyQuery): ProcEntry
     list.push(p);
     const isRoot = q.root !== undefined && p.pid === q.root.pid && p.startTime === q.root.startTime && q.root.startTime !== '';
     const marked = q.marker !== '' && p.marker === q.marker;
-    if (isRoot || marked || known.has(procKey(p))) seeds.push(p);
+    if (isRoot || marked || known.has(procKey(p)) || q.inGroup?.has(p.pid)) seeds.push(p);
   }
   const members = new Map<number, ProcEntry>();
   const stack = [...seeds];

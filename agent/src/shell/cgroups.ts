@@ -71,6 +71,8 @@ export interface ResourceEnforcer {
   finish(appId: string, workerId: string): OomEvidence | undefined;
   /** The worker's group directories (whether or not they exist). */
   groupDirs(appId: string, workerId: string): string[];
+  /** The processes in the worker's groups now (none without a cgroup mode, or once they are gone). */
+  groupPids(appId: string, workerId: string): number[];
   /** At start: removes the agent's groups of workers not in `live`, and earlier agents' empty app groups. */
   sweep(live: ReadonlyArray<{ appId: string; workerId: string }>): void;
   /** Stops retrying removals; removes the agent's groups that are empty. */
@@ -262,6 +264,17 @@ class CgroupEnforcer implements ResourceEnforcer {
   groupDirs(appId: string, workerId: string): string[] {
     if (!this.layout) return [];
     return this.layout.dirs.map((d) => workerGroup(d.dir, appId, workerId));
+  }
+
+  groupPids(appId: string, workerId: string): number[] {
+    const pids = new Set<number>();
+    for (const dir of this.groupDirs(appId, workerId)) {
+      for (const line of (readText(path.join(dir, 'cgroup.procs')) ?? '').split('\n')) {
+        const pid = Number(line);
+        if (line !== '' && Number.isInteger(pid) && pid > 0) pids.add(pid);
+      }
+    }
+    return [...pids];
   }
 
   prepare(appId: string, workerId: string, limits: WorkerLimits): string[] {

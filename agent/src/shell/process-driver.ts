@@ -354,6 +354,10 @@ export class RealProcessDriver implements ProcessDriver {
     this.families = new WorkerFamilies({
       log: this.log,
       ...(opts.enforcer?.mode === 'rss' ? { onSample: (key, rec, members) => this.sampleRss(key, rec, members) } : {}),
+      // In a cgroup mode the worker's group says who is in it, whatever their environment.
+      ...(opts.enforcer && (opts.enforcer.mode === 'cgroup-v1' || opts.enforcer.mode === 'cgroup-v2')
+        ? { groupPids: (rec: FamilyRecord) => this.groupPidsOf(rec), leftoverGraceMs: this.graceMs }
+        : {}),
       ...(opts.familySampleMs !== undefined ? { sampleMs: opts.familySampleMs } : {}),
       ...(opts.familyPollMs !== undefined ? { pollMs: opts.familyPollMs } : {}),
     });
@@ -702,6 +706,12 @@ export class RealProcessDriver implements ProcessDriver {
       return w && w.killedAt > 0 ? { oomKills: 1, maxUsageBytes: w.killedAt, limitBytes: w.limits.memoryBytes } : undefined;
     }
     return enforcer.finish(appId, workerId);
+  }
+
+  /** The processes in the worker's cgroup (none once the agent is closing: they stay for the next). */
+  private groupPidsOf(rec: FamilyRecord): number[] {
+    if (this.closed || !this.opts.enforcer) return [];
+    return this.opts.enforcer.groupPids(rec.appId, rec.workerId).filter((pid) => pid !== process.pid);
   }
 
   /** Number of stops still running (a family is dropped once nothing of it is left). */

@@ -15,6 +15,12 @@
  * Every signal goes to a pid only while it still has the start time the snapshot saw
  * (`signalProcess`). One snapshot per tick serves every family.
  *
+ * With `groupPids` (the worker's cgroup, shell/cgroups.ts), every process in the worker's group is
+ * a member too, read afresh at each step of a stop: a descendant that scrubbed its environment and
+ * was reparented to init before a sample saw it is still stopped. And when a root ends on its own,
+ * whatever is still in its group (a daemon it left behind) is stopped the same way, as a
+ * container's processes end with its main one.
+ *
  * ```ts
  * const families = new WorkerFamilies({ log });
  * families.track(pid, { appId, workerId, root: { pid, startTime }, marker });
@@ -47,10 +53,15 @@ export interface WorkerFamiliesOptions {
   table?: { read(): ProcEntry[] };
   /** Called with the live members of each family not being stopped, at every sample. */
   onSample?: (key: number, rec: FamilyRecord, members: readonly ProcId[]) => void;
+  /** The pids in the worker's cgroup now ([] when it has none): members during a stop. */
+  groupPids?: (rec: FamilyRecord) => number[];
+  /** How long what a root left behind in its group gets between SIGTERM and SIGKILL (default 5000 ms). */
+  leftoverGraceMs?: number;
 }
 
 export const DEFAULT_FAMILY_SAMPLE_MS = 1000;
 export const DEFAULT_FAMILY_POLL_MS = 100;
+export const DEFAULT_LEFTOVER_GRACE_MS = 5000;
 /** A family still alive this long after its SIGKILL is reported again (a process stuck in D state). */
 const STUCK_WARN_MS = 10_000;
 
@@ -83,6 +94,8 @@ export class WorkerFamilies {
   private readonly exclude: number[];
   private readonly table: { read(): ProcEntry[] };
   private readonly onSample: WorkerFamiliesOptions['onSample'];
+  private readonly groupPids: WorkerFamiliesOptions['groupPids'];
+  private readonly leftoverGraceMs: number;
   private timer: NodeJS.Timeout | undefined;
   private timerDue = 0;
   /** Keys for stops whose root pid a new worker took (below 0: never a pid). */
@@ -96,6 +109,8 @@ export class WorkerFamilies {
     this.exclude = [0, 1, process.pid, process.ppid, ...(opts.exclude ?? [])];
     this.table = opts.table ?? new ProcTable(FAMILY_ENV);
     this.onSample = opts.onSample;
+    this.groupPids = opts.groupPids;
+    this.leftoverGraceMs = opts.leftoverGraceMs ?? DEFAULT_LEFTOVER_GRACE_MS;
   }
 
   /** Starts sampling the family of the worker whose root is `key` (its pid). */
@@ -133,12 +148,25 @@ export class WorkerFamilies {
     return n;
   }
 
-  /** The root's exit was seen: the family is forgotten unless a stop is still running. */
+  /**
+   * The root's exit was seen: the family is forgotten unless a stop is still running, or processes
+   * are left in the worker's group: those are stopped (SIGTERM, SIGKILL after `leftoverGraceMs`).
+   */
   rootEnded(key: number): void {
     const f = this.families.get(key);
     if (!f) return;
-    if (f.stopping) f.rootEnded = true;
-    else this.families.delete(key);
+    f.rootEnded = true;
+    if (f.stopping) return;
+    const left = this.groupPids?.(f.rec) ?? [];
+    if (left.length === 0) {
+      this.families.delete(key);
+      return;
+    }
+    this.log.warn(
+      { appId: f.rec.appId, workerId: f.rec.workerId, pid: key, left, graceMs: this.leftoverGraceMs },
+      'the worker ended and left processes in its cgroup: stopping them',
+    );
+    this.startStop(f, this.leftoverGraceMs);
   }
 
   /**
@@ -154,6 +182,10 @@ export class WorkerFamilies {
       this.families.set(key, f);
     }
     if (f.stopping) return;
+    this.startStop(f, graceMs);
+  }
+
+  private startStop(f: Family, graceMs: number): void {
     const now = Date.now();
     f.stopping = { startedAt: now, deadline: now + graceMs, graceMs, phase: 'term', termed: new Set(), lastWarn: now, emptyOnce: false };
     this.tick();
@@ -167,8 +199,10 @@ export class WorkerFamilies {
     this.families.clear();
   }
 
+  /** Who is in `f`; during a stop, with the pids in the worker's group as read now. */
   private query(f: Family) {
-    return { ...(f.rec.root ? { root: f.rec.root } : {}), marker: f.rec.marker, known: f.known, exclude: this.exclude };
+    const inGroup = f.stopping && this.groupPids ? new Set(this.groupPids(f.rec)) : undefined;
+    return { ...(f.rec.root ? { root: f.rec.root } : {}), marker: f.rec.marker, known: f.known, exclude: this.exclude, ...(inGroup ? { inGroup } : {}) };
   }
 
   private tick(): void {

@@ -29,6 +29,12 @@ describe('process family (pure)', () => {
     expect(pids(familyOf(host(), q()))).to.deep.equal([100, 101, 102, 200, 201]);
   });
 
+  it("with the pids of the worker's cgroup, also an unmarked process under init that no sample saw, with its children; never an excluded pid", () => {
+    const procs = [...host(), p(500, 1, '800'), p(501, 500, '810')];
+    expect(pids(familyOf(procs, q({ marker: '', inGroup: new Set([500, 10]) })))).to.deep.equal([100, 101, 102, 500, 501]);
+    expect(pids(familyOf(procs, q({ marker: '' })))).to.deep.equal([100, 101, 102]);
+  });
+
   it('finds marked processes that left the tree even when the root is gone', () => {
     const procs = host().filter((x) => x.pid !== 100);
     expect(pids(familyOf(procs, q()))).to.deep.equal([101, 102, 200, 201]);

@@ -228,6 +228,53 @@ describe('cgroups: cgroup v1 (real groups on this host)', function () {
     for (const d of old) expect(fs.existsSync(path.dirname(d)), path.dirname(d)).to.equal(false);
   });
 
+  /** Pid written to `file` by a process that runs without the worker's environment under init. */
+  const escapee = (file: string) => `(env -i sh -c 'echo $$ > ${file}.tmp; mv ${file}.tmp ${file}; exec sleep 300' &)`;
+  const readPid = (file: string) => Number(fs.readFileSync(file, 'utf8').trim());
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+    } catch {
+      return false;
+    }
+  };
+
+  it('a kill stops a descendant that dropped its environment and was reparented before any sample saw it: it is in the group', async () => {
+    // No sample runs before the kill: only the group can name the descendant.
+    const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'fuxi-cgroups-escape-'));
+    const driver = new RealProcessDriver({ workDir, stopGraceMs: 500, familySampleMs: 600_000, enforcer });
+    const exits: ExitInfo[] = [];
+    driver.onExit((e) => exits.push(e));
+    const file = path.join(workDir, 'escaped.pid');
+    const r = await driver.spawn(spec('escape', ['sh', '-c', `${escapee(file)}; exec sleep 300`], 64));
+    h.pids.push(r.pid);
+    await waitFor(() => fs.existsSync(file), 10_000, 'the descendant started');
+    const pid = readPid(file);
+    h.pids.push(pid);
+    expect(fs.readFileSync(`/proc/${pid}/environ`, 'utf8')).to.not.include('FUXI_WORKER_FAMILY');
+    driver.kill(r.pid);
+    await waitFor(() => exits.length > 0, 10_000, 'the worker ends');
+    await waitFor(() => !alive(pid), 10_000, `the descendant ${pid} is stopped`);
+    for (const d of enforcer.groupDirs('cg-app', 'escape')) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
+    driver.close();
+    removeWorkDir(workDir);
+  });
+
+  it('a worker that ends on its own leaves nothing running: what it left in its group is stopped, and the group removed', async () => {
+    const file = path.join(os.tmpdir(), `fuxi-cg-left-${process.pid}-${Date.now()}.pid`);
+    const r = await h.driver.spawn(spec('leaves', ['sh', '-c', `${escapee(file)}; while [ ! -e ${file} ]; do sleep 0.05; done; exit 0`], 64));
+    h.pids.push(r.pid);
+    const e = await h.exitOf('leaves');
+    expect([e.exitCode, e.signal]).to.deep.equal([0, null]);
+    const pid = readPid(file);
+    h.pids.push(pid);
+    fs.rmSync(file, { force: true });
+    await waitFor(() => !alive(pid), 10_000, `the process ${pid} it left is stopped`);
+    for (const d of enforcer.groupDirs('cg-app', 'leaves')) await waitFor(() => !fs.existsSync(d), 5000, `${d} removed`);
+    await waitFor(() => h.driver.stopsRunning === 0, 5000, 'the stop ends');
+  });
+
   it('the start-up sweep removes groups of gone workers and keeps those of live ones', () => {
     for (const d of [...enforcer.groupDirs('cg-app', 'gone'), ...enforcer.groupDirs('cg-app', 'live')]) fs.mkdirSync(d, { recursive: true });
     enforcer.sweep([{ appId: 'cg-app', workerId: 'live' }]);
