@@ -102,7 +102,7 @@ describe('cluster status formatting', () => {
 
   it('formats a whole status: the store out of space, as a condition before the fault events', () => {
     const st = mockClusterStatus({
-      conditions: [{ type: 'StoreOutOfSpace', sinceMs: String(T), message: 'etcd batch: etcd is out of space (...); nothing was written' }],
+      conditions: [{ type: 'StoreOutOfSpace', sinceMs: String(T), message: 'etcd batch: etcd is out of space (...). Free space: etcdctl compact' }],
     });
     expect(formatClusterStatus(st, T + 65_000)).to.equal(
       [
@@ -114,7 +114,7 @@ describe('cluster status formatting', () => {
         'apps:      2 running',
         '',
         'conditions:',
-        '  StoreOutOfSpace for 1m5s: etcd batch: etcd is out of space (...); nothing was written',
+        '  StoreOutOfSpace for 1m5s: etcd batch: etcd is out of space (...). Free space: etcdctl compact',
         '',
         'open fault events:',
         '(no open fault events)',

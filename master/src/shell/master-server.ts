@@ -63,6 +63,15 @@ class TermWaiters {
   }
 }
 
+/**
+ * The answer to a call whose write met etcd out of space: UNAVAILABLE, not RESOURCE_EXHAUSTED. etcd
+ * applies the write that crosses its quota and then answers NOSPACE (StoreOutOfSpaceError), so the
+ * outcome is unknown; the retry is answered from a fresh load of the store, which says.
+ */
+function outOfSpaceAnswer(err: StoreOutOfSpaceError): UnavailableError {
+  return new UnavailableError(`${err.message}; this change may or may not have been written: retry, and the answer will say`, '');
+}
+
 interface HardState {
   jobs: JobRecord[];
   roster: Array<{ nodeId: string; address: string }>;
@@ -589,7 +598,9 @@ export class MasterServer {
       'ETCD IS OUT OF SPACE: every hard-state write is refused. The leader serves reads only and refuses changes with RESOURCE_EXHAUSTED ' +
         'until space is freed: etcdctl compact <current revision>, etcdctl defrag, etcdctl alarm disarm (raise --quota-backend-bytes if it is too small)',
     );
-    this.endTerm(err);
+    // Calls waiting on writes of the term: theirs may have landed (the write that crossed the
+    // quota was applied) or not; a retry is answered from the fresh load (handlers.ts).
+    this.endTerm(outOfSpaceAnswer(err));
     const store = this.leaderStore;
     const epoch = this.epoch || (loaded?.epoch ?? '');
     const term = this.term;
@@ -713,7 +724,7 @@ export class MasterServer {
             // leadership is rebuilt from the store.
             if (err instanceof StoreOutOfSpaceError && this.store instanceof EtcdStore) {
               this.holdForSpace(err);
-              throw err;
+              throw outOfSpaceAnswer(err);
             }
             const answer = new UnavailableError(
               `a hard-state write failed (${errorMessage(err)}); the master is rebuilding its state from the store: retry`,
@@ -973,7 +984,7 @@ export class MasterServer {
         }
         if (err instanceof StoreOutOfSpaceError && this.store instanceof EtcdStore) {
           this.holdForSpace(err);
-          throw err;
+          throw outOfSpaceAnswer(err);
         }
         // Memory is as it was: nothing to rebuild. Only the caller hears of it.
         this.log.warn({ keys: ops.map((o) => o.key), err: errorMessage(err) }, 'hard-state write failed; nothing changed');

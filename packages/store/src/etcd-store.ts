@@ -102,13 +102,16 @@ export class FencedError extends FailedPreconditionError {
 /**
  * etcd is out of space (`etcdserver: mvcc: database space exceeded`; its NOSPACE alarm is raised):
  * it refuses every write (reads, deletes and lease keep-alives still work) until an operator frees
- * space and disarms the alarm. Nothing of the refused write was applied.
+ * space and disarms the alarm. The write that got this answer may still have been applied: etcd
+ * applies a write that crosses its quota and then answers NOSPACE (its `quotaApplierV3`); only the
+ * writes after it are refused before they are applied. So its outcome is unknown: a reader must
+ * look at the store to know.
  */
 export class StoreOutOfSpaceError extends ResourceExhaustedError {
   constructor(op: string, detail: string) {
     super(
       'store space',
-      `etcd ${op}: etcd is out of space (${detail}); nothing was written. Free space: etcdctl compact <current revision>, ` +
+      `etcd ${op}: etcd is out of space (${detail}). Free space: etcdctl compact <current revision>, ` +
         'etcdctl defrag, then etcdctl alarm disarm (and raise --quota-backend-bytes if it is too small)',
     );
   }

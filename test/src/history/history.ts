@@ -4,8 +4,8 @@
  *
  * - `ok`: the master answered (the call took effect);
  * - `fail`: a definite refusal (INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND, and RESOURCE_EXHAUSTED,
- *   which the master answers when etcd is out of space and nothing was written): the call did not
- *   take effect;
+ *   which the master answers while etcd is out of space for a change the store shows it has not
+ *   made): the call did not take effect;
  * - `unknown`: anything else (UNAVAILABLE, DEADLINE_EXCEEDED, a broken connection, a timeout):
  *   the call may or may not have taken effect.
  *

@@ -2,7 +2,9 @@
  * etcd out of space, against real MasterServers (a leader and a standby) on a real etcd with a
  * 2 MiB `--quota-backend-bytes`, filled by another client until etcd raises its NOSPACE alarm:
  *
- * - the call whose write etcd refuses gets RESOURCE_EXHAUSTED and its effect is never shown;
+ * - the call whose write met the full store gets UNAVAILABLE (etcd applies the write that crosses
+ *   its quota and then answers NOSPACE, so its outcome is unknown), and its retry RESOURCE_EXHAUSTED
+ *   once the leader's fresh load of the store shows the write absent; its effect is never shown;
  * - the leader holds still instead of abdicating (same term, the standby stays a standby): reads
  *   are served, every change is refused before it is made, `GetClusterStatus` lists the condition,
  *   and the error is logged once;
@@ -126,7 +128,7 @@ describe('master: etcd out of space (real etcd, --quota-backend-bytes 2 MiB)', f
     await filler.disarmNoSpace();
   }
 
-  it('answers the refused write RESOURCE_EXHAUSTED and never shows it; the leader holds still (reads served, changes refused, the condition in cluster status, logged once); writes work again once space is freed', async () => {
+  it('answers the write that met the full store UNAVAILABLE (its outcome unknown) and its retry RESOURCE_EXHAUSTED, and never shows it; the leader holds still (reads served, changes refused, the condition in cluster status, logged once); writes work again once space is freed', async () => {
     const lines: Array<{ level: string; msg: string }> = [];
     const m1 = await startMaster(lines);
     await until('m1 leads', () => m1.role === 'leader' && m1.epoch !== '');
@@ -141,8 +143,14 @@ describe('master: etcd out of space (real etcd, --quota-backend-bytes 2 MiB)', f
     expect(early.conditions.map((c) => c.type)).to.deep.equal(['StoreOutOfSpace']);
 
     const refused = await rpcError(c1.SubmitJob({ spec: spec('lost') }));
-    expect(refused.code).to.equal('RESOURCE_EXHAUSTED');
-    expect(refused.message).to.match(/etcd is out of space .*nothing was written.*etcdctl alarm disarm/);
+    expect(refused.code).to.equal('UNAVAILABLE');
+    expect(refused.message).to.match(/etcd is out of space .*etcdctl alarm disarm.*may or may not have been written: retry/);
+    // The retry is answered from the fresh load of the store: the job is not there, so a definite refusal.
+    const retried = await until('the retry answered from the store', async () => {
+      const e = await rpcError(c1.SubmitJob({ spec: spec('lost') }));
+      return e.code !== 'UNAVAILABLE' && e;
+    });
+    expect(retried.code).to.equal('RESOURCE_EXHAUSTED');
 
     // Its effect is not visible: reads come from a fresh load of the store.
     expect((await answered(() => c1.ListJobs({ states: [] }))).jobs.map((j) => j.jobId)).to.deep.equal(['kept']);
@@ -195,7 +203,7 @@ describe('master: etcd out of space (real etcd, --quota-backend-bytes 2 MiB)', f
     expect((await answered(() => c1.SubmitJob({ spec: spec('ended') }))).created).to.equal(true);
     await answered(() => c1.KillJob({ jobId: 'ended', reason: 'test' }));
     await fill();
-    expect((await rpcError(c1.SubmitJob({ spec: spec('lost') }))).code).to.equal('RESOURCE_EXHAUSTED');
+    expect((await rpcError(c1.SubmitJob({ spec: spec('lost') }))).code).to.equal('UNAVAILABLE');
 
     // A retry of a submission the store holds: answered as with room (a definite refusal here
     // would tell the client that the job it made does not exist).

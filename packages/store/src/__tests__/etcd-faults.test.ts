@@ -73,7 +73,7 @@ describe('etcd store faults', function () {
         expect(err).to.be.instanceOf(StoreOutOfSpaceError);
         expect(err).to.be.instanceOf(ResourceExhaustedError);
         expect((err as ResourceExhaustedError).code).to.equal('RESOURCE_EXHAUSTED');
-        expect(err.message).to.match(/etcd put: etcd is out of space \(etcdserver: mvcc: database space exceeded\); nothing was written/);
+        expect(err.message).to.match(/etcd put: etcd is out of space \(etcdserver: mvcc: database space exceeded\)\. Free space: /);
         expect(err.message).to.include('etcdctl alarm disarm');
         expect(await store.outOfSpace()).to.equal(true);
 
