@@ -68,7 +68,7 @@ function opening(ready: Promise<void> | undefined, first: () => void, send: Watc
 export class JobWatchers {
   private readonly byJob = new Map<string, Set<Watcher>>();
   /** How to cut each open stream short (`clear`). */
-  private readonly open = new Set<(err: Error) => void>();
+  private readonly open = new Set<(err: unknown) => void>();
 
   constructor(private readonly maxQueued = DEFAULT_STREAM_MAX_QUEUED) {}
 
@@ -80,7 +80,7 @@ export class JobWatchers {
     const firstNews = jobNews(first);
     return new Promise<void>((resolve, reject) => {
       let last = '';
-      const sub = this.subscription([first.jobId]);
+      const sub = this.subscription([first.jobId], reject);
       const done = (overflow = false) => {
         if (!sub.end()) return;
         if (overflow) endExhausted(call, 'WatchJob', this.maxQueued);
@@ -96,12 +96,8 @@ export class JobWatchers {
         }
         if (n.terminal) done();
       };
-      const cut = (err: unknown) => {
-        if (sub.end()) reject(err);
-      };
-      this.hold(sub, cut);
       call.on('cancelled', () => done());
-      sub.start(opening(ready, () => send(firstNews), send, cut));
+      sub.start(opening(ready, () => send(firstNews), send, sub.cut));
     });
   }
 
@@ -115,7 +111,7 @@ export class JobWatchers {
     return new Promise<void>((resolve, reject) => {
       const last = new Map<string, string>();
       const open = new Set(firstNews.filter((n) => !n.terminal).map((n) => n.jobId));
-      const sub = this.subscription([...open]);
+      const sub = this.subscription([...open], reject);
       // While the first records go out, the stream neither ends (every one of them goes, ended jobs
       // included) nor counts them against its bound (the caller asked for that many).
       let initial = true;
@@ -143,35 +139,43 @@ export class JobWatchers {
         initial = false;
         if (open.size === 0) done();
       };
-      const cut = (err: unknown) => {
-        if (sub.end()) reject(err);
-      };
-      this.hold(sub, cut);
       call.on('cancelled', () => done());
-      sub.start(opening(ready, sendFirst, send, cut));
+      sub.start(opening(ready, sendFirst, send, sub.cut));
     });
-  }
-
-  /** `cut` ends the stream of `sub` with an error (`clear`) until the stream ends otherwise. */
-  private hold(sub: { onEnd(f: () => void): void }, cut: (err: Error) => void): void {
-    this.open.add(cut);
-    sub.onEnd(() => this.open.delete(cut));
   }
 
   /**
    * One stream's place among the watchers of `jobIds`: `start` registers its watcher (unless the
-   * stream has ended meanwhile: its first record was terminal); `end` removes it, once.
+   * stream has ended meanwhile: its first record was terminal); `end` removes it, once; `cut` ends
+   * it with an error for `fail` (its `ready` failed, or `clear`).
    */
-  private subscription(jobIds: readonly string[]): { start(w: Watcher): void; end(): boolean; onEnd(f: () => void): void; readonly ended: boolean } {
+  private subscription(
+    jobIds: readonly string[],
+    fail: (err: unknown) => void,
+  ): { start(w: Watcher): void; end(): boolean; cut(err: unknown): void; readonly ended: boolean } {
     let watcher: Watcher | undefined;
     let ended = false;
-    let onEnd: (() => void) | undefined;
+    const end = (): boolean => {
+      if (ended) return false;
+      ended = true;
+      this.open.delete(cut);
+      if (watcher) {
+        for (const jobId of jobIds) {
+          const set = this.byJob.get(jobId);
+          if (!set) continue;
+          set.delete(watcher);
+          if (set.size === 0) this.byJob.delete(jobId);
+        }
+      }
+      return true;
+    };
+    const cut = (err: unknown) => {
+      if (end()) fail(err);
+    };
+    this.open.add(cut);
     return {
       get ended() {
         return ended;
-      },
-      onEnd: (f) => {
-        onEnd = f;
       },
       start: (w) => {
         if (ended) return;
@@ -182,20 +186,8 @@ export class JobWatchers {
           set.add(w);
         }
       },
-      end: () => {
-        if (ended) return false;
-        ended = true;
-        onEnd?.();
-        if (watcher) {
-          for (const jobId of jobIds) {
-            const set = this.byJob.get(jobId);
-            if (!set) continue;
-            set.delete(watcher);
-            if (set.size === 0) this.byJob.delete(jobId);
-          }
-        }
-        return true;
-      },
+      end,
+      cut,
     };
   }
 

@@ -87,19 +87,12 @@ export class HistoryRecorder {
   async record(what: Pick<Op, 'process' | 'type' | 'jobId' | 'variant'>, fn: () => Promise<OpResult>): Promise<Op> {
     const op: Op = { index: this.ops.length, ...what, invokeMs: this.now(), completeMs: 0, outcome: 'unknown' };
     this.ops.push(op);
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const call = fn();
-      call.catch(() => undefined); // after a timeout nobody awaits it
-      const limit = new Promise<never>(
-        (_, reject) => (timer = setTimeout(() => reject(new OpTimeoutError(`no answer within ${this.opTimeoutMs} ms`)), this.opTimeoutMs)),
-      );
-      Object.assign(op, await Promise.race([call, limit]));
+      Object.assign(op, await this.limited(fn));
       op.outcome = 'ok';
     } catch (e) {
       Object.assign(op, classifyFailure(e));
     } finally {
-      clearTimeout(timer);
       op.completeMs = this.now();
     }
     return op;
@@ -115,14 +108,8 @@ export class HistoryRecorder {
     const base = this.ops.length;
     const ops = whats.map((w, i): Op => ({ index: base + i, ...w, batch: true, invokeMs, completeMs: 0, outcome: 'unknown' }));
     this.ops.push(...ops);
-    let timer: NodeJS.Timeout | undefined;
     try {
-      const call = fn();
-      call.catch(() => undefined);
-      const limit = new Promise<never>(
-        (_, reject) => (timer = setTimeout(() => reject(new OpTimeoutError(`no answer within ${this.opTimeoutMs} ms`)), this.opTimeoutMs)),
-      );
-      const results = await Promise.race([call, limit]);
+      const results = await this.limited(fn);
       for (const [i, op] of ops.entries()) {
         const r = results[i];
         if (r instanceof Error) Object.assign(op, classifyFailure(r));
@@ -135,11 +122,25 @@ export class HistoryRecorder {
     } catch (e) {
       for (const op of ops) Object.assign(op, classifyFailure(e));
     } finally {
-      clearTimeout(timer);
       const completeMs = this.now();
       for (const op of ops) op.completeMs = completeMs;
     }
     return ops;
+  }
+
+  /** `fn`'s answer, or OpTimeoutError once it has run `opTimeoutMs` (it is then left to finish alone). */
+  private async limited<T>(fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const call = fn();
+      call.catch(() => undefined); // after a timeout nobody awaits it
+      const limit = new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new OpTimeoutError(`no answer within ${this.opTimeoutMs} ms`)), this.opTimeoutMs)),
+      );
+      return await Promise.race([call, limit]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   counts(): { operations: number; ok: number; fail: number; unknown: number; byType: Record<string, Record<Outcome, number>> } {
